@@ -1,0 +1,25 @@
+//! kernelpair: builds datasets of slow/fast CUDA kernel pairs, checked to compile,
+//! agree numerically and differ in speed.
+//!
+//! Stages (one module each): [`suite`] walks suites and pairs kernels, [`cuda`] isolates
+//! kernels with tree-sitter, [`synth`] asks an LLM for naive variants, [`harness`] and
+//! [`verify`] run pairs on a GPU through [`gpu`], [`export`] writes training files, and
+//! [`pipeline`] chains them resumably.
+
+pub mod cli;
+pub mod cuda;
+pub mod exit;
+pub mod export;
+pub mod gpu;
+pub mod harness;
+pub mod jsonl;
+pub mod pipeline;
+pub mod record;
+pub mod suite;
+pub mod synth;
+pub mod verify;
+
+pub use record::{
+    Diagnostic, Features, KernelUnit, LaunchSite, Line, Origin, Pair, Param, Record, Status,
+    Verification,
+};
