@@ -1,5 +1,8 @@
 //! The verify stage: worker processes per GPU, a watchdog, and the validate command.
 
+pub mod compare;
+pub mod stats;
+
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     #[arg(long = "in")]
