@@ -172,8 +172,7 @@ impl ElemType {
 
 /// A C type without qualifiers and pointer stars, single-spaced: `const float *__restrict__` → `float`.
 pub fn c_base_type(c: &str) -> String {
-    c.replace('*', " ")
-        .replace('&', " ")
+    c.replace(['*', '&'], " ")
         .split_whitespace()
         .filter(|w| {
             !matches!(
@@ -1304,14 +1303,14 @@ impl Harness {
             Ok(match raw {
                 RawInit::Uniform { lo, hi } => {
                     let (lo_v, hi_v) = (num("lo", lo)?, num("hi", hi)?);
-                    if !(lo_v < hi_v) {
+                    if lo_v >= hi_v || lo_v.is_nan() || hi_v.is_nan() {
                         return Err(xerr(f, &format!("{lo_v}..{hi_v}"), "needs lo < hi".into()));
                     }
                     Init::Uniform { lo: lo_v, hi: hi_v }
                 }
                 RawInit::Normal { mean, std } => {
                     let sd = num("std", std)?;
-                    if !(sd > 0.0) {
+                    if sd.is_nan() || sd <= 0.0 {
                         return Err(xerr(f, &std.text(), "std must be > 0".into()));
                     }
                     Init::Normal {
@@ -1527,4 +1526,316 @@ pub enum HarnessCommand {
 
 pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
     draft::run(cmd)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::record::{Features, Param, Provenance, Pulled};
+
+    /// A unit with just what `check_against` reads.
+    pub(crate) fn unit(kernel: &str, params: &[(&str, &str)]) -> KernelUnit {
+        KernelUnit {
+            id: format!("id-{kernel}"),
+            suite: "test".into(),
+            benchmark: "b".into(),
+            variant: "v".into(),
+            path: "k.cu".into(),
+            line: 1,
+            kernel: kernel.into(),
+            params: params
+                .iter()
+                .map(|(t, n)| Param {
+                    name: n.to_string(),
+                    ty: t.to_string(),
+                })
+                .collect(),
+            template_params: vec![],
+            source: String::new(),
+            symbol: kernel.into(),
+            pulled: Pulled::default(),
+            features: Features::default(),
+            launch_sites: vec![],
+            provenance: Provenance::default(),
+            compile: None,
+            diagnostics: vec![],
+        }
+    }
+
+    pub(crate) const SAXPY: &str = r#"
+description = "y = a*x + y"
+[sizes]
+n = 4096
+[[size_sets]]
+name = "small"
+n = 1000
+[[size_sets]]
+name = "large"
+[derived]
+threads = "256"
+[[args]]
+name = "n"
+type = "i32"
+value = "n"
+[[args]]
+name = "a"
+type = "f32"
+value = 2.5
+[[args]]
+name = "x"
+type = "f32"
+len = "n"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+[[args]]
+name = "y"
+type = "f32"
+len = "n"
+init = { kind = "normal", mean = 0.0, std = 1.0 }
+role = "inout"
+rtol = 1e-5
+[[launch]]
+kernel = "saxpy"
+grid = "ceil_div(n, threads)"
+block = "threads"
+"#;
+
+    fn saxpy_unit() -> KernelUnit {
+        unit(
+            "saxpy",
+            &[
+                ("int", "n"),
+                ("float", "a"),
+                ("const float *__restrict__", "x"),
+                ("float *", "y"),
+            ],
+        )
+    }
+
+    fn err_of(text: &str) -> String {
+        parse(text, "h.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_and_resolves_every_size_set() {
+        let h = parse(SAXPY, "saxpy.toml").unwrap();
+        let names: Vec<_> = h.size_sets().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["small", "large"]);
+        assert_eq!(h.size_sets()[0].values["n"], 1000);
+        assert_eq!(h.size_sets()[1].values["n"], 4096);
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        assert_eq!(r.fast.len(), 1);
+        assert_eq!(r.slow, r.fast, "a shared [[launch]] serves both variants");
+        let l = &r.fast[0];
+        assert_eq!(
+            (l.grid, l.block, l.shared_mem, l.repeat),
+            ([4, 1, 1], [256, 1, 1], 0, 1)
+        );
+        assert_eq!(l.args, vec![0, 1, 2, 3]);
+        assert_eq!(r.values["threads"], 256);
+        assert!(matches!(
+            &r.args[0],
+            ResolvedArg::Scalar {
+                value: ScalarValue::I32(1000),
+                ..
+            }
+        ));
+        assert!(
+            matches!(&r.args[1], ResolvedArg::Scalar { value: ScalarValue::F32(v), .. } if *v == 2.5)
+        );
+        match &r.args[3] {
+            ResolvedArg::Buffer { len, role, tol, .. } => {
+                assert_eq!((*len, *role), (1000, Role::Inout));
+                assert_eq!(tol.rtol, 1e-5, "override");
+                assert_eq!(
+                    tol.atol,
+                    Tolerance::default_for(ElemType::F32).atol,
+                    "default kept"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.outputs(), vec![3]);
+        h.check_against(Some(&saxpy_unit()), &saxpy_unit()).unwrap();
+    }
+
+    #[test]
+    fn variants_launch_differently_and_templates_interpolate() {
+        let text = SAXPY.replace(
+            "[[launch]]\nkernel = \"saxpy\"\ngrid = \"ceil_div(n, threads)\"\nblock = \"threads\"\n",
+            r#"
+[[variants.slow.launch]]
+kernel = "saxpy"
+grid = ["n", 1]
+block = 1
+[[variants.fast.launch]]
+kernel = "saxpy_t<{threads * 2}>"
+grid = ["ceil_div(n, 512)"]
+block = ["512"]
+shared_mem = "512 * 4"
+repeat = 2
+"#,
+        );
+        let h = parse(&text, "t.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[1], &DeviceProps::h100()).unwrap();
+        assert_eq!(r.slow[0].grid, [4096, 1, 1]);
+        assert_eq!(r.fast[0].kernel, "saxpy_t<512>");
+        assert_eq!(
+            (r.fast[0].grid[0], r.fast[0].shared_mem, r.fast[0].repeat),
+            (8, 2048, 2)
+        );
+        let mut fast = saxpy_unit();
+        fast.kernel = "saxpy_t".into();
+        fast.symbol = "saxpy_t<512>".into();
+        h.check_against(Some(&saxpy_unit()), &fast).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_file_and_field() {
+        let e = err_of(&SAXPY.replace("type = \"f32\"\nlen", "type = \"float\"\nlen"));
+        assert!(
+            e.contains("h.toml: args[2].type") && e.contains("unknown element type"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("role = \"in\"\n", ""));
+        assert!(
+            e.contains("args[2].role") && e.contains("needs a role"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("role = \"in\"", "role = \"input\""));
+        assert!(e.contains("args[2].role"), "{e}");
+        let e = err_of(&SAXPY.replace("name = \"small\"\nn = 1000", "name = \"small\"\nm = 1000"));
+        assert!(
+            e.contains("size_sets[0].m") && e.contains("does not declare"),
+            "{e}"
+        );
+        // An expression that fails for one size set only names that set.
+        let e = err_of(&SAXPY.replace(
+            "len = \"n\"\ninit = { kind = \"uniform\"",
+            "len = \"n - 1000\"\ninit = { kind = \"uniform\"",
+        ));
+        assert!(
+            e.contains("args[2].len") && e.contains("size set small") && e.contains("must be > 0"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("block = \"threads\"", "block = \"threads * 8\""));
+        assert!(
+            e.contains("launch[0].block") && e.contains("exceeds"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("block = \"threads\"", "block = \"TODO\""));
+        assert!(
+            e.contains("launch[0].block[0]") && e.contains("TODO"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("value = \"n\"", "value = \"n\"\nrole = \"in\""));
+        assert!(
+            e.contains("args[0]") && e.contains("takes no init or role"),
+            "{e}"
+        );
+        let e = err_of(&format!("require = [\"n % 64 == 0\"]\n{SAXPY}"));
+        assert!(
+            e.contains("require[0]") && e.contains("size set small"),
+            "{e}"
+        );
+        let e = err_of(&format!("{SAXPY}\nbogus = 1\n"));
+        assert!(e.contains("unknown field"), "{e}");
+        let e = err_of(
+            &SAXPY.replace("role = \"inout\"", "role = \"out\"").replace(
+                "kind = \"normal\", mean = 0.0, std = 1.0",
+                "kind = \"zeros\"",
+            ),
+        );
+        assert!(e.contains("make its role inout"), "{e}");
+        let e = err_of(&SAXPY.replace("[[launch]]", "[[xlaunch]]"));
+        assert!(e.contains("unknown field"), "{e}");
+        let e = err_of(&SAXPY.replace(
+            "kernel = \"saxpy\"",
+            "kernel = \"saxpy\"\nargs = [\"n\", \"zz\"]",
+        ));
+        assert!(e.contains("launch[0].args") && e.contains("\"zz\""), "{e}");
+    }
+
+    #[test]
+    fn check_against_catches_signature_mismatches() {
+        let h = parse(SAXPY, "s.toml").unwrap();
+        let short = unit("saxpy", &[("int", "n"), ("float", "a"), ("float *", "x")]);
+        let e = h.check_against(None, &short).unwrap_err().to_string();
+        assert!(e.contains("passes 4 args, the kernel takes 3"), "{e}");
+        let dbl = unit(
+            "saxpy",
+            &[
+                ("int", "n"),
+                ("float", "a"),
+                ("const double *", "x"),
+                ("float *", "y"),
+            ],
+        );
+        let e = h.check_against(None, &dbl).unwrap_err().to_string();
+        assert!(
+            e.contains("parameter 2") && e.contains("f64") && e.contains("f32"),
+            "{e}"
+        );
+        let swapped = unit(
+            "saxpy",
+            &[
+                ("int *", "n"),
+                ("float", "a"),
+                ("const float *", "x"),
+                ("float *", "y"),
+            ],
+        );
+        let e = h.check_against(None, &swapped).unwrap_err().to_string();
+        assert!(e.contains("is a pointer, but arg \"n\" is a scalar"), "{e}");
+        let other = unit(
+            "daxpy",
+            &saxpy_unit()
+                .params
+                .iter()
+                .map(|p| (p.ty.as_str(), p.name.as_str()))
+                .collect::<Vec<_>>(),
+        );
+        let e = h
+            .check_against(Some(&other), &saxpy_unit())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(slow)") && e.contains("daxpy"), "{e}");
+    }
+
+    #[test]
+    fn c_types_map_to_elements() {
+        assert_eq!(
+            ElemType::from_c_type("const float *__restrict__"),
+            Some(ElemType::F32)
+        );
+        assert_eq!(ElemType::from_c_type("unsigned int*"), Some(ElemType::U32));
+        assert_eq!(ElemType::from_c_type("uchar4 *"), Some(ElemType::U8));
+        assert_eq!(ElemType::from_c_type("const int"), Some(ElemType::I32));
+        assert_eq!(ElemType::from_c_type("struct kValues *"), None);
+        assert!(c_is_pointer("float*") && !c_is_pointer("float"));
+        assert_eq!(c_base_type("const struct kValues *"), "kValues");
+        // A struct pointer is accepted when the arg declares it.
+        assert!(type_matches("struct kValues *", ElemType::F32, Some("kValues")).is_ok());
+        assert!(type_matches("struct kValues *", ElemType::F32, None).is_err());
+    }
+
+    #[test]
+    fn scalar_values_must_fit() {
+        assert_eq!(
+            ScalarValue::from_num(ElemType::U8, Num::Int(255)),
+            Ok(ScalarValue::U8(255))
+        );
+        assert!(ScalarValue::from_num(ElemType::U8, Num::Int(256)).is_err());
+        assert!(ScalarValue::from_num(ElemType::I32, Num::Float(1.5)).is_err());
+        assert_eq!(
+            ScalarValue::I32(-2).to_le_bytes(),
+            vec![0xFE, 0xFF, 0xFF, 0xFF]
+        );
+        assert_eq!(
+            ScalarValue::from_num(ElemType::F16, Num::Float(1.0))
+                .unwrap()
+                .to_le_bytes(),
+            vec![0x00, 0x3C]
+        );
+    }
 }

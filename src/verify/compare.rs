@@ -143,7 +143,8 @@ pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> C
             worst_score = score;
             c.worst_index = Some(i);
         }
-        if !(d <= allowed) {
+        // NaN differences (from infinities) fail too.
+        if d.is_nan() || d > allowed {
             mismatch(&mut c, i);
         }
     }
@@ -299,4 +300,211 @@ pub fn check_canary(bytes: &[u8]) -> Result<(), CanaryDamage> {
 pub fn all_poison(b: &HostBuffer) -> bool {
     let p = poison_pattern(b.elem);
     b.bytes.chunks_exact(p.len()).all(|c| c == p.as_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::ElemType;
+
+    fn f32s(v: &[f64]) -> HostBuffer {
+        HostBuffer::from_f64s(ElemType::F32, v)
+    }
+    fn tol32() -> Tolerance {
+        Tolerance::default_for(ElemType::F32)
+    }
+    fn ramp(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| (i as f64 * 0.37).sin() * 10.0 + 0.5)
+            .collect()
+    }
+
+    #[test]
+    fn reordered_sums_pass_with_the_f32_defaults() {
+        // Two summation orders of the same 4096 terms, as a tree reduction and a serial loop
+        // would produce: elementwise within 1e-3 relative but not bit-identical.
+        let n = 64;
+        let mut serial = Vec::new();
+        let mut tree = Vec::new();
+        for r in 0..n {
+            let terms: Vec<f32> = (0..4096)
+                .map(|i| (((i * 7 + r * 13) % 1000) as f32 / 997.0 - 0.5) * 1.3)
+                .collect();
+            serial.push(terms.iter().sum::<f32>() as f64);
+            let mut t = terms.clone();
+            while t.len() > 1 {
+                t = t.chunks(2).map(|c| c.iter().sum()).collect();
+            }
+            tree.push(t[0] as f64);
+        }
+        assert_ne!(serial, tree, "the test needs differing orders");
+        let c = compare(&f32s(&serial), &f32s(&tree), &tol32());
+        assert!(c.pass, "{c:?}");
+        // The 1e-4/1e-4 would be stricter; L2 stays tiny either way.
+        assert!(c.l2_rel_err < 1e-5, "{c:?}");
+    }
+
+    #[test]
+    fn last_few_elements_differ() {
+        let e = ramp(1000);
+        let mut a = e.clone();
+        for x in &mut a[997..] {
+            *x += 0.5;
+        }
+        let c = compare(&f32s(&e), &f32s(&a), &tol32());
+        assert!(!c.pass);
+        assert_eq!(c.mismatches, 3);
+        assert_eq!(c.first_mismatches, vec![997, 998, 999]);
+        assert!(c.worst_index.is_some_and(|w| w >= 997));
+        assert!((c.max_abs_err - 0.5).abs() < 1e-5, "{c:?}");
+    }
+
+    #[test]
+    fn nan_never_passes_even_on_both_sides() {
+        let mut e = ramp(10);
+        e[4] = f64::NAN;
+        let c = compare(&f32s(&e), &f32s(&e), &tol32());
+        assert!(!c.pass);
+        assert_eq!((c.nans, c.mismatches, c.worst_index), (1, 1, Some(4)));
+        let loose = Tolerance {
+            atol: 1e9,
+            rtol: 1e9,
+            l2: 1e9,
+        };
+        let mut a = ramp(10);
+        a[9] = f64::NAN;
+        assert!(!compare(&f32s(&ramp(10)), &f32s(&a), &loose).pass);
+    }
+
+    #[test]
+    fn l2_bound_catches_spread_small_errors() {
+        // Every element off by 5e-4 relative: elementwise fine (rtol 1e-3), L2 not (1e-4).
+        let e = ramp(500);
+        let a: Vec<f64> = e.iter().map(|x| x * (1.0 + 5e-4)).collect();
+        let c = compare(&f32s(&e), &f32s(&a), &tol32());
+        assert_eq!(c.mismatches, 0);
+        assert!(!c.pass && c.l2_rel_err > 1e-4, "{c:?}");
+    }
+
+    #[test]
+    fn integers_compare_exactly_and_types_must_agree() {
+        let e = HostBuffer::from_i64s(ElemType::I32, &[1, 2, 3, -4]);
+        let a = HostBuffer::from_i64s(ElemType::I32, &[1, 2, 4, -4]);
+        let c = compare(&e, &a, &Tolerance::default_for(ElemType::I32));
+        assert!(!c.pass && c.exact);
+        assert_eq!(
+            (c.mismatches, c.worst_index, c.max_abs_err),
+            (1, Some(2), 1.0)
+        );
+        assert!(compare(&e, &e, &Tolerance::default_for(ElemType::I32)).pass);
+        let c = compare(&e, &f32s(&[1.0, 2.0, 3.0, -4.0]), &tol32());
+        assert!(!c.pass && c.note.is_some());
+        let c = compare(
+            &e,
+            &HostBuffer::from_i64s(ElemType::I32, &[1, 2, 3]),
+            &tol32(),
+        );
+        assert!(!c.pass && c.note.is_some());
+    }
+
+    #[test]
+    fn half_precision_uses_looser_defaults() {
+        let e: Vec<f64> = ramp(100);
+        let a: Vec<f64> = e.iter().map(|x| x * (1.0 + 4e-3)).collect();
+        let (he, ha) = (
+            HostBuffer::from_f64s(ElemType::F16, &e),
+            HostBuffer::from_f64s(ElemType::F16, &a),
+        );
+        assert!(compare(&he, &ha, &Tolerance::default_for(ElemType::F16)).pass);
+        assert!(!compare(&f32s(&e), &f32s(&a), &tol32()).pass);
+    }
+
+    #[test]
+    fn skipped_last_block_is_unwritten() {
+        let mut out = HostBuffer::poisoned(ElemType::F32, 1000);
+        let written = f32s(&ramp(768));
+        out.bytes[..written.bytes.len()].copy_from_slice(&written.bytes);
+        assert_eq!(
+            check_degenerate(&out, None, None, false),
+            Some(Degenerate::PartiallyUnwritten {
+                count: 232,
+                first: 768
+            })
+        );
+        // Even when the harness allows degenerate values.
+        assert_eq!(
+            check_degenerate(&out, None, None, true).unwrap().status(),
+            Status::Unwritten
+        );
+        let none = HostBuffer::poisoned(ElemType::F32, 10);
+        assert_eq!(
+            check_degenerate(&none, None, None, false),
+            Some(Degenerate::Unwritten)
+        );
+        assert!(all_poison(&none) && !all_poison(&out));
+    }
+
+    #[test]
+    fn integer_poison_in_the_reference_is_a_value() {
+        // -1 is all-ones, like the poison: where the slow kernel also wrote -1, it is data.
+        let slow = HostBuffer::from_i64s(ElemType::I32, &[3, -1, 5, -1]);
+        let fast = slow.clone();
+        assert_eq!(check_degenerate(&fast, None, Some(&slow), false), None);
+        let bad = HostBuffer::from_i64s(ElemType::I32, &[3, -1, -1, -1]);
+        assert_eq!(
+            check_degenerate(&bad, None, Some(&slow), false),
+            Some(Degenerate::PartiallyUnwritten { count: 1, first: 2 })
+        );
+    }
+
+    #[test]
+    fn zero_constant_and_unchanged_outputs() {
+        let z = f32s(&[0.0; 16]);
+        assert_eq!(
+            check_degenerate(&z, None, None, false),
+            Some(Degenerate::AllZero)
+        );
+        assert_eq!(check_degenerate(&z, None, None, true), None);
+        let k = f32s(&[2.5; 16]);
+        assert_eq!(
+            check_degenerate(&k, None, None, false),
+            Some(Degenerate::Constant { value: 2.5 })
+        );
+        assert_eq!(
+            Degenerate::Constant { value: 2.5 }.status(),
+            Status::Degenerate
+        );
+        let inp = f32s(&ramp(16));
+        assert_eq!(
+            check_degenerate(&inp, Some(&inp), None, false),
+            Some(Degenerate::Unchanged)
+        );
+        // An inout buffer is not checked for poison (it never held any).
+        let moved = f32s(&ramp(16).iter().map(|x| x + 1.0).collect::<Vec<_>>());
+        assert_eq!(check_degenerate(&moved, Some(&inp), None, false), None);
+        // A single-element result may be any value but zero.
+        assert_eq!(check_degenerate(&f32s(&[3.0]), None, None, false), None);
+    }
+
+    #[test]
+    fn canaries_catch_overruns() {
+        let mut zone = canary_pattern(256);
+        assert_eq!(check_canary(&zone), Ok(()));
+        // Not a repeated byte, so a constant write anywhere shows.
+        assert!(zone.windows(2).any(|w| w[0] != w[1]));
+        zone[4..8].copy_from_slice(&1.0f32.to_le_bytes());
+        let d = check_canary(&zone).unwrap_err();
+        assert_eq!(d.first, 4);
+        assert!(d.last <= 7 && d.count >= 2, "{d:?}");
+        let mut zone = canary_pattern(64);
+        zone[63] ^= 1;
+        assert_eq!(
+            check_canary(&zone),
+            Err(CanaryDamage {
+                first: 63,
+                last: 63,
+                count: 1
+            })
+        );
+    }
 }

@@ -12,7 +12,7 @@ pub const DEFAULT_THRESHOLD: f64 = 1.1;
 /// Bootstrap resamples: 2000 puts the 2.5% and 97.5% quantiles on 50 resamples each.
 pub const DEFAULT_RESAMPLES: usize = 2000;
 /// Fixed bootstrap seed, so the same timings always give the same interval.
-pub const BOOTSTRAP_SEED: u64 = 0x6b70_6169_72; // "kpair"
+pub const BOOTSTRAP_SEED: u64 = 0x006b_7061_6972; // "kpair"
 
 /// Spread of one variant's timings (any unit; milliseconds in the evidence).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -142,5 +142,66 @@ pub fn speed_status(est: &SpeedupEstimate, threshold: f64) -> Status {
         Status::Verified
     } else {
         Status::NotFaster
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_iqr() {
+        let s = summarize(&[5.0, 1.0, 3.0, 2.0, 4.0, f64::NAN]).unwrap();
+        assert_eq!(
+            (s.n, s.median, s.q1, s.q3, s.iqr, s.min, s.max),
+            (5, 3.0, 2.0, 4.0, 2.0, 1.0, 5.0)
+        );
+        assert_eq!(median(&[1.0, 2.0, 3.0, 10.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert!(summarize(&[f64::NAN]).is_none());
+    }
+
+    fn noisy(center: f64, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| center * (1.0 + rng.random_range(-0.03..0.03)))
+            .collect()
+    }
+
+    #[test]
+    fn clear_speedup_is_verified_and_interval_brackets_it() {
+        let slow = noisy(2.0, 50, 1);
+        let fast = noisy(1.0, 50, 2);
+        let e = speedup_ci(&slow, &fast, DEFAULT_RESAMPLES, BOOTSTRAP_SEED).unwrap();
+        assert!((e.ratio - 2.0).abs() < 0.05, "{e:?}");
+        assert!(e.ci_low <= e.ratio && e.ratio <= e.ci_high, "{e:?}");
+        assert!(e.ci_high - e.ci_low < 0.1, "tight for 3% noise: {e:?}");
+        assert_eq!(speed_status(&e, DEFAULT_THRESHOLD), Status::Verified);
+        // Same inputs and seed, same interval.
+        assert_eq!(
+            speedup_ci(&slow, &fast, DEFAULT_RESAMPLES, BOOTSTRAP_SEED),
+            Some(e)
+        );
+        assert_eq!(e.to_record("large").size_set, "large");
+    }
+
+    #[test]
+    fn equal_or_marginal_speed_is_not_faster() {
+        let e = speedup_ci(&noisy(1.0, 40, 3), &noisy(1.0, 40, 4), 2000, 9).unwrap();
+        assert!(e.ci_low < 1.05, "{e:?}");
+        assert_eq!(speed_status(&e, DEFAULT_THRESHOLD), Status::NotFaster);
+        // A 1.12x median whose interval dips below 1.1 stays not_faster.
+        let slow: Vec<f64> = (0..20)
+            .map(|i| 1.12 + if i % 2 == 0 { 0.25 } else { -0.25 })
+            .collect();
+        let e = speedup_ci(&slow, &[1.0; 20], 2000, 9).unwrap();
+        assert!(e.ratio > 1.1 && e.ci_low < 1.1, "{e:?}");
+        assert_eq!(speed_status(&e, DEFAULT_THRESHOLD), Status::NotFaster);
+    }
+
+    #[test]
+    fn no_timings_no_estimate() {
+        assert!(speedup_ci(&[], &[1.0], 10, 1).is_none());
+        assert!(speedup_ci(&[1.0], &[0.0, f64::NAN], 10, 1).is_none());
     }
 }
