@@ -11,3 +11,5 @@ pub struct SynthArgs {
 pub fn run_synth(_args: SynthArgs) -> anyhow::Result<u8> {
     anyhow::bail!("synth is not implemented yet")
 }
+mod syntax;
+pub mod techniques;
