@@ -11,5 +11,6 @@ pub struct SynthArgs {
 pub fn run_synth(_args: SynthArgs) -> anyhow::Result<u8> {
     anyhow::bail!("synth is not implemented yet")
 }
+pub mod checks;
 mod syntax;
 pub mod techniques;
