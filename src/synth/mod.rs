@@ -12,5 +12,6 @@ pub fn run_synth(_args: SynthArgs) -> anyhow::Result<u8> {
     anyhow::bail!("synth is not implemented yet")
 }
 pub mod checks;
+pub mod prompts;
 mod syntax;
 pub mod techniques;
