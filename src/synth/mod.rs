@@ -12,6 +12,8 @@ pub fn run_synth(_args: SynthArgs) -> anyhow::Result<u8> {
     anyhow::bail!("synth is not implemented yet")
 }
 pub mod checks;
+pub mod client;
+pub mod config;
 pub mod prompts;
 mod syntax;
 pub mod techniques;
