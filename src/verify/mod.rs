@@ -1,5 +1,9 @@
 //! The verify stage: worker processes per GPU, a watchdog, and the validate command.
 
+pub mod check;
+pub mod engine;
+pub mod plan;
+
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     #[arg(long = "in")]
