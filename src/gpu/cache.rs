@@ -142,11 +142,26 @@ mod tests {
     #[test]
     fn key_changes_with_every_input() {
         let base = CompileCache::key("src", "sm_90", &["k".into()], "13.0");
-        assert_ne!(base, CompileCache::key("src2", "sm_90", &["k".into()], "13.0"));
-        assert_ne!(base, CompileCache::key("src", "sm_80", &["k".into()], "13.0"));
-        assert_ne!(base, CompileCache::key("src", "sm_90", &["j".into()], "13.0"));
-        assert_ne!(base, CompileCache::key("src", "sm_90", &["k".into()], "13.1"));
-        assert_eq!(base, CompileCache::key("src", "sm_90", &["k".into()], "13.0"));
+        assert_ne!(
+            base,
+            CompileCache::key("src2", "sm_90", &["k".into()], "13.0")
+        );
+        assert_ne!(
+            base,
+            CompileCache::key("src", "sm_80", &["k".into()], "13.0")
+        );
+        assert_ne!(
+            base,
+            CompileCache::key("src", "sm_90", &["j".into()], "13.0")
+        );
+        assert_ne!(
+            base,
+            CompileCache::key("src", "sm_90", &["k".into()], "13.1")
+        );
+        assert_eq!(
+            base,
+            CompileCache::key("src", "sm_90", &["k".into()], "13.0")
+        );
     }
 
     /// Where NVRTC is installed: a second compile hits memory, a new cache on the same

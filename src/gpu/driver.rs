@@ -177,8 +177,7 @@ impl Gpu {
         })?;
         let props = Props {
             sm_count: attr(dev, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-            max_threads_per_block: attr(dev, A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?
-                as u32,
+            max_threads_per_block: attr(dev, A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32,
             max_shared_per_block_optin: attr(
                 dev,
                 A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
@@ -187,7 +186,12 @@ impl Gpu {
             cc_major: attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32,
             cc_minor: attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32,
         };
-        let clock = |a| attr(dev, a).ok().filter(|&k| k > 0).map(|k| k as u32 / 1000);
+        let clock = |a| {
+            attr(dev, a)
+                .ok()
+                .filter(|&k| k > 0)
+                .map(|k| k as u32 / 1000)
+        };
         let info = DeviceInfo {
             name,
             sm_count: props.sm_count,
@@ -316,7 +320,10 @@ impl Gpu {
             })?;
         }
         if args.len() != f.param_sizes.len()
-            || args.iter().zip(&f.param_sizes).any(|(a, &s)| s > 8 || (matches!(a, KArg::Ptr(_)) && s != 8))
+            || args
+                .iter()
+                .zip(&f.param_sizes)
+                .any(|(a, &s)| s > 8 || (matches!(a, KArg::Ptr(_)) && s != 8))
         {
             return Err(CudaError {
                 call: "cuLaunchKernel",
@@ -531,9 +538,7 @@ impl Module {
             let (mut off, mut size) = (0usize, 0usize);
             // SAFETY: f is live; out-pointers are valid. An index past the last
             // parameter returns CUDA_ERROR_INVALID_VALUE, which ends the loop.
-            let rc = unsafe {
-                sys::cuFuncGetParamInfo(f, param_sizes.len(), &mut off, &mut size)
-            };
+            let rc = unsafe { sys::cuFuncGetParamInfo(f, param_sizes.len(), &mut off, &mut size) };
             if rc != sys::CUresult::CUDA_SUCCESS || param_sizes.len() >= 4096 {
                 break;
             }

@@ -200,11 +200,19 @@ mod tests {
     #[test]
     fn degenerate_outputs_are_named() {
         let p = f32::from_le_bytes([POISON; 4]);
-        assert!(degenerate(Elem::F32, &f32s(&[p, p]), None).unwrap().contains("poison"));
-        assert!(degenerate(Elem::F32, &f32s(&[0.0, 0.0]), None).unwrap().contains("zero"));
-        assert!(degenerate(Elem::F32, &f32s(&[3.0, 3.0]), None).unwrap().contains("same"));
+        assert!(degenerate(Elem::F32, &f32s(&[p, p]), None)
+            .unwrap()
+            .contains("poison"));
+        assert!(degenerate(Elem::F32, &f32s(&[0.0, 0.0]), None)
+            .unwrap()
+            .contains("zero"));
+        assert!(degenerate(Elem::F32, &f32s(&[3.0, 3.0]), None)
+            .unwrap()
+            .contains("same"));
         let x = f32s(&[1.0, 2.0]);
-        assert!(degenerate(Elem::F32, &x, Some(&x)).unwrap().contains("input"));
+        assert!(degenerate(Elem::F32, &x, Some(&x))
+            .unwrap()
+            .contains("input"));
         assert_eq!(degenerate(Elem::F32, &x, None), None);
     }
 

@@ -162,7 +162,8 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
     let mut ev = Evidence::default();
     let mut speedup = None;
     let result = run_inner(gpu, cache, job, &mut ev, &mut speedup);
-    ev.phases_ms.insert("total", t0.elapsed().as_secs_f64() * 1e3);
+    ev.phases_ms
+        .insert("total", t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
         Ok(()) => {
             let s: &Speedup = speedup.as_ref().expect("set when timing ran");
@@ -243,7 +244,11 @@ fn compile_variant(
         .map_err(|e| Stop::new(Status::CompileError, format!("{which}: {e}")))?;
     let ve = ev.variants.entry(which).or_default();
     ve.compile_ok = c.ok;
-    ve.compile_ms = if hit == CacheHit::Miss { c.compile_ms } else { 0.0 };
+    ve.compile_ms = if hit == CacheHit::Miss {
+        c.compile_ms
+    } else {
+        0.0
+    };
     ve.cache = Some(hit);
     ve.arch = c.arch.clone();
     ve.nvrtc_version = c.nvrtc_version.clone();
@@ -316,7 +321,8 @@ fn run_inner(
     let t = Instant::now();
     let slow = compile_variant(gpu, cache, "slow", &job.slow, &job.plan, ev)?;
     let fast = compile_variant(gpu, cache, "fast", &job.fast, &job.plan, ev)?;
-    ev.phases_ms.insert("compile", t.elapsed().as_secs_f64() * 1e3);
+    ev.phases_ms
+        .insert("compile", t.elapsed().as_secs_f64() * 1e3);
     let mut largest: Option<(usize, Speedup)> = None;
     let (mut check_ms, mut time_ms) = (0.0, 0.0);
     for ss in &job.plan.size_sets {
@@ -352,9 +358,9 @@ fn alloc_buffers(gpu: &Gpu, ss: &SizeSetPlan) -> Result<Vec<Option<Guarded>>, St
         match a {
             ArgPlan::Buffer(b) => {
                 let bytes = b.bytes();
-                let alloc = gpu
-                    .alloc(bytes + 2 * CANARY)
-                    .map_err(|e| Stop::cuda(e, &format!("allocating {} ({bytes} bytes)", b.name)))?;
+                let alloc = gpu.alloc(bytes + 2 * CANARY).map_err(|e| {
+                    Stop::cuda(e, &format!("allocating {} ({bytes} bytes)", b.name))
+                })?;
                 let pristine = gpu
                     .alloc(bytes)
                     .map_err(|e| Stop::cuda(e, &format!("allocating {}", b.name)))?;
@@ -413,17 +419,22 @@ fn launch_all(
     }
     for l in launches {
         let expr = l.kernel.as_deref().unwrap_or(&src.symbol);
-        let f = loaded.functions.get(expr).ok_or_else(|| {
-            Stop::new(Status::HarnessError, format!("{which}: no kernel {expr}"))
-        })?;
+        let f = loaded
+            .functions
+            .get(expr)
+            .ok_or_else(|| Stop::new(Status::HarnessError, format!("{which}: no kernel {expr}")))?;
         for _ in 0..l.repeat.max(1) {
-            gpu.launch(f, l.grid, l.block, l.shared_mem, args).map_err(|e| {
-                if e.name == "ARGUMENT_MISMATCH" {
-                    Stop::new(Status::HarnessError, format!("{which} kernel {expr}: {}", e.message))
-                } else {
-                    Stop::cuda(e, &format!("{which} kernel {expr}, size set {}", ss.name))
-                }
-            })?;
+            gpu.launch(f, l.grid, l.block, l.shared_mem, args)
+                .map_err(|e| {
+                    if e.name == "ARGUMENT_MISMATCH" {
+                        Stop::new(
+                            Status::HarnessError,
+                            format!("{which} kernel {expr}: {}", e.message),
+                        )
+                    } else {
+                        Stop::cuda(e, &format!("{which} kernel {expr}, size set {}", ss.name))
+                    }
+                })?;
         }
     }
     Ok(())
@@ -510,7 +521,9 @@ fn check_seed(
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         for (a, g) in ss.args.iter().zip(bufs) {
             if let (ArgPlan::Buffer(b), Some(g)) = (a, g) {
-                let before = gpu.download(g.alloc.ptr, CANARY).map_err(|e| Stop::cuda(e, &ctx))?;
+                let before = gpu
+                    .download(g.alloc.ptr, CANARY)
+                    .map_err(|e| Stop::cuda(e, &ctx))?;
                 let after = gpu
                     .download(g.data() + g.bytes as u64, CANARY)
                     .map_err(|e| Stop::cuda(e, &ctx))?;
@@ -540,7 +553,10 @@ fn check_seed(
         for (a, g) in ss.args.iter().zip(bufs) {
             if let (ArgPlan::Buffer(b), Some(g)) = (a, g) {
                 if b.role != Role::In {
-                    outs.push(gpu.download(g.data(), g.bytes).map_err(|e| Stop::cuda(e, &ctx))?);
+                    outs.push(
+                        gpu.download(g.data(), g.bytes)
+                            .map_err(|e| Stop::cuda(e, &ctx))?,
+                    );
                 }
             }
         }
@@ -555,7 +571,10 @@ fn check_seed(
         })
         .collect();
     if out_args.is_empty() {
-        return Err(Stop::new(Status::HarnessError, "the harness names no out/inout buffer"));
+        return Err(Stop::new(
+            Status::HarnessError,
+            "the harness names no out/inout buffer",
+        ));
     }
     for (i, b) in out_args.iter().enumerate() {
         let (s, f) = (&outputs["slow"][i], &outputs["fast"][i]);

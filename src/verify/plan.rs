@@ -16,6 +16,10 @@ pub struct Plan {
     /// Accept constant/zero/unchanged outputs (a kernel that legitimately writes them).
     #[serde(default)]
     pub allow_degenerate: bool,
+    /// Set when the kernel only runs under a data-dependent host loop (BFS, say): the
+    /// pair is reported `needs_host_loop` with this reason instead of being run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_host_loop: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,14 +186,27 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "dist", rename_all = "snake_case")]
 pub enum Init {
-    Uniform { lo: f64, hi: f64 },
-    Normal { mean: f64, std: f64 },
+    Uniform {
+        lo: f64,
+        hi: f64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
     /// Integers in `lo..=hi`.
-    IntRange { lo: i64, hi: i64 },
+    IntRange {
+        lo: i64,
+        hi: i64,
+    },
     Zeros,
-    Fill { value: f64 },
+    Fill {
+        value: f64,
+    },
     /// A copy of an earlier buffer argument (same element type and length).
-    CopyOf { arg: String },
+    CopyOf {
+        arg: String,
+    },
     /// A random permutation of 0..len.
     Permutation,
     /// 0, 1, 2, …
@@ -295,7 +312,8 @@ pub fn generate(
             }
         }
         Init::CopyOf { arg } => {
-            let src = earlier(arg).ok_or_else(|| format!("{name}: copy_of unknown argument {arg}"))?;
+            let src =
+                earlier(arg).ok_or_else(|| format!("{name}: copy_of unknown argument {arg}"))?;
             if src.len() != n * elem.size() {
                 return Err(format!("{name}: copy_of {arg} has a different size"));
             }
@@ -349,12 +367,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c, p);
-        assert!(generate(Elem::I32, 50, &Init::CopyOf { arg: "q".into() }, 7, "c", &none).is_err());
+        assert!(generate(
+            Elem::I32,
+            50,
+            &Init::CopyOf { arg: "q".into() },
+            7,
+            "c",
+            &none
+        )
+        .is_err());
     }
 
     #[test]
     fn encode_decode_round_trip_and_poison_is_nan() {
-        for e in [Elem::F32, Elem::F64, Elem::F16, Elem::Bf16, Elem::I32, Elem::U8, Elem::I64] {
+        for e in [
+            Elem::F32,
+            Elem::F64,
+            Elem::F16,
+            Elem::Bf16,
+            Elem::I32,
+            Elem::U8,
+            Elem::I64,
+        ] {
             let mut b = Vec::new();
             e.encode(3.0, &mut b);
             assert_eq!(b.len(), e.size());
@@ -372,6 +406,7 @@ mod tests {
         let p = Plan {
             harness: "h".into(),
             allow_degenerate: false,
+            needs_host_loop: None,
             size_sets: vec![SizeSetPlan {
                 name: "small".into(),
                 args: vec![
@@ -380,7 +415,10 @@ mod tests {
                         elem: Elem::F32,
                         len: 10,
                         role: Role::Inout,
-                        init: Init::Normal { mean: 0.0, std: 1.0 },
+                        init: Init::Normal {
+                            mean: 0.0,
+                            std: 1.0,
+                        },
                         tol: None,
                     }),
                     ArgPlan::Scalar {
