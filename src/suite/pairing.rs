@@ -120,6 +120,7 @@ fn make_pair(slow: Option<&KernelUnit>, fast: &KernelUnit, rule: &str, identical
         description: None,
         harness: None,
         verification: None,
+        synth: None,
     }
 }
 
