@@ -1512,9 +1512,10 @@ pub enum HarnessCommand {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Parse and validate a harness file, optionally against a pair's units.
+    /// Parse and validate harness files, optionally against a pair's units.
     Check {
-        file: PathBuf,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// JSONL file holding the pair to check against.
         #[arg(long)]
         units: Option<PathBuf>,
