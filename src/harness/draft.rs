@@ -699,10 +699,7 @@ mod tests {
         assert_eq!(dims_of("grid", &nm).unwrap(), ["ceil_div(n, 256)"]);
         assert_eq!(dims_of("g2", &nm).unwrap(), ["m / 64", "n / 16"]);
         assert_eq!(dims_of("threads", &nm).unwrap(), ["16", "4"]);
-        assert_eq!(
-            dims_of("blocks", &nm).unwrap(),
-            ["(n + 256 - 1) / 256"]
-        );
+        assert_eq!(dims_of("blocks", &nm).unwrap(), ["(n + 256 - 1) / 256"]);
         assert_eq!(
             dims_of("dim3(iDivUp(n, 32), 4)", &nm).unwrap(),
             ["ceil_div(n, 32)", "4"]
