@@ -401,6 +401,7 @@ fn fill(
             }
         }
         Init::Zeros => bytes.resize(len * elem.size_of(), 0),
+        Init::Poison => return Ok(HostBuffer::poisoned(elem, len)),
         Init::Constant { value } => {
             for _ in 0..len {
                 push_f64(&mut bytes, elem, *value);

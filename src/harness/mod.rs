@@ -318,6 +318,8 @@ pub enum Init {
     },
     /// A random permutation of `0..len`.
     Permutation,
+    /// The poison pattern ([`poison_pattern`]): what `out` buffers hold before a launch.
+    Poison,
     /// `len` evenly spaced values from `start` to `stop` inclusive.
     Linspace {
         start: f64,
@@ -770,12 +772,6 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         })?;
         match (&a.len, &a.value) {
             (Some(len), None) => {
-                let init = a.init.clone().ok_or_else(|| {
-                    field(
-                        &format!("{f}.init"),
-                        format!("buffer {:?} needs an init distribution", a.name),
-                    )
-                })?;
                 let role = match a.role.as_deref() {
                     Some("in") => Role::In,
                     Some("out") => Role::Out,
@@ -790,6 +786,20 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                         return Err(field(
                             &format!("{f}.role"),
                             format!("buffer {:?} needs a role (in, out, inout)", a.name),
+                        ))
+                    }
+                };
+                // An `out` buffer is poisoned before each run, so it needs no init.
+                let init = match (&a.init, role) {
+                    (Some(i), _) => i.clone(),
+                    (None, Role::Out) => RawInit::Poison,
+                    (None, _) => {
+                        return Err(field(
+                            &format!("{f}.init"),
+                            format!(
+                                "buffer {:?} is read by the kernel and needs an init",
+                                a.name
+                            ),
                         ))
                     }
                 };
@@ -1297,19 +1307,6 @@ impl Harness {
                 return Err(xerr(&format!("derived.{k}"), &e, m));
             }
         }
-        for (i, r) in self.require.iter().enumerate() {
-            match scope.eval_bool(r) {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Err(xerr(
-                        &format!("require[{i}]"),
-                        r,
-                        "size set violates this requirement".into(),
-                    ))
-                }
-                Err(m) => return Err(xerr(&format!("require[{i}]"), r, m)),
-            }
-        }
         let pos = |field: &str, e: &str, scope: &Scope| -> Result<usize, HarnessError> {
             let v = scope.eval_int(e).map_err(|m| xerr(field, e, m))?;
             if v <= 0 {
@@ -1333,6 +1330,19 @@ impl Harness {
                 values.insert(name, v as i64);
             }
             sparse.push(m);
+        }
+        for (i, r) in self.require.iter().enumerate() {
+            match scope.eval_bool(r) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(xerr(
+                        &format!("require[{i}]"),
+                        r,
+                        "size set violates this requirement".into(),
+                    ))
+                }
+                Err(m) => return Err(xerr(&format!("require[{i}]"), r, m)),
+            }
         }
         let init_of = |f: &str, raw: &RawInit, scope: &Scope| -> Result<Init, HarnessError> {
             let num = |sub: &str, e: &Expr| -> Result<f64, HarnessError> {
@@ -1383,6 +1393,7 @@ impl Harness {
                 },
                 RawInit::CopyOf { arg } => Init::CopyOf { arg: arg.clone() },
                 RawInit::Permutation => Init::Permutation,
+                RawInit::Poison => Init::Poison,
                 RawInit::Linspace { start, stop } => Init::Linspace {
                     start: num("start", start)?,
                     stop: num("stop", stop)?,

@@ -149,6 +149,8 @@ pub enum RawInit {
         arg: String,
     },
     Permutation,
+    /// The poison pattern: the default (and only sensible) init of an `out` buffer.
+    Poison,
     /// `len` evenly spaced values from `start` to `stop` inclusive (bin edges, coordinates).
     Linspace {
         start: Expr,
