@@ -6,6 +6,8 @@
 //! jobs to [`pool`]. Results are appended to `<out>.partial` as they finish; the final
 //! output is written atomically in input order.
 
+pub mod compare;
+pub mod stats;
 pub mod check;
 pub mod engine;
 pub mod plan;

@@ -227,6 +227,7 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
         description: None,
         harness: Some(harness.display().to_string()),
         verification: None,
+        synth: None,
     };
     Ok((manifest, pair))
 }
