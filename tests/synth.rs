@@ -113,12 +113,13 @@ fn handle(mut conn: TcpStream, seen: &Mutex<Vec<Seen>>, script: &Script) {
         authorization: auth,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
-    let reply = {
+    let before = {
         let mut all = seen.lock().unwrap();
         let before = all.clone();
         all.push(req.clone());
-        script(&req, &before)
+        before
     };
+    let reply = script(&req, &before);
     let mut reply = reply;
     while let Reply::Sleep(d, next) = reply {
         std::thread::sleep(d);
@@ -253,7 +254,7 @@ fn llm_toml(dir: &Path, url: &str) -> PathBuf {
         &p,
         format!(
             "base_url = \"{url}\"\nmodel = \"test-model\"\napi_key_env = \"{KEY_ENV}\"\n\
-             max_retries = 3\nbackoff_base_ms = 50\nbackoff_max_ms = 400\ntimeout_secs = 1.5\n\
+             concurrency = 4\nmax_retries = 3\nbackoff_base_ms = 50\nbackoff_max_ms = 400\ntimeout_secs = 1.5\n\
              [price]\nprompt_per_mtok = 1.0\ncompletion_per_mtok = 2.0\n"
         ),
     )
@@ -270,14 +271,7 @@ fn synth(dir: &Path, input: &Path, llm: &Path, extra: &[&str]) -> std::process::
         .arg(input)
         .args(["--out", "out.jsonl", "--llm"])
         .arg(llm)
-        .args([
-            "--cache",
-            "cache",
-            "--report",
-            "report.json",
-            "--concurrency",
-            "4",
-        ])
+        .args(["--cache", "cache", "--report", "report.json"])
         .args(extra)
         .output()
         .unwrap()
@@ -745,6 +739,40 @@ fn killed_run_resumes_sending_only_unanswered_requests() {
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["resumed"], journaled);
+}
+
+#[test]
+fn concurrency_bounds_requests_in_flight() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let names: Vec<String> = (0..6).map(|i| format!("k_par{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (input, _) = write_input(d, &refs);
+    let now = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (n2, p2) = (now.clone(), peak.clone());
+    let server = Server::start(move |req, _| {
+        let cur = n2.fetch_add(1, Ordering::SeqCst) + 1;
+        p2.fetch_max(cur, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        n2.fetch_sub(1, Ordering::SeqCst);
+        Reply::Ok(fenced(&naive_source(&req.kernel())))
+    });
+    let llm = llm_toml(d, &server.url);
+    let out = synth(d, &input, &llm, &["--concurrency", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.count(), 6);
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        2,
+        "--concurrency 2 overrides the file's 4"
+    );
 }
 
 // ---------------------------------------------------------------- a real small model
