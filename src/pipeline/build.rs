@@ -298,8 +298,9 @@ pub fn build(
         shard_text.clone(),
         settings_json(&cfg.extract),
     ];
+    // Keys hold content hashes, never paths: a moved project keeps its journal and caches.
     for s in &cfg.suites {
-        parts.push(settings_json(s));
+        parts.push(settings_json(&s.kind));
         parts.push(tree_sha256(&s.path, Some(&cfg.output)));
         if let Some(e) = &s.extractor {
             parts.push(tree_sha256(e, None));
@@ -363,6 +364,7 @@ pub fn build(
     // The cache folder's location is not part of the key: moving the cache changes nothing.
     let mut synth_settings = cfg.synth.clone();
     synth_settings.cache = None;
+    synth_settings.llm = None;
     let synth_settings_key = journal::key(&[version, &settings_json(&synth_settings), &llm_hash]);
     let synth_key = journal::key(&["synth", &extracted_sha, &synth_settings_key]);
     delay();
@@ -412,7 +414,9 @@ pub fn build(
 
     // ---- verify ----
     let synthesized_sha = file_sha256(&out.join(SYNTHESIZED)).unwrap_or_default();
-    let mut harness_parts = vec![version.to_string(), settings_json(&cfg.verify)];
+    let mut verify_settings = cfg.verify.clone();
+    verify_settings.harness_dirs.clear();
+    let mut harness_parts = vec![version.to_string(), settings_json(&verify_settings)];
     for d in &cfg.verify.harness_dirs {
         harness_parts.push(tree_sha256(d, Some(&cfg.output)));
     }
@@ -491,13 +495,19 @@ pub fn build(
             .export
             .tokenizer
             .as_deref()
-            .map(|t| tree_sha256(Path::new(t), None))
+            .map(|t| match t {
+                "o200k_base" | "cl100k_base" => t.to_string(),
+                path => tree_sha256(Path::new(path), None),
+            })
             .unwrap_or_default();
+        let mut export_settings = cfg.export.clone();
+        export_settings.templates = None;
+        export_settings.tokenizer = None;
         let export_key = journal::key(&[
             "export",
             version,
             &verified_sha,
-            &settings_json(&cfg.export),
+            &settings_json(&export_settings),
             &templates_hash,
             &tokenizer_hash,
         ]);
@@ -605,4 +615,260 @@ fn finish_chunked(
         notes: c.notes,
     });
     Ok(c.records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::config::{SuiteKind, SuiteSpec, SynthSettings, VerifySettings};
+    use crate::record::{Origin, Speedup, Verification};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const PAIRS: &str = include_str!("../../tests/data/pairs.jsonl");
+
+    fn fixture() -> Vec<Record> {
+        PAIRS
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<crate::record::Line>(l)
+                    .unwrap()
+                    .record
+            })
+            .collect()
+    }
+
+    /// Stages that answer instantly and count their calls; `fail_verify_at` makes the n-th
+    /// verify call (1-based) fail, as a crash mid-stage would leave it.
+    struct Fake {
+        gpu: bool,
+        synth_calls: AtomicUsize,
+        verify_calls: AtomicUsize,
+        fail_verify_at: Option<usize>,
+    }
+
+    impl Fake {
+        fn new(gpu: bool, fail_verify_at: Option<usize>) -> Fake {
+            Fake {
+                gpu,
+                synth_calls: AtomicUsize::new(0),
+                verify_calls: AtomicUsize::new(0),
+                fail_verify_at,
+            }
+        }
+    }
+
+    impl Stages for Fake {
+        fn extract(
+            &self,
+            _: &SuiteSpec,
+            _: &crate::pipeline::config::ExtractSettings,
+        ) -> Result<Vec<Record>, StageError> {
+            Ok(fixture())
+        }
+        fn synth(
+            &self,
+            pairs: Vec<Record>,
+            _: &SynthSettings,
+            _: &Path,
+        ) -> Result<Vec<Record>, StageError> {
+            self.synth_calls.fetch_add(1, Ordering::SeqCst);
+            Ok(pairs
+                .into_iter()
+                .map(|r| match r {
+                    Record::Pair(mut p) => {
+                        let mut slow = p.fast.clone();
+                        slow.source = slow.source.replace("* 4", "* 1");
+                        slow.variant = "synthesized".into();
+                        p.slow = Some(slow);
+                        p.origin = Origin::Synthesized {
+                            model: "fake".into(),
+                            prompt_hash: "h".into(),
+                            attempts: 1,
+                            checks: vec![],
+                        };
+                        Record::Pair(p)
+                    }
+                    r => r,
+                })
+                .collect())
+        }
+        fn verify(
+            &self,
+            pairs: Vec<Record>,
+            _: &VerifySettings,
+        ) -> Result<Vec<Record>, StageError> {
+            let n = self.verify_calls.fetch_add(1, Ordering::SeqCst) + 1;
+            if self.fail_verify_at == Some(n) {
+                return Err(StageError::Failed {
+                    stage: "verify",
+                    message: "worker died".into(),
+                });
+            }
+            Ok(pairs
+                .into_iter()
+                .map(|r| match r {
+                    Record::Pair(mut p) => {
+                        p.verification = Some(Verification {
+                            status: if self.gpu {
+                                Status::Verified
+                            } else {
+                                Status::NoGpu
+                            },
+                            reason: if self.gpu {
+                                "ok".into()
+                            } else {
+                                "no CUDA driver".into()
+                            },
+                            device: None,
+                            evidence: serde_json::Value::Null,
+                            speedup: self.gpu.then(|| Speedup {
+                                size_set: "large".into(),
+                                median: 2.5,
+                                ci_low: 2.4,
+                                ci_high: 2.6,
+                            }),
+                            tool_version: "test".into(),
+                        });
+                        Record::Pair(p)
+                    }
+                    r => r,
+                })
+                .collect())
+        }
+    }
+
+    fn config(out: &Path, llm: bool) -> BuildConfig {
+        BuildConfig {
+            output: out.to_path_buf(),
+            suites: vec![SuiteSpec {
+                path: out.join("no-suite"),
+                kind: SuiteKind::Records,
+                extractor: None,
+            }],
+            extract: Default::default(),
+            synth: SynthSettings {
+                llm: llm.then(|| out.join("llm.toml")),
+                chunk: 1,
+                ..Default::default()
+            },
+            verify: VerifySettings {
+                chunk: 1,
+                ..Default::default()
+            },
+            export: Default::default(),
+        }
+    }
+
+    fn same_files(a: &Path, b: &Path) {
+        let (fa, fb) = (files(a), files(b));
+        assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+        for (k, v) in &fa {
+            assert!(*v == fb[k], "{k} differs");
+        }
+    }
+
+    fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| {
+                (
+                    e.path().strip_prefix(dir).unwrap().display().to_string(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_gpu_or_endpoint_every_stage_that_can_runs_and_the_rest_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), false);
+        let fake = Fake::new(false, None);
+        let r = build(&cfg, None, &fake).unwrap();
+        assert_eq!(r.exit, crate::exit::OK, "{}", r.table());
+        let row = |s: &str| r.rows.iter().find(|x| x.stage == s).unwrap().clone();
+        assert_eq!(row("synth").awaiting, 1, "the pending pair");
+        assert_eq!(fake.synth_calls.load(Ordering::SeqCst), 0);
+        // Two pairs need a GPU (never verified, no_gpu); the first call says no GPU and no
+        // further calls are made.
+        assert_eq!(row("verify").awaiting, 2, "{}", r.table());
+        assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 1);
+        assert!(
+            r.table().contains("no GPU (no CUDA driver)"),
+            "{}",
+            r.table()
+        );
+        assert_eq!(row("export").counts["exported"], 7);
+        let j = Journal::load(dir.path());
+        assert!(j.steps["extract"].complete && !j.steps["verify"].complete);
+
+        // On a machine with a GPU and an endpoint the waiting work is done; finished steps are reused.
+        let cfg = config(dir.path(), true);
+        let fake = Fake::new(true, None);
+        let r = build(&cfg, None, &fake).unwrap();
+        let row = |s: &str| r.rows.iter().find(|x| x.stage == s).unwrap().clone();
+        assert_eq!(row("extract").state, "reused");
+        assert_eq!(fake.synth_calls.load(Ordering::SeqCst), 1);
+        // fresh, nogpu, and the newly synthesized pair.
+        assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 3);
+        assert_eq!(row("verify").counts["verified"], 13, "{}", r.table());
+        assert!(row("export").counts["exported"] > 7, "{}", r.table());
+    }
+
+    #[test]
+    fn a_failed_run_resumes_without_redoing_finished_chunks_and_ends_byte_identical() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        // Uninterrupted.
+        let full = Fake::new(true, None);
+        build(&config(a.path(), true), None, &full).unwrap();
+        assert_eq!(full.verify_calls.load(Ordering::SeqCst), 3);
+        // Interrupted at the second verify chunk, then resumed.
+        let broken = Fake::new(true, Some(2));
+        let r = build(&config(b.path(), true), None, &broken).unwrap();
+        assert_eq!(r.exit, crate::exit::PARTIAL);
+        let resumed = Fake::new(true, None);
+        let r = build(&config(b.path(), true), None, &resumed).unwrap();
+        assert_eq!(r.exit, crate::exit::OK, "{}", r.table());
+        assert_eq!(
+            resumed.synth_calls.load(Ordering::SeqCst),
+            0,
+            "synth chunk came from cache"
+        );
+        assert_eq!(
+            resumed.verify_calls.load(Ordering::SeqCst),
+            1,
+            "only the failed chunk is verified again"
+        );
+        let verify = r.rows.iter().find(|x| x.stage == "verify").unwrap();
+        assert_eq!((verify.worked, verify.reused), (1, 2));
+        same_files(a.path(), b.path());
+        // A third run reuses every step.
+        let idle = Fake::new(true, None);
+        let r = build(&config(b.path(), true), None, &idle).unwrap();
+        assert!(r.rows.iter().all(|x| x.state == "reused"), "{}", r.table());
+        same_files(a.path(), b.path());
+    }
+
+    #[test]
+    fn sharded_builds_merged_equal_one_build() {
+        let one = tempfile::tempdir().unwrap();
+        build(&config(one.path(), true), None, &Fake::new(true, None)).unwrap();
+        let whole = jsonl::read_records(&one.path().join(VERIFIED)).unwrap();
+        let sh = tempfile::tempdir().unwrap();
+        let mut parts = Vec::new();
+        for i in 0..2 {
+            let s = Shard { index: i, count: 2 };
+            let r = build(&config(sh.path(), true), Some(s), &Fake::new(true, None)).unwrap();
+            assert!(r.output.ends_with(format!("shards/{i}-of-2")));
+            let part = jsonl::read_records(&r.output.join(VERIFIED)).unwrap();
+            assert!(!part.is_empty() && part.len() < whole.len());
+            parts.push(part);
+        }
+        let merged = super::super::merge::merge(parts);
+        assert_eq!(merged.duplicates, 0);
+        assert_eq!(merged.records, super::super::merge::merge([whole]).records);
+    }
 }
