@@ -5,7 +5,8 @@ usage: check_hf.py DATASET_DIR EXPECTED_TRAIN EXPECTED_TEST
 
 Exit 0 when every split loads through `load_dataset("json", data_files=...)`, has the expected
 number of rows, and every row's messages are system, user, assistant with non-empty content
-and a metadata.split matching the split it was loaded as."""
+and a metadata.split matching the split it was loaded as; and the dataset card's YAML
+`configs` load the same splits (`load_dataset(DATASET_DIR, name="chat")`)."""
 import sys
 from pathlib import Path
 
@@ -36,6 +37,13 @@ def main() -> int:
                 errors.append(f"{split}[{i}]: assistant answer has no cuda block")
             if row["metadata"]["split"] != split:
                 errors.append(f"{split}[{i}]: metadata.split is {row['metadata']['split']}")
+    # The dataset card's YAML `configs` must load the same splits by config name.
+    by_card = load_dataset(str(root), name="chat")
+    for split in ds:
+        if len(by_card[split]) != len(ds[split]):
+            errors.append(f"card config chat/{split}: {len(by_card[split])} rows")
+    if sorted(by_card.keys()) != sorted(ds.keys()):
+        errors.append(f"card config splits {sorted(by_card.keys())}")
     for e in errors:
         print(e, file=sys.stderr)
     print(f"checked {sum(len(ds[s]) for s in ds)} rows in splits {sorted(ds.keys())}: "
