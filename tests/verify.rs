@@ -7,8 +7,13 @@ use kernelpair::record::{Record, Status};
 use kernelpair::verify::validate::load_folder;
 use std::path::{Path, PathBuf};
 
+/// The fixtures; `KERNELPAIR_FIXTURES` points elsewhere when the test binary runs on
+/// another machine (the device) than it was built on.
 fn planted() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted")
+    match std::env::var_os("KERNELPAIR_FIXTURES") {
+        Some(p) => PathBuf::from(p).join("planted"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted"),
+    }
 }
 
 const AFFINE: &str = "extern \"C\" __global__ void affine(const float* in, float* out, float a, float b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a * in[i] + b; }";

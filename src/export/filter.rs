@@ -47,10 +47,14 @@ pub fn normalized_tokens(source: &str) -> Vec<String> {
         } else if c == b'"' || c == b'\'' {
             let start = i;
             i += 1;
-            while i < b.len() && b[i] != c {
+            // An unterminated literal (an apostrophe in prose) ends at the line's end.
+            while i < b.len() && b[i] != c && b[i] != b'\n' {
                 i += if b[i] == b'\\' { 2 } else { 1 };
             }
-            i = (i + 1).min(b.len());
+            i = i.min(b.len());
+            if i < b.len() && b[i] == c {
+                i += 1;
+            }
             out.push(String::from_utf8_lossy(&b[start..i]).into_owned());
         } else {
             // Punctuation: the longest of the multi-character operators that matter for code shape.
@@ -239,6 +243,8 @@ mod tests {
         let reformatted = "__global__ void saxpy(int n,float a,const float*x,float*y){/* c */int i=blockIdx.x*blockDim.x+threadIdx.x;if(i<n)y[i]=a*x[i]+y[i];}";
         assert_eq!(normalized_tokens(SAXPY), normalized_tokens(reformatted));
         let t = normalized_tokens("a <<= 2.5f; b->c; s = \"x y\"; x=.5");
+        assert_eq!(normalized_tokens("it's\nx y")[..2], ["it", "'s"]);
+        assert_eq!(normalized_tokens("it's\nx y")[2..], ["x", "y"]);
         assert_eq!(
             t,
             [

@@ -113,6 +113,9 @@ pub struct Sample {
     pub chosen: String,
     /// The same answer shape with the slow kernel: what a model that changes nothing says.
     pub rejected: String,
+    /// The two kernels' source, for de-duplication.
+    pub slow_code: String,
+    pub fast_code: String,
     pub metadata: Metadata,
 }
 
@@ -235,6 +238,8 @@ pub fn build_sample(
         user: t.user.render(&vars).trim_end().to_string(),
         chosen: chosen.trim_end().to_string(),
         rejected: rejected.trim_end().to_string(),
+        slow_code: slow.source.clone(),
+        fast_code: pair.fast.source.clone(),
         metadata: Metadata {
             schema_version: EXPORT_VERSION,
             id: pair.id.clone(),

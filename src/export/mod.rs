@@ -288,12 +288,13 @@ pub fn export(
             .cmp(&a.metadata.verified)
             .then_with(|| a.metadata.id.cmp(&b.metadata.id))
     });
+    // Duplicates are judged on the two kernels' code, not the prose around them.
     let texts: Vec<(String, String)> = samples
         .iter()
         .map(|s| {
             (
                 s.metadata.id.clone(),
-                format!("{}\n{}", s.rejected, s.chosen),
+                format!("{}\n{}", s.slow_code, s.fast_code),
             )
         })
         .collect();

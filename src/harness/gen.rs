@@ -3,10 +3,7 @@
 //! buffers filled with the poison pattern, scalars as their little-endian bytes, and sparse
 //! matrices whose index arrays agree with each other.
 
-use super::{
-    CsrPart, ElemType, HarnessError, Init, JdsPart, Resolved, ResolvedArg, ResolvedConst,
-    SparseMatrix,
-};
+use super::{CsrPart, ElemType, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -293,13 +290,35 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
                                 e.name()
                             )));
                         }
-                        if matches!(i, Init::CopyOf { .. }) {
+                        if matches!(i, Init::CopyOf { .. } | Init::Interleave { .. }) {
                             return Err(err(format!(
-                                "{name} copies {arg}, which is itself a copy; copy the source"
+                                "{name} copies {arg}, which is itself built from others; copy the source"
                             )));
                         }
                     }
                     None => return Err(err(format!("{name} copies unknown buffer {arg}"))),
+                }
+            }
+            Init::Interleave { args } => {
+                let mut n = None;
+                for a in args {
+                    let (e, l) = match buffers.iter().find(|b| b.0 == a) {
+                        Some(&(_, e, l, _)) => (e, l),
+                        None => return Err(err(format!("{name} interleaves unknown buffer {a}"))),
+                    };
+                    if e != elem || *n.get_or_insert(l) != l {
+                        return Err(err(format!(
+                            "{name} interleaves {a}, whose type or length differs from the others"
+                        )));
+                    }
+                }
+                let want = n.unwrap_or(0) * args.len();
+                if want != len {
+                    return Err(err(format!(
+                        "{name} interleaves {} buffers of {} elements, so its len must be {want}, not {len}",
+                        args.len(),
+                        n.unwrap_or(0)
+                    )));
                 }
             }
             Init::Csr { matrix, .. } | Init::Jds { matrix, .. } => {
@@ -382,6 +401,7 @@ fn fill(
             }
         }
         Init::Zeros => bytes.resize(len * elem.size_of(), 0),
+        Init::Poison => return Ok(HostBuffer::poisoned(elem, len)),
         Init::Constant { value } => {
             for _ in 0..len {
                 push_f64(&mut bytes, elem, *value);
@@ -456,7 +476,19 @@ fn fill(
                 }
             }
         }
-        Init::CopyOf { .. } => unreachable!("copies are filled after their source"),
+        Init::Linspace { start, stop } => {
+            let step = if len > 1 {
+                (stop - start) / (len - 1) as f64
+            } else {
+                0.0
+            };
+            for i in 0..len {
+                push_f64(&mut bytes, elem, start + step * i as f64);
+            }
+        }
+        Init::CopyOf { .. } | Init::Interleave { .. } => {
+            unreachable!("copies and interleavings are built by `produce`")
+        }
     }
     let buf = HostBuffer { elem, bytes };
     debug_assert_eq!(buf.len(), len);
@@ -489,97 +521,20 @@ fn find_matrix<'a>(
 /// from `seed`, `out` buffers poisoned ([`poison_pattern`]), scalars as their value's bytes.
 /// The same seed always gives the same bytes.
 pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>, HarnessError> {
-    let mut out: Vec<Option<HostBuffer>> = vec![None; resolved.args.len()];
-    for (i, a) in resolved.args.iter().enumerate() {
-        out[i] = match a {
-            ResolvedArg::Scalar { value, .. } => Some(HostBuffer {
+    resolved
+        .args
+        .iter()
+        .map(|a| match a {
+            ResolvedArg::Scalar { value, .. } => Ok(HostBuffer {
                 elem: value.elem(),
                 bytes: value.to_le_bytes(),
             }),
             ResolvedArg::Buffer {
                 elem, len, role, ..
-            } if !role.is_input() => Some(HostBuffer::poisoned(*elem, *len)),
-            ResolvedArg::Buffer {
-                init: Init::CopyOf { .. },
-                ..
-            } => None,
-            ResolvedArg::Buffer {
-                name,
-                elem,
-                len,
-                init,
-                ..
-            } => Some(fill(
-                name,
-                *elem,
-                *len,
-                init,
-                seed,
-                &resolved.sparse,
-                &resolved.origin,
-            )?),
-        };
-    }
-    // Copies of args, and of constants (an arg may copy a constant's contents).
-    for (i, a) in resolved.args.iter().enumerate() {
-        if let ResolvedArg::Buffer {
-            init: Init::CopyOf { arg },
-            role,
-            ..
-        } = a
-        {
-            if !role.is_input() {
-                continue;
-            }
-            let src = match resolved.args.iter().position(|b| b.name() == arg) {
-                Some(j) => match &out[j] {
-                    // An `out` source is poison; copy what its init would have produced.
-                    Some(b) if resolved_role_is_input(&resolved.args[j]) => b.clone(),
-                    _ => fill_arg(&resolved.args[j], seed, resolved)?,
-                },
-                None => {
-                    let c = resolved
-                        .constants
-                        .iter()
-                        .find(|c| &c.name == arg)
-                        .ok_or_else(|| HarnessError::Generate {
-                            origin: resolved.origin.clone(),
-                            message: format!("{} copies unknown buffer {arg}", a.name()),
-                        })?;
-                    fill_const(c, seed, resolved)?
-                }
-            };
-            out[i] = Some(src);
-        }
-    }
-    Ok(out
-        .into_iter()
-        .map(|b| b.expect("every arg filled"))
-        .collect())
-}
-
-fn resolved_role_is_input(a: &ResolvedArg) -> bool {
-    matches!(a, ResolvedArg::Buffer { role, .. } if role.is_input())
-}
-
-fn fill_arg(a: &ResolvedArg, seed: u64, r: &Resolved) -> Result<HostBuffer, HarnessError> {
-    match a {
-        ResolvedArg::Buffer {
-            name,
-            elem,
-            len,
-            init,
-            ..
-        } => fill(name, *elem, *len, init, seed, &r.sparse, &r.origin),
-        ResolvedArg::Scalar { name, .. } => Err(HarnessError::Generate {
-            origin: r.origin.clone(),
-            message: format!("{name} is a scalar and cannot be copied"),
-        }),
-    }
-}
-
-fn fill_const(c: &ResolvedConst, seed: u64, r: &Resolved) -> Result<HostBuffer, HarnessError> {
-    fill(&c.name, c.elem, c.len, &c.init, seed, &r.sparse, &r.origin)
+            } if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
+            ResolvedArg::Buffer { name, .. } => produce(resolved, seed, name, 0),
+        })
+        .collect()
 }
 
 /// One [`HostBuffer`] per entry of `resolved.constants`, in order, for `seed`.
@@ -587,8 +542,62 @@ pub fn generate_constants(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuff
     resolved
         .constants
         .iter()
-        .map(|c| fill_const(c, seed, resolved))
+        .map(|c| produce(resolved, seed, &c.name, 0))
         .collect()
+}
+
+/// A named buffer (arg or constant) as its init makes it, whatever its role: copies and
+/// interleavings are built from what their sources' inits produce.
+fn produce(r: &Resolved, seed: u64, name: &str, depth: usize) -> Result<HostBuffer, HarnessError> {
+    let err = |m: String| HarnessError::Generate {
+        origin: r.origin.clone(),
+        message: m,
+    };
+    if depth > 4 {
+        return Err(err(format!("{name}: copies nest too deeply")));
+    }
+    let (elem, len, init) =
+        lookup(r, name).ok_or_else(|| err(format!("no buffer named {name}")))?;
+    match init {
+        Init::CopyOf { arg } => produce(r, seed, arg, depth + 1),
+        Init::Interleave { args } => {
+            let parts = args
+                .iter()
+                .map(|a| produce(r, seed, a, depth + 1))
+                .collect::<Result<Vec<_>, _>>()?;
+            let e = elem.size_of();
+            let mut bytes = Vec::with_capacity(len * e);
+            let n = parts[0].len();
+            for i in 0..n {
+                for p in &parts {
+                    bytes.extend_from_slice(&p.bytes[i * e..(i + 1) * e]);
+                }
+            }
+            Ok(HostBuffer { elem, bytes })
+        }
+        _ => fill(name, elem, len, init, seed, &r.sparse, &r.origin),
+    }
+}
+
+fn lookup<'a>(r: &'a Resolved, name: &str) -> Option<(ElemType, usize, &'a Init)> {
+    r.args
+        .iter()
+        .find_map(|a| match a {
+            ResolvedArg::Buffer {
+                name: n,
+                elem,
+                len,
+                init,
+                ..
+            } if n == name => Some((*elem, *len, init)),
+            _ => None,
+        })
+        .or_else(|| {
+            r.constants
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| (c.elem, c.len, &c.init))
+        })
 }
 
 #[cfg(test)]
@@ -845,5 +854,85 @@ block = 1
         // A kernel-computed NaN is not mistaken for the poison.
         let computed = HostBuffer::from_f64s(ElemType::F32, &[f64::NAN]);
         assert!(!computed.is_poison(0));
+    }
+
+    const AOS: &str = r#"
+[sizes]
+k = 5
+[[args]]
+name = "kx"
+type = "f32"
+len = "k"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+[[args]]
+name = "ky"
+type = "f32"
+len = "k"
+init = { kind = "linspace", start = 1.0, stop = 2.0 }
+role = "in"
+[[args]]
+name = "out"
+type = "f32"
+len = "k"
+init = { kind = "zeros" }
+role = "inout"
+[[constants]]
+name = "c"
+type = "f32"
+len = "2 * k"
+init = { kind = "interleave", args = ["kx", "ky"] }
+[[variants.slow.launch]]
+kernel = "soa"
+grid = 1
+block = "k"
+[[variants.fast.launch]]
+kernel = "aos"
+grid = 1
+block = "k"
+args = ["out + 2"]
+"#;
+
+    #[test]
+    fn interleave_builds_structs_from_arrays_and_linspace_spans() {
+        let r = resolve(AOS, 0);
+        let a = generate_inputs(&r, 3).unwrap();
+        let c = generate_constants(&r, 3).unwrap();
+        assert_eq!(c[0].len(), 10);
+        for i in 0..5 {
+            assert_eq!(c[0].get_f64(2 * i), a[0].get_f64(i));
+            assert_eq!(c[0].get_f64(2 * i + 1), a[1].get_f64(i));
+        }
+        assert_eq!(
+            (a[1].get_f64(0), a[1].get_f64(2), a[1].get_f64(4)),
+            (1.0, 1.5, 2.0)
+        );
+        assert_eq!(r.fast[0].args, vec![2]);
+        assert_eq!(r.fast[0].offsets, vec![2]);
+        assert_eq!(r.slow[0].offsets, vec![0, 0, 0]);
+        let e = parse(
+            &AOS.replace("len = \"2 * k\"", "len = \"2 * k + 1\""),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("its len must be 10, not 11"), "{e}");
+        let e = parse(&AOS.replace("\"out + 2\"", "\"out + k\""), "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fast launch[0].args") && e.contains("outside the buffer's 5 elements"),
+            "{e}"
+        );
+        let e = parse(
+            &AOS.replace("args = [\"kx\", \"ky\"]", "args = [\"kx\", \"kz\"]"),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("constants[0].init") && e.contains("\"kz\""),
+            "{e}"
+        );
     }
 }

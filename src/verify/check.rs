@@ -21,37 +21,57 @@ pub struct Comparison {
 }
 
 pub fn compare(elem: Elem, expected: &[u8], actual: &[u8], tol: &Tol) -> Comparison {
+    use rayon::prelude::*;
     let n = expected.len().min(actual.len()) / elem.size();
-    let (mut mism, mut max_abs, mut num, mut den) = (0usize, 0f64, 0f64, 0f64);
-    let mut first = None;
-    for i in 0..n {
-        let (b, a) = (elem.decode(expected, i), elem.decode(actual, i));
-        let ok = if elem.is_float() {
-            if b.is_nan() || a.is_nan() {
-                b.is_nan() && a.is_nan()
-            } else if b.is_infinite() || a.is_infinite() {
-                a == b
+    // Partial sums per chunk, in parallel: (mismatches, max_abs, num, den, first).
+    type Part = (usize, f64, f64, f64, Option<(usize, f64, f64)>);
+    let part = |lo: usize, hi: usize| -> Part {
+        let (mut mism, mut max_abs, mut num, mut den) = (0usize, 0f64, 0f64, 0f64);
+        let mut first = None;
+        for i in lo..hi {
+            let (b, a) = (elem.decode(expected, i), elem.decode(actual, i));
+            let ok = if elem.is_float() {
+                if b.is_nan() || a.is_nan() {
+                    b.is_nan() && a.is_nan()
+                } else if b.is_infinite() || a.is_infinite() {
+                    a == b
+                } else {
+                    let d = (a - b).abs();
+                    max_abs = max_abs.max(d);
+                    num += d * d;
+                    den += b * b;
+                    d <= tol.atol + tol.rtol * b.abs()
+                }
             } else {
                 let d = (a - b).abs();
                 max_abs = max_abs.max(d);
                 num += d * d;
                 den += b * b;
-                d <= tol.atol + tol.rtol * b.abs()
-            }
-        } else {
-            let d = (a - b).abs();
-            max_abs = max_abs.max(d);
-            num += d * d;
-            den += b * b;
-            a == b
-        };
-        if !ok {
-            mism += 1;
-            if first.is_none() {
-                first = Some((i, b, a));
+                a == b
+            };
+            if !ok {
+                mism += 1;
+                if first.is_none() {
+                    first = Some((i, b, a));
+                }
             }
         }
-    }
+        (mism, max_abs, num, den, first)
+    };
+    const STEP: usize = 1 << 16;
+    let (mism, max_abs, num, den, first) = (0..n.div_ceil(STEP))
+        .into_par_iter()
+        .map(|c| part(c * STEP, ((c + 1) * STEP).min(n)))
+        .reduce(
+            || (0, 0.0, 0.0, 0.0, None),
+            |x, y| {
+                let first = match (x.4, y.4) {
+                    (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+                    (a, b) => a.or(b),
+                };
+                (x.0 + y.0, x.1.max(y.1), x.2 + y.2, x.3 + y.3, first)
+            },
+        );
     let rel_l2 = if den > 0.0 {
         (num / den).sqrt()
     } else {
@@ -78,16 +98,11 @@ fn is_poison(elem: Elem, bytes: &[u8], i: usize) -> bool {
 /// the pattern, e.g. -1 in an integer output; an output entirely poisoned is caught
 /// as degenerate).
 pub fn unwritten(elem: Elem, this: &[u8], other: &[u8]) -> Option<(usize, usize)> {
+    use rayon::prelude::*;
     let n = this.len().min(other.len()) / elem.size();
-    let mut count = 0;
-    let mut first = None;
-    for i in 0..n {
-        if is_poison(elem, this, i) && !is_poison(elem, other, i) {
-            count += 1;
-            first.get_or_insert(i);
-        }
-    }
-    first.map(|f| (count, f))
+    let hit = |i: &usize| is_poison(elem, this, *i) && !is_poison(elem, other, *i);
+    let count = (0..n).into_par_iter().filter(hit).count();
+    (count > 0).then(|| (count, (0..n).into_par_iter().find_first(hit).unwrap_or(0)))
 }
 
 /// Why an output is degenerate, if it is: all poison, all zero, constant, or equal
@@ -97,13 +112,15 @@ pub fn degenerate(elem: Elem, out: &[u8], input: Option<&[u8]>) -> Option<&'stat
     if n == 0 {
         return None;
     }
-    if (0..n).all(|i| is_poison(elem, out, i)) {
+    use rayon::prelude::*;
+    if out.par_iter().all(|&b| b == POISON) {
         return Some("every element still holds the poison pattern");
     }
-    if out.iter().all(|&b| b == 0) {
+    if out.par_iter().all(|&b| b == 0) {
         return Some("every element is zero");
     }
-    if n > 1 && (1..n).all(|i| out[i * elem.size()..(i + 1) * elem.size()] == out[..elem.size()]) {
+    let s = elem.size();
+    if n > 1 && out.par_chunks(s).all(|c| c == &out[..s]) {
         return Some("every element has the same value");
     }
     if input == Some(out) {

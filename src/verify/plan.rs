@@ -264,31 +264,53 @@ pub fn generate(
     name: &str,
     earlier: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<Vec<u8>, String> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    // ChaCha's stream id, from the name, keeps each argument's sequence independent.
+    // ChaCha's stream id, from the name, keeps each argument's sequence independent;
+    // chunks get their own seeds so generation runs in parallel yet stays the same
+    // whatever the thread count.
     let stream = u64::from_str_radix(&crate::record::content_id(&[name])[..16], 16).unwrap_or(0);
-    rng.set_stream(stream);
     let n = len as usize;
+    let chunked = |f: &(dyn Fn(&mut ChaCha8Rng) -> f64 + Sync)| -> Vec<u8> {
+        use rayon::prelude::*;
+        let chunks: Vec<Vec<u8>> = (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let mut rng = ChaCha8Rng::seed_from_u64(
+                    seed.wrapping_add((c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                );
+                rng.set_stream(stream);
+                let m = CHUNK.min(n - c * CHUNK);
+                let mut out = Vec::with_capacity(m * elem.size());
+                for _ in 0..m {
+                    elem.encode(f(&mut rng), &mut out);
+                }
+                out
+            })
+            .collect();
+        chunks.concat()
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
     let mut out = Vec::with_capacity(n * elem.size());
     match init {
         Init::Uniform { lo, hi } => {
-            for _ in 0..n {
-                elem.encode(rng.random_range(*lo..=*hi), &mut out);
+            let (lo, hi) = (*lo, *hi);
+            if lo > hi || !lo.is_finite() || !hi.is_finite() {
+                return Err(format!(
+                    "{name}: uniform range {lo}..{hi} is empty or not finite"
+                ));
             }
+            out = chunked(&|r| r.random_range(lo..=hi));
         }
         Init::Normal { mean, std } => {
             let d = Normal::new(*mean, *std).map_err(|e| format!("{name}: {e}"))?;
-            for _ in 0..n {
-                elem.encode(d.sample(&mut rng), &mut out);
-            }
+            out = chunked(&|r| d.sample(r));
         }
         Init::IntRange { lo, hi } => {
+            let (lo, hi) = (*lo, *hi);
             if lo > hi {
                 return Err(format!("{name}: int_range lo {lo} > hi {hi}"));
             }
-            for _ in 0..n {
-                elem.encode(rng.random_range(*lo..=*hi) as f64, &mut out);
-            }
+            out = chunked(&|r| r.random_range(lo..=hi) as f64);
         }
         Init::Zeros => out.resize(n * elem.size(), 0),
         Init::Fill { value } => {
@@ -322,6 +344,9 @@ pub fn generate(
     }
     Ok(out)
 }
+
+/// Elements per independently seeded chunk of generated input.
+const CHUNK: usize = 1 << 16;
 
 /// The poison byte written over outputs before each run: 0xFF is NaN for every float
 /// type and -1 / MAX for integers.
