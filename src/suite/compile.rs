@@ -15,6 +15,13 @@ pub fn compile_units(
     let version = info.version_string();
     units.par_iter_mut().for_each(|u| {
         let check = compile_one(u, arch, &version);
+        if check.ok && !u.template_params.is_empty() {
+            u.diagnostics.push(Diagnostic::new(
+                Level::Info,
+                "template_not_instantiated",
+                "template kernel checked without instantiation: its arguments come from the harness",
+            ));
+        }
         if !check.ok {
             let first = first_error(&check.log);
             u.diagnostics.push(Diagnostic::new(
@@ -31,14 +38,16 @@ pub fn compile_units(
 
 fn compile_one(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
     let name = format!("{}.cu", u.kernel);
-    // Asking for the kernel's lowered name instantiates templates and proves the
-    // symbol the GPU stage will look up exists.
+    // Asking for the kernel's lowered name proves the symbol the GPU stage will look up
+    // exists. A template's symbol is its bare name (the harness supplies `<…>`), which
+    // names nothing until instantiated, so templates compile without one.
     let exprs = [u.symbol.clone()];
+    let resolve = !u.symbol.is_empty() && u.template_params.is_empty();
     let req = CompileRequest {
         source: &u.source,
         name: &name,
         arch,
-        name_expressions: if u.symbol.is_empty() { &[] } else { &exprs },
+        name_expressions: if resolve { &exprs } else { &[] },
         cubin: false,
         extra_options: &[],
     };
@@ -123,10 +132,12 @@ mod tests {
                 "k",
             ),
             unit("__global__ void k(float *x) { nope(x); }", "k"),
-            unit(
-                "template <int B> __global__ void k(float *x) { x[B] = 1; }",
-                "k<4>",
-            ),
+            {
+                let src = "template <int B> __global__ void k(float *x) { x[B] = 1; }";
+                let mut t = unit(src, "k");
+                t.template_params = vec!["int B".into()];
+                t
+            },
             unit("__global__ void k(float *x) { x[0] = 1; }", "other"),
         ];
         match compile_units(&mut units, "sm_90", &|| {}) {
@@ -141,6 +152,7 @@ mod tests {
                 assert!(units[1].diagnostics[0].message.contains("nope"));
                 assert!(units[3].compile.as_ref().unwrap().log.contains("other"));
                 assert_eq!(units[0].compile.as_ref().unwrap().arch, "sm_90");
+                assert_eq!(units[2].diagnostics[0].code, "template_not_instantiated");
             }
         }
     }
