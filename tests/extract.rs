@@ -509,7 +509,9 @@ fn provenance_records_the_git_commit_of_a_checkout() {
 #[test]
 fn compile_check_records_results_or_reports_missing_nvrtc_once() {
     let s = Suite::copy("parboil");
-    let (code, stderr, recs) = s.extract(&[]);
+    let cache = s.root.parent().unwrap().join("cache");
+    let cache_flag = ["--cache-dir", cache.to_str().unwrap()];
+    let (code, stderr, recs) = s.extract(&cache_flag);
     let units = of_type(&recs, "unit");
     if stderr.contains("no NVRTC found") {
         assert_eq!(code, 3);
@@ -536,4 +538,12 @@ fn compile_check_records_results_or_reports_missing_nvrtc_once() {
         .map(|u| format!("{}: {}", u["kernel"], u["compile"]["log"]))
         .collect();
     assert!(failed.is_empty(), "{failed:#?}");
+    // A second run reads the cached results and writes the same file; identical units
+    // (the two identical pairs) share one entry.
+    let first = std::fs::read(&s.out).unwrap();
+    let entries = std::fs::read_dir(&cache).unwrap().count();
+    assert_eq!(entries, units.len() - 2, "one entry per distinct unit");
+    let (code2, _, _) = s.extract(&cache_flag);
+    assert_eq!(code2, 0);
+    assert_eq!(std::fs::read(&s.out).unwrap(), first);
 }

@@ -70,6 +70,13 @@ pub struct ExtractArgs {
     /// Worker threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Folder of cached compile-check results (default: $KERNELPAIR_CACHE_DIR/compile-check
+    /// or ~/.cache/kernelpair/compile-check).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every unit again instead of reusing cached compile-check results.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// The checked configuration of one extraction.
@@ -82,33 +89,73 @@ pub struct ExtractConfig {
     pub compile: bool,
     pub max_file_size: u64,
     pub jobs: Option<usize>,
+    pub cache: compile::CheckCache,
     /// Show progress bars (stderr is a terminal).
     pub progress: bool,
 }
 
 impl ExtractConfig {
-    pub fn from_args(a: &ExtractArgs) -> Result<ExtractConfig, SuiteError> {
-        if !a.suite_dir.exists() {
-            return Err(SuiteError::NoSuchDir(a.suite_dir.clone()));
+    /// Defaults for a suite root (`suite`: parboil, rodinia, generic or auto; an
+    /// `extractor` file overrides it): sm_90 compile check with the default cache,
+    /// 2 MiB file limit, all cores, no progress bars.
+    pub fn new(
+        root: &Path,
+        suite: &str,
+        extractor: Option<&Path>,
+    ) -> Result<ExtractConfig, SuiteError> {
+        if !root.exists() {
+            return Err(SuiteError::NoSuchDir(root.to_path_buf()));
         }
-        if !a.suite_dir.is_dir() {
-            return Err(SuiteError::NotADir(a.suite_dir.clone()));
+        if !root.is_dir() {
+            return Err(SuiteError::NotADir(root.to_path_buf()));
         }
-        let desc = match (&a.extractor, a.suite.as_str()) {
+        let desc = match (extractor, suite) {
             (Some(p), _) => Some(SuiteDesc::load(p)?),
             (None, "auto") => None,
             (None, name) => Some(SuiteDesc::builtin(name)?),
         };
         Ok(ExtractConfig {
-            root: a.suite_dir.clone(),
+            root: root.to_path_buf(),
             desc,
-            arch: a.arch.clone(),
-            compile: !a.no_compile,
-            max_file_size: a.max_file_size,
-            jobs: a.jobs,
-            progress: std::io::stderr().is_terminal(),
+            arch: "sm_90".into(),
+            compile: true,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            jobs: None,
+            cache: compile::CheckCache::default_location(),
+            progress: false,
         })
     }
+
+    pub fn from_args(a: &ExtractArgs) -> Result<ExtractConfig, SuiteError> {
+        let mut c = ExtractConfig::new(&a.suite_dir, &a.suite, a.extractor.as_deref())?;
+        c.arch = a.arch.clone();
+        c.compile = !a.no_compile;
+        c.max_file_size = a.max_file_size;
+        c.jobs = a.jobs;
+        c.cache = match (&a.cache_dir, a.no_cache) {
+            (_, true) => compile::CheckCache::none(),
+            (Some(d), false) => compile::CheckCache::at(d.clone()),
+            (None, false) => compile::CheckCache::default_location(),
+        };
+        c.progress = std::io::stderr().is_terminal();
+        Ok(c)
+    }
+}
+
+/// One call for other stages (`build`): extract a suite with default limits.
+/// `records()` of the result is what `extract -o` writes; `exit_code()` says whether
+/// anything was skipped.
+pub fn extract_suite(
+    root: &Path,
+    suite: &str,
+    extractor: Option<&Path>,
+    arch: &str,
+    compile: bool,
+) -> Result<Extraction, SuiteError> {
+    let mut cfg = ExtractConfig::new(root, suite, extractor)?;
+    cfg.arch = arch.to_string();
+    cfg.compile = compile;
+    extract(&cfg)
 }
 
 /// Everything one extraction produced.
@@ -276,7 +323,7 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
 
     if cfg.compile {
         let pb = bar(cfg.progress, ex.units.len() as u64, "compiling");
-        match compile::compile_units(&mut ex.units, &cfg.arch, &|| pb.inc(1)) {
+        match compile::compile_units(&mut ex.units, &cfg.arch, &cfg.cache, &|| pb.inc(1)) {
             Ok(()) => {}
             Err(e) => {
                 ex.nvrtc_missing = true;
@@ -350,4 +397,82 @@ pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(ex.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name)
+    }
+
+    #[test]
+    fn library_entry_point_on_the_parboil_fixture() {
+        let ex = extract_suite(&fixture("parboil"), "auto", None, "sm_90", false).unwrap();
+        assert_eq!(ex.suite, "parboil");
+        assert_eq!(
+            (ex.units.len(), ex.pairs.len(), ex.unpaired.len()),
+            (18, 9, 1)
+        );
+        assert_eq!(ex.pairs.iter().filter(|p| p.identical).count(), 2);
+        assert_eq!(ex.exit_code(), exit::OK);
+        // Output order: units, pairs, unpaired; each sorted by path and line.
+        let recs = ex.records();
+        let kinds: Vec<&str> = recs
+            .iter()
+            .map(|r| match r {
+                Record::Unit(_) => "unit",
+                Record::Pair(_) => "pair",
+                Record::Unpaired(_) => "unpaired",
+                Record::Skipped(_) => "skipped",
+            })
+            .collect();
+        let mut sorted = kinds.clone();
+        sorted.sort_by_key(|k| {
+            ["unit", "pair", "unpaired", "skipped"]
+                .iter()
+                .position(|x| x == k)
+        });
+        assert_eq!(kinds, sorted);
+        let paths: Vec<(&str, u32)> = ex.units.iter().map(|u| (u.path.as_str(), u.line)).collect();
+        let mut sorted_paths = paths.clone();
+        sorted_paths.sort();
+        assert_eq!(paths, sorted_paths);
+        // The summary counts per benchmark.
+        let rows = summary::rows(&ex);
+        let vecadd = rows["vecadd"];
+        assert_eq!(
+            (
+                vecadd.files,
+                vecadd.kernels,
+                vecadd.pairs,
+                vecadd.identical,
+                vecadd.unpaired
+            ),
+            (4, 5, 2, 1, 1)
+        );
+        let table = summary::table(&ex);
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("total") && l.contains(" 18 ")),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn config_errors_name_the_problem() {
+        let e = ExtractConfig::new(Path::new("/no/such/suite"), "auto", None).unwrap_err();
+        assert!(matches!(e, SuiteError::NoSuchDir(_)));
+        let file = fixture("LICENSE");
+        assert!(matches!(
+            ExtractConfig::new(&file, "auto", None).unwrap_err(),
+            SuiteError::NotADir(_)
+        ));
+        let e = ExtractConfig::new(&fixture("parboil"), "spec", None).unwrap_err();
+        assert!(e.to_string().contains("unknown suite `spec`"), "{e}");
+    }
 }
