@@ -271,10 +271,19 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     let mut sources: Vec<SourceFile> = Vec::new();
     let mut scopes: BTreeMap<ScopeKey, units::ScopeFiles> = BTreeMap::new();
     let mut shared_idx: Vec<usize> = Vec::new();
-    for ((_, scope, kernel, shared), r) in wanted.into_iter().zip(read) {
+    // Text of files skipped for bad UTF-8, decoded lossily only to see what they
+    // `#include` (a skipped main.cu still tells that define.c is used).
+    let mut lossy: Vec<(Option<ScopeKey>, String)> = Vec::new();
+    for ((path, scope, kernel, shared), r) in wanted.into_iter().zip(read) {
         let src = match r {
             Ok(s) => s,
             Err(skip) => {
+                if skip.reason == "not_utf8" {
+                    if let Ok(bytes) = std::fs::read(root.join(&path)) {
+                        let key = if shared { None } else { scope.clone() };
+                        lossy.push((key, String::from_utf8_lossy(&bytes).into_owned()));
+                    }
+                }
                 ex.skipped.push(skip);
                 continue;
             }
@@ -305,7 +314,12 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
             .copied()
             .filter(|i| !members.contains(i))
             .collect();
-        prune_unincluded(&desc, &sources, s);
+        let extra: Vec<&str> = lossy
+            .iter()
+            .filter(|(k, _)| k.as_ref().is_none_or(|k| *k == s.key))
+            .map(|(_, t)| t.as_str())
+            .collect();
+        prune_unincluded(&desc, &sources, &extra, s);
     }
 
     let licences = provenance::Licences::new(root);
@@ -370,7 +384,13 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
 }
 
 /// Drop `included_only` files that no file of the scope `#include`s by name.
-fn prune_unincluded(desc: &SuiteDesc, sources: &[SourceFile], scope: &mut units::ScopeFiles) {
+/// `extra`: texts of the scope's unreadable files, scanned for includes only.
+fn prune_unincluded(
+    desc: &SuiteDesc,
+    sources: &[SourceFile],
+    extra: &[&str],
+    scope: &mut units::ScopeFiles,
+) {
     static INCLUDE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r#"(?m)^[ \t]*#[ \t]*include[ \t]*[<"]([^">]+)[">]"#)
             .expect("static regex")
@@ -380,8 +400,11 @@ fn prune_unincluded(desc: &SuiteDesc, sources: &[SourceFile], scope: &mut units:
         return;
     }
     let mut named: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for i in all() {
-        for c in INCLUDE.captures_iter(&sources[i].text) {
+    let texts = all()
+        .map(|i| sources[i].text.as_str())
+        .chain(extra.iter().copied());
+    for text in texts {
+        for c in INCLUDE.captures_iter(text) {
             let target = c.get(1).map_or("", |m| m.as_str());
             named.insert(target.rsplit('/').next().unwrap_or(target));
         }
@@ -522,7 +545,8 @@ mod tests {
             shared: vec![],
             kernel_member: vec![true, true, false, false, false],
         };
-        prune_unincluded(&desc, &sources, &mut scope);
+        let mut unpruned = scope.clone();
+        prune_unincluded(&desc, &sources, &[], &mut scope);
         let kept: Vec<&str> = scope
             .members
             .iter()
@@ -539,6 +563,12 @@ mod tests {
             ]
         );
         assert_eq!(scope.kernel_member, [true, true, false, false]);
+        // Includes named by a file skipped for bad UTF-8 still count (Rodinia's myocyte:
+        // its main.cu is Windows-1252 and is the only file including define.c).
+        unpruned.members = vec![1, 2, 3];
+        unpruned.kernel_member = vec![true, false, false];
+        prune_unincluded(&desc, &sources, &["#include \"define.c\"\n"], &mut unpruned);
+        assert_eq!(unpruned.members, [1, 2]);
     }
 
     #[test]
