@@ -305,7 +305,10 @@ pub fn classify(text: &str) -> Option<String> {
         "ISC"
     } else if has("boost software license") {
         "BSL-1.0"
-    } else if has("nvidia") && has("without an express license agreement") {
+    } else if has("nvidia")
+        && (has("without an express license agreement")
+            || has("subject to nvidia ownership rights"))
+    {
         "LicenseRef-NVIDIA-SDK"
     } else if has("educational purpose") && has("without fee") {
         "LicenseRef-educational-use"
@@ -407,6 +410,10 @@ mod tests {
             Some("MIT")
         );
         assert_eq!(classify("just a comment about kernels"), None);
+        assert_eq!(
+            classify("Copyright 1993-2007 NVIDIA Corporation.\n NOTICE TO USER: This source code is subject to NVIDIA ownership rights under U.S. and international Copyright laws.").as_deref(),
+            Some("LicenseRef-NVIDIA-SDK")
+        );
         assert!(redistributable("NCSA") && redistributable("BSD-3-Clause"));
         assert!(
             !redistributable("LicenseRef-unknown") && !redistributable("LicenseRef-NVIDIA-SDK")
