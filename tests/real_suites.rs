@@ -86,12 +86,22 @@ fn real_suites_isolate_and_compile() {
             .collect();
         let files: BTreeMap<String, FileIndex> = texts
             .iter()
-            .map(|(r, t)| (r.clone(), index_file(r, t)))
+            .map(|(r, t)| {
+                let t0 = Instant::now();
+                let fi = index_file(r, t);
+                if std::env::var_os("TIMES").is_some() {
+                    println!("TIME {:.4} {} {}", t0.elapsed().as_secs_f64(), t.len(), r);
+                }
+                (r.clone(), fi)
+            })
             .collect();
         index_time += t0.elapsed().as_secs_f64();
         files_n += files.len();
         let scope = Scope { files: &files };
         for (path, fi) in &files {
+            if std::env::var_os("COUNTS").is_some() && !fi.kernels().is_empty() {
+                println!("{} {path}", fi.kernels().len());
+            }
             for (i, k) in fi.kernels().iter().enumerate() {
                 let t1 = Instant::now();
                 let unit = isolate_at(&scope, path, i).unwrap();
@@ -126,6 +136,8 @@ fn real_suites_isolate_and_compile() {
                     .collect();
                 let reason = if !c.ok && codes.contains(&"legacy_texture_reference") {
                     "legacy_texture_reference".to_string()
+                } else if !c.ok && codes.contains(&"c_compound_literal") {
+                    "c_compound_literal".to_string()
                 } else if !c.ok && codes.contains(&"unresolved_identifier") {
                     "unresolved_identifier".to_string()
                 } else if c.ok {

@@ -182,9 +182,10 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                         let name = c[1].to_string();
                         let value = c.get(3).map(|m| m.as_str().trim()).unwrap_or("");
                         if let Some(f) = frames.last_mut() {
+                            // `#ifndef X_H` then `#define X_H` (or `X_H 1`): a guard.
                             if f.fresh
                                 && f.guard_candidate.as_deref() == Some(name.as_str())
-                                && value.is_empty()
+                                && (value.is_empty() || value == "1")
                             {
                                 f.guard = true;
                                 f.fresh = false;
@@ -442,7 +443,7 @@ pub(crate) fn normalize_type(s: &str) -> String {
     let mut prev_ptr = false;
     for tok in tokens_for_type(s) {
         let is_ptr = tok.chars().all(|c| c == '*' || c == '&');
-        let glue = matches!(tok.as_str(), "[" | "]" | "," | ">" | "(" | ")")
+        let glue = matches!(tok.as_str(), "]" | "," | ">" | ")")
             || out.ends_with(['[', '(', '<'])
             || (is_ptr && prev_ptr);
         if !out.is_empty() && !glue {
@@ -1200,21 +1201,11 @@ fn launch_definitions(
             continue;
         }
         let mut found = Vec::new();
-        let decl = Regex::new(&format!(
-            r"^(?:[A-Za-z_][\w:<>]*[\s*&]+)+{}\s*(?:[(={{\[;,]|$)",
-            regex::escape(&name)
-        ))
-        .expect("escaped name");
-        let assign = Regex::new(&format!(
-            r"^{}(?:\.[xyz])?\s*[-+*/]?=[^=]",
-            regex::escape(&name)
-        ))
-        .expect("escaped name");
         let mut s0 = 0;
         for (i, c) in mchunk[..offset].char_indices() {
             if matches!(c, ';' | '{' | '}') {
                 let stmt = mchunk[s0..i].trim();
-                if decl.is_match(stmt) || assign.is_match(stmt) {
+                if declares(stmt, &name) || assigns(stmt, &name) {
                     let lead = mchunk[s0..i].len() - mchunk[s0..i].trim_start().len();
                     found.push(collapse_ws(&chunk[s0 + lead..i]));
                 }
@@ -1251,9 +1242,63 @@ fn launch_definitions(
     out
 }
 
+/// `stmt` (masked, trimmed) declares `name`: `T name(…)`, `const T *name = …`, `T a, name;`.
+fn declares(stmt: &str, name: &str) -> bool {
+    let ids = lex::idents(stmt);
+    let Some(pos) = ids.iter().position(|i| i.text == name && !i.member) else {
+        return false;
+    };
+    if pos == 0
+        || matches!(
+            ids[0].text,
+            "return" | "if" | "while" | "for" | "else" | "case"
+        )
+    {
+        return false;
+    }
+    let end = ids[pos].offset + name.len();
+    let after = stmt[end..].trim_start();
+    let follows = after.is_empty() || after.starts_with(['(', '=', '{', '[', ';', ',']);
+    let before_ok = stmt[..ids[pos].offset]
+        .chars()
+        .all(|c| c.is_alphanumeric() || c.is_whitespace() || "_*&:<>,".contains(c));
+    follows && before_ok && !after.starts_with("==")
+}
+
+/// `stmt` assigns to `name` (or to one of its `.x/.y/.z`).
+fn assigns(stmt: &str, name: &str) -> bool {
+    let Some(rest) = stmt.strip_prefix(name) else {
+        return false;
+    };
+    if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+        return false;
+    }
+    let rest = rest.trim_start();
+    let rest = [".x", ".y", ".z"]
+        .iter()
+        .find_map(|f| rest.strip_prefix(f))
+        .unwrap_or(rest)
+        .trim_start();
+    let rest = rest.trim_start_matches(['+', '-', '*', '/']);
+    rest.starts_with('=') && !rest.starts_with("==")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launch_definition_statements() {
+        assert!(declares("dim3 grid(n / BLOCK, 1)", "grid"));
+        assert!(declares("const unsigned int *a, blocks = 4", "blocks"));
+        assert!(declares("int blocks", "blocks"));
+        assert!(!declares("return blocks", "blocks"));
+        assert!(!declares("x = f(blocks)", "blocks"));
+        assert!(assigns("grid.x = 3", "grid"));
+        assert!(assigns("blocks += 1", "blocks"));
+        assert!(!assigns("blocks == 1", "blocks"));
+        assert!(!assigns("blocksize = 1", "blocks"));
+    }
 
     #[test]
     fn normalizes_types() {

@@ -272,6 +272,11 @@ impl<'s, 'a> Closure<'s, 'a> {
         let builtin = builtins::is_builtin(name);
         for r in ranks {
             let (path, reach, fi) = self.files[r];
+            // A builtin is never taken from a file no include connects (a host
+            // `typedef struct { … } int2;` in a CPU reference must not shadow CUDA's).
+            if builtin && reach == Reach::Fallback {
+                continue;
+            }
             let Some(ids) = fi.by_name.get(name) else {
                 continue;
             };
@@ -558,6 +563,8 @@ impl<'s, 'a> Closure<'s, 'a> {
             let is_kernel = id == (0, self.kernel_item);
             let text = if is_kernel {
                 kernel_text(it)
+            } else if it.kind == ItemKind::Global {
+                const_global_text(&it.text)
             } else {
                 it.text.clone()
             };
@@ -682,6 +689,35 @@ fn kernel_text(it: &Item) -> String {
         text = format!("{cleaned}{}", &text[hl..]);
     }
     format!("extern \"C\" {text}")
+}
+
+/// A namespace-scope `const` of arithmetic type (`const float k = 1.0 / other;`) is a
+/// host variable that nvcc folds into device code; under NVRTC's `-default-device` it
+/// would become a `__device__` variable needing dynamic initialization. `constexpr`
+/// keeps the original meaning: a compile-time constant.
+fn const_global_text(text: &str) -> String {
+    let m = lex::mask(text);
+    let ids = lex::idents(&m);
+    let words: Vec<&str> = ids.iter().map(|i| i.text).collect();
+    let Some(eq) = m.find('=') else {
+        return text.to_string();
+    };
+    let qualified = words.iter().any(|w| {
+        matches!(
+            *w,
+            "__device__" | "__constant__" | "__shared__" | "extern" | "constexpr" | "texture"
+        )
+    });
+    let first_const = ids
+        .iter()
+        .take_while(|i| i.offset < eq)
+        .position(|i| i.text == "const");
+    let leading = first_const.is_some_and(|p| ids[..p].iter().all(|i| i.text == "static"));
+    if qualified || !leading || m[..eq].contains(['*', '&', '<', '(']) {
+        return text.to_string();
+    }
+    let off = ids[first_const.expect("checked")].offset;
+    format!("{}constexpr{}", &text[..off], &text[off + "const".len()..])
 }
 
 fn features_of(source: &str, texture: bool, template_kernel: bool) -> Features {

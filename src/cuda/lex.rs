@@ -530,7 +530,7 @@ mod tests {
         let t = "a /* x{ */ b // y}\n\"s{\" 'c' é";
         let m = mask(t);
         assert_eq!(m.len(), t.len());
-        assert_eq!(m, "a          b     \n\"  \" ' ' é");
+        assert_eq!(m, "a          b      \n\"  \" ' ' é");
     }
 
     fn pieces(t: &str) -> Vec<(PieceKind, &str)> {
