@@ -67,6 +67,8 @@ pub(crate) struct Item {
 
 struct Frame {
     id: u32,
+    /// 0 for the `#if` branch, then one more per `#elif`/`#else`.
+    branch: u32,
     exprs: Vec<String>,
     /// The current branch's condition: `None` when dead, `Some("")` when always true.
     current: Option<String>,
@@ -146,6 +148,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                         };
                         let mut f = Frame {
                             id: next_frame,
+                            branch: 0,
                             exprs: vec![expr],
                             current: None,
                             guard: false,
@@ -158,6 +161,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                     }
                     "elif" | "else" => {
                         if let Some(f) = frames.last_mut() {
+                            f.branch += 1;
                             if word == "elif" {
                                 f.exprs.push(rest.clone());
                                 f.current = branch_condition(&f.exprs, false);
@@ -336,7 +340,7 @@ fn cond_of(frames: &[Frame]) -> Vec<CondBranch> {
             let expr = f.current.as_ref()?;
             (!expr.is_empty()).then(|| CondBranch {
                 frame: f.id,
-                branch: f.exprs.len() as u32 - 1,
+                branch: f.branch,
                 expr: expr.clone(),
             })
         })
@@ -506,6 +510,12 @@ fn params_from_list(list: Node, src: &str) -> Vec<Param> {
             Some(i) if p.kind() == "optional_parameter_declaration" => ty[..i].to_string(),
             _ => ty,
         };
+        // An `#ifdef` line inside the list belongs to no parameter.
+        let ty: String = ty
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .collect::<Vec<_>>()
+            .join(" ");
         let ty = normalize_type(&ty);
         if ty == "void" && names.is_empty() {
             continue;
@@ -529,7 +539,12 @@ fn find_ident_in(n: Node, src: &str, name: &str) -> Option<std::ops::Range<usize
 
 /// Parameters from the text of a parameter list when tree-sitter could not parse it.
 fn params_from_text(inner: &str) -> Vec<Param> {
-    split_top_commas(inner)
+    let inner: String = inner
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    split_top_commas(&inner)
         .into_iter()
         .filter(|p| !p.trim().is_empty() && p.trim() != "void")
         .map(|p| {
@@ -660,11 +675,24 @@ fn index_chunk(
         item.names.extend(enumerators.iter().map(|s| s.to_string()));
     }
     let own: HashSet<String> = item.names.iter().cloned().collect();
-    let refs: Vec<(String, u32)> = lex::idents(mchunk)
+    let all = lex::idents(mchunk);
+    let mut chunk_cond_refs: Vec<String> = Vec::new();
+    for i in all
+        .iter()
+        .filter(|i| i.in_condition && !builtins::is_keyword(i.text))
+    {
+        if !chunk_cond_refs.iter().any(|c| c == i.text) {
+            chunk_cond_refs.push(i.text.to_string());
+        }
+    }
+    // Parameters recovered from the text are locals too.
+    locals.extend(item.params.iter().map(|p| p.name.as_str()));
+    let refs: Vec<(String, u32)> = all
         .into_iter()
         .filter(|i| {
-            !i.member
-                && !builtins::is_keyword(i.text)
+            !i.in_condition
+                && !i.member
+                && (!builtins::is_keyword(i.text) || builtins::is_redefinable(i.text))
                 && !locals.contains(i.text)
                 && !own.contains(i.text)
         })
@@ -741,6 +769,12 @@ fn index_chunk(
         notes,
     };
     push_item(idx, it, frames);
+    let last = idx.items.len() - 1;
+    for c in chunk_cond_refs {
+        if !idx.items[last].cond_refs.contains(&c) {
+            idx.items[last].cond_refs.push(c);
+        }
+    }
 }
 
 struct Classified {
@@ -798,7 +832,13 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
             out.device = words.contains(&"__global__") || words.contains(&"__device__");
             out.header_len = Some(body.start_byte());
             if let Some(pl) = fd.child_by_field_name("parameters") {
-                out.params = params_from_list(pl, chunk);
+                let inner = t(pl, chunk);
+                out.params = if inner.contains('#') {
+                    // `#if` inside the list: tree-sitter's reading is unreliable.
+                    params_from_text(inner.trim_start_matches('(').trim_end_matches(')'))
+                } else {
+                    params_from_list(pl, chunk)
+                };
             }
             if let Some(tp) = get(q.template_params) {
                 out.template = true;
@@ -808,6 +848,14 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
             // does not change what the function is.
             let _ = func;
             return out;
+        }
+    }
+    if root.has_error() {
+        // tree-sitter may have read a broken function as something else (a declaration
+        // with an initializer list, say): the text decides.
+        let t = classify_text(mchunk, chunk);
+        if matches!(t.kind, ItemKind::Kernel | ItemKind::Function) {
+            return t;
         }
     }
     let mut c = root.walk();

@@ -743,3 +743,503 @@ fn features_of(source: &str, texture: bool, template_kernel: bool) -> Features {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::{index_file, normalized_tokens, FileIndex};
+    use crate::gpu::nvrtc;
+
+    fn scope_of(files: &[(&str, &str)]) -> BTreeMap<String, FileIndex> {
+        files
+            .iter()
+            .map(|(p, t)| (p.to_string(), index_file(p, t)))
+            .collect()
+    }
+
+    fn unit(files: &[(&str, &str)], file: &str, kernel: &str) -> IsolatedKernel {
+        let map = scope_of(files);
+        isolate(&Scope { files: &map }, file, kernel).unwrap()
+    }
+
+    fn codes(u: &IsolatedKernel) -> Vec<&str> {
+        u.diagnostics.iter().map(|d| d.code.as_str()).collect()
+    }
+
+    /// Compile with NVRTC where it is installed (CI installs it); elsewhere skip.
+    fn compiles(u: &IsolatedKernel) -> Option<bool> {
+        nvrtc::load().ok()?;
+        let exprs: Vec<String> = Vec::new();
+        let c = nvrtc::compile(&nvrtc::CompileRequest {
+            source: &u.source,
+            name: "unit.cu",
+            arch: "sm_90",
+            name_expressions: &exprs,
+            cubin: false,
+            extra_options: &[],
+        })
+        .ok()?;
+        if !c.ok {
+            eprintln!("{}\n---\n{}", u.source, c.log);
+        }
+        Some(c.ok)
+    }
+
+    const HELPERS: &str = r#"
+#include <stdio.h>
+#include <cuda_runtime.h>
+__device__ float leaf(float x) { return x * 2.0f; }
+__device__ float mid(float x) { return leaf(x) + 1.0f; }
+__device__ float unused_helper(float x) { return x; }
+__host__ __device__ int twice(int a) { return 2 * a; }
+__device__ float over(float a) { return a; }
+__device__ float over(float a, float b) { return a + b; }
+__global__ void k(float *out, int n) {
+    int i = twice(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = mid(out[i]) + over(1.0f) + over(1.0f, 2.0f);
+}
+void host_helper() { printf("x"); }
+int main() {
+    float *d; cudaMalloc(&d, 4);
+    k<<<1, 32>>>(d, 32);
+    host_helper();
+    return 0;
+}
+"#;
+
+    #[test]
+    fn pulls_transitive_helpers_and_overloads_and_drops_host_code() {
+        let u = unit(&[("a/k.cu", HELPERS)], "a/k.cu", "k");
+        assert_eq!(u.pulled.helpers, vec!["twice", "leaf", "mid", "over"]);
+        assert!(!u.source.contains("unused_helper"));
+        assert!(!u.source.contains("main"));
+        assert!(!u.source.contains("cudaMalloc"));
+        assert!(!u.source.contains("host_helper"));
+        assert!(!u.source.contains("#include"));
+        assert_eq!(u.source.matches("__device__ float over(").count(), 2);
+        // Callees come before callers.
+        assert!(u.source.find("float leaf").unwrap() < u.source.find("float mid").unwrap());
+        assert!(u
+            .source
+            .contains("extern \"C\" __global__ void k(float *out, int n)"));
+        assert_eq!(u.symbol, "k");
+        assert_eq!(
+            u.params
+                .iter()
+                .map(|p| (p.name.as_str(), p.ty.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("out", "float *"), ("n", "int")]
+        );
+        let dropped: Vec<&str> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "host_header_dropped")
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        assert!(dropped[0].contains("<cuda_runtime.h>"));
+        assert!(dropped[1].contains("<stdio.h>"));
+        assert_eq!(compiles(&u).unwrap_or(true), true);
+    }
+
+    #[test]
+    fn same_named_kernels_by_index_and_template_kernels() {
+        let src = r#"
+template <typename T, int B>
+__device__ T scale(T x) { return x * B; }
+template <typename T>
+__global__ void tk(T *a) { a[threadIdx.x] = scale<T, 2>(a[threadIdx.x]); }
+__global__ void dup(float *a) { a[0] = 1.0f; }
+__global__ void dup(int *a) { a[0] = 2; }
+"#;
+        let map = scope_of(&[("t.cu", src)]);
+        let scope = Scope { files: &map };
+        let fi = &map["t.cu"];
+        assert_eq!(
+            fi.kernels()
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["tk", "dup", "dup"]
+        );
+        let t = isolate(&scope, "t.cu", "tk").unwrap();
+        assert_eq!(t.template_params, vec!["typename T"]);
+        assert_eq!(t.symbol, "tk");
+        assert!(!t.source.contains("extern \"C\""));
+        assert!(t.features.templates);
+        assert_eq!(t.pulled.helpers, vec!["scale"]);
+        let first = isolate(&scope, "t.cu", "dup").unwrap();
+        assert!(first.source.contains("float *a"));
+        assert!(!first.source.contains("int *a"));
+        let second = isolate_at(&scope, "t.cu", 2).unwrap();
+        assert!(second.source.contains("int *a"));
+        assert!(!second.source.contains("float *a"));
+        assert!(matches!(
+            isolate_at(&scope, "t.cu", 3),
+            Err(CudaError::KernelIndexOutOfRange { count: 3, .. })
+        ));
+        let e = isolate(&scope, "t.cu", "nope").unwrap_err().to_string();
+        assert!(e.contains("tk, dup, dup"), "{e}");
+        assert!(matches!(
+            isolate(&scope, "x.cu", "tk"),
+            Err(CudaError::FileNotInScope { .. })
+        ));
+    }
+
+    #[test]
+    fn same_named_helpers_and_macros_in_different_files_do_not_collide() {
+        let a = "#define N 16\n#define bool char\n__device__ int f(int x) { return x + 1; }\n__global__ void ka(int *o) { bool b = 1; o[0] = f(N) + b; }\n";
+        let b = "#define N 32\n__device__ int f(int x) { return x - 1; }\n__global__ void kb(int *o) { o[0] = f(N); }\n";
+        let files = [("v/a.cu", a), ("v/b.cu", b)];
+        let ua = unit(&files, "v/a.cu", "ka");
+        let ub = unit(&files, "v/b.cu", "kb");
+        assert!(ua.source.contains("#define N 16") && !ua.source.contains("#define N 32"));
+        assert!(ua.source.contains("return x + 1;") && !ua.source.contains("return x - 1;"));
+        assert!(ua.source.contains("#define bool char"));
+        assert!(ub.source.contains("#define N 32") && !ub.source.contains("#define N 16"));
+        assert!(ub.source.contains("return x - 1;") && !ub.source.contains("return x + 1;"));
+        assert!(
+            !ub.source.contains("bool"),
+            "kb never uses bool:\n{}",
+            ub.source
+        );
+    }
+
+    #[test]
+    fn globals_shared_constant_and_features() {
+        let src = r#"
+#define TILE 16
+__constant__ float coeffs[TILE];
+__device__ int counter;
+__shared__ float file_scope_tile[TILE];
+extern __shared__ float dyn[];
+__device__ float unused_global;
+__global__ void k(float4 *v, int *flags) {
+    __shared__ float local[TILE];
+    local[threadIdx.x] = coeffs[threadIdx.x] + file_scope_tile[0] + dyn[0];
+    atomicAdd(&counter, 1);
+    int w = __shfl_down_sync(0xffffffff, flags[0], 1);
+    float4 x = make_float4(0, 0, 0, 0);
+    v[0] = x; flags[1] = w;
+}
+"#;
+        let u = unit(&[("g.cu", src)], "g.cu", "k");
+        assert_eq!(
+            u.pulled.globals,
+            vec!["coeffs", "file_scope_tile", "dyn", "counter"]
+        );
+        assert_eq!(u.pulled.macros, vec!["TILE"]);
+        assert!(!u.source.contains("unused_global"));
+        let f = u.features;
+        assert!(f.shared_memory && f.dynamic_shared_memory && f.constant_memory);
+        assert!(f.atomics && f.warp_primitives && f.vector_types);
+        assert!(!f.templates && !f.texture_references);
+        assert_eq!(compiles(&u).unwrap_or(true), true);
+        let plain = unit(
+            &[("p.cu", "__global__ void p(float *a) { a[0] = 1.0f; }")],
+            "p.cu",
+            "p",
+        );
+        assert_eq!(plain.features, Features::default());
+    }
+
+    #[test]
+    fn macros_from_local_headers_with_their_if_blocks_and_types() {
+        let header = r#"
+#ifndef PARAMS_H
+#define PARAMS_H
+#define WIDTH 64
+#define IDX(r, c) ((r) * WIDTH + (c))
+#ifdef USE_DOUBLE
+typedef double real;
+#else
+typedef float real;
+#endif
+typedef struct { real x, y; } point;
+enum mode { MODE_A, MODE_B };
+#define UNUSED_MACRO 1
+#endif
+"#;
+        let kernel = r#"
+#include "../common/params.h"
+__global__ void k(point *p, real *out, int m) {
+    int i = IDX(threadIdx.y, threadIdx.x);
+    out[i] = (m == MODE_B) ? p[i].x : p[i].y;
+}
+"#;
+        let u = unit(
+            &[("s/common/params.h", header), ("s/v/k.cu", kernel)],
+            "s/v/k.cu",
+            "k",
+        );
+        assert_eq!(u.pulled.macros, vec!["WIDTH", "IDX"]);
+        for t in ["point", "real", "mode"] {
+            assert!(
+                u.pulled.types.contains(&t.to_string()),
+                "{t}: {:?}",
+                u.pulled.types
+            );
+        }
+        assert_eq!(u.pulled.local_files, vec!["s/common/params.h"]);
+        assert!(!u.source.contains("UNUSED_MACRO"));
+        // The include guard is not carried; the #ifdef around the typedef is.
+        assert!(!u.source.contains("PARAMS_H"));
+        assert!(u
+            .source
+            .contains("#if (defined(USE_DOUBLE))\ntypedef double real;\n#endif"));
+        assert!(u
+            .source
+            .contains("#if !(defined(USE_DOUBLE))\ntypedef float real;\n#endif"));
+        // Types come before their users.
+        assert!(u.source.find("typedef float real").unwrap() < u.source.find("} point;").unwrap());
+        assert_eq!(compiles(&u).unwrap_or(true), true);
+    }
+
+    #[test]
+    fn kernel_inside_if_branch_keeps_its_branch_helpers() {
+        let src = r#"
+#ifdef FAST
+__device__ float h(float x) { return x * 2.0f; }
+__global__ void k(float *a) { a[0] = h(a[0]); }
+#else
+__device__ float h(float x) { return x + 2.0f; }
+__global__ void k(float *a) { a[0] = h(a[0]); }
+#endif
+"#;
+        let map = scope_of(&[("b.cu", src)]);
+        let scope = Scope { files: &map };
+        let u0 = isolate_at(&scope, "b.cu", 0).unwrap();
+        assert!(u0.source.contains("x * 2.0f") && !u0.source.contains("x + 2.0f"));
+        assert!(!u0.source.contains("#if"), "{}", u0.source);
+        let u1 = isolate_at(&scope, "b.cu", 1).unwrap();
+        assert!(u1.source.contains("x + 2.0f") && !u1.source.contains("x * 2.0f"));
+    }
+
+    #[test]
+    fn declarations_from_the_host_file_that_includes_the_kernel_file() {
+        let main = r#"
+#include <stdio.h>
+#define BLOCK 128
+typedef unsigned int uint_t;
+__constant__ float weights[4] = {1, 2, 3, 4};
+#include "kernel.cu"
+int main() {
+    int blocks = (1000 + BLOCK - 1) / BLOCK;
+    dim3 grid(blocks, 1);
+    k<<<grid, BLOCK, BLOCK * sizeof(float)>>>(0, 1000);
+    return 0;
+}
+"#;
+        let kernel = "__global__ void k(uint_t *o, int n) { if (threadIdx.x < BLOCK) o[0] = weights[0] * n; }\n";
+        let files = [("b/main.cu", main), ("b/kernel.cu", kernel)];
+        let u = unit(&files, "b/kernel.cu", "k");
+        assert_eq!(u.pulled.macros, vec!["BLOCK"]);
+        assert_eq!(u.pulled.types, vec!["uint_t"]);
+        assert_eq!(u.pulled.globals, vec!["weights"]);
+        assert_eq!(u.pulled.local_files, vec!["b/main.cu"]);
+        assert!(
+            !codes(&u).contains(&"unresolved_identifier"),
+            "{:?}",
+            u.diagnostics
+        );
+        assert_eq!(compiles(&u).unwrap_or(true), true);
+
+        let map = scope_of(&files);
+        let sites = map["b/main.cu"].launch_sites();
+        assert_eq!(sites.len(), 1);
+        let s = &sites[0];
+        assert_eq!(
+            (s.kernel.as_str(), s.grid.as_str(), s.block.as_str()),
+            ("k", "grid", "BLOCK")
+        );
+        assert_eq!(s.shared_mem.as_deref(), Some("BLOCK * sizeof(float)"));
+        assert_eq!(s.args, vec!["0", "1000"]);
+        assert_eq!(s.line, 10);
+        assert_eq!(s.path, "b/main.cu");
+        assert_eq!(s.definitions["grid"], "dim3 grid(blocks, 1)");
+        assert_eq!(
+            s.definitions["blocks"],
+            "int blocks = (1000 + BLOCK - 1) / BLOCK"
+        );
+        assert_eq!(s.definitions["BLOCK"], "#define BLOCK 128");
+    }
+
+    #[test]
+    fn templated_launches_and_streams() {
+        let src =
+            "void run(float *d, cudaStream_t s) {\n  kt<float, 4><<<dim3(8), 64, 0, s>>>(d);\n}\n";
+        let map = scope_of(&[("h.cu", src)]);
+        let s = &map["h.cu"].launch_sites()[0];
+        assert_eq!(s.kernel, "kt");
+        assert_eq!(s.template_args.as_deref(), Some("<float, 4>"));
+        assert_eq!(s.stream.as_deref(), Some("s"));
+        assert_eq!(s.grid, "dim3(8)");
+    }
+
+    #[test]
+    fn legacy_textures_kept_when_read_and_dropped_otherwise() {
+        let src = r#"
+texture<float, 1, cudaReadModeElementType> tex_in;
+texture<float, 1, cudaReadModeElementType> tex_unused;
+__global__ void reads(float *o) { o[0] = tex1Dfetch(tex_in, threadIdx.x); }
+__global__ void plain(float *o) { o[0] = 1.0f; }
+"#;
+        let map = scope_of(&[("t.cu", src)]);
+        let scope = Scope { files: &map };
+        let r = isolate(&scope, "t.cu", "reads").unwrap();
+        assert!(r.source.contains("tex_in") && !r.source.contains("tex_unused"));
+        assert!(r.features.texture_references);
+        let d = r
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "legacy_texture_reference")
+            .unwrap();
+        assert_eq!(d.line, Some(2));
+        assert!(d.message.contains("tex_in"));
+        let p = isolate(&scope, "t.cu", "plain").unwrap();
+        assert!(!p.source.contains("texture"));
+        assert!(!p.features.texture_references);
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    }
+
+    #[test]
+    fn recovers_kernels_next_to_unparsable_code() {
+        let src = r#"
+#define DECLARE_BUF(n) float n[4]
+DECLARE_BUF(junk) CUDA_MAGIC
+__global__ void k(float *a,
+#ifdef WITH_B
+    float *b,
+#endif
+    int n) {
+    a[0] = n;
+}
+__global__ void k2(float *a) { a[0] = 1.0f KERNEL_END }
+"#;
+        let map = scope_of(&[("e.cu", src)]);
+        let fi = &map["e.cu"];
+        assert_eq!(
+            fi.kernels()
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["k", "k2"]
+        );
+        let scope = Scope { files: &map };
+        let k = isolate(&scope, "e.cu", "k").unwrap();
+        assert!(k.source.contains("#ifdef WITH_B"));
+        assert!(k.source.contains("a[0] = n;"));
+        let d = k
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "parse_error_recovered")
+            .unwrap();
+        assert!((4..=9).contains(&d.line.unwrap()), "{d:?}");
+        let k2 = isolate(&scope, "e.cu", "k2").unwrap();
+        let d = k2
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "parse_error_recovered")
+            .unwrap();
+        assert_eq!(d.line, Some(11));
+        let u = k2
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "unresolved_identifier")
+            .unwrap();
+        assert!(u.message.contains("KERNEL_END"));
+        assert_eq!(u.line, Some(11));
+    }
+
+    #[test]
+    fn shims_host_header_constants_and_keeps_nvrtc_headers() {
+        let src = "#include <float.h>\n#include <cuda_fp16.h>\n#include <stdint.h>\n__global__ void k(float *a, uint32_t n) { a[0] = FLT_MAX + M_PI; }\n";
+        let u = unit(&[("s.cu", src)], "s.cu", "k");
+        assert!(u.source.starts_with("#include <cuda_fp16.h>\n"));
+        assert!(u.source.contains("#define FLT_MAX"));
+        assert!(u.source.contains("#define M_PI"));
+        assert!(u.source.contains("typedef unsigned int uint32_t;"));
+        assert!(!u.source.contains("FLT_MIN"));
+        assert_eq!(
+            u.pulled.headers,
+            vec!["<cuda_fp16.h>", "<float.h>", "<math.h>", "<stdint.h>"]
+        );
+        assert!(!codes(&u).contains(&"unresolved_identifier"));
+    }
+
+    #[test]
+    fn operator_overloads_follow_the_types_they_take() {
+        let src = r#"
+inline __device__ float2 operator+(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+inline __device__ int3 operator+(int3 a, int3 b) { return make_int3(a.x + b.x, a.y + b.y, a.z + b.z); }
+__global__ void k(float2 *v) { v[0] = v[0] + v[1]; }
+"#;
+        let u = unit(&[("o.cu", src)], "o.cu", "k");
+        assert!(u.source.contains("float2 operator+"));
+        assert!(!u.source.contains("int3 operator+"));
+        assert_eq!(compiles(&u).unwrap_or(true), true);
+    }
+
+    #[test]
+    fn host_constants_become_constexpr_and_c_compound_literals_are_flagged() {
+        let src = r#"
+const float scale = 1.5f;
+const float inv = 1.0 / scale;
+struct P { float x, y; };
+__global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
+"#;
+        let u = unit(&[("c.cu", src)], "c.cu", "k");
+        assert!(u.source.contains("constexpr float scale = 1.5f;"));
+        assert!(u.source.contains("constexpr float inv = 1.0 / scale;"));
+        let d = u
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "c_compound_literal")
+            .unwrap();
+        assert_eq!(d.line, Some(5));
+    }
+
+    #[test]
+    fn unresolved_names_are_reported_once_with_their_line() {
+        let src = "__global__ void k(float *a) {\n  a[0] = mystery(a[1]);\n  a[2] = mystery(a[3]) + threadIdx.x + sqrtf(2.0f);\n}\n";
+        let u = unit(&[("u.cu", src)], "u.cu", "k");
+        let un: Vec<_> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "unresolved_identifier")
+            .collect();
+        assert_eq!(un.len(), 1, "{un:?}");
+        assert!(un[0].message.contains("`mystery`"));
+        assert_eq!(un[0].line, Some(2));
+    }
+
+    #[test]
+    fn identical_kernels_normalize_to_the_same_tokens() {
+        let a = "__global__ void k(float *a) { a[0] = 1.0f; } // naive";
+        let b = "__global__ void k(float *a)\n{\n    /* same */ a[0]=1.0f;\n}";
+        assert_eq!(normalized_tokens(a), normalized_tokens(b));
+        assert_ne!(
+            normalized_tokens(a),
+            normalized_tokens("__global__ void k(float *a) { a[0] = 2.0f; }")
+        );
+    }
+
+    #[test]
+    fn resolves_includes_relative_then_by_scope_folder() {
+        let map = scope_of(&[("x/inc/a.h", ""), ("x/src/k.cu", ""), ("y/b.h", "")]);
+        let s = Scope { files: &map };
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "../inc/a.h").as_deref(),
+            Some("x/inc/a.h")
+        );
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "a.h").as_deref(),
+            Some("x/inc/a.h")
+        );
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "b.h").as_deref(),
+            Some("y/b.h")
+        );
+        assert_eq!(resolve_include(&s, "x/src/k.cu", "zzz.h"), None);
+    }
+}

@@ -172,6 +172,16 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
             line_start = true;
             continue;
         }
+        if line_start && brace == 0 && paren == 0 {
+            if let Some(s) = chunk {
+                if starts_declaration(&masked[i..]) && ends_unfinished(&masked[s..i]) {
+                    // `MACRO(x)` or `MACRO_DECL` alone on its line before a definition:
+                    // a statement of its own, not the start of the definition.
+                    flush(&mut out, &mut chunk, i);
+                    header_end = None;
+                }
+            }
+        }
         line_start = false;
         if chunk.is_none() {
             if c == b';' {
@@ -226,6 +236,68 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
     }
     flush(&mut out, &mut chunk, b.len());
     out
+}
+
+/// Words that begin a definition when they open a line.
+const DECLARATION_STARTERS: &[&str] = &[
+    "__global__",
+    "__device__",
+    "__host__",
+    "template",
+    "typedef",
+    "struct",
+    "class",
+    "union",
+    "enum",
+    "__constant__",
+    "__shared__",
+    "texture",
+    "extern",
+    "static",
+    "void",
+];
+
+fn starts_declaration(rest: &str) -> bool {
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(rest.len());
+    DECLARATION_STARTERS.contains(&&rest[..end])
+}
+
+/// A chunk that ends in `)` or a plain identifier (not a qualifier such as `static`
+/// or `__global__`, which continue onto the next line).
+fn ends_unfinished(chunk: &str) -> bool {
+    let t = chunk.trim_end();
+    if t.ends_with(')') {
+        // `__launch_bounds__(…)` / `__align__(…)` continue the declaration.
+        let mut depth = 0i32;
+        let mut open = 0;
+        for (i, c) in t.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        open = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let before = t[..open].trim_end();
+        return !(before.ends_with("__launch_bounds__") || before.ends_with("__align__"));
+    }
+    let start = t
+        .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .map(|p| p + 1)
+        .unwrap_or(0);
+    let word = &t[start..];
+    !word.is_empty()
+        && !word.starts_with(|c: char| c.is_ascii_digit())
+        && !crate::cuda::builtins::is_keyword(word)
+        && word.chars().any(|c| c.is_ascii_uppercase())
+        && word.chars().all(|c| !c.is_ascii_lowercase())
 }
 
 fn trim_end(b: &[u8], start: usize, mut end: usize) -> usize {
@@ -338,6 +410,8 @@ pub struct Ident<'a> {
     pub offset: usize,
     /// Preceded by `.`, `->` or `::` (a member or a qualified name, not a free name).
     pub member: bool,
+    /// On an `#if`/`#ifdef`/`#elif` line: a macro that may be defined nowhere.
+    pub in_condition: bool,
 }
 
 /// Identifiers in masked text (numbers such as `1.0f` or `0x1F` yield none).
@@ -347,6 +421,8 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
     let mut out = Vec::new();
     let mut i = 0;
     let mut line_start = true;
+    // End of the `#if`-family directive being scanned.
+    let mut cond_end = 0;
     while i < b.len() {
         let c = b[i];
         if c == b'\n' {
@@ -374,6 +450,9 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
             if skip_all {
                 i = end;
                 continue;
+            }
+            if matches!(word, "if" | "ifdef" | "ifndef" | "elif") {
+                cond_end = end;
             }
             i = word_end;
             line_start = false;
@@ -408,6 +487,7 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
                     text: &masked[i..j],
                     offset: i,
                     member,
+                    in_condition: i < cond_end,
                 });
             }
             i = j;
@@ -587,6 +667,25 @@ mod tests {
         let p = pieces(t);
         assert_eq!(p[0], (PieceKind::Directive, "#define M(x) { \\\n  x; }"));
         assert_eq!(p[1], (PieceKind::Chunk, "void f() {}"));
+    }
+
+    #[test]
+    fn macro_lines_before_definitions_are_split_off() {
+        let t = "__launch_bounds__(64, MIN(2, 8))\n__global__ void lb() {}\nDECLARE(x)\n__global__ void k() {}\nMAGIC\nvoid f() {}\n__global__\nvoid g() {}\ntemplate <int N>\n__device__ int h() { return N; }";
+        let p = pieces(t);
+        let texts: Vec<&str> = p.iter().map(|x| x.1).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "__launch_bounds__(64, MIN(2, 8))\n__global__ void lb() {}",
+                "DECLARE(x)",
+                "__global__ void k() {}",
+                "MAGIC",
+                "void f() {}",
+                "__global__\nvoid g() {}",
+                "template <int N>\n__device__ int h() { return N; }"
+            ]
+        );
     }
 
     #[test]
