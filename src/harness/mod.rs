@@ -1,14 +1,2027 @@
-//! Harness files: sizes, arguments, launches; drafting them from launch sites.
+//! Harness files: how to run a slow/fast pair — sizes, arguments and their inputs, launch
+//! sequences — parsed from TOML, validated on load, resolved per size set and device, and
+//! drafted from recorded launch sites.
+//!
+//! The GPU runner's entry points: [`load`]/[`parse`] → [`Harness::check_against`] →
+//! [`Harness::resolve`] per size set → [`generate_inputs`]/[`generate_constants`] per seed.
 
+pub mod draft;
+pub mod expr;
+pub mod gen;
+pub mod spec;
+
+use crate::record::{KernelUnit, Pair};
+use expr::{Num, Scope};
+use serde::{Deserialize, Serialize};
+use spec::{Dims, Expr, RawHarness, RawInit, RawLaunch};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+pub use gen::{generate_constants, generate_inputs, poison_pattern, HostBuffer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: not a valid harness: {message}")]
+    Toml { origin: String, message: String },
+    /// A field is missing, malformed or inconsistent; `field` is a path like `args[2].len`.
+    #[error("{origin}: {field}: {message}")]
+    Field {
+        origin: String,
+        field: String,
+        message: String,
+    },
+    /// An expression failed for one size set.
+    #[error("{origin}: {field}: `{expr}` (size set {size_set}): {message}")]
+    Expr {
+        origin: String,
+        field: String,
+        expr: String,
+        size_set: String,
+        message: String,
+    },
+    /// The harness does not fit the kernel it is meant to run.
+    #[error("{origin}: does not match kernel {kernel}: {message}")]
+    Mismatch {
+        origin: String,
+        kernel: String,
+        message: String,
+    },
+    #[error("{origin}: {message}")]
+    Generate { origin: String, message: String },
+}
+
+/// Element type of a buffer or scalar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    F32,
+    F64,
+    F16,
+    BF16,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+}
+
+impl ElemType {
+    pub const ALL: [ElemType; 12] = [
+        ElemType::F32,
+        ElemType::F64,
+        ElemType::F16,
+        ElemType::BF16,
+        ElemType::I8,
+        ElemType::U8,
+        ElemType::I16,
+        ElemType::U16,
+        ElemType::I32,
+        ElemType::U32,
+        ElemType::I64,
+        ElemType::U64,
+    ];
+
+    pub fn size_of(self) -> usize {
+        match self {
+            ElemType::I8 | ElemType::U8 => 1,
+            ElemType::F16 | ElemType::BF16 | ElemType::I16 | ElemType::U16 => 2,
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            ElemType::F32 | ElemType::F64 | ElemType::F16 | ElemType::BF16
+        )
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ElemType::I8 | ElemType::I16 | ElemType::I32 | ElemType::I64
+        ) || self.is_float()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
+            ElemType::I8 => "i8",
+            ElemType::U8 => "u8",
+            ElemType::I16 => "i16",
+            ElemType::U16 => "u16",
+            ElemType::I32 => "i32",
+            ElemType::U32 => "u32",
+            ElemType::I64 => "i64",
+            ElemType::U64 => "u64",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ElemType> {
+        ElemType::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// The element type a C type stands for, ignoring `const`, `volatile`, `__restrict__`
+    /// and pointer stars: `const float *` → F32, `unsigned int` → U32, `float4` → F32
+    /// (vector types count in scalar elements). `None` for structs and unknown names.
+    pub fn from_c_type(c: &str) -> Option<ElemType> {
+        let base = c_base_type(c);
+        let t = match base.as_str() {
+            "float" | "float1" | "float2" | "float3" | "float4" => ElemType::F32,
+            "double" | "double1" | "double2" | "double3" | "double4" => ElemType::F64,
+            "half" | "__half" | "half2" | "__half2" => ElemType::F16,
+            "__nv_bfloat16" | "nv_bfloat16" | "__nv_bfloat162" => ElemType::BF16,
+            "char" | "signed char" | "int8_t" | "char1" | "char2" | "char4" => ElemType::I8,
+            "unsigned char" | "uchar" | "uint8_t" | "uchar1" | "uchar2" | "uchar3" | "uchar4" => {
+                ElemType::U8
+            }
+            "short" | "short int" | "signed short" | "int16_t" | "short2" => ElemType::I16,
+            "unsigned short" | "ushort" | "uint16_t" | "unsigned short int" | "ushort2"
+            | "ushort4" => ElemType::U16,
+            "int" | "signed" | "signed int" | "int32_t" | "int1" | "int2" | "int3" | "int4" => {
+                ElemType::I32
+            }
+            "unsigned" | "unsigned int" | "uint" | "uint32_t" | "uint1" | "uint2" | "uint3"
+            | "uint4" => ElemType::U32,
+            "long long" | "long long int" | "int64_t" | "long" | "long int" | "ptrdiff_t"
+            | "longlong2" => ElemType::I64,
+            "unsigned long long"
+            | "unsigned long long int"
+            | "uint64_t"
+            | "size_t"
+            | "unsigned long"
+            | "unsigned long int" => ElemType::U64,
+            _ => return None,
+        };
+        Some(t)
+    }
+}
+
+/// A C type without qualifiers and pointer stars, single-spaced: `const float *__restrict__` → `float`.
+pub fn c_base_type(c: &str) -> String {
+    c.replace(['*', '&'], " ")
+        .split_whitespace()
+        .filter(|w| {
+            !matches!(
+                *w,
+                "const" | "volatile" | "__restrict__" | "__restrict" | "restrict" | "struct"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether a C parameter type is a pointer (`float *`, `float*`, `const int *__restrict__`).
+pub fn c_is_pointer(c: &str) -> bool {
+    c.contains('*') || c.contains('[')
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    In,
+    Out,
+    Inout,
+}
+
+impl Role {
+    /// Whether the kernel's result is read back and compared.
+    pub fn is_output(self) -> bool {
+        matches!(self, Role::Out | Role::Inout)
+    }
+    /// Whether the buffer is filled from the seed before the launch (else poisoned).
+    pub fn is_input(self) -> bool {
+        matches!(self, Role::In | Role::Inout)
+    }
+}
+
+/// Agreement thresholds for one output (see `verify::compare` for the defaults and why).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    /// Absolute slack per element.
+    pub atol: f64,
+    /// Relative slack per element, times |expected|.
+    pub rtol: f64,
+    /// Bound on ‖actual − expected‖₂ / ‖expected‖₂ over the whole buffer.
+    pub l2: f64,
+}
+
+impl Tolerance {
+    /// Defaults by element type. Integers compare exactly.
+    ///
+    /// f32: rtol 1e-3, atol 1e-5, L2 1e-4. A slow and a fast kernel usually sum in different
+    /// orders (tree reductions, tiling, FMA contraction), so the two results differ by a few
+    /// ulps per addition: for sums of n ~ 10^3–10^4 terms the worst elementwise relative
+    /// difference reaches 1e-4–1e-3 where terms cancel, while the relative L2 error over
+    /// the whole buffer stays near 1e-6–1e-5. 1e-4/1e-4 elementwise rejects correct pairs;
+    /// 1e-3 elementwise plus a tight L2 bound still catches every real bug (a wrong element
+    /// is off by O(1)). atol 1e-5 covers results near zero from cancelling sums.
+    /// f64: the same reasoning 2^29 times finer → 1e-9/1e-12/1e-10.
+    /// f16/bf16: 10 and 7 bits of mantissa → 1e-2 and 5e-2 elementwise.
+    pub fn default_for(elem: ElemType) -> Tolerance {
+        match elem {
+            ElemType::F32 => Tolerance {
+                atol: 1e-5,
+                rtol: 1e-3,
+                l2: 1e-4,
+            },
+            ElemType::F64 => Tolerance {
+                atol: 1e-12,
+                rtol: 1e-9,
+                l2: 1e-10,
+            },
+            ElemType::F16 => Tolerance {
+                atol: 1e-3,
+                rtol: 1e-2,
+                l2: 5e-3,
+            },
+            ElemType::BF16 => Tolerance {
+                atol: 1e-2,
+                rtol: 5e-2,
+                l2: 2e-2,
+            },
+            _ => Tolerance {
+                atol: 0.0,
+                rtol: 0.0,
+                l2: 0.0,
+            },
+        }
+    }
+}
+
+/// Device properties expressions may use (`sm_count`, `max_threads_per_block`,
+/// `warp_size`, `l2_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceProps {
+    pub sm_count: i64,
+    pub max_threads_per_block: i64,
+    pub warp_size: i64,
+    pub l2_bytes: i64,
+}
+
+impl DeviceProps {
+    /// The H100 SXM figures, for drafts and checks made without a GPU.
+    pub fn h100() -> DeviceProps {
+        DeviceProps {
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            warp_size: 32,
+            l2_bytes: 50 * 1024 * 1024,
+        }
+    }
+}
+
+/// A named set of size values (all sizes, with `[sizes]` filling what the set leaves out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeSet {
+    pub name: String,
+    pub values: BTreeMap<String, i64>,
+}
+
+/// How a buffer is filled, with every expression evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Init {
+    Uniform {
+        lo: f64,
+        hi: f64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    /// Integers uniform in `lo..=hi`.
+    IntRange {
+        lo: i64,
+        hi: i64,
+    },
+    Zeros,
+    Constant {
+        value: f64,
+    },
+    /// The same bytes as another (earlier or later) buffer arg of the same type and length.
+    CopyOf {
+        arg: String,
+    },
+    /// A random permutation of `0..len`.
+    Permutation,
+    /// The poison pattern ([`poison_pattern`]): what `out` buffers hold before a launch.
+    Poison,
+    /// `len` evenly spaced values from `start` to `stop` inclusive.
+    Linspace {
+        start: f64,
+        stop: f64,
+    },
+    /// Element `i * m + j` is element `i` of buffer `args[j]` (args or constants, same type).
+    Interleave {
+        args: Vec<String>,
+    },
+    /// `start, start+step, …`
+    Iota {
+        start: i64,
+        step: i64,
+    },
+    /// One part of a generated CSR matrix (see [`SparseMatrix`]).
+    Csr {
+        matrix: String,
+        part: CsrPart,
+    },
+    /// One part of a generated JDS matrix, Parboil's layout (see [`SparseMatrix`]).
+    Jds {
+        matrix: String,
+        part: JdsPart,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CsrPart {
+    /// `rows + 1` offsets.
+    RowPtr,
+    /// `nnz` column indices.
+    ColIdx,
+    /// `nnz` values.
+    Values,
+}
+
+/// Parboil's JDS layout: rows sorted by length (descending) through `perm`; diagonal `k`
+/// starts at `ptr[k]` and holds one entry per sorted row of every `pad`-row group whose
+/// longest row is longer than `k`; `zcnt[g]` is group `g`'s longest row; padding entries
+/// have value 0 and column 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JdsPart {
+    /// `rows` entries: sorted position → original row.
+    Perm,
+    /// `depth` diagonal start offsets.
+    Ptr,
+    /// `ceil(rows / pad)` longest-row counts.
+    Zcnt,
+    /// `jds_len` column indices.
+    ColIdx,
+    /// `jds_len` values.
+    Values,
+}
+
+/// A sparse matrix shape, resolved for one size set. Its structure depends only on the
+/// shape (fixed seed), so lengths like `A_nnz` are known to expressions; values follow the seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SparseMatrix {
+    pub name: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub nnz_per_row: usize,
+    pub pad: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ResolvedArg {
+    Buffer {
+        name: String,
+        elem: ElemType,
+        len: usize,
+        init: Init,
+        role: Role,
+        tol: Tolerance,
+        allow_degenerate: bool,
+    },
+    Scalar {
+        name: String,
+        value: ScalarValue,
+    },
+}
+
+impl ResolvedArg {
+    pub fn name(&self) -> &str {
+        match self {
+            ResolvedArg::Buffer { name, .. } | ResolvedArg::Scalar { name, .. } => name,
+        }
+    }
+}
+
+/// A scalar kernel argument's value, typed as the kernel takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "lowercase")]
+pub enum ScalarValue {
+    F32(f32),
+    F64(f64),
+    /// IEEE half, as its bit pattern.
+    F16(u16),
+    /// bfloat16, as its bit pattern.
+    BF16(u16),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+}
+
+impl ScalarValue {
+    pub fn elem(&self) -> ElemType {
+        match self {
+            ScalarValue::F32(_) => ElemType::F32,
+            ScalarValue::F64(_) => ElemType::F64,
+            ScalarValue::F16(_) => ElemType::F16,
+            ScalarValue::BF16(_) => ElemType::BF16,
+            ScalarValue::I8(_) => ElemType::I8,
+            ScalarValue::U8(_) => ElemType::U8,
+            ScalarValue::I16(_) => ElemType::I16,
+            ScalarValue::U16(_) => ElemType::U16,
+            ScalarValue::I32(_) => ElemType::I32,
+            ScalarValue::U32(_) => ElemType::U32,
+            ScalarValue::I64(_) => ElemType::I64,
+            ScalarValue::U64(_) => ElemType::U64,
+        }
+    }
+
+    /// Little-endian bytes, as the kernel parameter buffer holds them.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match *self {
+            ScalarValue::F32(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::F64(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::F16(v) | ScalarValue::BF16(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I8(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U8(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I16(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U16(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I32(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U32(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I64(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+
+    /// Convert a number to `elem`, failing when it does not fit (or is not integral for an int type).
+    pub fn from_num(elem: ElemType, n: Num) -> Result<ScalarValue, String> {
+        let f = n.as_f64();
+        let int = || -> Result<i128, String> {
+            match n {
+                Num::Int(i) => Ok(i as i128),
+                Num::Float(f) if f.fract() == 0.0 && f.is_finite() => Ok(f as i128),
+                Num::Float(f) => Err(format!("{f} is not an integer")),
+            }
+        };
+        macro_rules! fit {
+            ($t:ty, $v:ident) => {{
+                let i = int()?;
+                <$t>::try_from(i)
+                    .map(ScalarValue::$v)
+                    .map_err(|_| format!("{i} does not fit in {}", elem.name()))
+            }};
+        }
+        match elem {
+            ElemType::F32 => Ok(ScalarValue::F32(f as f32)),
+            ElemType::F64 => Ok(ScalarValue::F64(f)),
+            ElemType::F16 => Ok(ScalarValue::F16(half::f16::from_f64(f).to_bits())),
+            ElemType::BF16 => Ok(ScalarValue::BF16(half::bf16::from_f64(f).to_bits())),
+            ElemType::I8 => fit!(i8, I8),
+            ElemType::U8 => fit!(u8, U8),
+            ElemType::I16 => fit!(i16, I16),
+            ElemType::U16 => fit!(u16, U16),
+            ElemType::I32 => fit!(i32, I32),
+            ElemType::U32 => fit!(u32, U32),
+            ElemType::I64 => fit!(i64, I64),
+            ElemType::U64 => fit!(u64, U64),
+        }
+    }
+}
+
+/// A `__constant__` symbol to upload by name before the launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedConst {
+    pub name: String,
+    pub elem: ElemType,
+    pub len: usize,
+    pub init: Init,
+}
+
+/// One kernel launch with every expression evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// Symbol to look up in the module: the plain name, or a template name expression
+    /// with its `{…}` parts evaluated (`reduce<256>`).
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub shared_mem: u32,
+    /// How many times to launch in a row (≥ 1).
+    pub repeat: u32,
+    /// Indices into [`Resolved::args`], one per kernel parameter, in parameter order.
+    pub args: Vec<usize>,
+    /// Element offset at which each bound buffer is passed (`"kx + base"`), parallel to
+    /// `args`; 0 for whole buffers and for scalars.
+    #[serde(default)]
+    pub offsets: Vec<usize>,
+}
+
+/// A harness made concrete for one size set on one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolved {
+    /// Harness origin (file path), for messages.
+    pub origin: String,
+    pub size_set: String,
+    /// Sizes, derived values and sparse figures (`A_nnz` …) this set resolved to.
+    pub values: BTreeMap<String, i64>,
+    pub args: Vec<ResolvedArg>,
+    pub constants: Vec<ResolvedConst>,
+    pub sparse: Vec<SparseMatrix>,
+    pub slow: Vec<Launch>,
+    pub fast: Vec<Launch>,
+}
+
+impl Resolved {
+    /// Indices of the buffer args compared after a run (role `out` or `inout`).
+    pub fn outputs(&self) -> Vec<usize> {
+        self.args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, ResolvedArg::Buffer { role, .. } if role.is_output()))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// A launch as written, kept for resolution per size set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaunchSpec {
+    pub kernel: String,
+    pub grid: Vec<String>,
+    pub block: Vec<String>,
+    pub shared_mem: String,
+    pub repeat: String,
+    pub args: Vec<usize>,
+    /// Offset expressions parallel to `args` ("0" when none).
+    pub offsets: Vec<String>,
+}
+
+/// A buffer or scalar argument as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ArgSpec {
+    Buffer {
+        name: String,
+        elem: ElemType,
+        len: String,
+        init: RawInitText,
+        role: Role,
+        tol: Tolerance,
+        allow_degenerate: bool,
+        c_type: Option<String>,
+    },
+    Scalar {
+        name: String,
+        elem: ElemType,
+        value: String,
+    },
+}
+
+impl ArgSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            ArgSpec::Buffer { name, .. } | ArgSpec::Scalar { name, .. } => name,
+        }
+    }
+}
+
+/// An init distribution with its parameters still as expression text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RawInitText(#[serde(skip)] RawInit);
+
+impl PartialEq for RawInit {
+    fn eq(&self, other: &Self) -> bool {
+        serde_json::to_value(self).ok() == serde_json::to_value(other).ok()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConstSpec {
+    pub name: String,
+    pub elem: ElemType,
+    pub len: String,
+    init: RawInitText,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SparseSpec {
+    pub name: String,
+    pub rows: String,
+    pub cols: String,
+    pub nnz_per_row: String,
+    pub pad: String,
+}
+
+/// A parsed and validated harness.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Harness {
+    /// Where it came from (a path or a label), named in every error.
+    pub origin: String,
+    pub description: Option<String>,
+    /// `Some(reason)` when the pair's host code is a data-dependent loop this format cannot express.
+    pub needs_host_loop: Option<String>,
+    pub require: Vec<String>,
+    size_sets: Vec<SizeSet>,
+    derived: Vec<(String, String)>,
+    pub sparse: Vec<SparseSpec>,
+    pub args: Vec<ArgSpec>,
+    pub constants: Vec<ConstSpec>,
+    pub slow: Vec<LaunchSpec>,
+    pub fast: Vec<LaunchSpec>,
+}
+
+/// Read and validate a harness file.
+pub fn load(path: &Path) -> Result<Harness, HarnessError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HarnessError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parse and validate harness TOML; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<Harness, HarnessError> {
+    let raw: RawHarness = toml::from_str(text).map_err(|e| HarnessError::Toml {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })?;
+    build(raw, origin)
+}
+
+/// Parse TOML into the JSON value the schema describes (for schema checks and tooling).
+pub fn to_json(text: &str, origin: &str) -> Result<serde_json::Value, HarnessError> {
+    let v: toml::Value = toml::from_str(text).map_err(|e| HarnessError::Toml {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })?;
+    serde_json::to_value(v).map_err(|e| HarnessError::Toml {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+const DEVICE_VARS: [&str; 4] = ["sm_count", "max_threads_per_block", "warp_size", "l2_bytes"];
+
+fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
+    let field = |f: &str, m: String| HarnessError::Field {
+        origin: origin.to_string(),
+        field: f.to_string(),
+        message: m,
+    };
+    for name in raw.sizes.keys().chain(raw.derived.keys()) {
+        if !is_ident(name) {
+            return Err(field("sizes", format!("{name:?} is not an identifier")));
+        }
+        if DEVICE_VARS.contains(&name.as_str()) {
+            return Err(field(
+                "sizes",
+                format!("{name:?} is a device property name and cannot be a size"),
+            ));
+        }
+    }
+    if let Some(dup) = raw.derived.keys().find(|k| raw.sizes.contains_key(*k)) {
+        return Err(field(
+            "derived",
+            format!("{dup:?} is both a size and a derived value"),
+        ));
+    }
+
+    // Size sets: [sizes] is the base; each set overrides some of it.
+    let mut size_sets = Vec::new();
+    if raw.size_sets.is_empty() {
+        if raw.sizes.is_empty() && !raw.needs_host_loop {
+            return Err(field("sizes", "no sizes and no size_sets".into()));
+        }
+        size_sets.push(SizeSet {
+            name: "default".into(),
+            values: raw.sizes.clone(),
+        });
+    }
+    let mut seen = BTreeSet::new();
+    for (i, s) in raw.size_sets.iter().enumerate() {
+        let f = format!("size_sets[{i}]");
+        if !seen.insert(s.name.clone()) {
+            return Err(field(&f, format!("duplicate size set name {:?}", s.name)));
+        }
+        let mut values = raw.sizes.clone();
+        for (k, v) in &s.values {
+            if !raw.sizes.contains_key(k) {
+                return Err(field(
+                    &format!("{f}.{k}"),
+                    format!(
+                        "size set {:?} sets {k:?}, which [sizes] does not declare",
+                        s.name
+                    ),
+                ));
+            }
+            values.insert(k.clone(), *v);
+        }
+        size_sets.push(SizeSet {
+            name: s.name.clone(),
+            values,
+        });
+    }
+
+    // Args.
+    let mut names = BTreeSet::new();
+    let mut args = Vec::new();
+    for (i, a) in raw.args.iter().enumerate() {
+        let f = format!("args[{i}]");
+        if !is_ident(&a.name) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("{:?} is not an identifier", a.name),
+            ));
+        }
+        if !names.insert(a.name.clone()) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("duplicate arg name {:?}", a.name),
+            ));
+        }
+        let elem = ElemType::from_name(&a.ty).ok_or_else(|| {
+            field(
+                &format!("{f}.type"),
+                format!(
+                    "unknown element type {:?} (one of {})",
+                    a.ty,
+                    ElemType::ALL.map(|e| e.name()).join(", ")
+                ),
+            )
+        })?;
+        match (&a.len, &a.value) {
+            (Some(len), None) => {
+                let role = match a.role.as_deref() {
+                    Some("in") => Role::In,
+                    Some("out") => Role::Out,
+                    Some("inout") => Role::Inout,
+                    Some(r) => {
+                        return Err(field(
+                            &format!("{f}.role"),
+                            format!("{r:?} is not one of in, out, inout"),
+                        ))
+                    }
+                    None => {
+                        return Err(field(
+                            &format!("{f}.role"),
+                            format!("buffer {:?} needs a role (in, out, inout)", a.name),
+                        ))
+                    }
+                };
+                // An `out` buffer is poisoned before each run, so it needs no init.
+                let init = match (&a.init, role) {
+                    (Some(i), _) => i.clone(),
+                    (None, Role::Out) => RawInit::Poison,
+                    (None, _) => {
+                        return Err(field(
+                            &format!("{f}.init"),
+                            format!(
+                                "buffer {:?} is read by the kernel and needs an init",
+                                a.name
+                            ),
+                        ))
+                    }
+                };
+                let mut tol = Tolerance::default_for(elem);
+                for (v, slot, n) in [
+                    (a.atol, &mut tol.atol, "atol"),
+                    (a.rtol, &mut tol.rtol, "rtol"),
+                    (a.l2, &mut tol.l2, "l2"),
+                ] {
+                    if let Some(v) = v {
+                        if !(v >= 0.0 && v.is_finite()) {
+                            return Err(field(
+                                &format!("{f}.{n}"),
+                                format!("{v} is not a finite non-negative number"),
+                            ));
+                        }
+                        *slot = v;
+                    }
+                }
+                args.push(ArgSpec::Buffer {
+                    name: a.name.clone(),
+                    elem,
+                    len: len.text(),
+                    init: RawInitText(init),
+                    role,
+                    tol,
+                    allow_degenerate: a.allow_degenerate,
+                    c_type: a.c_type.clone(),
+                });
+            }
+            (None, Some(value)) => {
+                if a.init.is_some() || a.role.is_some() {
+                    return Err(field(
+                        &f,
+                        format!("scalar {:?} (it has `value`) takes no init or role", a.name),
+                    ));
+                }
+                args.push(ArgSpec::Scalar {
+                    name: a.name.clone(),
+                    elem,
+                    value: value.text(),
+                });
+            }
+            (Some(_), Some(_)) => {
+                return Err(field(
+                    &f,
+                    format!("{:?} has both `len` (buffer) and `value` (scalar)", a.name),
+                ))
+            }
+            (None, None) => {
+                return Err(field(
+                    &f,
+                    format!("{:?} needs `len` (a buffer) or `value` (a scalar)", a.name),
+                ))
+            }
+        }
+    }
+    let arg_index = |n: &str| args.iter().position(|a| a.name() == n);
+
+    // Inits that name other things.
+    let sparse_names: BTreeSet<&str> = raw.sparse.iter().map(|s| s.name.as_str()).collect();
+    let check_init = |f: &str, init: &RawInit, elem: ElemType| -> Result<(), HarnessError> {
+        match init {
+            RawInit::CopyOf { arg } => match args.iter().find(|a| a.name() == arg) {
+                Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => Ok(()),
+                Some(ArgSpec::Buffer { elem: e, .. }) => Err(field(
+                    f,
+                    format!(
+                        "copy_of {arg:?}: element types differ ({} vs {})",
+                        e.name(),
+                        elem.name()
+                    ),
+                )),
+                _ => Err(field(f, format!("copy_of names no buffer arg {arg:?}"))),
+            },
+            RawInit::Csr { matrix, part } | RawInit::Jds { matrix, part } => {
+                if !sparse_names.contains(matrix.as_str()) {
+                    return Err(field(
+                        f,
+                        format!("matrix {matrix:?} is not declared in [[sparse]]"),
+                    ));
+                }
+                let csr = matches!(init, RawInit::Csr { .. });
+                let (is_index, known) = if csr {
+                    match parse_csr_part(part) {
+                        Some(p) => (p != CsrPart::Values, true),
+                        None => (false, false),
+                    }
+                } else {
+                    match parse_jds_part(part) {
+                        Some(p) => (p != JdsPart::Values, true),
+                        None => (false, false),
+                    }
+                };
+                if !known {
+                    return Err(field(
+                        f,
+                        format!(
+                            "unknown {} part {part:?} (one of {})",
+                            if csr { "csr" } else { "jds" },
+                            if csr {
+                                "row_ptr, col_idx, values"
+                            } else {
+                                "perm, ptr, zcnt, col_idx, values"
+                            }
+                        ),
+                    ));
+                }
+                if is_index && elem.is_float() {
+                    return Err(field(
+                        f,
+                        format!("part {part:?} holds indices; give it an integer type"),
+                    ));
+                }
+                Ok(())
+            }
+            RawInit::Interleave { args: list } => {
+                if list.is_empty() {
+                    return Err(field(f, "interleave needs at least one arg".into()));
+                }
+                for a in list {
+                    match args.iter().find(|x| x.name() == a) {
+                        Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => {}
+                        Some(ArgSpec::Buffer { elem: e, .. }) => {
+                            return Err(field(
+                                f,
+                                format!(
+                                    "interleave {a:?}: element types differ ({} vs {})",
+                                    e.name(),
+                                    elem.name()
+                                ),
+                            ))
+                        }
+                        _ => return Err(field(f, format!("interleave names no buffer arg {a:?}"))),
+                    }
+                }
+                Ok(())
+            }
+            RawInit::Permutation if elem.is_float() => {
+                Err(field(f, "a permutation needs an integer type".into()))
+            }
+            _ => Ok(()),
+        }
+    };
+    for (i, a) in args.iter().enumerate() {
+        if let ArgSpec::Buffer {
+            init, elem, role, ..
+        } = a
+        {
+            let f = format!("args[{i}].init");
+            check_init(&f, &init.0, *elem)?;
+            if let RawInit::CopyOf { arg } = &init.0 {
+                if arg == a.name() {
+                    return Err(field(&f, "copy_of names the arg itself".into()));
+                }
+            }
+            // An `out` buffer is poisoned, not filled, so a kernel that accumulates into
+            // it must say so by being `inout`.
+            if *role == Role::Out && matches!(init.0, RawInit::Zeros) {
+                return Err(field(
+                    &f,
+                    format!(
+                        "{:?} starts as zeros, so the kernel reads it: make its role inout",
+                        a.name()
+                    ),
+                ));
+            }
+        }
+    }
+
+    let mut constants = Vec::new();
+    for (i, c) in raw.constants.iter().enumerate() {
+        let f = format!("constants[{i}]");
+        if !is_ident(&c.name) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("{:?} is not an identifier", c.name),
+            ));
+        }
+        let elem = ElemType::from_name(&c.ty).ok_or_else(|| {
+            field(
+                &format!("{f}.type"),
+                format!("unknown element type {:?}", c.ty),
+            )
+        })?;
+        if matches!(c.init, RawInit::CopyOf { .. }) {
+            return Err(field(
+                &format!("{f}.init"),
+                "copy_of is not supported for constants".into(),
+            ));
+        }
+        check_init(&format!("{f}.init"), &c.init, elem)?;
+        constants.push(ConstSpec {
+            name: c.name.clone(),
+            elem,
+            len: c.len.text(),
+            init: RawInitText(c.init.clone()),
+        });
+    }
+
+    let mut sparse = Vec::new();
+    let mut sparse_seen = BTreeSet::new();
+    for (i, s) in raw.sparse.iter().enumerate() {
+        if !is_ident(&s.name) || !sparse_seen.insert(s.name.clone()) {
+            return Err(field(
+                &format!("sparse[{i}].name"),
+                format!("{:?} is not a new identifier", s.name),
+            ));
+        }
+        sparse.push(SparseSpec {
+            name: s.name.clone(),
+            rows: s.rows.text(),
+            cols: s.cols.text(),
+            nnz_per_row: s.nnz_per_row.text(),
+            pad: s
+                .pad
+                .as_ref()
+                .map(Expr::text)
+                .unwrap_or_else(|| "32".into()),
+        });
+    }
+
+    // Launches: shared [[launch]] or per-variant; a variant's own list wins.
+    for k in raw.variants.keys() {
+        if k != "slow" && k != "fast" {
+            return Err(field(
+                &format!("variants.{k}"),
+                "variants are `slow` and `fast`".into(),
+            ));
+        }
+    }
+    let variant_launches = |v: &str| -> Result<Vec<LaunchSpec>, HarnessError> {
+        let (list, prefix) = match raw.variants.get(v) {
+            Some(var) if !var.launch.is_empty() => (&var.launch, format!("variants.{v}.launch")),
+            _ => (&raw.launch, "launch".to_string()),
+        };
+        list.iter()
+            .enumerate()
+            .map(|(i, l)| launch_spec(l, &format!("{prefix}[{i}]"), &arg_index, args.len(), origin))
+            .collect()
+    };
+    let slow = variant_launches("slow")?;
+    let fast = variant_launches("fast")?;
+    if !raw.needs_host_loop && (fast.is_empty() || slow.is_empty()) {
+        return Err(field(
+            "launch",
+            "no launch sequence: give [[launch]] or [[variants.slow.launch]] and [[variants.fast.launch]]"
+                .into(),
+        ));
+    }
+    let needs_host_loop = if raw.needs_host_loop {
+        Some(
+            raw.host_loop_reason
+                .clone()
+                .filter(|r| !r.trim().is_empty())
+                .ok_or_else(|| {
+                    field(
+                        "host_loop_reason",
+                        "needs_host_loop = true needs a reason".into(),
+                    )
+                })?,
+        )
+    } else {
+        None
+    };
+
+    let h = Harness {
+        origin: origin.to_string(),
+        description: raw.description,
+        needs_host_loop,
+        require: raw.require,
+        size_sets,
+        derived: raw
+            .derived
+            .iter()
+            .map(|(k, v)| (k.clone(), v.text()))
+            .collect(),
+        sparse,
+        args,
+        constants,
+        slow,
+        fast,
+    };
+    // Every expression must evaluate for every size set (on a reference device).
+    if h.needs_host_loop.is_none() {
+        for set in &h.size_sets {
+            h.resolve(set, &DeviceProps::h100())?;
+        }
+    }
+    Ok(h)
+}
+
+fn dims_list(d: &Dims) -> Vec<String> {
+    match d {
+        Dims::One(e) => vec![e.text()],
+        Dims::Many(v) => v.iter().map(Expr::text).collect(),
+    }
+}
+
+fn launch_spec(
+    l: &RawLaunch,
+    f: &str,
+    arg_index: &dyn Fn(&str) -> Option<usize>,
+    nargs: usize,
+    origin: &str,
+) -> Result<LaunchSpec, HarnessError> {
+    let field = |sub: &str, m: String| HarnessError::Field {
+        origin: origin.to_string(),
+        field: format!("{f}.{sub}"),
+        message: m,
+    };
+    if l.kernel.trim().is_empty() {
+        return Err(field("kernel", "empty kernel name".into()));
+    }
+    let grid = dims_list(&l.grid);
+    let block = dims_list(&l.block);
+    for (n, d) in [("grid", &grid), ("block", &block)] {
+        if d.is_empty() || d.len() > 3 {
+            return Err(field(
+                n,
+                format!("needs 1 to 3 dimensions, has {}", d.len()),
+            ));
+        }
+    }
+    let (args, offsets) = match &l.args {
+        None => ((0..nargs).collect(), vec!["0".to_string(); nargs]),
+        Some(list) => {
+            let mut args = Vec::new();
+            let mut offsets = Vec::new();
+            for entry in list {
+                let (n, off) = match entry.split_once('+') {
+                    Some((n, off)) => (n.trim(), off.trim().to_string()),
+                    None => (entry.trim(), "0".to_string()),
+                };
+                args.push(
+                    arg_index(n)
+                        .ok_or_else(|| field("args", format!("{n:?} is not a declared arg")))?,
+                );
+                offsets.push(off);
+            }
+            (args, offsets)
+        }
+    };
+    Ok(LaunchSpec {
+        kernel: l.kernel.clone(),
+        grid,
+        block,
+        shared_mem: l.shared_mem.as_ref().map(Expr::text).unwrap_or("0".into()),
+        repeat: l.repeat.as_ref().map(Expr::text).unwrap_or("1".into()),
+        args,
+        offsets,
+    })
+}
+
+pub(crate) fn parse_csr_part(s: &str) -> Option<CsrPart> {
+    Some(match s {
+        "row_ptr" => CsrPart::RowPtr,
+        "col_idx" => CsrPart::ColIdx,
+        "values" => CsrPart::Values,
+        _ => return None,
+    })
+}
+
+pub(crate) fn parse_jds_part(s: &str) -> Option<JdsPart> {
+    Some(match s {
+        "perm" => JdsPart::Perm,
+        "ptr" => JdsPart::Ptr,
+        "zcnt" => JdsPart::Zcnt,
+        "col_idx" => JdsPart::ColIdx,
+        "values" => JdsPart::Values,
+        _ => return None,
+    })
+}
+
+impl Harness {
+    pub fn size_sets(&self) -> &[SizeSet] {
+        &self.size_sets
+    }
+
+    /// Check the harness against the pair's units: every launch names the unit's kernel, and
+    /// the args bound to it match the parameter list in count, pointer-ness and element type.
+    pub fn check_against(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<(), HarnessError> {
+        if let Some(s) = slow {
+            self.check_variant("slow", &self.slow, s)?;
+        }
+        self.check_variant("fast", &self.fast, fast)
+    }
+
+    fn check_variant(
+        &self,
+        variant: &str,
+        launches: &[LaunchSpec],
+        unit: &KernelUnit,
+    ) -> Result<(), HarnessError> {
+        let err = |m: String| HarnessError::Mismatch {
+            origin: self.origin.clone(),
+            kernel: format!("{} ({variant})", unit.kernel),
+            message: m,
+        };
+        for (li, l) in launches.iter().enumerate() {
+            let base = l.kernel.split('<').next().unwrap_or("").trim();
+            let sym_base = unit.symbol.split('<').next().unwrap_or("").trim();
+            if base != unit.kernel && base != sym_base {
+                return Err(err(format!(
+                    "launch[{li}] runs {:?}, but the {variant} unit's kernel is {:?}",
+                    l.kernel, unit.kernel
+                )));
+            }
+            if l.args.len() != unit.params.len() {
+                return Err(err(format!(
+                    "launch[{li}] passes {} args, the kernel takes {} parameters ({})",
+                    l.args.len(),
+                    unit.params.len(),
+                    unit.params
+                        .iter()
+                        .map(|p| format!("{} {}", p.ty, p.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            for (pi, (&ai, p)) in l.args.iter().zip(&unit.params).enumerate() {
+                let a = &self.args[ai];
+                let ptr = c_is_pointer(&p.ty);
+                match a {
+                    ArgSpec::Buffer {
+                        name, elem, c_type, ..
+                    } => {
+                        if !ptr {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` is a value, but arg {name:?} is a buffer",
+                                p.ty, p.name
+                            )));
+                        }
+                        type_matches(&p.ty, *elem, c_type.as_deref()).map_err(|m| {
+                            err(format!(
+                                "parameter {pi} `{} {}` vs arg {name:?}: {m}",
+                                p.ty, p.name
+                            ))
+                        })?;
+                    }
+                    ArgSpec::Scalar { name, elem, .. } => {
+                        if ptr {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` is a pointer, but arg {name:?} is a scalar",
+                                p.ty, p.name
+                            )));
+                        }
+                        type_matches(&p.ty, *elem, None).map_err(|m| {
+                            err(format!(
+                                "parameter {pi} `{} {}` vs arg {name:?}: {m}",
+                                p.ty, p.name
+                            ))
+                        })?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluate every expression for one size set on one device.
+    pub fn resolve(&self, set: &SizeSet, dev: &DeviceProps) -> Result<Resolved, HarnessError> {
+        let o = &self.origin;
+        let xerr = |field: &str, expr: &str, m: String| HarnessError::Expr {
+            origin: o.clone(),
+            field: field.to_string(),
+            expr: expr.to_string(),
+            size_set: set.name.clone(),
+            message: m,
+        };
+        let mut scope = Scope::default();
+        scope.set_int("sm_count", dev.sm_count);
+        scope.set_int("max_threads_per_block", dev.max_threads_per_block);
+        scope.set_int("warp_size", dev.warp_size);
+        scope.set_int("l2_bytes", dev.l2_bytes);
+        let mut values = BTreeMap::new();
+        for (k, v) in &set.values {
+            scope.set_int(k, *v);
+            values.insert(k.clone(), *v);
+        }
+        // Derived values may refer to each other in any order: evaluate until no progress.
+        let mut pending: Vec<&(String, String)> = self.derived.iter().collect();
+        while !pending.is_empty() {
+            let before = pending.len();
+            let mut last_err = None;
+            pending.retain(|(k, e)| match scope.eval(e) {
+                Ok(v) => {
+                    scope.set(k, v);
+                    if let Num::Int(i) = v {
+                        values.insert(k.clone(), i);
+                    }
+                    false
+                }
+                Err(m) => {
+                    last_err = Some((k.clone(), e.clone(), m));
+                    true
+                }
+            });
+            if pending.len() == before {
+                let (k, e, m) = last_err.expect("a pending derived value failed");
+                return Err(xerr(&format!("derived.{k}"), &e, m));
+            }
+        }
+        let pos = |field: &str, e: &str, scope: &Scope| -> Result<usize, HarnessError> {
+            let v = scope.eval_int(e).map_err(|m| xerr(field, e, m))?;
+            if v <= 0 {
+                return Err(xerr(field, e, format!("must be > 0, is {v}")));
+            }
+            usize::try_from(v).map_err(|_| xerr(field, e, "too large".into()))
+        };
+        let mut sparse = Vec::new();
+        for (i, s) in self.sparse.iter().enumerate() {
+            let f = format!("sparse[{i}]");
+            let m = SparseMatrix {
+                name: s.name.clone(),
+                rows: pos(&format!("{f}.rows"), &s.rows, &scope)?,
+                cols: pos(&format!("{f}.cols"), &s.cols, &scope)?,
+                nnz_per_row: pos(&format!("{f}.nnz_per_row"), &s.nnz_per_row, &scope)?,
+                pad: pos(&format!("{f}.pad"), &s.pad, &scope)?,
+            };
+            for (k, v) in gen::sparse_figures(&m) {
+                let name = format!("{}_{k}", m.name);
+                scope.set_int(&name, v as i64);
+                values.insert(name, v as i64);
+            }
+            sparse.push(m);
+        }
+        for (i, r) in self.require.iter().enumerate() {
+            match scope.eval_bool(r) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(xerr(
+                        &format!("require[{i}]"),
+                        r,
+                        "size set violates this requirement".into(),
+                    ))
+                }
+                Err(m) => return Err(xerr(&format!("require[{i}]"), r, m)),
+            }
+        }
+        let init_of = |f: &str, raw: &RawInit, scope: &Scope| -> Result<Init, HarnessError> {
+            let num = |sub: &str, e: &Expr| -> Result<f64, HarnessError> {
+                let t = e.text();
+                scope
+                    .eval(&t)
+                    .map(Num::as_f64)
+                    .map_err(|m| xerr(&format!("{f}.{sub}"), &t, m))
+            };
+            let int = |sub: &str, e: &Expr| -> Result<i64, HarnessError> {
+                let t = e.text();
+                scope
+                    .eval_int(&t)
+                    .map_err(|m| xerr(&format!("{f}.{sub}"), &t, m))
+            };
+            Ok(match raw {
+                RawInit::Uniform { lo, hi } => {
+                    let (lo_v, hi_v) = (num("lo", lo)?, num("hi", hi)?);
+                    if lo_v >= hi_v || lo_v.is_nan() || hi_v.is_nan() {
+                        return Err(xerr(f, &format!("{lo_v}..{hi_v}"), "needs lo < hi".into()));
+                    }
+                    Init::Uniform { lo: lo_v, hi: hi_v }
+                }
+                RawInit::Normal { mean, std } => {
+                    let sd = num("std", std)?;
+                    if sd.is_nan() || sd <= 0.0 {
+                        return Err(xerr(f, &std.text(), "std must be > 0".into()));
+                    }
+                    Init::Normal {
+                        mean: num("mean", mean)?,
+                        std: sd,
+                    }
+                }
+                RawInit::IntRange { lo, hi } => {
+                    let (lo_v, hi_v) = (int("lo", lo)?, int("hi", hi)?);
+                    if lo_v > hi_v {
+                        return Err(xerr(
+                            f,
+                            &format!("{lo_v}..={hi_v}"),
+                            "needs lo <= hi".into(),
+                        ));
+                    }
+                    Init::IntRange { lo: lo_v, hi: hi_v }
+                }
+                RawInit::Zeros => Init::Zeros,
+                RawInit::Constant { value } => Init::Constant {
+                    value: num("value", value)?,
+                },
+                RawInit::CopyOf { arg } => Init::CopyOf { arg: arg.clone() },
+                RawInit::Permutation => Init::Permutation,
+                RawInit::Poison => Init::Poison,
+                RawInit::Linspace { start, stop } => Init::Linspace {
+                    start: num("start", start)?,
+                    stop: num("stop", stop)?,
+                },
+                RawInit::Interleave { args } => Init::Interleave { args: args.clone() },
+                RawInit::Iota { start, step } => Init::Iota {
+                    start: start
+                        .as_ref()
+                        .map(|e| int("start", e))
+                        .transpose()?
+                        .unwrap_or(0),
+                    step: step
+                        .as_ref()
+                        .map(|e| int("step", e))
+                        .transpose()?
+                        .unwrap_or(1),
+                },
+                RawInit::Csr { matrix, part } => Init::Csr {
+                    matrix: matrix.clone(),
+                    part: parse_csr_part(part).expect("checked at parse"),
+                },
+                RawInit::Jds { matrix, part } => Init::Jds {
+                    matrix: matrix.clone(),
+                    part: parse_jds_part(part).expect("checked at parse"),
+                },
+            })
+        };
+        let mut args = Vec::new();
+        for (i, a) in self.args.iter().enumerate() {
+            let f = format!("args[{i}]");
+            args.push(match a {
+                ArgSpec::Buffer {
+                    name,
+                    elem,
+                    len,
+                    init,
+                    role,
+                    tol,
+                    allow_degenerate,
+                    ..
+                } => ResolvedArg::Buffer {
+                    name: name.clone(),
+                    elem: *elem,
+                    len: pos(&format!("{f}.len"), len, &scope)?,
+                    init: init_of(&format!("{f}.init"), &init.0, &scope)?,
+                    role: *role,
+                    tol: *tol,
+                    allow_degenerate: *allow_degenerate,
+                },
+                ArgSpec::Scalar { name, elem, value } => {
+                    let fv = format!("{f}.value");
+                    let n = scope.eval(value).map_err(|m| xerr(&fv, value, m))?;
+                    ResolvedArg::Scalar {
+                        name: name.clone(),
+                        value: ScalarValue::from_num(*elem, n).map_err(|m| xerr(&fv, value, m))?,
+                    }
+                }
+            });
+        }
+        let mut constants = Vec::new();
+        for (i, c) in self.constants.iter().enumerate() {
+            let f = format!("constants[{i}]");
+            constants.push(ResolvedConst {
+                name: c.name.clone(),
+                elem: c.elem,
+                len: pos(&format!("{f}.len"), &c.len, &scope)?,
+                init: init_of(&format!("{f}.init"), &c.init.0, &scope)?,
+            });
+        }
+        let buffer_lens: Vec<Option<usize>> = args
+            .iter()
+            .map(|a| match a {
+                ResolvedArg::Buffer { len, .. } => Some(*len),
+                ResolvedArg::Scalar { .. } => None,
+            })
+            .collect();
+        let launches = |variant: &str, list: &[LaunchSpec]| -> Result<Vec<Launch>, HarnessError> {
+            let prefix = format!("{variant} launch");
+            list.iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let f = format!("{prefix}[{i}]");
+                    let u32_of = |sub: &str, e: &str, min: i64| -> Result<u32, HarnessError> {
+                        let v = scope
+                            .eval_int(e)
+                            .map_err(|m| xerr(&format!("{f}.{sub}"), e, m))?;
+                        if v < min || v > u32::MAX as i64 {
+                            return Err(xerr(
+                                &format!("{f}.{sub}"),
+                                e,
+                                format!("{v} is out of range (>= {min})"),
+                            ));
+                        }
+                        Ok(v as u32)
+                    };
+                    let mut grid = [1u32; 3];
+                    let mut block = [1u32; 3];
+                    for (d, e) in l.grid.iter().enumerate() {
+                        grid[d] = u32_of(&format!("grid[{d}]"), e, 1)?;
+                    }
+                    for (d, e) in l.block.iter().enumerate() {
+                        block[d] = u32_of(&format!("block[{d}]"), e, 1)?;
+                    }
+                    let threads: u64 = block.iter().map(|&b| b as u64).product();
+                    if threads > dev.max_threads_per_block as u64 {
+                        return Err(xerr(
+                            &format!("{f}.block"),
+                            &l.block.join(", "),
+                            format!(
+                                "{threads} threads per block exceeds the device's {}",
+                                dev.max_threads_per_block
+                            ),
+                        ));
+                    }
+                    if grid[1] > 65535 || grid[2] > 65535 {
+                        return Err(xerr(
+                            &format!("{f}.grid"),
+                            &l.grid.join(", "),
+                            "grid y and z are limited to 65535".into(),
+                        ));
+                    }
+                    Ok(Launch {
+                        kernel: expr::interpolate(&l.kernel, &scope)
+                            .map_err(|m| xerr(&format!("{f}.kernel"), &l.kernel, m))?,
+                        grid,
+                        block,
+                        shared_mem: u32_of("shared_mem", &l.shared_mem, 0)?,
+                        repeat: u32_of("repeat", &l.repeat, 1)?,
+                        args: l.args.clone(),
+                        offsets: l
+                            .args
+                            .iter()
+                            .zip(&l.offsets)
+                            .map(|(&ai, e)| {
+                                let fo = format!("{f}.args");
+                                let v = scope.eval_int(e).map_err(|m| xerr(&fo, e, m))?;
+                                match buffer_lens[ai] {
+                                    _ if v == 0 => Ok(0),
+                                    None => {
+                                        Err(xerr(&fo, e, "a scalar cannot take an offset".into()))
+                                    }
+                                    Some(len) if v > 0 && (v as usize) < len => Ok(v as usize),
+                                    Some(len) => Err(xerr(
+                                        &fo,
+                                        e,
+                                        format!(
+                                            "offset {v} is outside the buffer's {len} elements"
+                                        ),
+                                    )),
+                                }
+                            })
+                            .collect::<Result<Vec<_>, _>>()?,
+                    })
+                })
+                .collect()
+        };
+        let resolved = Resolved {
+            origin: o.clone(),
+            size_set: set.name.clone(),
+            values,
+            slow: launches("slow", &self.slow)?,
+            fast: launches("fast", &self.fast)?,
+            args,
+            constants,
+            sparse,
+        };
+        gen::check_resolved(&resolved)?;
+        Ok(resolved)
+    }
+}
+
+/// File names a pair's harness may have, most specific first:
+/// `{stem}.{kernel}.{variant}.toml`, `{stem}.{kernel}.toml`, `{stem}.{variant}.toml`,
+/// `{stem}.toml` (kernel and variant of the fast unit).
+pub fn candidate_names(pair: &Pair, stem: &str) -> Vec<String> {
+    let (k, v) = (&pair.fast.kernel, &pair.fast.variant);
+    let mut out = vec![format!("{stem}.{k}.{v}.toml"), format!("{stem}.{k}.toml")];
+    if !v.is_empty() {
+        out.push(format!("{stem}.{v}.toml"));
+    }
+    out.push(format!("{stem}.toml"));
+    out
+}
+
+/// Find a pair's harness: first in `harness_dir` (e.g. `extractors/parboil/`, files named
+/// after the benchmark: `sgemm.toml`, `stencil.cuda_fermi.toml`), then in the suite tree,
+/// from the fast kernel's folder up to `suite_root` (files named `harness….toml`, as the
+/// fixtures keep them in `benchmarks/<app>/harness.toml`).
+pub fn locate(
+    pair: &Pair,
+    harness_dir: Option<&Path>,
+    suite_root: Option<&Path>,
+) -> Option<PathBuf> {
+    if let Some(d) = harness_dir {
+        for n in candidate_names(pair, &pair.benchmark) {
+            let p = d.join(n);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    let root = suite_root?;
+    let mut dir = Path::new(&pair.fast.path).parent();
+    while let Some(d) = dir {
+        for n in candidate_names(pair, "harness") {
+            let p = root.join(d).join(n);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+        if d.as_os_str().is_empty() {
+            break;
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// Whether a C parameter type can take an arg of element type `elem`.
+fn type_matches(c_type: &str, elem: ElemType, declared: Option<&str>) -> Result<(), String> {
+    let base = c_base_type(c_type);
+    if let Some(d) = declared {
+        return if c_base_type(d) == base {
+            Ok(())
+        } else {
+            Err(format!(
+                "declared c_type {d:?} but the parameter is {base:?}"
+            ))
+        };
+    }
+    match ElemType::from_c_type(c_type) {
+        Some(e) if e == elem => Ok(()),
+        // `int` params commonly take unsigned sizes and vice versa: same width is fine for scalars
+        // only when the harness says so explicitly, so report it.
+        Some(e) => Err(format!(
+            "the parameter holds {} but the arg is {}",
+            e.name(),
+            elem.name()
+        )),
+        None if base == "void" => Ok(()),
+        None => Err(format!(
+            "unknown C type {base:?}: set `c_type = {base:?}` on the arg to accept it"
+        )),
+    }
+}
+
+/// The `harness` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum HarnessCommand {
     /// Draft a harness for a pair from its units and recorded launch sites.
     Draft {
-        units: std::path::PathBuf,
+        /// JSONL file holding the pair (and its units).
+        units: PathBuf,
+        /// Pair id (a unique prefix is enough).
         pair_id: String,
+        /// Write the draft here instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Parse and validate harness files, optionally against a pair's units.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// JSONL file holding the pair to check against.
+        #[arg(long)]
+        units: Option<PathBuf>,
+        /// Pair id (a unique prefix) in `--units`.
+        #[arg(long)]
+        pair: Option<String>,
     },
 }
 
-pub fn run(_cmd: HarnessCommand) -> anyhow::Result<u8> {
-    anyhow::bail!("harness is not implemented yet")
+pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
+    draft::run(cmd)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::record::{Features, Param, Provenance, Pulled};
+
+    /// A unit with just what `check_against` reads.
+    pub(crate) fn unit(kernel: &str, params: &[(&str, &str)]) -> KernelUnit {
+        KernelUnit {
+            id: format!("id-{kernel}"),
+            suite: "test".into(),
+            benchmark: "b".into(),
+            variant: "v".into(),
+            path: "k.cu".into(),
+            line: 1,
+            kernel: kernel.into(),
+            params: params
+                .iter()
+                .map(|(t, n)| Param {
+                    name: n.to_string(),
+                    ty: t.to_string(),
+                })
+                .collect(),
+            template_params: vec![],
+            source: String::new(),
+            symbol: kernel.into(),
+            pulled: Pulled::default(),
+            features: Features::default(),
+            launch_sites: vec![],
+            provenance: Provenance::default(),
+            compile: None,
+            diagnostics: vec![],
+        }
+    }
+
+    pub(crate) const SAXPY: &str = r#"
+description = "y = a*x + y"
+[sizes]
+n = 4096
+[[size_sets]]
+name = "small"
+n = 1000
+[[size_sets]]
+name = "large"
+[derived]
+threads = "256"
+[[args]]
+name = "n"
+type = "i32"
+value = "n"
+[[args]]
+name = "a"
+type = "f32"
+value = 2.5
+[[args]]
+name = "x"
+type = "f32"
+len = "n"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+[[args]]
+name = "y"
+type = "f32"
+len = "n"
+init = { kind = "normal", mean = 0.0, std = 1.0 }
+role = "inout"
+rtol = 1e-5
+[[launch]]
+kernel = "saxpy"
+grid = "ceil_div(n, threads)"
+block = "threads"
+"#;
+
+    fn saxpy_unit() -> KernelUnit {
+        unit(
+            "saxpy",
+            &[
+                ("int", "n"),
+                ("float", "a"),
+                ("const float *__restrict__", "x"),
+                ("float *", "y"),
+            ],
+        )
+    }
+
+    fn err_of(text: &str) -> String {
+        parse(text, "h.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_and_resolves_every_size_set() {
+        let h = parse(SAXPY, "saxpy.toml").unwrap();
+        let names: Vec<_> = h.size_sets().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["small", "large"]);
+        assert_eq!(h.size_sets()[0].values["n"], 1000);
+        assert_eq!(h.size_sets()[1].values["n"], 4096);
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        assert_eq!(r.fast.len(), 1);
+        assert_eq!(r.slow, r.fast, "a shared [[launch]] serves both variants");
+        let l = &r.fast[0];
+        assert_eq!(
+            (l.grid, l.block, l.shared_mem, l.repeat),
+            ([4, 1, 1], [256, 1, 1], 0, 1)
+        );
+        assert_eq!(l.args, vec![0, 1, 2, 3]);
+        assert_eq!(r.values["threads"], 256);
+        assert!(matches!(
+            &r.args[0],
+            ResolvedArg::Scalar {
+                value: ScalarValue::I32(1000),
+                ..
+            }
+        ));
+        assert!(
+            matches!(&r.args[1], ResolvedArg::Scalar { value: ScalarValue::F32(v), .. } if *v == 2.5)
+        );
+        match &r.args[3] {
+            ResolvedArg::Buffer { len, role, tol, .. } => {
+                assert_eq!((*len, *role), (1000, Role::Inout));
+                assert_eq!(tol.rtol, 1e-5, "override");
+                assert_eq!(
+                    tol.atol,
+                    Tolerance::default_for(ElemType::F32).atol,
+                    "default kept"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.outputs(), vec![3]);
+        h.check_against(Some(&saxpy_unit()), &saxpy_unit()).unwrap();
+    }
+
+    #[test]
+    fn variants_launch_differently_and_templates_interpolate() {
+        let text = SAXPY.replace(
+            "[[launch]]\nkernel = \"saxpy\"\ngrid = \"ceil_div(n, threads)\"\nblock = \"threads\"\n",
+            r#"
+[[variants.slow.launch]]
+kernel = "saxpy"
+grid = ["n", 1]
+block = 1
+[[variants.fast.launch]]
+kernel = "saxpy_t<{threads * 2}>"
+grid = ["ceil_div(n, 512)"]
+block = ["512"]
+shared_mem = "512 * 4"
+repeat = 2
+"#,
+        );
+        let h = parse(&text, "t.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[1], &DeviceProps::h100()).unwrap();
+        assert_eq!(r.slow[0].grid, [4096, 1, 1]);
+        assert_eq!(r.fast[0].kernel, "saxpy_t<512>");
+        assert_eq!(
+            (r.fast[0].grid[0], r.fast[0].shared_mem, r.fast[0].repeat),
+            (8, 2048, 2)
+        );
+        let mut fast = saxpy_unit();
+        fast.kernel = "saxpy_t".into();
+        fast.symbol = "saxpy_t<512>".into();
+        h.check_against(Some(&saxpy_unit()), &fast).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_file_and_field() {
+        let e = err_of(&SAXPY.replace("type = \"f32\"\nlen", "type = \"float\"\nlen"));
+        assert!(
+            e.contains("h.toml: args[2].type") && e.contains("unknown element type"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("role = \"in\"\n", ""));
+        assert!(
+            e.contains("args[2].role") && e.contains("needs a role"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("role = \"in\"", "role = \"input\""));
+        assert!(e.contains("args[2].role"), "{e}");
+        let e = err_of(&SAXPY.replace("name = \"small\"\nn = 1000", "name = \"small\"\nm = 1000"));
+        assert!(
+            e.contains("size_sets[0].m") && e.contains("does not declare"),
+            "{e}"
+        );
+        // An expression that fails for one size set only names that set.
+        let e = err_of(&SAXPY.replace(
+            "len = \"n\"\ninit = { kind = \"uniform\"",
+            "len = \"n - 1000\"\ninit = { kind = \"uniform\"",
+        ));
+        assert!(
+            e.contains("args[2].len") && e.contains("size set small") && e.contains("must be > 0"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("block = \"threads\"", "block = \"threads * 8\""));
+        assert!(
+            e.contains("launch[0].block") && e.contains("exceeds"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("block = \"threads\"", "block = \"TODO\""));
+        assert!(
+            e.contains("launch[0].block[0]") && e.contains("TODO"),
+            "{e}"
+        );
+        let e = err_of(&SAXPY.replace("value = \"n\"", "value = \"n\"\nrole = \"in\""));
+        assert!(
+            e.contains("args[0]") && e.contains("takes no init or role"),
+            "{e}"
+        );
+        let e = err_of(&format!("require = [\"n % 64 == 0\"]\n{SAXPY}"));
+        assert!(
+            e.contains("require[0]") && e.contains("size set small"),
+            "{e}"
+        );
+        let e = err_of(&format!("{SAXPY}\nbogus = 1\n"));
+        assert!(e.contains("unknown field"), "{e}");
+        let e = err_of(
+            &SAXPY.replace("role = \"inout\"", "role = \"out\"").replace(
+                "kind = \"normal\", mean = 0.0, std = 1.0",
+                "kind = \"zeros\"",
+            ),
+        );
+        assert!(e.contains("make its role inout"), "{e}");
+        let e = err_of(&SAXPY.replace("[[launch]]", "[[xlaunch]]"));
+        assert!(e.contains("unknown field"), "{e}");
+        let e = err_of(&SAXPY.replace(
+            "kernel = \"saxpy\"",
+            "kernel = \"saxpy\"\nargs = [\"n\", \"zz\"]",
+        ));
+        assert!(e.contains("launch[0].args") && e.contains("\"zz\""), "{e}");
+    }
+
+    #[test]
+    fn check_against_catches_signature_mismatches() {
+        let h = parse(SAXPY, "s.toml").unwrap();
+        let short = unit("saxpy", &[("int", "n"), ("float", "a"), ("float *", "x")]);
+        let e = h.check_against(None, &short).unwrap_err().to_string();
+        assert!(e.contains("passes 4 args, the kernel takes 3"), "{e}");
+        let dbl = unit(
+            "saxpy",
+            &[
+                ("int", "n"),
+                ("float", "a"),
+                ("const double *", "x"),
+                ("float *", "y"),
+            ],
+        );
+        let e = h.check_against(None, &dbl).unwrap_err().to_string();
+        assert!(
+            e.contains("parameter 2") && e.contains("f64") && e.contains("f32"),
+            "{e}"
+        );
+        let swapped = unit(
+            "saxpy",
+            &[
+                ("int *", "n"),
+                ("float", "a"),
+                ("const float *", "x"),
+                ("float *", "y"),
+            ],
+        );
+        let e = h.check_against(None, &swapped).unwrap_err().to_string();
+        assert!(e.contains("is a pointer, but arg \"n\" is a scalar"), "{e}");
+        let other = unit(
+            "daxpy",
+            &saxpy_unit()
+                .params
+                .iter()
+                .map(|p| (p.ty.as_str(), p.name.as_str()))
+                .collect::<Vec<_>>(),
+        );
+        let e = h
+            .check_against(Some(&other), &saxpy_unit())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(slow)") && e.contains("daxpy"), "{e}");
+    }
+
+    #[test]
+    fn c_types_map_to_elements() {
+        assert_eq!(
+            ElemType::from_c_type("const float *__restrict__"),
+            Some(ElemType::F32)
+        );
+        assert_eq!(ElemType::from_c_type("unsigned int*"), Some(ElemType::U32));
+        assert_eq!(ElemType::from_c_type("uchar4 *"), Some(ElemType::U8));
+        assert_eq!(ElemType::from_c_type("const int"), Some(ElemType::I32));
+        assert_eq!(ElemType::from_c_type("struct kValues *"), None);
+        assert!(c_is_pointer("float*") && !c_is_pointer("float"));
+        assert_eq!(c_base_type("const struct kValues *"), "kValues");
+        // A struct pointer is accepted when the arg declares it.
+        assert!(type_matches("struct kValues *", ElemType::F32, Some("kValues")).is_ok());
+        assert!(type_matches("struct kValues *", ElemType::F32, None).is_err());
+    }
+
+    #[test]
+    fn scalar_values_must_fit() {
+        assert_eq!(
+            ScalarValue::from_num(ElemType::U8, Num::Int(255)),
+            Ok(ScalarValue::U8(255))
+        );
+        assert!(ScalarValue::from_num(ElemType::U8, Num::Int(256)).is_err());
+        assert!(ScalarValue::from_num(ElemType::I32, Num::Float(1.5)).is_err());
+        assert_eq!(
+            ScalarValue::I32(-2).to_le_bytes(),
+            vec![0xFE, 0xFF, 0xFF, 0xFF]
+        );
+        assert_eq!(
+            ScalarValue::from_num(ElemType::F16, Num::Float(1.0))
+                .unwrap()
+                .to_le_bytes(),
+            vec![0x00, 0x3C]
+        );
+    }
+
+    #[test]
+    fn locate_prefers_specific_names_then_walks_the_suite_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let ext = dir.path().join("extractors/parboil");
+        let suite = dir.path().join("suite");
+        std::fs::create_dir_all(&ext).unwrap();
+        std::fs::create_dir_all(suite.join("benchmarks/stencil/src/cuda_fermi")).unwrap();
+        let mut fast = unit("block2D_reg_tiling", &[]);
+        fast.variant = "cuda_fermi".into();
+        fast.path = "benchmarks/stencil/src/cuda_fermi/kernels.cu".into();
+        let pair = Pair {
+            id: "p".into(),
+            suite: "parboil".into(),
+            benchmark: "stencil".into(),
+            kernel: fast.kernel.clone(),
+            slow: None,
+            fast,
+            origin: crate::record::Origin::Natural,
+            rule: "r".into(),
+            identical: false,
+            techniques: vec![],
+            description: None,
+            harness: None,
+            verification: None,
+            synth: None,
+        };
+        assert_eq!(locate(&pair, Some(&ext), Some(&suite)), None);
+        std::fs::write(suite.join("benchmarks/stencil/harness.toml"), "").unwrap();
+        assert_eq!(
+            locate(&pair, Some(&ext), Some(&suite)),
+            Some(suite.join("benchmarks/stencil/harness.toml"))
+        );
+        std::fs::write(ext.join("stencil.toml"), "").unwrap();
+        assert_eq!(
+            locate(&pair, Some(&ext), Some(&suite)),
+            Some(ext.join("stencil.toml"))
+        );
+        std::fs::write(ext.join("stencil.cuda_fermi.toml"), "").unwrap();
+        assert_eq!(
+            locate(&pair, Some(&ext), None),
+            Some(ext.join("stencil.cuda_fermi.toml"))
+        );
+    }
 }

@@ -1,0 +1,184 @@
+//! Expressions over sizes and device properties, evaluated with `evalexpr`.
+//!
+//! Integer arithmetic is exact (`/` on two integers truncates, as in C); the helpers
+//! `ceil_div(a, b)`, `round_up(a, b)`, `log2(a)` (integer floor), `pow2(a)` join evalexpr's
+//! built-in `min`, `max`, `floor`, `ceil`.
+
+use evalexpr::{
+    ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes, EvalexprError,
+    Function, HashMapContext, Value,
+};
+use std::collections::BTreeMap;
+
+/// A variable scope: names → integer or float values.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    vars: BTreeMap<String, Num>,
+}
+
+/// A number an expression produced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+impl Num {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+}
+
+impl Scope {
+    pub fn set_int(&mut self, name: &str, v: i64) {
+        self.vars.insert(name.to_string(), Num::Int(v));
+    }
+    pub fn set(&mut self, name: &str, v: Num) {
+        self.vars.insert(name.to_string(), v);
+    }
+    pub fn get(&self, name: &str) -> Option<Num> {
+        self.vars.get(name).copied()
+    }
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.vars.keys().map(String::as_str)
+    }
+
+    fn context(&self) -> HashMapContext<DefaultNumericTypes> {
+        let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
+        for (k, v) in &self.vars {
+            let value = match v {
+                Num::Int(i) => Value::Int(*i),
+                Num::Float(f) => Value::Float(*f),
+            };
+            // Names are identifiers checked at parse time; setting cannot fail on a HashMapContext.
+            let _ = ctx.set_value(k.clone(), value);
+        }
+        let _ = ctx.set_function(
+            "ceil_div".into(),
+            Function::new(|a| {
+                let (x, y) = two_ints(a)?;
+                if y == 0 {
+                    return Err(EvalexprError::CustomMessage("ceil_div by zero".into()));
+                }
+                Ok(Value::Int((x + y - 1).div_euclid(y)))
+            }),
+        );
+        let _ = ctx.set_function(
+            "round_up".into(),
+            Function::new(|a| {
+                let (x, y) = two_ints(a)?;
+                if y == 0 {
+                    return Err(EvalexprError::CustomMessage("round_up to zero".into()));
+                }
+                Ok(Value::Int((x + y - 1).div_euclid(y) * y))
+            }),
+        );
+        let _ = ctx.set_function(
+            "log2".into(),
+            Function::new(|a| {
+                let x: i64 = a.as_int()?;
+                if x <= 0 {
+                    return Err(EvalexprError::CustomMessage(format!("log2({x})")));
+                }
+                Ok(Value::Int(63 - x.leading_zeros() as i64))
+            }),
+        );
+        let _ = ctx.set_function(
+            "pow2".into(),
+            Function::new(|a| {
+                let x: i64 = a.as_int()?;
+                if !(0..63).contains(&x) {
+                    return Err(EvalexprError::CustomMessage(format!("pow2({x})")));
+                }
+                Ok(Value::Int(1i64 << x))
+            }),
+        );
+        ctx
+    }
+
+    /// Evaluate to a number (integer or float).
+    pub fn eval(&self, expr: &str) -> Result<Num, String> {
+        let v = evalexpr::eval_with_context(expr, &self.context()).map_err(|e| e.to_string())?;
+        match v {
+            Value::Int(i) => Ok(Num::Int(i)),
+            Value::Float(f) => Ok(Num::Float(f)),
+            other => Err(format!("expected a number, got {other}")),
+        }
+    }
+
+    /// Evaluate to an integer; a float result is an error (say `ceil_div` or `floor` instead).
+    pub fn eval_int(&self, expr: &str) -> Result<i64, String> {
+        match self.eval(expr)? {
+            Num::Int(i) => Ok(i),
+            Num::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(f as i64),
+            Num::Float(f) => Err(format!(
+                "evaluates to the non-integer {f}; use integer arithmetic or ceil_div"
+            )),
+        }
+    }
+
+    /// Evaluate a boolean condition (for `require`).
+    pub fn eval_bool(&self, expr: &str) -> Result<bool, String> {
+        evalexpr::eval_boolean_with_context(expr, &self.context()).map_err(|e| e.to_string())
+    }
+}
+
+fn two_ints(a: &Value) -> Result<(i64, i64), EvalexprError> {
+    let t = a.as_fixed_len_tuple(2)?;
+    Ok((t[0].as_int()?, t[1].as_int()?))
+}
+
+/// Replace every `{expr}` in a kernel name expression (`reduce<{block}>`) by its integer value.
+pub fn interpolate(text: &str, scope: &Scope) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("unclosed '{{' in {text:?}"))?;
+        let v = scope.eval_int(&after[..end])?;
+        out.push_str(&v.to_string());
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_arithmetic_and_helpers() {
+        let mut s = Scope::default();
+        s.set_int("n", 1000);
+        s.set_int("sm_count", 132);
+        assert_eq!(s.eval_int("ceil_div(n, 256)"), Ok(4));
+        assert_eq!(s.eval_int("n / 256"), Ok(3));
+        assert_eq!(s.eval_int("round_up(n, 64)"), Ok(1024));
+        assert_eq!(s.eval_int("min(n, sm_count * 4)"), Ok(528));
+        assert_eq!(s.eval_int("max(1, n - 2000)"), Ok(1));
+        assert_eq!(s.eval_int("log2(1024)"), Ok(10));
+        assert_eq!(s.eval_int("pow2(5)"), Ok(32));
+        assert_eq!(s.eval_int("n % 7"), Ok(6));
+        assert!(s.eval_int("n / 3.0").unwrap_err().contains("non-integer"));
+        assert!(s.eval_int("m + 1").is_err());
+        assert!(s.eval_int("ceil_div(n, 0)").is_err());
+        assert_eq!(s.eval_bool("n % 8 == 0"), Ok(true));
+        assert_eq!(s.eval("0.5 * 2.0"), Ok(Num::Float(1.0)));
+    }
+
+    #[test]
+    fn name_interpolation() {
+        let mut s = Scope::default();
+        s.set_int("b", 128);
+        assert_eq!(interpolate("reduce<{b * 2}>", &s).unwrap(), "reduce<256>");
+        assert_eq!(interpolate("plain", &s).unwrap(), "plain");
+        assert!(interpolate("k<{b>", &s).is_err());
+    }
+}

@@ -1,0 +1,938 @@
+//! Seeded host-side inputs: every `in`/`inout` buffer filled deterministically from a seed
+//! (ChaCha8, one stream per arg name, so adding an arg never changes the others), `out`
+//! buffers filled with the poison pattern, scalars as their little-endian bytes, and sparse
+//! matrices whose index arrays agree with each other.
+
+use super::{CsrPart, ElemType, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bytes for one buffer (or one scalar), little-endian elements.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostBuffer {
+    pub elem: ElemType,
+    pub bytes: Vec<u8>,
+}
+
+impl HostBuffer {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.elem.size_of()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// `len` elements of the poison pattern.
+    pub fn poisoned(elem: ElemType, len: usize) -> HostBuffer {
+        HostBuffer {
+            elem,
+            bytes: poison_pattern(elem).repeat(len),
+        }
+    }
+
+    fn elem_bytes(&self, i: usize) -> &[u8] {
+        let s = self.elem.size_of();
+        &self.bytes[i * s..(i + 1) * s]
+    }
+
+    /// Whether element `i` has exactly the poison bit pattern.
+    pub fn is_poison(&self, i: usize) -> bool {
+        self.elem_bytes(i) == poison_pattern(self.elem).as_slice()
+    }
+
+    /// Element `i` as f64 (exact for every type but i64/u64 beyond 2^53).
+    pub fn get_f64(&self, i: usize) -> f64 {
+        let b = self.elem_bytes(i);
+        match self.elem {
+            ElemType::F32 => f32::from_le_bytes(b.try_into().unwrap()) as f64,
+            ElemType::F64 => f64::from_le_bytes(b.try_into().unwrap()),
+            ElemType::F16 => half::f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+            ElemType::BF16 => half::bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+            _ => self.get_i128(i) as f64,
+        }
+    }
+
+    /// Element `i` as an integer (floats are truncated; use `get_f64` for them).
+    pub fn get_i128(&self, i: usize) -> i128 {
+        let b = self.elem_bytes(i);
+        match self.elem {
+            ElemType::I8 => b[0] as i8 as i128,
+            ElemType::U8 => b[0] as i128,
+            ElemType::I16 => i16::from_le_bytes(b.try_into().unwrap()) as i128,
+            ElemType::U16 => u16::from_le_bytes(b.try_into().unwrap()) as i128,
+            ElemType::I32 => i32::from_le_bytes(b.try_into().unwrap()) as i128,
+            ElemType::U32 => u32::from_le_bytes(b.try_into().unwrap()) as i128,
+            ElemType::I64 => i64::from_le_bytes(b.try_into().unwrap()) as i128,
+            ElemType::U64 => u64::from_le_bytes(b.try_into().unwrap()) as i128,
+            _ => self.get_f64(i) as i128,
+        }
+    }
+
+    /// A buffer from f64 values (rounded to the element type).
+    pub fn from_f64s(elem: ElemType, values: &[f64]) -> HostBuffer {
+        let mut bytes = Vec::with_capacity(values.len() * elem.size_of());
+        for &v in values {
+            push_f64(&mut bytes, elem, v);
+        }
+        HostBuffer { elem, bytes }
+    }
+
+    /// A buffer from integer values (wrapping to the element type).
+    pub fn from_i64s(elem: ElemType, values: &[i64]) -> HostBuffer {
+        let mut bytes = Vec::with_capacity(values.len() * elem.size_of());
+        for &v in values {
+            push_i64(&mut bytes, elem, v);
+        }
+        HostBuffer { elem, bytes }
+    }
+}
+
+/// One element of the pattern written into write-only outputs before a run: a NaN with a
+/// full payload for floats (a kernel computing NaN produces the canonical 0x7FC0… instead),
+/// all-ones bytes for integers.
+pub fn poison_pattern(elem: ElemType) -> Vec<u8> {
+    match elem {
+        ElemType::F32 => 0x7FFF_FFFFu32.to_le_bytes().to_vec(),
+        ElemType::F64 => 0x7FFF_FFFF_FFFF_FFFFu64.to_le_bytes().to_vec(),
+        ElemType::F16 | ElemType::BF16 => 0x7FFFu16.to_le_bytes().to_vec(),
+        e => vec![0xFF; e.size_of()],
+    }
+}
+
+fn push_f64(out: &mut Vec<u8>, elem: ElemType, v: f64) {
+    match elem {
+        ElemType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+        ElemType::F64 => out.extend_from_slice(&v.to_le_bytes()),
+        ElemType::F16 => out.extend_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+        ElemType::BF16 => out.extend_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+        _ => push_i64(out, elem, v.round() as i64),
+    }
+}
+
+fn push_i64(out: &mut Vec<u8>, elem: ElemType, v: i64) {
+    match elem {
+        ElemType::I8 | ElemType::U8 => out.push(v as u8),
+        ElemType::I16 | ElemType::U16 => out.extend_from_slice(&(v as u16).to_le_bytes()),
+        ElemType::I32 | ElemType::U32 => out.extend_from_slice(&(v as u32).to_le_bytes()),
+        ElemType::I64 | ElemType::U64 => out.extend_from_slice(&v.to_le_bytes()),
+        _ => push_f64(out, elem, v as f64),
+    }
+}
+
+/// Inclusive integer range an element type holds (clamped to i64).
+fn int_bounds(elem: ElemType) -> (i64, i64) {
+    match elem {
+        ElemType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        ElemType::U8 => (0, u8::MAX as i64),
+        ElemType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        ElemType::U16 => (0, u16::MAX as i64),
+        ElemType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        ElemType::U32 => (0, u32::MAX as i64),
+        ElemType::I64 | ElemType::U64 => (i64::MIN, i64::MAX),
+        // Floats hold every integer a harness would ask for up to 2^24 exactly (f32).
+        ElemType::F16 => (-2048, 2048),
+        ElemType::BF16 => (-256, 256),
+        ElemType::F32 => (-(1 << 24), 1 << 24),
+        ElemType::F64 => (-(1 << 53), 1 << 53),
+    }
+}
+
+/// A stream per (seed, purpose, name): FNV-1a over the name mixed into the seed.
+fn rng_for(seed: u64, purpose: &str, name: &str) -> ChaCha8Rng {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in purpose.bytes().chain([0u8]).chain(name.bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    ChaCha8Rng::seed_from_u64(seed ^ h.rotate_left(17))
+}
+
+/// A sparse matrix's structure (fixed for its shape) and its values (for a seed).
+struct Sparse {
+    /// Column indices per row, sorted.
+    rows: Vec<Vec<u32>>,
+    values: Vec<Vec<f64>>,
+}
+
+fn sparse_structure(m: &SparseMatrix) -> Vec<Vec<u32>> {
+    // The structure is seeded by the shape only, so lengths like `A_nnz` are known when the
+    // harness is resolved, before any seed is chosen.
+    let shape = format!("{}x{}:{}", m.rows, m.cols, m.nnz_per_row);
+    let mut rng = rng_for(0x5EED, &shape, &m.name);
+    let max_len = (2 * m.nnz_per_row).saturating_sub(1).clamp(1, m.cols);
+    (0..m.rows)
+        .map(|_| {
+            let len = rng.random_range(1..=max_len);
+            let mut cols: Vec<u32> = rand::seq::index::sample(&mut rng, m.cols, len)
+                .into_iter()
+                .map(|c| c as u32)
+                .collect();
+            cols.sort_unstable();
+            cols
+        })
+        .collect()
+}
+
+fn sparse_with_values(m: &SparseMatrix, seed: u64) -> Sparse {
+    let rows = sparse_structure(m);
+    let mut rng = rng_for(seed, "sparse-values", &m.name);
+    let values = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|_| {
+                    // Away from zero so that no stored entry is an implicit zero.
+                    let v: f64 = rng.random_range(0.1..1.0);
+                    if rng.random_bool(0.5) {
+                        v
+                    } else {
+                        -v
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Sparse { rows, values }
+}
+
+/// The JDS layout of a structure: (perm, ptr, zcnt, jds_len).
+fn jds_layout(rows: &[Vec<u32>], pad: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>, usize) {
+    let mut perm: Vec<usize> = (0..rows.len()).collect();
+    perm.sort_by_key(|&r| std::cmp::Reverse(rows[r].len()));
+    let groups = rows.len().div_ceil(pad);
+    let zcnt: Vec<usize> = (0..groups).map(|g| rows[perm[g * pad]].len()).collect();
+    let depth = zcnt.first().copied().unwrap_or(0);
+    let mut ptr = Vec::with_capacity(depth);
+    let mut off = 0;
+    for k in 0..depth {
+        ptr.push(off);
+        let groups_k = zcnt.iter().take_while(|&&z| z > k).count();
+        off += groups_k * pad;
+    }
+    (perm, ptr, zcnt, off)
+}
+
+/// Figures of a sparse matrix that length expressions may use, as `<name>_<figure>`:
+/// `nnz`, `depth` (longest row), `jds_len`, `zcnt_len`, `rows`, `cols`.
+pub fn sparse_figures(m: &SparseMatrix) -> Vec<(&'static str, usize)> {
+    let rows = sparse_structure(m);
+    let nnz = rows.iter().map(Vec::len).sum();
+    let (_, ptr, zcnt, jds_len) = jds_layout(&rows, m.pad);
+    vec![
+        ("nnz", nnz),
+        ("depth", ptr.len()),
+        ("jds_len", jds_len),
+        ("zcnt_len", zcnt.len()),
+        ("rows", m.rows),
+        ("cols", m.cols),
+    ]
+}
+
+fn sparse_part_len(m: &SparseMatrix, init: &Init) -> Option<usize> {
+    let f: BTreeMap<&str, usize> = sparse_figures(m).into_iter().collect();
+    match init {
+        Init::Csr { part, .. } => Some(match part {
+            CsrPart::RowPtr => m.rows + 1,
+            CsrPart::ColIdx | CsrPart::Values => f["nnz"],
+        }),
+        Init::Jds { part, .. } => Some(match part {
+            JdsPart::Perm => m.rows,
+            JdsPart::Ptr => f["depth"],
+            JdsPart::Zcnt => f["zcnt_len"],
+            JdsPart::ColIdx | JdsPart::Values => f["jds_len"],
+        }),
+        _ => None,
+    }
+}
+
+/// Consistency checks that need resolved lengths: copies match their source, sparse parts
+/// have the lengths their matrix implies, integer ranges fit their type.
+pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
+    let err = |m: String| HarnessError::Generate {
+        origin: r.origin.clone(),
+        message: format!("size set {}: {m}", r.size_set),
+    };
+    let buffers: Vec<(&str, ElemType, usize, &Init)> = r
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            ResolvedArg::Buffer {
+                name,
+                elem,
+                len,
+                init,
+                ..
+            } => Some((name.as_str(), *elem, *len, init)),
+            _ => None,
+        })
+        .chain(
+            r.constants
+                .iter()
+                .map(|c| (c.name.as_str(), c.elem, c.len, &c.init)),
+        )
+        .collect();
+    for &(name, elem, len, init) in &buffers {
+        match init {
+            Init::CopyOf { arg } => {
+                let src = buffers.iter().find(|b| b.0 == arg);
+                match src {
+                    Some(&(_, e, l, i)) => {
+                        if e != elem || l != len {
+                            return Err(err(format!(
+                                "{name} copies {arg}, but they differ in type or length ({} x {len} vs {} x {l})",
+                                elem.name(),
+                                e.name()
+                            )));
+                        }
+                        if matches!(i, Init::CopyOf { .. } | Init::Interleave { .. }) {
+                            return Err(err(format!(
+                                "{name} copies {arg}, which is itself built from others; copy the source"
+                            )));
+                        }
+                    }
+                    None => return Err(err(format!("{name} copies unknown buffer {arg}"))),
+                }
+            }
+            Init::Interleave { args } => {
+                let mut n = None;
+                for a in args {
+                    let (e, l) = match buffers.iter().find(|b| b.0 == a) {
+                        Some(&(_, e, l, _)) => (e, l),
+                        None => return Err(err(format!("{name} interleaves unknown buffer {a}"))),
+                    };
+                    if e != elem || *n.get_or_insert(l) != l {
+                        return Err(err(format!(
+                            "{name} interleaves {a}, whose type or length differs from the others"
+                        )));
+                    }
+                }
+                let want = n.unwrap_or(0) * args.len();
+                if want != len {
+                    return Err(err(format!(
+                        "{name} interleaves {} buffers of {} elements, so its len must be {want}, not {len}",
+                        args.len(),
+                        n.unwrap_or(0)
+                    )));
+                }
+            }
+            Init::Csr { matrix, .. } | Init::Jds { matrix, .. } => {
+                let m = r
+                    .sparse
+                    .iter()
+                    .find(|m| &m.name == matrix)
+                    .ok_or_else(|| err(format!("{name}: unknown matrix {matrix}")))?;
+                let want = sparse_part_len(m, init).expect("sparse init");
+                if want != len {
+                    return Err(err(format!(
+                        "{name} holds a part of matrix {matrix} that has {want} elements, but its len is {len}"
+                    )));
+                }
+            }
+            Init::Permutation if (len as i128 - 1) > int_bounds(elem).1 as i128 => {
+                return Err(err(format!(
+                    "{name}: a permutation of {len} does not fit {}",
+                    elem.name()
+                )));
+            }
+            Init::IntRange { lo, hi } => {
+                let (a, b) = int_bounds(elem);
+                if *lo < a || *hi > b {
+                    return Err(err(format!(
+                        "{name}: int_range {lo}..={hi} does not fit {}",
+                        elem.name()
+                    )));
+                }
+                if *lo == 0 && *hi == 0 {
+                    return Err(err(format!(
+                        "{name}: int_range 0..=0 is all zeros; say `zeros` if that is meant"
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn fill(
+    name: &str,
+    elem: ElemType,
+    len: usize,
+    init: &Init,
+    seed: u64,
+    sparse: &[SparseMatrix],
+    origin: &str,
+) -> Result<HostBuffer, HarnessError> {
+    let mut rng = rng_for(seed, "arg", name);
+    let mut bytes = Vec::with_capacity(len * elem.size_of());
+    match init {
+        Init::Uniform { lo, hi } => {
+            if elem.is_float() {
+                for _ in 0..len {
+                    push_f64(&mut bytes, elem, rng.random_range(*lo..*hi));
+                }
+            } else {
+                let (a, b) = int_bounds(elem);
+                let lo_i = (lo.ceil() as i64).max(a);
+                let hi_i = (hi.floor() as i64).min(b).max(lo_i);
+                for _ in 0..len {
+                    push_i64(&mut bytes, elem, rng.random_range(lo_i..=hi_i));
+                }
+            }
+        }
+        Init::Normal { mean, std } => {
+            let d = Normal::new(*mean, *std).map_err(|e| HarnessError::Generate {
+                origin: origin.into(),
+                message: format!("{name}: {e}"),
+            })?;
+            for _ in 0..len {
+                push_f64(&mut bytes, elem, d.sample(&mut rng));
+            }
+        }
+        Init::IntRange { lo, hi } => {
+            for _ in 0..len {
+                push_i64(&mut bytes, elem, rng.random_range(*lo..=*hi));
+            }
+        }
+        Init::Zeros => bytes.resize(len * elem.size_of(), 0),
+        Init::Poison => return Ok(HostBuffer::poisoned(elem, len)),
+        Init::Constant { value } => {
+            for _ in 0..len {
+                push_f64(&mut bytes, elem, *value);
+            }
+        }
+        Init::Permutation => {
+            let mut p: Vec<i64> = (0..len as i64).collect();
+            p.shuffle(&mut rng);
+            for v in p {
+                push_i64(&mut bytes, elem, v);
+            }
+        }
+        Init::Iota { start, step } => {
+            for i in 0..len as i64 {
+                push_i64(&mut bytes, elem, start + step * i);
+            }
+        }
+        Init::Csr { matrix, part } => {
+            let m = find_matrix(sparse, matrix, origin)?;
+            let s = sparse_with_values(m, seed);
+            match part {
+                CsrPart::RowPtr => {
+                    let mut off = 0i64;
+                    push_i64(&mut bytes, elem, 0);
+                    for r in &s.rows {
+                        off += r.len() as i64;
+                        push_i64(&mut bytes, elem, off);
+                    }
+                }
+                CsrPart::ColIdx => {
+                    for c in s.rows.iter().flatten() {
+                        push_i64(&mut bytes, elem, *c as i64);
+                    }
+                }
+                CsrPart::Values => {
+                    for v in s.values.iter().flatten() {
+                        push_f64(&mut bytes, elem, *v);
+                    }
+                }
+            }
+        }
+        Init::Jds { matrix, part } => {
+            let m = find_matrix(sparse, matrix, origin)?;
+            let s = sparse_with_values(m, seed);
+            let (perm, ptr, zcnt, jds_len) = jds_layout(&s.rows, m.pad);
+            match part {
+                JdsPart::Perm => perm
+                    .iter()
+                    .for_each(|&p| push_i64(&mut bytes, elem, p as i64)),
+                JdsPart::Ptr => ptr
+                    .iter()
+                    .for_each(|&p| push_i64(&mut bytes, elem, p as i64)),
+                JdsPart::Zcnt => zcnt
+                    .iter()
+                    .for_each(|&z| push_i64(&mut bytes, elem, z as i64)),
+                JdsPart::ColIdx | JdsPart::Values => {
+                    let mut cols = vec![0i64; jds_len];
+                    let mut vals = vec![0f64; jds_len];
+                    for (k, &start) in ptr.iter().enumerate() {
+                        for (ix, &row) in perm.iter().enumerate() {
+                            if k < s.rows[row].len() {
+                                cols[start + ix] = s.rows[row][k] as i64;
+                                vals[start + ix] = s.values[row][k];
+                            }
+                        }
+                    }
+                    if *part == JdsPart::ColIdx {
+                        cols.iter().for_each(|&c| push_i64(&mut bytes, elem, c));
+                    } else {
+                        vals.iter().for_each(|&v| push_f64(&mut bytes, elem, v));
+                    }
+                }
+            }
+        }
+        Init::Linspace { start, stop } => {
+            let step = if len > 1 {
+                (stop - start) / (len - 1) as f64
+            } else {
+                0.0
+            };
+            for i in 0..len {
+                push_f64(&mut bytes, elem, start + step * i as f64);
+            }
+        }
+        Init::CopyOf { .. } | Init::Interleave { .. } => {
+            unreachable!("copies and interleavings are built by `produce`")
+        }
+    }
+    let buf = HostBuffer { elem, bytes };
+    debug_assert_eq!(buf.len(), len);
+    if !matches!(init, Init::Zeros) && buf.bytes.iter().all(|&b| b == 0) {
+        return Err(HarnessError::Generate {
+            origin: origin.into(),
+            message: format!(
+                "{name}: the {init:?} init produced only zeros; widen it or say `zeros`"
+            ),
+        });
+    }
+    Ok(buf)
+}
+
+fn find_matrix<'a>(
+    sparse: &'a [SparseMatrix],
+    name: &str,
+    origin: &str,
+) -> Result<&'a SparseMatrix, HarnessError> {
+    sparse
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| HarnessError::Generate {
+            origin: origin.into(),
+            message: format!("unknown matrix {name}"),
+        })
+}
+
+/// One [`HostBuffer`] per entry of `resolved.args`, in order: `in`/`inout` buffers filled
+/// from `seed`, `out` buffers poisoned ([`poison_pattern`]), scalars as their value's bytes.
+/// The same seed always gives the same bytes.
+pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>, HarnessError> {
+    resolved
+        .args
+        .iter()
+        .map(|a| match a {
+            ResolvedArg::Scalar { value, .. } => Ok(HostBuffer {
+                elem: value.elem(),
+                bytes: value.to_le_bytes(),
+            }),
+            ResolvedArg::Buffer {
+                elem, len, role, ..
+            } if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
+            ResolvedArg::Buffer { name, .. } => produce(resolved, seed, name, 0),
+        })
+        .collect()
+}
+
+/// One [`HostBuffer`] per entry of `resolved.constants`, in order, for `seed`.
+pub fn generate_constants(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>, HarnessError> {
+    resolved
+        .constants
+        .iter()
+        .map(|c| produce(resolved, seed, &c.name, 0))
+        .collect()
+}
+
+/// A named buffer (arg or constant) as its init makes it, whatever its role: copies and
+/// interleavings are built from what their sources' inits produce.
+fn produce(r: &Resolved, seed: u64, name: &str, depth: usize) -> Result<HostBuffer, HarnessError> {
+    let err = |m: String| HarnessError::Generate {
+        origin: r.origin.clone(),
+        message: m,
+    };
+    if depth > 4 {
+        return Err(err(format!("{name}: copies nest too deeply")));
+    }
+    let (elem, len, init) =
+        lookup(r, name).ok_or_else(|| err(format!("no buffer named {name}")))?;
+    match init {
+        Init::CopyOf { arg } => produce(r, seed, arg, depth + 1),
+        Init::Interleave { args } => {
+            let parts = args
+                .iter()
+                .map(|a| produce(r, seed, a, depth + 1))
+                .collect::<Result<Vec<_>, _>>()?;
+            let e = elem.size_of();
+            let mut bytes = Vec::with_capacity(len * e);
+            let n = parts[0].len();
+            for i in 0..n {
+                for p in &parts {
+                    bytes.extend_from_slice(&p.bytes[i * e..(i + 1) * e]);
+                }
+            }
+            Ok(HostBuffer { elem, bytes })
+        }
+        _ => fill(name, elem, len, init, seed, &r.sparse, &r.origin),
+    }
+}
+
+fn lookup<'a>(r: &'a Resolved, name: &str) -> Option<(ElemType, usize, &'a Init)> {
+    r.args
+        .iter()
+        .find_map(|a| match a {
+            ResolvedArg::Buffer {
+                name: n,
+                elem,
+                len,
+                init,
+                ..
+            } if n == name => Some((*elem, *len, init)),
+            _ => None,
+        })
+        .or_else(|| {
+            r.constants
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| (c.elem, c.len, &c.init))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::tests::SAXPY;
+    use crate::harness::{parse, DeviceProps};
+
+    fn resolve(text: &str, set: usize) -> Resolved {
+        let h = parse(text, "t.toml").unwrap();
+        h.resolve(&h.size_sets()[set], &DeviceProps::h100())
+            .unwrap()
+    }
+
+    #[test]
+    fn inputs_are_deterministic_per_seed_and_outputs_poisoned() {
+        let r = resolve(SAXPY, 0);
+        let a = generate_inputs(&r, 1).unwrap();
+        assert_eq!(a, generate_inputs(&r, 1).unwrap());
+        let b = generate_inputs(&r, 2).unwrap();
+        assert_ne!(a[2], b[2], "another seed, other data");
+        assert_eq!(a[0].bytes, 1000i32.to_le_bytes(), "scalar bytes");
+        assert_eq!(a[2].len(), 1000);
+        let xs: Vec<f64> = (0..1000).map(|i| a[2].get_f64(i)).collect();
+        assert!(xs.iter().all(|x| (-1.0..1.0).contains(x)));
+        assert!(xs.iter().any(|&x| x != xs[0]));
+        // Arg streams are independent: x does not depend on y's presence or order.
+        let r2 = resolve(&SAXPY.replace("role = \"inout\"", "role = \"out\""), 0);
+        let c = generate_inputs(&r2, 1).unwrap();
+        assert_eq!(c[2], a[2]);
+        assert!(
+            (0..c[3].len()).all(|i| c[3].is_poison(i)),
+            "out buffers are poisoned"
+        );
+        assert!(c[3].get_f64(0).is_nan());
+    }
+
+    const MIX: &str = r#"
+[sizes]
+n = 777
+[[sparse]]
+name = "A"
+rows = "n"
+cols = "n + 5"
+nnz_per_row = 6
+[[args]]
+name = "perm"
+type = "i32"
+len = "n"
+init = { kind = "permutation" }
+role = "in"
+[[args]]
+name = "idx"
+type = "u32"
+len = "n"
+init = { kind = "iota", start = 3, step = 2 }
+role = "in"
+[[args]]
+name = "src"
+type = "i16"
+len = "n"
+init = { kind = "int_range", lo = -5, hi = 5 }
+role = "in"
+[[args]]
+name = "dst"
+type = "i16"
+len = "n"
+init = { kind = "copy_of", arg = "src" }
+role = "inout"
+[[args]]
+name = "row_ptr"
+type = "i32"
+len = "A_rows + 1"
+init = { kind = "csr", matrix = "A", part = "row_ptr" }
+role = "in"
+[[args]]
+name = "cols"
+type = "i32"
+len = "A_nnz"
+init = { kind = "csr", matrix = "A", part = "col_idx" }
+role = "in"
+[[args]]
+name = "vals"
+type = "f32"
+len = "A_nnz"
+init = { kind = "csr", matrix = "A", part = "values" }
+role = "in"
+[[args]]
+name = "jperm"
+type = "i32"
+len = "A_rows"
+init = { kind = "jds", matrix = "A", part = "perm" }
+role = "in"
+[[args]]
+name = "jcols"
+type = "i32"
+len = "A_jds_len"
+init = { kind = "jds", matrix = "A", part = "col_idx" }
+role = "in"
+[[args]]
+name = "jvals"
+type = "f32"
+len = "A_jds_len"
+init = { kind = "jds", matrix = "A", part = "values" }
+role = "in"
+[[constants]]
+name = "jds_ptr"
+type = "i32"
+len = "A_depth"
+init = { kind = "jds", matrix = "A", part = "ptr" }
+[[constants]]
+name = "zcnt"
+type = "i32"
+len = "A_zcnt_len"
+init = { kind = "jds", matrix = "A", part = "zcnt" }
+[[launch]]
+kernel = "k"
+grid = 1
+block = 1
+"#;
+
+    #[test]
+    fn permutation_iota_copy_and_int_range() {
+        let r = resolve(MIX, 0);
+        let b = generate_inputs(&r, 7).unwrap();
+        let mut p: Vec<i128> = (0..777).map(|i| b[0].get_i128(i)).collect();
+        assert_ne!(p, (0..777).collect::<Vec<i128>>(), "shuffled");
+        p.sort();
+        assert_eq!(p, (0..777).collect::<Vec<i128>>());
+        assert_eq!((b[1].get_i128(0), b[1].get_i128(10)), (3, 23));
+        assert!((0..777).all(|i| (-5..=5).contains(&b[2].get_i128(i))));
+        assert_eq!(b[3], b[2], "copy_of");
+    }
+
+    /// CSR and JDS parts of one matrix describe the same matrix: y = A x computed the JDS
+    /// way (as Parboil's spmv kernels do) equals y computed from CSR.
+    #[test]
+    fn sparse_parts_are_consistent() {
+        let r = resolve(MIX, 0);
+        let b = generate_inputs(&r, 11).unwrap();
+        let c = generate_constants(&r, 11).unwrap();
+        let n = 777;
+        let ncols = n + 5;
+        let x: Vec<f64> = (0..ncols).map(|i| (i % 13) as f64 - 6.0).collect();
+        let (rp, ci, v) = (&b[4], &b[5], &b[6]);
+        assert_eq!(rp.get_i128(0), 0);
+        assert_eq!(rp.get_i128(n) as usize, ci.len());
+        let mut y_csr = vec![0.0; n];
+        for (r, y) in y_csr.iter_mut().enumerate() {
+            let (s, e) = (rp.get_i128(r) as usize, rp.get_i128(r + 1) as usize);
+            assert!(e > s, "every row has an entry");
+            for j in s..e {
+                let col = ci.get_i128(j) as usize;
+                assert!(col < ncols);
+                if j > s {
+                    assert!(ci.get_i128(j - 1) < ci.get_i128(j), "sorted, distinct");
+                }
+                *y += v.get_f64(j) * x[col];
+            }
+        }
+        let (perm, jc, jv) = (&b[7], &b[8], &b[9]);
+        let (ptr, zcnt) = (&c[0], &c[1]);
+        let mut y_jds = vec![0.0; n];
+        for ix in 0..n {
+            let bound = zcnt.get_i128(ix / 32) as usize;
+            let mut sum = 0.0;
+            for k in 0..bound {
+                let j = ptr.get_i128(k) as usize + ix;
+                sum += jv.get_f64(j) * x[jc.get_i128(j) as usize];
+            }
+            y_jds[perm.get_i128(ix) as usize] = sum;
+        }
+        for (a, b) in y_csr.iter().zip(&y_jds) {
+            assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        }
+        // The structure is fixed per shape; values follow the seed.
+        let b2 = generate_inputs(&r, 12).unwrap();
+        assert_eq!(b2[4], b[4]);
+        assert_ne!(b2[6], b[6]);
+    }
+
+    #[test]
+    fn inconsistent_lengths_are_rejected() {
+        let h = parse(
+            &MIX.replace(
+                "len = \"A_nnz\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
+                "len = \"A_nnz + 1\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
+            ),
+            "t.toml",
+        );
+        let e = h.unwrap_err().to_string();
+        assert!(e.contains("vals holds a part of matrix A"), "{e}");
+        let e = parse(&MIX.replace("arg = \"src\"", "arg = \"idx\""), "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("element types differ"), "{e}");
+        let e = parse(
+            &MIX.replace("lo = -5, hi = 5", "lo = -5, hi = 40000"),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("does not fit i16"), "{e}");
+        let e = parse(
+            &MIX.replace(
+                "matrix = \"A\", part = \"ptr\"",
+                "matrix = \"B\", part = \"ptr\"",
+            ),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("constants[0].init") && e.contains("\"B\""),
+            "{e}"
+        );
+        let e = parse(
+            &MIX.replace("part = \"zcnt\"", "part = \"zcount\""),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown jds part"), "{e}");
+    }
+
+    #[test]
+    fn an_all_zero_input_is_an_error_unless_zeros() {
+        let text = SAXPY.replace(
+            "kind = \"uniform\", lo = -1.0, hi = 1.0",
+            "kind = \"uniform\", lo = 0.0, hi = 1e-300",
+        );
+        let r = resolve(&text, 0);
+        let e = generate_inputs(&r, 1).unwrap_err().to_string();
+        assert!(e.contains("only zeros"), "{e}");
+        let r = resolve(
+            &SAXPY.replace(
+                "kind = \"normal\", mean = 0.0, std = 1.0",
+                "kind = \"zeros\"",
+            ),
+            0,
+        );
+        let b = generate_inputs(&r, 1).unwrap();
+        assert!(b[3].bytes.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn poison_is_nan_for_floats_and_ones_for_ints() {
+        assert!(HostBuffer::poisoned(ElemType::F32, 2).get_f64(1).is_nan());
+        assert!(HostBuffer::poisoned(ElemType::F16, 1).get_f64(0).is_nan());
+        assert!(HostBuffer::poisoned(ElemType::BF16, 1).get_f64(0).is_nan());
+        assert!(HostBuffer::poisoned(ElemType::F64, 1).get_f64(0).is_nan());
+        assert_eq!(HostBuffer::poisoned(ElemType::I32, 1).get_i128(0), -1);
+        assert_eq!(poison_pattern(ElemType::U16), vec![0xFF, 0xFF]);
+        // A kernel-computed NaN is not mistaken for the poison.
+        let computed = HostBuffer::from_f64s(ElemType::F32, &[f64::NAN]);
+        assert!(!computed.is_poison(0));
+    }
+
+    const AOS: &str = r#"
+[sizes]
+k = 5
+[[args]]
+name = "kx"
+type = "f32"
+len = "k"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+[[args]]
+name = "ky"
+type = "f32"
+len = "k"
+init = { kind = "linspace", start = 1.0, stop = 2.0 }
+role = "in"
+[[args]]
+name = "out"
+type = "f32"
+len = "k"
+init = { kind = "zeros" }
+role = "inout"
+[[constants]]
+name = "c"
+type = "f32"
+len = "2 * k"
+init = { kind = "interleave", args = ["kx", "ky"] }
+[[variants.slow.launch]]
+kernel = "soa"
+grid = 1
+block = "k"
+[[variants.fast.launch]]
+kernel = "aos"
+grid = 1
+block = "k"
+args = ["out + 2"]
+"#;
+
+    #[test]
+    fn interleave_builds_structs_from_arrays_and_linspace_spans() {
+        let r = resolve(AOS, 0);
+        let a = generate_inputs(&r, 3).unwrap();
+        let c = generate_constants(&r, 3).unwrap();
+        assert_eq!(c[0].len(), 10);
+        for i in 0..5 {
+            assert_eq!(c[0].get_f64(2 * i), a[0].get_f64(i));
+            assert_eq!(c[0].get_f64(2 * i + 1), a[1].get_f64(i));
+        }
+        assert_eq!(
+            (a[1].get_f64(0), a[1].get_f64(2), a[1].get_f64(4)),
+            (1.0, 1.5, 2.0)
+        );
+        assert_eq!(r.fast[0].args, vec![2]);
+        assert_eq!(r.fast[0].offsets, vec![2]);
+        assert_eq!(r.slow[0].offsets, vec![0, 0, 0]);
+        let e = parse(
+            &AOS.replace("len = \"2 * k\"", "len = \"2 * k + 1\""),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("its len must be 10, not 11"), "{e}");
+        let e = parse(&AOS.replace("\"out + 2\"", "\"out + k\""), "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fast launch[0].args") && e.contains("outside the buffer's 5 elements"),
+            "{e}"
+        );
+        let e = parse(
+            &AOS.replace("args = [\"kx\", \"ky\"]", "args = [\"kx\", \"kz\"]"),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("constants[0].init") && e.contains("\"kz\""),
+            "{e}"
+        );
+    }
+}

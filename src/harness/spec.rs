@@ -1,0 +1,201 @@
+//! The harness file as written (TOML), before validation. `super::parse` turns it into a
+//! checked [`super::Harness`]; nothing outside this module sees these raw types.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A number or an expression text: `len = 1024` and `len = "n * n"` both parse.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Expr {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl Expr {
+    pub fn text(&self) -> String {
+        match self {
+            Expr::Int(i) => i.to_string(),
+            Expr::Float(f) => {
+                let s = f.to_string();
+                if s.contains(['.', 'e', 'E', 'i', 'N']) {
+                    s
+                } else {
+                    format!("{s}.0")
+                }
+            }
+            Expr::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// `grid = "n / 256"`, `grid = 64` or `grid = ["n / 16", "m / 16"]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Dims {
+    One(Expr),
+    Many(Vec<Expr>),
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHarness {
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub needs_host_loop: bool,
+    #[serde(default)]
+    pub host_loop_reason: Option<String>,
+    /// Conditions every size set must satisfy (`"n % 64 == 0"` for a tiled kernel).
+    #[serde(default)]
+    pub require: Vec<String>,
+    #[serde(default)]
+    pub sizes: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub derived: BTreeMap<String, Expr>,
+    #[serde(default)]
+    pub size_sets: Vec<RawSizeSet>,
+    #[serde(default)]
+    pub sparse: Vec<RawSparse>,
+    #[serde(default)]
+    pub args: Vec<RawArg>,
+    #[serde(default)]
+    pub constants: Vec<RawConst>,
+    #[serde(default)]
+    pub launch: Vec<RawLaunch>,
+    #[serde(default)]
+    pub variants: BTreeMap<String, RawVariant>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RawSizeSet {
+    pub name: String,
+    #[serde(flatten)]
+    pub values: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSparse {
+    pub name: String,
+    pub rows: Expr,
+    pub cols: Expr,
+    /// Mean non-zeros per row; row lengths vary from 1 to about twice this.
+    pub nnz_per_row: Expr,
+    /// JDS row padding (rows per `zcnt` entry), 32 by default.
+    #[serde(default)]
+    pub pad: Option<Expr>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArg {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(default)]
+    pub len: Option<Expr>,
+    #[serde(default)]
+    pub init: Option<RawInit>,
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub value: Option<Expr>,
+    #[serde(default)]
+    pub atol: Option<f64>,
+    #[serde(default)]
+    pub rtol: Option<f64>,
+    #[serde(default)]
+    pub l2: Option<f64>,
+    #[serde(default)]
+    pub allow_degenerate: bool,
+    /// The C parameter type this buffer stands for when it is not the element type
+    /// (`float4`, `struct kValues`): the check then compares this text.
+    #[serde(default)]
+    pub c_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConst {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub len: Expr,
+    pub init: RawInit,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawInit {
+    Uniform {
+        lo: Expr,
+        hi: Expr,
+    },
+    Normal {
+        mean: Expr,
+        std: Expr,
+    },
+    IntRange {
+        lo: Expr,
+        hi: Expr,
+    },
+    Zeros,
+    Constant {
+        value: Expr,
+    },
+    CopyOf {
+        arg: String,
+    },
+    Permutation,
+    /// The poison pattern: the default (and only sensible) init of an `out` buffer.
+    Poison,
+    /// `len` evenly spaced values from `start` to `stop` inclusive (bin edges, coordinates).
+    Linspace {
+        start: Expr,
+        stop: Expr,
+    },
+    /// Array-of-structs from struct-of-arrays: element `i * m + j` is element `i` of `args[j]`
+    /// (a `__constant__ float4` table built from four float args).
+    Interleave {
+        args: Vec<String>,
+    },
+    Iota {
+        #[serde(default)]
+        start: Option<Expr>,
+        #[serde(default)]
+        step: Option<Expr>,
+    },
+    Csr {
+        matrix: String,
+        part: String,
+    },
+    Jds {
+        matrix: String,
+        part: String,
+    },
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVariant {
+    #[serde(default)]
+    pub launch: Vec<RawLaunch>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLaunch {
+    pub kernel: String,
+    pub grid: Dims,
+    pub block: Dims,
+    #[serde(default)]
+    pub shared_mem: Option<Expr>,
+    #[serde(default)]
+    pub repeat: Option<Expr>,
+    /// Which harness args the kernel's parameters take, in order; all args when absent.
+    /// A buffer may be passed at an element offset: `"kx + base"`.
+    #[serde(default)]
+    pub args: Option<Vec<String>>,
+}

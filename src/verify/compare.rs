@@ -1,0 +1,522 @@
+//! Numerical agreement between the slow kernel's output (expected) and the fast kernel's
+//! (actual), degenerate-output checks, and canary zones. Pure CPU.
+//!
+//! Integers compare exactly. Floats pass when every element satisfies
+//! `|a - b| <= atol + rtol * |b|` (b = expected) AND the relative L2 error
+//! `‖a − b‖₂ / ‖b‖₂` is at most `l2`; NaN never passes. The per-type defaults and the
+//! reasoning behind them are on [`Tolerance::default_for`]: a reordered f32 reduction
+//! legitimately moves single elements by up to ~1e-3 relative where terms cancel, while
+//! a real bug moves elements by O(1) and the whole-buffer L2 error by far more than 1e-4.
+
+use crate::harness::{poison_pattern, HostBuffer, Tolerance};
+use crate::record::Status;
+use serde::{Deserialize, Serialize};
+
+/// How many mismatching indices a [`Comparison`] lists.
+pub const FIRST_MISMATCHES: usize = 8;
+
+/// The evidence of one output comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub pass: bool,
+    /// Elements compared.
+    pub len: usize,
+    /// Exact comparison (integers without a harness tolerance).
+    pub exact: bool,
+    /// Elements outside the elementwise tolerance (NaNs included).
+    pub mismatches: usize,
+    /// Elements where either side is NaN.
+    pub nans: usize,
+    pub max_abs_err: f64,
+    /// Largest |a − b| / |b| over elements with b ≠ 0.
+    pub max_rel_err: f64,
+    /// ‖a − b‖₂ / ‖b‖₂ over elements where both are finite (0 when equal, ∞ when ‖b‖ = 0 ≠ ‖a − b‖).
+    pub l2_rel_err: f64,
+    /// The element furthest outside its tolerance (or with the largest error when all pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_index: Option<usize>,
+    /// The first few mismatching indices, ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_mismatches: Vec<usize>,
+    pub tolerance: Tolerance,
+    /// Set when the buffers cannot be compared at all (type or length differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Compare `actual` (fast kernel) with `expected` (slow kernel).
+pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> Comparison {
+    let mut c = Comparison {
+        pass: false,
+        len: expected.len(),
+        // Integers compare exactly unless the harness gave them a tolerance (counts that
+        // may legitimately differ by a few, e.g. from float binning at bin edges).
+        exact: !expected.elem.is_float() && tol.atol == 0.0 && tol.rtol == 0.0,
+        mismatches: 0,
+        nans: 0,
+        max_abs_err: 0.0,
+        max_rel_err: 0.0,
+        l2_rel_err: 0.0,
+        worst_index: None,
+        first_mismatches: Vec::new(),
+        tolerance: *tol,
+        note: None,
+    };
+    if expected.elem != actual.elem || expected.bytes.len() != actual.bytes.len() {
+        c.note = Some(format!(
+            "cannot compare {} x {} with {} x {}",
+            expected.elem.name(),
+            expected.len(),
+            actual.elem.name(),
+            actual.len()
+        ));
+        c.mismatches = c.len.max(actual.len());
+        return c;
+    }
+    let mismatch = |c: &mut Comparison, i: usize| {
+        c.mismatches += 1;
+        if c.first_mismatches.len() < FIRST_MISMATCHES {
+            c.first_mismatches.push(i);
+        }
+    };
+    if c.exact {
+        let mut worst = 0i128;
+        for i in 0..c.len {
+            let (b, a) = (expected.get_i128(i), actual.get_i128(i));
+            if a != b {
+                mismatch(&mut c, i);
+                let d = (a - b).abs();
+                if d > worst || c.worst_index.is_none() {
+                    worst = d;
+                    c.worst_index = Some(i);
+                }
+                c.max_abs_err = c.max_abs_err.max(d as f64);
+                if b != 0 {
+                    c.max_rel_err = c.max_rel_err.max(d as f64 / (b as f64).abs());
+                }
+            }
+        }
+        c.l2_rel_err = if c.mismatches == 0 {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+        c.pass = c.mismatches == 0;
+        return c;
+    }
+    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
+    let mut worst_score = f64::NEG_INFINITY;
+    for i in 0..c.len {
+        let (b, a) = (expected.get_f64(i), actual.get_f64(i));
+        if a.is_nan() || b.is_nan() {
+            c.nans += 1;
+            mismatch(&mut c, i);
+            if worst_score < f64::INFINITY {
+                worst_score = f64::INFINITY;
+                c.worst_index = Some(i);
+            }
+            continue;
+        }
+        if a == b {
+            // Covers equal infinities, whose difference would be NaN.
+            if b.is_finite() {
+                ref2 += b * b;
+            }
+            if worst_score < 0.0 && c.worst_index.is_none() {
+                worst_score = 0.0;
+                c.worst_index = Some(i);
+            }
+            continue;
+        }
+        let d = (a - b).abs();
+        let allowed = tol.atol + tol.rtol * b.abs();
+        if d.is_finite() {
+            diff2 += d * d;
+            ref2 += b * b;
+        } else {
+            diff2 = f64::INFINITY;
+        }
+        c.max_abs_err = c.max_abs_err.max(d);
+        if b != 0.0 {
+            c.max_rel_err = c.max_rel_err.max(d / b.abs());
+        }
+        let score = if allowed > 0.0 { d / allowed } else { f64::MAX };
+        if score > worst_score {
+            worst_score = score;
+            c.worst_index = Some(i);
+        }
+        // NaN differences (from infinities) fail too.
+        if d.is_nan() || d > allowed {
+            mismatch(&mut c, i);
+        }
+    }
+    c.l2_rel_err = if diff2 == 0.0 {
+        0.0
+    } else if ref2 > 0.0 {
+        diff2.sqrt() / ref2.sqrt()
+    } else {
+        f64::INFINITY
+    };
+    c.pass = c.mismatches == 0 && c.l2_rel_err <= tol.l2;
+    c
+}
+
+/// An output that is not evidence of a computation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Degenerate {
+    /// Every element still holds the poison: the kernel wrote nothing.
+    Unwritten,
+    /// Some elements still hold the poison (a skipped block, a short loop bound).
+    PartiallyUnwritten {
+        count: usize,
+        first: usize,
+    },
+    AllZero,
+    /// Every element has the same value.
+    Constant {
+        value: f64,
+    },
+    /// An `inout` buffer came back exactly as it went in.
+    Unchanged,
+}
+
+impl Degenerate {
+    pub fn status(&self) -> Status {
+        match self {
+            Degenerate::Unwritten | Degenerate::PartiallyUnwritten { .. } => Status::Unwritten,
+            _ => Status::Degenerate,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Degenerate::Unwritten => "no element was written (all poison)".into(),
+            Degenerate::PartiallyUnwritten { count, first } => {
+                format!("{count} elements were not written, the first at index {first}")
+            }
+            Degenerate::AllZero => "every element is zero".into(),
+            Degenerate::Constant { value } => format!("every element equals {value}"),
+            Degenerate::Unchanged => "the in/out buffer is unchanged from its input".into(),
+        }
+    }
+}
+
+/// Check one output after a run.
+///
+/// `input` is what an `inout` buffer held before the launch (None for `out`). `reference`
+/// is the slow kernel's output for the same inputs, when checking the fast one: an element
+/// that holds the poison in both is not counted as unwritten (for integers the poison,
+/// all ones, can be a legitimate value such as -1). `allow` (the harness's
+/// `allow_degenerate`) accepts zero, constant and unchanged outputs, never unwritten ones.
+pub fn check_degenerate(
+    actual: &HostBuffer,
+    input: Option<&HostBuffer>,
+    reference: Option<&HostBuffer>,
+    allow: bool,
+) -> Option<Degenerate> {
+    let n = actual.len();
+    if n == 0 {
+        return None;
+    }
+    // Poison only means "unwritten" where the buffer started as poison (an `out` buffer).
+    if input.is_none() {
+        let poisoned: Vec<usize> = (0..n)
+            .filter(|&i| actual.is_poison(i))
+            .filter(|&i| {
+                !reference.is_some_and(|r| r.elem == actual.elem && r.len() == n && r.is_poison(i))
+            })
+            .collect();
+        if poisoned.len() == n {
+            return Some(Degenerate::Unwritten);
+        }
+        if let Some(&first) = poisoned.first() {
+            return Some(Degenerate::PartiallyUnwritten {
+                count: poisoned.len(),
+                first,
+            });
+        }
+    }
+    if allow {
+        return None;
+    }
+    if let Some(inp) = input {
+        if inp.bytes == actual.bytes {
+            return Some(Degenerate::Unchanged);
+        }
+    }
+    let v0 = actual.get_f64(0);
+    if (0..n).all(|i| actual.get_f64(i) == 0.0) {
+        return Some(Degenerate::AllZero);
+    }
+    if n > 1 {
+        let e = actual.elem.size_of();
+        let first = &actual.bytes[..e];
+        if actual.bytes.chunks_exact(e).all(|c| c == first) {
+            return Some(Degenerate::Constant { value: v0 });
+        }
+    }
+    None
+}
+
+/// Bytes of a canary zone of `len` bytes: a position-dependent pattern (not a repeated
+/// byte), so an overrun that writes zeros, ones, a constant or a copy of the neighbouring
+/// data is caught. It is not a valid small float or int in any common type.
+pub fn canary_pattern(len: usize) -> Vec<u8> {
+    (0..len).map(canary_byte).collect()
+}
+
+fn canary_byte(i: usize) -> u8 {
+    // A multiplicative hash of the offset, xor-ed with 0xA5 so that offset 0 is non-zero.
+    ((i as u32).wrapping_mul(0x9E37_79B1) >> 24) as u8 ^ 0xA5
+}
+
+/// Where a canary zone was overwritten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanaryDamage {
+    /// Byte offsets within the zone of the first and last damaged byte.
+    pub first: usize,
+    pub last: usize,
+    pub count: usize,
+}
+
+/// Check a canary zone read back from the device (as written by [`canary_pattern`] with the same length).
+pub fn check_canary(bytes: &[u8]) -> Result<(), CanaryDamage> {
+    let bad: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|&(i, &b)| b != canary_byte(i))
+        .map(|(i, _)| i)
+        .collect();
+    match (bad.first(), bad.last()) {
+        (Some(&first), Some(&last)) => Err(CanaryDamage {
+            first,
+            last,
+            count: bad.len(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a buffer is entirely the poison pattern (convenience for runners).
+pub fn all_poison(b: &HostBuffer) -> bool {
+    let p = poison_pattern(b.elem);
+    b.bytes.chunks_exact(p.len()).all(|c| c == p.as_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::ElemType;
+
+    fn f32s(v: &[f64]) -> HostBuffer {
+        HostBuffer::from_f64s(ElemType::F32, v)
+    }
+    fn tol32() -> Tolerance {
+        Tolerance::default_for(ElemType::F32)
+    }
+    fn ramp(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| (i as f64 * 0.37).sin() * 10.0 + 0.5)
+            .collect()
+    }
+
+    #[test]
+    fn reordered_sums_pass_with_the_f32_defaults() {
+        // Two summation orders of the same 4096 terms, as a tree reduction and a serial loop
+        // would produce: elementwise within 1e-3 relative but not bit-identical.
+        let n = 64;
+        let mut serial = Vec::new();
+        let mut tree = Vec::new();
+        for r in 0..n {
+            let terms: Vec<f32> = (0..4096)
+                .map(|i| (((i * 7 + r * 13) % 1000) as f32 / 997.0 - 0.5) * 1.3)
+                .collect();
+            serial.push(terms.iter().sum::<f32>() as f64);
+            let mut t = terms.clone();
+            while t.len() > 1 {
+                t = t.chunks(2).map(|c| c.iter().sum()).collect();
+            }
+            tree.push(t[0] as f64);
+        }
+        assert_ne!(serial, tree, "the test needs differing orders");
+        let c = compare(&f32s(&serial), &f32s(&tree), &tol32());
+        assert!(c.pass, "{c:?}");
+        // The 1e-4/1e-4 would be stricter; L2 stays tiny either way.
+        assert!(c.l2_rel_err < 1e-5, "{c:?}");
+    }
+
+    #[test]
+    fn last_few_elements_differ() {
+        let e = ramp(1000);
+        let mut a = e.clone();
+        for x in &mut a[997..] {
+            *x += 0.5;
+        }
+        let c = compare(&f32s(&e), &f32s(&a), &tol32());
+        assert!(!c.pass);
+        assert_eq!(c.mismatches, 3);
+        assert_eq!(c.first_mismatches, vec![997, 998, 999]);
+        assert!(c.worst_index.is_some_and(|w| w >= 997));
+        assert!((c.max_abs_err - 0.5).abs() < 1e-5, "{c:?}");
+    }
+
+    #[test]
+    fn nan_never_passes_even_on_both_sides() {
+        let mut e = ramp(10);
+        e[4] = f64::NAN;
+        let c = compare(&f32s(&e), &f32s(&e), &tol32());
+        assert!(!c.pass);
+        assert_eq!((c.nans, c.mismatches, c.worst_index), (1, 1, Some(4)));
+        let loose = Tolerance {
+            atol: 1e9,
+            rtol: 1e9,
+            l2: 1e9,
+        };
+        let mut a = ramp(10);
+        a[9] = f64::NAN;
+        assert!(!compare(&f32s(&ramp(10)), &f32s(&a), &loose).pass);
+    }
+
+    #[test]
+    fn l2_bound_catches_spread_small_errors() {
+        // Every element off by 5e-4 relative: elementwise fine (rtol 1e-3), L2 not (1e-4).
+        let e = ramp(500);
+        let a: Vec<f64> = e.iter().map(|x| x * (1.0 + 5e-4)).collect();
+        let c = compare(&f32s(&e), &f32s(&a), &tol32());
+        assert_eq!(c.mismatches, 0);
+        assert!(!c.pass && c.l2_rel_err > 1e-4, "{c:?}");
+    }
+
+    #[test]
+    fn integers_compare_exactly_and_types_must_agree() {
+        let e = HostBuffer::from_i64s(ElemType::I32, &[1, 2, 3, -4]);
+        let a = HostBuffer::from_i64s(ElemType::I32, &[1, 2, 4, -4]);
+        let c = compare(&e, &a, &Tolerance::default_for(ElemType::I32));
+        assert!(!c.pass && c.exact);
+        assert_eq!(
+            (c.mismatches, c.worst_index, c.max_abs_err),
+            (1, Some(2), 1.0)
+        );
+        assert!(compare(&e, &e, &Tolerance::default_for(ElemType::I32)).pass);
+        // With a harness tolerance, counts may differ by a little.
+        let loose = Tolerance {
+            atol: 1.0,
+            rtol: 0.0,
+            l2: 0.5,
+        };
+        let c = compare(&e, &a, &loose);
+        assert!(c.pass && !c.exact, "{c:?}");
+        let far = HostBuffer::from_i64s(ElemType::I32, &[1, 2, 9, -4]);
+        assert!(!compare(&e, &far, &loose).pass);
+        let c = compare(&e, &f32s(&[1.0, 2.0, 3.0, -4.0]), &tol32());
+        assert!(!c.pass && c.note.is_some());
+        let c = compare(
+            &e,
+            &HostBuffer::from_i64s(ElemType::I32, &[1, 2, 3]),
+            &tol32(),
+        );
+        assert!(!c.pass && c.note.is_some());
+    }
+
+    #[test]
+    fn half_precision_uses_looser_defaults() {
+        let e: Vec<f64> = ramp(100);
+        let a: Vec<f64> = e.iter().map(|x| x * (1.0 + 4e-3)).collect();
+        let (he, ha) = (
+            HostBuffer::from_f64s(ElemType::F16, &e),
+            HostBuffer::from_f64s(ElemType::F16, &a),
+        );
+        assert!(compare(&he, &ha, &Tolerance::default_for(ElemType::F16)).pass);
+        assert!(!compare(&f32s(&e), &f32s(&a), &tol32()).pass);
+    }
+
+    #[test]
+    fn skipped_last_block_is_unwritten() {
+        let mut out = HostBuffer::poisoned(ElemType::F32, 1000);
+        let written = f32s(&ramp(768));
+        out.bytes[..written.bytes.len()].copy_from_slice(&written.bytes);
+        assert_eq!(
+            check_degenerate(&out, None, None, false),
+            Some(Degenerate::PartiallyUnwritten {
+                count: 232,
+                first: 768
+            })
+        );
+        // Even when the harness allows degenerate values.
+        assert_eq!(
+            check_degenerate(&out, None, None, true).unwrap().status(),
+            Status::Unwritten
+        );
+        let none = HostBuffer::poisoned(ElemType::F32, 10);
+        assert_eq!(
+            check_degenerate(&none, None, None, false),
+            Some(Degenerate::Unwritten)
+        );
+        assert!(all_poison(&none) && !all_poison(&out));
+    }
+
+    #[test]
+    fn integer_poison_in_the_reference_is_a_value() {
+        // -1 is all-ones, like the poison: where the slow kernel also wrote -1, it is data.
+        let slow = HostBuffer::from_i64s(ElemType::I32, &[3, -1, 5, -1]);
+        let fast = slow.clone();
+        assert_eq!(check_degenerate(&fast, None, Some(&slow), false), None);
+        let bad = HostBuffer::from_i64s(ElemType::I32, &[3, -1, -1, -1]);
+        assert_eq!(
+            check_degenerate(&bad, None, Some(&slow), false),
+            Some(Degenerate::PartiallyUnwritten { count: 1, first: 2 })
+        );
+    }
+
+    #[test]
+    fn zero_constant_and_unchanged_outputs() {
+        let z = f32s(&[0.0; 16]);
+        assert_eq!(
+            check_degenerate(&z, None, None, false),
+            Some(Degenerate::AllZero)
+        );
+        assert_eq!(check_degenerate(&z, None, None, true), None);
+        let k = f32s(&[2.5; 16]);
+        assert_eq!(
+            check_degenerate(&k, None, None, false),
+            Some(Degenerate::Constant { value: 2.5 })
+        );
+        assert_eq!(
+            Degenerate::Constant { value: 2.5 }.status(),
+            Status::Degenerate
+        );
+        let inp = f32s(&ramp(16));
+        assert_eq!(
+            check_degenerate(&inp, Some(&inp), None, false),
+            Some(Degenerate::Unchanged)
+        );
+        // An inout buffer is not checked for poison (it never held any).
+        let moved = f32s(&ramp(16).iter().map(|x| x + 1.0).collect::<Vec<_>>());
+        assert_eq!(check_degenerate(&moved, Some(&inp), None, false), None);
+        // A single-element result may be any value but zero.
+        assert_eq!(check_degenerate(&f32s(&[3.0]), None, None, false), None);
+    }
+
+    #[test]
+    fn canaries_catch_overruns() {
+        let mut zone = canary_pattern(256);
+        assert_eq!(check_canary(&zone), Ok(()));
+        // Not a repeated byte, so a constant write anywhere shows.
+        assert!(zone.windows(2).any(|w| w[0] != w[1]));
+        zone[4..8].copy_from_slice(&1.0f32.to_le_bytes());
+        let d = check_canary(&zone).unwrap_err();
+        assert_eq!(d.first, 4);
+        assert!(d.last <= 7 && d.count >= 2, "{d:?}");
+        let mut zone = canary_pattern(64);
+        zone[63] ^= 1;
+        assert_eq!(
+            check_canary(&zone),
+            Err(CanaryDamage {
+                first: 63,
+                last: 63,
+                count: 1
+            })
+        );
+    }
+}
