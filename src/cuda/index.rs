@@ -1249,6 +1249,7 @@ fn launch_definitions(
             continue;
         }
         let mut found = Vec::new();
+        let mut follow = String::new();
         let mut s0 = 0;
         for (i, c) in mchunk[..offset].char_indices() {
             if matches!(c, ';' | '{' | '}') {
@@ -1256,6 +1257,15 @@ fn launch_definitions(
                 if declares(stmt, &name) || assigns(stmt, &name) {
                     let lead = mchunk[s0..i].len() - mchunk[s0..i].trim_start().len();
                     found.push(collapse_ws(&chunk[s0 + lead..i]));
+                    // The part that defines this name: from it to the next top-level
+                    // comma (`int a = 1, n = f(b)` → `n = f(b)`).
+                    let ids = lex::idents(stmt);
+                    if let Some(p) = ids.iter().position(|x| x.text == name && !x.member) {
+                        let from = ids[p].offset;
+                        let part = split_top_commas(&stmt[from..])[0];
+                        follow.push_str(part);
+                        follow.push(' ');
+                    }
                 }
                 s0 = i + 1;
             }
@@ -1272,8 +1282,11 @@ fn launch_definitions(
             })
         };
         if let Some(text) = text {
+            if follow.is_empty() {
+                follow = text.clone();
+            }
             // Follow the names the definition uses (`dim3 grid(n / BLOCK)` → BLOCK).
-            let m = lex::mask(&text);
+            let m = lex::mask(&follow);
             for i in lex::idents(&m) {
                 if !i.member
                     && !builtins::is_builtin(i.text)
@@ -1292,6 +1305,27 @@ fn launch_definitions(
 
 /// `stmt` (masked, trimmed) declares `name`: `T name(…)`, `const T *name = …`, `T a, name;`.
 fn declares(stmt: &str, name: &str) -> bool {
+    if declares_first(stmt, name) {
+        return true;
+    }
+    // A later declarator: `dim3 grid(…), block(…)`, `int a = 1, n = 2`.
+    let parts = split_top_commas(stmt);
+    let later = parts[1..].iter().any(|p| {
+        p.trim_start().strip_prefix(name).is_some_and(|rest| {
+            let r = rest.trim_start();
+            !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                && (r.is_empty() || r.starts_with(['(', '=', '{', '[']))
+                && !r.starts_with("==")
+        })
+    });
+    later
+        && lex::idents(parts[0])
+            .iter()
+            .skip(1)
+            .any(|i| declares_first(parts[0], i.text))
+}
+
+fn declares_first(stmt: &str, name: &str) -> bool {
     let ids = lex::idents(stmt);
     let Some(pos) = ids.iter().position(|i| i.text == name && !i.member) else {
         return false;
@@ -1307,9 +1341,12 @@ fn declares(stmt: &str, name: &str) -> bool {
     let end = ids[pos].offset + name.len();
     let after = stmt[end..].trim_start();
     let follows = after.is_empty() || after.starts_with(['(', '=', '{', '[', ';', ',']);
-    let before_ok = stmt[..ids[pos].offset]
+    let before = &stmt[..ids[pos].offset];
+    let before_ok = before
         .chars()
-        .all(|c| c.is_alphanumeric() || c.is_whitespace() || "_*&:<>,".contains(c));
+        .all(|c| c.is_alphanumeric() || c.is_whitespace() || "_*&:<>,".contains(c))
+        // `i < n` is a comparison, `vector<int> n` a declaration.
+        && before.matches('<').count() == before.matches('>').count();
     follows && before_ok && !after.starts_with("==")
 }
 
@@ -1342,6 +1379,11 @@ mod tests {
         assert!(declares("int blocks", "blocks"));
         assert!(!declares("return blocks", "blocks"));
         assert!(!declares("x = f(blocks)", "blocks"));
+        assert!(!declares("i < blocks", "blocks"));
+        assert!(declares("std::vector<int> blocks", "blocks"));
+        assert!(declares("dim3 grid(n / T, 1), threads(T, T)", "threads"));
+        assert!(declares("int rows = 512, cols = 512", "cols"));
+        assert!(!declares("f(a, cols = 2)", "cols"));
         assert!(assigns("grid.x = 3", "grid"));
         assert!(assigns("blocks += 1", "blocks"));
         assert!(!assigns("blocks == 1", "blocks"));
