@@ -1046,7 +1046,7 @@ fn classify_text(mchunk: &str, chunk: &str) -> Classified {
     }
     // A variable: the identifier before the first `[`, `=`, `(` or `;` at depth 0.
     let stop = mchunk
-        .find(|c| matches!(c, '[' | '=' | ';' | '(' | '{'))
+        .find(['[', '=', ';', '(', '{'])
         .unwrap_or(mchunk.len());
     if let Some(n) = lex::idents(&mchunk[..stop]).last() {
         if !builtins::is_keyword(n.text) && words.len() > 1 {
