@@ -67,6 +67,7 @@ fn real_suites_isolate_and_compile() {
     let mut index_time = 0.0;
     let mut isolate_time = 0.0;
     let mut files_n = 0;
+    let mut diag_counts: BTreeMap<String, usize> = BTreeMap::new();
     for vdir in variant_dirs(&root) {
         let vname = vdir.strip_prefix(&root).unwrap().display().to_string();
         if only.as_deref().is_some_and(|o| !vname.contains(o)) {
@@ -107,6 +108,12 @@ fn real_suites_isolate_and_compile() {
                 let unit = isolate_at(&scope, path, i).unwrap();
                 isolate_time += t1.elapsed().as_secs_f64();
                 total += 1;
+                for d in &unit.diagnostics {
+                    *diag_counts.entry(d.code.clone()).or_insert(0usize) += 1;
+                    if std::env::var("SHOW").is_ok_and(|c| c == d.code) {
+                        println!("DIAG {path}::{} {}", k.name, d.message);
+                    }
+                }
                 if !compile {
                     continue;
                 }
@@ -165,5 +172,6 @@ fn real_suites_isolate_and_compile() {
         isolate_time
     );
     println!("failures by reason: {reasons:?}");
+    println!("diagnostics over all units: {diag_counts:?}");
     assert!(total > 0);
 }

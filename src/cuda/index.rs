@@ -687,6 +687,20 @@ fn index_chunk(
     }
     // Parameters recovered from the text are locals too.
     locals.extend(item.params.iter().map(|p| p.name.as_str()));
+    // So are macros defined inside the chunk (`#define SUM(s) …` in a kernel body).
+    for line in mchunk.lines() {
+        if let Some(c) = DEFINE_RE.captures(line) {
+            locals.insert(c.get(1).expect("name").as_str());
+            if let Some(ps) = c.get(2) {
+                locals.extend(
+                    ps.as_str()
+                        .trim_matches(|c| c == '(' || c == ')')
+                        .split(',')
+                        .map(str::trim),
+                );
+            }
+        }
+    }
     let refs: Vec<(String, u32)> = all
         .into_iter()
         .filter(|i| {

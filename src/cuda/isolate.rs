@@ -382,7 +382,12 @@ impl<'s, 'a> Closure<'s, 'a> {
                     if !self.shims.iter().any(|x| x.name == s.name) {
                         self.shims.push(s);
                     }
-                } else if !builtins::is_builtin(name) {
+                } else if !builtins::is_builtin(name)
+                    // A macro body may name the caller's locals; and a name tested by
+                    // the `#if` around an item is only used where it is defined.
+                    && it.kind != ItemKind::Macro
+                    && !it.cond_refs.iter().any(|c| c == name)
+                {
                     let path = self.files[id.0].0;
                     self.unresolved
                         .entry(name.to_string())

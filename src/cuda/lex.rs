@@ -507,7 +507,7 @@ fn preceded_by_member(b: &[u8], i: usize) -> bool {
         return false;
     }
     match b[k - 1] {
-        b'.' => !(k >= 2 && b[k - 2].is_ascii_digit()),
+        b'.' => true,
         b'>' => k >= 2 && b[k - 2] == b'-',
         b':' => k >= 2 && b[k - 2] == b':',
         _ => false,
