@@ -366,12 +366,25 @@ impl<'s, 'a> Closure<'s, 'a> {
     fn visit(&mut self, id: ItemId) {
         self.state.insert(id, State::InProgress);
         let it = self.item(id);
-        let refs = it
-            .refs
+        let lazy = if it.lazy {
+            Some(super::index::lazy_refs(it))
+        } else {
+            None
+        };
+        let (own_refs, own_conds) = match &lazy {
+            Some((r, c)) => (r.as_slice(), c.as_slice()),
+            None => (it.refs.as_slice(), &[][..]),
+        };
+        let refs: Vec<(&str, u32, bool)> = own_refs
             .iter()
             .map(|(n, l)| (n.as_str(), *l, false))
-            .chain(it.cond_refs.iter().map(|n| (n.as_str(), it.line, true)));
-        let refs: Vec<(&str, u32, bool)> = refs.collect();
+            .chain(
+                it.cond_refs
+                    .iter()
+                    .chain(own_conds)
+                    .map(|n| (n.as_str(), it.line, true)),
+            )
+            .collect();
         for (name, line, cond) in refs {
             let targets = self.resolve(name, id.0, cond);
             if targets.is_empty() {
@@ -409,7 +422,7 @@ impl<'s, 'a> Closure<'s, 'a> {
         }
         // Operator overloads for the types this item uses.
         if it.kind != ItemKind::Macro {
-            let used: HashSet<&str> = it.refs.iter().map(|(n, _)| n.as_str()).collect();
+            let used: HashSet<&str> = own_refs.iter().map(|(n, _)| n.as_str()).collect();
             for r in 0..self.files.len() {
                 let (_, reach, fi) = self.files[r];
                 if reach != Reach::Include {
@@ -844,6 +857,17 @@ int main() {
         assert_eq!(dropped.len(), 2, "{dropped:?}");
         assert!(dropped[0].contains("<cuda_runtime.h>"));
         assert!(dropped[1].contains("<stdio.h>"));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn unannotated_functions_a_kernel_calls_are_pulled_with_their_needs() {
+        // Plain functions are indexed by name only and analysed when first used.
+        let src = "#define SCALE 3\nfloat plain(float x) { return x * SCALE; }\nint main(int argc, char **argv) { return plain(1.0f); }\n__global__ void k(float *a) { a[0] = plain(a[0]); }\n";
+        let u = unit(&[("p.cu", src)], "p.cu", "k");
+        assert_eq!(u.pulled.helpers, vec!["plain"]);
+        assert_eq!(u.pulled.macros, vec!["SCALE"]);
+        assert!(!u.source.contains("main"));
         assert!(compiles(&u).unwrap_or(true));
     }
 
