@@ -1254,6 +1254,44 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
     }
 
     #[test]
+    fn file_index_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<FileIndex>();
+        check::<IsolatedKernel>();
+    }
+
+    /// Broken input never panics and never loses a kernel whose own text is whole.
+    #[test]
+    fn index_survives_garbage() {
+        let cases = [
+            "",
+            "}}}}{{{{",
+            "/* unterminated comment __global__ void k() {}",
+            "\"unterminated string\n__global__ void k(int *a) { a[0] = 1; }\n",
+            "#if 1\n#else\n#endif\n#endif\n#else\n__global__ void k(int *a) {}\n",
+            "__global__ void k(int *a) { if (a) { a[0] = 1; }\n",
+            "template <typename T __global__ void k(T *a) {}",
+            "#define X(a, b) a ## b\n#define\n#include\n#include <\n__global__ void k(int *a) { a[0] = X(1, 2); }",
+            "\u{feff}__global__ void k(int *a) { a[0] = '\\''; }",
+            "extern \"C\" { namespace { __global__ void k(int *a) {} } }",
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            let map = scope_of(&[("g.cu", c)]);
+            let scope = Scope { files: &map };
+            for k in 0..map["g.cu"].kernels().len() {
+                let u = isolate_at(&scope, "g.cu", k).unwrap();
+                assert!(u.source.contains("void k"), "case {i}: {}", u.source);
+            }
+            if c.contains("__global__ void k(int *a) {") && !c.starts_with("/*") {
+                assert!(
+                    !map["g.cu"].kernels().is_empty(),
+                    "case {i} lost its kernel"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn resolves_includes_relative_then_by_scope_folder() {
         let map = scope_of(&[("x/inc/a.h", ""), ("x/src/k.cu", ""), ("y/b.h", "")]);
         let s = Scope { files: &map };

@@ -27,6 +27,11 @@ fn mask_with(text: &str, literals: bool) -> String {
             }
         }
     };
+    // A UTF-8 byte-order mark is whitespace.
+    if b.starts_with(&[0xef, 0xbb, 0xbf]) {
+        out[..3].copy_from_slice(b"   ");
+        i = 3;
+    }
     while i < b.len() {
         match b[i] {
             b'/' if b.get(i + 1) == Some(&b'/') => {
@@ -476,20 +481,19 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
             i = j;
             continue;
         }
-        if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+        // Non-ASCII bytes (a byte-order mark, a stray symbol) separate tokens.
+        if c.is_ascii_alphabetic() || c == b'_' {
             let mut j = i + 1;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_' || b[j] >= 0x80) {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
                 j += 1;
             }
-            if c < 0x80 {
-                let member = preceded_by_member(b, i);
-                out.push(Ident {
-                    text: &masked[i..j],
-                    offset: i,
-                    member,
-                    in_condition: i < cond_end,
-                });
-            }
+            let member = preceded_by_member(b, i);
+            out.push(Ident {
+                text: &masked[i..j],
+                offset: i,
+                member,
+                in_condition: i < cond_end,
+            });
             i = j;
             continue;
         }
