@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const EXTS: &[&str] = &["cu", "cuh", "h", "c", "cpp", "cc"];
+/// What the extract stage reads (extractors/*.toml: kernel and context files).
+const EXTRACT_EXTS: &[&str] = &["cu", "cuh", "h", "hh", "hpp", "inc", "inl"];
 
 fn variant_dirs(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -38,17 +40,21 @@ fn variant_dirs(root: &Path) -> Vec<PathBuf> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    walk_exts(dir, EXTS, out)
+}
+
+fn walk_exts(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
-            walk(&p, out);
+            walk_exts(&p, exts, out);
         } else if p
             .extension()
             .and_then(|e| e.to_str())
-            .is_some_and(|e| EXTS.contains(&e))
+            .is_some_and(|e| exts.contains(&e))
         {
             out.push(p);
         }
@@ -196,7 +202,7 @@ fn real_suites_timing() {
             .par_iter()
             .map(|v| {
                 let mut paths = Vec::new();
-                walk(v, &mut paths);
+                walk_exts(v, EXTRACT_EXTS, &mut paths);
                 paths
                     .par_iter()
                     .filter_map(|p| {

@@ -251,8 +251,9 @@ impl<'s, 'a> Closure<'s, 'a> {
         self.item((0, self.kernel_item))
     }
 
-    /// The branches of `item` that conflict with or are implied by the kernel's own
-    /// `#if` branches (only meaningful in the kernel's file).
+    /// Whether an item can coexist with the kernel: in the kernel's own file, an item
+    /// in another branch of an `#if` the kernel sits in (the `#else` of its `#ifdef`)
+    /// cannot; the kernel's branches are taken as true.
     fn compatible(&self, id: ItemId) -> bool {
         if id.0 != 0 {
             return true;
