@@ -130,6 +130,9 @@ pub struct LaunchSite {
     pub path: String,
     pub line: u32,
     pub kernel: String,
+    /// Template arguments of a templated launch (`<float, 16>` in `k<float, 16><<<…>>>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_args: Option<String>,
     pub grid: String,
     pub block: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,6 +239,67 @@ pub struct Pair {
     pub harness: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// What the synth stage did for this pair's slow slot (accepted or why not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synth: Option<SynthOutcome>,
+}
+
+/// The synth stage's account of one pending pair: kept whether the answer was accepted
+/// or rejected, so every outcome is in the output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SynthOutcome {
+    /// A candidate passed every check and fills `slow` (still unverified).
+    pub accepted: bool,
+    /// Reason code of the final failure (`same_as_fast`, `compile_error`, `llm_unreachable`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub model: String,
+    pub prompt_hash: String,
+    /// Answers examined (first answer plus repair turns).
+    pub attempts: u32,
+    /// Every rejected answer, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejections: Vec<SynthRejection>,
+    /// Checks the accepted answer passed, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// Content-addressed cache keys of the conversation's requests, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_keys: Vec<String>,
+    #[serde(default)]
+    pub usage: TokenUsage,
+    /// Cost from the configured price table, when one is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The pair id before the slot was filled (the journal key of a resumed run).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pending_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SynthRejection {
+    pub attempt: u32,
+    pub reason: String,
+    pub message: String,
+}
+
+/// Tokens as the endpoint reported them (`usage` of a chat completion).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn add(&mut self, o: TokenUsage) {
+        self.prompt_tokens += o.prompt_tokens;
+        self.completion_tokens += o.completion_tokens;
+    }
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
 }
 
 impl Pair {

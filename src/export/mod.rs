@@ -1,13 +1,477 @@
 //! Training-file export: chat, prompt-completion, preference, sharegpt; splits, filters, dataset card.
+//!
+//! `export(records, out_dir, &config)` is the library entry point (used by `build`);
+//! `run_export` is the CLI edge. Output layout:
+//!
+//! ```text
+//! OUT/README.md                    dataset card (Hugging Face YAML header)
+//! OUT/speedup.svg                  speedup histogram
+//! OUT/filter_report.json           what was left out and why
+//! OUT/<format>/{train,test}.jsonl  one folder per format; a split file only when non-empty
+//! ```
+
+pub mod card;
+pub mod filter;
+pub mod format;
+pub mod plot;
+pub mod split;
+pub mod template;
+pub mod tokens;
+
+pub use format::{Format, Metadata, Sample};
+
+use crate::jsonl::{self, JsonlError};
+use crate::record::{Pair, Record, Status};
+use filter::{FilterReport, TooLong};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use split::Split;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use template::{TemplateError, Templates};
+use tokens::{Tokenizer, TokenizerError};
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
+    /// Pairs to export (JSONL records; non-pair records are ignored).
     #[arg(long = "in")]
-    pub input: std::path::PathBuf,
+    pub input: PathBuf,
+    /// Output folder (created; files this command owns are replaced).
     #[arg(long = "out")]
-    pub output: std::path::PathBuf,
+    pub output: PathBuf,
+    /// Formats to write, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = Format::ALL.to_vec(), value_enum)]
+    pub format: Vec<Format>,
+    /// Also export pairs that were not verified (marked `verified: false` in metadata).
+    #[arg(long)]
+    pub include_unverified: bool,
+    /// Put the measured speedup, device and techniques into the assistant answer.
+    #[arg(long)]
+    pub with_speedup: bool,
+    /// Folder whose template files (system.txt, user.md, assistant.md, performance.md) replace the built-in ones.
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
+    /// Share of samples in the train split (by benchmark).
+    #[arg(long, default_value_t = 0.8)]
+    pub split: f64,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Benchmarks (`name` or `suite/name`) that go to the test split whatever the ratio.
+    #[arg(long, value_delimiter = ',')]
+    pub holdout: Vec<String>,
+    /// Drop samples longer than this many tokens (system + user + assistant); 0 = no limit.
+    #[arg(long, default_value_t = 4096)]
+    pub max_tokens: usize,
+    /// `o200k_base` (default), `cl100k_base`, or a Hugging Face tokenizer.json (needs the
+    /// `hf-tokenizers` build feature; otherwise o200k_base counts and the card says so).
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    /// Leave out pairs whose source files' licence does not allow redistribution (or is unknown).
+    #[arg(long)]
+    pub exclude_non_redistributable: bool,
+    /// Estimated Jaccard similarity of token shingles at or above which a pair is a near duplicate.
+    #[arg(long, default_value_t = 0.85)]
+    pub near_dup_threshold: f64,
 }
 
-pub fn run_export(_args: ExportArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("export is not implemented yet")
+/// Export settings as a build config's `[export]` table holds them (and the CLI flags map to).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExportOptions {
+    pub formats: Vec<Format>,
+    pub include_unverified: bool,
+    pub with_speedup: bool,
+    pub templates: Option<PathBuf>,
+    pub split: f64,
+    pub seed: u64,
+    pub holdout: Vec<String>,
+    pub max_tokens: usize,
+    pub tokenizer: Option<String>,
+    pub exclude_non_redistributable: bool,
+    pub near_dup_threshold: f64,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            formats: Format::ALL.to_vec(),
+            include_unverified: false,
+            with_speedup: false,
+            templates: None,
+            split: 0.8,
+            seed: 42,
+            holdout: Vec::new(),
+            max_tokens: 4096,
+            tokenizer: None,
+            exclude_non_redistributable: false,
+            near_dup_threshold: 0.85,
+        }
+    }
+}
+
+impl From<&ExportArgs> for ExportOptions {
+    fn from(a: &ExportArgs) -> Self {
+        ExportOptions {
+            formats: a.format.clone(),
+            include_unverified: a.include_unverified,
+            with_speedup: a.with_speedup,
+            templates: a.templates.clone(),
+            split: a.split,
+            seed: a.seed,
+            holdout: a.holdout.clone(),
+            max_tokens: a.max_tokens,
+            tokenizer: a.tokenizer.clone(),
+            exclude_non_redistributable: a.exclude_non_redistributable,
+            near_dup_threshold: a.near_dup_threshold,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("export options: {0}")]
+    Options(String),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    #[error(transparent)]
+    Jsonl(#[from] JsonlError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Checked options with their templates and tokenizer loaded.
+#[derive(Debug)]
+pub struct ExportConfig {
+    pub options: ExportOptions,
+    pub templates: Templates,
+    pub tokenizer: Tokenizer,
+}
+
+impl ExportConfig {
+    pub fn new(mut options: ExportOptions) -> Result<ExportConfig, ExportError> {
+        if !(0.0..=1.0).contains(&options.split) {
+            return Err(ExportError::Options(format!(
+                "split {} is not a fraction between 0 and 1",
+                options.split
+            )));
+        }
+        if !(options.near_dup_threshold > 0.0 && options.near_dup_threshold <= 1.0) {
+            return Err(ExportError::Options(format!(
+                "near-duplicate threshold {} is not in (0, 1]",
+                options.near_dup_threshold
+            )));
+        }
+        if options.formats.is_empty() {
+            return Err(ExportError::Options("no format selected".into()));
+        }
+        options.formats.sort();
+        options.formats.dedup();
+        let templates = Templates::load(options.templates.as_deref())?;
+        let tokenizer = Tokenizer::load(options.tokenizer.as_deref())?;
+        Ok(ExportConfig {
+            options,
+            templates,
+            tokenizer,
+        })
+    }
+}
+
+/// What one export did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExportSummary {
+    pub report: FilterReport,
+    pub train: usize,
+    pub test: usize,
+    /// Files written, relative to the output folder, sorted.
+    pub files: Vec<String>,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
+    move |source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Why a pair is not a candidate at all, or None when it is.
+fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
+    if p.identical {
+        return Some("identical (control pair)".into());
+    }
+    let slow = p.slow.as_ref()?;
+    let status = p.verification.as_ref().map(|v| v.status);
+    if status != Some(Status::Verified) && !o.include_unverified {
+        return Some(format!(
+            "not verified: {}",
+            status.map_or("never verified", |s| s.as_str())
+        ));
+    }
+    if o.exclude_non_redistributable {
+        let ok = |u: &crate::record::KernelUnit| {
+            u.provenance
+                .licence
+                .as_ref()
+                .is_some_and(|l| l.redistributable)
+        };
+        if !ok(slow) || !ok(&p.fast) {
+            return Some("licence does not allow redistribution (or unknown)".into());
+        }
+    }
+    None
+}
+
+/// Export the pairs among `records` into `out`. Deterministic: the same records and options
+/// give byte-identical files, whatever order the records come in.
+pub fn export(
+    records: &[Record],
+    out: &Path,
+    cfg: &ExportConfig,
+) -> Result<ExportSummary, ExportError> {
+    let o = &cfg.options;
+    let mut report = FilterReport {
+        near_duplicate_threshold: o.near_dup_threshold,
+        max_tokens: o.max_tokens,
+        tokenizer: cfg.tokenizer.description.clone(),
+        tokenizer_note: cfg.tokenizer.fallback_note.clone(),
+        ..FilterReport::default()
+    };
+    let mut input_status: BTreeMap<String, usize> = BTreeMap::new();
+    // The same pair id twice (e.g. concatenated shard files) counts once.
+    let mut pairs: BTreeMap<&str, &Pair> = BTreeMap::new();
+    for r in records {
+        if let Record::Pair(p) = r {
+            pairs.entry(&p.id).or_insert(p);
+        }
+    }
+    let mut samples: Vec<Sample> = Vec::new();
+    for p in pairs.values() {
+        report.input_pairs += 1;
+        let st = if p.slow.is_none() {
+            "missing slow kernel".to_string()
+        } else {
+            p.verification
+                .as_ref()
+                .map_or("never verified", |v| v.status.as_str())
+                .to_string()
+        };
+        *input_status.entry(st).or_default() += 1;
+        if p.slow.is_none() && !p.identical {
+            *report
+                .excluded
+                .entry("missing slow kernel".into())
+                .or_default() += 1;
+            continue;
+        }
+        if let Some(why) = exclusion(p, o) {
+            *report.excluded.entry(why).or_default() += 1;
+            continue;
+        }
+        let slow = p.slow.as_ref().expect("checked by exclusion");
+        samples.push(format::build_sample(
+            p,
+            slow,
+            &cfg.templates,
+            o.with_speedup,
+        ));
+    }
+    // Priority for de-duplication: verified first, then by id.
+    samples.sort_by(|a, b| {
+        b.metadata
+            .verified
+            .cmp(&a.metadata.verified)
+            .then_with(|| a.metadata.id.cmp(&b.metadata.id))
+    });
+    // Duplicates are judged on the two kernels' code, not the prose around them.
+    let texts: Vec<(String, String)> = samples
+        .iter()
+        .map(|s| {
+            (
+                s.metadata.id.clone(),
+                format!("{}\n{}", s.slow_code, s.fast_code),
+            )
+        })
+        .collect();
+    let (keep, dups) = filter::dedup(&texts, o.near_dup_threshold);
+    report.duplicates = dups;
+    let mut samples: Vec<Sample> = samples
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(s, k)| k.then_some(s))
+        .collect();
+    samples.par_iter_mut().for_each(|s| {
+        s.metadata.tokens = cfg.tokenizer.count(&s.system)
+            + cfg.tokenizer.count(&s.user)
+            + cfg.tokenizer.count(&s.chosen);
+    });
+    let (mut samples, too_long): (Vec<Sample>, Vec<Sample>) = samples
+        .into_iter()
+        .partition(|s| o.max_tokens == 0 || s.metadata.tokens <= o.max_tokens);
+    report.too_long = too_long
+        .iter()
+        .map(|s| TooLong {
+            id: s.metadata.id.clone(),
+            tokens: s.metadata.tokens,
+        })
+        .collect();
+    report.kept = samples.len();
+
+    // Split by benchmark.
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &samples {
+        *groups
+            .entry(split::group_key(&s.metadata.suite, &s.metadata.benchmark))
+            .or_default() += 1;
+    }
+    let assignment = split::assign(&groups, o.split, o.seed, &o.holdout);
+    for s in &mut samples {
+        let g = split::group_key(&s.metadata.suite, &s.metadata.benchmark);
+        s.metadata.split = assignment[&g].as_str().to_string();
+    }
+    samples.sort_by(|a, b| a.metadata.id.cmp(&b.metadata.id));
+
+    // Write.
+    std::fs::create_dir_all(out).map_err(io_err(out))?;
+    let mut files = Vec::new();
+    let mut counts = BTreeMap::new();
+    for sp in [Split::Train, Split::Test] {
+        let in_split: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| s.metadata.split == sp.as_str())
+            .collect();
+        counts.insert(sp, in_split.len());
+        for f in Format::ALL {
+            let rel = format!("{}/{}.jsonl", f.name(), sp.as_str());
+            let path = out.join(&rel);
+            if in_split.is_empty() || !o.formats.contains(&f) {
+                // A stale file from an earlier export would contradict the card.
+                match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(io_err(&path)(e))
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            let lines: Vec<String> = in_split
+                .iter()
+                .map(|s| format::to_line(s, f).expect("samples serialize"))
+                .collect();
+            jsonl::write_atomic(&path, |w| {
+                for l in &lines {
+                    w.write_all(l.as_bytes())?;
+                    w.write_all(b"\n")?;
+                }
+                Ok(())
+            })?;
+            files.push(rel);
+        }
+    }
+    let report_json = serde_json::to_string_pretty(&report).expect("report serializes");
+    jsonl::write_atomic(&out.join("filter_report.json"), |w| {
+        w.write_all(report_json.as_bytes())?;
+        w.write_all(b"\n")
+    })?;
+    files.push("filter_report.json".into());
+    let mut licences: BTreeMap<card::LicenceKey, usize> = BTreeMap::new();
+    let by_id: BTreeMap<&str, &&Pair> = pairs.iter().map(|(k, v)| (*k, v)).collect();
+    for s in &samples {
+        let p = by_id[s.metadata.id.as_str()];
+        let mut keys = vec![card::LicenceKey::of(p.fast.provenance.licence.as_ref())];
+        if let Some(slow) = &p.slow {
+            keys.push(card::LicenceKey::of(slow.provenance.licence.as_ref()));
+        }
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            *licences.entry(k).or_default() += 1;
+        }
+    }
+    let options_line = format!(
+        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, unverified included {}",
+        o.formats.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
+        o.split,
+        o.seed,
+        o.holdout.join(", "),
+        o.max_tokens,
+        o.near_dup_threshold,
+        if o.with_speedup { "yes" } else { "no" },
+        if o.include_unverified { "yes" } else { "no" },
+    );
+    let card_text = card::render(&card::CardInput {
+        samples: &samples,
+        formats: &o.formats,
+        report: &report,
+        input_status: &input_status,
+        licences: &licences,
+        excluded_non_redistributable: o.exclude_non_redistributable,
+        options_line,
+        templates_overridden: &cfg.templates.overridden,
+    });
+    jsonl::write_atomic(&out.join("README.md"), |w| {
+        w.write_all(card_text.as_bytes())
+    })?;
+    let svg = card::plot(&samples);
+    jsonl::write_atomic(&out.join("speedup.svg"), |w| w.write_all(svg.as_bytes()))?;
+    files.push("README.md".into());
+    files.push("speedup.svg".into());
+    files.sort();
+    Ok(ExportSummary {
+        report,
+        train: counts[&Split::Train],
+        test: counts[&Split::Test],
+        files,
+    })
+}
+
+/// One line per outcome, for stderr.
+pub fn summary_table(s: &ExportSummary) -> String {
+    let r = &s.report;
+    let exact = r.duplicates.iter().filter(|d| d.kind == "exact").count();
+    let mut t = format!("export: {} input pairs\n", r.input_pairs);
+    for (why, n) in &r.excluded {
+        t.push_str(&format!("  left out  {n:>6}  {why}\n"));
+    }
+    t.push_str(&format!("  left out  {exact:>6}  exact duplicate\n"));
+    t.push_str(&format!(
+        "  left out  {:>6}  near duplicate\n",
+        r.duplicates.len() - exact
+    ));
+    t.push_str(&format!(
+        "  left out  {:>6}  over {} tokens\n",
+        r.too_long.len(),
+        r.max_tokens
+    ));
+    t.push_str(&format!(
+        "  exported  {:>6}  (train {}, test {})\n",
+        r.kept, s.train, s.test
+    ));
+    t
+}
+
+pub fn run_export(args: ExportArgs) -> anyhow::Result<u8> {
+    use anyhow::Context;
+    let cfg = ExportConfig::new(ExportOptions::from(&args))?;
+    let records = jsonl::read_records(&args.input)
+        .with_context(|| format!("reading pairs from {}", args.input.display()))?;
+    let summary = export(&records, &args.output, &cfg)?;
+    eprint!("{}", summary_table(&summary));
+    if summary.report.kept == 0 {
+        eprintln!(
+            "warning: nothing exported (no verified pairs in {}; --include-unverified exports unverified ones)",
+            args.input.display()
+        );
+    }
+    eprintln!(
+        "wrote {} files to {}",
+        summary.files.len(),
+        args.output.display()
+    );
+    Ok(crate::exit::OK)
 }

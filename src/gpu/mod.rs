@@ -1,4 +1,8 @@
-//! Everything that touches CUDA: NVRTC compilation and (verify stage) the device runner.
-//! The only module with `unsafe`.
+//! Everything that touches CUDA: NVRTC compilation, the compile cache and the driver
+//! layer the verify stage runs pairs through. The only module with `unsafe`.
 
+pub mod cache;
+pub mod driver;
 pub mod nvrtc;
+
+pub use driver::{probe, Gpu, Probe, Props};

@@ -1,13 +1,605 @@
 //! LLM synthesis of naive variants over an OpenAI-compatible API, with checks and a cache.
+//!
+//! For every pair whose slow slot is empty (origin `pending`), ask the model for the
+//! unoptimized kernel, check the answer (see [`checks`]), feed compile errors back for a
+//! bounded number of repair turns, and record the outcome on the pair either way. An
+//! accepted answer fills the slot with origin `synthesized` and stays unverified: only
+//! the verify stage decides whether the pair counts. Every other record passes through.
+
+pub mod cache;
+pub mod checks;
+pub mod client;
+pub mod config;
+pub mod prompts;
+mod syntax;
+pub mod techniques;
+
+use crate::exit;
+use crate::jsonl::{read_records, write_atomic, write_records};
+use crate::record::{
+    content_id, Features, KernelUnit, Origin, Pair, Record, SynthOutcome, SynthRejection,
+    TokenUsage,
+};
+use anyhow::Context;
+use cache::{Cache, Journal};
+use client::{ChatAnswer, ChatRequest, Client, LlmError, Message};
+use config::{LlmConfig, LlmFile};
+use prompts::Prompts;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Version of the `--report` JSON (schemas/synth-report.schema.json).
+pub const REPORT_VERSION: u32 = 1;
 
 #[derive(Debug, clap::Args)]
 pub struct SynthArgs {
+    /// Records to read (pairs with an empty slow slot are synthesized).
     #[arg(long = "in")]
-    pub input: std::path::PathBuf,
+    pub input: PathBuf,
+    /// Where to write every record, synthesized or passed through (atomically, at the end).
     #[arg(long = "out")]
-    pub output: std::path::PathBuf,
+    pub output: PathBuf,
+    /// Endpoint settings (TOML; see examples/llm.toml). Flags below override it.
+    #[arg(long)]
+    pub llm: Option<PathBuf>,
+    /// Answer only from the cache; report requests that are missing.
+    #[arg(long)]
+    pub offline: bool,
+    /// Content-addressed request/response cache.
+    #[arg(long, default_value = ".kernelpair/llm-cache")]
+    pub cache: PathBuf,
+    /// Compile-error repair turns after the first answer.
+    #[arg(long, default_value_t = 2)]
+    pub max_repairs: u32,
+    /// Requests in flight at once (overrides the config).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Folder with prompt templates overriding the built-in ones (system.md, deoptimize.md, repair.md, describe.md).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+    /// Also ask for a one-paragraph description of the optimization of each accepted pair.
+    #[arg(long)]
+    pub describe: bool,
+    /// Below this normalized-token difference an answer counts as the fast kernel again.
+    #[arg(long, default_value_t = 0.05)]
+    pub min_difference: f64,
+    /// Architecture for the NVRTC compile check.
+    #[arg(long, default_value = "sm_90")]
+    pub arch: String,
+    /// Journal of finished pairs (default: OUT with `.journal` appended).
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// Write a JSON summary of the run here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// NAME of the environment variable holding the API key.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout in seconds.
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    #[arg(long)]
+    pub max_retries: Option<u32>,
+    /// Requests started per minute, at most.
+    #[arg(long)]
+    pub rpm: Option<f64>,
 }
 
-pub fn run_synth(_args: SynthArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("synth is not implemented yet")
+/// The checked settings of a run.
+pub struct Config {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    pub journal: PathBuf,
+    pub report: Option<PathBuf>,
+    pub llm: LlmConfig,
+    pub prompts: Prompts,
+    pub cache: Cache,
+    pub offline: bool,
+    pub max_repairs: u32,
+    pub describe: bool,
+    pub min_difference: f64,
+    pub arch: String,
+}
+
+impl Config {
+    pub fn from_args(a: SynthArgs) -> anyhow::Result<Config> {
+        let file = match &a.llm {
+            Some(p) => LlmFile::read(p)?,
+            None => LlmFile::default(),
+        };
+        let llm = LlmConfig::from_file(file.overlay(LlmFile {
+            base_url: a.base_url,
+            model: a.model,
+            api_key_env: a.api_key_env,
+            temperature: a.temperature,
+            max_tokens: a.max_tokens,
+            timeout_secs: a.timeout,
+            concurrency: a.concurrency,
+            requests_per_minute: a.rpm,
+            max_retries: a.max_retries,
+            ..Default::default()
+        }))?;
+        if !(0.0..=1.0).contains(&a.min_difference) {
+            anyhow::bail!("--min-difference must be within 0..=1");
+        }
+        let journal = a.journal.unwrap_or_else(|| default_journal(&a.output));
+        Ok(Config {
+            input: a.input,
+            output: a.output,
+            journal,
+            report: a.report,
+            llm,
+            prompts: Prompts::load(a.prompts.as_deref())?,
+            cache: Cache::new(a.cache),
+            offline: a.offline,
+            max_repairs: a.max_repairs,
+            describe: a.describe,
+            min_difference: a.min_difference,
+            arch: a.arch,
+        })
+    }
+
+    /// Everything that changes a pair's outcome; journal entries from other settings are redone.
+    fn fingerprint(&self) -> String {
+        content_id(&[
+            env!("CARGO_PKG_VERSION"),
+            &self.llm.model,
+            &self.llm.temperature.to_string(),
+            &self.llm.max_tokens.to_string(),
+            &self.prompts.hash,
+            &self.max_repairs.to_string(),
+            &self.describe.to_string(),
+            &self.min_difference.to_string(),
+            &self.arch,
+        ])
+    }
+}
+
+pub fn run_synth(args: SynthArgs) -> anyhow::Result<u8> {
+    let cfg = Config::from_args(args)?;
+    let report = synthesize(&cfg)?;
+    eprint!("{}", report.summary());
+    if let Some(p) = &cfg.report {
+        write_atomic(p, |w| {
+            serde_json::to_writer_pretty(&mut *w, &report)?;
+            std::io::Write::write_all(w, b"\n")
+        })?;
+    }
+    Ok(if report.accepted == report.pending {
+        exit::OK
+    } else {
+        exit::PARTIAL
+    })
+}
+
+/// What a run did (the `--report` file and the printed summary).
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub version: u32,
+    pub model: String,
+    pub prompt_hash: String,
+    pub records: usize,
+    /// Pairs with an empty slow slot in the input.
+    pub pending: usize,
+    pub accepted: usize,
+    pub rejected: usize,
+    /// Pairs taken from the journal of an earlier, interrupted run.
+    pub resumed: usize,
+    /// Final reason of every pair not accepted, counted.
+    pub reasons: BTreeMap<String, usize>,
+    /// Every rejected answer (including ones a repair turn fixed), counted by reason.
+    pub rejected_answers: BTreeMap<String, usize>,
+    /// HTTP requests sent (retries included).
+    pub requests_sent: u64,
+    pub retries: u64,
+    pub cache_hits: u64,
+    /// `--offline`: requests that were not in the cache.
+    pub missing: Vec<MissingRequest>,
+    pub usage: TokenUsage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MissingRequest {
+    pub pair: String,
+    pub kernel: String,
+    pub key: String,
+}
+
+impl Report {
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "synth: {} pending pairs: {} accepted (unverified), {} rejected{}\n",
+            self.pending,
+            self.accepted,
+            self.rejected,
+            if self.resumed > 0 {
+                format!(", {} resumed from the journal", self.resumed)
+            } else {
+                String::new()
+            }
+        );
+        for (r, n) in &self.reasons {
+            s.push_str(&format!("  {r:<24} {n}\n"));
+        }
+        s.push_str(&format!(
+            "requests sent {} (retries {}), cache hits {}, tokens {} prompt + {} completion",
+            self.requests_sent,
+            self.retries,
+            self.cache_hits,
+            self.usage.prompt_tokens,
+            self.usage.completion_tokens
+        ));
+        if let Some(c) = self.cost_usd {
+            s.push_str(&format!(", cost ${c:.4}"));
+        }
+        s.push('\n');
+        if !self.missing.is_empty() {
+            s.push_str(&format!(
+                "offline: {} requests are not in the cache:\n",
+                self.missing.len()
+            ));
+            for m in &self.missing {
+                s.push_str(&format!(
+                    "  pair {} ({}) request {}\n",
+                    m.pair, m.kernel, m.key
+                ));
+            }
+        }
+        s
+    }
+}
+
+/// The cache in front of the client.
+struct Llm<'a> {
+    cfg: &'a Config,
+    client: Option<Client>,
+    hits: AtomicU64,
+    missing: Mutex<Vec<MissingRequest>>,
+}
+
+impl Llm<'_> {
+    /// The answer and its cache key.
+    fn complete(&self, req: &ChatRequest, pair: &Pair) -> (String, Result<ChatAnswer, LlmError>) {
+        let key = cache::key(req);
+        if let Some(a) = self.cfg.cache.get(&key, req) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return (key, Ok(a));
+        }
+        let Some(client) = &self.client else {
+            self.missing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(MissingRequest {
+                    pair: pair.id.clone(),
+                    kernel: pair.kernel.clone(),
+                    key: key.clone(),
+                });
+            return (key.clone(), Err(LlmError::OfflineMiss { key }));
+        };
+        let r = client.chat(req);
+        if let Ok(a) = &r {
+            if let Err(e) = self.cfg.cache.put(&key, req, a) {
+                // The answer is still good for this run; only the replay is lost.
+                tracing::warn!("could not write cache entry {key}: {e}");
+            }
+        }
+        (key, r)
+    }
+}
+
+/// Run the stage over `cfg.input`, write `cfg.output`, and say what happened.
+pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
+    let records = read_records(&cfg.input)?;
+    let (journal, done) = Journal::open(&cfg.journal, &cfg.fingerprint())
+        .with_context(|| format!("opening the journal {}", cfg.journal.display()))?;
+    let llm = Llm {
+        cfg,
+        client: if cfg.offline {
+            None
+        } else {
+            Some(Client::new(&cfg.llm)?)
+        },
+        hits: AtomicU64::new(0),
+        missing: Mutex::new(Vec::new()),
+    };
+    let pending: Vec<usize> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| matches!(r, Record::Pair(p) if is_pending(p)).then_some(i))
+        .collect();
+    let mut report = Report {
+        version: REPORT_VERSION,
+        model: cfg.llm.model.clone(),
+        prompt_hash: cfg.prompts.hash.clone(),
+        records: records.len(),
+        pending: pending.len(),
+        ..Default::default()
+    };
+    let bar = indicatif::ProgressBar::new(pending.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("synth {bar:30} {pos}/{len} {msg} [{elapsed}]")
+            .expect("template is valid"),
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.llm.concurrency)
+        .build()
+        .context("starting worker threads")?;
+    let journal_errors = Mutex::new(Vec::<String>::new());
+    let results: Vec<(usize, Pair, bool)> = pool.install(|| {
+        pending
+            .par_iter()
+            .map(|&i| {
+                let Record::Pair(p) = &records[i] else {
+                    unreachable!("pending holds pair indices")
+                };
+                if let Some(prev) = done.get(&p.id) {
+                    bar.inc(1);
+                    return (i, prev.clone(), true);
+                }
+                let (pair, final_outcome) = synth_pair(p, cfg, &llm);
+                if final_outcome {
+                    if let Err(e) = journal.record(&p.id, &pair) {
+                        journal_errors
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(e.to_string());
+                    }
+                }
+                bar.set_message(format!("{} {}", pair.kernel, outcome_word(&pair)));
+                bar.inc(1);
+                (i, pair, false)
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    if let Some(e) = journal_errors.into_inner().unwrap_or_default().first() {
+        tracing::warn!("journal not written (a rerun will redo those pairs): {e}");
+    }
+    let mut out = records;
+    for (i, pair, resumed) in results {
+        report.resumed += usize::from(resumed);
+        let o = pair
+            .synth
+            .as_ref()
+            .expect("synth_pair always records an outcome");
+        report.usage.add(o.usage);
+        for r in &o.rejections {
+            *report.rejected_answers.entry(r.reason.clone()).or_default() += 1;
+        }
+        if o.accepted {
+            report.accepted += 1;
+        } else {
+            report.rejected += 1;
+            let reason = o.reason.clone().unwrap_or_else(|| "unknown".into());
+            *report.reasons.entry(reason).or_default() += 1;
+        }
+        out[i] = Record::Pair(Box::new(pair));
+    }
+    write_records(&cfg.output, &out)?;
+    if let Some(c) = &llm.client {
+        report.requests_sent = c.stats.sent.load(Ordering::Relaxed);
+        report.retries = c.stats.retries.load(Ordering::Relaxed);
+    }
+    report.cache_hits = llm.hits.load(Ordering::Relaxed);
+    report.missing = llm.missing.into_inner().unwrap_or_default();
+    report
+        .missing
+        .sort_by(|a, b| (&a.pair, &a.key).cmp(&(&b.pair, &b.key)));
+    report.cost_usd = cfg.llm.cost(report.usage);
+    Ok(report)
+}
+
+fn is_pending(p: &Pair) -> bool {
+    p.slow.is_none() && matches!(p.origin, Origin::Pending)
+}
+
+fn outcome_word(p: &Pair) -> &str {
+    match &p.synth {
+        Some(o) if o.accepted => "accepted",
+        Some(o) => o.reason.as_deref().unwrap_or("rejected"),
+        None => "",
+    }
+}
+
+/// Synthesize one pair's slow unit. The bool is false when the outcome came from the
+/// transport (unreachable, offline miss, …) rather than the model: such pairs are not
+/// journaled, so a rerun tries them again.
+fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
+    let fast = &p.fast;
+    let techniques = techniques::detect_pair(None, fast);
+    let mut outcome = SynthOutcome {
+        accepted: false,
+        reason: None,
+        message: None,
+        model: cfg.llm.model.clone(),
+        prompt_hash: cfg.prompts.hash.clone(),
+        attempts: 0,
+        rejections: vec![],
+        checks: vec![],
+        cache_keys: vec![],
+        usage: TokenUsage::default(),
+        cost_usd: None,
+        pending_id: p.id.clone(),
+    };
+    let target = checks::Target {
+        fast,
+        min_difference: cfg.min_difference,
+        arch: &cfg.arch,
+    };
+    let mut messages = vec![
+        Message::new("system", cfg.prompts.system.trim_end()),
+        Message::new("user", cfg.prompts.deoptimize_for(fast, &techniques)),
+    ];
+    let mut accepted = None;
+    let mut final_outcome = true;
+    for turn in 0..=cfg.max_repairs {
+        let req = request(cfg, messages.clone());
+        let (key, answer) = llm.complete(&req, p);
+        outcome.cache_keys.push(key);
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                outcome.reason = Some(e.reason().into());
+                outcome.message = Some(e.to_string());
+                final_outcome = false;
+                break;
+            }
+        };
+        outcome.attempts += 1;
+        outcome.usage.add(answer.usage);
+        match checks::check_answer(&answer.content, &target) {
+            Ok(c) => {
+                accepted = Some(c);
+                break;
+            }
+            Err(r) => {
+                outcome.rejections.push(SynthRejection {
+                    attempt: outcome.attempts,
+                    reason: r.reason.as_str().into(),
+                    message: r.message.clone(),
+                });
+                outcome.reason = Some(r.reason.as_str().into());
+                outcome.message = Some(r.message.clone());
+                if r.reason == checks::Reason::NvrtcUnavailable {
+                    // Not the model's fault: retry on a machine with NVRTC.
+                    final_outcome = false;
+                }
+                match r.compile_log {
+                    Some(log) if turn < cfg.max_repairs => {
+                        messages.push(Message::new("assistant", answer.content));
+                        messages.push(Message::new(
+                            "user",
+                            cfg.prompts.repair_for(&fast.kernel, outcome.attempts, &log),
+                        ));
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+    let mut pair = p.clone();
+    pair.techniques = techniques;
+    if let Some(c) = accepted {
+        outcome.accepted = true;
+        outcome.reason = None;
+        outcome.message = None;
+        outcome.checks = checks::CHECKS.iter().map(|s| s.to_string()).collect();
+        let slow = slow_unit(fast, c);
+        pair.techniques = techniques::detect_pair(Some(&slow), fast);
+        pair.origin = Origin::Synthesized {
+            model: cfg.llm.model.clone(),
+            prompt_hash: cfg.prompts.hash.clone(),
+            attempts: outcome.attempts,
+            checks: outcome.checks.clone(),
+        };
+        pair.id = Pair::make_id(Some(&slow), fast);
+        if cfg.describe {
+            let req = request(
+                cfg,
+                vec![
+                    Message::new("system", cfg.prompts.system.trim_end()),
+                    Message::new(
+                        "user",
+                        cfg.prompts.describe_for(&slow, fast, &pair.techniques),
+                    ),
+                ],
+            );
+            let (key, answer) = llm.complete(&req, p);
+            outcome.cache_keys.push(key);
+            match answer {
+                Ok(a) => {
+                    outcome.usage.add(a.usage);
+                    let text = a.content.trim();
+                    if !text.is_empty() && !text.contains("```") {
+                        pair.description = Some(text.to_string());
+                    } else {
+                        outcome.message =
+                            Some("description answer was empty or held code; left out".into());
+                    }
+                }
+                Err(e) => {
+                    outcome.message = Some(format!("description not written: {e}"));
+                    final_outcome = false;
+                }
+            }
+        }
+        pair.slow = Some(slow);
+    }
+    outcome.cost_usd = cfg.llm.cost(outcome.usage);
+    pair.synth = Some(outcome);
+    (pair, final_outcome)
+}
+
+fn request(cfg: &Config, messages: Vec<Message>) -> ChatRequest {
+    ChatRequest {
+        model: cfg.llm.model.clone(),
+        messages,
+        temperature: cfg.llm.temperature,
+        max_tokens: cfg.llm.max_tokens,
+    }
+}
+
+/// The accepted answer as a unit beside the fast one: same suite, benchmark, path,
+/// symbol and launch sites (the launch configuration is unchanged by design).
+fn slow_unit(fast: &KernelUnit, c: checks::Candidate) -> KernelUnit {
+    const VARIANT: &str = "synth";
+    let found = techniques::detect_source(&c.source);
+    let has = |t: &str| found.iter().any(|f| f == t);
+    let features = Features {
+        shared_memory: has("shared_memory"),
+        dynamic_shared_memory: c.source.contains("extern __shared__"),
+        constant_memory: has("constant_memory"),
+        texture_references: c.source.contains("texture<") || c.source.contains("texture <"),
+        atomics: has("atomics"),
+        templates: !c.def.template_params.is_empty(),
+        warp_primitives: has("warp_shuffle") || has("warp_vote"),
+        vector_types: has("vector_types"),
+    };
+    KernelUnit {
+        id: content_id(&[
+            &fast.suite,
+            &fast.benchmark,
+            VARIANT,
+            &fast.path,
+            &fast.kernel,
+            &c.source,
+        ]),
+        suite: fast.suite.clone(),
+        benchmark: fast.benchmark.clone(),
+        variant: VARIANT.into(),
+        path: fast.path.clone(),
+        line: c.def.line,
+        kernel: fast.kernel.clone(),
+        params: c.def.params,
+        template_params: c.def.template_params,
+        source: c.source,
+        symbol: fast.symbol.clone(),
+        pulled: Default::default(),
+        features,
+        launch_sites: fast.launch_sites.clone(),
+        provenance: fast.provenance.clone(),
+        compile: Some(c.compile),
+        diagnostics: vec![],
+    }
+}
+
+/// Where `synth` would put its journal for an output path (for tests and `build`).
+pub fn default_journal(output: &Path) -> PathBuf {
+    let mut s = output.to_path_buf().into_os_string();
+    s.push(".journal");
+    PathBuf::from(s)
 }

@@ -1,35 +1,332 @@
 //! The verify stage: worker processes per GPU, a watchdog, and the validate command.
+//!
+//! `verify` reads pairs, settles on the CPU what needs no GPU (`missing_slow`,
+//! `no_harness`, `needs_host_loop`, `harness_error`), resolves each remaining pair's
+//! harness into a [`plan::Plan`] for the device the workers report, and hands the
+//! jobs to [`pool`]. Results are appended to `<out>.partial` as they finish; the final
+//! output is written atomically in input order.
 
+pub mod check;
 pub mod compare;
+pub mod engine;
+pub mod plan;
+pub mod pool;
+pub mod protocol;
+pub mod resolve;
 pub mod stats;
+pub mod validate;
 
-#[derive(Debug, clap::Args)]
+use crate::exit;
+use crate::gpu::{self, Probe};
+use crate::record::{Pair, Record, Status, Verification};
+use anyhow::Context;
+use engine::{tool_version, Job, RunOptions};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use validate::{run_validate, ValidateArgs};
+
+#[derive(Debug, Clone, clap::Args)]
 pub struct VerifyArgs {
+    /// Pairs (JSONL records; non-pair records pass through unchanged).
     #[arg(long = "in")]
-    pub input: std::path::PathBuf,
+    pub input: PathBuf,
     #[arg(long = "out")]
-    pub output: std::path::PathBuf,
+    pub output: PathBuf,
+    /// Folders to look for harnesses in (`<benchmark>.toml`, `<benchmark>/harness.toml`,
+    /// `benchmarks/<benchmark>/harness.toml`, or `.plan.json` alongside).
+    #[arg(long = "harness-dir")]
+    pub harness_dirs: Vec<PathBuf>,
+    /// Seconds one pair may run before its worker is killed (`timeout`).
+    #[arg(long = "timeout-s", default_value_t = 60.0)]
+    pub timeout_s: f64,
+    /// Input seeds per size set.
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u32,
+    /// The speedup's 95% CI low bound must reach this, or the pair is `not_faster`.
+    #[arg(long = "min-speedup", default_value_t = 1.1)]
+    pub min_speedup: f64,
+    /// Wall-clock timing budget per size set (both variants), milliseconds.
+    #[arg(long = "time-budget-ms", default_value_t = 250.0)]
+    pub time_budget_ms: f64,
+    /// On-disk compile cache (CUBIN + metadata keyed by content hash).
+    #[arg(long = "cache-dir")]
+    pub cache_dir: Option<PathBuf>,
+    /// Number of workers (default: one per visible GPU). For tests.
+    #[arg(long, hide = true)]
+    pub gpus: Option<usize>,
+    /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
+    #[arg(long = "worker-cmd", hide = true)]
+    pub worker_cmd: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    #[arg(long = "cache-dir")]
+    pub cache_dir: Option<PathBuf>,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct ValidateArgs {
-    pub dir: std::path::PathBuf,
+/// A status decided without a GPU.
+fn cpu_verdict(status: Status, reason: impl Into<String>) -> Verification {
+    Verification {
+        status,
+        reason: reason.into(),
+        device: None,
+        evidence: serde_json::Value::Null,
+        speedup: None,
+        tool_version: tool_version(),
+    }
 }
 
-pub fn run_verify(_args: VerifyArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("verify is not implemented yet")
+pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
+    use protocol::{decode, encode, Request, Response};
+    use std::io::BufRead;
+    let stdout = std::io::stdout();
+    let say = |r: Response| -> anyhow::Result<()> {
+        let mut o = stdout.lock();
+        writeln!(o, "{}", encode(r))?;
+        o.flush()?;
+        Ok(())
+    };
+    if let Probe::NoGpu(reason) = gpu::probe() {
+        say(Response::NoGpu { reason })?;
+        return Ok(exit::OK);
+    }
+    let nvrtc = match gpu::nvrtc::load() {
+        Ok(n) => n.version_string(),
+        Err(e) => {
+            say(Response::NoGpu {
+                reason: format!("GPU present but {e}"),
+            })?;
+            return Ok(exit::FATAL);
+        }
+    };
+    let mut g =
+        gpu::Gpu::open(args.device).with_context(|| format!("opening device {}", args.device))?;
+    say(Response::Hello {
+        device: g.info.clone(),
+        props: g.props,
+        arch: g.arch(),
+        nvrtc_version: nvrtc,
+    })?;
+    let mut cache = gpu::cache::CompileCache::new(args.cache_dir);
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match decode::<Request>(&line) {
+            Ok(Request::Shutdown) => break,
+            Ok(Request::Job { job }) => {
+                let out = engine::run_job(&mut g, &mut cache, &job);
+                say(Response::Result {
+                    pair_id: job.pair_id.clone(),
+                    verification: Box::new(out.verification),
+                    sticky: out.sticky,
+                })?;
+                if out.sticky {
+                    // The context is unusable; the parent starts a fresh worker.
+                    return Ok(exit::FATAL);
+                }
+            }
+            Err(e) => eprintln!("worker: ignoring a line that is not a request: {e}"),
+        }
+    }
+    Ok(exit::OK)
 }
 
-pub fn run_worker(_args: WorkerArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("worker is not implemented yet")
+/// The worker launcher for `args`: this binary, or the test override.
+fn launcher(args: &VerifyArgs) -> pool::Launcher {
+    if let Some(cmd) = &args.worker_cmd {
+        let cmd = cmd.clone();
+        return std::sync::Arc::new(move |device| {
+            let line = cmd.replace("{device}", &device.to_string());
+            let mut parts = line.split_whitespace();
+            let mut c = std::process::Command::new(parts.next().unwrap_or("false"));
+            c.args(parts);
+            c
+        });
+    }
+    let mut extra = Vec::new();
+    if let Some(d) = &args.cache_dir {
+        extra.push("--cache-dir".to_string());
+        extra.push(d.display().to_string());
+    }
+    pool::default_launcher(extra)
 }
 
-pub fn run_validate(_args: ValidateArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("validate is not implemented yet")
+pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
+    let records = crate::jsonl::read_records(&args.input)?;
+    let base = args
+        .input
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let partial = partial_path(&args.output);
+    let results = verify_records(&records, &base, &args, Some(&partial))?;
+    let out: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match (r, results.get(&i)) {
+            (Record::Pair(p), Some(v)) => {
+                let mut p = p.clone();
+                p.verification = Some(v.clone());
+                Record::Pair(p)
+            }
+            _ => r.clone(),
+        })
+        .collect();
+    crate::jsonl::write_records(&args.output, &out)?;
+    let _ = std::fs::remove_file(&partial);
+    let n_pairs = records
+        .iter()
+        .filter(|r| matches!(r, Record::Pair(_)))
+        .count();
+    print_summary(n_pairs, &results);
+    Ok(exit::OK)
+}
+
+/// Verify every pair among `records` (relative harness paths resolve against
+/// `base`); returns record index → verification. With `partial`, each result is
+/// appended there as it finishes, so a crash of this process loses nothing done.
+pub fn verify_records(
+    records: &[Record],
+    base: &Path,
+    args: &VerifyArgs,
+    partial: Option<&Path>,
+) -> anyhow::Result<BTreeMap<usize, Verification>> {
+    let mut results: BTreeMap<usize, Verification> = BTreeMap::new();
+    let mut pending: Vec<(usize, &Pair, resolve::Found)> = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let Record::Pair(p) = r else { continue };
+        match resolve::prepare(p, base, &args.harness_dirs) {
+            Ok(found) => pending.push((i, p, found)),
+            Err((status, reason)) => {
+                results.insert(i, cpu_verdict(status, reason));
+            }
+        }
+    }
+    let mut partial_file = match partial {
+        Some(p) => {
+            Some(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
+        }
+        None => None,
+    };
+    let mut record = |i: usize, v: Verification, results: &mut BTreeMap<usize, Verification>| {
+        let r = match partial_file.as_mut() {
+            Some(f) => append_partial(f, i, &v),
+            None => Ok(()),
+        };
+        results.insert(i, v);
+        r
+    };
+    for (i, v) in results.clone() {
+        record(i, v, &mut results)?;
+    }
+    if pending.is_empty() {
+        return Ok(results);
+    }
+    let devices = match args.gpus {
+        Some(n) => n,
+        None => match gpu::probe() {
+            Probe::Ready { devices } => devices,
+            Probe::NoGpu(reason) => {
+                eprintln!("{reason}; marking {} pair(s) no_gpu", pending.len());
+                for (i, _, _) in &pending {
+                    record(*i, cpu_verdict(Status::NoGpu, reason.clone()), &mut results)?;
+                }
+                return Ok(results);
+            }
+        },
+    };
+    let launch = launcher(args);
+    let hello_timeout = Duration::from_secs(60);
+    let mut workers = Vec::new();
+    let mut no_gpu = None;
+    for d in 0..devices {
+        match pool::Worker::spawn(&launch, d, hello_timeout) {
+            Ok(w) => workers.push(w),
+            Err(pool::PoolError::NoGpu(r)) => no_gpu = Some(r),
+            Err(e) => eprintln!("warning: {e}"),
+        }
+    }
+    if workers.is_empty() {
+        let reason = no_gpu.unwrap_or_else(|| "no GPU: no worker could be started".into());
+        eprintln!("{reason}; marking {} pair(s) no_gpu", pending.len());
+        for (i, _, _) in &pending {
+            record(*i, cpu_verdict(Status::NoGpu, reason.clone()), &mut results)?;
+        }
+        return Ok(results);
+    }
+    let hello = workers[0].hello.clone();
+    let options = RunOptions {
+        seeds: args.seeds.max(1),
+        min_speedup: args.min_speedup,
+        time_budget_ms: args.time_budget_ms,
+        ..RunOptions::default()
+    };
+    let mut jobs = Vec::new();
+    for (i, p, found) in &pending {
+        match resolve::plan(p, found, &hello) {
+            Ok((slow, fast, plan)) => jobs.push((
+                *i,
+                Job {
+                    pair_id: p.id.clone(),
+                    slow,
+                    fast,
+                    plan,
+                    options: options.clone(),
+                },
+            )),
+            Err((status, reason)) => record(*i, cpu_verdict(status, reason), &mut results)?,
+        }
+    }
+    let bar = indicatif::ProgressBar::new(jobs.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("verify {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
+    let mut io_err = None;
+    pool::run_all(workers, jobs, launch, timeout, hello_timeout, |i, v| {
+        bar.inc(1);
+        bar.set_message(v.status.as_str());
+        if let Err(e) = record(i, v, &mut results) {
+            io_err.get_or_insert(e);
+        }
+    });
+    bar.finish_and_clear();
+    match io_err {
+        Some(e) => Err(e),
+        None => Ok(results),
+    }
+}
+
+pub fn partial_path(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".partial");
+    PathBuf::from(s)
+}
+
+fn append_partial(f: &mut std::fs::File, index: usize, v: &Verification) -> anyhow::Result<()> {
+    let line = serde_json::json!({ "index": index, "verification": v });
+    writeln!(f, "{line}")?;
+    f.flush()?;
+    Ok(())
+}
+
+fn print_summary(n_pairs: usize, results: &BTreeMap<usize, Verification>) {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in results.values() {
+        *counts.entry(v.status.as_str()).or_default() += 1;
+    }
+    println!("{:<16} {:>6}", "status", "pairs");
+    for (s, n) in &counts {
+        println!("{s:<16} {n:>6}");
+    }
+    println!("{:<16} {:>6}", "total", n_pairs);
 }

@@ -1,0 +1,413 @@
+//! One training sample per pair, and its four file formats: chat messages (KernelCompare's
+//! shape), prompt-completion, preference (DPO: chosen = fast, rejected = slow) and ShareGPT.
+//! Each format is one serde type; every line carries the same `metadata` object.
+
+use super::template::Templates;
+use crate::record::{Origin, Pair, Speedup, Status, Verification};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the exported line layout (`metadata.schema_version`); bumped on incompatible change.
+pub const EXPORT_VERSION: u32 = 1;
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    Chat,
+    PromptCompletion,
+    Preference,
+    Sharegpt,
+}
+
+impl Format {
+    pub const ALL: [Format; 4] = [
+        Format::Chat,
+        Format::PromptCompletion,
+        Format::Preference,
+        Format::Sharegpt,
+    ];
+
+    /// Folder (and Hugging Face config name) of the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Chat => "chat",
+            Format::PromptCompletion => "prompt-completion",
+            Format::Preference => "preference",
+            Format::Sharegpt => "sharegpt",
+        }
+    }
+}
+
+/// A kernel of the pair as the metadata names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitRef {
+    pub id: String,
+    pub path: String,
+    pub variant: String,
+    pub kernel: String,
+    /// SPDX id of the licence governing the source file, or null when unknown.
+    pub licence: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceMeta {
+    pub name: String,
+    pub compute_capability: String,
+    pub driver_version: String,
+    pub cuda_version: String,
+}
+
+/// Everything a trainer or an auditor needs to trace a sample back; the same object in
+/// every format. Fields are always present (null when unknown) so columnar loaders
+/// (Arrow / Hugging Face `datasets`) see one schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    pub schema_version: u32,
+    pub id: String,
+    pub suite: String,
+    pub benchmark: String,
+    pub kernel: String,
+    pub split: String,
+    pub slow: UnitRef,
+    pub fast: UnitRef,
+    /// `natural` (both kernels from the suite) or `synthesized` (slow kernel from an LLM).
+    pub origin: String,
+    /// The model that wrote the slow kernel, for synthesized pairs.
+    pub model: Option<String>,
+    pub techniques: Vec<String>,
+    /// False only for pairs exported with `--include-unverified`.
+    pub verified: bool,
+    /// Verification status (`verified`, `not_faster`, …) or `unverified` when never run.
+    pub status: String,
+    /// Speedup at the largest size set, with its 95% interval.
+    pub speedup: Option<Speedup>,
+    /// Speedup per size set, when the verification recorded them.
+    pub speedups: Vec<Speedup>,
+    pub device: Option<DeviceMeta>,
+    /// kernelpair version that verified the pair.
+    pub verified_by: Option<String>,
+    /// kernelpair version that exported it.
+    pub exported_by: String,
+    /// Tokens of system + user + chosen assistant text, by the export's tokenizer.
+    pub tokens: usize,
+}
+
+/// One exported pair before it is written in any format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub system: String,
+    pub user: String,
+    /// The assistant answer with the fast kernel.
+    pub chosen: String,
+    /// The same answer shape with the slow kernel: what a model that changes nothing says.
+    pub rejected: String,
+    /// The two kernels' source, for de-duplication.
+    pub slow_code: String,
+    pub fast_code: String,
+    pub metadata: Metadata,
+}
+
+/// Speedup per size set from the verification evidence, accepting the layouts
+/// `evidence.speedups: [Speedup]` and `evidence.size_sets: [{name|size_set, speedup: {median,
+/// ci_low, ci_high}}]`; else the single headline speedup.
+pub fn speedups_per_size_set(v: &Verification) -> Vec<Speedup> {
+    let ev = &v.evidence;
+    if let Some(list) = ev.get("speedups").and_then(|s| s.as_array()) {
+        let parsed: Vec<Speedup> = list
+            .iter()
+            .filter_map(|s| serde_json::from_value(s.clone()).ok())
+            .collect();
+        if !parsed.is_empty() {
+            return parsed;
+        }
+    }
+    if let Some(sets) = ev.get("size_sets").and_then(|s| s.as_array()) {
+        let parsed: Vec<Speedup> = sets
+            .iter()
+            .filter_map(|set| {
+                let name = set
+                    .get("size_set")
+                    .or_else(|| set.get("name"))
+                    .and_then(|n| n.as_str())?;
+                let s = set.get("speedup")?;
+                let f = |k: &str| s.get(k).and_then(|x| x.as_f64());
+                Some(Speedup {
+                    size_set: name.to_string(),
+                    median: f("median")?,
+                    ci_low: f("ci_low")?,
+                    ci_high: f("ci_high")?,
+                })
+            })
+            .collect();
+        if !parsed.is_empty() {
+            return parsed;
+        }
+    }
+    v.speedup.iter().cloned().collect()
+}
+
+/// `shared_memory_tiling` → `shared memory tiling`; a list → `a, b and c`.
+pub fn techniques_phrase(techniques: &[String]) -> String {
+    let words: Vec<String> = techniques
+        .iter()
+        .map(|t| t.replace(['_', '-'], " "))
+        .collect();
+    match words.len() {
+        0 => String::new(),
+        1 => words[0].clone(),
+        n => format!("{} and {}", words[..n - 1].join(", "), words[n - 1]),
+    }
+}
+
+fn unit_ref(u: &crate::record::KernelUnit) -> UnitRef {
+    UnitRef {
+        id: u.id.clone(),
+        path: u.path.clone(),
+        variant: u.variant.clone(),
+        kernel: u.kernel.clone(),
+        licence: u.provenance.licence.as_ref().map(|l| l.id.clone()),
+    }
+}
+
+/// Render the sample of a pair that has both kernels. `with_speedup` adds the measured
+/// speedup sentence to the chosen answer when the pair has one.
+pub fn build_sample(
+    pair: &Pair,
+    slow: &crate::record::KernelUnit,
+    t: &Templates,
+    with_speedup: bool,
+) -> Sample {
+    let v = pair.verification.as_ref();
+    let speedup = v.and_then(|v| v.speedup.clone());
+    let device = v.and_then(|v| v.device.as_ref()).map(|d| DeviceMeta {
+        name: d.name.clone(),
+        compute_capability: d.compute_capability.clone(),
+        driver_version: d.driver_version.clone(),
+        cuda_version: d.cuda_version.clone(),
+    });
+    let techniques = techniques_phrase(&pair.techniques);
+    let mut vars: BTreeMap<&str, String> = BTreeMap::new();
+    vars.insert("benchmark", pair.benchmark.clone());
+    vars.insert("suite", pair.suite.clone());
+    vars.insert("file", slow.path.clone());
+    vars.insert("kernel", pair.kernel.clone());
+    vars.insert(
+        "description",
+        pair.description
+            .clone()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    );
+    vars.insert("slow_source", slow.source.trim_end().to_string());
+    if let (true, Some(s), Some(d)) = (with_speedup, &speedup, &device) {
+        let mut p = vars.clone();
+        p.insert("speedup", format!("{:.1}", s.median));
+        p.insert("ci_low", format!("{:.1}", s.ci_low));
+        p.insert("ci_high", format!("{:.1}", s.ci_high));
+        p.insert("size_set", s.size_set.clone());
+        p.insert("device", d.name.clone());
+        p.insert("techniques", techniques.clone());
+        vars.insert("performance", t.performance.render(&p).trim().to_string());
+    }
+    vars.insert("techniques", techniques);
+    vars.insert("code", pair.fast.source.trim_end().to_string());
+    let chosen = t.assistant.render(&vars);
+    vars.insert("code", slow.source.trim_end().to_string());
+    vars.insert("performance", String::new());
+    let rejected = t.assistant.render(&vars);
+    let (origin, model) = match &pair.origin {
+        Origin::Synthesized { model, .. } => ("synthesized", Some(model.clone())),
+        Origin::Natural => ("natural", None),
+        Origin::Pending => ("pending", None),
+    };
+    Sample {
+        system: t.system.render(&vars).trim_end().to_string(),
+        user: t.user.render(&vars).trim_end().to_string(),
+        chosen: chosen.trim_end().to_string(),
+        rejected: rejected.trim_end().to_string(),
+        slow_code: slow.source.clone(),
+        fast_code: pair.fast.source.clone(),
+        metadata: Metadata {
+            schema_version: EXPORT_VERSION,
+            id: pair.id.clone(),
+            suite: pair.suite.clone(),
+            benchmark: pair.benchmark.clone(),
+            kernel: pair.kernel.clone(),
+            split: String::new(),
+            slow: unit_ref(slow),
+            fast: unit_ref(&pair.fast),
+            origin: origin.to_string(),
+            model,
+            techniques: pair.techniques.clone(),
+            verified: v.is_some_and(|v| v.status == Status::Verified),
+            status: v.map_or("unverified", |v| v.status.as_str()).to_string(),
+            speedup,
+            speedups: v.map(speedups_per_size_set).unwrap_or_default(),
+            device,
+            verified_by: v.map(|v| v.tool_version.clone()),
+            exported_by: env!("CARGO_PKG_VERSION").to_string(),
+            tokens: 0,
+        },
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ChatLine {
+    pub id: String,
+    pub messages: Vec<Message>,
+    pub metadata: Metadata,
+}
+
+/// Plain-text prompt-completion: the system text and the user text joined by a blank line.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PromptCompletionLine {
+    pub id: String,
+    pub prompt: String,
+    pub completion: String,
+    pub metadata: Metadata,
+}
+
+/// Conversational preference (TRL's DPO layout): the prompt as messages, one assistant
+/// message each for chosen and rejected.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PreferenceLine {
+    pub id: String,
+    pub prompt: Vec<Message>,
+    pub chosen: Vec<Message>,
+    pub rejected: Vec<Message>,
+    pub metadata: Metadata,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Turn {
+    pub from: String,
+    pub value: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ShareGptLine {
+    pub id: String,
+    pub conversations: Vec<Turn>,
+    pub metadata: Metadata,
+}
+
+fn msg(role: &str, content: &str) -> Message {
+    Message {
+        role: role.to_string(),
+        content: content.to_string(),
+    }
+}
+
+fn turn(from: &str, value: &str) -> Turn {
+    Turn {
+        from: from.to_string(),
+        value: value.to_string(),
+    }
+}
+
+/// The sample as one JSON line (no trailing newline) of the given format.
+pub fn to_line(s: &Sample, f: Format) -> serde_json::Result<String> {
+    let id = s.metadata.id.clone();
+    let metadata = s.metadata.clone();
+    match f {
+        Format::Chat => serde_json::to_string(&ChatLine {
+            id,
+            messages: vec![
+                msg("system", &s.system),
+                msg("user", &s.user),
+                msg("assistant", &s.chosen),
+            ],
+            metadata,
+        }),
+        Format::PromptCompletion => serde_json::to_string(&PromptCompletionLine {
+            id,
+            prompt: format!("{}\n\n{}", s.system, s.user),
+            completion: s.chosen.clone(),
+            metadata,
+        }),
+        Format::Preference => serde_json::to_string(&PreferenceLine {
+            id,
+            prompt: vec![msg("system", &s.system), msg("user", &s.user)],
+            chosen: vec![msg("assistant", &s.chosen)],
+            rejected: vec![msg("assistant", &s.rejected)],
+            metadata,
+        }),
+        Format::Sharegpt => serde_json::to_string(&ShareGptLine {
+            id,
+            conversations: vec![
+                turn("system", &s.system),
+                turn("human", &s.user),
+                turn("gpt", &s.chosen),
+            ],
+            metadata,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn techniques_read_as_a_phrase() {
+        let t =
+            |v: &[&str]| techniques_phrase(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(t(&[]), "");
+        assert_eq!(t(&["shared_memory"]), "shared memory");
+        assert_eq!(
+            t(&["shared_memory", "loop-unrolling", "float4"]),
+            "shared memory, loop unrolling and float4"
+        );
+    }
+
+    #[test]
+    fn speedups_per_size_set_read_both_evidence_layouts() {
+        let mut v = Verification {
+            status: Status::Verified,
+            reason: String::new(),
+            device: None,
+            evidence: serde_json::json!({"size_sets": [
+                {"name": "small", "speedup": {"median": 1.5, "ci_low": 1.4, "ci_high": 1.6}},
+                {"name": "large", "speedup": {"median": 3.0, "ci_low": 2.9, "ci_high": 3.1}},
+                {"name": "broken"}
+            ]}),
+            speedup: Some(Speedup {
+                size_set: "large".into(),
+                median: 3.0,
+                ci_low: 2.9,
+                ci_high: 3.1,
+            }),
+            tool_version: "0.1.0".into(),
+        };
+        let s = speedups_per_size_set(&v);
+        assert_eq!(
+            s.iter().map(|s| s.size_set.as_str()).collect::<Vec<_>>(),
+            ["small", "large"]
+        );
+        v.evidence = serde_json::json!({"speedups": [
+            {"size_set": "tiny", "median": 1.1, "ci_low": 1.0, "ci_high": 1.2}
+        ]});
+        assert_eq!(speedups_per_size_set(&v)[0].size_set, "tiny");
+        v.evidence = serde_json::Value::Null;
+        assert_eq!(speedups_per_size_set(&v), vec![v.speedup.clone().unwrap()]);
+    }
+}

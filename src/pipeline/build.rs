@@ -1,0 +1,874 @@
+//! `build`: extract → synth → verify → export over one config, resumable.
+//!
+//! Each stage is a journaled step (see [`super::journal`]). Inside synth and verify, pairs go
+//! to the stage in chunks whose results are cached under `<output>/cache/<stage>/` as they
+//! finish, so a killed run redoes at most the chunk in flight: no finished LLM call or GPU
+//! measurement is repeated. Pairs that need a GPU or an endpoint this machine lacks are
+//! passed through untouched and reported as waiting; such steps stay incomplete and run
+//! again next time.
+
+use super::config::BuildConfig;
+use super::journal::{self, file_sha256, tree_sha256, Journal, Step};
+use super::shard::{shard_filter, Shard};
+use super::stages::{StageError, Stages};
+use crate::export::{self, ExportConfig};
+use crate::jsonl::{self, JsonlError};
+use crate::record::{Pair, Record, Status};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const EXTRACTED: &str = "extracted.jsonl";
+pub const SYNTHESIZED: &str = "synthesized.jsonl";
+pub const VERIFIED: &str = "verified.jsonl";
+pub const DATASET: &str = "dataset";
+
+/// Test hook: sleep this many milliseconds before each step and each chunk, so a test can
+/// kill the process at a known point. Never set in normal use.
+pub const DELAY_ENV: &str = "KERNELPAIR_TEST_STEP_DELAY_MS";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Jsonl(#[from] JsonlError),
+    #[error(transparent)]
+    Export(#[from] export::ExportError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One row of the final summary table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    pub stage: &'static str,
+    /// `ran`, `reused` (journal), `skipped` (sharded build), or `incomplete`.
+    pub state: &'static str,
+    /// Items handed to the stage in this run, and items answered from the chunk cache.
+    pub worked: usize,
+    pub reused: usize,
+    pub awaiting: usize,
+    pub failed: usize,
+    pub counts: BTreeMap<String, usize>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildReport {
+    pub rows: Vec<StepRow>,
+    pub output: PathBuf,
+    pub exit: u8,
+}
+
+impl BuildReport {
+    /// The summary table and what awaits a GPU or an endpoint.
+    pub fn table(&self) -> String {
+        let mut t =
+            String::from("stage       state       worked  reused  awaiting  failed  output\n");
+        for r in &self.rows {
+            let counts: Vec<String> = r.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            t.push_str(&format!(
+                "{:<11} {:<11} {:>6}  {:>6}  {:>8}  {:>6}  {}\n",
+                r.stage,
+                r.state,
+                r.worked,
+                r.reused,
+                r.awaiting,
+                r.failed,
+                counts.join(" ")
+            ));
+        }
+        for r in &self.rows {
+            for n in &r.notes {
+                t.push_str(&format!("{}: {n}\n", r.stage));
+            }
+        }
+        t
+    }
+}
+
+fn delay() {
+    if let Some(ms) = std::env::var(DELAY_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+fn progress(stage: &str, len: usize) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::with_draw_target(
+        Some(len as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    pb.set_prefix(stage.to_string());
+    pb
+}
+
+fn pair_counts(records: &[Record]) -> BTreeMap<String, usize> {
+    let mut c = BTreeMap::new();
+    c.insert("records".to_string(), records.len());
+    for r in records {
+        if let Record::Pair(p) = r {
+            *c.entry("pairs".to_string()).or_default() += 1;
+            if p.slow.is_none() {
+                *c.entry("pairs_without_slow".to_string()).or_default() += 1;
+            }
+            if let Some(v) = &p.verification {
+                *c.entry(v.status.as_str().to_string()).or_default() += 1;
+            }
+        }
+    }
+    c
+}
+
+fn write_step_output(dir: &Path, rel: &str, records: &[Record]) -> Result<String, BuildError> {
+    let p = dir.join(rel);
+    jsonl::write_records(&p, records)?;
+    Ok(file_sha256(&p).unwrap_or_default())
+}
+
+/// What a chunked stage did.
+struct Chunked {
+    records: Vec<Record>,
+    worked: usize,
+    reused: usize,
+    awaiting: usize,
+    failed: usize,
+    notes: Vec<String>,
+}
+
+/// How a chunked stage treats one chunk's answer.
+enum Verdict {
+    /// Final results: cache them.
+    Final,
+    /// Keep the answer for this run but ask again next time (e.g. synthesis still pending).
+    Retry,
+    /// The resource is missing (no GPU): keep the inputs, stop calling, report as awaiting.
+    Await(String),
+}
+
+#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename these.
+fn run_chunked(
+    stage: &'static str,
+    records: Vec<Record>,
+    needs: impl Fn(&Pair) -> bool,
+    chunk: usize,
+    settings_key: &str,
+    cache_dir: &Path,
+    available: Result<(), String>,
+    call: impl Fn(Vec<Record>) -> Result<Vec<Record>, StageError>,
+    judge: impl Fn(&[Record]) -> Verdict,
+) -> Result<Chunked, BuildError> {
+    let mut out = Chunked {
+        records,
+        worked: 0,
+        reused: 0,
+        awaiting: 0,
+        failed: 0,
+        notes: Vec::new(),
+    };
+    let todo: Vec<usize> = out
+        .records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Record::Pair(p) if needs(p)))
+        .map(|(i, _)| i)
+        .collect();
+    if todo.is_empty() {
+        return Ok(out);
+    }
+    let mut unavailable = available.err();
+    let pb = progress(stage, todo.len());
+    for idx in todo.chunks(chunk) {
+        let input: Vec<Record> = idx.iter().map(|&i| out.records[i].clone()).collect();
+        let text: Vec<String> = input
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("records serialize"))
+            .collect();
+        let mut parts = vec![stage, settings_key];
+        parts.extend(text.iter().map(String::as_str));
+        let cache = cache_dir.join(format!("{}.jsonl", journal::key(&parts)));
+        if let Ok(cached) = jsonl::read_records(&cache) {
+            if cached.len() == input.len() {
+                for (&i, r) in idx.iter().zip(cached) {
+                    out.records[i] = r;
+                }
+                out.reused += idx.len();
+                pb.inc(idx.len() as u64);
+                continue;
+            }
+        }
+        if unavailable.is_some() {
+            out.awaiting += idx.len();
+            pb.inc(idx.len() as u64);
+            continue;
+        }
+        delay();
+        match call(input) {
+            Ok(result) => {
+                let pairs: Vec<Record> = result
+                    .into_iter()
+                    .filter(|r| matches!(r, Record::Pair(_)))
+                    .collect();
+                if pairs.len() != idx.len() {
+                    out.failed += idx.len();
+                    out.notes.push(format!(
+                        "the stage answered {} pairs for a chunk of {}; kept the inputs",
+                        pairs.len(),
+                        idx.len()
+                    ));
+                } else {
+                    match judge(&pairs) {
+                        Verdict::Await(why) => {
+                            out.awaiting += idx.len();
+                            unavailable = Some(why);
+                        }
+                        v => {
+                            if matches!(v, Verdict::Final) {
+                                jsonl::write_records(&cache, &pairs)?;
+                            }
+                            for (&i, r) in idx.iter().zip(pairs) {
+                                out.records[i] = r;
+                            }
+                            out.worked += idx.len();
+                        }
+                    }
+                }
+            }
+            Err(e @ StageError::NotWired { .. }) => {
+                out.awaiting += idx.len();
+                unavailable = Some(e.to_string());
+            }
+            Err(e) => {
+                out.failed += idx.len();
+                out.notes.push(e.to_string());
+            }
+        }
+        pb.inc(idx.len() as u64);
+    }
+    pb.finish_and_clear();
+    if let Some(why) = unavailable {
+        if out.awaiting > 0 {
+            out.notes
+                .push(format!("{} pairs waiting: {why}", out.awaiting));
+        }
+    }
+    Ok(out)
+}
+
+fn settings_json<T: serde::Serialize>(t: &T) -> String {
+    serde_json::to_string(t).expect("settings serialize")
+}
+
+/// Run the build. `shard`: work on that part of the pairs only and stop before export
+/// (the shard outputs go to `<output>/shards/<i>-of-<n>/`; `merge` then `export` them).
+pub fn build(
+    cfg: &BuildConfig,
+    shard: Option<Shard>,
+    stages: &dyn Stages,
+) -> Result<BuildReport, BuildError> {
+    let out = match shard {
+        Some(s) => cfg
+            .output
+            .join("shards")
+            .join(format!("{}-of-{}", s.index, s.count)),
+        None => cfg.output.clone(),
+    };
+    std::fs::create_dir_all(&out).map_err(|source| BuildError::Io {
+        path: out.clone(),
+        source,
+    })?;
+    let mut journal = Journal::load(&out);
+    let mut rows = Vec::new();
+    let version = env!("CARGO_PKG_VERSION");
+    let shard_text = shard.map(|s| s.to_string()).unwrap_or_default();
+
+    // ---- extract ----
+    let mut parts = vec![
+        "extract".to_string(),
+        version.to_string(),
+        shard_text.clone(),
+        settings_json(&cfg.extract),
+    ];
+    // Keys hold content hashes, never paths: a moved project keeps its journal and caches.
+    for s in &cfg.suites {
+        parts.push(settings_json(&s.kind));
+        parts.push(tree_sha256(&s.path, Some(&cfg.output)));
+        if let Some(e) = &s.extractor {
+            parts.push(tree_sha256(e, None));
+        }
+    }
+    let extract_key = journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>());
+    delay();
+    let extracted: Vec<Record> = if let Some(step) = journal.reusable("extract", &extract_key, &out)
+    {
+        rows.push(reused_row("extract", step));
+        jsonl::read_records(&out.join(EXTRACTED))?
+    } else {
+        let mut all = Vec::new();
+        let mut failed = 0;
+        let mut notes = Vec::new();
+        let pb = progress("extract", cfg.suites.len());
+        for s in &cfg.suites {
+            match stages.extract(s, &cfg.extract) {
+                Ok(recs) => all.extend(recs),
+                Err(e) => {
+                    failed += 1;
+                    notes.push(format!("{}: {e}", s.path.display()));
+                }
+            }
+            pb.inc(1);
+        }
+        pb.finish_and_clear();
+        if let Some(s) = shard {
+            all = shard_filter(all, s.index, s.count);
+        }
+        let sha = write_step_output(&out, EXTRACTED, &all)?;
+        let step = Step {
+            key: extract_key.clone(),
+            complete: failed == 0,
+            outputs: [(EXTRACTED.to_string(), sha)].into(),
+            counts: pair_counts(&all),
+        };
+        rows.push(StepRow {
+            stage: "extract",
+            state: if failed == 0 { "ran" } else { "incomplete" },
+            worked: cfg.suites.len() - failed,
+            reused: 0,
+            awaiting: 0,
+            failed,
+            counts: step.counts.clone(),
+            notes,
+        });
+        journal.steps.insert("extract".into(), step);
+        journal.save(&out)?;
+        all
+    };
+
+    // ---- synth ----
+    let extracted_sha = file_sha256(&out.join(EXTRACTED)).unwrap_or_default();
+    let llm_hash = cfg
+        .synth
+        .llm
+        .as_deref()
+        .map(|p| tree_sha256(p, None))
+        .unwrap_or_default();
+    // The cache folder's location is not part of the key: moving the cache changes nothing.
+    let mut synth_settings = cfg.synth.clone();
+    synth_settings.cache = None;
+    synth_settings.llm = None;
+    let synth_settings_key = journal::key(&[version, &settings_json(&synth_settings), &llm_hash]);
+    let synth_key = journal::key(&["synth", &extracted_sha, &synth_settings_key]);
+    delay();
+    let synthesized = if let Some(step) = journal.reusable("synth", &synth_key, &out) {
+        rows.push(reused_row("synth", step));
+        jsonl::read_records(&out.join(SYNTHESIZED))?
+    } else {
+        let cache = cfg
+            .synth
+            .cache
+            .clone()
+            .unwrap_or_else(|| cfg.output.join("llm-cache"));
+        let available = match &cfg.synth.llm {
+            Some(_) => Ok(()),
+            None => Err("no LLM endpoint configured (set `llm = \"llm.toml\"` in [synth])".into()),
+        };
+        let c = run_chunked(
+            "synth",
+            extracted,
+            |p| p.slow.is_none() && !p.identical,
+            cfg.synth.chunk,
+            &synth_settings_key,
+            &cfg.output.join("cache").join("synth"),
+            available,
+            |chunk| stages.synth(chunk, &cfg.synth, &cache),
+            |pairs| {
+                if pairs
+                    .iter()
+                    .all(|r| matches!(r, Record::Pair(p) if p.slow.is_some()))
+                {
+                    Verdict::Final
+                } else {
+                    Verdict::Retry
+                }
+            },
+        )?;
+        finish_chunked(
+            "synth",
+            synth_key,
+            SYNTHESIZED,
+            c,
+            &out,
+            &mut journal,
+            &mut rows,
+        )?
+    };
+
+    // ---- verify ----
+    let synthesized_sha = file_sha256(&out.join(SYNTHESIZED)).unwrap_or_default();
+    let mut verify_settings = cfg.verify.clone();
+    verify_settings.harness_dirs.clear();
+    let mut harness_parts = vec![version.to_string(), settings_json(&verify_settings)];
+    for d in &cfg.verify.harness_dirs {
+        harness_parts.push(tree_sha256(d, Some(&cfg.output)));
+    }
+    let verify_settings_key =
+        journal::key(&harness_parts.iter().map(String::as_str).collect::<Vec<_>>());
+    let verify_key = journal::key(&["verify", &synthesized_sha, &verify_settings_key]);
+    delay();
+    let verified = if let Some(step) = journal.reusable("verify", &verify_key, &out) {
+        rows.push(reused_row("verify", step));
+        jsonl::read_records(&out.join(VERIFIED))?
+    } else {
+        let c = run_chunked(
+            "verify",
+            synthesized,
+            |p| {
+                p.slow.is_some()
+                    && !p.identical
+                    && p.verification
+                        .as_ref()
+                        .is_none_or(|v| v.status == Status::NoGpu)
+            },
+            cfg.verify.chunk,
+            &verify_settings_key,
+            &cfg.output.join("cache").join("verify"),
+            Ok(()),
+            |chunk| stages.verify(chunk, &cfg.verify),
+            |pairs| {
+                let no_gpu = pairs.iter().find_map(|r| match r {
+                    Record::Pair(p) => p
+                        .verification
+                        .as_ref()
+                        .filter(|v| v.status == Status::NoGpu)
+                        .map(|v| v.reason.clone()),
+                    _ => None,
+                });
+                match no_gpu {
+                    Some(reason) => Verdict::Await(format!("no GPU ({reason})")),
+                    None => Verdict::Final,
+                }
+            },
+        )?;
+        finish_chunked(
+            "verify",
+            verify_key,
+            VERIFIED,
+            c,
+            &out,
+            &mut journal,
+            &mut rows,
+        )?
+    };
+
+    // ---- export ----
+    if shard.is_some() {
+        rows.push(StepRow {
+            stage: "export",
+            state: "skipped",
+            worked: 0,
+            reused: 0,
+            awaiting: 0,
+            failed: 0,
+            counts: BTreeMap::new(),
+            notes: vec![format!(
+                "sharded build: merge the shards' {VERIFIED} with `kernelpair merge`, then `kernelpair export`"
+            )],
+        });
+    } else {
+        let verified_sha = file_sha256(&out.join(VERIFIED)).unwrap_or_default();
+        let templates_hash = cfg
+            .export
+            .templates
+            .as_deref()
+            .map(|p| tree_sha256(p, None))
+            .unwrap_or_default();
+        let tokenizer_hash = cfg
+            .export
+            .tokenizer
+            .as_deref()
+            .map(|t| match t {
+                "o200k_base" | "cl100k_base" => t.to_string(),
+                path => tree_sha256(Path::new(path), None),
+            })
+            .unwrap_or_default();
+        let mut export_settings = cfg.export.clone();
+        export_settings.templates = None;
+        export_settings.tokenizer = None;
+        let export_key = journal::key(&[
+            "export",
+            version,
+            &verified_sha,
+            &settings_json(&export_settings),
+            &templates_hash,
+            &tokenizer_hash,
+        ]);
+        delay();
+        if let Some(step) = journal.reusable("export", &export_key, &out) {
+            rows.push(reused_row("export", step));
+        } else {
+            let ecfg = ExportConfig::new(cfg.export.clone())?;
+            let dataset = out.join(DATASET);
+            let summary = export::export(&verified, &dataset, &ecfg)?;
+            let mut outputs = BTreeMap::new();
+            for f in &summary.files {
+                let rel = format!("{DATASET}/{f}");
+                outputs.insert(
+                    rel.clone(),
+                    file_sha256(&out.join(&rel)).unwrap_or_default(),
+                );
+            }
+            let mut counts = BTreeMap::new();
+            counts.insert("input_pairs".to_string(), summary.report.input_pairs);
+            counts.insert("exported".to_string(), summary.report.kept);
+            counts.insert("train".to_string(), summary.train);
+            counts.insert("test".to_string(), summary.test);
+            let mut notes = Vec::new();
+            if summary.report.kept == 0 {
+                notes.push("no verified pairs yet: the dataset is empty".to_string());
+            }
+            rows.push(StepRow {
+                stage: "export",
+                state: "ran",
+                worked: summary.report.input_pairs,
+                reused: 0,
+                awaiting: 0,
+                failed: 0,
+                counts: counts.clone(),
+                notes,
+            });
+            journal.steps.insert(
+                "export".into(),
+                Step {
+                    key: export_key,
+                    complete: true,
+                    outputs,
+                    counts,
+                },
+            );
+            journal.save(&out)?;
+        }
+    }
+    let exit = if rows.iter().any(|r| r.failed > 0) {
+        crate::exit::PARTIAL
+    } else {
+        crate::exit::OK
+    };
+    Ok(BuildReport {
+        rows,
+        output: out,
+        exit,
+    })
+}
+
+fn reused_row(stage: &'static str, step: &Step) -> StepRow {
+    StepRow {
+        stage,
+        state: "reused",
+        worked: 0,
+        reused: 0,
+        awaiting: 0,
+        failed: 0,
+        counts: step.counts.clone(),
+        notes: Vec::new(),
+    }
+}
+
+fn finish_chunked(
+    stage: &'static str,
+    key: String,
+    file: &str,
+    c: Chunked,
+    out: &Path,
+    journal: &mut Journal,
+    rows: &mut Vec<StepRow>,
+) -> Result<Vec<Record>, BuildError> {
+    let sha = write_step_output(out, file, &c.records)?;
+    let complete = c.awaiting == 0 && c.failed == 0;
+    let counts = pair_counts(&c.records);
+    journal.steps.insert(
+        stage.into(),
+        Step {
+            key,
+            complete,
+            outputs: [(file.to_string(), sha)].into(),
+            counts: counts.clone(),
+        },
+    );
+    journal.save(out)?;
+    rows.push(StepRow {
+        stage,
+        state: if complete { "ran" } else { "incomplete" },
+        worked: c.worked,
+        reused: c.reused,
+        awaiting: c.awaiting,
+        failed: c.failed,
+        counts,
+        notes: c.notes,
+    });
+    Ok(c.records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::config::{SuiteKind, SuiteSpec, SynthSettings, VerifySettings};
+    use crate::record::{Origin, Speedup, Verification};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const PAIRS: &str = include_str!("../../tests/data/pairs.jsonl");
+
+    fn fixture() -> Vec<Record> {
+        PAIRS
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<crate::record::Line>(l)
+                    .unwrap()
+                    .record
+            })
+            .collect()
+    }
+
+    /// Stages that answer instantly and count their calls; `fail_verify_at` makes the n-th
+    /// verify call (1-based) fail, as a crash mid-stage would leave it.
+    struct Fake {
+        gpu: bool,
+        synth_calls: AtomicUsize,
+        verify_calls: AtomicUsize,
+        fail_verify_at: Option<usize>,
+    }
+
+    impl Fake {
+        fn new(gpu: bool, fail_verify_at: Option<usize>) -> Fake {
+            Fake {
+                gpu,
+                synth_calls: AtomicUsize::new(0),
+                verify_calls: AtomicUsize::new(0),
+                fail_verify_at,
+            }
+        }
+    }
+
+    impl Stages for Fake {
+        fn extract(
+            &self,
+            _: &SuiteSpec,
+            _: &crate::pipeline::config::ExtractSettings,
+        ) -> Result<Vec<Record>, StageError> {
+            Ok(fixture())
+        }
+        fn synth(
+            &self,
+            pairs: Vec<Record>,
+            _: &SynthSettings,
+            _: &Path,
+        ) -> Result<Vec<Record>, StageError> {
+            self.synth_calls.fetch_add(1, Ordering::SeqCst);
+            Ok(pairs
+                .into_iter()
+                .map(|r| match r {
+                    Record::Pair(mut p) => {
+                        let mut slow = p.fast.clone();
+                        slow.source = slow.source.replace("* 4", "* 1");
+                        slow.variant = "synthesized".into();
+                        p.slow = Some(slow);
+                        p.origin = Origin::Synthesized {
+                            model: "fake".into(),
+                            prompt_hash: "h".into(),
+                            attempts: 1,
+                            checks: vec![],
+                        };
+                        Record::Pair(p)
+                    }
+                    r => r,
+                })
+                .collect())
+        }
+        fn verify(
+            &self,
+            pairs: Vec<Record>,
+            _: &VerifySettings,
+        ) -> Result<Vec<Record>, StageError> {
+            let n = self.verify_calls.fetch_add(1, Ordering::SeqCst) + 1;
+            if self.fail_verify_at == Some(n) {
+                return Err(StageError::Failed {
+                    stage: "verify",
+                    message: "worker died".into(),
+                });
+            }
+            Ok(pairs
+                .into_iter()
+                .map(|r| match r {
+                    Record::Pair(mut p) => {
+                        p.verification = Some(Verification {
+                            status: if self.gpu {
+                                Status::Verified
+                            } else {
+                                Status::NoGpu
+                            },
+                            reason: if self.gpu {
+                                "ok".into()
+                            } else {
+                                "no CUDA driver".into()
+                            },
+                            device: None,
+                            evidence: serde_json::Value::Null,
+                            speedup: self.gpu.then(|| Speedup {
+                                size_set: "large".into(),
+                                median: 2.5,
+                                ci_low: 2.4,
+                                ci_high: 2.6,
+                            }),
+                            tool_version: "test".into(),
+                        });
+                        Record::Pair(p)
+                    }
+                    r => r,
+                })
+                .collect())
+        }
+    }
+
+    fn config(out: &Path, llm: bool) -> BuildConfig {
+        BuildConfig {
+            output: out.to_path_buf(),
+            suites: vec![SuiteSpec {
+                path: out.join("no-suite"),
+                kind: SuiteKind::Records,
+                extractor: None,
+            }],
+            extract: Default::default(),
+            synth: SynthSettings {
+                llm: llm.then(|| out.join("llm.toml")),
+                chunk: 1,
+                ..Default::default()
+            },
+            verify: VerifySettings {
+                chunk: 1,
+                ..Default::default()
+            },
+            export: Default::default(),
+        }
+    }
+
+    fn same_files(a: &Path, b: &Path) {
+        let (fa, fb) = (files(a), files(b));
+        assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+        for (k, v) in &fa {
+            assert!(*v == fb[k], "{k} differs");
+        }
+    }
+
+    fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| {
+                (
+                    e.path().strip_prefix(dir).unwrap().display().to_string(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_gpu_or_endpoint_every_stage_that_can_runs_and_the_rest_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), false);
+        let fake = Fake::new(false, None);
+        let r = build(&cfg, None, &fake).unwrap();
+        assert_eq!(r.exit, crate::exit::OK, "{}", r.table());
+        let row = |s: &str| r.rows.iter().find(|x| x.stage == s).unwrap().clone();
+        assert_eq!(row("synth").awaiting, 1, "the pending pair");
+        assert_eq!(fake.synth_calls.load(Ordering::SeqCst), 0);
+        // Two pairs need a GPU (never verified, no_gpu); the first call says no GPU and no
+        // further calls are made.
+        assert_eq!(row("verify").awaiting, 2, "{}", r.table());
+        assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 1);
+        assert!(
+            r.table().contains("no GPU (no CUDA driver)"),
+            "{}",
+            r.table()
+        );
+        assert_eq!(row("export").counts["exported"], 7);
+        let j = Journal::load(dir.path());
+        assert!(j.steps["extract"].complete && !j.steps["verify"].complete);
+
+        // On a machine with a GPU and an endpoint the waiting work is done; finished steps are reused.
+        let cfg = config(dir.path(), true);
+        let fake = Fake::new(true, None);
+        let r = build(&cfg, None, &fake).unwrap();
+        let row = |s: &str| r.rows.iter().find(|x| x.stage == s).unwrap().clone();
+        assert_eq!(row("extract").state, "reused");
+        assert_eq!(fake.synth_calls.load(Ordering::SeqCst), 1);
+        // fresh, nogpu, and the newly synthesized pair.
+        assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 3);
+        assert_eq!(row("verify").counts["verified"], 13, "{}", r.table());
+        assert!(row("export").counts["exported"] > 7, "{}", r.table());
+    }
+
+    #[test]
+    fn a_failed_run_resumes_without_redoing_finished_chunks_and_ends_byte_identical() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        // Uninterrupted.
+        let full = Fake::new(true, None);
+        build(&config(a.path(), true), None, &full).unwrap();
+        assert_eq!(full.verify_calls.load(Ordering::SeqCst), 3);
+        // Interrupted at the second verify chunk, then resumed.
+        let broken = Fake::new(true, Some(2));
+        let r = build(&config(b.path(), true), None, &broken).unwrap();
+        assert_eq!(r.exit, crate::exit::PARTIAL);
+        let resumed = Fake::new(true, None);
+        let r = build(&config(b.path(), true), None, &resumed).unwrap();
+        assert_eq!(r.exit, crate::exit::OK, "{}", r.table());
+        assert_eq!(
+            resumed.synth_calls.load(Ordering::SeqCst),
+            0,
+            "synth chunk came from cache"
+        );
+        assert_eq!(
+            resumed.verify_calls.load(Ordering::SeqCst),
+            1,
+            "only the failed chunk is verified again"
+        );
+        let verify = r.rows.iter().find(|x| x.stage == "verify").unwrap();
+        assert_eq!((verify.worked, verify.reused), (1, 2));
+        same_files(a.path(), b.path());
+        // A third run reuses every step.
+        let idle = Fake::new(true, None);
+        let r = build(&config(b.path(), true), None, &idle).unwrap();
+        assert!(r.rows.iter().all(|x| x.state == "reused"), "{}", r.table());
+        same_files(a.path(), b.path());
+    }
+
+    #[test]
+    fn sharded_builds_merged_equal_one_build() {
+        let one = tempfile::tempdir().unwrap();
+        build(&config(one.path(), true), None, &Fake::new(true, None)).unwrap();
+        let whole = jsonl::read_records(&one.path().join(VERIFIED)).unwrap();
+        let sh = tempfile::tempdir().unwrap();
+        let mut parts = Vec::new();
+        for i in 0..2 {
+            let s = Shard { index: i, count: 2 };
+            let r = build(&config(sh.path(), true), Some(s), &Fake::new(true, None)).unwrap();
+            assert!(r.output.ends_with(format!("shards/{i}-of-2")));
+            let part = jsonl::read_records(&r.output.join(VERIFIED)).unwrap();
+            assert!(!part.is_empty() && part.len() < whole.len());
+            parts.push(part);
+        }
+        let merged = super::super::merge::merge(parts);
+        assert_eq!(merged.duplicates, 0);
+        assert_eq!(merged.records, super::super::merge::merge([whole]).records);
+    }
+}

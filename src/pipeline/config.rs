@@ -1,0 +1,225 @@
+//! The `build` config file (TOML; schema in schemas/build-config.schema.json): what to extract,
+//! how to synthesize and verify, what to export, and where. Relative paths are relative to
+//! the config file's folder, so a config works from any working directory.
+
+use crate::export::ExportOptions;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildConfig {
+    /// Output folder: stage outputs, the journal, caches and the dataset.
+    pub output: PathBuf,
+    #[serde(rename = "suite")]
+    pub suites: Vec<SuiteSpec>,
+    #[serde(default)]
+    pub extract: ExtractSettings,
+    #[serde(default)]
+    pub synth: SynthSettings,
+    #[serde(default)]
+    pub verify: VerifySettings,
+    #[serde(default)]
+    pub export: ExportOptions,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuiteKind {
+    Auto,
+    Parboil,
+    Rodinia,
+    Generic,
+    /// A JSONL file of records from an earlier `extract` (or any stage): taken as extracted.
+    Records,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteSpec {
+    /// Suite root folder (or, for kind `records`, a JSONL file).
+    pub path: PathBuf,
+    #[serde(default = "default_kind")]
+    pub kind: SuiteKind,
+    /// A suite description file replacing the built-in one for `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extractor: Option<PathBuf>,
+}
+
+fn default_kind() -> SuiteKind {
+    SuiteKind::Auto
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExtractSettings {
+    /// NVRTC target of the compile check.
+    pub arch: String,
+    /// Compile-check every unit with NVRTC (skipped with a note when NVRTC is missing).
+    pub compile: bool,
+}
+
+impl Default for ExtractSettings {
+    fn default() -> Self {
+        ExtractSettings {
+            arch: "sm_90".into(),
+            compile: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SynthSettings {
+    /// The synth stage's LLM config (endpoint, model, `api_key_env`; see examples/llm.toml).
+    /// Absent: pairs without a slow kernel wait for an endpoint and the build says so.
+    pub llm: Option<PathBuf>,
+    /// Answer only from the response cache.
+    pub offline: bool,
+    /// LLM response cache; default `<output>/llm-cache`.
+    pub cache: Option<PathBuf>,
+    pub max_repairs: u32,
+    /// Pairs per journaled chunk: a killed run redoes at most one chunk.
+    pub chunk: usize,
+}
+
+impl Default for SynthSettings {
+    fn default() -> Self {
+        SynthSettings {
+            llm: None,
+            offline: false,
+            cache: None,
+            max_repairs: 2,
+            chunk: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VerifySettings {
+    /// Folders searched for `<benchmark>.toml` harnesses (besides a pair's own harness).
+    pub harness_dirs: Vec<PathBuf>,
+    pub seeds: u32,
+    /// A pair is `not_faster` unless the speedup's 95% interval starts at or above this.
+    pub min_speedup: f64,
+    /// Watchdog deadline per pair.
+    pub timeout_s: u64,
+    /// Pairs per journaled chunk: a killed run redoes at most one chunk of GPU work.
+    pub chunk: usize,
+}
+
+impl Default for VerifySettings {
+    fn default() -> Self {
+        VerifySettings {
+            harness_dirs: Vec::new(),
+            seeds: 3,
+            min_speedup: 1.1,
+            timeout_s: 120,
+            chunk: 16,
+        }
+    }
+}
+
+impl BuildConfig {
+    /// Read, check, and make every relative path relative to the config file's folder.
+    pub fn load(path: &Path) -> Result<BuildConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut c = Self::parse(&text).map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        c.resolve(base);
+        Ok(c)
+    }
+
+    pub fn parse(text: &str) -> Result<BuildConfig, String> {
+        let c: BuildConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        if c.suites.is_empty() {
+            return Err("at least one [[suite]] is needed".into());
+        }
+        if c.synth.chunk == 0 || c.verify.chunk == 0 {
+            return Err("chunk sizes must be at least 1".into());
+        }
+        Ok(c)
+    }
+
+    fn resolve(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut self.output);
+        for s in &mut self.suites {
+            fix(&mut s.path);
+            if let Some(e) = &mut s.extractor {
+                fix(e);
+            }
+        }
+        if let Some(p) = &mut self.synth.llm {
+            fix(p);
+        }
+        if let Some(p) = &mut self.synth.cache {
+            fix(p);
+        }
+        for d in &mut self.verify.harness_dirs {
+            fix(d);
+        }
+        if let Some(t) = &mut self.export.templates {
+            fix(t);
+        }
+        // A tokenizer is a path unless it names an embedded vocabulary.
+        if let Some(t) = &mut self.export.tokenizer {
+            if !matches!(t.as_str(), "o200k_base" | "cl100k_base") && Path::new(t).is_relative() {
+                *t = base.join(&*t).display().to_string();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_config_gets_defaults_and_paths_resolve_against_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.toml");
+        std::fs::write(&p, "output = \"out\"\n[[suite]]\npath = \"s\"\n").unwrap();
+        let c = BuildConfig::load(&p).unwrap();
+        assert_eq!(c.output, dir.path().join("out"));
+        assert_eq!(c.suites[0].path, dir.path().join("s"));
+        assert_eq!(c.suites[0].kind, SuiteKind::Auto);
+        assert_eq!(c.verify, VerifySettings::default());
+        assert_eq!(c.export, ExportOptions::default());
+    }
+
+    #[test]
+    fn typos_and_empty_suites_are_errors() {
+        let e = BuildConfig::parse("output = \"o\"\n[[suite]]\npath = \"s\"\n[verify]\nseed = 3\n")
+            .unwrap_err();
+        assert!(e.contains("seed"), "{e}");
+        let e = BuildConfig::parse("output = \"o\"\nsuite = []\n").unwrap_err();
+        assert!(e.contains("at least one"), "{e}");
+        let e = BuildConfig::parse("output = \"o\"\n[[suite]]\npath = \"s\"\nkind = \"spec\"\n")
+            .unwrap_err();
+        assert!(e.contains("spec"), "{e}");
+    }
+}

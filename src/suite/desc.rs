@@ -1,0 +1,510 @@
+//! Suite descriptions (`extractors/*.toml`): how a suite is laid out, which files hold
+//! kernels, and how its variants pair. Data, not code: a new suite is a new file.
+
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use regex::Regex;
+use serde::Deserialize;
+use std::path::Path;
+
+use super::SuiteError;
+
+/// The descriptions shipped with kernelpair, in `--suite auto` detection order
+/// (most specific first; generic last because it matches any CUDA tree).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("parboil", include_str!("../../extractors/parboil.toml")),
+    ("rodinia", include_str!("../../extractors/rodinia.toml")),
+    ("generic", include_str!("../../extractors/generic.toml")),
+];
+
+/// A suite description as written in TOML.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDesc {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub detect: RawDetect,
+    pub layout: RawLayout,
+    pub files: RawFiles,
+    pub pairing: RawPairing,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDetect {
+    /// Every glob must match at least one file for `--suite auto` to pick the description.
+    #[serde(default)]
+    pub require: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLayout {
+    /// `/`-separated template of the scope folder; `{benchmark}` and `{variant}` each
+    /// capture one path component, other components must match literally.
+    pub scope: String,
+    /// Globs over the `{variant}` component; variants that match none are ignored.
+    #[serde(default)]
+    pub variants: Vec<String>,
+    /// The variant name when `scope` has no `{variant}`.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// Files no scope matches form one scope with an empty benchmark name.
+    #[serde(default)]
+    pub loose: bool,
+    /// Globs over root-relative paths of files every scope may read as context.
+    #[serde(default)]
+    pub shared: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFiles {
+    pub kernel: Vec<String>,
+    #[serde(default)]
+    pub context: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPairing {
+    pub mode: PairingMode,
+    #[serde(default)]
+    pub naive: Option<String>,
+    #[serde(default)]
+    pub counterpart: Option<String>,
+    #[serde(default)]
+    pub fallback_naive: Vec<String>,
+    #[serde(default = "default_rules")]
+    pub rules: Vec<Rule>,
+}
+
+fn default_rules() -> Vec<Rule> {
+    vec![Rule::NameAndParams, Rule::Name, Rule::RenamedSoleKernel]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairingMode {
+    /// Pair kernels of naive variant folders with those of optimized ones.
+    Variants,
+    /// No naive code: every kernel becomes a pair with an empty slow slot.
+    Pending,
+}
+
+/// A kernel pairing rule, tried in the order the description lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    NameAndParams,
+    Name,
+    RenamedSoleKernel,
+}
+
+impl Rule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::NameAndParams => "name_and_params",
+            Rule::Name => "name",
+            Rule::RenamedSoleKernel => "renamed_sole_kernel",
+        }
+    }
+}
+
+/// The rule name of pairs whose slow slot awaits synthesis.
+pub const RULE_NO_NAIVE: &str = "no_naive_variant";
+
+/// A checked, compiled suite description.
+#[derive(Debug, Clone)]
+pub struct SuiteDesc {
+    pub name: String,
+    pub description: String,
+    /// Where the description came from (`builtin:parboil` or a file path).
+    pub origin: String,
+    require: Vec<GlobMatcher>,
+    scope: Vec<Component>,
+    variants: Option<GlobSet>,
+    fixed_variant: String,
+    loose: bool,
+    shared: GlobSet,
+    kernel_files: GlobSet,
+    context_files: GlobSet,
+    pub mode: PairingMode,
+    naive: Option<Regex>,
+    counterpart: String,
+    pub fallback_naive: Vec<String>,
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Component {
+    Literal(String),
+    Benchmark,
+    Variant,
+}
+
+/// Where a file sits in the suite's layout.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ScopeKey {
+    pub benchmark: String,
+    pub variant: String,
+    /// The scope folder relative to the root (`benchmarks/sgemm/src/cuda`), empty for the root.
+    pub dir: String,
+}
+
+/// What a file is to the extractor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileRole {
+    /// Searched for kernels.
+    pub kernel: bool,
+    /// Read for declarations.
+    pub context: bool,
+}
+
+impl SuiteDesc {
+    /// A shipped description by name.
+    pub fn builtin(name: &str) -> Result<SuiteDesc, SuiteError> {
+        let (_, text) = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| SuiteError::UnknownSuite(name.to_string()))?;
+        SuiteDesc::parse(text, &format!("builtin:{name}"))
+    }
+
+    /// Every shipped description, in detection order.
+    pub fn builtins() -> Result<Vec<SuiteDesc>, SuiteError> {
+        BUILTIN
+            .iter()
+            .map(|(n, t)| SuiteDesc::parse(t, &format!("builtin:{n}")))
+            .collect()
+    }
+
+    /// A user-supplied description file.
+    pub fn load(path: &Path) -> Result<SuiteDesc, SuiteError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SuiteError::Description {
+            origin: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        SuiteDesc::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, origin: &str) -> Result<SuiteDesc, SuiteError> {
+        let err = |message: String| SuiteError::Description {
+            origin: origin.to_string(),
+            message,
+        };
+        let raw: RawDesc = toml::from_str(text).map_err(|e| err(e.to_string()))?;
+        let path_glob = |g: &str| -> Result<Glob, SuiteError> {
+            GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| err(format!("glob `{g}`: {e}")))
+        };
+        let set = |globs: &[String], path_like: bool| -> Result<GlobSet, SuiteError> {
+            let mut b = GlobSetBuilder::new();
+            for g in globs {
+                b.add(if path_like {
+                    path_glob(g)?
+                } else {
+                    Glob::new(g).map_err(|e| err(format!("glob `{g}`: {e}")))?
+                });
+            }
+            b.build().map_err(|e| err(e.to_string()))
+        };
+        let require = raw
+            .detect
+            .require
+            .iter()
+            .map(|g| path_glob(g).map(|g| g.compile_matcher()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut scope = Vec::new();
+        for c in raw.layout.scope.split('/').filter(|c| !c.is_empty()) {
+            scope.push(match c {
+                "{benchmark}" => Component::Benchmark,
+                "{variant}" => Component::Variant,
+                c if c.contains('{') || c.contains('*') => {
+                    return Err(err(format!(
+                        "layout.scope component `{c}`: only `{{benchmark}}`, `{{variant}}` or a literal folder name"
+                    )))
+                }
+                c => Component::Literal(c.to_string()),
+            });
+        }
+        if scope.iter().filter(|c| **c == Component::Benchmark).count() != 1 {
+            return Err(err("layout.scope must contain `{benchmark}` once".into()));
+        }
+        let has_variant = scope.contains(&Component::Variant);
+        if has_variant == raw.layout.variant.is_some() {
+            return Err(err(
+                "give either `{variant}` in layout.scope or a fixed layout.variant, not both or neither"
+                    .into(),
+            ));
+        }
+        let variants = if has_variant {
+            if raw.layout.variants.is_empty() {
+                return Err(err(
+                    "layout.variants must list the variant folders to extract".into(),
+                ));
+            }
+            Some(set(&raw.layout.variants, false)?)
+        } else {
+            None
+        };
+        if raw.files.kernel.is_empty() {
+            return Err(err("files.kernel must list at least one glob".into()));
+        }
+        let naive = match (&raw.pairing.mode, &raw.pairing.naive) {
+            (PairingMode::Variants, None) => {
+                return Err(err("pairing.mode = \"variants\" needs pairing.naive".into()))
+            }
+            (PairingMode::Variants, _) if !has_variant => {
+                return Err(err(
+                    "pairing.mode = \"variants\" needs `{variant}` in layout.scope".into(),
+                ))
+            }
+            (_, Some(re)) => Some(Regex::new(re).map_err(|e| err(format!("pairing.naive: {e}")))?),
+            (_, None) => None,
+        };
+        Ok(SuiteDesc {
+            name: raw.name,
+            description: raw.description,
+            origin: origin.to_string(),
+            require,
+            scope,
+            variants,
+            fixed_variant: raw.layout.variant.unwrap_or_default(),
+            loose: raw.layout.loose,
+            shared: set(&raw.layout.shared, true)?,
+            kernel_files: set(&raw.files.kernel, false)?,
+            context_files: set(&raw.files.context, false)?,
+            mode: raw.pairing.mode,
+            naive,
+            counterpart: raw.pairing.counterpart.unwrap_or_default(),
+            fallback_naive: raw.pairing.fallback_naive,
+            rules: raw.pairing.rules,
+        })
+    }
+
+    /// Whether the tree (its files, root-relative, `/`-separated) looks like this suite.
+    pub fn detects(&self, files: &[String]) -> bool {
+        self.require
+            .iter()
+            .all(|m| files.iter().any(|f| m.is_match(f)))
+    }
+
+    /// What the file is to the extractor, by its name; `None` when it is neither.
+    pub fn role(&self, rel_path: &str) -> Option<FileRole> {
+        let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+        let kernel = self.kernel_files.is_match(name);
+        let context = kernel || self.context_files.is_match(name);
+        context.then_some(FileRole { kernel, context })
+    }
+
+    /// Whether every scope may read the file.
+    pub fn is_shared(&self, rel_path: &str) -> bool {
+        self.shared.is_match(rel_path)
+    }
+
+    /// The scope a root-relative file belongs to, if any (variants that the description
+    /// does not extract give `None`).
+    pub fn scope_of(&self, rel_path: &str) -> Option<ScopeKey> {
+        let comps: Vec<&str> = rel_path.split('/').collect();
+        // The file itself must lie inside the scope folder, not be it.
+        if comps.len() > self.scope.len() {
+            let (mut benchmark, mut variant) = (None, None);
+            let mut ok = true;
+            for (pat, c) in self.scope.iter().zip(&comps) {
+                match pat {
+                    Component::Literal(l) => ok &= l == c,
+                    Component::Benchmark => benchmark = Some(*c),
+                    Component::Variant => variant = Some(*c),
+                }
+            }
+            if ok {
+                let variant = match variant {
+                    Some(v) => {
+                        if !self.variants.as_ref().is_some_and(|s| s.is_match(v)) {
+                            return None;
+                        }
+                        v.to_string()
+                    }
+                    None => self.fixed_variant.clone(),
+                };
+                return Some(ScopeKey {
+                    benchmark: benchmark.unwrap_or_default().to_string(),
+                    variant,
+                    dir: comps[..self.scope.len()].join("/"),
+                });
+            }
+        }
+        (self.loose && comps.len() == 1).then(|| ScopeKey {
+            benchmark: String::new(),
+            variant: self.fixed_variant.clone(),
+            dir: String::new(),
+        })
+    }
+
+    /// Whether a variant folder holds naive code.
+    pub fn is_naive(&self, variant: &str) -> bool {
+        self.naive.as_ref().is_some_and(|re| re.is_match(variant))
+    }
+
+    /// The optimized variant a naive one pairs with by the naming rule (`cuda_base_tex`
+    /// → `cuda_tex`); `None` for variants that are not naive.
+    pub fn counterpart(&self, naive_variant: &str) -> Option<String> {
+        let re = self.naive.as_ref()?;
+        let caps = re.captures(naive_variant)?;
+        let mut out = self.counterpart.clone();
+        for name in re.capture_names().flatten() {
+            let value = caps.name(name).map(|m| m.as_str()).unwrap_or("");
+            out = out.replace(&format!("{{{name}}}"), value);
+        }
+        Some(out)
+    }
+
+    /// The naive variant an optimized variant pairs with, among those present.
+    pub fn naive_for<'a>(&self, optimized: &str, present: &'a [String]) -> Option<&'a String> {
+        present
+            .iter()
+            .filter(|v| self.is_naive(v))
+            .find(|v| self.counterpart(v).as_deref() == Some(optimized))
+            .or_else(|| {
+                self.fallback_naive
+                    .iter()
+                    .find_map(|f| present.iter().find(|p| *p == f))
+            })
+    }
+}
+
+/// Pick the description for a tree: the first builtin whose detection globs match.
+pub fn detect(files: &[String]) -> Result<SuiteDesc, SuiteError> {
+    for d in SuiteDesc::builtins()? {
+        if d.detects(files) {
+            return Ok(d);
+        }
+    }
+    Err(SuiteError::NotDetected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_description_parses() {
+        let all = SuiteDesc::builtins().unwrap();
+        let names: Vec<_> = all.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["parboil", "rodinia", "generic"]);
+    }
+
+    #[test]
+    fn parboil_variants_and_counterparts() {
+        let d = SuiteDesc::builtin("parboil").unwrap();
+        let s = d
+            .scope_of("benchmarks/sgemm/src/cuda_base/sgemm_kernel.cu")
+            .unwrap();
+        assert_eq!(
+            (s.benchmark.as_str(), s.variant.as_str(), s.dir.as_str()),
+            ("sgemm", "cuda_base", "benchmarks/sgemm/src/cuda_base")
+        );
+        // Deeper files belong to the same scope.
+        assert_eq!(
+            d.scope_of("benchmarks/x/src/cuda/sub/a.cu")
+                .unwrap()
+                .variant,
+            "cuda"
+        );
+        // OpenCL/OpenMP/CPU variants and files outside the layout are ignored.
+        assert_eq!(d.scope_of("benchmarks/x/src/opencl_base/a.cu"), None);
+        assert_eq!(d.scope_of("benchmarks/x/src/base/a.cu"), None);
+        assert_eq!(d.scope_of("common/src/parboil_cuda.c"), None);
+        assert_eq!(d.scope_of("benchmarks/x/src/cuda"), None);
+        for (naive, opt) in [
+            ("cuda_base", "cuda"),
+            ("cuda_base_tex", "cuda_tex"),
+            ("cuda-base", "cuda"),
+        ] {
+            assert!(d.is_naive(naive));
+            assert_eq!(d.counterpart(naive).as_deref(), Some(opt));
+        }
+        for v in ["cuda", "cuda_tex", "cuda_fermi"] {
+            assert!(!d.is_naive(v), "{v}");
+        }
+        let present: Vec<String> = ["cuda_base", "cuda", "cuda_fermi", "cuda_base_tex"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(d.naive_for("cuda", &present).unwrap(), "cuda_base");
+        assert_eq!(d.naive_for("cuda_fermi", &present).unwrap(), "cuda_base");
+        assert_eq!(d.naive_for("cuda_tex", &present).unwrap(), "cuda_base_tex");
+        assert_eq!(d.naive_for("cuda", &["cuda".to_string()]), None);
+    }
+
+    #[test]
+    fn file_roles_by_name() {
+        let d = SuiteDesc::builtin("parboil").unwrap();
+        let r = d.role("a/b/kernel.cu").unwrap();
+        assert!(r.kernel && r.context);
+        let r = d.role("a/common.h").unwrap();
+        assert!(!r.kernel && r.context);
+        assert_eq!(d.role("a/Makefile"), None);
+        assert_eq!(d.role("a/kernel.cl"), None);
+    }
+
+    #[test]
+    fn rodinia_and_generic_scopes() {
+        let r = SuiteDesc::builtin("rodinia").unwrap();
+        let s = r.scope_of("cuda/lavaMD/kernel/k.cu").unwrap();
+        assert_eq!(
+            (s.benchmark.as_str(), s.variant.as_str()),
+            ("lavaMD", "cuda")
+        );
+        assert_eq!(r.scope_of("opencl/lavaMD/k.cu"), None);
+        assert!(r.is_shared("cuda/util/timer/timer.h"));
+        let g = SuiteDesc::builtin("generic").unwrap();
+        assert_eq!(g.scope_of("blas/x/saxpy.cu").unwrap().benchmark, "blas");
+        let root = g.scope_of("loose.cu").unwrap();
+        assert_eq!((root.benchmark.as_str(), root.dir.as_str()), ("", ""));
+        assert!(g.is_shared("util/math.cuh"));
+        assert!(!g.is_shared("util/math.cu"));
+    }
+
+    #[test]
+    fn detection_order() {
+        let files = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let pick = |v: &[&str]| detect(&files(v)).map(|d| d.name);
+        assert_eq!(
+            pick(&["benchmarks/a/src/cuda/k.cu", "README"]).unwrap(),
+            "parboil"
+        );
+        assert_eq!(pick(&["cuda/a/k.cu", "opencl/a/k.cl"]).unwrap(), "rodinia");
+        assert_eq!(pick(&["x/y/k.cuh"]).unwrap(), "generic");
+        assert!(matches!(pick(&["a.c"]), Err(SuiteError::NotDetected)));
+    }
+
+    #[test]
+    fn bad_descriptions_name_the_problem() {
+        let base = r#"
+name = "x"
+[layout]
+scope = "{benchmark}"
+variant = ""
+[files]
+kernel = ["*.cu"]
+[pairing]
+mode = "pending"
+"#;
+        assert!(SuiteDesc::parse(base, "t").is_ok());
+        let bad = [
+            (base.replace("{benchmark}", "src"), "{benchmark}"),
+            (base.replace("variant = \"\"", ""), "variant"),
+            (base.replace("\"pending\"", "\"variants\""), "pairing.naive"),
+            (base.replace("*.cu", "[*.cu"), "glob"),
+            (base.replace("mode", "mood"), "mood"),
+        ];
+        for (text, needle) in bad {
+            let e = SuiteDesc::parse(&text, "t").unwrap_err().to_string();
+            assert!(e.contains(needle), "{e} should mention {needle}");
+        }
+    }
+}

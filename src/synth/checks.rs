@@ -1,0 +1,624 @@
+//! The checks every LLM answer goes through, in order; the first failure rejects the
+//! answer with a stable reason code.
+//!
+//! A stripped optimization is what we ask for; padding the runtime (spins, repeated
+//! work, `volatile` tricks) or handing back the fast kernel is what these checks refuse.
+
+use super::syntax::{self, text, visit, KernelDef};
+use crate::gpu::nvrtc::{self, CompileRequest, NvrtcError};
+use crate::record::{CompileCheck, KernelUnit, Param};
+use regex::Regex;
+use std::sync::{LazyLock, Mutex};
+
+/// Why an answer was rejected. The string forms are stable: they are recorded in
+/// outputs and counted in summaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    NoCodeBlock,
+    ParseError,
+    KernelMissing,
+    SignatureMismatch,
+    HostCode,
+    ArtificialSlowdown,
+    SameAsFast,
+    CompileError,
+    NvrtcUnavailable,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::NoCodeBlock => "no_code_block",
+            Reason::ParseError => "parse_error",
+            Reason::KernelMissing => "kernel_missing",
+            Reason::SignatureMismatch => "signature_mismatch",
+            Reason::HostCode => "host_code",
+            Reason::ArtificialSlowdown => "artificial_slowdown",
+            Reason::SameAsFast => "same_as_fast",
+            Reason::CompileError => "compile_error",
+            Reason::NvrtcUnavailable => "nvrtc_unavailable",
+        }
+    }
+}
+
+/// Names of the checks, in the order they run (recorded for an accepted answer).
+pub const CHECKS: &[&str] = &[
+    "code_block",
+    "parses",
+    "signature",
+    "no_host_code",
+    "no_slowdown",
+    "differs_from_fast",
+    "compiles",
+];
+
+#[derive(Debug, Clone)]
+pub struct Rejection {
+    pub reason: Reason,
+    pub message: String,
+    /// The NVRTC log, for a compile error: what the repair turn sends back.
+    pub compile_log: Option<String>,
+}
+
+impl Rejection {
+    fn new(reason: Reason, message: impl Into<String>) -> Self {
+        Rejection {
+            reason,
+            message: message.into(),
+            compile_log: None,
+        }
+    }
+}
+
+/// An answer that passed every check.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The code block, as the model wrote it.
+    pub source: String,
+    pub def: KernelDef,
+    pub compile: CompileCheck,
+    /// Normalized-token difference from the fast kernel (0 = identical, 1 = nothing shared).
+    pub difference: f64,
+}
+
+/// What an answer is checked against.
+pub struct Target<'a> {
+    pub fast: &'a KernelUnit,
+    /// Below this normalized-token difference the answer counts as the fast kernel again.
+    pub min_difference: f64,
+    pub arch: &'a str,
+}
+
+/// Run every check on one answer.
+pub fn check_answer(answer: &str, t: &Target) -> Result<Candidate, Rejection> {
+    let source = code_block(answer, &t.fast.kernel)?;
+    let defs = syntax::kernels(&source);
+    let tree_has_error = syntax::parse(&source).root_node().has_error();
+    let def = match defs.iter().find(|d| d.name == t.fast.kernel) {
+        Some(d) if d.has_error => {
+            return Err(Rejection::new(
+                Reason::ParseError,
+                format!("kernel `{}` has syntax errors (tree-sitter ERROR nodes)", d.name),
+            ))
+        }
+        Some(d) => d.clone(),
+        None if tree_has_error => {
+            return Err(Rejection::new(
+                Reason::ParseError,
+                "the code block does not parse (tree-sitter ERROR nodes) and has no clean kernel of that name",
+            ))
+        }
+        None => {
+            let found: Vec<_> = defs.iter().map(|d| d.name.as_str()).collect();
+            return Err(Rejection::new(
+                Reason::KernelMissing,
+                format!(
+                    "no __global__ kernel named `{}` (found: {})",
+                    t.fast.kernel,
+                    if found.is_empty() { "none".to_string() } else { found.join(", ") }
+                ),
+            ));
+        }
+    };
+    check_signature(&def, t.fast)?;
+    check_host_code(&source)?;
+    check_slowdowns(&source, &t.fast.source)?;
+    let difference = difference_from_fast(&source, &def, t.fast);
+    if difference < t.min_difference {
+        return Err(Rejection::new(
+            Reason::SameAsFast,
+            format!(
+                "the answer is the fast kernel again (normalized-token difference {difference:.3} < {:.3})",
+                t.min_difference
+            ),
+        ));
+    }
+    let compile = compile(&source, t)?;
+    Ok(Candidate {
+        source,
+        def,
+        compile,
+        difference,
+    })
+}
+
+static FENCE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)```[ \t]*([A-Za-z0-9_+\-]*)[^\n]*\n(.*?)```").unwrap());
+
+/// The fenced block holding the kernel: the first one that mentions its name and
+/// `__global__`, else the first one.
+pub fn code_block(answer: &str, kernel: &str) -> Result<String, Rejection> {
+    let blocks: Vec<&str> = FENCE
+        .captures_iter(answer)
+        .map(|c| c.get(2).expect("group 2 always participates").as_str())
+        .collect();
+    if blocks.is_empty() {
+        let msg = if answer.contains("```") {
+            "the answer opens a code block but never closes it (truncated?)"
+        } else {
+            "the answer has no fenced code block"
+        };
+        return Err(Rejection::new(Reason::NoCodeBlock, msg));
+    }
+    let pick = blocks
+        .iter()
+        .find(|b| b.contains("__global__") && b.contains(kernel))
+        .unwrap_or(&blocks[0]);
+    if pick.trim().is_empty() {
+        return Err(Rejection::new(
+            Reason::NoCodeBlock,
+            "the code block is empty",
+        ));
+    }
+    Ok(pick.to_string())
+}
+
+/// Compare types the way a launch sees them: `__restrict__` and `const` change no
+/// argument a caller passes (dropping them is a legitimate de-optimization).
+fn launch_type(p: &Param) -> String {
+    let t = syntax::normalize_type(&p.ty);
+    t.split(' ')
+        .filter(|w| !matches!(*w, "__restrict__" | "__restrict" | "restrict" | "const"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn check_signature(def: &KernelDef, fast: &KernelUnit) -> Result<(), Rejection> {
+    let want: Vec<String> = fast.params.iter().map(launch_type).collect();
+    let got: Vec<String> = def.params.iter().map(launch_type).collect();
+    if want != got {
+        return Err(Rejection::new(
+            Reason::SignatureMismatch,
+            format!(
+                "parameter types differ: expected ({}), got ({})",
+                want.join(", "),
+                got.join(", ")
+            ),
+        ));
+    }
+    if def.template_params.len() != fast.template_params.len() {
+        return Err(Rejection::new(
+            Reason::SignatureMismatch,
+            format!(
+                "template parameters differ: expected <{}>, got <{}>",
+                fast.template_params.join(", "),
+                def.template_params.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+static HOST_CALL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(cuda[A-Z]\w*|fopen|fclose|fprintf|fwrite|fread|fputs|fgets|fscanf|scanf|exit|abort|system|getenv)$").unwrap()
+});
+
+fn check_host_code(src: &str) -> Result<(), Rejection> {
+    let tree = syntax::parse(src);
+    let mut found: Option<String> = None;
+    visit(tree.root_node(), &mut |n| {
+        if found.is_some() {
+            return;
+        }
+        match n.kind() {
+            "kernel_call_syntax" => found = Some("launches a kernel with <<<…>>>".into()),
+            "function_definition" => {
+                let name = n
+                    .child_by_field_name("declarator")
+                    .and_then(|d| d.child_by_field_name("declarator"))
+                    .map(|d| text(d, src));
+                if name == Some("main") {
+                    found = Some("defines main()".into());
+                }
+            }
+            "call_expression" => {
+                if let Some(f) = n.child_by_field_name("function") {
+                    let name = text(f, src);
+                    if HOST_CALL.is_match(name) {
+                        found = Some(format!("calls host function {name}()"));
+                    }
+                }
+            }
+            "type_identifier" if text(n, src) == "FILE" => {
+                found = Some("uses FILE (host I/O)".into())
+            }
+            _ => {}
+        }
+    });
+    match found {
+        Some(m) => Err(Rejection::new(Reason::HostCode, m)),
+        None => Ok(()),
+    }
+}
+
+/// Facts about code that padding the runtime leaves behind.
+#[derive(Debug, Default)]
+struct Padding {
+    timer_calls: Vec<String>,
+    volatile: usize,
+    empty_loops: usize,
+    unused_counter_loops: Vec<String>,
+    big_literal_bounds: Vec<u64>,
+}
+
+const TIMERS: &[&str] = &["clock", "clock64", "__nanosleep", "__prof_trigger"];
+
+fn padding(src: &str) -> Padding {
+    let tree = syntax::parse(src);
+    let mut p = Padding::default();
+    visit(tree.root_node(), &mut |n| match n.kind() {
+        "call_expression" => {
+            if let Some(f) = n.child_by_field_name("function") {
+                let name = text(f, src);
+                if TIMERS.contains(&name) {
+                    p.timer_calls.push(name.to_string());
+                }
+            }
+        }
+        "gnu_asm_expression" | "asm_statement" => {
+            let t = text(n, src);
+            if t.contains("globaltimer") || t.contains("nanosleep") || t.contains("clock") {
+                p.timer_calls.push("asm timer".into());
+            }
+        }
+        "volatile" => p.volatile += 1,
+        "for_statement" | "while_statement" | "do_statement" => {
+            let Some(body) = n.child_by_field_name("body") else {
+                return;
+            };
+            let empty = match body.kind() {
+                "expression_statement" => body.named_child_count() == 0,
+                "compound_statement" => body.named_child_count() == 0,
+                _ => false,
+            };
+            if empty {
+                p.empty_loops += 1;
+                return;
+            }
+            if n.kind() == "for_statement" {
+                if let Some(v) = for_counter(n, src) {
+                    let used = ident_used(body, src, &v);
+                    if !used {
+                        p.unused_counter_loops.push(v);
+                    }
+                }
+                if let Some(c) = n.child_by_field_name("condition") {
+                    visit(c, &mut |m| {
+                        if m.kind() == "number_literal" {
+                            if let Some(v) = parse_int(text(m, src)) {
+                                if v >= 65_536 {
+                                    p.big_literal_bounds.push(v);
+                                }
+                            }
+                        }
+                    });
+                }
+            }
+        }
+        _ => {}
+    });
+    p
+}
+
+fn for_counter(f: tree_sitter::Node, src: &str) -> Option<String> {
+    let init = f.child_by_field_name("initializer")?;
+    let mut name = None;
+    visit(init, &mut |n| {
+        if name.is_none() && n.kind() == "identifier" {
+            name = Some(text(n, src).to_string());
+        }
+    });
+    name
+}
+
+fn ident_used(body: tree_sitter::Node, src: &str, v: &str) -> bool {
+    let mut used = false;
+    visit(body, &mut |n| {
+        if n.kind() == "identifier" && text(n, src) == v {
+            used = true;
+        }
+    });
+    used
+}
+
+fn parse_int(t: &str) -> Option<u64> {
+    let t = t.trim_end_matches(['u', 'U', 'l', 'L']);
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else {
+        t.parse().ok()
+    }
+}
+
+fn check_slowdowns(src: &str, fast_src: &str) -> Result<(), Rejection> {
+    // Helpers count too: a spin can hide in a __device__ function the kernel calls.
+    let cand = padding(src);
+    let fast = padding(fast_src);
+    let slow = |m: String| Err(Rejection::new(Reason::ArtificialSlowdown, m));
+    if let Some(t) = cand
+        .timer_calls
+        .iter()
+        .find(|t| !fast.timer_calls.contains(t))
+    {
+        return slow(format!("uses {t}: a timing spin pads the runtime"));
+    }
+    if cand.volatile > fast.volatile {
+        return slow("adds `volatile` (defeats caching and optimization on purpose)".into());
+    }
+    if cand.empty_loops > fast.empty_loops {
+        return slow("contains a loop with an empty body (busy loop)".into());
+    }
+    if cand.unused_counter_loops.len() > fast.unused_counter_loops.len() {
+        let v = cand
+            .unused_counter_loops
+            .iter()
+            .find(|v| !fast.unused_counter_loops.contains(v))
+            .unwrap_or(&cand.unused_counter_loops[0]);
+        return slow(format!(
+            "a loop over `{v}` never uses `{v}` in its body: the same work repeated"
+        ));
+    }
+    if let Some(b) = cand
+        .big_literal_bounds
+        .iter()
+        .find(|b| !fast.big_literal_bounds.contains(b) && !fast_src.contains(&b.to_string()))
+    {
+        return slow(format!(
+            "a loop runs to the constant {b}, which the original never uses"
+        ));
+    }
+    Ok(())
+}
+
+/// Normalized-token edit distance between the candidate's kernel and the fast kernel,
+/// divided by the longer length.
+pub fn difference_from_fast(src: &str, def: &KernelDef, fast: &KernelUnit) -> f64 {
+    let cand = syntax::normalized_tokens(&src[def.range.clone()]);
+    let fast_src = syntax::kernels(&fast.source)
+        .into_iter()
+        .find(|d| d.name == fast.kernel)
+        .map(|d| fast.source[d.range].to_string())
+        .unwrap_or_else(|| fast.source.clone());
+    let fast_toks = syntax::normalized_tokens(&fast_src);
+    token_difference(&cand, &fast_toks)
+}
+
+pub fn token_difference(a: &[String], b: &[String]) -> f64 {
+    let n = a.len().max(b.len());
+    if n == 0 {
+        return 0.0;
+    }
+    levenshtein(a, b) as f64 / n as f64
+}
+
+fn levenshtein(a: &[String], b: &[String]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, x) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, y) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(x != y);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// NVRTC is not documented as safe for concurrent programs in every version; one at a time.
+static NVRTC_LOCK: Mutex<()> = Mutex::new(());
+
+fn compile(src: &str, t: &Target) -> Result<CompileCheck, Rejection> {
+    let exprs: Vec<String> = if t.fast.template_params.is_empty() {
+        vec![]
+    } else {
+        vec![t.fast.symbol.clone()]
+    };
+    let _guard = NVRTC_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let info =
+        nvrtc::load().map_err(|e| Rejection::new(Reason::NvrtcUnavailable, e.to_string()))?;
+    let r = nvrtc::compile(&CompileRequest {
+        source: src,
+        name: &format!("{}.synth.cu", t.fast.kernel),
+        arch: t.arch,
+        name_expressions: &exprs,
+        cubin: false,
+        extra_options: &[],
+    });
+    match r {
+        Ok(c) if c.ok => Ok(CompileCheck {
+            ok: true,
+            arch: t.arch.to_string(),
+            log: c.log,
+            // The same answers must give byte-identical outputs on a rerun, so the wall
+            // time (which varies run to run) is logged, not recorded.
+            millis: {
+                tracing::debug!("{}: NVRTC took {:.1} ms", t.fast.kernel, c.millis);
+                0.0
+            },
+            nvrtc_version: info.version_string(),
+        }),
+        Ok(c) => Err(Rejection {
+            reason: Reason::CompileError,
+            message: format!("NVRTC rejected the kernel: {}", first_error(&c.log)),
+            compile_log: Some(c.log),
+        }),
+        Err(e @ (NvrtcError::Missing | NvrtcError::LoadFailed { .. })) => {
+            Err(Rejection::new(Reason::NvrtcUnavailable, e.to_string()))
+        }
+        Err(e) => Err(Rejection {
+            reason: Reason::CompileError,
+            message: e.to_string(),
+            compile_log: Some(e.to_string()),
+        }),
+    }
+}
+
+fn first_error(log: &str) -> &str {
+    log.lines()
+        .find(|l| l.contains("error"))
+        .or_else(|| log.lines().next())
+        .unwrap_or("(empty log)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn fast_unit(src: &str, kernel: &str) -> KernelUnit {
+        let def = syntax::kernels(src)
+            .into_iter()
+            .find(|d| d.name == kernel)
+            .unwrap();
+        serde_json::from_value(serde_json::json!({
+            "id": "f", "suite": "s", "benchmark": "b", "variant": "cuda", "path": "b/k.cu",
+            "line": def.line, "kernel": kernel, "params": def.params, "source": src,
+            "symbol": kernel, "pulled": {}, "features": {"shared_memory": false,
+            "dynamic_shared_memory": false, "constant_memory": false, "texture_references": false,
+            "atomics": false, "templates": false, "warp_primitives": false, "vector_types": false},
+            "provenance": {}
+        }))
+        .unwrap()
+    }
+
+    const FAST: &str = "#define TILE 16\n__global__ void scale(float* out, const float* __restrict__ in, int n) {\n  __shared__ float s[TILE];\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) { s[threadIdx.x % TILE] = in[i]; out[i] = 2.0f * s[threadIdx.x % TILE]; }\n}\n";
+    const SLOW: &str = "__global__ void scale(float* out, const float* in, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    float v = in[i];\n    out[i] = v * 2.0f;\n  }\n}\n";
+
+    fn target(f: &KernelUnit) -> Target<'_> {
+        Target {
+            fast: f,
+            min_difference: 0.05,
+            arch: "sm_90",
+        }
+    }
+
+    fn reason(answer: &str) -> Option<&'static str> {
+        let f = fast_unit(FAST, "scale");
+        match check_answer(answer, &target(&f)) {
+            Ok(_) => None,
+            Err(r) => Some(r.reason.as_str()),
+        }
+    }
+
+    fn fenced(code: &str) -> String {
+        format!("Here it is:\n```cuda\n{code}```\nDone.")
+    }
+
+    #[test]
+    fn reasons_in_order() {
+        assert_eq!(reason("no code here"), Some("no_code_block"));
+        assert_eq!(
+            reason("```cuda\n__global__ void scale("),
+            Some("no_code_block")
+        );
+        assert_eq!(
+            reason(&fenced(
+                "__global__ void scale(float* out, const float* in, int n) { out[0] = ; "
+            )),
+            Some("parse_error")
+        );
+        assert_eq!(
+            reason(&fenced(
+                "__global__ void other(float* out, const float* in, int n) { }"
+            )),
+            Some("kernel_missing")
+        );
+        assert_eq!(
+            reason(&fenced(
+                "__global__ void scale(double* out, const float* in, int n) { }"
+            )),
+            Some("signature_mismatch")
+        );
+        assert_eq!(
+            reason(&fenced(
+                "__global__ void scale(float* out, const float* in) { }"
+            )),
+            Some("signature_mismatch")
+        );
+        assert_eq!(
+            reason(&fenced(&format!("{SLOW}int main() {{ return 0; }}\n"))),
+            Some("host_code")
+        );
+        assert_eq!(
+            reason(&fenced(&SLOW.replace(
+                "float v = in[i];",
+                "float v = in[i]; float* d; cudaMalloc(&d, 4);"
+            ))),
+            Some("host_code")
+        );
+        assert_eq!(reason(&fenced(&SLOW.replace("float v = in[i];", "float v = in[i]; long long t0 = clock64(); while (clock64() - t0 < 1000) { v += 0.0f; }"))), Some("artificial_slowdown"));
+        assert_eq!(
+            reason(&fenced(&SLOW.replace(
+                "float v = in[i];",
+                "float v = in[i]; for (int w = 0; w < 100; w++);"
+            ))),
+            Some("artificial_slowdown")
+        );
+        assert_eq!(
+            reason(&fenced(&SLOW.replace(
+                "out[i] = v * 2.0f;",
+                "for (int rep = 0; rep < 8; rep++) { out[i] = v * 2.0f; }"
+            ))),
+            Some("artificial_slowdown")
+        );
+        assert_eq!(
+            reason(&fenced(&SLOW.replace("float v", "volatile float v"))),
+            Some("artificial_slowdown")
+        );
+        assert_eq!(reason(&fenced(FAST)), Some("same_as_fast"));
+        // Reformatted and re-commented is still the same kernel.
+        let reformatted = FAST.replace("  ", "    ").replace("{\n", "{ // body\n");
+        assert_eq!(reason(&fenced(&reformatted)), Some("same_as_fast"));
+    }
+
+    #[test]
+    fn good_answer_passes_and_compile_errors_keep_the_log() {
+        let f = fast_unit(FAST, "scale");
+        if nvrtc::load().is_err() {
+            assert_eq!(reason(&fenced(SLOW)), Some("nvrtc_unavailable"));
+            return;
+        }
+        let c = check_answer(&fenced(SLOW), &target(&f)).expect("accepted");
+        assert!(c.compile.ok);
+        assert!(c.difference > 0.2, "{}", c.difference);
+        assert_eq!(c.def.name, "scale");
+        let bad = SLOW.replace("v * 2.0f", "v * undefined_scale");
+        let r = check_answer(&fenced(&bad), &target(&f)).unwrap_err();
+        assert_eq!(r.reason, Reason::CompileError);
+        assert!(r.compile_log.unwrap().contains("undefined_scale"));
+    }
+
+    #[test]
+    fn picks_the_block_with_the_kernel() {
+        let a = "```\nnvcc x.cu\n```\n```cpp\n__global__ void scale() {}\n```";
+        assert!(code_block(a, "scale").unwrap().contains("__global__"));
+    }
+
+    #[test]
+    fn token_difference_bounds() {
+        let t = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(token_difference(&t("a b c"), &t("a b c")), 0.0);
+        assert_eq!(token_difference(&t("a b c"), &t("x y z")), 1.0);
+        assert!((token_difference(&t("a b c d"), &t("a b c")) - 0.25).abs() < 1e-9);
+    }
+}

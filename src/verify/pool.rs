@@ -1,0 +1,366 @@
+//! Worker processes and the watchdog: one worker per GPU, fed jobs from a shared
+//! queue; a job past its deadline gets its worker killed (`timeout`), a worker that
+//! dies or reports a sticky CUDA error is restarted (`crashed`), and every job gets
+//! an answer, so the batch always completes.
+
+use super::engine::{tool_version, Job};
+use super::protocol::{decode, encode, Request, Response};
+use crate::gpu::Props;
+use crate::record::{DeviceInfo, Status, Verification};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("could not start worker {device}: {message}")]
+    Spawn { device: usize, message: String },
+    #[error("worker {device} sent no hello: {message}")]
+    Hello { device: usize, message: String },
+    #[error("{0}")]
+    NoGpu(String),
+}
+
+/// How to start worker `device` (the real one is `current_exe() worker --device N`;
+/// tests substitute a script).
+pub type Launcher = Arc<dyn Fn(usize) -> Command + Send + Sync>;
+
+pub fn default_launcher(extra: Vec<String>) -> Launcher {
+    Arc::new(move |device| {
+        let exe = std::env::current_exe().unwrap_or_else(|_| "kernelpair".into());
+        let mut c = Command::new(exe);
+        c.arg("worker").arg("--device").arg(device.to_string());
+        c.args(&extra);
+        c
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct Hello {
+    pub device: DeviceInfo,
+    pub props: Props,
+    pub arch: String,
+    pub nvrtc_version: String,
+}
+
+pub struct Worker {
+    pub device: usize,
+    pub hello: Hello,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+const STDERR_LINES: usize = 20;
+
+impl Worker {
+    pub fn spawn(
+        launcher: &Launcher,
+        device: usize,
+        hello_timeout: Duration,
+    ) -> Result<Worker, PoolError> {
+        let mut cmd = launcher(device);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| PoolError::Spawn {
+            device,
+            message: e.to_string(),
+        })?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr_tail.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines() {
+                let Ok(l) = l else { break };
+                let mut t = tail.lock().expect("not poisoned");
+                if t.len() == STDERR_LINES {
+                    t.pop_front();
+                }
+                t.push_back(l);
+            }
+        });
+        let mut w = Worker {
+            device,
+            hello: Hello {
+                device: DeviceInfo {
+                    name: String::new(),
+                    sm_count: 0,
+                    compute_capability: String::new(),
+                    driver_version: String::new(),
+                    cuda_version: String::new(),
+                    sm_clock_mhz: None,
+                    mem_clock_mhz: None,
+                },
+                props: Props {
+                    sm_count: 0,
+                    max_threads_per_block: 0,
+                    max_shared_per_block_optin: 0,
+                    l2_bytes: 0,
+                    cc_major: 0,
+                    cc_minor: 0,
+                },
+                arch: String::new(),
+                nvrtc_version: String::new(),
+            },
+            child,
+            stdin,
+            lines,
+            stderr_tail,
+        };
+        let line = match w.lines.recv_timeout(hello_timeout) {
+            Ok(l) => l,
+            Err(e) => {
+                let tail = w.tail();
+                w.kill();
+                return Err(PoolError::Hello {
+                    device,
+                    message: format!("{e:?}; stderr: {}", tail.join(" | ")),
+                });
+            }
+        };
+        match decode::<Response>(&line) {
+            Ok(Response::Hello {
+                device: d,
+                props,
+                arch,
+                nvrtc_version,
+            }) => {
+                w.hello = Hello {
+                    device: d,
+                    props,
+                    arch,
+                    nvrtc_version,
+                };
+                Ok(w)
+            }
+            Ok(Response::NoGpu { reason }) => {
+                w.kill();
+                Err(PoolError::NoGpu(reason))
+            }
+            Ok(other) => {
+                w.kill();
+                Err(PoolError::Hello {
+                    device,
+                    message: format!("unexpected first message {other:?}"),
+                })
+            }
+            Err(e) => {
+                w.kill();
+                Err(PoolError::Hello {
+                    device,
+                    message: format!("{e}: {line}"),
+                })
+            }
+        }
+    }
+
+    fn tail(&self) -> Vec<String> {
+        self.stderr_tail
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Tell the worker to stop and wait briefly; kill it if it lingers.
+    pub fn shutdown(mut self) {
+        let _ = writeln!(self.stdin, "{}", encode(Request::Shutdown));
+        let _ = self.stdin.flush();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.kill();
+    }
+
+    /// Run one job under the watchdog. Returns the verification and whether this
+    /// worker is still usable.
+    pub fn run(&mut self, job: &Job, timeout: Duration) -> (Verification, bool) {
+        let fail = |status, reason: String, tail: Vec<String>, device: &DeviceInfo| Verification {
+            status,
+            reason,
+            device: Some(device.clone()),
+            evidence: serde_json::json!({ "worker_stderr": tail }),
+            speedup: None,
+            tool_version: tool_version(),
+        };
+        let line = encode(Request::Job {
+            job: Box::new(job.clone()),
+        });
+        if writeln!(self.stdin, "{line}")
+            .and_then(|_| self.stdin.flush())
+            .is_err()
+        {
+            let status = self.child.try_wait().ok().flatten();
+            let v = fail(
+                Status::Crashed,
+                format!(
+                    "worker {} was gone before the pair was sent ({status:?})",
+                    self.device
+                ),
+                self.tail(),
+                &self.hello.device,
+            );
+            return (v, false);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => match decode::<Response>(&l) {
+                    Ok(Response::Result {
+                        pair_id,
+                        verification,
+                        sticky,
+                    }) if pair_id == job.pair_id => {
+                        if sticky {
+                            // It exits on its own after a sticky error; make sure.
+                            self.kill();
+                        }
+                        return (*verification, !sticky);
+                    }
+                    // Stray output (a kernel's printf reaching stdout, say): skip it.
+                    _ => continue,
+                },
+                Err(RecvTimeoutError::Timeout) => {
+                    self.kill();
+                    let v = fail(
+                        Status::Timeout,
+                        format!(
+                            "pair {} did not finish within {:.0} s; worker {} killed and restarted",
+                            job.pair_id,
+                            timeout.as_secs_f64(),
+                            self.device
+                        ),
+                        self.tail(),
+                        &self.hello.device,
+                    );
+                    return (v, false);
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().ok();
+                    // Give the stderr reader a moment to drain the last lines.
+                    std::thread::sleep(Duration::from_millis(50));
+                    let tail = self.tail();
+                    let last = tail.last().cloned().unwrap_or_default();
+                    let v = fail(
+                        Status::Crashed,
+                        format!(
+                            "worker {} died while running pair {} ({}){}",
+                            self.device,
+                            job.pair_id,
+                            status.map(|s| s.to_string()).unwrap_or_default(),
+                            if last.is_empty() {
+                                String::new()
+                            } else {
+                                format!(": {last}")
+                            }
+                        ),
+                        tail,
+                        &self.hello.device,
+                    );
+                    return (v, false);
+                }
+            }
+        }
+    }
+}
+
+/// Run every job on the given workers; `on_done(index, verification)` is called on
+/// the calling thread as each finishes (in completion order).
+pub fn run_all(
+    workers: Vec<Worker>,
+    jobs: Vec<(usize, Job)>,
+    launcher: Launcher,
+    timeout: Duration,
+    hello_timeout: Duration,
+    mut on_done: impl FnMut(usize, Verification),
+) {
+    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
+    let (tx, rx) = mpsc::channel::<(usize, Verification)>();
+    let mut handles = Vec::new();
+    for w in workers {
+        let queue = queue.clone();
+        let tx = tx.clone();
+        let launcher = launcher.clone();
+        handles.push(std::thread::spawn(move || {
+            let device = w.device;
+            let info = w.hello.device.clone();
+            let mut worker = Some(w);
+            loop {
+                let Some((i, job)) = queue.lock().expect("not poisoned").pop_front() else {
+                    break;
+                };
+                if worker.is_none() {
+                    // Restart after a crash or timeout; three tries, then give the
+                    // job an answer anyway so the batch completes.
+                    let mut last = String::new();
+                    for _ in 0..3 {
+                        match Worker::spawn(&launcher, device, hello_timeout) {
+                            Ok(w) => {
+                                worker = Some(w);
+                                break;
+                            }
+                            Err(e) => last = e.to_string(),
+                        }
+                    }
+                    if worker.is_none() {
+                        let v = Verification {
+                            status: Status::Crashed,
+                            reason: format!("worker {device} could not be restarted: {last}"),
+                            device: Some(info.clone()),
+                            evidence: serde_json::Value::Null,
+                            speedup: None,
+                            tool_version: tool_version(),
+                        };
+                        let _ = tx.send((i, v));
+                        continue;
+                    }
+                }
+                let w = worker.as_mut().expect("spawned above");
+                let (v, alive) = w.run(&job, timeout);
+                if !alive {
+                    worker = None;
+                }
+                if tx.send((i, v)).is_err() {
+                    break;
+                }
+            }
+            if let Some(w) = worker {
+                w.shutdown();
+            }
+        }));
+    }
+    drop(tx);
+    for (i, v) in rx {
+        on_done(i, v);
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+}

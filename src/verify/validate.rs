@@ -1,0 +1,395 @@
+//! `kernelpair validate <DIR>...`: a contributed pair folder (slow.cu, fast.cu, a
+//! harness, optional `pair.toml` manifest and README) goes through compile, agreement
+//! and timing in a worker, and gets a verdict: a JSON report and a human summary;
+//! exit 0 when accepted, `exit::REJECTED` otherwise. Manifest paths cannot leave the
+//! folder (no `..`, no absolute paths, no symlinks pointing out).
+
+use super::engine::tool_version;
+use super::VerifyArgs;
+use crate::exit;
+use crate::record::{
+    content_id, KernelUnit, Origin, Pair, Provenance, Pulled, Record, Status, Verification,
+};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::path::{Component, Path, PathBuf};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ValidateArgs {
+    /// Pair folders (each: slow.cu, fast.cu, harness, optional pair.toml).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the JSON verdict report.
+    #[arg(long, default_value = "verdict.json")]
+    pub report: PathBuf,
+    /// Also write the pairs built from the folders as JSONL (for `verify`).
+    #[arg(long = "write-pairs")]
+    pub write_pairs: Option<PathBuf>,
+    /// Build and check the folders, write --write-pairs, but run nothing.
+    #[arg(long = "no-run")]
+    pub no_run: bool,
+    #[arg(long = "timeout-s", default_value_t = 60.0)]
+    pub timeout_s: f64,
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u32,
+    #[arg(long = "min-speedup", default_value_t = 1.1)]
+    pub min_speedup: f64,
+    #[arg(long = "cache-dir")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    #[error("{dir}: {path:?} {why}")]
+    Escape {
+        dir: PathBuf,
+        path: String,
+        why: &'static str,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Manifest { path: PathBuf, message: String },
+    #[error("{path}: no __global__ kernel found; name it with `kernel` in pair.toml")]
+    NoKernel { path: PathBuf },
+}
+
+/// `pair.toml`; every field optional.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub benchmark: Option<String>,
+    #[serde(default = "slow_default")]
+    pub slow: String,
+    #[serde(default = "fast_default")]
+    pub fast: String,
+    /// Harness file; default `harness.toml`, else `harness.plan.json`.
+    pub harness: Option<String>,
+    /// Kernel name (default: the sole `__global__` function in fast.cu).
+    pub kernel: Option<String>,
+    /// Name expressions when they differ from `kernel` (templates: `k<256>`).
+    pub slow_symbol: Option<String>,
+    pub fast_symbol: Option<String>,
+    /// For fixtures: the status this pair is expected to get.
+    pub expect: Option<Status>,
+}
+
+fn slow_default() -> String {
+    "slow.cu".into()
+}
+fn fast_default() -> String {
+    "fast.cu".into()
+}
+
+/// Resolve `rel` inside `dir`, refusing anything that could leave it.
+pub fn inside(dir: &Path, rel: &str) -> Result<PathBuf, ValidateError> {
+    let esc = |why| ValidateError::Escape {
+        dir: dir.to_path_buf(),
+        path: rel.to_string(),
+        why,
+    };
+    let p = Path::new(rel);
+    if p.is_absolute() || p.has_root() {
+        return Err(esc("is absolute"));
+    }
+    if p.components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(esc("leaves the folder (`..`)"));
+    }
+    let root = dir.canonicalize().map_err(|source| ValidateError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let full = root.join(p);
+    if let Ok(real) = full.canonicalize() {
+        if !real.starts_with(&root) {
+            return Err(esc("is a symlink pointing outside the folder"));
+        }
+        return Ok(real);
+    }
+    Ok(full)
+}
+
+fn read(path: &Path) -> Result<String, ValidateError> {
+    std::fs::read_to_string(path).map_err(|source| ValidateError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn sole_kernel(src: &str) -> Option<String> {
+    let re = regex::Regex::new(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)")
+        .expect("valid regex");
+    let names: Vec<String> = re.captures_iter(src).map(|c| c[1].to_string()).collect();
+    let first = names.first()?.clone();
+    names.iter().all(|n| *n == first).then_some(first)
+}
+
+/// Read a pair folder into a manifest and a pair record (harness path absolute).
+pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
+    let mpath = dir.join("pair.toml");
+    let manifest: Manifest = if mpath.exists() {
+        let m = inside(dir, "pair.toml")?;
+        toml::from_str(&read(&m)?).map_err(|e| ValidateError::Manifest {
+            path: mpath.clone(),
+            message: e.to_string(),
+        })?
+    } else {
+        Manifest {
+            slow: slow_default(),
+            fast: fast_default(),
+            ..Manifest::default()
+        }
+    };
+    let slow_path = inside(dir, &manifest.slow)?;
+    let fast_path = inside(dir, &manifest.fast)?;
+    let harness = match &manifest.harness {
+        Some(h) => inside(dir, h)?,
+        None => {
+            let t = inside(dir, "harness.toml")?;
+            if t.exists() {
+                t
+            } else {
+                inside(dir, "harness.plan.json")?
+            }
+        }
+    };
+    let slow_src = read(&slow_path)?;
+    let fast_src = read(&fast_path)?;
+    let kernel = match &manifest.kernel {
+        Some(k) => k.clone(),
+        None => sole_kernel(&fast_src).ok_or(ValidateError::NoKernel {
+            path: fast_path.clone(),
+        })?,
+    };
+    let benchmark = manifest.benchmark.clone().unwrap_or_else(|| {
+        dir.canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "contrib".into())
+    });
+    let unit = |variant: &str, file: &str, src: String, symbol: String| {
+        let id = content_id(&["contrib", &benchmark, variant, file, &kernel, &src]);
+        KernelUnit {
+            id,
+            suite: "contrib".into(),
+            benchmark: benchmark.clone(),
+            variant: variant.into(),
+            path: file.into(),
+            line: 1,
+            kernel: kernel.clone(),
+            params: vec![],
+            template_params: vec![],
+            source: src,
+            symbol,
+            pulled: Pulled::default(),
+            features: Default::default(),
+            launch_sites: vec![],
+            provenance: Provenance::default(),
+            compile: None,
+            diagnostics: vec![],
+        }
+    };
+    let slow = unit(
+        "slow",
+        &manifest.slow,
+        slow_src,
+        manifest
+            .slow_symbol
+            .clone()
+            .unwrap_or_else(|| kernel.clone()),
+    );
+    let fast = unit(
+        "fast",
+        &manifest.fast,
+        fast_src,
+        manifest
+            .fast_symbol
+            .clone()
+            .unwrap_or_else(|| kernel.clone()),
+    );
+    let pair = Pair {
+        id: Pair::make_id(Some(&slow), &fast),
+        suite: "contrib".into(),
+        benchmark,
+        kernel: kernel.clone(),
+        slow: Some(slow),
+        fast,
+        origin: Origin::Natural,
+        rule: "validate".into(),
+        identical: false,
+        techniques: vec![],
+        description: None,
+        harness: Some(harness.display().to_string()),
+        verification: None,
+        synth: None,
+    };
+    Ok((manifest, pair))
+}
+
+#[derive(Debug, Serialize)]
+struct Verdict {
+    dir: String,
+    accepted: bool,
+    status: Status,
+    reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected: Option<Status>,
+    verification: Verification,
+}
+
+pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
+    let mut records = Vec::new();
+    let mut verdicts: Vec<Option<Verdict>> = Vec::new();
+    let mut expects = Vec::new();
+    for dir in &args.dirs {
+        match load_folder(dir) {
+            Ok((m, p)) => {
+                records.push(Record::Pair(Box::new(p)));
+                expects.push(m.expect);
+                verdicts.push(None);
+            }
+            Err(e) => {
+                let v = Verification {
+                    status: Status::HarnessError,
+                    reason: e.to_string(),
+                    device: None,
+                    evidence: serde_json::Value::Null,
+                    speedup: None,
+                    tool_version: tool_version(),
+                };
+                verdicts.push(Some(Verdict {
+                    dir: dir.display().to_string(),
+                    accepted: false,
+                    status: v.status,
+                    reason: v.reason.clone(),
+                    expected: None,
+                    verification: v,
+                }));
+            }
+        }
+    }
+    if let Some(w) = &args.write_pairs {
+        crate::jsonl::write_records(w, &records)?;
+    }
+    if args.no_run {
+        for v in verdicts.iter().flatten() {
+            eprintln!("{}: {}", v.dir, v.reason);
+        }
+        return Ok(if verdicts.iter().any(Option::is_some) {
+            exit::REJECTED
+        } else {
+            exit::OK
+        });
+    }
+    let vargs = VerifyArgs {
+        input: PathBuf::new(),
+        output: PathBuf::new(),
+        harness_dirs: vec![],
+        timeout_s: args.timeout_s,
+        seeds: args.seeds,
+        min_speedup: args.min_speedup,
+        time_budget_ms: 250.0,
+        cache_dir: args.cache_dir.clone(),
+        gpus: None,
+        worker_cmd: None,
+    };
+    let results = super::verify_records(&records, Path::new(""), &vargs, None)?;
+    let mut ri = 0;
+    for (slot, dir) in verdicts.iter_mut().zip(&args.dirs) {
+        if slot.is_some() {
+            continue;
+        }
+        let v = results
+            .get(&ri)
+            .cloned()
+            .context("every pair gets a result")?;
+        *slot = Some(Verdict {
+            dir: dir.display().to_string(),
+            accepted: v.status == Status::Verified,
+            status: v.status,
+            reason: v.reason.clone(),
+            expected: expects[ri],
+            verification: v,
+        });
+        ri += 1;
+    }
+    let verdicts: Vec<Verdict> = verdicts.into_iter().flatten().collect();
+    crate::jsonl::write_atomic(&args.report, |w| {
+        serde_json::to_writer_pretty(&mut *w, &verdicts).map_err(std::io::Error::other)?;
+        std::io::Write::write_all(w, b"\n")
+    })?;
+    for v in &verdicts {
+        let word = if v.accepted { "ACCEPTED" } else { "REJECTED" };
+        let exp = match v.expected {
+            Some(e) if e == v.status => " (as expected)".to_string(),
+            Some(e) => format!(" (EXPECTED {})", e.as_str()),
+            None => String::new(),
+        };
+        println!(
+            "{word} {} [{}]{exp}: {}",
+            v.dir,
+            v.status.as_str(),
+            v.reason
+        );
+    }
+    Ok(if verdicts.iter().all(|v| v.accepted) {
+        exit::OK
+    } else {
+        exit::REJECTED
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_paths_cannot_escape() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("slow.cu"), "x").unwrap();
+        assert!(inside(d.path(), "slow.cu").is_ok());
+        assert!(inside(d.path(), "sub/../slow.cu").is_err());
+        assert!(inside(d.path(), "../etc/passwd").is_err());
+        assert!(inside(d.path(), "/etc/passwd").is_err());
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.cu"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.cu"), d.path().join("link.cu"))
+            .unwrap();
+        let e = inside(d.path(), "link.cu").unwrap_err().to_string();
+        assert!(e.contains("symlink"), "{e}");
+    }
+
+    #[test]
+    fn sole_kernel_is_found_or_refused() {
+        assert_eq!(
+            sole_kernel("extern \"C\" __global__ void k(float* x) {}").as_deref(),
+            Some("k")
+        );
+        assert_eq!(
+            sole_kernel("__global__ __launch_bounds__(256) void k2(int n) {}").as_deref(),
+            Some("k2")
+        );
+        assert_eq!(
+            sole_kernel("__global__ void a() {} __global__ void b() {}"),
+            None
+        );
+    }
+
+    #[test]
+    fn planted_folders_load_with_their_expectations() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted");
+        let (m, p) = load_folder(&root.join("good_matvec")).unwrap();
+        assert_eq!(m.expect, Some(Status::Verified));
+        assert_eq!(p.slow.as_ref().unwrap().symbol, "matvec<256>");
+        assert_eq!(p.fast.symbol, "matvec");
+        assert!(p.harness.unwrap().ends_with("harness.plan.json"));
+        let (m, _) = load_folder(&root.join("hang")).unwrap();
+        assert_eq!(m.expect, Some(Status::Timeout));
+    }
+}

@@ -1,0 +1,284 @@
+//! `kernelpair build` and `kernelpair merge` as processes: a real kill mid-run and a resume
+//! that ends byte-identical to an uninterrupted run; 2 shards + merge == one run; no GPU or
+//! endpoint still exits 0 and says what waits.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn kp() -> Command {
+    Command::cargo_bin("kernelpair").unwrap()
+}
+
+fn pairs() -> PathBuf {
+    std::fs::canonicalize("tests/data/pairs.jsonl").unwrap()
+}
+
+/// A config over the fixture pairs (suite kind `records`), output in `<dir>/<out>`.
+fn config(dir: &Path, name: &str, out: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(
+        &p,
+        format!(
+            "output = \"{out}\"\n\n[[suite]]\npath = \"{}\"\nkind = \"records\"\n\n[verify]\nchunk = 2\n\n[export]\nformats = [\"chat\", \"preference\"]\n",
+            pairs().display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut m = BTreeMap::new();
+    walk(dir, dir, &mut m);
+    m
+}
+
+fn assert_same_tree(a: &Path, b: &Path) {
+    let (fa, fb) = (files(a), files(b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (k, v) in &fa {
+        assert!(*v == fb[k], "{k} differs");
+    }
+}
+
+#[test]
+fn without_gpu_or_endpoint_build_exports_what_is_verified_says_what_waits_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "b.toml", "out");
+    kp().arg("build").arg(&cfg).assert().code(0).stderr(
+        predicate::str::contains("synth: 1 pairs waiting: no LLM endpoint configured")
+            .and(predicate::str::contains("verify: 2 pairs waiting"))
+            .and(predicate::str::contains("exported=7")),
+    );
+    let out = dir.path().join("out");
+    for f in [
+        "extracted.jsonl",
+        "synthesized.jsonl",
+        "verified.jsonl",
+        "journal.json",
+        "dataset/README.md",
+        "dataset/speedup.svg",
+        "dataset/chat/train.jsonl",
+        "dataset/preference/train.jsonl",
+    ] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    // Rerun: the journal's finished steps are reused; the waiting ones try again.
+    kp().arg("build").arg(&cfg).assert().code(0).stderr(
+        predicate::str::is_match("extract +reused")
+            .unwrap()
+            .and(predicate::str::is_match("export +reused").unwrap())
+            .and(predicate::str::is_match("verify +incomplete").unwrap()),
+    );
+}
+
+/// Kill the build at several points (a real SIGKILL through `Child::kill`), rerun it, and
+/// compare every output byte with an uninterrupted build.
+#[test]
+fn a_killed_build_resumes_to_byte_identical_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = config(dir.path(), "ref.toml", "ref");
+    kp().arg("build").arg(&reference).assert().success();
+
+    // Kill once the journal names the step (or, for "", as soon as the process runs).
+    for (i, after) in ["", "\"extract\"", "\"synth\"", "\"verify\""]
+        .iter()
+        .enumerate()
+    {
+        let out = format!("killed{i}");
+        let cfg = config(dir.path(), &format!("k{i}.toml"), &out);
+        let journal = dir.path().join(&out).join("journal.json");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kernelpair"))
+            .arg("build")
+            .arg(&cfg)
+            .env("KERNELPAIR_TEST_STEP_DELAY_MS", "500")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&journal).unwrap_or_default();
+            if (after.is_empty() && start.elapsed() > Duration::from_millis(100))
+                || (!after.is_empty() && text.contains(after))
+            {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "journal never showed {after}"
+            );
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "build ended before the kill point {after}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "killed, not finished");
+        assert!(
+            !dir.path().join(&out).join("dataset/README.md").exists(),
+            "the kill after {after} came before the export"
+        );
+        kp().arg("build").arg(&cfg).assert().success();
+        assert_same_tree(&dir.path().join("ref"), &dir.path().join(&out));
+    }
+}
+
+#[test]
+fn two_shards_merged_give_the_corpus_and_dataset_of_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = config(dir.path(), "one.toml", "one");
+    kp().arg("build").arg(&one).assert().success();
+    let sharded = config(dir.path(), "sh.toml", "sh");
+    let mut parts = Vec::new();
+    for i in 0..2 {
+        kp().arg("build")
+            .arg(&sharded)
+            .args(["--shard", &format!("{i}/2")])
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("sharded build: merge"));
+        let p = dir
+            .path()
+            .join(format!("sh/shards/{i}-of-2/verified.jsonl"));
+        let n = std::fs::read_to_string(&p).unwrap().lines().count();
+        assert!(n > 0 && n < 16, "shard {i} has {n} of 16 records");
+        parts.push(p);
+    }
+    assert!(
+        !dir.path().join("sh/dataset").exists(),
+        "shards do not export"
+    );
+    let merged = dir.path().join("merged.jsonl");
+    kp().arg("merge")
+        .args(&parts)
+        .arg("-o")
+        .arg(&merged)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("into 16 records (0 duplicates"));
+    // The one run's corpus in merge order.
+    let single = dir.path().join("single.jsonl");
+    kp().arg("merge")
+        .arg(dir.path().join("one/verified.jsonl"))
+        .arg("-o")
+        .arg(&single)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&merged).unwrap(),
+        std::fs::read(&single).unwrap()
+    );
+    // And the same dataset.
+    kp().args(["export", "--format", "chat,preference", "--in"])
+        .arg(&merged)
+        .arg("--out")
+        .arg(dir.path().join("merged-dataset"))
+        .assert()
+        .success();
+    assert_same_tree(
+        &dir.path().join("one/dataset"),
+        &dir.path().join("merged-dataset"),
+    );
+}
+
+#[test]
+fn merge_dedups_in_any_order_and_names_unreadable_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(pairs()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    std::fs::write(&a, lines[..10].join("\n") + "\n").unwrap();
+    std::fs::write(&b, lines[6..].join("\n") + "\n").unwrap();
+    let ab = dir.path().join("ab.jsonl");
+    let ba = dir.path().join("ba.jsonl");
+    kp().arg("merge")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&ab)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "into 16 records (4 duplicates dropped",
+        ));
+    kp().arg("merge")
+        .arg(&b)
+        .arg(&a)
+        .arg("-o")
+        .arg(&ba)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(&ab).unwrap(), std::fs::read(&ba).unwrap());
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{not a record}\n").unwrap();
+    kp().arg("merge")
+        .arg(&a)
+        .arg(&bad)
+        .arg(dir.path().join("missing.jsonl"))
+        .arg("-o")
+        .arg(dir.path().join("partial.jsonl"))
+        .assert()
+        .code(3)
+        .stderr(
+            predicate::str::contains("bad.jsonl:1")
+                .and(predicate::str::contains("missing.jsonl"))
+                .and(predicate::str::contains("into 10 records")),
+        );
+    kp().arg("merge")
+        .arg(&bad)
+        .arg("-o")
+        .arg(dir.path().join("none.jsonl"))
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn build_config_errors_name_the_file_and_the_example_config_matches_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("typo.toml");
+    std::fs::write(
+        &p,
+        "output = \"o\"\n[[suite]]\npath = \"s\"\n[export]\nformat = [\"chat\"]\n",
+    )
+    .unwrap();
+    kp().arg("build")
+        .arg(&p)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("typo.toml").and(predicate::str::contains("format")));
+    kp().args(["build", "--shard", "2/2"])
+        .arg(&p)
+        .assert()
+        .code(2);
+
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("schemas/build-config.schema.json").unwrap())
+            .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let example: toml::Value =
+        toml::from_str(&std::fs::read_to_string("examples/build.toml").unwrap()).unwrap();
+    let example = serde_json::to_value(example).unwrap();
+    let errors: Vec<String> = v.iter_errors(&example).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // The schema and the serde types agree on unknown keys.
+    let mut bad = example.clone();
+    bad["verify"]["seed"] = 3.into();
+    assert!(!v.is_valid(&bad));
+}

@@ -1,0 +1,443 @@
+//! `kernelpair export` on the fixture pairs (tests/data/pairs.jsonl, our own tiny kernels):
+//! snapshots of every format and the card, schema checks, options, determinism, bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const PAIRS: &str = "tests/data/pairs.jsonl";
+const FORMATS: [&str; 4] = ["chat", "prompt-completion", "preference", "sharegpt"];
+
+fn kp() -> Command {
+    Command::cargo_bin("kernelpair").unwrap()
+}
+
+fn export(out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    kp().args(["export", "--in", PAIRS, "--out"])
+        .arg(out)
+        .args(extra)
+        .assert()
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn all_rows(out: &Path, format: &str) -> Vec<Value> {
+    let mut v = lines(&out.join(format).join("train.jsonl"));
+    v.extend(lines(&out.join(format).join("test.jsonl")));
+    v
+}
+
+fn ids(rows: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = rows
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn benchmarks(rows: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = rows
+        .iter()
+        .map(|r| r["metadata"]["benchmark"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v: Vec<_> = walk(dir)
+        .into_iter()
+        .map(|p| {
+            (
+                p.strip_prefix(dir).unwrap().to_path_buf(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_format_matches_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path(), &[]).success();
+    for f in FORMATS {
+        for split in ["train", "test"] {
+            let text =
+                std::fs::read_to_string(dir.path().join(f).join(format!("{split}.jsonl"))).unwrap();
+            // One pretty JSON value per line keeps snapshot diffs readable.
+            let pretty: Vec<String> = text
+                .lines()
+                .map(|l| {
+                    serde_json::to_string_pretty(&serde_json::from_str::<Value>(l).unwrap())
+                        .unwrap()
+                })
+                .collect();
+            insta::assert_snapshot!(format!("{f}_{split}"), pretty.join("\n"));
+        }
+    }
+    insta::assert_snapshot!(
+        "card",
+        std::fs::read_to_string(dir.path().join("README.md")).unwrap()
+    );
+    insta::assert_snapshot!(
+        "filter_report",
+        std::fs::read_to_string(dir.path().join("filter_report.json")).unwrap()
+    );
+}
+
+#[test]
+fn every_line_of_every_format_matches_its_json_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = [
+        "--include-unverified",
+        "--with-speedup",
+        "--near-dup-threshold",
+        "1",
+    ];
+    export(dir.path(), &all).success();
+    for f in FORMATS {
+        let schema: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("schemas/export-{f}.schema.json")).unwrap(),
+        )
+        .unwrap();
+        let v = jsonschema::validator_for(&schema).unwrap();
+        let rows = all_rows(dir.path(), f);
+        assert!(rows.len() >= 10, "{f}: {}", rows.len());
+        for row in &rows {
+            let errors: Vec<String> = v.iter_errors(row).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{f} {}: {errors:?}", row["id"]);
+        }
+        // The schema is not vacuous: a wrong role and a missing metadata field are rejected.
+        let mut bad = rows[0].clone();
+        bad["metadata"].as_object_mut().unwrap().remove("tokens");
+        assert!(!v.is_valid(&bad), "{f}: missing metadata.tokens accepted");
+    }
+    let chat_schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("schemas/export-chat.schema.json").unwrap())
+            .unwrap();
+    let mut bad = all_rows(dir.path(), "chat")[0].clone();
+    bad["messages"][0]["role"] = "assistant".into();
+    assert!(!jsonschema::is_valid(&chat_schema, &bad));
+}
+
+#[test]
+fn by_default_only_verified_distinct_short_pairs_are_exported_in_kernelcompare_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path(), &[]).success();
+    let rows = all_rows(dir.path(), "chat");
+    // 10 verified pairs − 1 exact duplicate − 1 near duplicate − 1 over 4096 tokens.
+    assert_eq!(rows.len(), 7);
+    assert!(rows.iter().all(|r| r["metadata"]["verified"] == true));
+    assert_eq!(
+        benchmarks(&rows),
+        [
+            "histogram",
+            "matmul",
+            "reduce-copy",
+            "saxpy2",
+            "scale",
+            "stencil",
+            "transpose"
+        ]
+    );
+    let reduce = rows
+        .iter()
+        .find(|r| r["metadata"]["benchmark"] == "reduce-copy")
+        .unwrap();
+    let m = &reduce["messages"];
+    assert!(m[0]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("You are a CUDA optimization expert"));
+    let user = m[1]["content"].as_str().unwrap();
+    assert!(
+        user.starts_with(
+            "Optimize this CUDA kernel from the reduce-copy benchmark (benchmarks/reduce-copy/src/cuda_base/kernel.cu):\n\n**Current Kernel (Unoptimized)**\n```cuda\n__global__ void reduce_sum("
+        ),
+        "{user}"
+    );
+    assert!(
+        user.ends_with("atomicAdd(out, in[i]);\n    }\n}\n```"),
+        "{user}"
+    );
+    let answer = m[2]["content"].as_str().unwrap();
+    assert!(answer.starts_with("Here's the optimized CUDA kernel:\n\n```cuda\n"));
+    assert!(answer.contains("__shfl_down_sync") && !answer.contains("faster"));
+    // Speedups per size set come from the evidence.
+    let sets: Vec<&str> = reduce["metadata"]["speedups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["size_set"].as_str().unwrap())
+        .collect();
+    assert_eq!(sets, ["small", "large"]);
+    // The description section appears only where a pair has one.
+    let t = rows
+        .iter()
+        .find(|r| r["metadata"]["kernel"] == "transpose")
+        .unwrap();
+    assert!(t["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("**Description**\nTransposes a w x h matrix.\n\n**Current Kernel"));
+}
+
+#[test]
+fn with_speedup_the_answer_states_speedup_device_and_techniques() {
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path(), &["--with-speedup"]).success();
+    let rows = all_rows(dir.path(), "chat");
+    let t = rows
+        .iter()
+        .find(|r| r["metadata"]["benchmark"] == "transpose")
+        .unwrap();
+    assert_eq!(
+        t["messages"][2]["content"].as_str().unwrap().lines().nth(2).unwrap(),
+        "It runs 3.4× faster (95% CI 3.2–3.6×) on an NVIDIA H100 80GB HBM3 at the `large` problem size, using shared memory and coalescing."
+    );
+    // The rejected answer of the preference format never claims a speedup.
+    for r in all_rows(dir.path(), "preference") {
+        let rejected = r["rejected"][0]["content"].as_str().unwrap();
+        assert!(!rejected.contains("faster"), "{rejected}");
+        assert_ne!(rejected, r["chosen"][0]["content"].as_str().unwrap());
+    }
+}
+
+#[test]
+fn unverified_pairs_only_with_the_flag_and_marked_identical_never() {
+    let dir = tempfile::tempdir().unwrap();
+    // Exact duplicates only, so that the unverified near-copies of verified pairs stay.
+    export(
+        dir.path(),
+        &["--include-unverified", "--near-dup-threshold", "1"],
+    )
+    .success();
+    let rows = all_rows(dir.path(), "chat");
+    let unverified: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["metadata"]["verified"] == false)
+        .collect();
+    let mut statuses: Vec<&str> = unverified
+        .iter()
+        .map(|r| r["metadata"]["status"].as_str().unwrap())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["mismatch", "no_gpu", "not_faster", "unverified"]);
+    assert!(rows.iter().all(|r| r["metadata"]["benchmark"] != "copy"));
+    assert!(rows.iter().all(|r| r["metadata"]["benchmark"] != "pending"));
+    let card = std::fs::read_to_string(dir.path().join("README.md")).unwrap();
+    assert!(card.contains("**4 samples are not verified**"), "{card}");
+}
+
+#[test]
+fn licence_exclusion_holdout_and_token_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    export(
+        dir.path(),
+        &[
+            "--exclude-non-redistributable",
+            "--holdout",
+            "matmul,extra/histogram",
+            "--max-tokens",
+            "350",
+        ],
+    )
+    .success();
+    let rows = all_rows(dir.path(), "sharegpt");
+    assert!(rows.iter().all(|r| r["metadata"]["benchmark"] != "scale"));
+    let test = lines(&dir.path().join("sharegpt/test.jsonl"));
+    // matmul (488 tokens) is over the limit; histogram is held out.
+    assert_eq!(benchmarks(&test), ["histogram"]);
+    assert!(rows.iter().all(|r| r["metadata"]["benchmark"] != "matmul"));
+    assert!(rows
+        .iter()
+        .all(|r| r["metadata"]["tokens"].as_u64().unwrap() <= 350));
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("filter_report.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        report["too_long"].as_array().unwrap().len() >= 2,
+        "{report}"
+    );
+    assert_eq!(
+        report["excluded"]["licence does not allow redistribution (or unknown)"],
+        1
+    );
+    let card = std::fs::read_to_string(dir.path().join("README.md")).unwrap();
+    assert!(card.contains("were left out (`--exclude-non-redistributable`)"));
+    assert!(!card.contains("LicenseRef-proprietary"));
+    // With only MIT sources left, the card's licence is specific.
+    assert!(card.contains("\nlicense: mit\n"), "{card}");
+}
+
+#[test]
+fn split_is_grouped_by_benchmark_and_seeded() {
+    let a = tempfile::tempdir().unwrap();
+    export(a.path(), &["--split", "0.5"]).success();
+    let train = benchmarks(&lines(&a.path().join("chat/train.jsonl")));
+    let test = benchmarks(&lines(&a.path().join("chat/test.jsonl")));
+    assert!(train.iter().all(|b| !test.contains(b)));
+    assert!(!train.is_empty() && !test.is_empty());
+    let b = tempfile::tempdir().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in ["1", "2", "3", "4"] {
+        export(b.path(), &["--split", "0.5", "--seed", seed]).success();
+        seen.insert(benchmarks(&lines(&b.path().join("chat/test.jsonl"))));
+    }
+    assert!(seen.len() > 1, "seeds change which benchmarks are tested");
+    // All in train: no test files (and a stale one is removed), the card lists train only.
+    export(a.path(), &["--split", "1.0", "--format", "chat"]).success();
+    assert!(!a.path().join("chat/test.jsonl").exists());
+    assert!(!a.path().join("sharegpt/train.jsonl").exists());
+    let card = std::fs::read_to_string(a.path().join("README.md")).unwrap();
+    assert!(card.contains("path: chat/train.jsonl") && !card.contains("split: test"));
+}
+
+#[test]
+fn output_is_byte_identical_whatever_the_input_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(PAIRS).unwrap();
+    let mut reversed: Vec<&str> = text.lines().collect();
+    reversed.reverse();
+    let rev = dir.path().join("rev.jsonl");
+    std::fs::write(&rev, reversed.join("\n") + "\n").unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    export(&a, &[]).success();
+    kp().args(["export", "--in"])
+        .arg(&rev)
+        .arg("--out")
+        .arg(&b)
+        .assert()
+        .success();
+    assert_eq!(files(&a), files(&b));
+}
+
+#[test]
+fn custom_templates_replace_the_builtin_ones_and_typos_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    std::fs::write(
+        t.join("user.md"),
+        "Speed up `{{kernel}}` ({{suite}}):\n{{slow_source}}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("o");
+    export(&out, &["--templates", t.to_str().unwrap()]).success();
+    let rows = all_rows(&out, "chat");
+    let user = rows[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(user.starts_with("Speed up `"), "{user}");
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(card.contains("Custom templates replaced: user.md."));
+
+    std::fs::write(t.join("assistant.md"), "{{fast_sorce}}").unwrap();
+    export(&out, &["--templates", t.to_str().unwrap()])
+        .code(1)
+        .stderr(
+            predicates::str::contains("assistant.md").and(predicates::str::contains("fast_sorce")),
+        );
+}
+
+#[test]
+fn bad_inputs_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    kp().args(["export", "--in", "no/such.jsonl", "--out"])
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("no/such.jsonl"));
+    export(dir.path(), &["--split", "1.5"])
+        .code(1)
+        .stderr(predicates::str::contains("split 1.5"));
+    export(dir.path(), &["--format", "alpaca"]).code(2);
+    // A file without verified pairs exports nothing, says so, and still succeeds.
+    let empty = dir.path().join("e.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    kp().args(["export", "--in"])
+        .arg(&empty)
+        .arg("--out")
+        .arg(dir.path().join("o"))
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("nothing exported"));
+}
+
+/// Loads the chat export with Hugging Face `datasets`, when Python has it (CI installs it).
+#[test]
+fn hugging_face_datasets_loads_the_chat_export() {
+    let has_datasets = std::process::Command::new("python3")
+        .args(["-c", "import datasets"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_datasets {
+        eprintln!("skipped: python3 cannot import datasets (pip install datasets)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path(), &["--include-unverified", "--with-speedup"]).success();
+    let train = lines(&dir.path().join("chat/train.jsonl")).len();
+    let test = lines(&dir.path().join("chat/test.jsonl")).len();
+    assert!(train > 0 && test > 0);
+    let out = std::process::Command::new("python3")
+        .arg("scripts/check_hf.py")
+        .arg(dir.path())
+        .arg(train.to_string())
+        .arg(test.to_string())
+        .env("HF_DATASETS_CACHE", dir.path().join("hf-cache"))
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The checker is not vacuous: wrong counts fail.
+    let out = std::process::Command::new("python3")
+        .arg("scripts/check_hf.py")
+        .arg(dir.path())
+        .arg((train + 1).to_string())
+        .arg(test.to_string())
+        .env("HF_DATASETS_CACHE", dir.path().join("hf-cache2"))
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn ids_are_unique_across_splits() {
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path(), &["--include-unverified"]).success();
+    let rows = all_rows(dir.path(), "preference");
+    let v = ids(&rows);
+    let mut d = v.clone();
+    d.dedup();
+    assert_eq!(v, d);
+}

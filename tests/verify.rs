@@ -1,0 +1,288 @@
+//! The verify stage end to end through the real binary: the no-GPU path, the worker
+//! protocol against a fake worker (watchdog kill, restart after a crash), and on a
+//! GPU (`#[ignore]`, run with `-- --ignored` on the device) the planted bad pairs.
+
+use assert_cmd::Command;
+use kernelpair::record::{Record, Status};
+use kernelpair::verify::validate::load_folder;
+use std::path::{Path, PathBuf};
+
+/// The fixtures; `KERNELPAIR_FIXTURES` points elsewhere when the test binary runs on
+/// another machine (the device) than it was built on.
+fn planted() -> PathBuf {
+    match std::env::var_os("KERNELPAIR_FIXTURES") {
+        Some(p) => PathBuf::from(p).join("planted"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted"),
+    }
+}
+
+const AFFINE: &str = "extern \"C\" __global__ void affine(const float* in, float* out, float a, float b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a * in[i] + b; }";
+
+/// A pair folder whose plan is named `name` (the fake worker keys its behaviour on it).
+fn pair_folder(root: &Path, name: &str) -> PathBuf {
+    let d = root.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("slow.cu"), AFFINE).unwrap();
+    std::fs::write(d.join("fast.cu"), AFFINE).unwrap();
+    let plan = serde_json::json!({
+        "harness": name,
+        "size_sets": [{
+            "name": "s",
+            "args": [
+                {"kind": "buffer", "name": "in", "elem": "f32", "len": 1000, "role": "in", "init": {"dist": "uniform", "lo": -1.0, "hi": 1.0}},
+                {"kind": "buffer", "name": "out", "elem": "f32", "len": 1000, "role": "out", "init": {"dist": "zeros"}},
+                {"kind": "scalar", "name": "a", "elem": "f32", "value": 2.0},
+                {"kind": "scalar", "name": "b", "elem": "f32", "value": 1.0},
+                {"kind": "scalar", "name": "n", "elem": "i32", "value": 1000.0}
+            ],
+            "slow": [{"grid": [4, 1, 1], "block": [256, 1, 1]}],
+            "fast": [{"grid": [4, 1, 1], "block": [256, 1, 1]}]
+        }]
+    });
+    std::fs::write(d.join("harness.plan.json"), plan.to_string()).unwrap();
+    d
+}
+
+fn write_pairs(path: &Path, dirs: &[PathBuf]) {
+    let recs: Vec<Record> = dirs
+        .iter()
+        .map(|d| Record::Pair(Box::new(load_folder(d).unwrap().1)))
+        .collect();
+    kernelpair::jsonl::write_records(path, &recs).unwrap();
+}
+
+fn statuses(out: &Path) -> Vec<(String, Status)> {
+    kernelpair::jsonl::read_records(out)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some((p.benchmark.clone(), p.verification.unwrap().status)),
+            _ => None,
+        })
+        .collect()
+}
+
+const FAKE_WORKER: &str = r#"#!/bin/sh
+# A stand-in for `kernelpair worker`: says hello, then answers each job by the plan's
+# harness name: "hang" never answers, "crash" exits, "sticky" answers then exits.
+echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
+  case "$line" in
+    *'"type":"shutdown"'*) exit 0 ;;
+    *'"harness":"hang"'*) exec sleep 600 ;;
+    *'"harness":"crash"'*) echo "fake: illegal address" >&2; exit 7 ;;
+    *'"harness":"sticky"'*)
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":true,\"verification\":{\"status\":\"crashed\",\"reason\":\"sticky\",\"tool_version\":\"fake\"}}"
+      exit 1 ;;
+    *)
+      echo "a kernel's printf on stdout"
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"verified\",\"reason\":\"fake\",\"tool_version\":\"fake\"}}" ;;
+  esac
+done
+"#;
+
+#[test]
+fn fake_worker_watchdog_kills_hangs_and_restarts_after_crashes() {
+    let t = tempfile::tempdir().unwrap();
+    let names = ["ok1", "hang", "ok2", "crash", "ok3", "sticky", "ok4"];
+    let dirs: Vec<PathBuf> = names.iter().map(|n| pair_folder(t.path(), n)).collect();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FAKE_WORKER).unwrap();
+    let out = t.path().join("out.jsonl");
+    let start = std::time::Instant::now();
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--gpus", "1", "--timeout-s", "2", "--worker-cmd"])
+        .arg(format!("sh {}", fake.display()))
+        .assert()
+        .success();
+    assert!(start.elapsed().as_secs() < 30, "the hang was not cut short");
+    let got = statuses(&out);
+    let want: Vec<(String, Status)> = names
+        .iter()
+        .zip([
+            Status::Verified,
+            Status::Timeout,
+            Status::Verified,
+            Status::Crashed,
+            Status::Verified,
+            Status::Crashed,
+            Status::Verified,
+        ])
+        .map(|(n, s)| (n.to_string(), s))
+        .collect();
+    assert_eq!(got, want, "input order kept, each pair its own status");
+    let recs = kernelpair::jsonl::read_records(&out).unwrap();
+    let crash = recs
+        .iter()
+        .find_map(|r| match r {
+            Record::Pair(p) if p.benchmark == "crash" => p.verification.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert!(crash.reason.contains("illegal address"), "{}", crash.reason);
+    assert!(
+        !kernelpair::verify::partial_path(&out).exists(),
+        "partial file removed"
+    );
+}
+
+#[test]
+fn two_workers_share_the_queue() {
+    let t = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..6)
+        .map(|i| pair_folder(t.path(), &format!("ok{i}")))
+        .collect();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FAKE_WORKER).unwrap();
+    let out = t.path().join("out.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--gpus", "2", "--worker-cmd"])
+        .arg(format!("sh {}", fake.display()))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("verified").and(predicates::str::contains("6")));
+    assert!(statuses(&out).iter().all(|(_, s)| *s == Status::Verified));
+}
+
+use predicates::prelude::PredicateBooleanExt;
+
+/// This machine (and CI) has no GPU: one line says so, every runnable pair is
+/// `no_gpu`, CPU-decided statuses still apply, the output is written, exit 0.
+#[test]
+fn no_gpu_marks_pairs_and_exits_cleanly() {
+    if matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    ) {
+        return; // a GPU is present: nothing to check here
+    }
+    let t = tempfile::tempdir().unwrap();
+    let ok = pair_folder(t.path(), "ok");
+    let loop_dir = pair_folder(t.path(), "bfs");
+    std::fs::write(
+        loop_dir.join("harness.plan.json"),
+        r#"{"harness":"bfs","size_sets":[],"needs_host_loop":"frontier loop runs until the queue is empty"}"#,
+    )
+    .unwrap();
+    let mut recs = vec![];
+    for d in [&ok, &loop_dir] {
+        recs.push(Record::Pair(Box::new(load_folder(d).unwrap().1)));
+    }
+    let mut no_harness = load_folder(&ok).unwrap().1;
+    no_harness.benchmark = "nowhere".into();
+    no_harness.harness = None;
+    recs.push(Record::Pair(Box::new(no_harness.clone())));
+    let mut missing = no_harness;
+    missing.benchmark = "synth_me".into();
+    missing.slow = None;
+    recs.push(Record::Pair(Box::new(missing)));
+    let input = t.path().join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&input, &recs).unwrap();
+    let out = t.path().join("out.jsonl");
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no GPU"), "{stderr}");
+    let got: Vec<Status> = statuses(&out).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        got,
+        vec![
+            Status::NoGpu,
+            Status::NeedsHostLoop,
+            Status::NoHarness,
+            Status::MissingSlow
+        ]
+    );
+}
+
+/// Every fixture kernel compiles for sm_90 (where NVRTC is installed).
+#[test]
+fn planted_kernels_compile() {
+    if kernelpair::gpu::nvrtc::load().is_err() {
+        return;
+    }
+    for e in std::fs::read_dir(planted()).unwrap() {
+        let d = e.unwrap().path();
+        if !d.is_dir() {
+            continue;
+        }
+        let (_, p) = load_folder(&d).unwrap();
+        for u in [p.slow.as_ref().unwrap(), &p.fast] {
+            let c = kernelpair::gpu::nvrtc::compile(&kernelpair::gpu::nvrtc::CompileRequest {
+                source: &u.source,
+                name: &u.path,
+                arch: "sm_90",
+                name_expressions: std::slice::from_ref(&u.symbol),
+                cubin: true,
+                extra_options: &[],
+            })
+            .unwrap();
+            assert!(c.ok, "{}: {}", d.display(), c.log);
+        }
+    }
+}
+
+/// On the GPU: every planted pair gets its expected status in one batch.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_planted_pairs_get_their_status() {
+    let t = tempfile::tempdir().unwrap();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(planted())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("pair.toml").exists())
+        .collect();
+    dirs.sort();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let out = t.path().join("out.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--timeout-s", "20"])
+        .assert()
+        .success();
+    let recs = kernelpair::jsonl::read_records(&out).unwrap();
+    let mut wrong = vec![];
+    for (d, r) in dirs.iter().zip(&recs) {
+        let (m, _) = load_folder(d).unwrap();
+        let Record::Pair(p) = r else { panic!() };
+        let v = p.verification.as_ref().unwrap();
+        eprintln!("{:<28} {:<14} {}", p.benchmark, v.status.as_str(), v.reason);
+        if Some(v.status) != m.expect {
+            wrong.push(format!(
+                "{}: got {:?}, want {:?}: {}",
+                d.display(),
+                v.status,
+                m.expect,
+                v.reason
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
