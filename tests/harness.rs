@@ -145,6 +145,7 @@ fn write_pair(dir: &Path) -> PathBuf {
         shared_mem: None,
         stream: None,
         args: vec!["d_a".into(), "d_b".into(), "d_c".into(), "count".into()],
+        template_args: None,
         definitions: defs
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -168,6 +169,7 @@ fn write_pair(dir: &Path) -> PathBuf {
         description: None,
         harness: None,
         verification: None,
+        synth: None,
     };
     let p = dir.join("pairs.jsonl");
     kernelpair::jsonl::write_records(&p, &[Record::Pair(Box::new(pair))]).unwrap();

@@ -202,7 +202,7 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
     let loop_dir = pair_folder(t.path(), "bfs");
     std::fs::write(
         loop_dir.join("harness.toml"),
-        format!("needs_host_loop = \"frontier loop runs until the queue is empty\"\n{HARNESS}"),
+        format!("needs_host_loop = true\nhost_loop_reason = \"frontier loop runs until the queue is empty\"\n{HARNESS}"),
     )
     .unwrap();
     let mut recs = vec![];

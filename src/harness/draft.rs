@@ -749,6 +749,7 @@ mod tests {
             description: None,
             harness: None,
             verification: None,
+            synth: None,
         }
     }
 
@@ -762,6 +763,7 @@ mod tests {
             shared_mem: None,
             stream: None,
             args: vec!["d_out".into(), "d_in".into(), "len".into(), "2.0f".into()],
+            template_args: None,
             definitions: defs
                 .iter()
                 .map(|(a, b)| (a.to_string(), b.to_string()))

@@ -2005,6 +2005,7 @@ repeat = 2
             description: None,
             harness: None,
             verification: None,
+            synth: None,
         };
         assert_eq!(locate(&pair, Some(&ext), Some(&suite)), None);
         std::fs::write(suite.join("benchmarks/stencil/harness.toml"), "").unwrap();

@@ -2,7 +2,7 @@
 //!
 //! `verify` reads pairs, settles on the CPU what needs no GPU (`missing_slow`,
 //! `no_harness`, `needs_host_loop`, `harness_error`), resolves each remaining pair's
-//! harness into a [`plan::Plan`] for the device the workers report, and hands the
+//! harness for the device the workers report ([`crate::harness::Resolved`] per size set), and hands the
 //! jobs to [`pool`]. Results are appended to `<out>.partial` as they finish; the final
 //! output is written atomically in input order.
 
