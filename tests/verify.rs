@@ -18,28 +18,54 @@ fn planted() -> PathBuf {
 
 const AFFINE: &str = "extern \"C\" __global__ void affine(const float* in, float* out, float a, float b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a * in[i] + b; }";
 
-/// A pair folder whose plan is named `name` (the fake worker keys its behaviour on it).
+const HARNESS: &str = r#"
+[sizes]
+n = 1000
+
+[[size_sets]]
+name = "s"
+
+[[args]]
+name = "in"
+type = "f32"
+len = "n"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+
+[[args]]
+name = "out"
+type = "f32"
+len = "n"
+role = "out"
+
+[[args]]
+name = "a"
+type = "f32"
+value = 2.0
+
+[[args]]
+name = "b"
+type = "f32"
+value = 1.0
+
+[[args]]
+name = "n"
+type = "i32"
+value = "n"
+
+[[launch]]
+kernel = "affine"
+grid = ["ceil_div(n, 256)"]
+block = [256]
+"#;
+
+/// A pair folder named `name` (the fake worker keys its behaviour on the harness path).
 fn pair_folder(root: &Path, name: &str) -> PathBuf {
     let d = root.join(name);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("slow.cu"), AFFINE).unwrap();
     std::fs::write(d.join("fast.cu"), AFFINE).unwrap();
-    let plan = serde_json::json!({
-        "harness": name,
-        "size_sets": [{
-            "name": "s",
-            "args": [
-                {"kind": "buffer", "name": "in", "elem": "f32", "len": 1000, "role": "in", "init": {"dist": "uniform", "lo": -1.0, "hi": 1.0}},
-                {"kind": "buffer", "name": "out", "elem": "f32", "len": 1000, "role": "out", "init": {"dist": "zeros"}},
-                {"kind": "scalar", "name": "a", "elem": "f32", "value": 2.0},
-                {"kind": "scalar", "name": "b", "elem": "f32", "value": 1.0},
-                {"kind": "scalar", "name": "n", "elem": "i32", "value": 1000.0}
-            ],
-            "slow": [{"grid": [4, 1, 1], "block": [256, 1, 1]}],
-            "fast": [{"grid": [4, 1, 1], "block": [256, 1, 1]}]
-        }]
-    });
-    std::fs::write(d.join("harness.plan.json"), plan.to_string()).unwrap();
+    std::fs::write(d.join("harness.toml"), HARNESS).unwrap();
     d
 }
 
@@ -64,15 +90,15 @@ fn statuses(out: &Path) -> Vec<(String, Status)> {
 
 const FAKE_WORKER: &str = r#"#!/bin/sh
 # A stand-in for `kernelpair worker`: says hello, then answers each job by the plan's
-# harness name: "hang" never answers, "crash" exits, "sticky" answers then exits.
+# harness path: .../hang/ never answers, .../crash/ exits, .../sticky/ answers then exits.
 echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
 while read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
   case "$line" in
     *'"type":"shutdown"'*) exit 0 ;;
-    *'"harness":"hang"'*) exec sleep 600 ;;
-    *'"harness":"crash"'*) echo "fake: illegal address" >&2; exit 7 ;;
-    *'"harness":"sticky"'*)
+    *'/hang/harness.toml"'*) exec sleep 600 ;;
+    *'/crash/harness.toml"'*) echo "fake: illegal address" >&2; exit 7 ;;
+    *'/sticky/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":true,\"verification\":{\"status\":\"crashed\",\"reason\":\"sticky\",\"tool_version\":\"fake\"}}"
       exit 1 ;;
     *)
@@ -175,8 +201,8 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
     let ok = pair_folder(t.path(), "ok");
     let loop_dir = pair_folder(t.path(), "bfs");
     std::fs::write(
-        loop_dir.join("harness.plan.json"),
-        r#"{"harness":"bfs","size_sets":[],"needs_host_loop":"frontier loop runs until the queue is empty"}"#,
+        loop_dir.join("harness.toml"),
+        format!("needs_host_loop = true\nhost_loop_reason = \"frontier loop runs until the queue is empty\"\n{HARNESS}"),
     )
     .unwrap();
     let mut recs = vec![];

@@ -67,7 +67,7 @@ pub struct Manifest {
     pub slow: String,
     #[serde(default = "fast_default")]
     pub fast: String,
-    /// Harness file; default `harness.toml`, else `harness.plan.json`.
+    /// Harness file; default `harness.toml`.
     pub harness: Option<String>,
     /// Kernel name (default: the sole `__global__` function in fast.cu).
     pub kernel: Option<String>,
@@ -148,17 +148,7 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
     };
     let slow_path = inside(dir, &manifest.slow)?;
     let fast_path = inside(dir, &manifest.fast)?;
-    let harness = match &manifest.harness {
-        Some(h) => inside(dir, h)?,
-        None => {
-            let t = inside(dir, "harness.toml")?;
-            if t.exists() {
-                t
-            } else {
-                inside(dir, "harness.plan.json")?
-            }
-        }
-    };
+    let harness = inside(dir, manifest.harness.as_deref().unwrap_or("harness.toml"))?;
     let slow_src = read(&slow_path)?;
     let fast_src = read(&fast_path)?;
     let kernel = match &manifest.kernel {
@@ -291,6 +281,7 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
         input: PathBuf::new(),
         output: PathBuf::new(),
         harness_dirs: vec![],
+        suite_root: None,
         timeout_s: args.timeout_s,
         seeds: args.seeds,
         min_speedup: args.min_speedup,
@@ -388,7 +379,7 @@ mod tests {
         assert_eq!(m.expect, Some(Status::Verified));
         assert_eq!(p.slow.as_ref().unwrap().symbol, "matvec<256>");
         assert_eq!(p.fast.symbol, "matvec");
-        assert!(p.harness.unwrap().ends_with("harness.plan.json"));
+        assert!(p.harness.unwrap().ends_with("harness.toml"));
         let (m, _) = load_folder(&root.join("hang")).unwrap();
         assert_eq!(m.expect, Some(Status::Timeout));
     }
