@@ -55,13 +55,10 @@ pub fn kernels(src: &str) -> Vec<KernelDef> {
 }
 
 fn is_global(def: Node) -> bool {
+    // `__global__` is an anonymous token among the definition's modifiers.
     let mut c = def.walk();
-    let found = def.children(&mut c).any(|ch| {
-        ch.kind() == "__global__"
-            || (ch.kind() == "type_qualifier"
-                && ch.child(0).is_some_and(|q| q.kind() == "__global__"))
-    });
-    found
+    let any = def.children(&mut c).any(|ch| ch.kind() == "__global__");
+    any
 }
 
 fn kernel_def(def: Node, src: &str) -> Option<KernelDef> {
