@@ -6,14 +6,14 @@
 //! jobs to [`pool`]. Results are appended to `<out>.partial` as they finish; the final
 //! output is written atomically in input order.
 
-pub mod compare;
-pub mod stats;
 pub mod check;
+pub mod compare;
 pub mod engine;
 pub mod plan;
 pub mod pool;
 pub mod protocol;
 pub mod resolve;
+pub mod stats;
 pub mod validate;
 
 use crate::exit;
