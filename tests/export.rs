@@ -321,8 +321,24 @@ fn split_is_grouped_by_benchmark_and_seeded() {
 fn output_is_byte_identical_whatever_the_input_order() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(PAIRS).unwrap();
-    let mut reversed: Vec<&str> = text.lines().collect();
+    // An older, unverified copy of the first pair (same id) must lose in either order.
+    let stale = text
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"status\":\"verified\"", "\"status\":\"no_gpu\"");
+    let mut reversed: Vec<String> = text.lines().map(String::from).collect();
+    reversed.push(stale.clone());
     reversed.reverse();
+    let with_stale = dir.path().join("stale.jsonl");
+    std::fs::write(&with_stale, format!("{stale}\n{text}")).unwrap();
+    let c = dir.path().join("c");
+    kp().args(["export", "--in"])
+        .arg(&with_stale)
+        .arg("--out")
+        .arg(&c)
+        .assert()
+        .success();
     let rev = dir.path().join("rev.jsonl");
     std::fs::write(&rev, reversed.join("\n") + "\n").unwrap();
     let a = dir.path().join("a");
@@ -335,6 +351,7 @@ fn output_is_byte_identical_whatever_the_input_order() {
         .assert()
         .success();
     assert_eq!(files(&a), files(&b));
+    assert_eq!(files(&a), files(&c));
 }
 
 #[test]

@@ -428,6 +428,14 @@ pub fn build(
         rows.push(reused_row("verify", step));
         jsonl::read_records(&out.join(VERIFIED))?
     } else {
+        // Harnesses are also looked for in each suite (`benchmarks/<app>/harness.toml`).
+        let mut verify_run = cfg.verify.clone();
+        for s in &cfg.suites {
+            if s.path.is_dir() {
+                verify_run.harness_dirs.push(s.path.clone());
+            }
+        }
+        let compile_cache = cfg.output.join("cache").join("compile");
         let c = run_chunked(
             "verify",
             synthesized,
@@ -442,7 +450,7 @@ pub fn build(
             &verify_settings_key,
             &cfg.output.join("cache").join("verify"),
             Ok(()),
-            |chunk| stages.verify(chunk, &cfg.verify),
+            |chunk| stages.verify(chunk, &verify_run, &compile_cache),
             |pairs| {
                 let no_gpu = pairs.iter().find_map(|r| match r {
                     Record::Pair(p) => p
@@ -696,6 +704,7 @@ mod tests {
             &self,
             pairs: Vec<Record>,
             _: &VerifySettings,
+            _: &Path,
         ) -> Result<Vec<Record>, StageError> {
             let n = self.verify_calls.fetch_add(1, Ordering::SeqCst) + 1;
             if self.fail_verify_at == Some(n) {
