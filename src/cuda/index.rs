@@ -63,6 +63,10 @@ pub(crate) struct Item {
     pub operator_types: Vec<String>,
     /// Constructs NVRTC rejects (code, message, line).
     pub notes: Vec<(&'static str, String, u32)>,
+    /// A host function indexed by name only: its references are worked out (see
+    /// [`lazy_refs`]) only if a kernel ever uses it, which keeps indexing of host-heavy
+    /// files cheap.
+    pub lazy: bool,
 }
 
 struct Frame {
@@ -234,6 +238,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                             error_line: None,
                             operator_types: Vec::new(),
                             notes: Vec::new(),
+                            lazy: false,
                         };
                         push_item(&mut idx, item, &frames);
                     }
@@ -627,31 +632,32 @@ fn index_chunk(
     let chunk = &text[start..end];
     let mchunk = &masked[start..end];
     let line = lines.line(start);
+    if let Some(c) = lazy_host_function(mchunk, chunk) {
+        let it = Item {
+            kind: ItemKind::Function,
+            names: c.names,
+            text: chunk.to_string(),
+            offset: start,
+            line,
+            refs: Vec::new(),
+            cond_refs: Vec::new(),
+            cond: Vec::new(),
+            template: false,
+            device: false,
+            header_len: c.header_len,
+            error_line: None,
+            operator_types: Vec::new(),
+            notes: Vec::new(),
+            lazy: true,
+        };
+        push_item(idx, it, frames);
+        return;
+    }
     let Some(tree) = parse(chunk) else {
         return;
     };
     let root = tree.root_node();
     let error_line = first_error(root).map(|n| lines.line(start + n.start_byte()));
-
-    // Names the chunk declares for itself.
-    let mut locals: HashSet<&str> = HashSet::new();
-    let mut enumerators: Vec<&str> = Vec::new();
-    {
-        let q = &queries::DECLARATORS;
-        let mut cur = QueryCursor::new();
-        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
-        while let Some(m) = it.next() {
-            for cap in m.captures {
-                let mut names = Vec::new();
-                declarator_names(cap.node, chunk, &mut names);
-                if cap.index == q.enumerator {
-                    enumerators.extend(names);
-                } else {
-                    locals.extend(names);
-                }
-            }
-        }
-    }
 
     let mut item = classify(root, chunk, mchunk);
     if item.names.is_empty() {
@@ -671,33 +677,14 @@ fn index_chunk(
         }
         return;
     }
+    let analysis = analyze(root, chunk, mchunk, &item.names, &item.params, |o| {
+        lines.line(start + o)
+    });
     if item.kind == ItemKind::Type {
-        item.names.extend(enumerators.iter().map(|s| s.to_string()));
+        item.names.extend(analysis.enumerators);
     }
-    let own: HashSet<String> = item.names.iter().cloned().collect();
-    let all = lex::idents(mchunk);
-    let mut chunk_cond_refs: Vec<String> = Vec::new();
-    for i in all
-        .iter()
-        .filter(|i| i.in_condition && !builtins::is_keyword(i.text))
-    {
-        if !chunk_cond_refs.iter().any(|c| c == i.text) {
-            chunk_cond_refs.push(i.text.to_string());
-        }
-    }
-    // Parameters recovered from the text are locals too.
-    locals.extend(item.params.iter().map(|p| p.name.as_str()));
-    let refs: Vec<(String, u32)> = all
-        .into_iter()
-        .filter(|i| {
-            !i.in_condition
-                && !i.member
-                && (!builtins::is_keyword(i.text) || builtins::is_redefinable(i.text))
-                && !locals.contains(i.text)
-                && !own.contains(i.text)
-        })
-        .map(|i| (i.text.to_string(), lines.line(start + i.offset)))
-        .collect();
+    let refs = analysis.refs;
+    let chunk_cond_refs = analysis.cond_refs;
 
     if let Some(l) = error_line {
         idx.diagnostics.push(
@@ -758,7 +745,7 @@ fn index_chunk(
         text: chunk.to_string(),
         offset: start,
         line,
-        refs: dedup(refs),
+        refs,
         cond_refs: Vec::new(),
         cond: Vec::new(),
         template: item.template,
@@ -767,6 +754,7 @@ fn index_chunk(
         error_line,
         operator_types,
         notes,
+        lazy: false,
     };
     push_item(idx, it, frames);
     let last = idx.items.len() - 1;
@@ -775,6 +763,124 @@ fn index_chunk(
             idx.items[last].cond_refs.push(c);
         }
     }
+}
+
+/// What a chunk uses and declares.
+struct Analysis {
+    /// Free identifiers with the line of their first use.
+    refs: Vec<(String, u32)>,
+    /// Identifiers of `#if` lines inside the chunk.
+    cond_refs: Vec<String>,
+    enumerators: Vec<String>,
+}
+
+/// Free names of a parsed chunk: every identifier that is not a member, a keyword,
+/// something the chunk declares itself (parameters, locals, fields, its own macros)
+/// or one of its own names.
+fn analyze(
+    root: Node,
+    chunk: &str,
+    mchunk: &str,
+    names: &[String],
+    params: &[Param],
+    line_of: impl Fn(usize) -> u32,
+) -> Analysis {
+    let mut locals: HashSet<&str> = HashSet::new();
+    let mut enumerators: Vec<String> = Vec::new();
+    {
+        let q = &queries::DECLARATORS;
+        let mut cur = QueryCursor::new();
+        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
+        while let Some(m) = it.next() {
+            for cap in m.captures {
+                let mut found = Vec::new();
+                declarator_names(cap.node, chunk, &mut found);
+                if cap.index == q.enumerator {
+                    enumerators.extend(found.into_iter().map(str::to_string));
+                } else {
+                    locals.extend(found);
+                }
+            }
+        }
+    }
+    // Parameters recovered from the text are locals too.
+    locals.extend(params.iter().map(|p| p.name.as_str()));
+    // So are macros defined inside the chunk (`#define SUM(s) …` in a kernel body).
+    for line in mchunk.lines() {
+        if let Some(c) = DEFINE_RE.captures(line) {
+            locals.insert(c.get(1).expect("name").as_str());
+            if let Some(ps) = c.get(2) {
+                locals.extend(
+                    ps.as_str()
+                        .trim_matches(|c| c == '(' || c == ')')
+                        .split(',')
+                        .map(str::trim),
+                );
+            }
+        }
+    }
+    let own: HashSet<&str> = names
+        .iter()
+        .map(String::as_str)
+        .chain(enumerators.iter().map(String::as_str))
+        .collect();
+    let all = lex::idents(mchunk);
+    let mut cond_refs: Vec<String> = Vec::new();
+    for i in all
+        .iter()
+        .filter(|i| i.in_condition && !builtins::is_keyword(i.text))
+    {
+        if !cond_refs.iter().any(|c| c == i.text) {
+            cond_refs.push(i.text.to_string());
+        }
+    }
+    let refs = all
+        .into_iter()
+        .filter(|i| {
+            !i.in_condition
+                && !i.member
+                && (!builtins::is_keyword(i.text) || builtins::is_redefinable(i.text))
+                && !locals.contains(i.text)
+                && !own.contains(i.text)
+        })
+        .map(|i| (i.text.to_string(), line_of(i.offset)))
+        .collect();
+    Analysis {
+        refs: dedup(refs),
+        cond_refs,
+        enumerators,
+    }
+}
+
+/// A plain host function (no CUDA qualifier, not a template or operator), recognised
+/// from its text without parsing it.
+fn lazy_host_function(mchunk: &str, chunk: &str) -> Option<Classified> {
+    let head = &mchunk[..top_level_brace(mchunk)?];
+    let words = lex::idents(head);
+    if words.iter().any(|w| {
+        matches!(
+            w.text,
+            "__device__" | "__global__" | "__host__" | "template" | "operator"
+        )
+    }) || lex::is_declaration_header(head)
+    {
+        return None;
+    }
+    let c = classify_text(mchunk, chunk);
+    (c.kind == ItemKind::Function && !c.names.is_empty()).then_some(c)
+}
+
+/// References of a [`lazy`](Item::lazy) item, worked out now: (refs, `#if` names).
+pub(crate) fn lazy_refs(item: &Item) -> (Vec<(String, u32)>, Vec<String>) {
+    let Some(tree) = parse(&item.text) else {
+        return (Vec::new(), Vec::new());
+    };
+    let m = lex::mask(&item.text);
+    let lines = Lines::new(&item.text);
+    let a = analyze(tree.root_node(), &item.text, &m, &item.names, &[], |o| {
+        item.line + lines.line(o) - 1
+    });
+    (a.refs, a.cond_refs)
 }
 
 struct Classified {
@@ -1046,7 +1152,7 @@ fn classify_text(mchunk: &str, chunk: &str) -> Classified {
     }
     // A variable: the identifier before the first `[`, `=`, `(` or `;` at depth 0.
     let stop = mchunk
-        .find(|c| matches!(c, '[' | '=' | ';' | '(' | '{'))
+        .find(['[', '=', ';', '(', '{'])
         .unwrap_or(mchunk.len());
     if let Some(n) = lex::idents(&mchunk[..stop]).last() {
         if !builtins::is_keyword(n.text) && words.len() > 1 {

@@ -366,12 +366,25 @@ impl<'s, 'a> Closure<'s, 'a> {
     fn visit(&mut self, id: ItemId) {
         self.state.insert(id, State::InProgress);
         let it = self.item(id);
-        let refs = it
-            .refs
+        let lazy = if it.lazy {
+            Some(super::index::lazy_refs(it))
+        } else {
+            None
+        };
+        let (own_refs, own_conds) = match &lazy {
+            Some((r, c)) => (r.as_slice(), c.as_slice()),
+            None => (it.refs.as_slice(), &[][..]),
+        };
+        let refs: Vec<(&str, u32, bool)> = own_refs
             .iter()
             .map(|(n, l)| (n.as_str(), *l, false))
-            .chain(it.cond_refs.iter().map(|n| (n.as_str(), it.line, true)));
-        let refs: Vec<(&str, u32, bool)> = refs.collect();
+            .chain(
+                it.cond_refs
+                    .iter()
+                    .chain(own_conds)
+                    .map(|n| (n.as_str(), it.line, true)),
+            )
+            .collect();
         for (name, line, cond) in refs {
             let targets = self.resolve(name, id.0, cond);
             if targets.is_empty() {
@@ -382,7 +395,12 @@ impl<'s, 'a> Closure<'s, 'a> {
                     if !self.shims.iter().any(|x| x.name == s.name) {
                         self.shims.push(s);
                     }
-                } else if !builtins::is_builtin(name) {
+                } else if !builtins::is_builtin(name)
+                    // A macro body may name the caller's locals; and a name tested by
+                    // the `#if` around an item is only used where it is defined.
+                    && it.kind != ItemKind::Macro
+                    && !it.cond_refs.iter().any(|c| c == name)
+                {
                     let path = self.files[id.0].0;
                     self.unresolved
                         .entry(name.to_string())
@@ -404,7 +422,7 @@ impl<'s, 'a> Closure<'s, 'a> {
         }
         // Operator overloads for the types this item uses.
         if it.kind != ItemKind::Macro {
-            let used: HashSet<&str> = it.refs.iter().map(|(n, _)| n.as_str()).collect();
+            let used: HashSet<&str> = own_refs.iter().map(|(n, _)| n.as_str()).collect();
             for r in 0..self.files.len() {
                 let (_, reach, fi) = self.files[r];
                 if reach != Reach::Include {
@@ -839,7 +857,18 @@ int main() {
         assert_eq!(dropped.len(), 2, "{dropped:?}");
         assert!(dropped[0].contains("<cuda_runtime.h>"));
         assert!(dropped[1].contains("<stdio.h>"));
-        assert_eq!(compiles(&u).unwrap_or(true), true);
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn unannotated_functions_a_kernel_calls_are_pulled_with_their_needs() {
+        // Plain functions are indexed by name only and analysed when first used.
+        let src = "#define SCALE 3\nfloat plain(float x) { return x * SCALE; }\nint main(int argc, char **argv) { return plain(1.0f); }\n__global__ void k(float *a) { a[0] = plain(a[0]); }\n";
+        let u = unit(&[("p.cu", src)], "p.cu", "k");
+        assert_eq!(u.pulled.helpers, vec!["plain"]);
+        assert_eq!(u.pulled.macros, vec!["SCALE"]);
+        assert!(!u.source.contains("main"));
+        assert!(compiles(&u).unwrap_or(true));
     }
 
     #[test]
@@ -934,7 +963,7 @@ __global__ void k(float4 *v, int *flags) {
         assert!(f.shared_memory && f.dynamic_shared_memory && f.constant_memory);
         assert!(f.atomics && f.warp_primitives && f.vector_types);
         assert!(!f.templates && !f.texture_references);
-        assert_eq!(compiles(&u).unwrap_or(true), true);
+        assert!(compiles(&u).unwrap_or(true));
         let plain = unit(
             &[("p.cu", "__global__ void p(float *a) { a[0] = 1.0f; }")],
             "p.cu",
@@ -992,7 +1021,7 @@ __global__ void k(point *p, real *out, int m) {
             .contains("#if !(defined(USE_DOUBLE))\ntypedef float real;\n#endif"));
         // Types come before their users.
         assert!(u.source.find("typedef float real").unwrap() < u.source.find("} point;").unwrap());
-        assert_eq!(compiles(&u).unwrap_or(true), true);
+        assert!(compiles(&u).unwrap_or(true));
     }
 
     #[test]
@@ -1042,7 +1071,7 @@ int main() {
             "{:?}",
             u.diagnostics
         );
-        assert_eq!(compiles(&u).unwrap_or(true), true);
+        assert!(compiles(&u).unwrap_or(true));
 
         let map = scope_of(&files);
         let sites = map["b/main.cu"].launch_sites();
@@ -1177,7 +1206,7 @@ __global__ void k(float2 *v) { v[0] = v[0] + v[1]; }
         let u = unit(&[("o.cu", src)], "o.cu", "k");
         assert!(u.source.contains("float2 operator+"));
         assert!(!u.source.contains("int3 operator+"));
-        assert_eq!(compiles(&u).unwrap_or(true), true);
+        assert!(compiles(&u).unwrap_or(true));
     }
 
     #[test]
@@ -1222,6 +1251,44 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
             normalized_tokens(a),
             normalized_tokens("__global__ void k(float *a) { a[0] = 2.0f; }")
         );
+    }
+
+    #[test]
+    fn file_index_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<FileIndex>();
+        check::<IsolatedKernel>();
+    }
+
+    /// Broken input never panics and never loses a kernel whose own text is whole.
+    #[test]
+    fn index_survives_garbage() {
+        let cases = [
+            "",
+            "}}}}{{{{",
+            "/* unterminated comment __global__ void k() {}",
+            "\"unterminated string\n__global__ void k(int *a) { a[0] = 1; }\n",
+            "#if 1\n#else\n#endif\n#endif\n#else\n__global__ void k(int *a) {}\n",
+            "__global__ void k(int *a) { if (a) { a[0] = 1; }\n",
+            "template <typename T __global__ void k(T *a) {}",
+            "#define X(a, b) a ## b\n#define\n#include\n#include <\n__global__ void k(int *a) { a[0] = X(1, 2); }",
+            "\u{feff}__global__ void k(int *a) { a[0] = '\\''; }",
+            "extern \"C\" { namespace { __global__ void k(int *a) {} } }",
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            let map = scope_of(&[("g.cu", c)]);
+            let scope = Scope { files: &map };
+            for k in 0..map["g.cu"].kernels().len() {
+                let u = isolate_at(&scope, "g.cu", k).unwrap();
+                assert!(u.source.contains("void k"), "case {i}: {}", u.source);
+            }
+            if c.contains("__global__ void k(int *a) {") && !c.starts_with("/*") {
+                assert!(
+                    !map["g.cu"].kernels().is_empty(),
+                    "case {i} lost its kernel"
+                );
+            }
+        }
     }
 
     #[test]

@@ -27,6 +27,11 @@ fn mask_with(text: &str, literals: bool) -> String {
             }
         }
     };
+    // A UTF-8 byte-order mark is whitespace.
+    if b.starts_with(&[0xef, 0xbb, 0xbf]) {
+        out[..3].copy_from_slice(b"   ");
+        i = 3;
+    }
     while i < b.len() {
         match b[i] {
             b'/' if b.get(i + 1) == Some(&b'/') => {
@@ -95,6 +100,9 @@ pub struct Piece {
     pub end: usize,
 }
 
+/// (brace depth, paren depth) at a nested `#if`, and after its first branch.
+type NestedIf = (i32, i32, Option<(i32, i32)>);
+
 /// Split masked text into file-scope directives and chunks. `extern "C" { … }` and
 /// `namespace x { … }` are transparent: their contents become chunks of their own.
 pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
@@ -108,7 +116,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
     let mut transparent = 0usize;
     // Nested `#if` inside a chunk: the depth at the `#if` and after the first branch,
     // so that branches opening the same brace twice count once.
-    let mut nested_if: Vec<(i32, i32, Option<(i32, i32)>)> = Vec::new();
+    let mut nested_if: Vec<NestedIf> = Vec::new();
 
     let flush = |out: &mut Vec<Piece>, chunk: &mut Option<usize>, end: usize| {
         if let Some(s) = chunk.take() {
@@ -158,11 +166,9 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                         }
                     }
                     "endif" => {
-                        if let Some((_, _, first)) = nested_if.pop() {
-                            if let Some((b1, p1)) = first {
-                                brace = b1;
-                                paren = p1;
-                            }
+                        if let Some((_, _, Some((b1, p1)))) = nested_if.pop() {
+                            brace = b1;
+                            paren = p1;
                         }
                     }
                     _ => {}
@@ -464,10 +470,9 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
             let mut j = i + 1;
             while j < b.len() {
                 let d = b[j];
-                if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || d == b'\'' {
-                    j += 1;
-                } else if (d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E' | b'p' | b'P')
-                {
+                let sign =
+                    (d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E' | b'p' | b'P');
+                if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || d == b'\'' || sign {
                     j += 1;
                 } else {
                     break;
@@ -476,20 +481,19 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
             i = j;
             continue;
         }
-        if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+        // Non-ASCII bytes (a byte-order mark, a stray symbol) separate tokens.
+        if c.is_ascii_alphabetic() || c == b'_' {
             let mut j = i + 1;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_' || b[j] >= 0x80) {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
                 j += 1;
             }
-            if c < 0x80 {
-                let member = preceded_by_member(b, i);
-                out.push(Ident {
-                    text: &masked[i..j],
-                    offset: i,
-                    member,
-                    in_condition: i < cond_end,
-                });
-            }
+            let member = preceded_by_member(b, i);
+            out.push(Ident {
+                text: &masked[i..j],
+                offset: i,
+                member,
+                in_condition: i < cond_end,
+            });
             i = j;
             continue;
         }
@@ -507,7 +511,7 @@ fn preceded_by_member(b: &[u8], i: usize) -> bool {
         return false;
     }
     match b[k - 1] {
-        b'.' => !(k >= 2 && b[k - 2].is_ascii_digit()),
+        b'.' => true,
         b'>' => k >= 2 && b[k - 2] == b'-',
         b':' => k >= 2 && b[k - 2] == b':',
         _ => false,
@@ -577,11 +581,9 @@ pub fn normalized_tokens(source: &str) -> Vec<String> {
             let mut j = i + 1;
             while j < b.len() {
                 let d = b[j];
-                if d.is_ascii_alphanumeric() || d == b'_' || d >= 0x80 {
-                    j += 1;
-                } else if c.is_ascii_digit()
-                    && (d == b'.' || ((d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E')))
-                {
+                let number_part = c.is_ascii_digit()
+                    && (d == b'.' || ((d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E')));
+                if d.is_ascii_alphanumeric() || d == b'_' || d >= 0x80 || number_part {
                     j += 1;
                 } else {
                     break;
