@@ -301,6 +301,7 @@ fn gpu_planted_pairs_get_their_status() {
         let v = p.verification.as_ref().unwrap();
         eprintln!("{:<28} {:<14} {}", p.benchmark, v.status.as_str(), v.reason);
         if Some(v.status) != m.expect {
+            eprintln!("evidence: {}", v.evidence);
             wrong.push(format!(
                 "{}: got {:?}, want {:?}: {}",
                 d.display(),
@@ -311,4 +312,97 @@ fn gpu_planted_pairs_get_their_status() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+    check_verifications(&out);
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    jsonschema::validator_for(&v).expect("schema compiles")
+}
+
+fn assert_valid(v: &jsonschema::Validator, x: &serde_json::Value) {
+    let errs: Vec<String> = v
+        .iter_errors(x)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errs.is_empty(), "{errs:#?}\n{x:#}");
+}
+
+/// Real protocol lines validate: the worker's first line on this machine (no_gpu here,
+/// hello on a GPU), a job built from a planted folder, and the verifications written.
+#[test]
+fn protocol_and_verification_match_their_schemas() {
+    use kernelpair::verify::protocol::{encode, Request};
+    let ws = schema("worker.schema.json");
+    let out = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["worker", "--device", "0"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let line: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert!(
+        line["type"] == "no_gpu" || line["type"] == "hello",
+        "{line}"
+    );
+    assert_valid(&ws, &line);
+    // A job line, resolved for an H100's figures.
+    let (_, p) = load_folder(&planted().join("good_matvec")).unwrap();
+    let h = kernelpair::harness::load(Path::new(p.harness.as_ref().unwrap())).unwrap();
+    let dev = kernelpair::harness::DeviceProps::h100();
+    let sets = h
+        .size_sets()
+        .iter()
+        .map(|s| h.resolve(s, &dev).unwrap())
+        .collect();
+    let src = |u: &kernelpair::KernelUnit| kernelpair::verify::engine::Source {
+        name: u.path.clone(),
+        source: u.source.clone(),
+        symbol: u.symbol.clone(),
+    };
+    let job = kernelpair::verify::engine::Job {
+        pair_id: p.id.clone(),
+        slow: src(p.slow.as_ref().unwrap()),
+        fast: src(&p.fast),
+        harness: p.harness.clone().unwrap(),
+        sets,
+        options: Default::default(),
+    };
+    let line: serde_json::Value =
+        serde_json::from_str(&encode(Request::Job { job: Box::new(job) })).unwrap();
+    assert_valid(&ws, &line);
+    let mut bad = line.clone();
+    bad["version"] = 2.into();
+    assert!(!ws.is_valid(&bad));
+    // Verifications written by verify (no_gpu / CPU statuses here).
+    let t = tempfile::tempdir().unwrap();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &[pair_folder(t.path(), "ok")]);
+    let out = t.path().join("out.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    check_verifications(&out);
+}
+
+fn check_verifications(out: &Path) {
+    let vs = schema("verification.schema.json");
+    for r in kernelpair::jsonl::read_records(out).unwrap() {
+        if let Record::Pair(p) = r {
+            assert_valid(&vs, &serde_json::to_value(p.verification.unwrap()).unwrap());
+        }
+    }
 }

@@ -68,6 +68,11 @@ pub struct Outcome {
     pub sticky: bool,
 }
 
+/// The generator seed of check run `seed` (fixed, so a rerun sees the same data).
+fn seed_for(seed: u32) -> u64 {
+    0x6b70_0000_u64 + seed as u64
+}
+
 /// Bytes of canary on each side of every buffer.
 const CANARY: usize = 64 * 1024;
 
@@ -351,8 +356,31 @@ fn run_inner(
     for ss in &job.sets {
         let t = Instant::now();
         let bufs = alloc_buffers(gpu, ss)?;
-        for seed in 0..job.options.seeds {
-            check_seed(gpu, ss, seed, &bufs, &slow, &fast, ev)?;
+        // Host-side generation is the slow part for large inputs: all seeds at once.
+        let data: Vec<_> = {
+            use rayon::prelude::*;
+            (0..job.options.seeds)
+                .into_par_iter()
+                .map(|seed| {
+                    let s = seed_for(seed);
+                    crate::harness::generate_inputs(ss, s)
+                        .and_then(|i| Ok((i, crate::harness::generate_constants(ss, s)?)))
+                })
+                .collect()
+        };
+        for (seed, d) in data.into_iter().enumerate() {
+            let (inputs, consts) = d.map_err(|e| Stop::new(Status::HarnessError, e.to_string()))?;
+            check_seed(
+                gpu,
+                ss,
+                seed as u32,
+                &inputs,
+                &consts,
+                &bufs,
+                &slow,
+                &fast,
+                ev,
+            )?;
         }
         check_ms += t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
@@ -521,17 +549,14 @@ fn check_seed(
     gpu: &mut Gpu,
     ss: &Resolved,
     seed: u32,
+    inputs: &[HostBuffer],
+    consts: &[HostBuffer],
     bufs: &[Option<Guarded>],
     slow: &Loaded,
     fast: &Loaded,
     ev: &mut Evidence,
 ) -> Result<(), Stop> {
     let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
-    let seed64 = 0x6b70_0000_u64 + seed as u64;
-    let harness_err =
-        |e: crate::harness::HarnessError| Stop::new(Status::HarnessError, e.to_string());
-    let inputs = crate::harness::generate_inputs(ss, seed64).map_err(harness_err)?;
-    let consts = crate::harness::generate_constants(ss, seed64).map_err(harness_err)?;
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
     for k in &ss.constants {
         if !slow.module_globals.iter().any(|(g, _, _)| g == &k.name)
@@ -560,7 +585,7 @@ fn check_seed(
                 .and_then(|_| gpu.upload(g.data() + g.bytes as u64, &canary))
                 .map_err(|e| Stop::cuda(e, &ctx))?;
         }
-        upload_constants(gpu, loaded, &const_names, &consts).map_err(|e| Stop::cuda(e, &ctx))?;
+        upload_constants(gpu, loaded, &const_names, consts).map_err(|e| Stop::cuda(e, &ctx))?;
         launch_all(gpu, which, loaded, ss, bufs)?;
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         for (a, g) in ss.args.iter().zip(bufs) {
@@ -626,16 +651,24 @@ fn check_seed(
         };
         let (s, f) = (&outputs["slow"][k], &outputs["fast"][k]);
         let input = role.is_input().then_some(&inputs[i]);
-        for (which, this, other) in [("fast", f, s), ("slow", s, f)] {
-            if let Some(d) = compare::check_degenerate(this, input, Some(other), *allow_degenerate)
-            {
+        // The three checks are independent scans of large buffers: run them at once.
+        let ((df, ds), c) = rayon::join(
+            || {
+                rayon::join(
+                    || compare::check_degenerate(f, input, Some(s), *allow_degenerate),
+                    || compare::check_degenerate(s, input, Some(f), *allow_degenerate),
+                )
+            },
+            || compare::compare(s, f, tol),
+        );
+        for (which, d) in [("fast", df), ("slow", ds)] {
+            if let Some(d) = d {
                 return Err(Stop::new(
                     d.status(),
                     format!("{}: output {name}: {}", where_(which), d.describe()),
                 ));
             }
         }
-        let c = compare::compare(s, f, tol);
         let pass = c.pass;
         let (mism, l2, worst) = (c.mismatches, c.l2_rel_err, c.worst_index);
         ev.checks.push(CheckEvidence {
