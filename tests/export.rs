@@ -103,6 +103,10 @@ fn every_format_matches_its_snapshot() {
         std::fs::read_to_string(dir.path().join("README.md")).unwrap()
     );
     insta::assert_snapshot!(
+        "speedup_svg",
+        std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap()
+    );
+    insta::assert_snapshot!(
         "filter_report",
         std::fs::read_to_string(dir.path().join("filter_report.json")).unwrap()
     );
@@ -135,6 +139,17 @@ fn every_line_of_every_format_matches_its_json_schema() {
         bad["metadata"].as_object_mut().unwrap().remove("tokens");
         assert!(!v.is_valid(&bad), "{f}: missing metadata.tokens accepted");
     }
+    let report_schema: Value = serde_json::from_str(
+        &std::fs::read_to_string("schemas/export-filter-report.schema.json").unwrap(),
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("filter_report.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&report_schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "filter_report: {errors:?}");
     let chat_schema: Value =
         serde_json::from_str(&std::fs::read_to_string("schemas/export-chat.schema.json").unwrap())
             .unwrap();
