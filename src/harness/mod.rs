@@ -1050,6 +1050,16 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                 .into(),
         ));
     }
+    if !raw.needs_host_loop
+        && !args
+            .iter()
+            .any(|a| matches!(a, ArgSpec::Buffer { role, .. } if role.is_output()))
+    {
+        return Err(field(
+            "args",
+            "no buffer has role out or inout: there would be nothing to compare".into(),
+        ));
+    }
     let needs_host_loop = if raw.needs_host_loop {
         Some(
             raw.host_loop_reason
@@ -1259,8 +1269,22 @@ impl Harness {
                 let ptr = c_is_pointer(&p.ty);
                 match a {
                     ArgSpec::Buffer {
-                        name, elem, c_type, ..
+                        name,
+                        elem,
+                        c_type,
+                        role,
+                        ..
                     } => {
+                        let pointee_const =
+                            p.ty.split('*')
+                                .next()
+                                .is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
+                        if pointee_const && role.is_output() {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` points to const, but arg {name:?} is an output",
+                                p.ty, p.name
+                            )));
+                        }
                         if !ptr {
                             return Err(err(format!(
                                 "parameter {pi} `{} {}` is a value, but arg {name:?} is a buffer",
@@ -1958,6 +1982,8 @@ repeat = 2
             ),
         );
         assert!(e.contains("make its role inout"), "{e}");
+        let e = err_of(&SAXPY.replace("role = \"inout\"", "role = \"in\""));
+        assert!(e.contains("args: no buffer has role out or inout"), "{e}");
         let e = err_of(&SAXPY.replace("[[launch]]", "[[xlaunch]]"));
         assert!(e.contains("unknown field"), "{e}");
         let e = err_of(&SAXPY.replace(
@@ -1998,6 +2024,30 @@ repeat = 2
         );
         let e = h.check_against(None, &swapped).unwrap_err().to_string();
         assert!(e.contains("is a pointer, but arg \"n\" is a scalar"), "{e}");
+        let const_y = unit(
+            "saxpy",
+            &[
+                ("int", "n"),
+                ("float", "a"),
+                ("const float *", "x"),
+                ("const float *", "y"),
+            ],
+        );
+        let e = h.check_against(None, &const_y).unwrap_err().to_string();
+        assert!(
+            e.contains("points to const, but arg \"y\" is an output"),
+            "{e}"
+        );
+        let const_ptr = unit(
+            "saxpy",
+            &[
+                ("int", "n"),
+                ("float", "a"),
+                ("const float *", "x"),
+                ("float *const", "y"),
+            ],
+        );
+        h.check_against(None, &const_ptr).unwrap();
         // Constants must exist in a unit's source.
         let with_const = format!("{SAXPY}\n[[constants]]\nname = \"table\"\ntype = \"f32\"\nlen = 4\ninit = {{ kind = \"zeros\" }}\n");
         let h2 = parse(&with_const, "c.toml").unwrap();
