@@ -232,11 +232,12 @@ impl Tolerance {
     ///
     /// f32: rtol 1e-3, scale 3e-5, atol 1e-5, L2 1e-4. Measured (docs/harness.md): dot
     /// products of k uniform terms summed serially vs in 8 partial sums (a tiled kernel's
-    /// order) differ by up to 2e-6·max|b| at k = 4000 and 4.5e-6·max|b| at k = 16000, while
+    /// order) differ by up to 2e-6·max|b| at k = 4000 and 4.1e-6·max|b| at k = 16000, while
     /// relative L2 stays near 1e-6. Per element, the difference follows the size of the
     /// terms, not of the result: where terms cancel, a result near zero differs by 2e-4 at
-    /// k = 4000, so any purely elementwise bound (1e-4/1e-4, or 1e-3/1e-5 here: 3 of 20000
-    /// elements failed) rejects correct pairs. The scale term admits those; rtol 1e-3 admits
+    /// k = 4000, so purely elementwise bounds reject correct pairs (1e-3/1e-5 failed 3 of
+    /// 20000 rows at k = 4000, 1e-4/1e-4 2 of 4000 at k = 16000). The scale term admits
+    /// those; rtol 1e-3 admits
     /// single-op differences (FMA contraction, reciprocal vs divide) on any element; the L2
     /// bound is what catches small systematic errors (a real bug moves elements by O(1)).
     /// f64: the same reasoning 2^29 times finer. f16/bf16: 10 and 7 mantissa bits.
