@@ -2,7 +2,8 @@
 # Everything measured on the device machine, in one command (see benches/RESULTS.md).
 # Run from the repository root with the binaries built here and copied into carry/:
 #   carry/kernelpair, carry/verify-test (tests/verify.rs), carry/gpu-bench (benches/gpu.rs),
-#   carry/fixtures (a copy of fixtures/), optional carry/real/pairs.jsonl + carry/real/harness/.
+#   carry/fixtures (a copy of fixtures/), optional carry/real/pairs.jsonl with its harness
+#   files beside it (benches/parboil_pairs.rs builds it; Parboil code stays out of git).
 set -u
 OUT=${OUT:-/tmp/kp-out}
 C=${CARRY:-carry}
@@ -31,9 +32,9 @@ python3 "$HERE/summarize.py" "$OUT/planted.warm.jsonl" "planted, warm cache"
 if [ -f $C/real/pairs.jsonl ]; then
   step "real pairs: cold"
   rm -rf /tmp/kp-cache2
-  /usr/bin/time -f "wall %e s" $K verify --in $C/real/pairs.jsonl --out "$OUT/real.cold.jsonl" --harness-dir $C/real/harness --cache-dir /tmp/kp-cache2 --timeout-s 30
+  /usr/bin/time -f "wall %e s" $K verify --in $C/real/pairs.jsonl --out "$OUT/real.cold.jsonl" --harness-dir $C/real --cache-dir /tmp/kp-cache2 --timeout-s 30
   step "real pairs: warm"
-  /usr/bin/time -f "wall %e s" $K verify --in $C/real/pairs.jsonl --out "$OUT/real.warm.jsonl" --harness-dir $C/real/harness --cache-dir /tmp/kp-cache2 --timeout-s 30
+  /usr/bin/time -f "wall %e s" $K verify --in $C/real/pairs.jsonl --out "$OUT/real.warm.jsonl" --harness-dir $C/real --cache-dir /tmp/kp-cache2 --timeout-s 30
   python3 "$HERE/summarize.py" "$OUT/real.cold.jsonl" "real pairs, cold cache"
   python3 "$HERE/summarize.py" "$OUT/real.warm.jsonl" "real pairs, warm cache"
 fi
