@@ -59,6 +59,19 @@ fn assert_same_tree(a: &Path, b: &Path) {
 fn without_gpu_or_endpoint_build_exports_what_is_verified_says_what_waits_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "b.toml", "out");
+    // Harnesses for the two pairs that need verifying. Their contents are only resolved once
+    // a GPU reports its properties, so on this machine finding them is what matters.
+    let h = dir.path().join("harnesses");
+    std::fs::create_dir(&h).unwrap();
+    for b in ["fresh", "nogpu"] {
+        std::fs::write(h.join(format!("{b}.toml")), "# resolved on a GPU machine\n").unwrap();
+    }
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("[verify]\n", "[verify]\nharness_dirs = [\"harnesses\"]\n"),
+    )
+    .unwrap();
     kp().arg("build").arg(&cfg).assert().code(0).stderr(
         predicate::str::contains("synth: 1 pairs waiting: no LLM endpoint configured")
             .and(predicate::str::contains("verify: 2 pairs waiting"))

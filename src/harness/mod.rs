@@ -675,7 +675,7 @@ pub fn to_json(text: &str, origin: &str) -> Result<serde_json::Value, HarnessErr
     })
 }
 
-fn is_ident(s: &str) -> bool {
+pub(crate) fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
     matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
         && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
@@ -1189,7 +1189,37 @@ impl Harness {
         if let Some(s) = slow {
             self.check_variant("slow", &self.slow, s)?;
         }
-        self.check_variant("fast", &self.fast, fast)
+        self.check_variant("fast", &self.fast, fast)?;
+        // Every constant must be a `__constant__` symbol of at least one unit (units without
+        // source text, as in hand-made records, are not checked).
+        let sources: Vec<&str> = slow
+            .into_iter()
+            .chain([fast])
+            .map(|u| u.source.as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !sources.is_empty() {
+            for c in &self.constants {
+                let declared = sources.iter().any(|s| {
+                    s.lines().any(|l| {
+                        l.contains("__constant__")
+                            && l.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                                .any(|w| w == c.name)
+                    })
+                });
+                if !declared {
+                    return Err(HarnessError::Mismatch {
+                        origin: self.origin.clone(),
+                        kernel: fast.kernel.clone(),
+                        message: format!(
+                            "constant {:?} is not a __constant__ symbol of either unit",
+                            c.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_variant(
@@ -1237,12 +1267,14 @@ impl Harness {
                                 p.ty, p.name
                             )));
                         }
-                        type_matches(&p.ty, *elem, c_type.as_deref()).map_err(|m| {
-                            err(format!(
-                                "parameter {pi} `{} {}` vs arg {name:?}: {m}",
-                                p.ty, p.name
-                            ))
-                        })?;
+                        type_matches(&p.ty, *elem, c_type.as_deref(), &unit.source).map_err(
+                            |m| {
+                                err(format!(
+                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}",
+                                    p.ty, p.name
+                                ))
+                            },
+                        )?;
                     }
                     ArgSpec::Scalar { name, elem, .. } => {
                         if ptr {
@@ -1251,7 +1283,7 @@ impl Harness {
                                 p.ty, p.name
                             )));
                         }
-                        type_matches(&p.ty, *elem, None).map_err(|m| {
+                        type_matches(&p.ty, *elem, None, &unit.source).map_err(|m| {
                             err(format!(
                                 "parameter {pi} `{} {}` vs arg {name:?}: {m}",
                                 p.ty, p.name
@@ -1613,10 +1645,19 @@ pub fn locate(
 }
 
 /// Whether a C parameter type can take an arg of element type `elem`.
-fn type_matches(c_type: &str, elem: ElemType, declared: Option<&str>) -> Result<(), String> {
+/// `source` is the unit's isolated source, where `#define REAL float` and
+/// `typedef unsigned long hist_t;` give names their meaning.
+fn type_matches(
+    c_type: &str,
+    elem: ElemType,
+    declared: Option<&str>,
+    source: &str,
+) -> Result<(), String> {
     let base = c_base_type(c_type);
+    let resolved = resolve_alias(&base, source);
     if let Some(d) = declared {
-        return if c_base_type(d) == base {
+        let d = c_base_type(d);
+        return if d == base || d == resolved || resolve_alias(&d, source) == resolved {
             Ok(())
         } else {
             Err(format!(
@@ -1624,7 +1665,7 @@ fn type_matches(c_type: &str, elem: ElemType, declared: Option<&str>) -> Result<
             ))
         };
     }
-    match ElemType::from_c_type(c_type) {
+    match ElemType::from_c_type(&resolved) {
         Some(e) if e == elem => Ok(()),
         // `int` params commonly take unsigned sizes and vice versa: same width is fine for scalars
         // only when the harness says so explicitly, so report it.
@@ -1638,6 +1679,34 @@ fn type_matches(c_type: &str, elem: ElemType, declared: Option<&str>) -> Result<
             "unknown C type {base:?}: set `c_type = {base:?}` on the arg to accept it"
         )),
     }
+}
+
+/// Follow `#define NAME type` and `typedef type NAME;` in a unit's source (a few levels).
+fn resolve_alias(base: &str, source: &str) -> String {
+    let mut cur = base.to_string();
+    for _ in 0..4 {
+        if cur.is_empty() || !is_ident(&cur.replace(' ', "_")) {
+            break;
+        }
+        let next = source.lines().find_map(|l| {
+            let l = l.split("//").next().unwrap_or("").trim();
+            if let Some(rest) = l.strip_prefix("#define") {
+                let mut it = rest.trim().splitn(2, char::is_whitespace);
+                if it.next() == Some(cur.as_str()) {
+                    let body = it.next().unwrap_or("").trim();
+                    return (!body.is_empty()).then(|| c_base_type(body));
+                }
+            }
+            let t = l.strip_prefix("typedef ")?.strip_suffix(';')?.trim();
+            let (ty, name) = t.rsplit_once(char::is_whitespace)?;
+            (name == cur).then(|| c_base_type(ty))
+        });
+        match next {
+            Some(n) if n != cur => cur = n,
+            _ => break,
+        }
+    }
+    cur
 }
 
 /// The `harness` subcommands.
@@ -1929,6 +1998,18 @@ repeat = 2
         );
         let e = h.check_against(None, &swapped).unwrap_err().to_string();
         assert!(e.contains("is a pointer, but arg \"n\" is a scalar"), "{e}");
+        // Constants must exist in a unit's source.
+        let with_const = format!("{SAXPY}\n[[constants]]\nname = \"table\"\ntype = \"f32\"\nlen = 4\ninit = {{ kind = \"zeros\" }}\n");
+        let h2 = parse(&with_const, "c.toml").unwrap();
+        let mut u = saxpy_unit();
+        u.source = "__constant__ float other[4];\n__global__ void saxpy() {}".into();
+        let e = h2.check_against(None, &u).unwrap_err().to_string();
+        assert!(
+            e.contains("constant \"table\" is not a __constant__ symbol"),
+            "{e}"
+        );
+        u.source = "__constant__ float table[4];\n".into();
+        h2.check_against(None, &u).unwrap();
         let other = unit(
             "daxpy",
             &saxpy_unit()
@@ -1957,8 +2038,16 @@ repeat = 2
         assert!(c_is_pointer("float*") && !c_is_pointer("float"));
         assert_eq!(c_base_type("const struct kValues *"), "kValues");
         // A struct pointer is accepted when the arg declares it.
-        assert!(type_matches("struct kValues *", ElemType::F32, Some("kValues")).is_ok());
-        assert!(type_matches("struct kValues *", ElemType::F32, None).is_err());
+        assert!(type_matches("struct kValues *", ElemType::F32, Some("kValues"), "").is_ok());
+        assert!(type_matches("struct kValues *", ElemType::F32, None, "").is_err());
+        // Macros and typedefs in the unit's source give names their types.
+        let src =
+            "#define REAL float\ntypedef unsigned long hist_t;\n#define SCALAR REAL // alias\n";
+        assert!(type_matches("REAL *", ElemType::F32, None, src).is_ok());
+        assert!(type_matches("const SCALAR *", ElemType::F32, None, src).is_ok());
+        assert!(type_matches("hist_t *", ElemType::U64, None, src).is_ok());
+        assert!(type_matches("hist_t *", ElemType::U32, None, src).is_err());
+        assert!(type_matches("hist_t *", ElemType::U64, Some("unsigned long"), src).is_ok());
     }
 
     #[test]
