@@ -27,7 +27,7 @@ pub enum Command {
     #[command(subcommand)]
     Harness(crate::harness::HarnessCommand),
     /// Fill empty slow slots with LLM-synthesized naive variants.
-    Synth(crate::synth::SynthArgs),
+    Synth(Box<crate::synth::SynthArgs>),
     /// Compile, run and time pairs on the GPU(s).
     Verify(crate::verify::VerifyArgs),
     /// Internal: the per-GPU worker process `verify` talks to over stdin/stdout.
@@ -60,7 +60,7 @@ pub fn main() -> ExitCode {
         Command::Extract(a) => crate::suite::run_extract(a),
         Command::Inspect(a) => crate::cuda::run_inspect(a),
         Command::Harness(c) => crate::harness::run(c),
-        Command::Synth(a) => crate::synth::run_synth(a),
+        Command::Synth(a) => crate::synth::run_synth(*a),
         Command::Verify(a) => crate::verify::run_verify(a),
         Command::Worker(a) => crate::verify::run_worker(a),
         Command::Validate(a) => crate::verify::run_validate(a),

@@ -130,6 +130,9 @@ pub struct LaunchSite {
     pub path: String,
     pub line: u32,
     pub kernel: String,
+    /// Template arguments of a templated launch (`<float, 16>` in `k<float, 16><<<…>>>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_args: Option<String>,
     pub grid: String,
     pub block: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

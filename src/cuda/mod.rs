@@ -1,14 +1,127 @@
 //! Tree-sitter parsing of CUDA sources and isolation of each __global__ kernel into a self-contained unit.
+//!
+//! Two steps, so that a suite is parsed once and isolated many times: [`index_file`]
+//! splits a file into top-level declarations (see [`lex`]), parses each with
+//! tree-sitter-cuda (queries in `queries/*.scm`) and records the names each defines and
+//! uses; [`isolate`] then computes, over a [`Scope`] of indexed files, the closure of
+//! what one kernel needs and writes it out as a unit that NVRTC compiles alone.
 
-#[derive(Debug, clap::Args)]
-pub struct InspectArgs {
-    /// The .cu file.
-    pub file: std::path::PathBuf,
-    /// Only this kernel.
-    #[arg(long)]
-    pub kernel: Option<String>,
+mod builtins;
+mod index;
+mod inspect;
+mod isolate;
+pub mod lex;
+mod queries;
+
+use crate::record::{Diagnostic, Features, LaunchSite, Param, Pulled};
+use std::collections::{BTreeMap, HashMap};
+
+pub use inspect::{run_inspect, InspectArgs};
+pub use isolate::{isolate, isolate_at, resolve_include};
+pub use lex::normalized_tokens;
+
+/// Everything isolation needs from one file. Built once by [`index_file`]; `Send + Sync`.
+#[derive(Debug, Clone)]
+pub struct FileIndex {
+    path: String,
+    kernels: Vec<KernelInfo>,
+    /// For each kernel, its item in `items`.
+    kernel_items: Vec<usize>,
+    items: Vec<index::Item>,
+    by_name: HashMap<String, Vec<usize>>,
+    launch_sites: Vec<LaunchSite>,
+    diagnostics: Vec<Diagnostic>,
+    includes: Vec<Include>,
+    /// The `#if` branches each include sits in (parallel to `includes`).
+    include_conds: Vec<Vec<index::CondBranch>>,
+    /// Items that overload an operator.
+    operators: Vec<usize>,
 }
 
-pub fn run_inspect(_args: InspectArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("inspect is not implemented yet")
+/// A `__global__` kernel definition found in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelInfo {
+    pub name: String,
+    /// 1-based line where the definition starts (its `template` line for templates).
+    pub line: u32,
+    pub params: Vec<Param>,
+    /// Template parameters (`typename T`, `int N`), empty for ordinary kernels.
+    pub template_params: Vec<String>,
+}
+
+/// An `#include` directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Include {
+    /// As written, without the quotes or angle brackets.
+    pub target: String,
+    /// `<…>` rather than `"…"`.
+    pub system: bool,
+    pub line: u32,
+}
+
+/// All indexed files of one benchmark variant (keys: suite-root-relative paths with `/`),
+/// so includes resolve in both directions. Includes are resolved relative to the including
+/// file's folder first, then to each folder of the scope.
+pub struct Scope<'a> {
+    pub files: &'a BTreeMap<String, FileIndex>,
+}
+
+/// One kernel made self-contained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IsolatedKernel {
+    pub kernel: String,
+    pub line: u32,
+    pub params: Vec<Param>,
+    pub template_params: Vec<String>,
+    /// The unit: compiles alone under NVRTC (unless a diagnostic says why not).
+    pub source: String,
+    /// Name to look the kernel up by: the plain name (`extern "C"`), or for a template
+    /// kernel its name, to which the verify stage adds `<…>`.
+    pub symbol: String,
+    pub pulled: Pulled,
+    pub features: Features,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    #[error("{file} is not among the indexed files of this scope")]
+    FileNotInScope { file: String },
+    #[error("no kernel named `{kernel}` in {file}; kernels there: {available}")]
+    KernelNotFound {
+        file: String,
+        kernel: String,
+        available: String,
+    },
+    #[error("kernel index {index} is out of range: {file} has {count} kernels")]
+    KernelIndexOutOfRange {
+        file: String,
+        index: usize,
+        count: usize,
+    },
+}
+
+/// Parse once. Never fails: parse trouble becomes diagnostics on the index.
+pub fn index_file(rel_path: &str, text: &str) -> FileIndex {
+    index::index_file(rel_path, text)
+}
+
+impl FileIndex {
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+    /// Every `__global__` definition (prototypes are not kernels), in file order.
+    pub fn kernels(&self) -> &[KernelInfo] {
+        &self.kernels
+    }
+    /// Host launch sites in this file (`path` is the file's).
+    pub fn launch_sites(&self) -> &[LaunchSite] {
+        &self.launch_sites
+    }
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+    pub fn includes(&self) -> &[Include] {
+        &self.includes
+    }
 }

@@ -1,14 +1,1044 @@
-//! `kernelpair harness draft` and `harness check`.
+//! `kernelpair harness draft`: a harness skeleton from a pair's parameter lists and the
+//! launch sites extract recorded, with launch expressions translated where they can be
+//! (`dim3 grid(ceil(n/256.0))` → `ceil_div(n, 256)`) and every unknown written as `TODO`,
+//! a string that fails `harness check` until a person completes it. And `harness check`.
 
-use super::HarnessCommand;
+use super::expr::Scope;
+use super::{c_base_type, c_is_pointer, ElemType, HarnessCommand};
+use crate::exit;
+use crate::record::{KernelUnit, LaunchSite, Pair, Record};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DraftError {
+    #[error("{path}: no pair with id starting {id:?}")]
+    NoPair { path: String, id: String },
+    #[error("{path}: pair id prefix {id:?} is ambiguous ({count} pairs)")]
+    Ambiguous {
+        path: String,
+        id: String,
+        count: usize,
+    },
+    #[error(transparent)]
+    Records(#[from] crate::jsonl::JsonlError),
+}
+
+/// Find a pair by id prefix in a records file.
+pub fn find_pair(path: &Path, id: &str) -> Result<Pair, DraftError> {
+    let records = crate::jsonl::read_records(path)?;
+    let matches: Vec<Pair> = records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) if p.id.starts_with(id) => Some(*p),
+            _ => None,
+        })
+        .collect();
+    let path = path.display().to_string();
+    match matches.len() {
+        0 => Err(DraftError::NoPair {
+            path,
+            id: id.into(),
+        }),
+        1 => Ok(matches.into_iter().next().expect("one")),
+        count => {
+            // An exact id wins over prefixes.
+            match matches.iter().position(|p| p.id == id) {
+                Some(i) => Ok(matches.into_iter().nth(i).expect("index")),
+                None => Err(DraftError::Ambiguous {
+                    path,
+                    id: id.into(),
+                    count,
+                }),
+            }
+        }
+    }
+}
+
+/// Functions a host expression may call that map onto expression helpers.
+const CEIL_DIV_NAMES: [&str; 6] = ["iDivUp", "divUp", "DIVUP", "div_up", "ceil_div", "CEIL_DIV"];
+const CAST_WORDS: [&str; 12] = [
+    "int", "unsigned", "float", "double", "size_t", "long", "short", "char", "const", "signed",
+    "uint", "int64_t",
+];
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Num(String),
+    Op(String),
+}
+
+fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
+    let mut out = Vec::new();
+    let cs: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < cs.len() {
+        let c = cs[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let st = i;
+            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '_') {
+                i += 1;
+            }
+            out.push(Tok::Ident(cs[st..i].iter().collect()));
+        } else if c.is_ascii_digit()
+            || (c == '.' && cs.get(i + 1).is_some_and(char::is_ascii_digit))
+        {
+            let st = i;
+            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '.') {
+                i += 1;
+            }
+            out.push(Tok::Num(cs[st..i].iter().collect()));
+        } else {
+            let two: String = cs[i..(i + 2).min(cs.len())].iter().collect();
+            if ["<<", ">>", "==", "!=", "<=", ">=", "&&", "||", "->"].contains(&two.as_str()) {
+                out.push(Tok::Op(two));
+                i += 2;
+            } else if "+-*/%()<>,?:&|^!~.".contains(c) {
+                out.push(Tok::Op(c.to_string()));
+                i += 1;
+            } else {
+                return Err(format!("cannot read {c:?} in `{s}`"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A C integer or float literal as an integer expression: `256.0f` → `256`, `64u` → `64`.
+fn int_literal(n: &str) -> Result<String, String> {
+    let t = n.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return i64::from_str_radix(hex, 16)
+            .map(|v| v.to_string())
+            .map_err(|e| e.to_string());
+    }
+    if let Ok(v) = t.parse::<i64>() {
+        return Ok(v.to_string());
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f.fract() == 0.0 => Ok((f as i64).to_string()),
+        _ => Err(format!("non-integer literal {n}")),
+    }
+}
+
+/// What names in host expressions mean.
+struct Names<'a> {
+    /// Host text → size name (from the launch's args bound to int scalar parameters).
+    host_to_size: BTreeMap<String, String>,
+    sizes: &'a [String],
+    definitions: &'a BTreeMap<String, String>,
+    /// Host variables the launch uses that are neither kernel parameters nor defined
+    /// (`m` in `dim3 grid(m / 16)` inside a host wrapper): they become guessed sizes.
+    host_vars: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    /// The kernel unit's isolated source, for macros it pulled in.
+    source: &'a str,
+}
+
+impl Names<'_> {
+    /// The components a name's recorded definition gives it, looking in every definition
+    /// (one declaration may define several names: `dim3 grid(…), threads(…)`).
+    fn components(&self, name: &str) -> Option<Result<Vec<String>, String>> {
+        if !super::is_ident(name) {
+            return None;
+        }
+        if let Some(d) = self.definitions.get(name) {
+            return Some(definition_components(name, d));
+        }
+        if let Some(d) = self.definitions.values().find(|d| declares(d, name)) {
+            return Some(definition_components(name, d));
+        }
+        // A macro the kernel unit pulled in (`#define BLOCKSIZEX 16`).
+        self.source.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix("#define")?;
+            let mut it = rest.trim().splitn(2, char::is_whitespace);
+            (it.next() == Some(name)).then(|| {
+                let body = it
+                    .next()
+                    .unwrap_or("")
+                    .split("//")
+                    .next()
+                    .unwrap_or("")
+                    .trim();
+                Ok(vec![body.to_string()])
+            })
+        })
+    }
+}
+
+/// Whether a definition text declares `name` (`name(`, `name =`, `name.x =`).
+fn declares(def: &str, name: &str) -> bool {
+    let b = def.as_bytes();
+    let mut from = 0;
+    while let Some(p) = def[from..].find(name).map(|p| p + from) {
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+        let after = def[p + name.len()..].trim_start();
+        let member_assign = after.strip_prefix('.').is_some_and(|m| {
+            let m = m.trim_start();
+            ["x", "y", "z"].iter().any(|c| {
+                m.strip_prefix(c).is_some_and(|r| {
+                    r.trim_start().starts_with('=') && !r.trim_start().starts_with("==")
+                })
+            })
+        });
+        let assign = after.starts_with('=') && !after.starts_with("==");
+        if before_ok && (after.starts_with('(') || assign || member_assign) {
+            return true;
+        }
+        from = p + name.len();
+    }
+    false
+}
+
+/// A C type name's size in bytes, for `sizeof(float)`.
+fn sizeof_type(t: &str) -> Option<usize> {
+    let base = c_base_type(t);
+    if t.contains('*') {
+        return Some(8);
+    }
+    let scalar = ElemType::from_c_type(&base)?.size_of();
+    let lanes = match base.chars().last() {
+        Some(c @ '1'..='4')
+            if base.len() > 1
+                && base
+                    .chars()
+                    .rev()
+                    .nth(1)
+                    .is_some_and(|p| p.is_ascii_alphabetic()) =>
+        {
+            c.to_digit(10).unwrap_or(1) as usize
+        }
+        _ => 1,
+    };
+    Some(scalar * lanes)
+}
+
+/// Translate a C host expression into a harness expression.
+fn translate(text: &str, names: &Names, depth: usize) -> Result<String, String> {
+    if depth > 8 {
+        return Err("definitions nest too deeply".into());
+    }
+    let toks = tokenize(text)?;
+    let (out, rest) = translate_tokens(&toks, names, depth)?;
+    if !rest.is_empty() {
+        return Err(format!("unbalanced parentheses in `{text}`"));
+    }
+    Ok(out)
+}
+
+/// Translate until an unmatched `)` or `,` at depth 0; returns (text, remaining tokens).
+fn translate_tokens<'t>(
+    toks: &'t [Tok],
+    names: &Names,
+    depth: usize,
+) -> Result<(String, &'t [Tok]), String> {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < toks.len() {
+        match &toks[i] {
+            Tok::Op(o) if o == ")" || o == "," => return Ok((out, &toks[i..])),
+            Tok::Op(o) if o == "(" => {
+                // A cast `(unsigned int)` is dropped; a parenthesized expression is kept.
+                let close = toks[i + 1..]
+                    .iter()
+                    .position(|t| *t == Tok::Op(")".into()))
+                    .map(|p| p + i + 1);
+                if let Some(c) = close {
+                    let inner = &toks[i + 1..c];
+                    let is_cast = !inner.is_empty()
+                        && inner.iter().all(
+                            |t| matches!(t, Tok::Ident(w) if CAST_WORDS.contains(&w.as_str())),
+                        );
+                    if is_cast {
+                        i = c + 1;
+                        continue;
+                    }
+                }
+                let (inner, rest) = translate_tokens(&toks[i + 1..], names, depth)?;
+                if rest.first() != Some(&Tok::Op(")".into())) {
+                    return Err("unbalanced parentheses".into());
+                }
+                out.push('(');
+                out.push_str(&inner);
+                out.push(')');
+                i = toks.len() - rest.len() + 1;
+            }
+            Tok::Ident(w) if w == "sizeof" && toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
+                let close = toks[i + 2..]
+                    .iter()
+                    .position(|t| *t == Tok::Op(")".into()))
+                    .ok_or("unclosed sizeof(")?
+                    + i
+                    + 2;
+                let ty: Vec<String> = toks[i + 2..close]
+                    .iter()
+                    .map(|t| match t {
+                        Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
+                    })
+                    .collect();
+                let ty = ty.join(" ");
+                let n = sizeof_type(&ty).ok_or_else(|| format!("sizeof({ty}) is not known"))?;
+                write!(out, "{n}").expect("string");
+                i = close + 1;
+            }
+            Tok::Ident(w)
+                if toks.get(i + 1) == Some(&Tok::Op(".".into()))
+                    && matches!(toks.get(i + 2), Some(Tok::Ident(c)) if ["x", "y", "z"].contains(&c.as_str())) =>
+            {
+                let Some(Tok::Ident(c)) = toks.get(i + 2) else {
+                    unreachable!("matched above")
+                };
+                let d = match c.as_str() {
+                    "x" => 0,
+                    "y" => 1,
+                    _ => 2,
+                };
+                match names.components(w) {
+                    Some(Ok(comps)) => {
+                        let t = match comps.get(d) {
+                            Some(e) => tidy(&translate(e, names, depth + 1)?),
+                            None => "1".to_string(),
+                        };
+                        if t.contains(' ') {
+                            write!(out, "({t})").expect("string");
+                        } else {
+                            out.push_str(&t);
+                        }
+                    }
+                    Some(Err(e)) => return Err(e),
+                    None => {
+                        let v = format!("{w}_{c}");
+                        names.host_vars.borrow_mut().insert(v.clone());
+                        out.push_str(&v);
+                    }
+                }
+                i += 3;
+            }
+            Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
+                // A call: collect its top-level arguments.
+                let mut args = Vec::new();
+                let mut rest = &toks[i + 2..];
+                loop {
+                    let (a, r) = translate_tokens(rest, names, depth)?;
+                    args.push(a.trim().to_string());
+                    match r.first() {
+                        Some(Tok::Op(o)) if o == "," => rest = &r[1..],
+                        Some(Tok::Op(o)) if o == ")" => {
+                            rest = &r[1..];
+                            break;
+                        }
+                        _ => return Err(format!("unclosed call to {w}")),
+                    }
+                }
+                let call = match (w.as_str(), args.as_slice()) {
+                    ("ceil" | "ceilf", [a]) => ceil_of(a)?,
+                    ("floor" | "floorf", [a]) => format!("({a})"),
+                    (f, [a, b]) if CEIL_DIV_NAMES.contains(&f) => format!("ceil_div({a}, {b})"),
+                    ("min" | "MIN" | "std::min" | "fminf", [a, b]) => format!("min({a}, {b})"),
+                    ("max" | "MAX" | "std::max" | "fmaxf", [a, b]) => format!("max({a}, {b})"),
+                    ("dim3", _) => return Err("nested dim3".into()),
+                    (f, _) => return Err(format!("unknown function {f}()")),
+                };
+                out.push_str(&call);
+                i = toks.len() - rest.len();
+            }
+            Tok::Ident(w) => {
+                if let Some(s) = names.host_to_size.get(w) {
+                    out.push_str(s);
+                } else if names.sizes.contains(w) {
+                    out.push_str(w);
+                } else if let Some(comps) = names.components(w) {
+                    let comps = comps?;
+                    if comps.len() != 1 {
+                        return Err(format!(
+                            "{w} is a {}-component dim3 used as a number",
+                            comps.len()
+                        ));
+                    }
+                    let t = tidy(&translate(&comps[0], names, depth + 1)?);
+                    if t.contains(' ') {
+                        write!(out, "({t})").expect("string");
+                    } else {
+                        out.push_str(&t);
+                    }
+                } else if CAST_WORDS.contains(&w.as_str()) || w.starts_with("__") {
+                    return Err(format!("unknown name {w}"));
+                } else {
+                    names.host_vars.borrow_mut().insert(w.clone());
+                    out.push_str(w);
+                }
+                i += 1;
+            }
+            Tok::Num(n) => {
+                out.push_str(&int_literal(n)?);
+                i += 1;
+            }
+            Tok::Op(o) => {
+                if o == "." || o == "->" {
+                    return Err("member access".into());
+                }
+                write!(out, " {o} ").expect("string");
+                i += 1;
+            }
+        }
+    }
+    Ok((out, &toks[toks.len()..]))
+}
+
+/// `ceil(a / b)` → `ceil_div(a, b)`; anything else in a ceil is not integer arithmetic.
+fn ceil_of(arg: &str) -> Result<String, String> {
+    let a = arg.trim();
+    // Split at the last top-level `/`.
+    let mut depth = 0;
+    let mut split = None;
+    for (i, c) in a.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '/' if depth == 0 => split = Some(i),
+            _ => {}
+        }
+    }
+    match split {
+        Some(i) => Ok(format!(
+            "ceil_div({}, {})",
+            a[..i].trim(),
+            a[i + 1..].trim()
+        )),
+        None if a.starts_with('(') && a.ends_with(')') => ceil_of(&a[1..a.len() - 1]),
+        None => Ok(a.to_string()),
+    }
+}
+
+/// The components a definition gives a name: `dim3 grid(a, b)` → [a, b]; `#define B 256` →
+/// [256]; `int blocks = (n + 255) / 256;` → [(n + 255) / 256]; `dim3 g = dim3(a)` → [a].
+fn definition_components(name: &str, def: &str) -> Result<Vec<String>, String> {
+    let d = def.trim().trim_end_matches(';').trim();
+    if let Some(rest) = d.strip_prefix("#define") {
+        let rest = rest.trim_start();
+        let body = rest.strip_prefix(name).unwrap_or(rest).trim();
+        return Ok(vec![body.to_string()]);
+    }
+    // `g.x = a; g.y = b;` member assignments.
+    if d.contains(&format!("{name}.")) && !d.contains(&format!("{name}(")) {
+        let mut comps = vec![String::new(); 3];
+        let mut any = false;
+        for stmt in d.split(';') {
+            let stmt = stmt.trim();
+            for (i, c) in ["x", "y", "z"].iter().enumerate() {
+                if let Some(rest) = stmt.strip_prefix(&format!("{name}.{c}")) {
+                    if let Some(e) = rest.trim_start().strip_prefix('=') {
+                        comps[i] = e.trim().to_string();
+                        any = true;
+                    }
+                }
+            }
+        }
+        if any {
+            while comps.last().is_some_and(|c| c.is_empty()) {
+                comps.pop();
+            }
+            return Ok(comps
+                .into_iter()
+                .map(|c| if c.is_empty() { "1".into() } else { c })
+                .collect());
+        }
+    }
+    // Find `name` as a whole word followed by `(` or `=`.
+    let bytes = d.as_bytes();
+    let mut from = 0;
+    while let Some(p) = d[from..].find(name).map(|p| p + from) {
+        let before_ok = p == 0 || !(bytes[p - 1].is_ascii_alphanumeric() || bytes[p - 1] == b'_');
+        let after = d[p + name.len()..].trim_start();
+        let after_ok = after.starts_with('(') || after.starts_with('=');
+        if before_ok && after_ok {
+            let body = if let Some(a) = after.strip_prefix('=') {
+                let a = a.trim();
+                match a.strip_prefix("dim3") {
+                    Some(x) => x.trim().to_string(),
+                    None => return Ok(vec![top_level_until_comma(a)]),
+                }
+            } else {
+                after.to_string()
+            };
+            return split_call_args(&body);
+        }
+        from = p + name.len();
+    }
+    // A bare value (the recorded definition is just the expression).
+    if !d.contains(' ') || !d.contains(name) {
+        return Ok(vec![d.to_string()]);
+    }
+    Err(format!("cannot read the definition of {name}: `{def}`"))
+}
+
+fn top_level_until_comma(s: &str) -> String {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => return s[..i].trim().to_string(),
+            _ => {}
+        }
+    }
+    s.trim().to_string()
+}
+
+/// `( a, f(b, c) ) …` → [a, f(b, c)].
+fn split_call_args(s: &str) -> Result<Vec<String>, String> {
+    let s = s.trim();
+    if !s.starts_with('(') {
+        return Err(format!("expected `(` in `{s}`"));
+    }
+    let mut depth = 0;
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                if depth == 1 {
+                    continue;
+                }
+            }
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    parts.push(cur.trim().to_string());
+                    return Ok(parts);
+                }
+            }
+            ',' if depth == 1 => {
+                parts.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    Err(format!("unclosed `(` in `{s}`"))
+}
+
+/// The 1–3 components of a launch's grid or block text.
+fn dims_of(text: &str, names: &Names) -> Result<Vec<String>, String> {
+    let t = text.trim();
+    let comps = if let Some(rest) = t.strip_prefix("dim3") {
+        split_call_args(rest)?
+    } else if let Some(c) = names.components(t) {
+        c?
+    } else {
+        vec![t.to_string()]
+    };
+    if comps.is_empty() || comps.len() > 3 {
+        return Err(format!("{} components", comps.len()));
+    }
+    comps
+        .iter()
+        .map(|c| {
+            // A component may itself be a named scalar (`blocks`) or expression.
+            let e = translate(c, names, 0)?;
+            Ok(tidy(&e))
+        })
+        .collect()
+}
+
+fn tidy(e: &str) -> String {
+    e.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("( ", "(")
+        .replace(" )", ")")
+}
+
+/// Whether an expression evaluates with every size at a typical value.
+fn evaluates(e: &str, sizes: &[String]) -> Result<(), String> {
+    let mut s = Scope::default();
+    for n in sizes {
+        s.set_int(n, 1024);
+    }
+    for (n, v) in [
+        ("sm_count", 132),
+        ("max_threads_per_block", 1024),
+        ("warp_size", 32),
+        ("l2_bytes", 50 << 20),
+    ] {
+        s.set_int(n, v);
+    }
+    s.eval_int(e).map(|_| ())
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
+/// Size names: the int scalar parameters of the fast kernel.
+fn int_scalars(u: &KernelUnit) -> Vec<String> {
+    u.params
+        .iter()
+        .filter(|p| !c_is_pointer(&p.ty))
+        .filter(|p| ElemType::from_c_type(&p.ty).is_some_and(|e| !e.is_float()))
+        .map(|p| p.name.clone())
+        .collect()
+}
+
+fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
+    u.launch_sites
+        .iter()
+        .find(|s| s.kernel == u.kernel)
+        .or(u.launch_sites.first())
+}
+
+/// Translate one unit's launch into TOML lines (without the table header).
+/// Returns the host variables the translated expressions use (they become sizes).
+fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<String> {
+    writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
+    let Some(site) = site_for(u) else {
+        out.push_str("# TODO: extract recorded no launch site for this kernel\n");
+        out.push_str("grid = \"TODO\"\nblock = \"TODO\"\n");
+        return Vec::new();
+    };
+    let mut host_to_size = BTreeMap::new();
+    for (a, p) in site.args.iter().zip(&u.params) {
+        if sizes.contains(&p.name) {
+            host_to_size.insert(a.trim().to_string(), p.name.clone());
+        }
+    }
+    let names = Names {
+        host_to_size,
+        sizes,
+        definitions: &site.definitions,
+        host_vars: Default::default(),
+        source: &u.source,
+    };
+    let mut used = Vec::new();
+    writeln!(
+        out,
+        "# from {}:{}: <<<{}, {}{}>>>",
+        site.path,
+        site.line,
+        site.grid,
+        site.block,
+        site.shared_mem
+            .as_deref()
+            .map(|s| format!(", {s}"))
+            .unwrap_or_default()
+    )
+    .expect("string");
+    for (key, text) in [
+        ("grid", Some(&site.grid)),
+        ("block", Some(&site.block)),
+        ("shared_mem", site.shared_mem.as_ref()),
+    ] {
+        let Some(text) = text else { continue };
+        names.host_vars.borrow_mut().clear();
+        let dims = dims_of(text, &names);
+        let mut known: Vec<String> = sizes.to_vec();
+        known.extend(names.host_vars.borrow().iter().cloned());
+        let line = match dims {
+            Ok(d) if d.iter().all(|e| evaluates(e, &known).is_ok()) => {
+                for v in names.host_vars.borrow().iter() {
+                    if !used.contains(v) {
+                        used.push(v.clone());
+                    }
+                }
+                if key == "shared_mem" && d.len() == 1 {
+                    format!("{key} = {}", toml_str(&d[0]))
+                } else if key == "shared_mem" {
+                    format!("{key} = \"TODO\"  # not one value: {}", toml_str(text))
+                } else {
+                    format!(
+                        "{key} = [{}]",
+                        d.iter().map(|e| toml_str(e)).collect::<Vec<_>>().join(", ")
+                    )
+                }
+            }
+            Ok(d) => {
+                let why = d
+                    .iter()
+                    .find_map(|e| evaluates(e, &known).err())
+                    .unwrap_or_default();
+                format!("{key} = \"TODO\"  # translated to {d:?}, which fails: {why}")
+            }
+            Err(why) => format!("{key} = \"TODO\"  # host text {}: {why}", toml_str(text)),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    used
+}
+
+/// A draft harness (TOML text) for a pair.
+pub fn draft(pair: &Pair) -> String {
+    let fast = &pair.fast;
+    let sizes = int_scalars(fast);
+
+    // Launches first: translating them finds the host variables that become sizes.
+    let mut launches = String::new();
+    let mut host_vars: Vec<String> = Vec::new();
+    let mut note = |vars: Vec<String>| {
+        for v in vars {
+            if !host_vars.contains(&v) && !sizes.contains(&v) {
+                host_vars.push(v);
+            }
+        }
+    };
+    let same_launch = match &pair.slow {
+        None => true,
+        Some(s) => {
+            let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+            let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+            a == b && s.symbol == fast.symbol
+        }
+    };
+    if let Some(slow) = &pair.slow {
+        let same_params = slow.params.len() == fast.params.len()
+            && slow
+                .params
+                .iter()
+                .zip(&fast.params)
+                .all(|(a, b)| c_base_type(&a.ty) == c_base_type(&b.ty));
+        if !same_params {
+            launches.push_str("\n# TODO: the slow kernel's parameters differ from the fast one's: bind them with `args = [...]`\n");
+        }
+    }
+    if same_launch {
+        launches.push_str("\n[[launch]]\n");
+        note(draft_launch(fast, &sizes, &mut launches));
+    } else {
+        if let Some(slow) = &pair.slow {
+            launches.push_str("\n[[variants.slow.launch]]\n");
+            note(draft_launch(slow, &sizes, &mut launches));
+        }
+        launches.push_str("\n[[variants.fast.launch]]\n");
+        note(draft_launch(fast, &sizes, &mut launches));
+    }
+
+    let mut o = String::new();
+    writeln!(
+        o,
+        "# Draft harness for pair {} ({}/{}, kernel {}).\n# Written by `kernelpair harness draft`: complete every TODO (they fail `harness check` on\n# purpose), check each guess, then run `kernelpair harness check FILE --units … --pair {}`.",
+        pair.id, pair.suite, pair.benchmark, fast.kernel, pair.id
+    )
+    .expect("string");
+    writeln!(
+        o,
+        "description = {}",
+        toml_str(&format!("{} {}", pair.benchmark, fast.kernel))
+    )
+    .expect("string");
+    o.push_str("\n[sizes]\n");
+    if sizes.is_empty() && host_vars.is_empty() {
+        o.push_str("# TODO: no integer parameters to guess sizes from; name the sizes the lengths use\nn = 1024\n");
+    }
+    for s in &sizes {
+        writeln!(o, "{s} = 1024  # guessed from the kernel's `{s}` parameter").expect("string");
+    }
+    for v in &host_vars {
+        writeln!(
+            o,
+            "{v} = 1024  # guessed: host variable `{}` in the launch configuration",
+            v.replacen(
+                '_',
+                ".",
+                usize::from(v.ends_with("_x") || v.ends_with("_y") || v.ends_with("_z"))
+            )
+        )
+        .expect("string");
+    }
+    o.push_str("# Add [[size_sets]] with an irregular (non-power-of-two) set where the kernel allows it.\n");
+
+    for (i, p) in fast.params.iter().enumerate() {
+        let name = if p.name.is_empty() {
+            format!("arg{i}")
+        } else {
+            p.name.clone()
+        };
+        o.push_str("\n[[args]]\n");
+        writeln!(o, "name = {}", toml_str(&name)).expect("string");
+        let elem = ElemType::from_c_type(&p.ty);
+        let base = c_base_type(&p.ty);
+        match elem {
+            Some(e) => writeln!(o, "type = {}", toml_str(e.name())).expect("string"),
+            None => writeln!(
+                o,
+                "type = \"TODO\"  # `{}` is not an element type: pick the scalar type and add c_type = {}",
+                p.ty,
+                toml_str(&base)
+            )
+            .expect("string"),
+        }
+        if c_is_pointer(&p.ty) {
+            writeln!(o, "len = \"TODO\"  # elements behind `{} {}`", p.ty, p.name).expect("string");
+            let init = match elem {
+                Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }",
+                _ => {
+                    "{ kind = \"int_range\", lo = 0, hi = 100 }  # TODO: check the range (indices?)"
+                }
+            };
+            writeln!(o, "init = {init}").expect("string");
+            let is_const = p.ty.split_whitespace().any(|w| w == "const");
+            if is_const {
+                o.push_str("role = \"in\"\n");
+            } else {
+                o.push_str(
+                    "role = \"TODO\"  # in, out or inout: the kernel may write through it\n",
+                );
+            }
+        } else if sizes.contains(&p.name) {
+            writeln!(o, "value = {}", toml_str(&p.name)).expect("string");
+        } else {
+            writeln!(o, "value = \"TODO\"  # a value for `{} {}`", p.ty, p.name).expect("string");
+        }
+    }
+    o.push_str(&launches);
+    o
+}
 
 pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
     match cmd {
-        HarnessCommand::Check { file, .. } => {
-            let h = super::load(&file)?;
-            println!("{}: ok ({} size sets)", h.origin, h.size_sets().len());
-            Ok(crate::exit::OK)
+        HarnessCommand::Draft {
+            units,
+            pair_id,
+            output,
+        } => {
+            let pair = find_pair(&units, &pair_id)?;
+            let text = draft(&pair);
+            match output {
+                Some(p) => crate::jsonl::write_atomic(&p, |w| {
+                    use std::io::Write;
+                    w.write_all(text.as_bytes())
+                })?,
+                None => print!("{text}"),
+            }
+            Ok(exit::OK)
         }
-        HarnessCommand::Draft { .. } => anyhow::bail!("harness draft is not implemented yet"),
+        HarnessCommand::Check { files, units, pair } => {
+            let pair = match (&units, &pair) {
+                (Some(u), Some(id)) => Some(find_pair(u, id)?),
+                (None, None) => None,
+                _ => anyhow::bail!("--units and --pair go together"),
+            };
+            let mut failed = 0;
+            for f in &files {
+                let result = super::load(f).and_then(|h| {
+                    if let Some(p) = &pair {
+                        h.check_against(p.slow.as_ref(), &p.fast)?;
+                    }
+                    Ok(h)
+                });
+                match result {
+                    Ok(h) => {
+                        let sets: Vec<&str> =
+                            h.size_sets().iter().map(|s| s.name.as_str()).collect();
+                        match &h.needs_host_loop {
+                            Some(why) => println!("{}: ok, needs_host_loop: {why}", f.display()),
+                            None => {
+                                println!("{}: ok (size sets: {})", f.display(), sets.join(", "))
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("{e}");
+                    }
+                }
+            }
+            Ok(if failed == 0 { exit::OK } else { exit::PARTIAL })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::tests::unit;
+    use crate::record::Origin;
+
+    fn names<'a>(
+        sizes: &'a [String],
+        defs: &'a BTreeMap<String, String>,
+        host: &[(&str, &str)],
+    ) -> Names<'a> {
+        Names {
+            host_to_size: host
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            sizes,
+            definitions: defs,
+            host_vars: Default::default(),
+            source: "#define FROM_UNIT 8\n",
+        }
+    }
+
+    #[test]
+    fn translates_common_launch_arithmetic() {
+        let sizes = vec!["n".to_string(), "m".to_string()];
+        let mut defs = BTreeMap::new();
+        defs.insert("BLOCK".into(), "#define BLOCK 256".into());
+        defs.insert("grid".into(), "dim3 grid(ceil(numElements/256.0))".into());
+        defs.insert(
+            "g2".into(),
+            "dim3 g2( m/TILE_M, n/TILE_N ), threads( TILE_N, 4 )".into(),
+        );
+        defs.insert(
+            "threads".into(),
+            "dim3 g2( m/TILE_M, n/TILE_N ), threads( TILE_N, 4 )".into(),
+        );
+        defs.insert("TILE_M".into(), "#define TILE_M 64".into());
+        defs.insert("TILE_N".into(), "#define TILE_N 16".into());
+        defs.insert(
+            "blocks".into(),
+            "int blocks = (numElements + BLOCK - 1) / BLOCK;".into(),
+        );
+        let nm = names(&sizes, &defs, &[("numElements", "n")]);
+        assert_eq!(dims_of("grid", &nm).unwrap(), ["ceil_div(n, 256)"]);
+        assert_eq!(dims_of("g2", &nm).unwrap(), ["m / 64", "n / 16"]);
+        assert_eq!(dims_of("threads", &nm).unwrap(), ["16", "4"]);
+        assert_eq!(dims_of("blocks", &nm).unwrap(), ["(n + 256 - 1) / 256"]);
+        assert_eq!(
+            dims_of("dim3(iDivUp(n, 32), 4)", &nm).unwrap(),
+            ["ceil_div(n, 32)", "4"]
+        );
+        assert_eq!(
+            dims_of("(unsigned int)ceil((float)m / BLOCK)", &nm).unwrap(),
+            ["ceil_div(m, 256)"]
+        );
+        for e in dims_of("g2", &nm).unwrap() {
+            evaluates(&e, &sizes).unwrap();
+        }
+        assert!(dims_of("grid_of(n)", &nm)
+            .unwrap_err()
+            .contains("unknown function"));
+        // An unknown name is a host variable: it becomes a (guessed) size.
+        assert_eq!(dims_of("nblocks", &nm).unwrap(), ["nblocks"]);
+        assert!(nm.host_vars.borrow().contains("nblocks"));
+        // Macros the unit pulled in, member assignments, sizeof.
+        assert_eq!(dims_of("FROM_UNIT", &nm).unwrap(), ["8"]);
+        defs.insert(
+            "Gsz".into(),
+            "Gsz.x = numElements / FROM_UNIT; Gsz.y = vol.y;".into(),
+        );
+        let nm = names(&sizes, &defs, &[("numElements", "n")]);
+        assert_eq!(dims_of("Gsz", &nm).unwrap(), ["n / 8", "vol_y"]);
+        assert!(nm.host_vars.borrow().contains("vol_y"));
+        assert_eq!(dims_of("BLOCK * sizeof(float2)", &nm).unwrap(), ["256 * 8"]);
+        assert!(dims_of("grid_of(n)", &nm)
+            .unwrap_err()
+            .contains("unknown function"));
+        assert!(dims_of("n / 2.5", &nm).unwrap_err().contains("non-integer"));
+        defs.insert("g3".into(), "unsigned int g3".into());
+        let nm = names(&sizes, &defs, &[]);
+        assert!(dims_of("g3", &nm)
+            .unwrap_err()
+            .contains("cannot read the definition"));
+    }
+
+    fn pair_with(slow_site: Option<LaunchSite>, fast_site: LaunchSite) -> Pair {
+        let params: &[(&str, &str)] = &[
+            ("float *", "out"),
+            ("const float *", "in"),
+            ("int", "n"),
+            ("float", "scale"),
+        ];
+        let mut fast = unit("scale", params);
+        fast.launch_sites = vec![fast_site];
+        let slow = slow_site.map(|s| {
+            let mut u = unit("scale", params);
+            u.id = "slow".into();
+            u.launch_sites = vec![s];
+            u
+        });
+        Pair {
+            id: "abc123".into(),
+            suite: "fixture".into(),
+            benchmark: "scale".into(),
+            kernel: "scale".into(),
+            slow,
+            fast,
+            origin: Origin::Natural,
+            rule: "name".into(),
+            identical: false,
+            techniques: vec![],
+            description: None,
+            harness: None,
+            verification: None,
+            synth: None,
+        }
+    }
+
+    fn site(grid: &str, block: &str, defs: &[(&str, &str)]) -> LaunchSite {
+        LaunchSite {
+            path: "b/main.cu".into(),
+            line: 40,
+            kernel: "scale".into(),
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem: None,
+            stream: None,
+            args: vec!["d_out".into(), "d_in".into(), "len".into(), "2.0f".into()],
+            template_args: None,
+            definitions: defs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn draft_fills_what_it_knows_and_marks_the_rest() {
+        let p = pair_with(
+            None,
+            site("grid", "256", &[("grid", "dim3 grid(ceil(len/256.0))")]),
+        );
+        let text = draft(&p);
+        assert!(text.contains("n = 1024"), "{text}");
+        assert!(text.contains("grid = [\"ceil_div(n, 256)\"]"), "{text}");
+        assert!(text.contains("block = [\"256\"]"), "{text}");
+        assert!(text.contains("role = \"in\""), "{text}");
+        assert!(text.contains("value = \"n\""), "{text}");
+        // It is valid TOML, and check fails on a TODO until completed.
+        let e = crate::harness::parse(&text, "d.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("TODO"), "{e}");
+        let done = text
+            .replace("len = \"TODO\"", "len = \"n\"")
+            .replace("role = \"TODO\"", "role = \"out\"")
+            .replace("value = \"TODO\"", "value = 2.0");
+        let h = crate::harness::parse(&done, "d.toml").unwrap();
+        h.check_against(None, &p.fast).unwrap();
+    }
+
+    #[test]
+    fn differing_launches_give_two_variants_and_untranslatable_text_is_todo() {
+        let p = pair_with(
+            Some(site("len", "1", &[])),
+            site(
+                "blocks",
+                "make_block(len)",
+                &[("blocks", "unsigned int blocks")],
+            ),
+        );
+        let text = draft(&p);
+        assert!(
+            text.contains("[[variants.slow.launch]]") && text.contains("[[variants.fast.launch]]"),
+            "{text}"
+        );
+        assert!(text.contains("grid = [\"n\"]"), "{text}");
+        assert!(
+            text.contains("grid = \"TODO\"  # host text \"blocks\": cannot read the definition"),
+            "{text}"
+        );
+        assert!(text.contains("block = \"TODO\""), "{text}");
+        let e = crate::harness::parse(&text, "d.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("TODO"), "{e}");
     }
 }

@@ -10,7 +10,7 @@ pub mod expr;
 pub mod gen;
 pub mod spec;
 
-use crate::record::KernelUnit;
+use crate::record::{KernelUnit, Pair};
 use expr::{Num, Scope};
 use serde::{Deserialize, Serialize};
 use spec::{Dims, Expr, RawHarness, RawInit, RawLaunch};
@@ -318,6 +318,17 @@ pub enum Init {
     },
     /// A random permutation of `0..len`.
     Permutation,
+    /// The poison pattern ([`poison_pattern`]): what `out` buffers hold before a launch.
+    Poison,
+    /// `len` evenly spaced values from `start` to `stop` inclusive.
+    Linspace {
+        start: f64,
+        stop: f64,
+    },
+    /// Element `i * m + j` is element `i` of buffer `args[j]` (args or constants, same type).
+    Interleave {
+        args: Vec<String>,
+    },
     /// `start, start+step, …`
     Iota {
         start: i64,
@@ -515,6 +526,10 @@ pub struct Launch {
     pub repeat: u32,
     /// Indices into [`Resolved::args`], one per kernel parameter, in parameter order.
     pub args: Vec<usize>,
+    /// Element offset at which each bound buffer is passed (`"kx + base"`), parallel to
+    /// `args`; 0 for whole buffers and for scalars.
+    #[serde(default)]
+    pub offsets: Vec<usize>,
 }
 
 /// A harness made concrete for one size set on one device.
@@ -553,6 +568,8 @@ pub struct LaunchSpec {
     pub shared_mem: String,
     pub repeat: String,
     pub args: Vec<usize>,
+    /// Offset expressions parallel to `args` ("0" when none).
+    pub offsets: Vec<String>,
 }
 
 /// A buffer or scalar argument as written.
@@ -658,7 +675,7 @@ pub fn to_json(text: &str, origin: &str) -> Result<serde_json::Value, HarnessErr
     })
 }
 
-fn is_ident(s: &str) -> bool {
+pub(crate) fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
     matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
         && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
@@ -755,12 +772,6 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         })?;
         match (&a.len, &a.value) {
             (Some(len), None) => {
-                let init = a.init.clone().ok_or_else(|| {
-                    field(
-                        &format!("{f}.init"),
-                        format!("buffer {:?} needs an init distribution", a.name),
-                    )
-                })?;
                 let role = match a.role.as_deref() {
                     Some("in") => Role::In,
                     Some("out") => Role::Out,
@@ -775,6 +786,20 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                         return Err(field(
                             &format!("{f}.role"),
                             format!("buffer {:?} needs a role (in, out, inout)", a.name),
+                        ))
+                    }
+                };
+                // An `out` buffer is poisoned before each run, so it needs no init.
+                let init = match (&a.init, role) {
+                    (Some(i), _) => i.clone(),
+                    (None, Role::Out) => RawInit::Poison,
+                    (None, _) => {
+                        return Err(field(
+                            &format!("{f}.init"),
+                            format!(
+                                "buffer {:?} is read by the kernel and needs an init",
+                                a.name
+                            ),
                         ))
                     }
                 };
@@ -888,6 +913,28 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                         f,
                         format!("part {part:?} holds indices; give it an integer type"),
                     ));
+                }
+                Ok(())
+            }
+            RawInit::Interleave { args: list } => {
+                if list.is_empty() {
+                    return Err(field(f, "interleave needs at least one arg".into()));
+                }
+                for a in list {
+                    match args.iter().find(|x| x.name() == a) {
+                        Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => {}
+                        Some(ArgSpec::Buffer { elem: e, .. }) => {
+                            return Err(field(
+                                f,
+                                format!(
+                                    "interleave {a:?}: element types differ ({} vs {})",
+                                    e.name(),
+                                    elem.name()
+                                ),
+                            ))
+                        }
+                        _ => return Err(field(f, format!("interleave names no buffer arg {a:?}"))),
+                    }
                 }
                 Ok(())
             }
@@ -1077,14 +1124,24 @@ fn launch_spec(
             ));
         }
     }
-    let args = match &l.args {
-        None => (0..nargs).collect(),
-        Some(list) => list
-            .iter()
-            .map(|n| {
-                arg_index(n).ok_or_else(|| field("args", format!("{n:?} is not a declared arg")))
-            })
-            .collect::<Result<Vec<_>, _>>()?,
+    let (args, offsets) = match &l.args {
+        None => ((0..nargs).collect(), vec!["0".to_string(); nargs]),
+        Some(list) => {
+            let mut args = Vec::new();
+            let mut offsets = Vec::new();
+            for entry in list {
+                let (n, off) = match entry.split_once('+') {
+                    Some((n, off)) => (n.trim(), off.trim().to_string()),
+                    None => (entry.trim(), "0".to_string()),
+                };
+                args.push(
+                    arg_index(n)
+                        .ok_or_else(|| field("args", format!("{n:?} is not a declared arg")))?,
+                );
+                offsets.push(off);
+            }
+            (args, offsets)
+        }
     };
     Ok(LaunchSpec {
         kernel: l.kernel.clone(),
@@ -1093,6 +1150,7 @@ fn launch_spec(
         shared_mem: l.shared_mem.as_ref().map(Expr::text).unwrap_or("0".into()),
         repeat: l.repeat.as_ref().map(Expr::text).unwrap_or("1".into()),
         args,
+        offsets,
     })
 }
 
@@ -1131,7 +1189,37 @@ impl Harness {
         if let Some(s) = slow {
             self.check_variant("slow", &self.slow, s)?;
         }
-        self.check_variant("fast", &self.fast, fast)
+        self.check_variant("fast", &self.fast, fast)?;
+        // Every constant must be a `__constant__` symbol of at least one unit (units without
+        // source text, as in hand-made records, are not checked).
+        let sources: Vec<&str> = slow
+            .into_iter()
+            .chain([fast])
+            .map(|u| u.source.as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !sources.is_empty() {
+            for c in &self.constants {
+                let declared = sources.iter().any(|s| {
+                    s.lines().any(|l| {
+                        l.contains("__constant__")
+                            && l.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                                .any(|w| w == c.name)
+                    })
+                });
+                if !declared {
+                    return Err(HarnessError::Mismatch {
+                        origin: self.origin.clone(),
+                        kernel: fast.kernel.clone(),
+                        message: format!(
+                            "constant {:?} is not a __constant__ symbol of either unit",
+                            c.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_variant(
@@ -1179,12 +1267,14 @@ impl Harness {
                                 p.ty, p.name
                             )));
                         }
-                        type_matches(&p.ty, *elem, c_type.as_deref()).map_err(|m| {
-                            err(format!(
-                                "parameter {pi} `{} {}` vs arg {name:?}: {m}",
-                                p.ty, p.name
-                            ))
-                        })?;
+                        type_matches(&p.ty, *elem, c_type.as_deref(), &unit.source).map_err(
+                            |m| {
+                                err(format!(
+                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}",
+                                    p.ty, p.name
+                                ))
+                            },
+                        )?;
                     }
                     ArgSpec::Scalar { name, elem, .. } => {
                         if ptr {
@@ -1193,7 +1283,7 @@ impl Harness {
                                 p.ty, p.name
                             )));
                         }
-                        type_matches(&p.ty, *elem, None).map_err(|m| {
+                        type_matches(&p.ty, *elem, None, &unit.source).map_err(|m| {
                             err(format!(
                                 "parameter {pi} `{} {}` vs arg {name:?}: {m}",
                                 p.ty, p.name
@@ -1249,19 +1339,6 @@ impl Harness {
                 return Err(xerr(&format!("derived.{k}"), &e, m));
             }
         }
-        for (i, r) in self.require.iter().enumerate() {
-            match scope.eval_bool(r) {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Err(xerr(
-                        &format!("require[{i}]"),
-                        r,
-                        "size set violates this requirement".into(),
-                    ))
-                }
-                Err(m) => return Err(xerr(&format!("require[{i}]"), r, m)),
-            }
-        }
         let pos = |field: &str, e: &str, scope: &Scope| -> Result<usize, HarnessError> {
             let v = scope.eval_int(e).map_err(|m| xerr(field, e, m))?;
             if v <= 0 {
@@ -1285,6 +1362,19 @@ impl Harness {
                 values.insert(name, v as i64);
             }
             sparse.push(m);
+        }
+        for (i, r) in self.require.iter().enumerate() {
+            match scope.eval_bool(r) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(xerr(
+                        &format!("require[{i}]"),
+                        r,
+                        "size set violates this requirement".into(),
+                    ))
+                }
+                Err(m) => return Err(xerr(&format!("require[{i}]"), r, m)),
+            }
         }
         let init_of = |f: &str, raw: &RawInit, scope: &Scope| -> Result<Init, HarnessError> {
             let num = |sub: &str, e: &Expr| -> Result<f64, HarnessError> {
@@ -1335,6 +1425,12 @@ impl Harness {
                 },
                 RawInit::CopyOf { arg } => Init::CopyOf { arg: arg.clone() },
                 RawInit::Permutation => Init::Permutation,
+                RawInit::Poison => Init::Poison,
+                RawInit::Linspace { start, stop } => Init::Linspace {
+                    start: num("start", start)?,
+                    stop: num("stop", stop)?,
+                },
+                RawInit::Interleave { args } => Init::Interleave { args: args.clone() },
                 RawInit::Iota { start, step } => Init::Iota {
                     start: start
                         .as_ref()
@@ -1399,6 +1495,13 @@ impl Harness {
                 init: init_of(&format!("{f}.init"), &c.init.0, &scope)?,
             });
         }
+        let buffer_lens: Vec<Option<usize>> = args
+            .iter()
+            .map(|a| match a {
+                ResolvedArg::Buffer { len, .. } => Some(*len),
+                ResolvedArg::Scalar { .. } => None,
+            })
+            .collect();
         let launches = |variant: &str, list: &[LaunchSpec]| -> Result<Vec<Launch>, HarnessError> {
             let prefix = format!("{variant} launch");
             list.iter()
@@ -1452,6 +1555,29 @@ impl Harness {
                         shared_mem: u32_of("shared_mem", &l.shared_mem, 0)?,
                         repeat: u32_of("repeat", &l.repeat, 1)?,
                         args: l.args.clone(),
+                        offsets: l
+                            .args
+                            .iter()
+                            .zip(&l.offsets)
+                            .map(|(&ai, e)| {
+                                let fo = format!("{f}.args");
+                                let v = scope.eval_int(e).map_err(|m| xerr(&fo, e, m))?;
+                                match buffer_lens[ai] {
+                                    _ if v == 0 => Ok(0),
+                                    None => {
+                                        Err(xerr(&fo, e, "a scalar cannot take an offset".into()))
+                                    }
+                                    Some(len) if v > 0 && (v as usize) < len => Ok(v as usize),
+                                    Some(len) => Err(xerr(
+                                        &fo,
+                                        e,
+                                        format!(
+                                            "offset {v} is outside the buffer's {len} elements"
+                                        ),
+                                    )),
+                                }
+                            })
+                            .collect::<Result<Vec<_>, _>>()?,
                     })
                 })
                 .collect()
@@ -1471,11 +1597,67 @@ impl Harness {
     }
 }
 
+/// File names a pair's harness may have, most specific first:
+/// `{stem}.{kernel}.{variant}.toml`, `{stem}.{kernel}.toml`, `{stem}.{variant}.toml`,
+/// `{stem}.toml` (kernel and variant of the fast unit).
+pub fn candidate_names(pair: &Pair, stem: &str) -> Vec<String> {
+    let (k, v) = (&pair.fast.kernel, &pair.fast.variant);
+    let mut out = vec![format!("{stem}.{k}.{v}.toml"), format!("{stem}.{k}.toml")];
+    if !v.is_empty() {
+        out.push(format!("{stem}.{v}.toml"));
+    }
+    out.push(format!("{stem}.toml"));
+    out
+}
+
+/// Find a pair's harness: first in `harness_dir` (e.g. `extractors/parboil/`, files named
+/// after the benchmark: `sgemm.toml`, `stencil.cuda_fermi.toml`), then in the suite tree,
+/// from the fast kernel's folder up to `suite_root` (files named `harness….toml`, as the
+/// fixtures keep them in `benchmarks/<app>/harness.toml`).
+pub fn locate(
+    pair: &Pair,
+    harness_dir: Option<&Path>,
+    suite_root: Option<&Path>,
+) -> Option<PathBuf> {
+    if let Some(d) = harness_dir {
+        for n in candidate_names(pair, &pair.benchmark) {
+            let p = d.join(n);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    let root = suite_root?;
+    let mut dir = Path::new(&pair.fast.path).parent();
+    while let Some(d) = dir {
+        for n in candidate_names(pair, "harness") {
+            let p = root.join(d).join(n);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+        if d.as_os_str().is_empty() {
+            break;
+        }
+        dir = d.parent();
+    }
+    None
+}
+
 /// Whether a C parameter type can take an arg of element type `elem`.
-fn type_matches(c_type: &str, elem: ElemType, declared: Option<&str>) -> Result<(), String> {
+/// `source` is the unit's isolated source, where `#define REAL float` and
+/// `typedef unsigned long hist_t;` give names their meaning.
+fn type_matches(
+    c_type: &str,
+    elem: ElemType,
+    declared: Option<&str>,
+    source: &str,
+) -> Result<(), String> {
     let base = c_base_type(c_type);
+    let resolved = resolve_alias(&base, source);
     if let Some(d) = declared {
-        return if c_base_type(d) == base {
+        let d = c_base_type(d);
+        return if d == base || d == resolved || resolve_alias(&d, source) == resolved {
             Ok(())
         } else {
             Err(format!(
@@ -1483,7 +1665,7 @@ fn type_matches(c_type: &str, elem: ElemType, declared: Option<&str>) -> Result<
             ))
         };
     }
-    match ElemType::from_c_type(c_type) {
+    match ElemType::from_c_type(&resolved) {
         Some(e) if e == elem => Ok(()),
         // `int` params commonly take unsigned sizes and vice versa: same width is fine for scalars
         // only when the harness says so explicitly, so report it.
@@ -1499,6 +1681,34 @@ fn type_matches(c_type: &str, elem: ElemType, declared: Option<&str>) -> Result<
     }
 }
 
+/// Follow `#define NAME type` and `typedef type NAME;` in a unit's source (a few levels).
+fn resolve_alias(base: &str, source: &str) -> String {
+    let mut cur = base.to_string();
+    for _ in 0..4 {
+        if cur.is_empty() || !is_ident(&cur.replace(' ', "_")) {
+            break;
+        }
+        let next = source.lines().find_map(|l| {
+            let l = l.split("//").next().unwrap_or("").trim();
+            if let Some(rest) = l.strip_prefix("#define") {
+                let mut it = rest.trim().splitn(2, char::is_whitespace);
+                if it.next() == Some(cur.as_str()) {
+                    let body = it.next().unwrap_or("").trim();
+                    return (!body.is_empty()).then(|| c_base_type(body));
+                }
+            }
+            let t = l.strip_prefix("typedef ")?.strip_suffix(';')?.trim();
+            let (ty, name) = t.rsplit_once(char::is_whitespace)?;
+            (name == cur).then(|| c_base_type(ty))
+        });
+        match next {
+            Some(n) if n != cur => cur = n,
+            _ => break,
+        }
+    }
+    cur
+}
+
 /// The `harness` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum HarnessCommand {
@@ -1512,9 +1722,10 @@ pub enum HarnessCommand {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Parse and validate a harness file, optionally against a pair's units.
+    /// Parse and validate harness files, optionally against a pair's units.
     Check {
-        file: PathBuf,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// JSONL file holding the pair to check against.
         #[arg(long)]
         units: Option<PathBuf>,
@@ -1787,6 +1998,18 @@ repeat = 2
         );
         let e = h.check_against(None, &swapped).unwrap_err().to_string();
         assert!(e.contains("is a pointer, but arg \"n\" is a scalar"), "{e}");
+        // Constants must exist in a unit's source.
+        let with_const = format!("{SAXPY}\n[[constants]]\nname = \"table\"\ntype = \"f32\"\nlen = 4\ninit = {{ kind = \"zeros\" }}\n");
+        let h2 = parse(&with_const, "c.toml").unwrap();
+        let mut u = saxpy_unit();
+        u.source = "__constant__ float other[4];\n__global__ void saxpy() {}".into();
+        let e = h2.check_against(None, &u).unwrap_err().to_string();
+        assert!(
+            e.contains("constant \"table\" is not a __constant__ symbol"),
+            "{e}"
+        );
+        u.source = "__constant__ float table[4];\n".into();
+        h2.check_against(None, &u).unwrap();
         let other = unit(
             "daxpy",
             &saxpy_unit()
@@ -1815,8 +2038,16 @@ repeat = 2
         assert!(c_is_pointer("float*") && !c_is_pointer("float"));
         assert_eq!(c_base_type("const struct kValues *"), "kValues");
         // A struct pointer is accepted when the arg declares it.
-        assert!(type_matches("struct kValues *", ElemType::F32, Some("kValues")).is_ok());
-        assert!(type_matches("struct kValues *", ElemType::F32, None).is_err());
+        assert!(type_matches("struct kValues *", ElemType::F32, Some("kValues"), "").is_ok());
+        assert!(type_matches("struct kValues *", ElemType::F32, None, "").is_err());
+        // Macros and typedefs in the unit's source give names their types.
+        let src =
+            "#define REAL float\ntypedef unsigned long hist_t;\n#define SCALAR REAL // alias\n";
+        assert!(type_matches("REAL *", ElemType::F32, None, src).is_ok());
+        assert!(type_matches("const SCALAR *", ElemType::F32, None, src).is_ok());
+        assert!(type_matches("hist_t *", ElemType::U64, None, src).is_ok());
+        assert!(type_matches("hist_t *", ElemType::U32, None, src).is_err());
+        assert!(type_matches("hist_t *", ElemType::U64, Some("unsigned long"), src).is_ok());
     }
 
     #[test]
@@ -1836,6 +2067,50 @@ repeat = 2
                 .unwrap()
                 .to_le_bytes(),
             vec![0x00, 0x3C]
+        );
+    }
+
+    #[test]
+    fn locate_prefers_specific_names_then_walks_the_suite_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let ext = dir.path().join("extractors/parboil");
+        let suite = dir.path().join("suite");
+        std::fs::create_dir_all(&ext).unwrap();
+        std::fs::create_dir_all(suite.join("benchmarks/stencil/src/cuda_fermi")).unwrap();
+        let mut fast = unit("block2D_reg_tiling", &[]);
+        fast.variant = "cuda_fermi".into();
+        fast.path = "benchmarks/stencil/src/cuda_fermi/kernels.cu".into();
+        let pair = Pair {
+            id: "p".into(),
+            suite: "parboil".into(),
+            benchmark: "stencil".into(),
+            kernel: fast.kernel.clone(),
+            slow: None,
+            fast,
+            origin: crate::record::Origin::Natural,
+            rule: "r".into(),
+            identical: false,
+            techniques: vec![],
+            description: None,
+            harness: None,
+            verification: None,
+            synth: None,
+        };
+        assert_eq!(locate(&pair, Some(&ext), Some(&suite)), None);
+        std::fs::write(suite.join("benchmarks/stencil/harness.toml"), "").unwrap();
+        assert_eq!(
+            locate(&pair, Some(&ext), Some(&suite)),
+            Some(suite.join("benchmarks/stencil/harness.toml"))
+        );
+        std::fs::write(ext.join("stencil.toml"), "").unwrap();
+        assert_eq!(
+            locate(&pair, Some(&ext), Some(&suite)),
+            Some(ext.join("stencil.toml"))
+        );
+        std::fs::write(ext.join("stencil.cuda_fermi.toml"), "").unwrap();
+        assert_eq!(
+            locate(&pair, Some(&ext), None),
+            Some(ext.join("stencil.cuda_fermi.toml"))
         );
     }
 }

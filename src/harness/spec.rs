@@ -149,6 +149,18 @@ pub enum RawInit {
         arg: String,
     },
     Permutation,
+    /// The poison pattern: the default (and only sensible) init of an `out` buffer.
+    Poison,
+    /// `len` evenly spaced values from `start` to `stop` inclusive (bin edges, coordinates).
+    Linspace {
+        start: Expr,
+        stop: Expr,
+    },
+    /// Array-of-structs from struct-of-arrays: element `i * m + j` is element `i` of `args[j]`
+    /// (a `__constant__ float4` table built from four float args).
+    Interleave {
+        args: Vec<String>,
+    },
     Iota {
         #[serde(default)]
         start: Option<Expr>,
@@ -183,6 +195,7 @@ pub struct RawLaunch {
     #[serde(default)]
     pub repeat: Option<Expr>,
     /// Which harness args the kernel's parameters take, in order; all args when absent.
+    /// A buffer may be passed at an element offset: `"kx + base"`.
     #[serde(default)]
     pub args: Option<Vec<String>>,
 }

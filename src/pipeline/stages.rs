@@ -121,6 +121,7 @@ impl Stages for Library {
             input: Default::default(),
             output: Default::default(),
             harness_dirs: s.harness_dirs.clone(),
+            suite_root: None,
             timeout_s: s.timeout_s as f64,
             seeds: s.seeds,
             min_speedup: s.min_speedup,

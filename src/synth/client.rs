@@ -358,6 +358,26 @@ mod tests {
     }
 
     #[test]
+    fn rate_limit_spaces_request_starts() {
+        let cfg = crate::synth::config::LlmConfig::from_file(crate::synth::config::LlmFile {
+            requests_per_minute: Some(600.0),
+            ..Default::default()
+        })
+        .unwrap();
+        let c = Client::new(&cfg).unwrap();
+        let t = Instant::now();
+        for _ in 0..5 {
+            c.wait_for_slot();
+        }
+        // Five starts at 0.1 s spacing: the last one no earlier than 0.4 s in.
+        assert!(
+            t.elapsed() >= Duration::from_millis(390),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
     fn secret_does_not_debug_print() {
         assert_eq!(format!("{:?}", Secret("sk-123".into())), "Secret(***)");
     }

@@ -143,11 +143,7 @@ fn scan(src: &str) -> Scan {
                 local_arrays = true;
             }
         }
-        "subscript_argument_list" => {
-            if STRIDED.is_match(text(n, src)) {
-                strided = true;
-            }
-        }
+        "subscript_argument_list" if STRIDED.is_match(text(n, src)) => strided = true,
         _ => {}
     });
     let code = String::from_utf8(code).expect("only ASCII bytes were replaced");

@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Table of a `kernelpair verify` output: status, speedup with its 95% CI, per-variant
+medians, compile and total time per pair. Usage: summarize.py OUT.jsonl [LABEL]"""
+import json, sys, statistics
+
+rows = []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("type") != "pair":
+        continue
+    p = r["data"]; v = p.get("verification") or {}
+    ev = v.get("evidence") or {}
+    sp = v.get("speedup") or {}
+    ph = ev.get("phases_ms") or {}
+    t = next((t for t in ev.get("timings", []) if t["size_set"] == sp.get("size_set")), None)
+    comp = sum(x.get("compile_ms", 0) for x in (ev.get("variants") or {}).values())
+    hits = ",".join(str(x.get("cache")) for x in (ev.get("variants") or {}).values())
+    rows.append((p["benchmark"], p["kernel"], v.get("status"), sp, t, comp, hits, ph.get("total"), v.get("reason", "")))
+label = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
+print(f"## {label}")
+print("| benchmark | kernel | status | size set | slow ms | fast ms | speedup | 95% CI | compile ms (cache) | pair total ms |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+totals = []
+for b, k, s, sp, t, comp, hits, tot, reason in rows:
+    if tot is not None:
+        totals.append(tot)
+    if sp:
+        print(f"| {b} | {k} | {s} | {sp['size_set']} | {t['slow']['median_ms']:.4f} | {t['fast']['median_ms']:.4f} | {sp['median']:.2f} | {sp['ci_low']:.2f}–{sp['ci_high']:.2f} | {comp:.0f} ({hits}) | {tot:.0f} |")
+    else:
+        print(f"| {b} | {k} | {s} | | | | | | {comp:.0f} ({hits}) | {'' if tot is None else f'{tot:.0f}'} | <!-- {reason[:150]} -->")
+if totals:
+    print(f"\npairs timed in-worker: {len(totals)}, median total {statistics.median(totals):.0f} ms, max {max(totals):.0f} ms")
+for b, k, s, sp, t, comp, hits, tot, reason in rows:
+    print(f"- {b}/{k}: {s}: {reason}")

@@ -1,0 +1,259 @@
+//! What NVRTC provides without any header (keywords, CUDA builtins, math functions),
+//! which system headers a unit may keep, and small shims for the host-header names
+//! device code commonly uses (`FLT_MAX`, `M_PI`, `uint32_t`, `uint`).
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+const KEYWORDS: &str =
+    "alignas alignof asm auto bool break case catch char char16_t char32_t class \
+const constexpr const_cast continue decltype default delete do double dynamic_cast else enum \
+explicit export extern false float for friend goto if inline int long mutable namespace new \
+noexcept nullptr operator private protected public register reinterpret_cast return short signed \
+sizeof static static_assert static_cast struct switch template this thread_local throw true try \
+typedef typeid typename union unsigned using virtual void volatile wchar_t while restrict \
+defined __global__ __device__ __host__ __shared__ __constant__ __managed__ __restrict__ \
+__forceinline__ __noinline__ __launch_bounds__ __align__ __inline__ __volatile__ __asm__ \
+__grid_constant__ __restrict";
+
+const CUDA_BUILTINS: &str = "threadIdx blockIdx blockDim gridDim warpSize dim3 size_t ptrdiff_t \
+NULL printf assert malloc free memcpy memset clock clock64 min max umin umax llmin llmax ullmin \
+ullmax std half half2 nv_bfloat16 nv_bfloat162 cudaTextureObject_t cudaSurfaceObject_t \
+cudaReadModeElementType cudaReadModeNormalizedFloat cudaFilterModePoint cudaFilterModeLinear \
+cudaAddressModeClamp cudaAddressModeWrap texture surface tex1D tex1Dfetch tex2D tex3D tex1DLayered \
+tex2DLayered texCubemap tex2Dgather surf1Dread surf1Dwrite surf2Dread surf2Dwrite surf3Dread \
+surf3Dwrite cudaBoundaryModeTrap cudaBoundaryModeClamp cudaBoundaryModeZero \
+abs labs llabs fabs fabsf isnan isinf isfinite signbit sincos sincosf sincospi sincospif \
+saturate rsqrt rsqrtf rcbrt rcbrtf normcdf normcdff normcdfinv normcdfinvf erfcx erfcxf \
+erfinv erfinvf erfcinv erfcinvf j0 j0f j1 j1f jn jnf y0 y0f y1 y1f yn ynf cyl_bessel_i0 \
+cyl_bessel_i0f cyl_bessel_i1 cyl_bessel_i1f norm normf norm3d norm3df norm4d norm4df rnorm \
+rnormf rnorm3d rnorm3df rnorm4d rnorm4df rhypot rhypotf sinpi sinpif cospi cospif exp10 \
+exp10f nan nanf";
+
+/// Names of <math.h> functions; each also exists with an `f` suffix.
+const MATH: &str = "sqrt cbrt exp exp2 expm1 log log2 log10 log1p logb ilogb pow sin cos tan asin \
+acos atan atan2 sinh cosh tanh asinh acosh atanh floor ceil round lround llround trunc rint \
+lrint llrint nearbyint fmod remainder remquo fmin fmax fma fdim hypot erf erfc lgamma tgamma \
+copysign ldexp frexp modf nextafter scalbn scalbln";
+
+static KEYWORD_SET: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| KEYWORDS.split_whitespace().collect());
+
+static BUILTIN_SET: LazyLock<HashSet<String>> = LazyLock::new(|| {
+    let mut s: HashSet<String> = CUDA_BUILTINS
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    for m in MATH.split_whitespace() {
+        s.insert(m.to_string());
+        s.insert(format!("{m}f"));
+    }
+    s
+});
+
+/// A C++ or CUDA keyword (never a reference to a declaration).
+pub fn is_keyword(name: &str) -> bool {
+    KEYWORD_SET.contains(name)
+}
+
+/// Keywords old code redefines with a macro (`#define bool char`, `#define real float`):
+/// a unit must carry such a macro when it uses the word.
+pub fn is_redefinable(name: &str) -> bool {
+    matches!(
+        name,
+        "bool"
+            | "true"
+            | "false"
+            | "inline"
+            | "restrict"
+            | "char"
+            | "int"
+            | "float"
+            | "double"
+            | "long"
+            | "short"
+            | "unsigned"
+            | "signed"
+    )
+}
+
+/// Provided by NVRTC itself: builtin variables, types, intrinsics, math functions.
+pub fn is_builtin(name: &str) -> bool {
+    if is_keyword(name) || BUILTIN_SET.contains(name) || name.starts_with("__") {
+        return true;
+    }
+    if let Some(rest) = name.strip_prefix("atomic") {
+        return rest.starts_with(char::is_uppercase);
+    }
+    if name.starts_with("make_") || is_vector_type(name) {
+        return true;
+    }
+    // `cudaError_t`, `cudaReadModeElementType`, … are types and enumerators of the runtime.
+    name.starts_with("cuda") && name[4..].starts_with(char::is_uppercase)
+}
+
+/// `float4`, `int2`, `uchar3`, `double2`, `longlong2` …
+pub fn is_vector_type(name: &str) -> bool {
+    let Some(last) = name.chars().last() else {
+        return false;
+    };
+    if !('1'..='4').contains(&last) {
+        return false;
+    }
+    let base = &name[..name.len() - 1];
+    let base = base.strip_prefix('u').unwrap_or(base);
+    matches!(
+        base,
+        "char" | "short" | "int" | "long" | "longlong" | "float" | "double"
+    )
+}
+
+/// Warp-level primitives, for the feature flag.
+pub fn is_warp_primitive(name: &str) -> bool {
+    name.starts_with("__shfl")
+        || name.starts_with("__ballot")
+        || name.starts_with("__any")
+        || name.starts_with("__all")
+        || name == "__syncwarp"
+        || name.starts_with("__reduce_")
+        || name == "__activemask"
+        || name.starts_with("__match_")
+}
+
+pub fn is_atomic(name: &str) -> bool {
+    name.strip_prefix("atomic")
+        .is_some_and(|r| r.starts_with(char::is_uppercase))
+}
+
+/// Headers device code may keep: NVRTC resolves them given the toolkit's include
+/// folder (the `nvidia-cuda-nvrtc` wheel ships them next to the library).
+const NVRTC_HEADERS: &[&str] = &[
+    "cuda_fp16.h",
+    "cuda_bf16.h",
+    "cuda_fp8.h",
+    "math_constants.h",
+    "cooperative_groups.h",
+    "mma.h",
+    "cuda_pipeline.h",
+    "cuda_awbarrier.h",
+    "cuComplex.h",
+];
+
+/// Whether a system header can stay in an isolated unit.
+pub fn keep_system_header(target: &str) -> bool {
+    NVRTC_HEADERS.contains(&target) || target.starts_with("cooperative_groups/")
+}
+
+/// One name a host header would have provided, with the definition NVRTC lacks.
+pub struct Shim {
+    pub name: &'static str,
+    pub header: &'static str,
+    pub definition: &'static str,
+}
+
+macro_rules! shims {
+    ($($name:literal, $header:literal, $def:literal;)*) => {
+        &[$(Shim { name: $name, header: $header, definition: $def }),*]
+    };
+}
+
+pub const SHIMS: &[Shim] = shims![
+    "FLT_MAX", "<float.h>", "#define FLT_MAX 3.402823466e+38F";
+    "FLT_MIN", "<float.h>", "#define FLT_MIN 1.175494351e-38F";
+    "FLT_EPSILON", "<float.h>", "#define FLT_EPSILON 1.192092896e-07F";
+    "DBL_MAX", "<float.h>", "#define DBL_MAX 1.7976931348623158e+308";
+    "DBL_MIN", "<float.h>", "#define DBL_MIN 2.2250738585072014e-308";
+    "DBL_EPSILON", "<float.h>", "#define DBL_EPSILON 2.2204460492503131e-016";
+    "INT_MAX", "<limits.h>", "#define INT_MAX 2147483647";
+    "INT_MIN", "<limits.h>", "#define INT_MIN (-2147483647 - 1)";
+    "UINT_MAX", "<limits.h>", "#define UINT_MAX 0xffffffffU";
+    "LONG_MAX", "<limits.h>", "#define LONG_MAX 9223372036854775807L";
+    "LONG_MIN", "<limits.h>", "#define LONG_MIN (-9223372036854775807L - 1)";
+    "SHRT_MAX", "<limits.h>", "#define SHRT_MAX 32767";
+    "CHAR_BIT", "<limits.h>", "#define CHAR_BIT 8";
+    "M_PI", "<math.h>", "#define M_PI 3.14159265358979323846";
+    "M_PI_2", "<math.h>", "#define M_PI_2 1.57079632679489661923";
+    "M_PI_4", "<math.h>", "#define M_PI_4 0.78539816339744830962";
+    "M_1_PI", "<math.h>", "#define M_1_PI 0.31830988618379067154";
+    "M_2_PI", "<math.h>", "#define M_2_PI 0.63661977236758134308";
+    "M_E", "<math.h>", "#define M_E 2.7182818284590452354";
+    "M_LN2", "<math.h>", "#define M_LN2 0.69314718055994530942";
+    "M_LN10", "<math.h>", "#define M_LN10 2.30258509299404568402";
+    "M_LOG2E", "<math.h>", "#define M_LOG2E 1.4426950408889634074";
+    "M_SQRT2", "<math.h>", "#define M_SQRT2 1.41421356237309504880";
+    "M_SQRT1_2", "<math.h>", "#define M_SQRT1_2 0.70710678118654752440";
+    "INFINITY", "<math.h>", "#define INFINITY __int_as_float(0x7f800000)";
+    "NAN", "<math.h>", "#define NAN __int_as_float(0x7fffffff)";
+    "HUGE_VALF", "<math.h>", "#define HUGE_VALF __int_as_float(0x7f800000)";
+    "HUGE_VAL", "<math.h>", "#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)";
+    "MAXFLOAT", "<math.h>", "#define MAXFLOAT 3.402823466e+38F";
+    "RAND_MAX", "<stdlib.h>", "#define RAND_MAX 2147483647";
+    "int8_t", "<stdint.h>", "typedef signed char int8_t;";
+    "uint8_t", "<stdint.h>", "typedef unsigned char uint8_t;";
+    "int16_t", "<stdint.h>", "typedef short int16_t;";
+    "uint16_t", "<stdint.h>", "typedef unsigned short uint16_t;";
+    "int32_t", "<stdint.h>", "typedef int int32_t;";
+    "uint32_t", "<stdint.h>", "typedef unsigned int uint32_t;";
+    "int64_t", "<stdint.h>", "typedef long long int64_t;";
+    "uint64_t", "<stdint.h>", "typedef unsigned long long uint64_t;";
+    "intptr_t", "<stdint.h>", "typedef long long intptr_t;";
+    "uintptr_t", "<stdint.h>", "typedef unsigned long long uintptr_t;";
+    "INT32_MAX", "<stdint.h>", "#define INT32_MAX 2147483647";
+    "UINT32_MAX", "<stdint.h>", "#define UINT32_MAX 0xffffffffU";
+    "uint", "<sys/types.h>", "typedef unsigned int uint;";
+    "ushort", "<sys/types.h>", "typedef unsigned short ushort;";
+    "ulong", "<sys/types.h>", "typedef unsigned long ulong;";
+    "uchar", "<sys/types.h>", "typedef unsigned char uchar;";
+];
+
+pub fn shim(name: &str) -> Option<&'static Shim> {
+    SHIMS.iter().find(|s| s.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_builtins() {
+        for b in [
+            "threadIdx",
+            "__syncthreads",
+            "atomicAdd",
+            "sqrtf",
+            "expf",
+            "make_float4",
+            "float4",
+            "uchar2",
+            "cudaReadModeElementType",
+            "tex1Dfetch",
+            "min",
+        ] {
+            assert!(is_builtin(b), "{b}");
+        }
+        for n in [
+            "N", "atomic", "compute", "uint", "FLT_MAX", "float5", "cudafoo",
+        ] {
+            assert!(!is_builtin(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn warp_and_atomic_names() {
+        assert!(is_warp_primitive("__shfl_down_sync"));
+        assert!(is_warp_primitive("__ballot_sync"));
+        assert!(!is_warp_primitive("__syncthreads"));
+        assert!(is_atomic("atomicCAS"));
+        assert!(!is_atomic("atomically"));
+    }
+
+    #[test]
+    fn shims_are_unique_and_define_their_name() {
+        let mut seen = HashSet::new();
+        for s in SHIMS {
+            assert!(seen.insert(s.name), "duplicate shim {}", s.name);
+            assert!(s.definition.contains(s.name));
+            assert!(!is_builtin(s.name), "{} is both", s.name);
+        }
+    }
+}

@@ -1,0 +1,1534 @@
+//! Indexing one file: every top-level declaration with the names it defines, the free
+//! names it uses and the `#if` branch it sits in; kernels, includes and launch sites.
+
+use super::builtins;
+use super::lex::{self, Lines, PieceKind};
+use super::queries;
+use super::{FileIndex, Include, KernelInfo};
+use crate::record::{Diagnostic, LaunchSite, Level, Param};
+use regex::Regex;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::LazyLock;
+use tree_sitter::{Node, Parser, QueryCursor, StreamingIterator, Tree};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ItemKind {
+    Kernel,
+    /// A function definition that is not a kernel (`__device__`, `__host__ __device__`,
+    /// or unannotated: NVRTC's `-default-device` compiles those for the device).
+    Function,
+    /// A function declaration without a body.
+    Prototype,
+    Global,
+    /// A legacy `texture<…>` reference.
+    Texture,
+    Type,
+    Macro,
+}
+
+/// One `#if` branch an item sits in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CondBranch {
+    /// Unique per file: which `#if … #endif` group.
+    pub frame: u32,
+    /// Which branch of it (0 for the `#if`, then one per `#elif`/`#else`).
+    pub branch: u32,
+    /// The condition under which this branch is taken, e.g. `!(defined(A)) && (B > 2)`.
+    pub expr: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    pub kind: ItemKind,
+    pub names: Vec<String>,
+    /// Text to emit into a unit (comments inside are kept; a macro's are dropped).
+    pub text: String,
+    pub offset: usize,
+    pub line: u32,
+    /// Free identifiers the item uses, first occurrence line, in order.
+    pub refs: Vec<(String, u32)>,
+    /// Identifiers of the enclosing `#if` conditions (macros, maybe defined nowhere).
+    pub cond_refs: Vec<String>,
+    pub cond: Vec<CondBranch>,
+    pub template: bool,
+    /// Has `__device__` or `__global__`.
+    pub device: bool,
+    /// For functions: length of the text before the body (the signature).
+    pub header_len: Option<usize>,
+    /// Line of the first parse error inside the item, when tree-sitter needed help.
+    pub error_line: Option<u32>,
+    /// For `operator+` and friends: the types of their parameters. Operators are
+    /// called without their name, so a unit takes the ones whose types it uses.
+    pub operator_types: Vec<String>,
+    /// Constructs NVRTC rejects (code, message, line).
+    pub notes: Vec<(&'static str, String, u32)>,
+    /// A host function indexed by name only: its references are worked out (see
+    /// [`lazy_refs`]) only if a kernel ever uses it, which keeps indexing of host-heavy
+    /// files cheap.
+    pub lazy: bool,
+}
+
+struct Frame {
+    id: u32,
+    /// 0 for the `#if` branch, then one more per `#elif`/`#else`.
+    branch: u32,
+    exprs: Vec<String>,
+    /// The current branch's condition: `None` when dead, `Some("")` when always true.
+    current: Option<String>,
+    guard: bool,
+    /// No item seen since this frame opened (for include-guard detection).
+    fresh: bool,
+    /// `#ifndef X` / `#if !defined(X)`: the X, for guard detection.
+    guard_candidate: Option<String>,
+}
+
+thread_local! {
+    static PARSER: RefCell<Parser> = RefCell::new({
+        let mut p = Parser::new();
+        p.set_language(&tree_sitter_cuda::LANGUAGE.into())
+            .expect("tree-sitter-cuda is ABI-compatible with tree-sitter");
+        p
+    });
+}
+
+pub(crate) fn parse(text: &str) -> Option<Tree> {
+    PARSER.with(|p| p.borrow_mut().parse(text, None))
+}
+
+static INCLUDE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"^\s*#\s*include\s*([<"])([^>"]+)[>"]"#).expect("valid regex"));
+static DEFINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)$").expect("valid regex")
+});
+
+pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
+    let masked = lex::mask(text);
+    let cmask = lex::mask_comments(text);
+    let lines = Lines::new(text);
+    let pieces = lex::split_top_level(&masked, text);
+    let mut idx = FileIndex {
+        path: rel_path.to_string(),
+        kernels: Vec::new(),
+        kernel_items: Vec::new(),
+        items: Vec::new(),
+        by_name: HashMap::new(),
+        launch_sites: Vec::new(),
+        diagnostics: Vec::new(),
+        includes: Vec::new(),
+        include_conds: Vec::new(),
+        operators: Vec::new(),
+    };
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut next_frame = 0u32;
+    let mut host_chunks: Vec<(usize, usize)> = Vec::new();
+
+    for piece in pieces {
+        let raw = &text[piece.start..piece.end];
+        let line = lines.line(piece.start);
+        match piece.kind {
+            PieceKind::Directive => {
+                let ctext = cmask[piece.start..piece.end]
+                    .replace("\r\n", "\n")
+                    .replace("\\\n", " ");
+                let word = lex::directive_word(&ctext).to_string();
+                let rest = ctext
+                    .trim_start()
+                    .trim_start_matches('#')
+                    .trim_start()
+                    .strip_prefix(word.as_str())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                match word.as_str() {
+                    "if" | "ifdef" | "ifndef" => {
+                        let (expr, guard_candidate) = match word.as_str() {
+                            "ifdef" => (format!("defined({rest})"), None),
+                            "ifndef" => (format!("!defined({rest})"), Some(rest.clone())),
+                            _ => {
+                                let gc = GUARD_IF_RE.captures(&rest).map(|c| c[1].to_string());
+                                (rest.clone(), gc)
+                            }
+                        };
+                        let mut f = Frame {
+                            id: next_frame,
+                            branch: 0,
+                            exprs: vec![expr],
+                            current: None,
+                            guard: false,
+                            fresh: true,
+                            guard_candidate,
+                        };
+                        next_frame += 1;
+                        f.current = branch_condition(&f.exprs, false);
+                        frames.push(f);
+                    }
+                    "elif" | "else" => {
+                        if let Some(f) = frames.last_mut() {
+                            f.branch += 1;
+                            if word == "elif" {
+                                f.exprs.push(rest.clone());
+                                f.current = branch_condition(&f.exprs, false);
+                            } else {
+                                f.current = branch_condition(&f.exprs, true);
+                                // `#else` of an include guard: no longer a guard.
+                                f.guard = false;
+                            }
+                            f.fresh = false;
+                        }
+                    }
+                    "endif" => {
+                        frames.pop();
+                    }
+                    "define" => {
+                        if dead(&frames) {
+                            continue;
+                        }
+                        let Some(c) = DEFINE_RE.captures(&ctext) else {
+                            continue;
+                        };
+                        let name = c[1].to_string();
+                        let value = c.get(3).map(|m| m.as_str().trim()).unwrap_or("");
+                        if let Some(f) = frames.last_mut() {
+                            // `#ifndef X_H` then `#define X_H` (or `X_H 1`): a guard.
+                            if f.fresh
+                                && f.guard_candidate.as_deref() == Some(name.as_str())
+                                && (value.is_empty() || value == "1")
+                            {
+                                f.guard = true;
+                                f.fresh = false;
+                                continue;
+                            }
+                        }
+                        mark_not_fresh(&mut frames);
+                        let params: HashSet<&str> = c
+                            .get(2)
+                            .map(|m| {
+                                m.as_str()
+                                    .trim_matches(|c| c == '(' || c == ')')
+                                    .split(',')
+                                    .map(str::trim)
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        let body_masked = lex::mask(value);
+                        let refs = lex::idents(&body_masked)
+                            .into_iter()
+                            .filter(|i| {
+                                !i.member
+                                    && !builtins::is_keyword(i.text)
+                                    && !params.contains(i.text)
+                                    && i.text != "__VA_ARGS__"
+                                    && i.text != name
+                            })
+                            .map(|i| (i.text.to_string(), line))
+                            .collect();
+                        let item = Item {
+                            kind: ItemKind::Macro,
+                            names: vec![name],
+                            text: ctext.trim_end().to_string(),
+                            offset: piece.start,
+                            line,
+                            refs: dedup(refs),
+                            cond_refs: Vec::new(),
+                            cond: Vec::new(),
+                            template: false,
+                            device: false,
+                            header_len: None,
+                            error_line: None,
+                            operator_types: Vec::new(),
+                            notes: Vec::new(),
+                            lazy: false,
+                        };
+                        push_item(&mut idx, item, &frames);
+                    }
+                    "include" => {
+                        if dead(&frames) {
+                            continue;
+                        }
+                        mark_not_fresh(&mut frames);
+                        if let Some(c) = INCLUDE_RE.captures(raw) {
+                            idx.includes.push(Include {
+                                target: c[2].trim().to_string(),
+                                system: &c[1] == "<",
+                                line,
+                            });
+                            idx.include_conds.push(cond_of(&frames));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            PieceKind::Chunk => {
+                if dead(&frames) {
+                    continue;
+                }
+                mark_not_fresh(&mut frames);
+                let before = idx.items.len();
+                index_chunk(
+                    &mut idx,
+                    text,
+                    &masked,
+                    piece.start,
+                    piece.end,
+                    &lines,
+                    &frames,
+                );
+                let host = idx.items[before..]
+                    .iter()
+                    .all(|i| i.kind != ItemKind::Kernel)
+                    && masked[piece.start..piece.end].contains("<<<");
+                if host {
+                    host_chunks.push((piece.start, piece.end));
+                }
+            }
+        }
+    }
+    for (s, e) in host_chunks {
+        find_launches(&mut idx, text, &masked, s, e, &lines);
+    }
+    idx
+}
+
+static GUARD_IF_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^!\s*defined\s*\(?\s*([A-Za-z_]\w*)\s*\)?$").expect("valid regex")
+});
+
+fn dead(frames: &[Frame]) -> bool {
+    frames.iter().any(|f| f.current.is_none())
+}
+
+fn mark_not_fresh(frames: &mut [Frame]) {
+    for f in frames {
+        f.fresh = false;
+    }
+}
+
+/// The condition of the last branch of `exprs` (or of the `#else` after them):
+/// `None` when the branch can never be taken, `Some("")` when it always is.
+fn branch_condition(exprs: &[String], is_else: bool) -> Option<String> {
+    fn lit(e: &str) -> Option<bool> {
+        match e.trim() {
+            "0" => Some(false),
+            "1" => Some(true),
+            _ => None,
+        }
+    }
+    let (prior, own) = if is_else {
+        (exprs, None)
+    } else {
+        (&exprs[..exprs.len() - 1], exprs.last())
+    };
+    let mut parts = Vec::new();
+    for p in prior {
+        match lit(p) {
+            Some(true) => return None,
+            Some(false) => {}
+            None => parts.push(format!("!({})", p.trim())),
+        }
+    }
+    if let Some(o) = own {
+        match lit(o) {
+            Some(false) => return None,
+            Some(true) => {}
+            None => parts.push(format!("({})", o.trim())),
+        }
+    }
+    Some(parts.join(" && "))
+}
+
+fn cond_of(frames: &[Frame]) -> Vec<CondBranch> {
+    frames
+        .iter()
+        .filter(|f| !f.guard)
+        .filter_map(|f| {
+            let expr = f.current.as_ref()?;
+            (!expr.is_empty()).then(|| CondBranch {
+                frame: f.id,
+                branch: f.branch,
+                expr: expr.clone(),
+            })
+        })
+        .collect()
+}
+
+fn push_item(idx: &mut FileIndex, mut item: Item, frames: &[Frame]) {
+    item.cond = cond_of(frames);
+    let mut crefs = Vec::new();
+    for c in &item.cond {
+        let m = lex::mask(&c.expr);
+        for i in lex::idents(&m) {
+            if !i.member && !builtins::is_keyword(i.text) && !crefs.iter().any(|r| r == i.text) {
+                crefs.push(i.text.to_string());
+            }
+        }
+    }
+    item.cond_refs = crefs;
+    let id = idx.items.len();
+    if !item.operator_types.is_empty() {
+        idx.operators.push(id);
+    }
+    for n in &item.names {
+        idx.by_name.entry(n.clone()).or_default().push(id);
+    }
+    idx.items.push(item);
+}
+
+fn dedup(v: Vec<(String, u32)>) -> Vec<(String, u32)> {
+    let mut seen = HashSet::new();
+    v.into_iter()
+        .filter(|(n, _)| seen.insert(n.clone()))
+        .collect()
+}
+
+/// Text of a node.
+fn t<'a>(n: Node, src: &'a str) -> &'a str {
+    &src[n.byte_range()]
+}
+
+/// Identifiers a declarator introduces (`*a[3] = …` → `a`).
+fn declarator_names<'a>(n: Node, src: &'a str, out: &mut Vec<&'a str>) {
+    match n.kind() {
+        "identifier" | "field_identifier" | "type_identifier" | "statement_identifier" => {
+            out.push(t(n, src))
+        }
+        "qualified_identifier" | "operator_name" | "destructor_name" | "template_function" => {}
+        "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier" => {
+            if let Some(nm) = n.child_by_field_name("name") {
+                declarator_names(nm, src, out);
+            }
+        }
+        "structured_binding_declarator" => {
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                declarator_names(ch, src, out);
+            }
+        }
+        _ => {
+            if let Some(d) = n.child_by_field_name("declarator") {
+                declarator_names(d, src, out);
+            } else if n.kind().ends_with("declarator") {
+                let mut c = n.walk();
+                for ch in n.named_children(&mut c) {
+                    declarator_names(ch, src, out);
+                }
+            }
+        }
+    }
+}
+
+/// The function declarator inside a declarator chain (`*f(int)` → `f(int)`).
+fn function_declarator(n: Node) -> Option<Node> {
+    let mut cur = n;
+    loop {
+        if cur.kind() == "function_declarator" {
+            return Some(cur);
+        }
+        cur = cur.child_by_field_name("declarator").or_else(|| {
+            if cur.kind().ends_with("declarator") {
+                cur.named_child(cur.named_child_count().checked_sub(1)?)
+            } else {
+                None
+            }
+        })?;
+    }
+}
+
+fn first_error(n: Node) -> Option<Node> {
+    if n.is_error() || n.is_missing() {
+        return Some(n);
+    }
+    if !n.has_error() {
+        return None;
+    }
+    let mut c = n.walk();
+    let children: Vec<Node> = n.children(&mut c).collect();
+    children.into_iter().find_map(first_error)
+}
+
+/// Normalize a type: single spaces between words, `*`/`&` runs kept together.
+pub(crate) fn normalize_type(s: &str) -> String {
+    let mut out = String::new();
+    let mut prev_ptr = false;
+    for tok in tokens_for_type(s) {
+        let is_ptr = tok.chars().all(|c| c == '*' || c == '&');
+        let glue = matches!(tok.as_str(), "]" | "," | ">" | ")")
+            || out.ends_with(['[', '(', '<'])
+            || (is_ptr && prev_ptr);
+        if !out.is_empty() && !glue {
+            out.push(' ');
+        }
+        out.push_str(&tok);
+        prev_ptr = is_ptr;
+    }
+    out
+}
+
+fn tokens_for_type(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            cur.push(c);
+        } else {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            if !c.is_whitespace() {
+                out.push(c.to_string());
+            }
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn params_from_list(list: Node, src: &str) -> Vec<Param> {
+    let mut out = Vec::new();
+    let mut c = list.walk();
+    for p in list.named_children(&mut c) {
+        if !p.kind().contains("parameter_declaration") {
+            continue;
+        }
+        let mut names = Vec::new();
+        if let Some(d) = p.child_by_field_name("declarator") {
+            declarator_names(d, src, &mut names);
+        }
+        let text = t(p, src);
+        let ty = match names.first() {
+            Some(n) => {
+                // Remove the last occurrence of the name (the declarator's identifier).
+                let d = p.child_by_field_name("declarator").expect("has declarator");
+                let rel = find_ident_in(d, src, n)
+                    .map(|r| (r.start - p.start_byte(), r.end - p.start_byte()));
+                match rel {
+                    Some((s, e)) => format!("{}{}", &text[..s], &text[e..]),
+                    None => text.to_string(),
+                }
+            }
+            None => text.to_string(),
+        };
+        // Drop a default argument.
+        let ty = match ty.find('=') {
+            Some(i) if p.kind() == "optional_parameter_declaration" => ty[..i].to_string(),
+            _ => ty,
+        };
+        // An `#ifdef` line inside the list belongs to no parameter.
+        let ty: String = ty
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let ty = normalize_type(&ty);
+        if ty == "void" && names.is_empty() {
+            continue;
+        }
+        out.push(Param {
+            name: names.first().map(|s| s.to_string()).unwrap_or_default(),
+            ty,
+        });
+    }
+    out
+}
+
+fn find_ident_in(n: Node, src: &str, name: &str) -> Option<std::ops::Range<usize>> {
+    if matches!(n.kind(), "identifier" | "field_identifier") && t(n, src) == name {
+        return Some(n.byte_range());
+    }
+    let mut c = n.walk();
+    let kids: Vec<Node> = n.named_children(&mut c).collect();
+    kids.into_iter().find_map(|k| find_ident_in(k, src, name))
+}
+
+/// Parameters from the text of a parameter list when tree-sitter could not parse it.
+fn params_from_text(inner: &str) -> Vec<Param> {
+    let inner: String = inner
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    split_top_commas(&inner)
+        .into_iter()
+        .filter(|p| !p.trim().is_empty() && p.trim() != "void")
+        .map(|p| {
+            let p = p.split('=').next().unwrap_or("").trim();
+            let m = lex::mask(p);
+            let ids = lex::idents(&m);
+            match ids.last() {
+                Some(last) if ids.len() > 1 && !builtins::is_keyword(last.text) => Param {
+                    name: last.text.to_string(),
+                    ty: normalize_type(&format!(
+                        "{}{}",
+                        &p[..last.offset],
+                        &p[last.offset + last.text.len()..]
+                    )),
+                },
+                _ => Param {
+                    name: String::new(),
+                    ty: normalize_type(p),
+                },
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn split_top_commas(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut angle, mut start) = (0i32, 0i32, 0usize);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '<' => angle += 1,
+            '>' => angle = (angle - 1).max(0),
+            ',' if depth == 0 && angle == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// Offsets of the `(`…`)` groups at depth 0 in `s`.
+fn top_paren_groups(s: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut open = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => {
+                if depth == 0 {
+                    open = i;
+                }
+                depth += 1;
+            }
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    out.push((open, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)] // one call site; the pieces are the chunk's context
+fn index_chunk(
+    idx: &mut FileIndex,
+    text: &str,
+    masked: &str,
+    start: usize,
+    end: usize,
+    lines: &Lines,
+    frames: &[Frame],
+) {
+    let chunk = &text[start..end];
+    let mchunk = &masked[start..end];
+    let line = lines.line(start);
+    if let Some(c) = lazy_host_function(mchunk, chunk) {
+        let it = Item {
+            kind: ItemKind::Function,
+            names: c.names,
+            text: chunk.to_string(),
+            offset: start,
+            line,
+            refs: Vec::new(),
+            cond_refs: Vec::new(),
+            cond: Vec::new(),
+            template: false,
+            device: false,
+            header_len: c.header_len,
+            error_line: None,
+            operator_types: Vec::new(),
+            notes: Vec::new(),
+            lazy: true,
+        };
+        push_item(idx, it, frames);
+        return;
+    }
+    let Some(tree) = parse(chunk) else {
+        return;
+    };
+    let root = tree.root_node();
+    let error_line = first_error(root).map(|n| lines.line(start + n.start_byte()));
+
+    let mut item = classify(root, chunk, mchunk);
+    if item.names.is_empty() {
+        // Nothing we can name (a stray statement or macro call at file scope).
+        if let Some(l) = error_line {
+            idx.diagnostics.push(
+                Diagnostic::new(
+                    Level::Info,
+                    "parse_error_recovered",
+                    format!(
+                        "{}:{l}: skipped an unparsable top-level statement",
+                        idx.path
+                    ),
+                )
+                .at(l),
+            );
+        }
+        return;
+    }
+    let analysis = analyze(root, chunk, mchunk, &item.names, &item.params, |o| {
+        lines.line(start + o)
+    });
+    if item.kind == ItemKind::Type {
+        item.names.extend(analysis.enumerators);
+    }
+    let refs = analysis.refs;
+    let chunk_cond_refs = analysis.cond_refs;
+
+    if let Some(l) = error_line {
+        idx.diagnostics.push(
+            Diagnostic::new(
+                Level::Info,
+                "parse_error_recovered",
+                format!(
+                    "{}:{l}: parse error inside `{}`; indexed it from its text",
+                    idx.path, item.names[0]
+                ),
+            )
+            .at(l),
+        );
+    }
+
+    let operator_types: Vec<String> = if item.names[0].starts_with("operator") {
+        let mut v: Vec<String> = Vec::new();
+        for p in &item.params {
+            for i in lex::idents(&p.ty) {
+                if !builtins::is_keyword(i.text) && !v.iter().any(|x| x == i.text) {
+                    v.push(i.text.to_string());
+                }
+            }
+        }
+        v
+    } else {
+        Vec::new()
+    };
+    let mut notes = Vec::new();
+    {
+        let q = &queries::PORTABILITY;
+        let mut cur = QueryCursor::new();
+        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
+        while let Some(m) = it.next() {
+            for cap in m.captures {
+                if cap.index == q.compound_literal {
+                    notes.push((
+                        "c_compound_literal",
+                        "a C99 compound literal `(T){…}`: nvcc accepts it as a GNU extension, NVRTC (C++) does not".to_string(),
+                        lines.line(start + cap.node.start_byte()),
+                    ));
+                }
+            }
+        }
+    }
+    if item.kind == ItemKind::Kernel {
+        idx.kernels.push(KernelInfo {
+            name: item.names[0].clone(),
+            line,
+            params: std::mem::take(&mut item.params),
+            template_params: std::mem::take(&mut item.template_params),
+        });
+        idx.kernel_items.push(idx.items.len());
+    }
+    let it = Item {
+        kind: item.kind,
+        names: item.names,
+        text: chunk.to_string(),
+        offset: start,
+        line,
+        refs,
+        cond_refs: Vec::new(),
+        cond: Vec::new(),
+        template: item.template,
+        device: item.device,
+        header_len: item.header_len,
+        error_line,
+        operator_types,
+        notes,
+        lazy: false,
+    };
+    push_item(idx, it, frames);
+    let last = idx.items.len() - 1;
+    for c in chunk_cond_refs {
+        if !idx.items[last].cond_refs.contains(&c) {
+            idx.items[last].cond_refs.push(c);
+        }
+    }
+}
+
+/// What a chunk uses and declares.
+struct Analysis {
+    /// Free identifiers with the line of their first use.
+    refs: Vec<(String, u32)>,
+    /// Identifiers of `#if` lines inside the chunk.
+    cond_refs: Vec<String>,
+    enumerators: Vec<String>,
+}
+
+/// Free names of a parsed chunk: every identifier that is not a member, a keyword,
+/// something the chunk declares itself (parameters, locals, fields, its own macros)
+/// or one of its own names.
+fn analyze(
+    root: Node,
+    chunk: &str,
+    mchunk: &str,
+    names: &[String],
+    params: &[Param],
+    line_of: impl Fn(usize) -> u32,
+) -> Analysis {
+    let mut locals: HashSet<&str> = HashSet::new();
+    let mut enumerators: Vec<String> = Vec::new();
+    {
+        let q = &queries::DECLARATORS;
+        let mut cur = QueryCursor::new();
+        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
+        while let Some(m) = it.next() {
+            for cap in m.captures {
+                let mut found = Vec::new();
+                declarator_names(cap.node, chunk, &mut found);
+                if cap.index == q.enumerator {
+                    enumerators.extend(found.into_iter().map(str::to_string));
+                } else {
+                    locals.extend(found);
+                }
+            }
+        }
+    }
+    // Parameters recovered from the text are locals too.
+    locals.extend(params.iter().map(|p| p.name.as_str()));
+    // So are macros defined inside the chunk (`#define SUM(s) …` in a kernel body).
+    for line in mchunk.lines() {
+        if let Some(c) = DEFINE_RE.captures(line) {
+            locals.insert(c.get(1).expect("name").as_str());
+            if let Some(ps) = c.get(2) {
+                locals.extend(
+                    ps.as_str()
+                        .trim_matches(|c| c == '(' || c == ')')
+                        .split(',')
+                        .map(str::trim),
+                );
+            }
+        }
+    }
+    let own: HashSet<&str> = names
+        .iter()
+        .map(String::as_str)
+        .chain(enumerators.iter().map(String::as_str))
+        .collect();
+    let all = lex::idents(mchunk);
+    let mut cond_refs: Vec<String> = Vec::new();
+    for i in all
+        .iter()
+        .filter(|i| i.in_condition && !builtins::is_keyword(i.text))
+    {
+        if !cond_refs.iter().any(|c| c == i.text) {
+            cond_refs.push(i.text.to_string());
+        }
+    }
+    let refs = all
+        .into_iter()
+        .filter(|i| {
+            !i.in_condition
+                && !i.member
+                && (!builtins::is_keyword(i.text) || builtins::is_redefinable(i.text))
+                && !locals.contains(i.text)
+                && !own.contains(i.text)
+        })
+        .map(|i| (i.text.to_string(), line_of(i.offset)))
+        .collect();
+    Analysis {
+        refs: dedup(refs),
+        cond_refs,
+        enumerators,
+    }
+}
+
+/// A plain host function (no CUDA qualifier, not a template or operator), recognised
+/// from its text without parsing it.
+fn lazy_host_function(mchunk: &str, chunk: &str) -> Option<Classified> {
+    let head = &mchunk[..top_level_brace(mchunk)?];
+    let words = lex::idents(head);
+    if words.iter().any(|w| {
+        matches!(
+            w.text,
+            "__device__" | "__global__" | "__host__" | "template" | "operator"
+        )
+    }) || lex::is_declaration_header(head)
+    {
+        return None;
+    }
+    let c = classify_text(mchunk, chunk);
+    (c.kind == ItemKind::Function && !c.names.is_empty()).then_some(c)
+}
+
+/// References of a [`lazy`](Item::lazy) item, worked out now: (refs, `#if` names).
+pub(crate) fn lazy_refs(item: &Item) -> (Vec<(String, u32)>, Vec<String>) {
+    let Some(tree) = parse(&item.text) else {
+        return (Vec::new(), Vec::new());
+    };
+    let m = lex::mask(&item.text);
+    let lines = Lines::new(&item.text);
+    let a = analyze(tree.root_node(), &item.text, &m, &item.names, &[], |o| {
+        item.line + lines.line(o) - 1
+    });
+    (a.refs, a.cond_refs)
+}
+
+struct Classified {
+    kind: ItemKind,
+    names: Vec<String>,
+    params: Vec<Param>,
+    template_params: Vec<String>,
+    template: bool,
+    device: bool,
+    header_len: Option<usize>,
+}
+
+fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
+    let mut out = Classified {
+        kind: ItemKind::Global,
+        names: Vec::new(),
+        params: Vec::new(),
+        template_params: Vec::new(),
+        template: false,
+        device: false,
+        header_len: None,
+    };
+    // Function definitions first: the query finds them at the chunk's top level.
+    {
+        let q = &queries::FUNCTIONS;
+        let mut cur = QueryCursor::new();
+        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
+        while let Some(m) = it.next() {
+            let get = |i: u32| m.captures.iter().find(|c| c.index == i).map(|c| c.node);
+            let (Some(func), Some(decl), Some(body)) =
+                (get(q.function), get(q.declarator), get(q.body))
+            else {
+                continue;
+            };
+            let Some(fd) = function_declarator(decl) else {
+                continue;
+            };
+            let Some(name_node) = fd.child_by_field_name("declarator") else {
+                continue;
+            };
+            if !matches!(
+                name_node.kind(),
+                "identifier" | "field_identifier" | "operator_name"
+            ) {
+                continue;
+            }
+            let header = &mchunk[..body.start_byte()];
+            let words: Vec<&str> = lex::idents(header).iter().map(|i| i.text).collect();
+            out.names = vec![t(name_node, chunk).split_whitespace().collect()];
+            out.kind = if words.contains(&"__global__") {
+                ItemKind::Kernel
+            } else {
+                ItemKind::Function
+            };
+            out.device = words.contains(&"__global__") || words.contains(&"__device__");
+            out.header_len = Some(body.start_byte());
+            if let Some(pl) = fd.child_by_field_name("parameters") {
+                let inner = t(pl, chunk);
+                out.params = if inner.contains('#') {
+                    // `#if` inside the list: tree-sitter's reading is unreliable.
+                    params_from_text(inner.trim_start_matches('(').trim_end_matches(')'))
+                } else {
+                    params_from_list(pl, chunk)
+                };
+            }
+            if let Some(tp) = get(q.template_params) {
+                out.template = true;
+                out.template_params = template_params(tp, chunk);
+            }
+            // A sibling ERROR before the function (a macro used as a declaration)
+            // does not change what the function is.
+            let _ = func;
+            return out;
+        }
+    }
+    if root.has_error() {
+        // tree-sitter may have read a broken function as something else (a declaration
+        // with an initializer list, say): the text decides.
+        let t = classify_text(mchunk, chunk);
+        if matches!(t.kind, ItemKind::Kernel | ItemKind::Function) {
+            return t;
+        }
+    }
+    let mut c = root.walk();
+    let tops: Vec<Node> = root
+        .named_children(&mut c)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    for n in &tops {
+        if let Some(res) = classify_node(*n, chunk) {
+            return res;
+        }
+    }
+    classify_text(mchunk, chunk)
+}
+
+fn template_params(tp: Node, src: &str) -> Vec<String> {
+    let mut c = tp.walk();
+    tp.named_children(&mut c)
+        .filter(|n| n.kind() != "comment")
+        .map(|n| normalize_type(t(n, src)))
+        .collect()
+}
+
+fn classify_node(n: Node, src: &str) -> Option<Classified> {
+    let mut out = Classified {
+        kind: ItemKind::Type,
+        names: Vec::new(),
+        params: Vec::new(),
+        template_params: Vec::new(),
+        template: false,
+        device: false,
+        header_len: None,
+    };
+    let mut node = n;
+    if n.kind() == "template_declaration" {
+        out.template = true;
+        let mut c = n.walk();
+        node = n
+            .named_children(&mut c)
+            .find(|k| k.kind() != "template_parameter_list" && k.kind() != "comment")?;
+    }
+    match node.kind() {
+        "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier" => {
+            node.child_by_field_name("body")?;
+            out.names
+                .push(t(node.child_by_field_name("name")?, src).to_string());
+        }
+        "alias_declaration" => {
+            out.names
+                .push(t(node.child_by_field_name("name")?, src).to_string());
+        }
+        "type_definition" => {
+            if let Some(ty) = node.child_by_field_name("type") {
+                if let Some(nm) = ty.child_by_field_name("name") {
+                    if ty.child_by_field_name("body").is_some() {
+                        out.names.push(t(nm, src).to_string());
+                    }
+                }
+            }
+            let mut c = node.walk();
+            let decls: Vec<Node> = node.children_by_field_name("declarator", &mut c).collect();
+            for d in decls {
+                let mut names = Vec::new();
+                declarator_names(d, src, &mut names);
+                out.names.extend(names.into_iter().map(str::to_string));
+            }
+        }
+        "declaration" => {
+            let mut c = node.walk();
+            let decls: Vec<Node> = node.children_by_field_name("declarator", &mut c).collect();
+            let ty = node.child_by_field_name("type");
+            // `struct S { … } s;` defines the type S and the variable s.
+            let mut type_names = Vec::new();
+            if let Some(ty) = ty {
+                if ty.child_by_field_name("body").is_some() {
+                    if let Some(nm) = ty.child_by_field_name("name") {
+                        type_names.push(t(nm, src).to_string());
+                    }
+                }
+            }
+            let is_proto = decls.iter().any(|d| function_declarator(*d).is_some())
+                && !decls.iter().any(|d| d.kind() == "init_declarator");
+            out.kind = if is_proto {
+                ItemKind::Prototype
+            } else if ty.is_some_and(|ty| {
+                ty.kind() == "template_type"
+                    && ty
+                        .child_by_field_name("name")
+                        .is_some_and(|nm| t(nm, src) == "texture")
+            }) {
+                ItemKind::Texture
+            } else {
+                ItemKind::Global
+            };
+            for d in decls {
+                let mut names = Vec::new();
+                if let Some(f) = function_declarator(d).filter(|_| is_proto) {
+                    if let Some(nm) = f.child_by_field_name("declarator") {
+                        declarator_names(nm, src, &mut names);
+                    }
+                } else {
+                    declarator_names(d, src, &mut names);
+                }
+                out.names.extend(names.into_iter().map(str::to_string));
+            }
+            if out.names.is_empty() && !type_names.is_empty() {
+                out.kind = ItemKind::Type;
+            }
+            out.names.extend(type_names);
+            let words: Vec<String> = lex::idents(&lex::mask(t(node, src)))
+                .iter()
+                .map(|i| i.text.to_string())
+                .collect();
+            out.device = words.iter().any(|w| w == "__device__");
+        }
+        _ => return None,
+    }
+    (!out.names.is_empty()).then_some(out)
+}
+
+/// Classify a chunk tree-sitter could not make sense of, from its text alone.
+fn classify_text(mchunk: &str, chunk: &str) -> Classified {
+    let mut out = Classified {
+        kind: ItemKind::Global,
+        names: Vec::new(),
+        params: Vec::new(),
+        template_params: Vec::new(),
+        template: false,
+        device: false,
+        header_len: None,
+    };
+    let body = top_level_brace(mchunk);
+    let head = &mchunk[..body.unwrap_or(mchunk.len())];
+    let words: Vec<lex::Ident> = lex::idents(head);
+    let has = |w: &str| words.iter().any(|i| i.text == w);
+    out.template = head.trim_start().starts_with("template");
+    if let (Some(b), false) = (body, lex::is_declaration_header(head)) {
+        if let Some(&(open, close)) = top_paren_groups(head).last() {
+            if let Some(name) = lex::idents(&head[..open]).last() {
+                if !builtins::is_keyword(name.text) {
+                    out.names.push(name.text.to_string());
+                    out.kind = if has("__global__") {
+                        ItemKind::Kernel
+                    } else {
+                        ItemKind::Function
+                    };
+                    out.device = has("__global__") || has("__device__");
+                    out.header_len = Some(b);
+                    out.params = params_from_text(&chunk[open + 1..close]);
+                    if out.template {
+                        let ts = head.trim_start();
+                        if let (Some(a), Some(z)) = (ts.find('<'), ts.find('>')) {
+                            out.template_params = split_top_commas(&ts[a + 1..z])
+                                .into_iter()
+                                .map(normalize_type)
+                                .collect();
+                        }
+                    }
+                    return out;
+                }
+            }
+        }
+    }
+    if lex::is_declaration_header(head) && body.is_some() {
+        out.kind = ItemKind::Type;
+        // typedef … NAME;  /  struct NAME { … };
+        if words.iter().any(|w| w.text == "typedef") {
+            if let Some(last) = lex::idents(&mchunk[body.unwrap_or(0)..]).last() {
+                out.names.push(last.text.to_string());
+            }
+        }
+        // `struct __align__(16) NAME`: the first word after the keyword that is not an
+        // attribute or inside an attribute's parentheses.
+        let groups = top_paren_groups(head);
+        let in_group = |o: usize| groups.iter().any(|&(a, z)| a < o && o < z);
+        if let Some(p) = words
+            .iter()
+            .position(|w| matches!(w.text, "struct" | "class" | "union" | "enum"))
+        {
+            if let Some(n) = words[p + 1..]
+                .iter()
+                .find(|w| !in_group(w.offset) && !w.text.starts_with("__") && w.text != "alignas")
+            {
+                out.names.push(n.text.to_string());
+            }
+        }
+        return out;
+    }
+    // A variable: the identifier before the first `[`, `=`, `(` or `;` at depth 0.
+    let stop = mchunk
+        .find(['[', '=', ';', '(', '{'])
+        .unwrap_or(mchunk.len());
+    if let Some(n) = lex::idents(&mchunk[..stop]).last() {
+        if !builtins::is_keyword(n.text) && words.len() > 1 {
+            out.names.push(n.text.to_string());
+            out.kind = if has("texture") {
+                ItemKind::Texture
+            } else {
+                ItemKind::Global
+            };
+        }
+    }
+    out
+}
+
+fn top_level_brace(m: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in m.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '{' if depth == 0 => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn find_launches(
+    idx: &mut FileIndex,
+    text: &str,
+    masked: &str,
+    start: usize,
+    end: usize,
+    lines: &Lines,
+) {
+    let chunk = &text[start..end];
+    let mchunk = &masked[start..end];
+    let mut found: Vec<(usize, LaunchSite)> = Vec::new();
+    // Where each launch tree-sitter found has its `<<<`.
+    let mut covered: HashSet<usize> = HashSet::new();
+    if let Some(tree) = parse(chunk) {
+        let q = &queries::LAUNCHES;
+        let mut cur = QueryCursor::new();
+        let mut it = cur.matches(&q.query, tree.root_node(), chunk.as_bytes());
+        while let Some(m) = it.next() {
+            let get = |i: u32| m.captures.iter().find(|c| c.index == i).map(|c| c.node);
+            let (Some(k), Some(cfg), Some(args), Some(call)) =
+                (get(q.kernel), get(q.config), get(q.args), get(q.launch))
+            else {
+                continue;
+            };
+            let mut c = cfg.walk();
+            let cfg_parts: Vec<String> = cfg
+                .named_children(&mut c)
+                .filter(|n| n.kind() != "comment")
+                .map(|n| collapse_ws(t(n, chunk)))
+                .collect();
+            let mut c = args.walk();
+            let arg_list: Vec<String> = args
+                .named_children(&mut c)
+                .filter(|n| n.kind() != "comment")
+                .map(|n| collapse_ws(t(n, chunk)))
+                .collect();
+            let offset = call.start_byte();
+            covered.insert(cfg.start_byte());
+            found.push((
+                offset,
+                make_site(
+                    idx,
+                    t(k, chunk).rsplit("::").next().unwrap_or(""),
+                    get(q.template_args).map(|n| collapse_ws(t(n, chunk))),
+                    cfg_parts,
+                    arg_list,
+                    lines.line(start + offset),
+                ),
+            ));
+        }
+    }
+    // Launches tree-sitter did not see (unusual syntax around them): from the text.
+    for m in LAUNCH_RE.captures_iter(mchunk) {
+        let whole = m.get(0).expect("match");
+        let cfg_start = whole.end();
+        if covered.contains(&(cfg_start - 3)) {
+            continue;
+        }
+        let Some(cfg_end) = mchunk[cfg_start..].find(">>>").map(|p| p + cfg_start) else {
+            continue;
+        };
+        let rest = &mchunk[cfg_end + 3..];
+        let Some(open) = rest.find('(').filter(|p| rest[..*p].trim().is_empty()) else {
+            continue;
+        };
+        let Some(close) = matching_paren(rest, open) else {
+            continue;
+        };
+        let a0 = cfg_end + 3 + open + 1;
+        let a1 = cfg_end + 3 + close;
+        let cfg_parts = split_top_commas(&chunk[cfg_start..cfg_end])
+            .into_iter()
+            .map(collapse_ws)
+            .collect();
+        let args = split_top_commas(&chunk[a0..a1])
+            .into_iter()
+            .map(collapse_ws)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let site = make_site(
+            idx,
+            &m[1],
+            m.get(2).map(|g| collapse_ws(&chunk[g.range()])),
+            cfg_parts,
+            args,
+            lines.line(start + whole.start()),
+        );
+        found.push((whole.start(), site));
+    }
+    found.sort_by_key(|(o, _)| *o);
+    for (o, mut site) in found {
+        site.definitions = launch_definitions(idx, &site, chunk, mchunk, o);
+        idx.launch_sites.push(site);
+    }
+}
+
+static LAUNCH_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"([A-Za-z_]\w*)\s*(<[^<>;]*>)?\s*<<<").expect("valid regex"));
+
+fn matching_paren(s: &str, open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in s[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn make_site(
+    idx: &FileIndex,
+    kernel: &str,
+    template_args: Option<String>,
+    cfg: Vec<String>,
+    args: Vec<String>,
+    line: u32,
+) -> LaunchSite {
+    let mut cfg = cfg.into_iter();
+    LaunchSite {
+        path: idx.path.clone(),
+        line,
+        kernel: kernel.to_string(),
+        template_args,
+        grid: cfg.next().unwrap_or_default(),
+        block: cfg.next().unwrap_or_default(),
+        shared_mem: cfg.next(),
+        stream: cfg.next(),
+        args,
+        definitions: BTreeMap::new(),
+    }
+}
+
+/// Definitions of the names in grid/block/smem: the declarations and assignments
+/// before the launch in the same function, else the file's macros and globals.
+fn launch_definitions(
+    idx: &FileIndex,
+    site: &LaunchSite,
+    chunk: &str,
+    mchunk: &str,
+    offset: usize,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut names: Vec<String> = Vec::new();
+    for e in [
+        Some(&site.grid),
+        Some(&site.block),
+        site.shared_mem.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let m = lex::mask(e);
+        for i in lex::idents(&m) {
+            if !i.member && !builtins::is_builtin(i.text) && !names.iter().any(|n| n == i.text) {
+                names.push(i.text.to_string());
+            }
+        }
+    }
+    let mut done: HashSet<String> = HashSet::new();
+    while let Some(name) = names.pop() {
+        if !done.insert(name.clone()) || done.len() > 32 {
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut follow = String::new();
+        let mut s0 = 0;
+        for (i, c) in mchunk[..offset].char_indices() {
+            if matches!(c, ';' | '{' | '}') {
+                let stmt = mchunk[s0..i].trim();
+                if declares(stmt, &name) || assigns(stmt, &name) {
+                    let lead = mchunk[s0..i].len() - mchunk[s0..i].trim_start().len();
+                    found.push(collapse_ws(&chunk[s0 + lead..i]));
+                    // The part that defines this name: from it to the next top-level
+                    // comma (`int a = 1, n = f(b)` → `n = f(b)`).
+                    let ids = lex::idents(stmt);
+                    if let Some(p) = ids.iter().position(|x| x.text == name && !x.member) {
+                        let from = ids[p].offset;
+                        let part = split_top_commas(&stmt[from..])[0];
+                        follow.push_str(part);
+                        follow.push(' ');
+                    }
+                }
+                s0 = i + 1;
+            }
+        }
+        let text = if !found.is_empty() {
+            Some(found.join("; "))
+        } else {
+            idx.by_name.get(&name).and_then(|ids| {
+                ids.iter()
+                    .rev()
+                    .map(|&i| &idx.items[i])
+                    .find(|it| matches!(it.kind, ItemKind::Macro | ItemKind::Global))
+                    .map(|it| collapse_ws(&it.text))
+            })
+        };
+        if let Some(text) = text {
+            if follow.is_empty() {
+                follow = text.clone();
+            }
+            // Follow the names the definition uses (`dim3 grid(n / BLOCK)` → BLOCK).
+            let m = lex::mask(&follow);
+            for i in lex::idents(&m) {
+                if !i.member
+                    && !builtins::is_builtin(i.text)
+                    && i.text != name
+                    && !done.contains(i.text)
+                    && (idx.by_name.contains_key(i.text) || mchunk.contains(i.text))
+                {
+                    names.push(i.text.to_string());
+                }
+            }
+            out.insert(name, text);
+        }
+    }
+    out
+}
+
+/// `stmt` (masked, trimmed) declares `name`: `T name(…)`, `const T *name = …`, `T a, name;`.
+fn declares(stmt: &str, name: &str) -> bool {
+    if declares_first(stmt, name) {
+        return true;
+    }
+    // A later declarator: `dim3 grid(…), block(…)`, `int a = 1, n = 2`.
+    let parts = split_top_commas(stmt);
+    let later = parts[1..].iter().any(|p| {
+        p.trim_start().strip_prefix(name).is_some_and(|rest| {
+            let r = rest.trim_start();
+            !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                && (r.is_empty() || r.starts_with(['(', '=', '{', '[']))
+                && !r.starts_with("==")
+        })
+    });
+    later
+        && lex::idents(parts[0])
+            .iter()
+            .skip(1)
+            .any(|i| declares_first(parts[0], i.text))
+}
+
+fn declares_first(stmt: &str, name: &str) -> bool {
+    let ids = lex::idents(stmt);
+    let Some(pos) = ids.iter().position(|i| i.text == name && !i.member) else {
+        return false;
+    };
+    if pos == 0
+        || matches!(
+            ids[0].text,
+            "return" | "if" | "while" | "for" | "else" | "case"
+        )
+    {
+        return false;
+    }
+    let end = ids[pos].offset + name.len();
+    let after = stmt[end..].trim_start();
+    let follows = after.is_empty() || after.starts_with(['(', '=', '{', '[', ';', ',']);
+    let before = &stmt[..ids[pos].offset];
+    let before_ok = before
+        .chars()
+        .all(|c| c.is_alphanumeric() || c.is_whitespace() || "_*&:<>,".contains(c))
+        // `i < n` is a comparison, `vector<int> n` a declaration.
+        && before.matches('<').count() == before.matches('>').count();
+    follows && before_ok && !after.starts_with("==")
+}
+
+/// `stmt` assigns to `name` (or to one of its `.x/.y/.z`).
+fn assigns(stmt: &str, name: &str) -> bool {
+    let Some(rest) = stmt.strip_prefix(name) else {
+        return false;
+    };
+    if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+        return false;
+    }
+    let rest = rest.trim_start();
+    let rest = [".x", ".y", ".z"]
+        .iter()
+        .find_map(|f| rest.strip_prefix(f))
+        .unwrap_or(rest)
+        .trim_start();
+    let rest = rest.trim_start_matches(['+', '-', '*', '/']);
+    rest.starts_with('=') && !rest.starts_with("==")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_definition_statements() {
+        assert!(declares("dim3 grid(n / BLOCK, 1)", "grid"));
+        assert!(declares("const unsigned int *a, blocks = 4", "blocks"));
+        assert!(declares("int blocks", "blocks"));
+        assert!(!declares("return blocks", "blocks"));
+        assert!(!declares("x = f(blocks)", "blocks"));
+        assert!(!declares("i < blocks", "blocks"));
+        assert!(declares("std::vector<int> blocks", "blocks"));
+        assert!(declares("dim3 grid(n / T, 1), threads(T, T)", "threads"));
+        assert!(declares("int rows = 512, cols = 512", "cols"));
+        assert!(!declares("f(a, cols = 2)", "cols"));
+        assert!(assigns("grid.x = 3", "grid"));
+        assert!(assigns("blocks += 1", "blocks"));
+        assert!(!assigns("blocks == 1", "blocks"));
+        assert!(!assigns("blocksize = 1", "blocks"));
+    }
+
+    #[test]
+    fn normalizes_types() {
+        assert_eq!(normalize_type("const  float* "), "const float *");
+        assert_eq!(normalize_type("float **"), "float **");
+        assert_eq!(normalize_type("int []"), "int []");
+        assert_eq!(normalize_type("unsigned int"), "unsigned int");
+        assert_eq!(
+            normalize_type("float * __restrict__"),
+            "float * __restrict__"
+        );
+    }
+
+    #[test]
+    fn branch_conditions() {
+        let e = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(branch_condition(&e(&["0"]), false), None);
+        assert_eq!(branch_condition(&e(&["0"]), true), Some(String::new()));
+        assert_eq!(branch_condition(&e(&["1"]), true), None);
+        assert_eq!(
+            branch_condition(&e(&["defined(A)", "B"]), false),
+            Some("!(defined(A)) && (B)".into())
+        );
+    }
+
+    #[test]
+    fn params_from_unparsable_text() {
+        let p = params_from_text("const float *a, int n = 3, float");
+        assert_eq!(p.len(), 3);
+        assert_eq!(
+            (p[0].name.as_str(), p[0].ty.as_str()),
+            ("a", "const float *")
+        );
+        assert_eq!((p[1].name.as_str(), p[1].ty.as_str()), ("n", "int"));
+        assert_eq!((p[2].name.as_str(), p[2].ty.as_str()), ("", "float"));
+    }
+}

@@ -1,0 +1,1312 @@
+//! Isolation: the closure of what one kernel uses, resolved over the scope's files in
+//! include order (both directions), written out as a unit NVRTC compiles alone.
+
+use super::builtins::{self, Shim};
+use super::index::{CondBranch, Item, ItemKind};
+use super::lex;
+use super::{CudaError, FileIndex, IsolatedKernel, Scope};
+use crate::record::{Diagnostic, Features, Level, Pulled};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Isolate the first kernel named `kernel` in `file`.
+pub fn isolate(scope: &Scope, file: &str, kernel: &str) -> Result<IsolatedKernel, CudaError> {
+    let fi = scope
+        .files
+        .get(file)
+        .ok_or_else(|| CudaError::FileNotInScope {
+            file: file.to_string(),
+        })?;
+    let i = fi
+        .kernels
+        .iter()
+        .position(|k| k.name == kernel)
+        .ok_or_else(|| CudaError::KernelNotFound {
+            file: file.to_string(),
+            kernel: kernel.to_string(),
+            available: if fi.kernels.is_empty() {
+                "none".to_string()
+            } else {
+                fi.kernels
+                    .iter()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        })?;
+    isolate_at(scope, file, i)
+}
+
+/// Isolate the `kernel_index`-th kernel of `file` (an index into `kernels()`): for
+/// overloads and same-named kernels in one file.
+pub fn isolate_at(
+    scope: &Scope,
+    file: &str,
+    kernel_index: usize,
+) -> Result<IsolatedKernel, CudaError> {
+    let fi = scope
+        .files
+        .get(file)
+        .ok_or_else(|| CudaError::FileNotInScope {
+            file: file.to_string(),
+        })?;
+    let info = fi
+        .kernels
+        .get(kernel_index)
+        .ok_or_else(|| CudaError::KernelIndexOutOfRange {
+            file: file.to_string(),
+            index: kernel_index,
+            count: fi.kernels.len(),
+        })?;
+    let kitem = fi.kernel_items[kernel_index];
+    let mut cx = Closure::new(scope, file, kitem);
+    cx.visit((0, kitem));
+    let (source, pulled, diagnostics, texture) = cx.emit();
+    let features = features_of(&source, texture, !info.template_params.is_empty());
+    Ok(IsolatedKernel {
+        kernel: info.name.clone(),
+        line: info.line,
+        params: info.params.clone(),
+        template_params: info.template_params.clone(),
+        source,
+        symbol: info.name.clone(),
+        pulled,
+        features,
+        diagnostics,
+    })
+}
+
+/// Resolve a local `#include "target"` written in `from` to a file of the scope: relative
+/// to `from`'s folder first, then to each folder of the scope.
+pub fn resolve_include(scope: &Scope, from: &str, target: &str) -> Option<String> {
+    let dir = parent(from);
+    let first = normalize_path(&join(dir, target));
+    if scope.files.contains_key(&first) {
+        return Some(first);
+    }
+    let mut dirs: Vec<&str> = scope.files.keys().map(|k| parent(k)).collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs.into_iter()
+        .map(|d| normalize_path(&join(d, target)))
+        .find(|p| scope.files.contains_key(p))
+}
+
+fn parent(p: &str) -> &str {
+    p.rfind('/').map(|i| &p[..i]).unwrap_or("")
+}
+
+fn join(dir: &str, rel: &str) -> String {
+    if dir.is_empty() {
+        rel.to_string()
+    } else {
+        format!("{dir}/{rel}")
+    }
+}
+
+fn normalize_path(p: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in p.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| *l != "..") {
+                    out.pop();
+                } else {
+                    out.push("..");
+                }
+            }
+            _ => out.push(part),
+        }
+    }
+    out.join("/")
+}
+
+/// How a file became visible to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// The kernel's own file, a header it includes, a file including it, or one of
+    /// that file's headers.
+    Include,
+    /// Not connected by includes: used only for names found nowhere else.
+    Fallback,
+}
+
+/// Files in lookup order: the kernel's file, what it includes (breadth first), then
+/// each file that includes it (transitively) followed by what that one includes.
+fn visible_files<'a>(scope: &Scope<'a>, file: &str) -> Vec<(&'a str, Reach)> {
+    let keys: Vec<&'a str> = scope.files.keys().map(String::as_str).collect();
+    let mut down: HashMap<&str, Vec<&'a str>> = HashMap::new();
+    for (k, fi) in scope.files.iter() {
+        let mut v = Vec::new();
+        // `#include <common.cu>` naming a file of the scope is a local include too.
+        for inc in fi.includes.iter() {
+            if let Some(r) = resolve_include(scope, k, &inc.target) {
+                if let Some(&key) = keys.iter().find(|x| **x == r) {
+                    v.push(key);
+                }
+            }
+        }
+        down.insert(k.as_str(), v);
+    }
+    let Some(&own) = keys.iter().find(|k| **k == file) else {
+        return Vec::new();
+    };
+    let mut order: Vec<&'a str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let add_down = |start: &'a str, order: &mut Vec<&'a str>, seen: &mut HashSet<&'a str>| {
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some(f) = queue.pop_front() {
+            if !seen.insert(f) {
+                continue;
+            }
+            order.push(f);
+            for d in down.get(f).into_iter().flatten() {
+                queue.push_back(d);
+            }
+        }
+    };
+    add_down(own, &mut order, &mut seen);
+    // Includers, nearest first.
+    let mut ups: Vec<&'a str> = Vec::new();
+    let mut frontier = vec![own];
+    let mut up_seen: HashSet<&str> = HashSet::from([own]);
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for f in frontier {
+            for (k, ds) in &down {
+                if ds.contains(&f) {
+                    let key = *keys.iter().find(|x| *x == k).expect("a scope key");
+                    if up_seen.insert(key) {
+                        ups.push(key);
+                        next.push(key);
+                    }
+                }
+            }
+        }
+        next.sort();
+        frontier = next;
+    }
+    for u in ups {
+        add_down(u, &mut order, &mut seen);
+    }
+    let mut out: Vec<(&'a str, Reach)> = order.into_iter().map(|f| (f, Reach::Include)).collect();
+    for k in keys {
+        if !seen.contains(k) {
+            out.push((k, Reach::Fallback));
+        }
+    }
+    out
+}
+
+type ItemId = (usize, usize); // (file rank in `files`, item index)
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    InProgress,
+    Done,
+}
+
+struct Closure<'s, 'a> {
+    files: Vec<(&'a str, Reach, &'a FileIndex)>,
+    kernel_item: usize,
+    state: HashMap<ItemId, State>,
+    /// Non-macro items in dependency order (the kernel last).
+    order: Vec<ItemId>,
+    macros: Vec<ItemId>,
+    /// Prototypes to emit before an item (mutual recursion).
+    protos: HashMap<ItemId, Vec<ItemId>>,
+    shims: Vec<&'static Shim>,
+    unresolved: BTreeMap<String, String>,
+    outside: BTreeMap<String, String>,
+    declaration_only: BTreeMap<String, String>,
+    scope: &'s Scope<'a>,
+}
+
+impl<'s, 'a> Closure<'s, 'a> {
+    fn new(scope: &'s Scope<'a>, file: &str, kernel_item: usize) -> Self {
+        let files = visible_files(scope, file)
+            .into_iter()
+            .map(|(f, r)| (f, r, &scope.files[f]))
+            .collect();
+        Closure {
+            files,
+            kernel_item,
+            state: HashMap::new(),
+            order: Vec::new(),
+            macros: Vec::new(),
+            protos: HashMap::new(),
+            shims: Vec::new(),
+            unresolved: BTreeMap::new(),
+            outside: BTreeMap::new(),
+            declaration_only: BTreeMap::new(),
+            scope,
+        }
+    }
+
+    fn item(&self, id: ItemId) -> &'a Item {
+        &self.files[id.0].2.items[id.1]
+    }
+
+    fn kernel(&self) -> &'a Item {
+        self.item((0, self.kernel_item))
+    }
+
+    /// The branches of `item` that conflict with or are implied by the kernel's own
+    /// `#if` branches (only meaningful in the kernel's file).
+    fn compatible(&self, id: ItemId) -> bool {
+        if id.0 != 0 {
+            return true;
+        }
+        let k = &self.kernel().cond;
+        self.item(id).cond.iter().all(|c| {
+            k.iter()
+                .all(|kc| kc.frame != c.frame || kc.branch == c.branch)
+        })
+    }
+
+    /// Definitions of `name` visible from file `from`: all of them in the first file
+    /// (in lookup order) that has any.
+    fn resolve(&mut self, name: &str, from: usize, only_macros: bool) -> Vec<ItemId> {
+        let mut ranks: Vec<usize> = vec![from];
+        ranks.extend((0..self.files.len()).filter(|&r| r != from));
+        let builtin = builtins::is_builtin(name);
+        for r in ranks {
+            let (path, reach, fi) = self.files[r];
+            // A builtin is never taken from a file no include connects (a host
+            // `typedef struct { … } int2;` in a CPU reference must not shadow CUDA's).
+            if builtin && reach == Reach::Fallback {
+                continue;
+            }
+            let Some(ids) = fi.by_name.get(name) else {
+                continue;
+            };
+            let mut cands: Vec<ItemId> = ids
+                .iter()
+                .map(|&i| (r, i))
+                .filter(|&id| !(id.0 == 0 && id.1 == self.kernel_item))
+                .filter(|&id| self.compatible(id))
+                .filter(|&id| {
+                    let it = self.item(id);
+                    let k = it.kind;
+                    if only_macros {
+                        return k == ItemKind::Macro;
+                    }
+                    // A builtin name is only taken over by a macro or a device function
+                    // (a host `max` in a utility header must not shadow the device one).
+                    !builtin
+                        || k == ItemKind::Macro
+                        || (matches!(k, ItemKind::Function | ItemKind::Prototype) && it.device)
+                })
+                .collect();
+            if cands.is_empty() {
+                continue;
+            }
+            let has_def = cands
+                .iter()
+                .any(|&id| matches!(self.item(id).kind, ItemKind::Function | ItemKind::Kernel));
+            if has_def {
+                cands.retain(|&id| self.item(id).kind != ItemKind::Prototype);
+                let dev = cands.iter().any(|&id| {
+                    matches!(self.item(id).kind, ItemKind::Function) && self.item(id).device
+                });
+                if dev {
+                    cands.retain(|&id| {
+                        !matches!(self.item(id).kind, ItemKind::Function) || self.item(id).device
+                    });
+                }
+            } else if cands
+                .iter()
+                .all(|&id| self.item(id).kind == ItemKind::Prototype)
+            {
+                // Only declared here: a definition may be in a later file.
+                let later = self.files[r + 1..].iter().any(|(_, _, f)| {
+                    f.by_name.get(name).is_some_and(|v| {
+                        v.iter()
+                            .any(|&i| matches!(f.items[i].kind, ItemKind::Function))
+                    })
+                });
+                if later {
+                    continue;
+                }
+                let at = format!("{path}:{}", self.item(cands[0]).line);
+                self.declaration_only.entry(name.to_string()).or_insert(at);
+            }
+            // Of several definitions of one macro under the same condition, the last one
+            // before the kernel (in its own file) or the last one (elsewhere) wins.
+            let kernel_offset = self.kernel().offset;
+            let mut keep: Vec<ItemId> = Vec::new();
+            for &id in &cands {
+                let it = self.item(id);
+                if it.kind == ItemKind::Macro {
+                    if let Some(pos) = keep.iter().position(|&o| {
+                        self.item(o).kind == ItemKind::Macro && self.item(o).cond == it.cond
+                    }) {
+                        let prev = self.item(keep[pos]);
+                        let better = r != 0
+                            || it.offset < kernel_offset
+                            || prev.offset > kernel_offset && it.offset < prev.offset;
+                        if better {
+                            keep[pos] = id;
+                        }
+                        continue;
+                    }
+                }
+                keep.push(id);
+            }
+            if reach == Reach::Fallback {
+                self.outside
+                    .entry(name.to_string())
+                    .or_insert_with(|| path.to_string());
+            }
+            return keep;
+        }
+        Vec::new()
+    }
+
+    fn visit(&mut self, id: ItemId) {
+        self.state.insert(id, State::InProgress);
+        let it = self.item(id);
+        let lazy = if it.lazy {
+            Some(super::index::lazy_refs(it))
+        } else {
+            None
+        };
+        let (own_refs, own_conds) = match &lazy {
+            Some((r, c)) => (r.as_slice(), c.as_slice()),
+            None => (it.refs.as_slice(), &[][..]),
+        };
+        let refs: Vec<(&str, u32, bool)> = own_refs
+            .iter()
+            .map(|(n, l)| (n.as_str(), *l, false))
+            .chain(
+                it.cond_refs
+                    .iter()
+                    .chain(own_conds)
+                    .map(|n| (n.as_str(), it.line, true)),
+            )
+            .collect();
+        for (name, line, cond) in refs {
+            let targets = self.resolve(name, id.0, cond);
+            if targets.is_empty() {
+                if cond {
+                    continue;
+                }
+                if let Some(s) = builtins::shim(name) {
+                    if !self.shims.iter().any(|x| x.name == s.name) {
+                        self.shims.push(s);
+                    }
+                } else if !builtins::is_builtin(name)
+                    // A macro body may name the caller's locals; and a name tested by
+                    // the `#if` around an item is only used where it is defined.
+                    && it.kind != ItemKind::Macro
+                    && !it.cond_refs.iter().any(|c| c == name)
+                {
+                    let path = self.files[id.0].0;
+                    self.unresolved
+                        .entry(name.to_string())
+                        .or_insert_with(|| format!("{path}:{line}"));
+                }
+                continue;
+            }
+            for t in targets {
+                match self.state.get(&t) {
+                    Some(State::Done) => {}
+                    Some(State::InProgress) => {
+                        if matches!(self.item(t).kind, ItemKind::Function) {
+                            self.protos.entry(id).or_default().push(t);
+                        }
+                    }
+                    None => self.visit(t),
+                }
+            }
+        }
+        // Operator overloads for the types this item uses.
+        if it.kind != ItemKind::Macro {
+            let used: HashSet<&str> = own_refs.iter().map(|(n, _)| n.as_str()).collect();
+            for r in 0..self.files.len() {
+                let (_, reach, fi) = self.files[r];
+                if reach != Reach::Include {
+                    continue;
+                }
+                for &oi in &fi.operators {
+                    let oid = (r, oi);
+                    if self.state.contains_key(&oid) || !self.compatible(oid) {
+                        continue;
+                    }
+                    if self
+                        .item(oid)
+                        .operator_types
+                        .iter()
+                        .any(|t| used.contains(t.as_str()))
+                    {
+                        self.visit(oid);
+                    }
+                }
+            }
+        }
+        self.state.insert(id, State::Done);
+        if it.kind == ItemKind::Macro {
+            self.macros.push(id);
+        } else {
+            self.order.push(id);
+        }
+    }
+
+    /// The item's text inside the `#if` branches it needs.
+    fn wrapped(&self, id: ItemId, text: &str) -> String {
+        let conds: Vec<&CondBranch> = if id.0 == 0 {
+            let k = &self.kernel().cond;
+            self.item(id)
+                .cond
+                .iter()
+                .filter(|c| !k.iter().any(|kc| kc.frame == c.frame))
+                .collect()
+        } else {
+            self.item(id).cond.iter().collect()
+        };
+        if conds.is_empty() {
+            return format!("{}\n", text.trim_end());
+        }
+        let expr = conds
+            .iter()
+            .map(|c| c.expr.as_str())
+            .collect::<Vec<_>>()
+            .join(" && ");
+        format!("#if {expr}\n{}\n#endif\n", text.trim_end())
+    }
+
+    fn emit(mut self) -> (String, Pulled, Vec<Diagnostic>, bool) {
+        let mut out = String::new();
+        let mut pulled = Pulled::default();
+        let mut diags: Vec<Diagnostic> = Vec::new();
+        let own_path = self.files[0].0;
+
+        // Files that contributed, kernel's first.
+        let mut contributing: Vec<usize> = vec![0];
+        for id in self.macros.iter().chain(&self.order) {
+            if !contributing.contains(&id.0) {
+                contributing.push(id.0);
+            }
+        }
+        pulled.local_files = contributing[1..]
+            .iter()
+            .map(|&r| self.files[r].0.to_string())
+            .collect();
+
+        // System headers: keep those NVRTC ships, drop host ones.
+        let mut kept: Vec<String> = Vec::new();
+        let mut dropped: BTreeMap<String, String> = BTreeMap::new();
+        for &r in &contributing {
+            let (path, _, fi) = self.files[r];
+            for inc in fi.includes.iter().filter(|i| i.system) {
+                if resolve_include(self.scope, path, &inc.target).is_some() {
+                    continue;
+                }
+                if builtins::keep_system_header(&inc.target) {
+                    if !kept.contains(&inc.target) {
+                        kept.push(inc.target.clone());
+                    }
+                } else {
+                    dropped
+                        .entry(format!("<{}>", inc.target))
+                        .or_insert_with(|| format!("{path}:{}", inc.line));
+                }
+            }
+            for inc in fi.includes.iter().filter(|i| !i.system) {
+                if r == 0 && resolve_include(self.scope, path, &inc.target).is_none() {
+                    dropped
+                        .entry(format!("\"{}\"", inc.target))
+                        .or_insert_with(|| format!("{path}:{}", inc.line));
+                }
+            }
+        }
+        for h in &kept {
+            out.push_str(&format!("#include <{h}>\n"));
+            pulled.headers.push(format!("<{h}>"));
+        }
+        for (h, at) in &dropped {
+            diags.push(Diagnostic::new(
+                Level::Info,
+                "host_header_dropped",
+                format!(
+                    "{h} (included at {at}) is not available to device code under NVRTC; dropped"
+                ),
+            ));
+        }
+        // Shims for host-header names the unit uses, grouped by header.
+        self.shims.sort_by_key(|s| s.header);
+        let mut last_header = "";
+        for s in &self.shims {
+            if s.header != last_header {
+                out.push_str(&format!(
+                    "// from {} (NVRTC has no host headers)\n",
+                    s.header
+                ));
+                pulled.headers.push(s.header.to_string());
+                last_header = s.header;
+            }
+            out.push_str(s.definition);
+            out.push('\n');
+        }
+        if !kept.is_empty() || !self.shims.is_empty() {
+            out.push('\n');
+        }
+
+        // Macros in file order.
+        let mut macros = self.macros.clone();
+        macros.sort_by_key(|&(r, i)| (contributing.iter().position(|&c| c == r), i));
+        for &id in &macros {
+            let it = self.item(id);
+            out.push_str(&self.wrapped(id, &it.text));
+            if !pulled.macros.contains(&it.names[0]) {
+                pulled.macros.push(it.names[0].clone());
+            }
+        }
+        if !macros.is_empty() {
+            out.push('\n');
+        }
+
+        let mut texture = false;
+        let order = std::mem::take(&mut self.order);
+        for &id in &order {
+            let it = self.item(id);
+            let path = self.files[id.0].0;
+            for &p in self.protos.get(&id).into_iter().flatten() {
+                let pi = self.item(p);
+                if let Some(h) = pi.header_len {
+                    let proto = format!("{};", pi.text[..h].trim_end());
+                    out.push_str(&self.wrapped(p, &proto));
+                }
+            }
+            let is_kernel = id == (0, self.kernel_item);
+            let text = if is_kernel {
+                kernel_text(it)
+            } else if it.kind == ItemKind::Global {
+                const_global_text(&it.text)
+            } else {
+                it.text.clone()
+            };
+            out.push_str(&self.wrapped(id, &text));
+            out.push('\n');
+            let name = it.names[0].clone();
+            match it.kind {
+                ItemKind::Kernel if is_kernel => {}
+                ItemKind::Kernel | ItemKind::Function | ItemKind::Prototype => {
+                    if !pulled.helpers.contains(&name) {
+                        pulled.helpers.push(name.clone())
+                    }
+                }
+                ItemKind::Global => pulled.globals.extend(it.names.iter().cloned()),
+                ItemKind::Texture => {
+                    texture = true;
+                    pulled.globals.extend(it.names.iter().cloned());
+                    diags.push(
+                        Diagnostic::new(
+                            Level::Warning,
+                            "legacy_texture_reference",
+                            format!(
+                                "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12: the unit does not compile on CUDA 12+ until it is ported to cudaTextureObject_t",
+                                it.line
+                            ),
+                        )
+                        .at(it.line),
+                    );
+                }
+                ItemKind::Type => {
+                    if !pulled.types.contains(&name) {
+                        pulled.types.push(name.clone())
+                    }
+                }
+                ItemKind::Macro => {}
+            }
+            for (code, msg, l) in &it.notes {
+                diags.push(
+                    Diagnostic::new(
+                        Level::Warning,
+                        code,
+                        format!("{msg} (`{name}`, {path}:{l})"),
+                    )
+                    .at(*l),
+                );
+            }
+            if let Some(l) = it.error_line {
+                diags.push(
+                    Diagnostic::new(
+                        if is_kernel { Level::Warning } else { Level::Info },
+                        "parse_error_recovered",
+                        format!(
+                            "tree-sitter could not fully parse `{name}` ({path}:{l}); it was isolated from its text"
+                        ),
+                    )
+                    .at(l),
+                );
+            }
+        }
+        for &id in &macros {
+            let it = self.item(id);
+            if let Some(l) = it.error_line {
+                diags.push(Diagnostic::new(
+                    Level::Info,
+                    "parse_error_recovered",
+                    format!("macro `{}` ({}:{l})", it.names[0], self.files[id.0].0),
+                ));
+            }
+        }
+        for (name, at) in &self.unresolved {
+            let line = at.rsplit(':').next().and_then(|l| l.parse().ok());
+            let mut d = Diagnostic::new(
+                Level::Warning,
+                "unresolved_identifier",
+                format!("`{name}` (used at {at}) is declared nowhere in the scope and is not a CUDA builtin"),
+            );
+            if at.starts_with(&format!("{own_path}:")) {
+                d.line = line;
+            }
+            diags.push(d);
+        }
+        for (name, at) in &self.declaration_only {
+            diags.push(Diagnostic::new(
+                Level::Warning,
+                "declaration_only",
+                format!("only a declaration of `{name}` was found ({at}); its definition is not in the scope"),
+            ));
+        }
+        for (name, path) in &self.outside {
+            diags.push(Diagnostic::new(
+                Level::Info,
+                "resolved_outside_includes",
+                format!("`{name}` was taken from {path}, which no include connects to {own_path}"),
+            ));
+        }
+        let source = format!("{}\n", out.trim_end());
+        (source, pulled, diags, texture)
+    }
+}
+
+/// The kernel's own text, with `extern "C"` linkage unless it is a template.
+fn kernel_text(it: &Item) -> String {
+    if it.template {
+        return it.text.clone();
+    }
+    let mut text = it.text.trim_start().to_string();
+    if let Some(rest) = text.strip_prefix("extern") {
+        let r = rest.trim_start();
+        if let Some(r2) = r.strip_prefix("\"C\"") {
+            text = r2.trim_start().to_string();
+        }
+    }
+    // `extern "C" static` is ill-formed: drop `static` from the signature.
+    if let Some(h) = it.header_len {
+        let off = it.text.len() - text.len();
+        let hl = h.saturating_sub(off).min(text.len());
+        let header: Vec<&str> = text[..hl].split_inclusive(char::is_whitespace).collect();
+        let cleaned: String = header
+            .into_iter()
+            .filter(|w| w.trim() != "static")
+            .collect();
+        text = format!("{cleaned}{}", &text[hl..]);
+    }
+    format!("extern \"C\" {text}")
+}
+
+/// A namespace-scope `const` of arithmetic type (`const float k = 1.0 / other;`) is a
+/// host variable that nvcc folds into device code; under NVRTC's `-default-device` it
+/// would become a `__device__` variable needing dynamic initialization. `constexpr`
+/// keeps the original meaning: a compile-time constant.
+fn const_global_text(text: &str) -> String {
+    let m = lex::mask(text);
+    let ids = lex::idents(&m);
+    let words: Vec<&str> = ids.iter().map(|i| i.text).collect();
+    let Some(eq) = m.find('=') else {
+        return text.to_string();
+    };
+    let qualified = words.iter().any(|w| {
+        matches!(
+            *w,
+            "__device__" | "__constant__" | "__shared__" | "extern" | "constexpr" | "texture"
+        )
+    });
+    let first_const = ids
+        .iter()
+        .take_while(|i| i.offset < eq)
+        .position(|i| i.text == "const");
+    let leading = first_const.is_some_and(|p| ids[..p].iter().all(|i| i.text == "static"));
+    if qualified || !leading || m[..eq].contains(['*', '&', '<', '(']) {
+        return text.to_string();
+    }
+    let off = ids[first_const.expect("checked")].offset;
+    format!("{}constexpr{}", &text[..off], &text[off + "const".len()..])
+}
+
+fn features_of(source: &str, texture: bool, template_kernel: bool) -> Features {
+    let m = lex::mask(source);
+    let ids = lex::idents(&m);
+    let has = |f: &dyn Fn(&str) -> bool| ids.iter().any(|i| f(i.text));
+    let dynamic = ids.windows(2).any(|w| {
+        (w[0].text == "extern" && w[1].text == "__shared__")
+            || (w[0].text == "__shared__" && w[1].text == "extern")
+    });
+    Features {
+        shared_memory: has(&|t| t == "__shared__"),
+        dynamic_shared_memory: dynamic,
+        constant_memory: has(&|t| t == "__constant__"),
+        texture_references: texture,
+        atomics: has(&builtins::is_atomic),
+        templates: template_kernel || has(&|t| t == "template"),
+        warp_primitives: has(&builtins::is_warp_primitive),
+        vector_types: has(&|t| {
+            builtins::is_vector_type(t)
+                || t.strip_prefix("make_")
+                    .is_some_and(builtins::is_vector_type)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::{index_file, normalized_tokens, FileIndex};
+    use crate::gpu::nvrtc;
+
+    fn scope_of(files: &[(&str, &str)]) -> BTreeMap<String, FileIndex> {
+        files
+            .iter()
+            .map(|(p, t)| (p.to_string(), index_file(p, t)))
+            .collect()
+    }
+
+    fn unit(files: &[(&str, &str)], file: &str, kernel: &str) -> IsolatedKernel {
+        let map = scope_of(files);
+        isolate(&Scope { files: &map }, file, kernel).unwrap()
+    }
+
+    fn codes(u: &IsolatedKernel) -> Vec<&str> {
+        u.diagnostics.iter().map(|d| d.code.as_str()).collect()
+    }
+
+    /// Compile with NVRTC where it is installed (CI installs it); elsewhere skip.
+    fn compiles(u: &IsolatedKernel) -> Option<bool> {
+        nvrtc::load().ok()?;
+        let exprs: Vec<String> = Vec::new();
+        let c = nvrtc::compile(&nvrtc::CompileRequest {
+            source: &u.source,
+            name: "unit.cu",
+            arch: "sm_90",
+            name_expressions: &exprs,
+            cubin: false,
+            extra_options: &[],
+        })
+        .ok()?;
+        if !c.ok {
+            eprintln!("{}\n---\n{}", u.source, c.log);
+        }
+        Some(c.ok)
+    }
+
+    const HELPERS: &str = r#"
+#include <stdio.h>
+#include <cuda_runtime.h>
+__device__ float leaf(float x) { return x * 2.0f; }
+__device__ float mid(float x) { return leaf(x) + 1.0f; }
+__device__ float unused_helper(float x) { return x; }
+__host__ __device__ int twice(int a) { return 2 * a; }
+__device__ float over(float a) { return a; }
+__device__ float over(float a, float b) { return a + b; }
+__global__ void k(float *out, int n) {
+    int i = twice(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = mid(out[i]) + over(1.0f) + over(1.0f, 2.0f);
+}
+void host_helper() { printf("x"); }
+int main() {
+    float *d; cudaMalloc(&d, 4);
+    k<<<1, 32>>>(d, 32);
+    host_helper();
+    return 0;
+}
+"#;
+
+    #[test]
+    fn pulls_transitive_helpers_and_overloads_and_drops_host_code() {
+        let u = unit(&[("a/k.cu", HELPERS)], "a/k.cu", "k");
+        assert_eq!(u.pulled.helpers, vec!["twice", "leaf", "mid", "over"]);
+        assert!(!u.source.contains("unused_helper"));
+        assert!(!u.source.contains("main"));
+        assert!(!u.source.contains("cudaMalloc"));
+        assert!(!u.source.contains("host_helper"));
+        assert!(!u.source.contains("#include"));
+        assert_eq!(u.source.matches("__device__ float over(").count(), 2);
+        // Callees come before callers.
+        assert!(u.source.find("float leaf").unwrap() < u.source.find("float mid").unwrap());
+        assert!(u
+            .source
+            .contains("extern \"C\" __global__ void k(float *out, int n)"));
+        assert_eq!(u.symbol, "k");
+        assert_eq!(
+            u.params
+                .iter()
+                .map(|p| (p.name.as_str(), p.ty.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("out", "float *"), ("n", "int")]
+        );
+        let dropped: Vec<&str> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "host_header_dropped")
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        assert!(dropped[0].contains("<cuda_runtime.h>"));
+        assert!(dropped[1].contains("<stdio.h>"));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn unannotated_functions_a_kernel_calls_are_pulled_with_their_needs() {
+        // Plain functions are indexed by name only and analysed when first used.
+        let src = "#define SCALE 3\nfloat plain(float x) { return x * SCALE; }\nint main(int argc, char **argv) { return plain(1.0f); }\n__global__ void k(float *a) { a[0] = plain(a[0]); }\n";
+        let u = unit(&[("p.cu", src)], "p.cu", "k");
+        assert_eq!(u.pulled.helpers, vec!["plain"]);
+        assert_eq!(u.pulled.macros, vec!["SCALE"]);
+        assert!(!u.source.contains("main"));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn same_named_kernels_by_index_and_template_kernels() {
+        let src = r#"
+template <typename T, int B>
+__device__ T scale(T x) { return x * B; }
+template <typename T>
+__global__ void tk(T *a) { a[threadIdx.x] = scale<T, 2>(a[threadIdx.x]); }
+__global__ void dup(float *a) { a[0] = 1.0f; }
+__global__ void dup(int *a) { a[0] = 2; }
+"#;
+        let map = scope_of(&[("t.cu", src)]);
+        let scope = Scope { files: &map };
+        let fi = &map["t.cu"];
+        assert_eq!(
+            fi.kernels()
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["tk", "dup", "dup"]
+        );
+        let t = isolate(&scope, "t.cu", "tk").unwrap();
+        assert_eq!(t.template_params, vec!["typename T"]);
+        assert_eq!(t.symbol, "tk");
+        assert!(!t.source.contains("extern \"C\""));
+        assert!(t.features.templates);
+        assert_eq!(t.pulled.helpers, vec!["scale"]);
+        let first = isolate(&scope, "t.cu", "dup").unwrap();
+        assert!(first.source.contains("float *a"));
+        assert!(!first.source.contains("int *a"));
+        let second = isolate_at(&scope, "t.cu", 2).unwrap();
+        assert!(second.source.contains("int *a"));
+        assert!(!second.source.contains("float *a"));
+        assert!(matches!(
+            isolate_at(&scope, "t.cu", 3),
+            Err(CudaError::KernelIndexOutOfRange { count: 3, .. })
+        ));
+        let e = isolate(&scope, "t.cu", "nope").unwrap_err().to_string();
+        assert!(e.contains("tk, dup, dup"), "{e}");
+        assert!(matches!(
+            isolate(&scope, "x.cu", "tk"),
+            Err(CudaError::FileNotInScope { .. })
+        ));
+    }
+
+    #[test]
+    fn same_named_helpers_and_macros_in_different_files_do_not_collide() {
+        let a = "#define N 16\n#define bool char\n__device__ int f(int x) { return x + 1; }\n__global__ void ka(int *o) { bool b = 1; o[0] = f(N) + b; }\n";
+        let b = "#define N 32\n__device__ int f(int x) { return x - 1; }\n__global__ void kb(int *o) { o[0] = f(N); }\n";
+        let files = [("v/a.cu", a), ("v/b.cu", b)];
+        let ua = unit(&files, "v/a.cu", "ka");
+        let ub = unit(&files, "v/b.cu", "kb");
+        assert!(ua.source.contains("#define N 16") && !ua.source.contains("#define N 32"));
+        assert!(ua.source.contains("return x + 1;") && !ua.source.contains("return x - 1;"));
+        assert!(ua.source.contains("#define bool char"));
+        assert!(ub.source.contains("#define N 32") && !ub.source.contains("#define N 16"));
+        assert!(ub.source.contains("return x - 1;") && !ub.source.contains("return x + 1;"));
+        assert!(
+            !ub.source.contains("bool"),
+            "kb never uses bool:\n{}",
+            ub.source
+        );
+    }
+
+    #[test]
+    fn globals_shared_constant_and_features() {
+        let src = r#"
+#define TILE 16
+__constant__ float coeffs[TILE];
+__device__ int counter;
+__shared__ float file_scope_tile[TILE];
+extern __shared__ float dyn[];
+__device__ float unused_global;
+__global__ void k(float4 *v, int *flags) {
+    __shared__ float local[TILE];
+    local[threadIdx.x] = coeffs[threadIdx.x] + file_scope_tile[0] + dyn[0];
+    atomicAdd(&counter, 1);
+    int w = __shfl_down_sync(0xffffffff, flags[0], 1);
+    float4 x = make_float4(0, 0, 0, 0);
+    v[0] = x; flags[1] = w;
+}
+"#;
+        let u = unit(&[("g.cu", src)], "g.cu", "k");
+        assert_eq!(
+            u.pulled.globals,
+            vec!["coeffs", "file_scope_tile", "dyn", "counter"]
+        );
+        assert_eq!(u.pulled.macros, vec!["TILE"]);
+        assert!(!u.source.contains("unused_global"));
+        let f = u.features;
+        assert!(f.shared_memory && f.dynamic_shared_memory && f.constant_memory);
+        assert!(f.atomics && f.warp_primitives && f.vector_types);
+        assert!(!f.templates && !f.texture_references);
+        assert!(compiles(&u).unwrap_or(true));
+        let plain = unit(
+            &[("p.cu", "__global__ void p(float *a) { a[0] = 1.0f; }")],
+            "p.cu",
+            "p",
+        );
+        assert_eq!(plain.features, Features::default());
+    }
+
+    #[test]
+    fn macros_from_local_headers_with_their_if_blocks_and_types() {
+        let header = r#"
+#ifndef PARAMS_H
+#define PARAMS_H
+#define WIDTH 64
+#define IDX(r, c) ((r) * WIDTH + (c))
+#ifdef USE_DOUBLE
+typedef double real;
+#else
+typedef float real;
+#endif
+typedef struct { real x, y; } point;
+enum mode { MODE_A, MODE_B };
+#define UNUSED_MACRO 1
+#endif
+"#;
+        let kernel = r#"
+#include "../common/params.h"
+__global__ void k(point *p, real *out, int m) {
+    int i = IDX(threadIdx.y, threadIdx.x);
+    out[i] = (m == MODE_B) ? p[i].x : p[i].y;
+}
+"#;
+        let u = unit(
+            &[("s/common/params.h", header), ("s/v/k.cu", kernel)],
+            "s/v/k.cu",
+            "k",
+        );
+        assert_eq!(u.pulled.macros, vec!["WIDTH", "IDX"]);
+        for t in ["point", "real", "mode"] {
+            assert!(
+                u.pulled.types.contains(&t.to_string()),
+                "{t}: {:?}",
+                u.pulled.types
+            );
+        }
+        assert_eq!(u.pulled.local_files, vec!["s/common/params.h"]);
+        assert!(!u.source.contains("UNUSED_MACRO"));
+        // The include guard is not carried; the #ifdef around the typedef is.
+        assert!(!u.source.contains("PARAMS_H"));
+        assert!(u
+            .source
+            .contains("#if (defined(USE_DOUBLE))\ntypedef double real;\n#endif"));
+        assert!(u
+            .source
+            .contains("#if !(defined(USE_DOUBLE))\ntypedef float real;\n#endif"));
+        // Types come before their users.
+        assert!(u.source.find("typedef float real").unwrap() < u.source.find("} point;").unwrap());
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn kernel_inside_if_branch_keeps_its_branch_helpers() {
+        let src = r#"
+#ifdef FAST
+__device__ float h(float x) { return x * 2.0f; }
+__global__ void k(float *a) { a[0] = h(a[0]); }
+#else
+__device__ float h(float x) { return x + 2.0f; }
+__global__ void k(float *a) { a[0] = h(a[0]); }
+#endif
+"#;
+        let map = scope_of(&[("b.cu", src)]);
+        let scope = Scope { files: &map };
+        let u0 = isolate_at(&scope, "b.cu", 0).unwrap();
+        assert!(u0.source.contains("x * 2.0f") && !u0.source.contains("x + 2.0f"));
+        assert!(!u0.source.contains("#if"), "{}", u0.source);
+        let u1 = isolate_at(&scope, "b.cu", 1).unwrap();
+        assert!(u1.source.contains("x + 2.0f") && !u1.source.contains("x * 2.0f"));
+    }
+
+    #[test]
+    fn declarations_from_the_host_file_that_includes_the_kernel_file() {
+        let main = r#"
+#include <stdio.h>
+#define BLOCK 128
+typedef unsigned int uint_t;
+__constant__ float weights[4] = {1, 2, 3, 4};
+#include "kernel.cu"
+int main() {
+    int blocks = (1000 + BLOCK - 1) / BLOCK;
+    dim3 grid(blocks, 1);
+    k<<<grid, BLOCK, BLOCK * sizeof(float)>>>(0, 1000);
+    return 0;
+}
+"#;
+        let kernel = "__global__ void k(uint_t *o, int n) { if (threadIdx.x < BLOCK) o[0] = weights[0] * n; }\n";
+        let files = [("b/main.cu", main), ("b/kernel.cu", kernel)];
+        let u = unit(&files, "b/kernel.cu", "k");
+        assert_eq!(u.pulled.macros, vec!["BLOCK"]);
+        assert_eq!(u.pulled.types, vec!["uint_t"]);
+        assert_eq!(u.pulled.globals, vec!["weights"]);
+        assert_eq!(u.pulled.local_files, vec!["b/main.cu"]);
+        assert!(
+            !codes(&u).contains(&"unresolved_identifier"),
+            "{:?}",
+            u.diagnostics
+        );
+        assert!(compiles(&u).unwrap_or(true));
+
+        let map = scope_of(&files);
+        let sites = map["b/main.cu"].launch_sites();
+        assert_eq!(sites.len(), 1);
+        let s = &sites[0];
+        assert_eq!(
+            (s.kernel.as_str(), s.grid.as_str(), s.block.as_str()),
+            ("k", "grid", "BLOCK")
+        );
+        assert_eq!(s.shared_mem.as_deref(), Some("BLOCK * sizeof(float)"));
+        assert_eq!(s.args, vec!["0", "1000"]);
+        assert_eq!(s.line, 10);
+        assert_eq!(s.path, "b/main.cu");
+        assert_eq!(s.definitions["grid"], "dim3 grid(blocks, 1)");
+        assert_eq!(
+            s.definitions["blocks"],
+            "int blocks = (1000 + BLOCK - 1) / BLOCK"
+        );
+        assert_eq!(s.definitions["BLOCK"], "#define BLOCK 128");
+    }
+
+    #[test]
+    fn templated_launches_and_streams() {
+        let src =
+            "void run(float *d, cudaStream_t s) {\n  kt<float, 4><<<dim3(8), 64, 0, s>>>(d);\n}\n";
+        let map = scope_of(&[("h.cu", src)]);
+        let s = &map["h.cu"].launch_sites()[0];
+        assert_eq!(s.kernel, "kt");
+        assert_eq!(s.template_args.as_deref(), Some("<float, 4>"));
+        assert_eq!(s.stream.as_deref(), Some("s"));
+        assert_eq!(s.grid, "dim3(8)");
+    }
+
+    #[test]
+    fn legacy_textures_kept_when_read_and_dropped_otherwise() {
+        let src = r#"
+texture<float, 1, cudaReadModeElementType> tex_in;
+texture<float, 1, cudaReadModeElementType> tex_unused;
+__global__ void reads(float *o) { o[0] = tex1Dfetch(tex_in, threadIdx.x); }
+__global__ void plain(float *o) { o[0] = 1.0f; }
+"#;
+        let map = scope_of(&[("t.cu", src)]);
+        let scope = Scope { files: &map };
+        let r = isolate(&scope, "t.cu", "reads").unwrap();
+        assert!(r.source.contains("tex_in") && !r.source.contains("tex_unused"));
+        assert!(r.features.texture_references);
+        let d = r
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "legacy_texture_reference")
+            .unwrap();
+        assert_eq!(d.line, Some(2));
+        assert!(d.message.contains("tex_in"));
+        let p = isolate(&scope, "t.cu", "plain").unwrap();
+        assert!(!p.source.contains("texture"));
+        assert!(!p.features.texture_references);
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    }
+
+    #[test]
+    fn recovers_kernels_next_to_unparsable_code() {
+        let src = r#"
+#define DECLARE_BUF(n) float n[4]
+DECLARE_BUF(junk) CUDA_MAGIC
+__global__ void k(float *a,
+#ifdef WITH_B
+    float *b,
+#endif
+    int n) {
+    a[0] = n;
+}
+__global__ void k2(float *a) { a[0] = 1.0f KERNEL_END }
+"#;
+        let map = scope_of(&[("e.cu", src)]);
+        let fi = &map["e.cu"];
+        assert_eq!(
+            fi.kernels()
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["k", "k2"]
+        );
+        let scope = Scope { files: &map };
+        let k = isolate(&scope, "e.cu", "k").unwrap();
+        assert!(k.source.contains("#ifdef WITH_B"));
+        assert!(k.source.contains("a[0] = n;"));
+        let d = k
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "parse_error_recovered")
+            .unwrap();
+        assert!((4..=9).contains(&d.line.unwrap()), "{d:?}");
+        let k2 = isolate(&scope, "e.cu", "k2").unwrap();
+        let d = k2
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "parse_error_recovered")
+            .unwrap();
+        assert_eq!(d.line, Some(11));
+        let u = k2
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "unresolved_identifier")
+            .unwrap();
+        assert!(u.message.contains("KERNEL_END"));
+        assert_eq!(u.line, Some(11));
+    }
+
+    #[test]
+    fn shims_host_header_constants_and_keeps_nvrtc_headers() {
+        let src = "#include <float.h>\n#include <cuda_fp16.h>\n#include <stdint.h>\n__global__ void k(float *a, uint32_t n) { a[0] = FLT_MAX + M_PI; }\n";
+        let u = unit(&[("s.cu", src)], "s.cu", "k");
+        assert!(u.source.starts_with("#include <cuda_fp16.h>\n"));
+        assert!(u.source.contains("#define FLT_MAX"));
+        assert!(u.source.contains("#define M_PI"));
+        assert!(u.source.contains("typedef unsigned int uint32_t;"));
+        assert!(!u.source.contains("FLT_MIN"));
+        assert_eq!(
+            u.pulled.headers,
+            vec!["<cuda_fp16.h>", "<float.h>", "<math.h>", "<stdint.h>"]
+        );
+        assert!(!codes(&u).contains(&"unresolved_identifier"));
+    }
+
+    #[test]
+    fn operator_overloads_follow_the_types_they_take() {
+        let src = r#"
+inline __device__ float2 operator+(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+inline __device__ int3 operator+(int3 a, int3 b) { return make_int3(a.x + b.x, a.y + b.y, a.z + b.z); }
+__global__ void k(float2 *v) { v[0] = v[0] + v[1]; }
+"#;
+        let u = unit(&[("o.cu", src)], "o.cu", "k");
+        assert!(u.source.contains("float2 operator+"));
+        assert!(!u.source.contains("int3 operator+"));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn host_constants_become_constexpr_and_c_compound_literals_are_flagged() {
+        let src = r#"
+const float scale = 1.5f;
+const float inv = 1.0 / scale;
+struct P { float x, y; };
+__global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
+"#;
+        let u = unit(&[("c.cu", src)], "c.cu", "k");
+        assert!(u.source.contains("constexpr float scale = 1.5f;"));
+        assert!(u.source.contains("constexpr float inv = 1.0 / scale;"));
+        let d = u
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "c_compound_literal")
+            .unwrap();
+        assert_eq!(d.line, Some(5));
+    }
+
+    #[test]
+    fn unresolved_names_are_reported_once_with_their_line() {
+        let src = "__global__ void k(float *a) {\n  a[0] = mystery(a[1]);\n  a[2] = mystery(a[3]) + threadIdx.x + sqrtf(2.0f);\n}\n";
+        let u = unit(&[("u.cu", src)], "u.cu", "k");
+        let un: Vec<_> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "unresolved_identifier")
+            .collect();
+        assert_eq!(un.len(), 1, "{un:?}");
+        assert!(un[0].message.contains("`mystery`"));
+        assert_eq!(un[0].line, Some(2));
+    }
+
+    #[test]
+    fn identical_kernels_normalize_to_the_same_tokens() {
+        let a = "__global__ void k(float *a) { a[0] = 1.0f; } // naive";
+        let b = "__global__ void k(float *a)\n{\n    /* same */ a[0]=1.0f;\n}";
+        assert_eq!(normalized_tokens(a), normalized_tokens(b));
+        assert_ne!(
+            normalized_tokens(a),
+            normalized_tokens("__global__ void k(float *a) { a[0] = 2.0f; }")
+        );
+    }
+
+    #[test]
+    fn file_index_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<FileIndex>();
+        check::<IsolatedKernel>();
+    }
+
+    /// Broken input never panics and never loses a kernel whose own text is whole.
+    #[test]
+    fn index_survives_garbage() {
+        let cases = [
+            "",
+            "}}}}{{{{",
+            "/* unterminated comment __global__ void k() {}",
+            "\"unterminated string\n__global__ void k(int *a) { a[0] = 1; }\n",
+            "#if 1\n#else\n#endif\n#endif\n#else\n__global__ void k(int *a) {}\n",
+            "__global__ void k(int *a) { if (a) { a[0] = 1; }\n",
+            "template <typename T __global__ void k(T *a) {}",
+            "#define X(a, b) a ## b\n#define\n#include\n#include <\n__global__ void k(int *a) { a[0] = X(1, 2); }",
+            "\u{feff}__global__ void k(int *a) { a[0] = '\\''; }",
+            "extern \"C\" { namespace { __global__ void k(int *a) {} } }",
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            let map = scope_of(&[("g.cu", c)]);
+            let scope = Scope { files: &map };
+            for k in 0..map["g.cu"].kernels().len() {
+                let u = isolate_at(&scope, "g.cu", k).unwrap();
+                assert!(u.source.contains("void k"), "case {i}: {}", u.source);
+            }
+            if c.contains("__global__ void k(int *a) {") && !c.starts_with("/*") {
+                assert!(
+                    !map["g.cu"].kernels().is_empty(),
+                    "case {i} lost its kernel"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn resolves_includes_relative_then_by_scope_folder() {
+        let map = scope_of(&[("x/inc/a.h", ""), ("x/src/k.cu", ""), ("y/b.h", "")]);
+        let s = Scope { files: &map };
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "../inc/a.h").as_deref(),
+            Some("x/inc/a.h")
+        );
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "a.h").as_deref(),
+            Some("x/inc/a.h")
+        );
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "b.h").as_deref(),
+            Some("y/b.h")
+        );
+        assert_eq!(resolve_include(&s, "x/src/k.cu", "zzz.h"), None);
+    }
+}
