@@ -462,7 +462,8 @@ pub fn build(
                     _ => None,
                 });
                 match no_gpu {
-                    Some(reason) => Verdict::Await(format!("no GPU ({reason})")),
+                    Some(reason) if reason.to_lowercase().contains("gpu") => Verdict::Await(reason),
+                    Some(reason) => Verdict::Await(format!("no GPU: {reason}")),
                     None => Verdict::Final,
                 }
             },
