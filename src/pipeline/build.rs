@@ -825,7 +825,8 @@ mod tests {
         assert_eq!(row("verify").awaiting, 2, "{}", r.table());
         assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 1);
         assert!(
-            r.table().contains("verify: 2 pairs waiting: no GPU: no CUDA driver"),
+            r.table()
+                .contains("verify: 2 pairs waiting: no GPU: no CUDA driver"),
             "{}",
             r.table()
         );
