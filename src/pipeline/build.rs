@@ -462,7 +462,8 @@ pub fn build(
                     _ => None,
                 });
                 match no_gpu {
-                    Some(reason) => Verdict::Await(format!("no GPU ({reason})")),
+                    Some(reason) if reason.to_lowercase().contains("gpu") => Verdict::Await(reason),
+                    Some(reason) => Verdict::Await(format!("no GPU: {reason}")),
                     None => Verdict::Final,
                 }
             },
@@ -824,7 +825,8 @@ mod tests {
         assert_eq!(row("verify").awaiting, 2, "{}", r.table());
         assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 1);
         assert!(
-            r.table().contains("no GPU (no CUDA driver)"),
+            r.table()
+                .contains("verify: 2 pairs waiting: no GPU: no CUDA driver"),
             "{}",
             r.table()
         );

@@ -48,14 +48,28 @@ impl Stages for Library {
                 message: e.to_string(),
             });
         }
-        let _ = s;
-        // TODO(integrator): one line, once the suite module lands on main:
-        //   crate::suite::extract(&suite.path, kind, suite.extractor.as_deref(), &s.arch, s.compile)
-        //       .map_err(|e| StageError::Failed { stage: "extract", message: e.to_string() })
-        Err(StageError::NotWired {
+        let kind = match suite.kind {
+            SuiteKind::Auto => "auto",
+            SuiteKind::Parboil => "parboil",
+            SuiteKind::Rodinia => "rodinia",
+            SuiteKind::Generic => "generic",
+            SuiteKind::Records => unreachable!("handled above"),
+        };
+        let ex = crate::suite::extract_suite(
+            &suite.path,
+            kind,
+            suite.extractor.as_deref(),
+            &s.arch,
+            s.compile,
+        )
+        .map_err(|e| StageError::Failed {
             stage: "extract",
-            what: format!("extraction of `{:?}` suites", suite.kind).to_lowercase(),
-        })
+            message: e.to_string(),
+        })?;
+        for w in &ex.warnings {
+            eprintln!("extract: {w}");
+        }
+        Ok(ex.records())
     }
 
     fn synth(
