@@ -81,6 +81,16 @@ where
         path: path.to_path_buf(),
         source,
     };
+    // A device or pipe (`-o /dev/null`, `-o /dev/stdout`, a FIFO) is written in place:
+    // renaming a temp file over it would replace the device node with a regular file.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let result = (|| {
+            let mut w = BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+            fill(&mut w)?;
+            w.flush()
+        })();
+        return result.map_err(io);
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
@@ -111,6 +121,33 @@ fn tmp_path(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use crate::record::Skipped;
+
+    /// Regression: `-o /dev/null` once renamed a temp file over the device node.
+    /// Checked on a FIFO in a temp dir, so a regression cannot break the machine.
+    #[cfg(unix)]
+    #[test]
+    fn writing_to_a_pipe_keeps_the_pipe() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            return; // no mkfifo here
+        }
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        let recs = vec![Record::Skipped(Skipped {
+            path: "a.cu".into(),
+            reason: "binary".into(),
+            message: "NUL byte".into(),
+        })];
+        write_records(&fifo, &recs).unwrap();
+        let got = reader.join().unwrap();
+        assert!(got.contains(r#""type":"skipped""#), "{got}");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
 
     #[test]
     fn round_trip_and_errors_name_the_line() {

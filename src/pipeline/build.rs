@@ -286,6 +286,7 @@ pub fn build(
         path: out.clone(),
         source,
     })?;
+    remove_stale_temp_files(&out);
     let mut journal = Journal::load(&out);
     let mut rows = Vec::new();
     let version = env!("CARGO_PKG_VERSION");
@@ -428,6 +429,14 @@ pub fn build(
         rows.push(reused_row("verify", step));
         jsonl::read_records(&out.join(VERIFIED))?
     } else {
+        // Harnesses are also looked for in each suite (`benchmarks/<app>/harness.toml`).
+        let mut verify_run = cfg.verify.clone();
+        for s in &cfg.suites {
+            if s.path.is_dir() {
+                verify_run.harness_dirs.push(s.path.clone());
+            }
+        }
+        let compile_cache = cfg.output.join("cache").join("compile");
         let c = run_chunked(
             "verify",
             synthesized,
@@ -442,7 +451,7 @@ pub fn build(
             &verify_settings_key,
             &cfg.output.join("cache").join("verify"),
             Ok(()),
-            |chunk| stages.verify(chunk, &cfg.verify),
+            |chunk| stages.verify(chunk, &verify_run, &compile_cache),
             |pairs| {
                 let no_gpu = pairs.iter().find_map(|r| match r {
                     Record::Pair(p) => p
@@ -453,7 +462,8 @@ pub fn build(
                     _ => None,
                 });
                 match no_gpu {
-                    Some(reason) => Verdict::Await(format!("no GPU ({reason})")),
+                    Some(reason) if reason.to_lowercase().contains("gpu") => Verdict::Await(reason),
+                    Some(reason) => Verdict::Await(format!("no GPU: {reason}")),
                     None => Verdict::Final,
                 }
             },
@@ -567,6 +577,24 @@ pub fn build(
         output: out,
         exit,
     })
+}
+
+/// A killed run can leave the temp file of an atomic write (`.<name>.tmp.<pid>`) behind;
+/// it never replaced anything, so it is only clutter.
+fn remove_stale_temp_files(dir: &Path) {
+    for e in walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        let name = e.file_name().to_string_lossy();
+        let stale = name.starts_with('.')
+            && name
+                .rsplit_once(".tmp.")
+                .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        if stale && e.file_type().is_file() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 fn reused_row(stage: &'static str, step: &Step) -> StepRow {
@@ -696,6 +724,7 @@ mod tests {
             &self,
             pairs: Vec<Record>,
             _: &VerifySettings,
+            _: &Path,
         ) -> Result<Vec<Record>, StageError> {
             let n = self.verify_calls.fetch_add(1, Ordering::SeqCst) + 1;
             if self.fail_verify_at == Some(n) {
@@ -796,7 +825,8 @@ mod tests {
         assert_eq!(row("verify").awaiting, 2, "{}", r.table());
         assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 1);
         assert!(
-            r.table().contains("no GPU (no CUDA driver)"),
+            r.table()
+                .contains("verify: 2 pairs waiting: no GPU: no CUDA driver"),
             "{}",
             r.table()
         );
@@ -850,6 +880,20 @@ mod tests {
         let r = build(&config(b.path(), true), None, &idle).unwrap();
         assert!(r.rows.iter().all(|x| x.state == "reused"), "{}", r.table());
         same_files(a.path(), b.path());
+    }
+
+    #[test]
+    fn stale_temp_files_of_a_killed_write_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dataset/chat")).unwrap();
+        for f in [".verified.jsonl.tmp.123", "dataset/chat/.train.jsonl.tmp.9"] {
+            std::fs::write(dir.path().join(f), "half").unwrap();
+        }
+        std::fs::write(dir.path().join("keep.tmp.1"), "mine").unwrap();
+        build(&config(dir.path(), false), None, &Fake::new(false, None)).unwrap();
+        assert!(!dir.path().join(".verified.jsonl.tmp.123").exists());
+        assert!(!dir.path().join("dataset/chat/.train.jsonl.tmp.9").exists());
+        assert!(dir.path().join("keep.tmp.1").exists());
     }
 
     #[test]

@@ -1,20 +1,95 @@
 //! Compile check: every unit compiled alone with NVRTC (no GPU needed), in parallel.
 
 use crate::gpu::nvrtc::{self, CompileRequest, NvrtcError};
-use crate::record::{CompileCheck, Diagnostic, KernelUnit, Level};
+use crate::record::{content_id, CompileCheck, Diagnostic, KernelUnit, Level};
 use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-/// Compile every unit for `arch`, recording the result on the unit. `Err` only when
+/// Where compile-check results are kept between runs, keyed by content hash.
+#[derive(Debug, Clone)]
+pub struct CheckCache {
+    dir: Option<PathBuf>,
+}
+
+impl CheckCache {
+    /// No disk cache: every run compiles.
+    pub fn none() -> Self {
+        CheckCache { dir: None }
+    }
+
+    pub fn at(dir: PathBuf) -> Self {
+        CheckCache { dir: Some(dir) }
+    }
+
+    /// `$KERNELPAIR_CACHE_DIR/compile-check`, else the XDG cache folder
+    /// (`~/.cache/kernelpair/compile-check`); none when no home is known.
+    pub fn default_location() -> Self {
+        let base = std::env::var_os("KERNELPAIR_CACHE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kernelpair"))
+            })
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kernelpair"))
+            });
+        CheckCache {
+            dir: base.map(|b| b.join("compile-check")),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<CompileCheck> {
+        let dir = self.dir.as_ref()?;
+        let text = std::fs::read_to_string(dir.join(format!("{key}.json"))).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Best effort: a cache that cannot be written only costs a compile next time.
+    fn put(&self, key: &str, check: &CompileCheck) {
+        let Some(dir) = &self.dir else { return };
+        let _ = crate::jsonl::write_atomic(&dir.join(format!("{key}.json")), |w| {
+            serde_json::to_writer(w, check).map_err(std::io::Error::other)
+        });
+    }
+}
+
+/// Compile every unit for `arch`, recording the result on the unit. Units with the same
+/// source (identical pairs) compile once; results found in `cache` are not compiled
+/// again (their `millis` is that of the compile that produced them). `Err` only when
 /// NVRTC itself is unavailable (then no unit is touched).
 pub fn compile_units(
     units: &mut [KernelUnit],
     arch: &str,
+    cache: &CheckCache,
     tick: &(dyn Fn() + Sync),
 ) -> Result<(), NvrtcError> {
     let info = nvrtc::load()?;
     let version = info.version_string();
-    units.par_iter_mut().for_each(|u| {
-        let check = compile_one(u, arch, &version);
+    let keys: Vec<String> = units.iter().map(|u| check_key(u, arch, &version)).collect();
+    let mut unique: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        unique.entry(k.as_str()).or_insert(i);
+    }
+    let done: BTreeMap<&str, CompileCheck> = unique
+        .into_par_iter()
+        .map(|(key, i)| {
+            let check = cache.get(key).unwrap_or_else(|| {
+                let c = compile_one(&units[i], arch, &version);
+                cache.put(key, &c);
+                c
+            });
+            (key, check)
+        })
+        .collect();
+    for (u, key) in units.iter_mut().zip(&keys) {
+        let check = done[key.as_str()].clone();
+        if check.ok && !u.template_params.is_empty() {
+            u.diagnostics.push(Diagnostic::new(
+                Level::Info,
+                "template_not_instantiated",
+                "template kernel checked without instantiation: its arguments come from the harness",
+            ));
+        }
         if !check.ok {
             let first = first_error(&check.log);
             u.diagnostics.push(Diagnostic::new(
@@ -25,20 +100,40 @@ pub fn compile_units(
         }
         u.compile = Some(check);
         tick();
-    });
+    }
     Ok(())
+}
+
+/// Everything the result of a check depends on.
+fn check_key(u: &KernelUnit, arch: &str, nvrtc_version: &str) -> String {
+    let resolve = if u.template_params.is_empty() {
+        "resolve"
+    } else {
+        "template"
+    };
+    content_id(&[
+        "compile-check-v1",
+        &u.source,
+        &u.kernel,
+        &u.symbol,
+        resolve,
+        arch,
+        nvrtc_version,
+    ])
 }
 
 fn compile_one(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
     let name = format!("{}.cu", u.kernel);
-    // Asking for the kernel's lowered name instantiates templates and proves the
-    // symbol the GPU stage will look up exists.
+    // Asking for the kernel's lowered name proves the symbol the GPU stage will look up
+    // exists. A template's symbol is its bare name (the harness supplies `<…>`), which
+    // names nothing until instantiated, so templates compile without one.
     let exprs = [u.symbol.clone()];
+    let resolve = !u.symbol.is_empty() && u.template_params.is_empty();
     let req = CompileRequest {
         source: &u.source,
         name: &name,
         arch,
-        name_expressions: if u.symbol.is_empty() { &[] } else { &exprs },
+        name_expressions: if resolve { &exprs } else { &[] },
         cubin: false,
         extra_options: &[],
     };
@@ -123,13 +218,15 @@ mod tests {
                 "k",
             ),
             unit("__global__ void k(float *x) { nope(x); }", "k"),
-            unit(
-                "template <int B> __global__ void k(float *x) { x[B] = 1; }",
-                "k<4>",
-            ),
+            {
+                let src = "template <int B> __global__ void k(float *x) { x[B] = 1; }";
+                let mut t = unit(src, "k");
+                t.template_params = vec!["int B".into()];
+                t
+            },
             unit("__global__ void k(float *x) { x[0] = 1; }", "other"),
         ];
-        match compile_units(&mut units, "sm_90", &|| {}) {
+        match compile_units(&mut units, "sm_90", &CheckCache::none(), &|| {}) {
             Err(NvrtcError::Missing) => assert!(units.iter().all(|u| u.compile.is_none())),
             Err(e) => panic!("{e}"),
             Ok(()) => {
@@ -141,7 +238,31 @@ mod tests {
                 assert!(units[1].diagnostics[0].message.contains("nope"));
                 assert!(units[3].compile.as_ref().unwrap().log.contains("other"));
                 assert_eq!(units[0].compile.as_ref().unwrap().arch, "sm_90");
+                assert_eq!(units[2].diagnostics[0].code, "template_not_instantiated");
             }
         }
+    }
+
+    /// Where NVRTC is installed: a second run reads every result from the cache (a
+    /// planted entry proves no compile happened), and equal sources compile once.
+    #[test]
+    fn cached_results_are_reused() {
+        if nvrtc::load().is_err() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CheckCache::at(dir.path().to_path_buf());
+        let src = "extern \"C\" __global__ void k(float *x) { x[0] = 2; }";
+        let mut units = vec![unit(src, "k"), unit(src, "k")];
+        compile_units(&mut units, "sm_90", &cache, &|| {}).unwrap();
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(files.len(), 1, "two equal units, one entry");
+        let mut planted: CompileCheck = units[0].compile.clone().unwrap();
+        assert!(planted.ok);
+        planted.log = "from the cache".into();
+        std::fs::write(files[0].path(), serde_json::to_string(&planted).unwrap()).unwrap();
+        let mut again = vec![unit(src, "k")];
+        compile_units(&mut again, "sm_90", &cache, &|| {}).unwrap();
+        assert_eq!(again[0].compile.as_ref().unwrap().log, "from the cache");
     }
 }

@@ -1,26 +1,479 @@
 //! Walking benchmark suites (extractor descriptions in extractors/), pairing naive and
 //! optimized kernels, provenance, and the `extract` command.
 //!
-//! The `extract` orchestration lands with the cuda isolation API (branch `cuda`); the
-//! parts below do not depend on it.
+//! The flow: [`walk::walk`] lists the tree → a [`SuiteDesc`] (given or detected) says
+//! which files matter and which scope (benchmark variant folder) each belongs to →
+//! files are read in parallel ([`walk::read_all`]) → [`units::isolate_all`] indexes and
+//! isolates every kernel with `crate::cuda` → [`compile::compile_units`] checks each
+//! unit with NVRTC → [`pairing::pair_benchmark`] pairs them → one JSONL file.
 
 pub mod compile;
 pub mod desc;
 mod error;
 pub mod pairing;
 pub mod provenance;
+pub mod summary;
+pub mod units;
 pub mod walk;
 
 pub use desc::SuiteDesc;
 pub use error::SuiteError;
 pub use walk::SourceFile;
 
+use crate::exit;
+use crate::record::{KernelUnit, Pair, Record, Skipped, Unpaired};
+use desc::ScopeKey;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Default `--max-file-size`: real suite sources are far smaller; larger files are
+/// generated data or vendored blobs.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Output: JSONL, one record per line ({\"version\":1,\"type\":…,\"data\":…}): every unit,
+every pair (slow + fast units; Rodinia/generic kernels get an empty slow slot), every
+unpaired kernel with the reason, and every skipped input with the reason. Sorted by
+path and line; the same tree gives the same file.
+
+Exit codes:
+  0  every file was extracted (an empty output for a tree without kernels is exit 3)
+  1  fatal: the suite folder does not exist, a bad --extractor file, output not writable
+  2  usage error
+  3  partial: some inputs were skipped (binary, not UTF-8, too large, unreadable,
+     symlink loop, isolation failure), the suite has no CUDA kernel files, or NVRTC
+     is missing so nothing was compile-checked (use --no-compile to skip the check)")]
 pub struct ExtractArgs {
     /// Root of the suite tree.
-    pub suite_dir: std::path::PathBuf,
+    pub suite_dir: PathBuf,
+    /// Suite layout: parboil, rodinia, generic, or auto (detect from the tree).
+    #[arg(long, default_value = "auto")]
+    pub suite: String,
+    /// A suite description TOML (see extractors/*.toml); overrides --suite.
+    #[arg(long, value_name = "FILE")]
+    pub extractor: Option<PathBuf>,
+    /// Output JSONL file (`-` for stdout).
+    #[arg(short, long, default_value = "units.jsonl")]
+    pub output: PathBuf,
+    /// GPU architecture for the NVRTC compile check.
+    #[arg(long, default_value = "sm_90")]
+    pub arch: String,
+    /// Skip the NVRTC compile check.
+    #[arg(long)]
+    pub no_compile: bool,
+    /// Files larger than this many bytes are skipped.
+    #[arg(long, default_value_t = DEFAULT_MAX_FILE_SIZE, value_name = "BYTES")]
+    pub max_file_size: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Folder of cached compile-check results (default: $KERNELPAIR_CACHE_DIR/compile-check
+    /// or ~/.cache/kernelpair/compile-check).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every unit again instead of reusing cached compile-check results.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
-pub fn run_extract(_args: ExtractArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("extract is not implemented yet (waits for the cuda isolation API)")
+/// The checked configuration of one extraction.
+#[derive(Debug, Clone)]
+pub struct ExtractConfig {
+    pub root: PathBuf,
+    /// `None`: detect from the tree.
+    pub desc: Option<SuiteDesc>,
+    pub arch: String,
+    pub compile: bool,
+    pub max_file_size: u64,
+    pub jobs: Option<usize>,
+    pub cache: compile::CheckCache,
+    /// Show progress bars (stderr is a terminal).
+    pub progress: bool,
+}
+
+impl ExtractConfig {
+    /// Defaults for a suite root (`suite`: parboil, rodinia, generic or auto; an
+    /// `extractor` file overrides it): sm_90 compile check with the default cache,
+    /// 2 MiB file limit, all cores, no progress bars.
+    pub fn new(
+        root: &Path,
+        suite: &str,
+        extractor: Option<&Path>,
+    ) -> Result<ExtractConfig, SuiteError> {
+        if !root.exists() {
+            return Err(SuiteError::NoSuchDir(root.to_path_buf()));
+        }
+        if !root.is_dir() {
+            return Err(SuiteError::NotADir(root.to_path_buf()));
+        }
+        let desc = match (extractor, suite) {
+            (Some(p), _) => Some(SuiteDesc::load(p)?),
+            (None, "auto") => None,
+            (None, name) => Some(SuiteDesc::builtin(name)?),
+        };
+        Ok(ExtractConfig {
+            root: root.to_path_buf(),
+            desc,
+            arch: "sm_90".into(),
+            compile: true,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            jobs: None,
+            cache: compile::CheckCache::default_location(),
+            progress: false,
+        })
+    }
+
+    pub fn from_args(a: &ExtractArgs) -> Result<ExtractConfig, SuiteError> {
+        let mut c = ExtractConfig::new(&a.suite_dir, &a.suite, a.extractor.as_deref())?;
+        c.arch = a.arch.clone();
+        c.compile = !a.no_compile;
+        c.max_file_size = a.max_file_size;
+        c.jobs = a.jobs;
+        c.cache = match (&a.cache_dir, a.no_cache) {
+            (_, true) => compile::CheckCache::none(),
+            (Some(d), false) => compile::CheckCache::at(d.clone()),
+            (None, false) => compile::CheckCache::default_location(),
+        };
+        c.progress = std::io::stderr().is_terminal();
+        Ok(c)
+    }
+}
+
+/// One call for other stages (`build`): extract a suite with default limits.
+/// `records()` of the result is what `extract -o` writes; `exit_code()` says whether
+/// anything was skipped.
+pub fn extract_suite(
+    root: &Path,
+    suite: &str,
+    extractor: Option<&Path>,
+    arch: &str,
+    compile: bool,
+) -> Result<Extraction, SuiteError> {
+    let mut cfg = ExtractConfig::new(root, suite, extractor)?;
+    cfg.arch = arch.to_string();
+    cfg.compile = compile;
+    extract(&cfg)
+}
+
+/// Everything one extraction produced.
+#[derive(Debug, Default)]
+pub struct Extraction {
+    pub suite: String,
+    pub units: Vec<KernelUnit>,
+    pub pairs: Vec<Pair>,
+    pub unpaired: Vec<Unpaired>,
+    pub skipped: Vec<Skipped>,
+    /// Warnings for stderr besides the skipped inputs, one line each (missing NVRTC, …).
+    pub warnings: Vec<String>,
+    /// NVRTC was wanted but missing.
+    pub nvrtc_missing: bool,
+    /// The tree had no kernel files at all.
+    pub empty: bool,
+    /// Kernel files per scope, for the summary.
+    pub kernel_files: BTreeMap<ScopeKey, usize>,
+    /// Skipped inputs per benchmark, for the summary.
+    pub skipped_by_benchmark: BTreeMap<String, usize>,
+}
+
+impl Extraction {
+    /// Records in output order: units, pairs, unpaired, skipped, each sorted by path and line.
+    pub fn records(&self) -> Vec<Record> {
+        let mut out: Vec<Record> = Vec::new();
+        out.extend(
+            self.units
+                .iter()
+                .cloned()
+                .map(|u| Record::Unit(Box::new(u))),
+        );
+        out.extend(
+            self.pairs
+                .iter()
+                .cloned()
+                .map(|p| Record::Pair(Box::new(p))),
+        );
+        out.extend(self.unpaired.iter().cloned().map(Record::Unpaired));
+        out.extend(self.skipped.iter().cloned().map(Record::Skipped));
+        out
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        if self.skipped.is_empty() && !self.nvrtc_missing && !self.empty {
+            exit::OK
+        } else {
+            exit::PARTIAL
+        }
+    }
+}
+
+fn bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::default_bar()
+        .template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed}")
+        .expect("static template")
+        .progress_chars("=> ");
+    ProgressBar::new(len).with_style(style).with_message(what)
+}
+
+/// Run an extraction (the library entry point of `kernelpair extract`).
+pub fn extract(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
+    match cfg.jobs {
+        Some(n) if n > 0 => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
+            Ok(pool) => pool.install(|| extract_inner(cfg)),
+            Err(_) => extract_inner(cfg),
+        },
+        _ => extract_inner(cfg),
+    }
+}
+
+fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
+    let root = cfg.root.as_path();
+    let walked = walk::walk(root);
+    let mut ex = Extraction {
+        skipped: walked.skipped,
+        ..Default::default()
+    };
+    let desc = match &cfg.desc {
+        Some(d) => d.clone(),
+        None => match desc::detect(&walked.files) {
+            Ok(d) => d,
+            Err(SuiteError::NotDetected) => SuiteDesc::builtin("generic")?,
+            Err(e) => return Err(e),
+        },
+    };
+    ex.suite = desc.name.clone();
+
+    // Which files matter, and the scope each belongs to.
+    let mut wanted: Vec<(String, Option<ScopeKey>, bool, bool)> = Vec::new();
+    for f in &walked.files {
+        let Some(role) = desc.role(f) else { continue };
+        let scope = desc.scope_of(f);
+        let shared = desc.is_shared(f);
+        if scope.is_some() || shared {
+            wanted.push((f.clone(), scope, role.kernel, shared));
+        }
+    }
+    if !wanted.iter().any(|(_, s, k, _)| s.is_some() && *k) {
+        ex.empty = true;
+        ex.warnings.push(format!(
+            "no CUDA kernel files found under {} for suite `{}` ({}); the output is empty",
+            root.display(),
+            desc.name,
+            desc.origin
+        ));
+    }
+    let paths: Vec<String> = wanted.iter().map(|w| w.0.clone()).collect();
+    let read = walk::read_all(root, &paths, cfg.max_file_size);
+    let mut sources: Vec<SourceFile> = Vec::new();
+    let mut scopes: BTreeMap<ScopeKey, units::ScopeFiles> = BTreeMap::new();
+    let mut shared_idx: Vec<usize> = Vec::new();
+    for ((_, scope, kernel, shared), r) in wanted.into_iter().zip(read) {
+        let src = match r {
+            Ok(s) => s,
+            Err(skip) => {
+                ex.skipped.push(skip);
+                continue;
+            }
+        };
+        let i = sources.len();
+        sources.push(src);
+        if shared {
+            shared_idx.push(i);
+        }
+        if let Some(key) = scope {
+            let s = scopes
+                .entry(key.clone())
+                .or_insert_with(|| units::ScopeFiles {
+                    key,
+                    members: vec![],
+                    shared: vec![],
+                    kernel_member: vec![],
+                });
+            s.members.push(i);
+            s.kernel_member.push(kernel);
+        }
+    }
+    let mut scopes: Vec<units::ScopeFiles> = scopes.into_values().collect();
+    for s in &mut scopes {
+        let members: std::collections::BTreeSet<usize> = s.members.iter().copied().collect();
+        s.shared = shared_idx
+            .iter()
+            .copied()
+            .filter(|i| !members.contains(i))
+            .collect();
+    }
+
+    let licences = provenance::Licences::new(root);
+    let ctx = units::UnitContext {
+        suite: &desc.name,
+        commit: provenance::git_commit(root),
+        licences: &licences,
+    };
+    let pb = bar(cfg.progress, 0, "isolating");
+    let iso = units::isolate_all(&ctx, &sources, &scopes, &|n| pb.set_length(n), &|| {
+        pb.inc(1)
+    });
+    pb.finish_and_clear();
+    ex.units = iso.units;
+    ex.skipped.extend(iso.skipped);
+    ex.kernel_files = iso.kernel_files;
+
+    if cfg.compile {
+        let pb = bar(cfg.progress, ex.units.len() as u64, "compiling");
+        match compile::compile_units(&mut ex.units, &cfg.arch, &cfg.cache, &|| pb.inc(1)) {
+            Ok(()) => {}
+            Err(e) => {
+                ex.nvrtc_missing = true;
+                ex.warnings
+                    .push(format!("{e}; units are not compile-checked"));
+            }
+        }
+        pb.finish_and_clear();
+    }
+
+    let mut by_bench: BTreeMap<&str, Vec<&KernelUnit>> = BTreeMap::new();
+    for u in &ex.units {
+        by_bench.entry(u.benchmark.as_str()).or_default().push(u);
+    }
+    let mut pairs = Vec::new();
+    let mut unpaired = Vec::new();
+    for units in by_bench.values() {
+        let p = pairing::pair_benchmark(&desc, units, &units::same_code);
+        pairs.extend(p.pairs);
+        unpaired.extend(p.unpaired);
+    }
+    pairs.sort_by(|a, b| {
+        (&a.fast.path, a.fast.line, &a.fast.kernel).cmp(&(
+            &b.fast.path,
+            b.fast.line,
+            &b.fast.kernel,
+        ))
+    });
+    unpaired.sort_by(|a, b| (&a.path, &a.kernel).cmp(&(&b.path, &b.kernel)));
+    ex.pairs = pairs;
+    ex.unpaired = unpaired;
+    ex.skipped
+        .sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+    for s in &ex.skipped {
+        let bench = desc
+            .scope_of(&s.path)
+            .map(|k| k.benchmark)
+            .unwrap_or_else(|| "(outside benchmarks)".to_string());
+        *ex.skipped_by_benchmark.entry(bench).or_insert(0) += 1;
+    }
+    Ok(ex)
+}
+
+pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
+    let cfg = ExtractConfig::from_args(&args)?;
+    let ex = extract(&cfg)?;
+    for s in &ex.skipped {
+        eprintln!("warning: skipped {}: {} ({})", s.path, s.message, s.reason);
+    }
+    for w in &ex.warnings {
+        eprintln!("warning: {w}");
+    }
+    let records = ex.records();
+    if args.output == Path::new("-") {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        for r in &records {
+            serde_json::to_writer(&mut out, &crate::record::Line::new(r.clone()))?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+    } else {
+        crate::jsonl::write_records(&args.output, &records)?;
+    }
+    eprint!("{}", summary::table(&ex));
+    if args.output != Path::new("-") {
+        eprintln!(
+            "wrote {} records to {}",
+            records.len(),
+            args.output.display()
+        );
+    }
+    Ok(ex.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name)
+    }
+
+    #[test]
+    fn library_entry_point_on_the_parboil_fixture() {
+        let ex = extract_suite(&fixture("parboil"), "auto", None, "sm_90", false).unwrap();
+        assert_eq!(ex.suite, "parboil");
+        assert_eq!(
+            (ex.units.len(), ex.pairs.len(), ex.unpaired.len()),
+            (18, 9, 1)
+        );
+        assert_eq!(ex.pairs.iter().filter(|p| p.identical).count(), 2);
+        assert_eq!(ex.exit_code(), exit::OK);
+        // Output order: units, pairs, unpaired; each sorted by path and line.
+        let recs = ex.records();
+        let kinds: Vec<&str> = recs
+            .iter()
+            .map(|r| match r {
+                Record::Unit(_) => "unit",
+                Record::Pair(_) => "pair",
+                Record::Unpaired(_) => "unpaired",
+                Record::Skipped(_) => "skipped",
+            })
+            .collect();
+        let mut sorted = kinds.clone();
+        sorted.sort_by_key(|k| {
+            ["unit", "pair", "unpaired", "skipped"]
+                .iter()
+                .position(|x| x == k)
+        });
+        assert_eq!(kinds, sorted);
+        let paths: Vec<(&str, u32)> = ex.units.iter().map(|u| (u.path.as_str(), u.line)).collect();
+        let mut sorted_paths = paths.clone();
+        sorted_paths.sort();
+        assert_eq!(paths, sorted_paths);
+        // The summary counts per benchmark.
+        let rows = summary::rows(&ex);
+        let vecadd = rows["vecadd"];
+        assert_eq!(
+            (
+                vecadd.files,
+                vecadd.kernels,
+                vecadd.pairs,
+                vecadd.identical,
+                vecadd.unpaired
+            ),
+            (4, 5, 2, 1, 1)
+        );
+        let table = summary::table(&ex);
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("total") && l.contains(" 18 ")),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn config_errors_name_the_problem() {
+        let e = ExtractConfig::new(Path::new("/no/such/suite"), "auto", None).unwrap_err();
+        assert!(matches!(e, SuiteError::NoSuchDir(_)));
+        let file = fixture("LICENSE");
+        assert!(matches!(
+            ExtractConfig::new(&file, "auto", None).unwrap_err(),
+            SuiteError::NotADir(_)
+        ));
+        let e = ExtractConfig::new(&fixture("parboil"), "spec", None).unwrap_err();
+        assert!(e.to_string().contains("unknown suite `spec`"), "{e}");
+    }
 }

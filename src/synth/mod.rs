@@ -97,6 +97,35 @@ pub struct SynthArgs {
     pub rpm: Option<f64>,
 }
 
+impl SynthArgs {
+    /// The command's defaults for one input and output (what `build` starts from).
+    pub fn new(input: impl Into<PathBuf>, output: impl Into<PathBuf>) -> SynthArgs {
+        SynthArgs {
+            input: input.into(),
+            output: output.into(),
+            llm: None,
+            offline: false,
+            cache: PathBuf::from(".kernelpair/llm-cache"),
+            max_repairs: 2,
+            concurrency: None,
+            prompts: None,
+            describe: false,
+            min_difference: 0.05,
+            arch: "sm_90".into(),
+            journal: None,
+            report: None,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            timeout: None,
+            max_retries: None,
+            rpm: None,
+        }
+    }
+}
+
 /// The checked settings of a run.
 pub struct Config {
     pub input: PathBuf,
@@ -602,4 +631,33 @@ pub fn default_journal(output: &Path) -> PathBuf {
     let mut s = output.to_path_buf().into_os_string();
     s.push(".journal");
     PathBuf::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: SynthArgs,
+    }
+
+    #[test]
+    fn new_matches_the_command_line_defaults() {
+        let parsed = Wrap::parse_from(["x", "--in", "a.jsonl", "--out", "b.jsonl"]).a;
+        assert_eq!(
+            format!("{parsed:?}"),
+            format!("{:?}", SynthArgs::new("a.jsonl", "b.jsonl"))
+        );
+    }
+
+    #[test]
+    fn journal_defaults_beside_the_output() {
+        assert_eq!(
+            default_journal(Path::new("d/o.jsonl")),
+            Path::new("d/o.jsonl.journal")
+        );
+    }
 }

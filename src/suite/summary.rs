@@ -1,0 +1,95 @@
+//! The short table `extract` prints at the end: per benchmark, what was found.
+
+use super::Extraction;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub files: usize,
+    pub kernels: usize,
+    pub compiled_ok: usize,
+    pub pairs: usize,
+    pub identical: usize,
+    pub unpaired: usize,
+    pub skipped: usize,
+}
+
+/// Figures per benchmark (`""` is a generic tree's root).
+pub fn rows(ex: &Extraction) -> BTreeMap<String, Row> {
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    for (k, n) in &ex.kernel_files {
+        rows.entry(k.benchmark.clone()).or_default().files += n;
+    }
+    for u in &ex.units {
+        let r = rows.entry(u.benchmark.clone()).or_default();
+        r.kernels += 1;
+        r.compiled_ok += u.compile.as_ref().is_some_and(|c| c.ok) as usize;
+    }
+    for p in &ex.pairs {
+        let r = rows.entry(p.benchmark.clone()).or_default();
+        r.pairs += 1;
+        r.identical += p.identical as usize;
+    }
+    for u in &ex.unpaired {
+        rows.entry(u.benchmark.clone()).or_default().unpaired += 1;
+    }
+    for (b, n) in &ex.skipped_by_benchmark {
+        rows.entry(b.clone()).or_default().skipped += n;
+    }
+    rows
+}
+
+/// The table as text, with a total line.
+pub fn table(ex: &Extraction) -> String {
+    let rows = rows(ex);
+    let mut total = Row::default();
+    for r in rows.values() {
+        total.files += r.files;
+        total.kernels += r.kernels;
+        total.compiled_ok += r.compiled_ok;
+        total.pairs += r.pairs;
+        total.identical += r.identical;
+        total.unpaired += r.unpaired;
+        total.skipped += r.skipped;
+    }
+    let width = rows
+        .keys()
+        .map(|k| k.chars().count())
+        .chain([9, 5])
+        .max()
+        .unwrap_or(9);
+    let mut s = String::new();
+    let compiled = |r: &Row| {
+        if ex.units.iter().any(|u| u.compile.is_some()) {
+            r.compiled_ok.to_string()
+        } else {
+            "-".to_string()
+        }
+    };
+    let _ = writeln!(
+        s,
+        "{:<width$}  {:>5}  {:>7}  {:>8}  {:>5}  {:>9}  {:>8}  {:>7}",
+        "benchmark", "files", "kernels", "compiled", "pairs", "identical", "unpaired", "skipped"
+    );
+    let mut line = |name: &str, r: &Row| {
+        let _ = writeln!(
+            s,
+            "{:<width$}  {:>5}  {:>7}  {:>8}  {:>5}  {:>9}  {:>8}  {:>7}",
+            name,
+            r.files,
+            r.kernels,
+            compiled(r),
+            r.pairs,
+            r.identical,
+            r.unpaired,
+            r.skipped
+        );
+    };
+    for (name, r) in &rows {
+        line(if name.is_empty() { "(root)" } else { name }, r);
+    }
+    line("total", &total);
+    let _ = writeln!(s, "suite: {}", ex.suite);
+    s
+}

@@ -1,0 +1,168 @@
+//! From read files to kernel units: index every file of a scope once (in parallel),
+//! isolate each kernel within its scope, and attach launch sites and provenance.
+
+use super::desc::ScopeKey;
+use super::provenance::Licences;
+use super::walk::SourceFile;
+use crate::cuda::{self, FileIndex, Scope};
+use crate::record::{content_id, KernelUnit, LaunchSite, Provenance, Skipped};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// The files isolation may look at for one benchmark variant.
+#[derive(Debug, Clone)]
+pub struct ScopeFiles {
+    pub key: ScopeKey,
+    /// Indices (into the read sources) of the files inside the scope folder.
+    pub members: Vec<usize>,
+    /// Indices of shared context files visible to the scope.
+    pub shared: Vec<usize>,
+    /// Which members are kernel files (same order as `members`).
+    pub kernel_member: Vec<bool>,
+}
+
+/// What isolation produced.
+pub struct Isolated {
+    pub units: Vec<KernelUnit>,
+    pub skipped: Vec<Skipped>,
+    /// Number of kernel files per scope key (for the summary).
+    pub kernel_files: BTreeMap<ScopeKey, usize>,
+}
+
+/// Context shared by every unit of a run.
+pub struct UnitContext<'a> {
+    pub suite: &'a str,
+    pub commit: Option<String>,
+    pub licences: &'a Licences,
+}
+
+/// Index every file of every scope, then isolate every kernel of every kernel file.
+/// `tick` is called once per kernel (progress).
+pub fn isolate_all(
+    ctx: &UnitContext,
+    sources: &[SourceFile],
+    scopes: &[ScopeFiles],
+    total_kernels: &(dyn Fn(u64) + Sync),
+    tick: &(dyn Fn() + Sync),
+) -> Isolated {
+    // Parse every file once; a shared file's index is cloned into each scope using it.
+    let used: Vec<bool> = {
+        let mut u = vec![false; sources.len()];
+        for s in scopes {
+            for &i in s.members.iter().chain(&s.shared) {
+                u[i] = true;
+            }
+        }
+        u
+    };
+    let indexed: Vec<Option<FileIndex>> = sources
+        .par_iter()
+        .zip(used.par_iter())
+        .map(|(f, &used)| used.then(|| cuda::index_file(&f.path, &f.text)))
+        .collect();
+    let maps: Vec<BTreeMap<String, FileIndex>> = scopes
+        .par_iter()
+        .map(|s| {
+            s.members
+                .iter()
+                .chain(&s.shared)
+                .filter_map(|&i| indexed[i].as_ref())
+                .map(|idx| (idx.path().to_string(), idx.clone()))
+                .collect()
+        })
+        .collect();
+    // One task per kernel of a kernel file inside its own scope.
+    let mut kernel_tasks: Vec<(usize, usize, usize)> = Vec::new();
+    let mut kernel_files = BTreeMap::new();
+    for (si, s) in scopes.iter().enumerate() {
+        let mut n = 0;
+        for (&fi, _) in s.members.iter().zip(&s.kernel_member).filter(|(_, k)| **k) {
+            let path = &sources[fi].path;
+            let count = maps[si].get(path).map(|i| i.kernels().len()).unwrap_or(0);
+            n += 1;
+            kernel_tasks.extend((0..count).map(|k| (si, fi, k)));
+        }
+        *kernel_files.entry(s.key.clone()).or_insert(0) += n;
+    }
+    total_kernels(kernel_tasks.len() as u64);
+    let results: Vec<Result<KernelUnit, Skipped>> = kernel_tasks
+        .par_iter()
+        .map(|&(si, fi, k)| {
+            let r = make_unit(ctx, &scopes[si].key, &maps[si], &sources[fi], k);
+            tick();
+            r
+        })
+        .collect();
+    let mut units = Vec::new();
+    let mut skipped = Vec::new();
+    for r in results {
+        match r {
+            Ok(u) => units.push(u),
+            Err(s) => skipped.push(s),
+        }
+    }
+    units.sort_by(|a, b| (&a.path, a.line, &a.kernel).cmp(&(&b.path, b.line, &b.kernel)));
+    Isolated {
+        units,
+        skipped,
+        kernel_files,
+    }
+}
+
+fn make_unit(
+    ctx: &UnitContext,
+    key: &ScopeKey,
+    files: &BTreeMap<String, FileIndex>,
+    file: &SourceFile,
+    kernel_index: usize,
+) -> Result<KernelUnit, Skipped> {
+    let scope = Scope { files };
+    let iso = cuda::isolate_at(&scope, &file.path, kernel_index).map_err(|e| Skipped {
+        path: file.path.clone(),
+        reason: "isolation_failed".into(),
+        message: format!("kernel #{kernel_index}: {e}"),
+    })?;
+    let mut launch_sites: Vec<LaunchSite> = files
+        .values()
+        .flat_map(|f| f.launch_sites().iter())
+        .filter(|l| l.kernel == iso.kernel)
+        .cloned()
+        .collect();
+    launch_sites.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    let id = content_id(&[
+        ctx.suite,
+        &key.benchmark,
+        &key.variant,
+        &file.path,
+        &iso.kernel,
+        &iso.source,
+    ]);
+    Ok(KernelUnit {
+        id,
+        suite: ctx.suite.to_string(),
+        benchmark: key.benchmark.clone(),
+        variant: key.variant.clone(),
+        path: file.path.clone(),
+        line: iso.line,
+        kernel: iso.kernel,
+        params: iso.params,
+        template_params: iso.template_params,
+        source: iso.source,
+        symbol: iso.symbol,
+        pulled: iso.pulled,
+        features: iso.features,
+        launch_sites,
+        provenance: Provenance {
+            commit: ctx.commit.clone(),
+            licence: ctx.licences.for_file(&file.path, &file.text),
+        },
+        compile: None,
+        diagnostics: iso.diagnostics,
+    })
+}
+
+/// Whether two units are the same code: equal token streams after
+/// `cuda::normalized_tokens` (the `identical` mark of a pair).
+pub fn same_code(a: &KernelUnit, b: &KernelUnit) -> bool {
+    cuda::normalized_tokens(&a.source) == cuda::normalized_tokens(&b.source)
+}

@@ -1,0 +1,549 @@
+//! `kernelpair extract` on temporary copies of the fixture suites: what is found, how it
+//! pairs, where it came from, and how bad input is reported.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.unwrap();
+        let dst = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+/// A temporary copy of a fixture suite.
+struct Suite {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    out: PathBuf,
+}
+
+impl Suite {
+    fn copy(name: &str) -> Suite {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(name);
+        copy_tree(&fixture(name), &root);
+        let out = dir.path().join("out.jsonl");
+        Suite {
+            _dir: dir,
+            root,
+            out,
+        }
+    }
+
+    fn empty() -> Suite {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("empty");
+        std::fs::create_dir_all(&root).unwrap();
+        let out = dir.path().join("out.jsonl");
+        Suite {
+            _dir: dir,
+            root,
+            out,
+        }
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8]) {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    /// Run extract with extra flags; returns (exit code, stderr, records).
+    fn extract(&self, flags: &[&str]) -> (i32, String, Vec<Value>) {
+        let out = Command::cargo_bin("kernelpair")
+            .unwrap()
+            .arg("extract")
+            .arg(&self.root)
+            .arg("-o")
+            .arg(&self.out)
+            .args(flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let records = std::fs::read_to_string(&self.out)
+            .map(|t| {
+                t.lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (out.status.code().unwrap(), stderr, records)
+    }
+}
+
+fn of_type<'a>(records: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    records
+        .iter()
+        .filter(|r| r["type"] == ty)
+        .map(|r| &r["data"])
+        .collect()
+}
+
+/// `slow_variant:slow_kernel -> fast_variant:fast_kernel rule [identical]` per pair.
+fn pair_lines(records: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = of_type(records, "pair")
+        .iter()
+        .map(|p| {
+            let slow = if p["slow"].is_null() {
+                "-".to_string()
+            } else {
+                format!(
+                    "{}:{}",
+                    p["slow"]["variant"].as_str().unwrap(),
+                    p["slow"]["kernel"].as_str().unwrap()
+                )
+            };
+            format!(
+                "{} {} -> {}:{} {}{}",
+                p["benchmark"].as_str().unwrap(),
+                slow,
+                p["fast"]["variant"].as_str().unwrap(),
+                p["fast"]["kernel"].as_str().unwrap(),
+                p["rule"].as_str().unwrap(),
+                if p["identical"] == true {
+                    " identical"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn units_per_benchmark(records: &[Value]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for u in of_type(records, "unit") {
+        *m.entry(u["benchmark"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    m
+}
+
+#[test]
+fn parboil_fixture_units_pairs_and_unpaired() {
+    let s = Suite::copy("parboil");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        units_per_benchmark(&recs),
+        BTreeMap::from([
+            ("histo".to_string(), 6),
+            ("reduce".to_string(), 2),
+            ("sgemm".to_string(), 2),
+            ("stencil".to_string(), 3),
+            ("vecadd".to_string(), 5),
+        ])
+    );
+    assert_eq!(
+        pair_lines(&recs),
+        [
+            "histo cuda_base:histo_kernel -> cuda:histo_kernel name_and_params",
+            "histo cuda_base:histo_normalize -> cuda:histo_normalize name_and_params identical",
+            "histo cuda_base_tex:histo_float_kernel -> cuda_tex:histo_float_kernel name_and_params",
+            "reduce cuda_base:reduceSum -> cuda:reduceSum name_and_params",
+            "sgemm cuda_base:sgemm_naive -> cuda:sgemm_tiled renamed_sole_kernel",
+            "stencil cuda_base:stencil7 -> cuda:stencil7 name_and_params",
+            "stencil cuda_base:stencil7 -> cuda_fermi:stencil7 name_and_params",
+            "vecadd cuda_base:vecAdd -> cuda:vecAdd name_and_params",
+            "vecadd cuda_base:vecScale -> cuda:vecScale name_and_params identical",
+        ]
+    );
+    let unpaired = of_type(&recs, "unpaired");
+    assert_eq!(unpaired.len(), 1);
+    assert_eq!(unpaired[0]["kernel"], "vecCopyChecked");
+    assert_eq!(unpaired[0]["variant"], "cuda_base");
+    assert!(unpaired[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no kernel in cuda matches"));
+    assert!(of_type(&recs, "skipped").is_empty());
+    // OpenCL and CPU variants are ignored.
+    assert!(of_type(&recs, "unit")
+        .iter()
+        .all(|u| u["variant"].as_str().unwrap().starts_with("cuda")));
+    // Natural pairs carry both units; ids are content hashes.
+    for p in of_type(&recs, "pair") {
+        assert_eq!(p["origin"]["kind"], "natural");
+        assert_ne!(p["slow"]["id"], p["fast"]["id"]);
+    }
+    // The summary table names every benchmark and the totals.
+    for word in ["benchmark", "vecadd", "stencil", "total", "suite: parboil"] {
+        assert!(stderr.contains(word), "{word} missing from:\n{stderr}");
+    }
+}
+
+#[test]
+fn units_record_where_they_are_and_how_they_launch() {
+    let s = Suite::copy("parboil");
+    let (_, _, recs) = s.extract(&["--no-compile"]);
+    let unit = |variant: &str, kernel: &str| -> Value {
+        (*of_type(&recs, "unit")
+            .into_iter()
+            .find(|u| u["variant"] == variant && u["kernel"] == kernel)
+            .unwrap_or_else(|| panic!("no unit {variant}:{kernel}")))
+        .clone()
+    };
+    let naive = unit("cuda_base", "sgemm_naive");
+    assert_eq!(
+        naive["path"],
+        "benchmarks/sgemm/src/cuda_base/sgemm_kernel.cu"
+    );
+    assert_eq!(naive["line"], 4);
+    let types: Vec<&str> = naive["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["A", "B", "C", "M", "N", "K", "alpha", "beta"]);
+    // Launch sites come from the host file of the same variant only.
+    let tiled = unit("cuda", "sgemm_tiled");
+    let sites = tiled["launch_sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 1, "{sites:?}");
+    assert_eq!(sites[0]["path"], "benchmarks/sgemm/src/cuda/main.cu");
+    assert_eq!(sites[0]["grid"], "grid");
+    assert_eq!(sites[0]["block"], "threads");
+    let naive_sites = naive["launch_sites"].as_array().unwrap();
+    assert_eq!(naive_sites.len(), 1);
+    assert_eq!(
+        naive_sites[0]["path"],
+        "benchmarks/sgemm/src/cuda_base/main.cu"
+    );
+    // Licence: the MIT LICENSE at the suite root; no commit outside a git checkout.
+    let lic = &naive["provenance"]["licence"];
+    assert_eq!(lic["id"], "MIT");
+    assert_eq!(lic["source"], "LICENSE");
+    assert_eq!(lic["redistributable"], true);
+    assert!(naive["provenance"]["commit"].is_null());
+}
+
+#[test]
+fn rodinia_fixture_gives_pending_pairs_only() {
+    let s = Suite::copy("rodinia");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("suite: rodinia"), "auto-detected: {stderr}");
+    assert_eq!(
+        units_per_benchmark(&recs),
+        BTreeMap::from([
+            ("cluster".to_string(), 2),
+            ("heat2d".to_string(), 1),
+            ("pathcost".to_string(), 1),
+        ])
+    );
+    assert_eq!(
+        pair_lines(&recs),
+        [
+            "cluster - -> cuda:assign_clusters no_naive_variant",
+            "cluster - -> cuda:transpose_points no_naive_variant",
+            "heat2d - -> cuda:heat_step no_naive_variant",
+            "pathcost - -> cuda:path_row no_naive_variant",
+        ]
+    );
+    for p in of_type(&recs, "pair") {
+        assert_eq!(p["origin"]["kind"], "pending");
+    }
+    assert!(of_type(&recs, "unpaired").is_empty());
+    // The kernel in a header (.cuh) is found; opencl/ and openmp/ are ignored.
+    assert!(of_type(&recs, "unit")
+        .iter()
+        .any(|u| u["path"] == "cuda/pathcost/pathcost_kernel.cuh"));
+    assert!(of_type(&recs, "unit")
+        .iter()
+        .all(|u| u["path"].as_str().unwrap().starts_with("cuda/")));
+}
+
+#[test]
+fn generic_tree_and_licence_header_override() {
+    let s = Suite::copy("generic");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("suite: generic"), "{stderr}");
+    let units = of_type(&recs, "unit");
+    let names: Vec<&str> = units
+        .iter()
+        .map(|u| u["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["saxpy", "dot_partial", "transpose_tiled"]);
+    assert_eq!(of_type(&recs, "pair").len(), 3);
+    let lic =
+        |k: &str| units.iter().find(|u| u["kernel"] == k).unwrap()["provenance"]["licence"].clone();
+    let header = lic("transpose_tiled");
+    assert_eq!(header["id"], "BSD-3-Clause");
+    assert_eq!(header["source"], "header");
+    assert_eq!(
+        header["copyright"],
+        "Copyright (c) 2026, kernelpair authors"
+    );
+    let root = lic("saxpy");
+    assert_eq!(
+        (root["id"].as_str(), root["source"].as_str()),
+        (Some("MIT"), Some("LICENSE"))
+    );
+}
+
+#[test]
+fn bad_inputs_are_named_skipped_and_the_rest_extracted() {
+    let s = Suite::copy("parboil");
+    s.write(
+        "benchmarks/vecadd/src/cuda/blob.cu",
+        b"\x7fELF\x02\x01\0\0binary",
+    );
+    s.write(
+        "benchmarks/sgemm/src/cuda/latin1.cu",
+        b"// r\xe9sum\xe9\n__global__ void k() {}\n",
+    );
+    let big = format!("// {}\n", "x".repeat(3 * 1024 * 1024));
+    s.write("benchmarks/histo/src/cuda/huge.cu", big.as_bytes());
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("..", s.root.join("benchmarks/reduce/src/cuda/loop")).unwrap();
+    // A binary file outside any extracted variant is not even read.
+    s.write("benchmarks/vecadd/src/opencl_base/blob.cu", b"\0\0");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 3, "{stderr}");
+    let mut skipped: Vec<(String, String)> = of_type(&recs, "skipped")
+        .iter()
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap().to_string(),
+                r["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    skipped.sort();
+    let mut want = vec![
+        ("benchmarks/histo/src/cuda/huge.cu", "too_large"),
+        ("benchmarks/sgemm/src/cuda/latin1.cu", "not_utf8"),
+        ("benchmarks/vecadd/src/cuda/blob.cu", "binary"),
+    ];
+    if cfg!(unix) {
+        want.push(("benchmarks/reduce/src/cuda/loop", "symlink_loop"));
+    }
+    want.sort();
+    let want: Vec<(String, String)> = want
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(skipped, want);
+    for (path, _) in &want {
+        assert!(
+            stderr.contains(&format!("warning: skipped {path}")),
+            "{path} not in:\n{stderr}"
+        );
+    }
+    // Everything else is still extracted.
+    assert_eq!(of_type(&recs, "unit").len(), 18);
+    assert_eq!(of_type(&recs, "pair").len(), 9);
+}
+
+#[test]
+fn max_file_size_flag_applies() {
+    let s = Suite::copy("rodinia");
+    let (code, _, recs) = s.extract(&["--no-compile", "--max-file-size", "1500"]);
+    assert_eq!(code, 3);
+    let skipped = of_type(&recs, "skipped");
+    // heat2d.cu and cluster files are larger than 1500 bytes; pathcost_kernel.cuh is not.
+    assert!(skipped
+        .iter()
+        .any(|r| r["path"] == "cuda/heat2d/heat2d.cu" && r["reason"] == "too_large"));
+    assert!(of_type(&recs, "unit")
+        .iter()
+        .any(|u| u["kernel"] == "path_row"));
+    assert!(!of_type(&recs, "unit")
+        .iter()
+        .any(|u| u["kernel"] == "heat_step"));
+}
+
+#[cfg(unix)]
+#[test]
+fn unreadable_file_is_skipped() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Suite::copy("generic");
+    let p = s.root.join("blas/saxpy.cu");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::read(&p).is_ok() {
+        // Running as root: permissions do not stop reads, nothing to test.
+        return;
+    }
+    let (code, _, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 3);
+    let skipped = of_type(&recs, "skipped");
+    assert_eq!(skipped[0]["path"], "blas/saxpy.cu");
+    assert_eq!(skipped[0]["reason"], "unreadable");
+    assert_eq!(of_type(&recs, "unit").len(), 1);
+}
+
+#[test]
+fn nonexistent_suite_is_fatal_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-suite");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .arg("extract")
+        .arg(&missing)
+        .arg("-o")
+        .arg(dir.path().join("o.jsonl"))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("does not exist"))
+        .stderr(predicates::str::contains("no-such-suite"));
+    assert!(!dir.path().join("o.jsonl").exists());
+}
+
+#[test]
+fn empty_suite_is_partial_with_an_empty_output() {
+    let s = Suite::empty();
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("no CUDA kernel files found"), "{stderr}");
+    assert!(recs.is_empty());
+    assert!(s.out.exists(), "an empty output file is still written");
+}
+
+#[test]
+fn user_extractor_file_describes_a_new_suite() {
+    let s = Suite::empty();
+    let k =
+        "__global__ void add(float *x, int n) { int i = threadIdx.x; if (i < n) x[i] += 1.0f; }\n";
+    let k2 = "__global__ void add(float *x, int n) { for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] += 1.0f; }\n";
+    s.write("apps/add/slow/k.cu", k.as_bytes());
+    s.write("apps/add/fast/k.cu", k2.as_bytes());
+    s.write("apps/add/ref/k.cu", k.as_bytes());
+    let desc = s.root.join("../mine.toml");
+    std::fs::write(
+        &desc,
+        r#"
+name = "mine"
+[layout]
+scope = "apps/{benchmark}/{variant}"
+variants = ["slow*", "fast*"]
+[files]
+kernel = ["*.cu"]
+[pairing]
+mode = "variants"
+naive = '^slow(?P<suffix>.*)$'
+counterpart = "fast{suffix}"
+"#,
+    )
+    .unwrap();
+    let (code, stderr, recs) = s.extract(&["--no-compile", "--extractor", desc.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        pair_lines(&recs),
+        ["add slow:add -> fast:add name_and_params"]
+    );
+    assert_eq!(of_type(&recs, "unit")[0]["suite"], "mine");
+    // A broken description is fatal and names the file.
+    std::fs::write(&desc, "name = \"x\"\n[layout]\nscope = 3\n").unwrap();
+    let (code, stderr, _) = s.extract(&["--extractor", desc.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("mine.toml"), "{stderr}");
+}
+
+#[test]
+fn output_is_deterministic_and_jobs_do_not_change_it() {
+    let s = Suite::copy("parboil");
+    s.extract(&["--no-compile"]);
+    let first = std::fs::read(&s.out).unwrap();
+    s.extract(&["--no-compile", "--jobs", "1"]);
+    assert_eq!(first, std::fs::read(&s.out).unwrap());
+    let out = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", "--no-compile", "-o", "-"])
+        .arg(&s.root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.stdout, first,
+        "`-o -` writes the same records to stdout"
+    );
+}
+
+#[test]
+fn provenance_records_the_git_commit_of_a_checkout() {
+    let s = Suite::copy("generic");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(&s.root)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .output()
+    };
+    match git(&["init", "-q"]) {
+        Ok(o) if o.status.success() => {}
+        _ => return, // no git here
+    }
+    git(&["add", "."]).unwrap();
+    assert!(git(&["commit", "-qm", "x"]).unwrap().status.success());
+    let head = String::from_utf8(git(&["rev-parse", "HEAD"]).unwrap().stdout).unwrap();
+    let (_, _, recs) = s.extract(&["--no-compile"]);
+    for u in of_type(&recs, "unit") {
+        assert_eq!(u["provenance"]["commit"], head.trim());
+    }
+}
+
+#[test]
+fn compile_check_records_results_or_reports_missing_nvrtc_once() {
+    let s = Suite::copy("parboil");
+    let cache = s.root.parent().unwrap().join("cache");
+    let cache_flag = ["--cache-dir", cache.to_str().unwrap()];
+    let (code, stderr, recs) = s.extract(&cache_flag);
+    let units = of_type(&recs, "unit");
+    if stderr.contains("no NVRTC found") {
+        assert_eq!(code, 3);
+        assert_eq!(stderr.matches("no NVRTC found").count(), 1, "{stderr}");
+        assert!(units.iter().all(|u| u["compile"].is_null()));
+        return;
+    }
+    assert_eq!(code, 0, "{stderr}");
+    for u in &units {
+        assert_eq!(u["compile"]["arch"], "sm_90");
+    }
+    // The legacy texture reference cannot compile on CUDA 12+; the unit says why.
+    let tex = units.iter().find(|u| u["variant"] == "cuda_tex").unwrap();
+    assert_eq!(tex["compile"]["ok"], false);
+    assert!(tex["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["code"] == "compile_failed"));
+    // Everything else in the fixtures compiles.
+    let failed: Vec<String> = units
+        .iter()
+        .filter(|u| u["compile"]["ok"] != true && u["variant"] != "cuda_tex")
+        .map(|u| format!("{}: {}", u["kernel"], u["compile"]["log"]))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    // A second run reads the cached results and writes the same file; identical units
+    // (the two identical pairs) share one entry.
+    let first = std::fs::read(&s.out).unwrap();
+    let entries = std::fs::read_dir(&cache).unwrap().count();
+    assert_eq!(entries, units.len() - 2, "one entry per distinct unit");
+    let (code2, _, _) = s.extract(&cache_flag);
+    assert_eq!(code2, 0);
+    assert_eq!(std::fs::read(&s.out).unwrap(), first);
+}
