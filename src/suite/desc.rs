@@ -64,6 +64,10 @@ pub struct RawFiles {
     pub kernel: Vec<String>,
     #[serde(default)]
     pub context: Vec<String>,
+    /// Context files used only when a file of the same scope `#include`s them by name
+    /// (otherwise they are separate host translation units device code cannot see).
+    #[serde(default)]
+    pub included_only: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -130,6 +134,7 @@ pub struct SuiteDesc {
     shared: GlobSet,
     kernel_files: GlobSet,
     context_files: GlobSet,
+    included_only: GlobSet,
     pub mode: PairingMode,
     naive: Option<Regex>,
     counterpart: String,
@@ -278,6 +283,7 @@ impl SuiteDesc {
             shared: set(&raw.layout.shared, true)?,
             kernel_files: set(&raw.files.kernel, false)?,
             context_files: set(&raw.files.context, false)?,
+            included_only: set(&raw.files.included_only, false)?,
             mode: raw.pairing.mode,
             naive,
             counterpart: raw.pairing.counterpart.unwrap_or_default(),
@@ -299,6 +305,12 @@ impl SuiteDesc {
         let kernel = self.kernel_files.is_match(name);
         let context = kernel || self.context_files.is_match(name);
         context.then_some(FileRole { kernel, context })
+    }
+
+    /// Whether the file is context only when something includes it by name.
+    pub fn included_only(&self, rel_path: &str) -> bool {
+        let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+        self.included_only.is_match(name) && !self.kernel_files.is_match(name)
     }
 
     /// Whether every scope may read the file.
@@ -461,6 +473,8 @@ mod tests {
         );
         assert_eq!(r.scope_of("opencl/lavaMD/k.cu"), None);
         assert!(r.is_shared("cuda/util/timer/timer.h"));
+        assert!(r.included_only("cuda/srad/define.c"));
+        assert!(!r.included_only("cuda/srad/main.cu"));
         let g = SuiteDesc::builtin("generic").unwrap();
         assert_eq!(g.scope_of("blas/x/saxpy.cu").unwrap().benchmark, "blas");
         let root = g.scope_of("loose.cu").unwrap();

@@ -305,6 +305,7 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
             .copied()
             .filter(|i| !members.contains(i))
             .collect();
+        prune_unincluded(&desc, &sources, s);
     }
 
     let licences = provenance::Licences::new(root);
@@ -366,6 +367,40 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         *ex.skipped_by_benchmark.entry(bench).or_insert(0) += 1;
     }
     Ok(ex)
+}
+
+/// Drop `included_only` files that no file of the scope `#include`s by name.
+fn prune_unincluded(desc: &SuiteDesc, sources: &[SourceFile], scope: &mut units::ScopeFiles) {
+    static INCLUDE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?m)^[ \t]*#[ \t]*include[ \t]*[<"]([^">]+)[">]"#)
+            .expect("static regex")
+    });
+    let all = || scope.members.iter().chain(&scope.shared).copied();
+    if !all().any(|i| desc.included_only(&sources[i].path)) {
+        return;
+    }
+    let mut named: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for i in all() {
+        for c in INCLUDE.captures_iter(&sources[i].text) {
+            let target = c.get(1).map_or("", |m| m.as_str());
+            named.insert(target.rsplit('/').next().unwrap_or(target));
+        }
+    }
+    let keep = |i: &usize| {
+        let p = &sources[*i].path;
+        !desc.included_only(p) || named.contains(p.rsplit('/').next().unwrap_or(p))
+    };
+    let mut members = Vec::new();
+    let mut kernel_member = Vec::new();
+    for (i, k) in scope.members.iter().zip(&scope.kernel_member) {
+        if keep(i) {
+            members.push(*i);
+            kernel_member.push(*k);
+        }
+    }
+    scope.members = members;
+    scope.kernel_member = kernel_member;
+    scope.shared.retain(keep);
 }
 
 pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
@@ -462,6 +497,48 @@ mod tests {
                 .any(|l| l.starts_with("total") && l.contains(" 18 ")),
             "{table}"
         );
+    }
+
+    #[test]
+    fn host_c_files_are_kept_only_when_included() {
+        let desc = SuiteDesc::builtin("rodinia").unwrap();
+        let src = |path: &str, text: &str| SourceFile {
+            path: path.into(),
+            text: text.into(),
+        };
+        let sources = vec![
+            src(
+                "cuda/a/main.cu",
+                "#include \"define.c\"\n#include \"k.cu\"\n",
+            ),
+            src("cuda/a/k.cu", "__global__ void k(fp *x) {}\n"),
+            src("cuda/a/define.c", "#define fp float\n"),
+            src("cuda/a/host.c", "int main() { return 0; }\n"),
+            src("cuda/a/util.h", "#define X 1\n"),
+        ];
+        let mut scope = units::ScopeFiles {
+            key: desc.scope_of("cuda/a/k.cu").unwrap(),
+            members: vec![0, 1, 2, 3, 4],
+            shared: vec![],
+            kernel_member: vec![true, true, false, false, false],
+        };
+        prune_unincluded(&desc, &sources, &mut scope);
+        let kept: Vec<&str> = scope
+            .members
+            .iter()
+            .map(|&i| sources[i].path.as_str())
+            .collect();
+        // host.c is dropped; headers are never pruned, whether included or not.
+        assert_eq!(
+            kept,
+            [
+                "cuda/a/main.cu",
+                "cuda/a/k.cu",
+                "cuda/a/define.c",
+                "cuda/a/util.h"
+            ]
+        );
+        assert_eq!(scope.kernel_member, [true, true, false, false]);
     }
 
     #[test]
