@@ -419,3 +419,48 @@ fn locate_finds_fixture_and_parboil_harnesses() {
         );
     }
 }
+
+/// Every pair extract finds in the Parboil-layout fixtures has a harness (found by
+/// `harness::locate` in the suite tree) that fits its two units: kernel names, parameter
+/// count, pointer-ness and element types, const-ness of outputs, `__constant__` symbols.
+#[test]
+fn every_fixture_pair_has_a_harness_that_fits_its_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("units.jsonl");
+    let fx = root().join("fixtures/parboil");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", "--suite", "parboil", "--no-compile", "-o"])
+        .arg(&out)
+        .arg(&fx)
+        .assert()
+        .success();
+    let records = kernelpair::jsonl::read_records(&out).unwrap();
+    let pairs: Vec<&Pair> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(&**p),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        pairs.len() >= 9,
+        "extract found {} fixture pairs",
+        pairs.len()
+    );
+    let mut bad = Vec::new();
+    for p in pairs {
+        let what = format!("{}/{} ({})", p.benchmark, p.fast.kernel, p.fast.variant);
+        match harness::locate(p, None, Some(&fx)) {
+            None => bad.push(format!("{what}: no harness")),
+            Some(f) => {
+                if let Err(e) =
+                    harness::load(&f).and_then(|h| h.check_against(p.slow.as_ref(), &p.fast))
+                {
+                    bad.push(format!("{what}: {e}"));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

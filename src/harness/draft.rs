@@ -146,6 +146,9 @@ impl Names<'_> {
             return None;
         }
         if let Some(d) = self.definitions.get(name) {
+            if zero_initialized(name, d) {
+                return None;
+            }
             return Some(definition_components(name, d));
         }
         if let Some(d) = self.definitions.values().find(|d| declares(d, name)) {
@@ -191,6 +194,36 @@ fn declares(def: &str, name: &str) -> bool {
         from = p + name.len();
     }
     false
+}
+
+/// Host names and `cudaDeviceProp` fields that stand for a device property the harness
+/// expressions know (`sms` filled by cudaDeviceGetAttribute → `sm_count`).
+fn device_property(name: &str) -> Option<&'static str> {
+    let n = name.to_ascii_lowercase().replace('_', "");
+    Some(match n.as_str() {
+        "sms"
+        | "numsms"
+        | "nsms"
+        | "smcount"
+        | "numsm"
+        | "nsm"
+        | "multiprocessorcount"
+        | "nummultiprocessors" => "sm_count",
+        "warpsize" => "warp_size",
+        "maxthreadsperblock" => "max_threads_per_block",
+        "l2cachesize" => "l2_bytes",
+        _ => return None,
+    })
+}
+
+/// A definition that only zero-initializes a variable (`int sms = 0`): the host fills it
+/// later (through a pointer), so its recorded value means nothing.
+fn zero_initialized(name: &str, def: &str) -> bool {
+    let d = def.trim().trim_end_matches(';');
+    d.rsplit_once('=').is_some_and(|(lhs, rhs)| {
+        matches!(rhs.trim(), "0" | "0u" | "0.0" | "0.0f" | "0.f")
+            && lhs.split_whitespace().last() == Some(name)
+    })
 }
 
 /// A C type name's size in bytes, for `sizeof(float)`.
@@ -284,6 +317,16 @@ fn translate_tokens<'t>(
                 write!(out, "{n}").expect("string");
                 i = close + 1;
             }
+            Tok::Ident(_)
+                if toks.get(i + 1) == Some(&Tok::Op(".".into()))
+                    && matches!(toks.get(i + 2), Some(Tok::Ident(m)) if device_property(m).is_some()) =>
+            {
+                let Some(Tok::Ident(m)) = toks.get(i + 2) else {
+                    unreachable!("matched above")
+                };
+                out.push_str(device_property(m).expect("matched above"));
+                i += 3;
+            }
             Tok::Ident(w)
                 if toks.get(i + 1) == Some(&Tok::Op(".".into()))
                     && matches!(toks.get(i + 2), Some(Tok::Ident(c)) if ["x", "y", "z"].contains(&c.as_str())) =>
@@ -346,8 +389,19 @@ fn translate_tokens<'t>(
                 i = toks.len() - rest.len();
             }
             Tok::Ident(w) => {
+                let zero_init = names
+                    .definitions
+                    .get(w)
+                    .is_some_and(|d| zero_initialized(w, d));
                 if let Some(s) = names.host_to_size.get(w) {
                     out.push_str(s);
+                } else if let Some(dp) = device_property(w)
+                    .filter(|_| zero_init || !names.definitions.contains_key(w.as_str()))
+                {
+                    out.push_str(dp);
+                } else if zero_init {
+                    names.host_vars.borrow_mut().insert(w.clone());
+                    out.push_str(w);
                 } else if names.sizes.contains(w) {
                     out.push_str(w);
                 } else if let Some(comps) = names.components(w) {
@@ -966,6 +1020,17 @@ mod tests {
             .unwrap_err()
             .contains("unknown function"));
         assert!(dims_of("n / 2.5", &nm).unwrap_err().contains("non-integer"));
+        // Zero-initialized host variables are filled later; device properties by name.
+        defs.insert("sms".into(), "int sms = 0".into());
+        defs.insert("nb".into(), "int nb = 0".into());
+        let nm = names(&sizes, &defs, &[]);
+        assert_eq!(dims_of("sms * 8", &nm).unwrap(), ["sm_count * 8"]);
+        assert_eq!(dims_of("nb", &nm).unwrap(), ["nb"]);
+        assert!(nm.host_vars.borrow().contains("nb"));
+        assert_eq!(
+            dims_of("prop.multiProcessorCount * prop.warpSize", &nm).unwrap(),
+            ["sm_count * warp_size"]
+        );
         defs.insert("g3".into(), "unsigned int g3".into());
         let nm = names(&sizes, &defs, &[]);
         assert!(dims_of("g3", &nm)
