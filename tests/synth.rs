@@ -827,6 +827,8 @@ fn real_small_model_end_to_end() {
             .output()
             .unwrap()
     };
+    // A kept folder may already hold the answers (then the first run is a replay too).
+    let fresh_cache = !d.join("cache").exists();
     let first = run();
     let stderr = String::from_utf8_lossy(&first.stderr);
     eprintln!("{stderr}");
@@ -860,7 +862,9 @@ fn real_small_model_end_to_end() {
     }
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
-    assert!(report["requests_sent"].as_u64().unwrap() > 0);
+    if fresh_cache {
+        assert!(report["requests_sent"].as_u64().unwrap() > 0);
+    }
     // Rerun without the journal: the cache answers every request.
     let _ = std::fs::remove_file(d.join("out.jsonl.journal"));
     let first_out = std::fs::read(d.join("out.jsonl")).unwrap();
