@@ -375,13 +375,14 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
                 let Record::Pair(p) = &records[i] else {
                     unreachable!("pending holds pair indices")
                 };
-                if let Some(prev) = done.get(&p.id) {
+                let key = journal_key(p);
+                if let Some(prev) = done.get(&key) {
                     bar.inc(1);
                     return (i, prev.clone(), true);
                 }
                 let (pair, final_outcome) = synth_pair(p, cfg, &llm);
                 if final_outcome {
-                    if let Err(e) = journal.record(&p.id, &pair) {
+                    if let Err(e) = journal.record(&key, &pair) {
                         journal_errors
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -430,6 +431,16 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
         .sort_by(|a, b| (&a.pair, &a.key).cmp(&(&b.pair, &b.key)));
     report.cost_usd = cfg.llm.cost(report.usage);
     Ok(report)
+}
+
+/// A journaled result is reused only for exactly the same input pair: a pair whose id is
+/// unchanged but whose other fields moved on (a new compile check, provenance, harness)
+/// is synthesized again, from the cache, so the output never carries stale fields.
+fn journal_key(p: &Pair) -> String {
+    content_id(&[
+        "synth-journal",
+        &serde_json::to_string(p).expect("pairs serialize"),
+    ])
 }
 
 fn is_pending(p: &Pair) -> bool {
