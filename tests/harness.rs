@@ -17,7 +17,8 @@ fn schema() -> jsonschema::Validator {
     jsonschema::validator_for(&v).expect("the schema compiles")
 }
 
-/// Every `*.toml` harness under extractors/*/ (except suite descriptions) and fixtures/**/harness.toml.
+/// Every `*.toml` under extractors/<suite>/ (suite descriptions sit one level up) and every
+/// `harness*.toml` under fixtures/.
 fn committed_harnesses() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for dir in ["extractors", "fixtures"] {
@@ -31,7 +32,8 @@ fn committed_harnesses() -> Vec<PathBuf> {
                 .parent()
                 .and_then(|d| d.parent())
                 .is_some_and(|d| d.file_name().is_some_and(|n| n == "extractors"));
-            if name == "harness.toml" || (in_extractor_suite && name.ends_with(".toml")) {
+            let suite_tree_harness = name.starts_with("harness") && name.ends_with(".toml");
+            if suite_tree_harness || (in_extractor_suite && name.ends_with(".toml")) {
                 out.push(p.to_path_buf());
             }
         }
@@ -62,6 +64,11 @@ fn every_committed_harness_matches_the_schema_and_loads() {
         .filter(|f| f.starts_with(root().join("extractors/parboil")))
         .count();
     assert!(parboil >= 10, "only {parboil} Parboil harnesses");
+    let fixtures = files
+        .iter()
+        .filter(|f| f.starts_with(root().join("fixtures")))
+        .count();
+    assert!(fixtures >= 9, "only {fixtures} fixture harnesses");
 }
 
 /// Every committed harness generates inputs for its smallest size set (loading already

@@ -596,8 +596,8 @@ fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
 /// Translate one unit's launch into TOML lines (without the table header).
 /// Returns the host variables the translated expressions use (they become sizes).
 fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<String> {
-    writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
     let Some(site) = site_for(u) else {
+        writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
         out.push_str("# TODO: extract recorded no launch site for this kernel\n");
         out.push_str("grid = \"TODO\"\nblock = \"TODO\"\n");
         return Vec::new();
@@ -616,6 +616,40 @@ fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<Strin
         source: &u.source,
     };
     let mut used = Vec::new();
+    // A templated launch (`reduceSum<BLOCK_SIZE><<<…>>>`) names its instance: integer
+    // arguments become `{expr}` parts of the name expression, type arguments stay as written.
+    let kernel = match site.template_args.as_deref() {
+        None => toml_str(&u.symbol),
+        Some(ta) => {
+            let inner = ta.trim().trim_start_matches('<').trim_end_matches('>');
+            let parts: Result<Vec<String>, String> = split_call_args(&format!("({inner})"))
+                .and_then(|args| {
+                    args.iter()
+                        .map(|a| {
+                            if ElemType::from_c_type(a).is_some() {
+                                return Ok(a.clone());
+                            }
+                            names.host_vars.borrow_mut().clear();
+                            let e = tidy(&translate(a, &names, 0)?);
+                            if !names.host_vars.borrow().is_empty() {
+                                return Err(format!("template argument {a} uses host variables"));
+                            }
+                            evaluates(&e, sizes)?;
+                            // A constant folds to its value; one over sizes stays an expression.
+                            Ok(match Scope::default().eval_int(&e) {
+                                Ok(v) => v.to_string(),
+                                Err(_) => format!("{{{e}}}"),
+                            })
+                        })
+                        .collect()
+                });
+            match parts {
+                Ok(p) => toml_str(&format!("{}<{}>", u.kernel, p.join(", "))),
+                Err(why) => format!("\"TODO\"  # template instance {}<{inner}>: {why}", u.kernel),
+            }
+        }
+    };
+    writeln!(out, "kernel = {kernel}").expect("string");
     writeln!(
         out,
         "# from {}:{}: <<<{}, {}{}>>>",
@@ -988,6 +1022,30 @@ mod tests {
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect(),
         }
+    }
+
+    #[test]
+    fn templated_launches_name_their_instance() {
+        let mut s = site(
+            "grid",
+            "BLOCK",
+            &[
+                ("BLOCK", "#define BLOCK 128"),
+                ("grid", "dim3 grid(len / BLOCK)"),
+            ],
+        );
+        s.template_args = Some("<BLOCK * 2, float>".into());
+        let text = draft(&pair_with(None, s.clone()));
+        assert!(text.contains("kernel = \"scale<256, float>\""), "{text}");
+        s.template_args = Some("<len>".into());
+        let text = draft(&pair_with(None, s.clone()));
+        assert!(text.contains("kernel = \"scale<{n}>\""), "{text}");
+        s.template_args = Some("<Unknown>".into());
+        let text = draft(&pair_with(None, s));
+        assert!(
+            text.contains("kernel = \"TODO\"  # template instance scale<Unknown>"),
+            "{text}"
+        );
     }
 
     #[test]

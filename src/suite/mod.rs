@@ -299,10 +299,11 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     }
     let mut scopes: Vec<units::ScopeFiles> = scopes.into_values().collect();
     for s in &mut scopes {
+        let members: std::collections::BTreeSet<usize> = s.members.iter().copied().collect();
         s.shared = shared_idx
             .iter()
             .copied()
-            .filter(|i| !s.members.contains(i))
+            .filter(|i| !members.contains(i))
             .collect();
     }
 

@@ -45,23 +45,32 @@ pub fn isolate_all(
     total_kernels: &(dyn Fn(u64) + Sync),
     tick: &(dyn Fn() + Sync),
 ) -> Isolated {
-    // Parse each (scope, file) once; shared files are parsed once per scope using them.
-    let tasks: Vec<(usize, usize)> = scopes
-        .iter()
-        .enumerate()
-        .flat_map(|(si, s)| s.members.iter().chain(&s.shared).map(move |&fi| (si, fi)))
-        .collect();
-    let indexed: Vec<(usize, FileIndex)> = tasks
+    // Parse every file once; a shared file's index is cloned into each scope using it.
+    let used: Vec<bool> = {
+        let mut u = vec![false; sources.len()];
+        for s in scopes {
+            for &i in s.members.iter().chain(&s.shared) {
+                u[i] = true;
+            }
+        }
+        u
+    };
+    let indexed: Vec<Option<FileIndex>> = sources
         .par_iter()
-        .map(|&(si, fi)| {
-            let f = &sources[fi];
-            (si, cuda::index_file(&f.path, &f.text))
+        .zip(used.par_iter())
+        .map(|(f, &used)| used.then(|| cuda::index_file(&f.path, &f.text)))
+        .collect();
+    let maps: Vec<BTreeMap<String, FileIndex>> = scopes
+        .par_iter()
+        .map(|s| {
+            s.members
+                .iter()
+                .chain(&s.shared)
+                .filter_map(|&i| indexed[i].as_ref())
+                .map(|idx| (idx.path().to_string(), idx.clone()))
+                .collect()
         })
         .collect();
-    let mut maps: Vec<BTreeMap<String, FileIndex>> = vec![BTreeMap::new(); scopes.len()];
-    for (si, idx) in indexed {
-        maps[si].insert(idx.path().to_string(), idx);
-    }
     // One task per kernel of a kernel file inside its own scope.
     let mut kernel_tasks: Vec<(usize, usize, usize)> = Vec::new();
     let mut kernel_files = BTreeMap::new();

@@ -60,13 +60,22 @@ pub fn prepare(
             ),
         ));
     }
-    let located = candidates(pair, base, dirs)
+    // The pair's own path first; then the harness module's naming, which knows
+    // variant- and kernel-specific files (`stencil.cuda_fermi.toml`) and the suite tree;
+    // then the plain per-benchmark layouts.
+    let own = candidates(pair, base, &[]);
+    let located = own
         .into_iter()
         .find(|p| p.is_file())
         .or_else(|| {
             dirs.iter()
                 .find_map(|d| crate::harness::locate(pair, Some(d), suite_root))
                 .or_else(|| crate::harness::locate(pair, None, suite_root))
+        })
+        .or_else(|| {
+            candidates(pair, base, dirs)
+                .into_iter()
+                .find(|p| p.is_file())
         });
     let path = located.ok_or_else(|| {
         (
