@@ -139,6 +139,8 @@ fn write_step_output(dir: &Path, rel: &str, records: &[Record]) -> Result<String
 struct Chunked {
     records: Vec<Record>,
     worked: usize,
+    /// Pairs in chunks without a final answer (kept for this run, asked again next run).
+    retry: usize,
     reused: usize,
     awaiting: usize,
     failed: usize,
@@ -170,6 +172,7 @@ fn run_chunked(
     let mut out = Chunked {
         records,
         worked: 0,
+        retry: 0,
         reused: 0,
         awaiting: 0,
         failed: 0,
@@ -234,6 +237,8 @@ fn run_chunked(
                         v => {
                             if matches!(v, Verdict::Final) {
                                 jsonl::write_records(&cache, &pairs)?;
+                            } else {
+                                out.retry += idx.len();
                             }
                             for (&i, r) in idx.iter().zip(pairs) {
                                 out.records[i] = r;
@@ -260,6 +265,12 @@ fn run_chunked(
             out.notes
                 .push(format!("{} pairs waiting: {why}", out.awaiting));
         }
+    }
+    if out.retry > 0 {
+        out.notes.push(format!(
+            "{} pairs in chunks without a final answer (see each pair's outcome); the next build asks again",
+            out.retry
+        ));
     }
     Ok(out)
 }
@@ -620,7 +631,7 @@ fn finish_chunked(
     rows: &mut Vec<StepRow>,
 ) -> Result<Vec<Record>, BuildError> {
     let sha = write_step_output(out, file, &c.records)?;
-    let complete = c.awaiting == 0 && c.failed == 0;
+    let complete = c.awaiting == 0 && c.failed == 0 && c.retry == 0;
     let counts = pair_counts(&c.records);
     journal.steps.insert(
         stage.into(),
@@ -672,6 +683,8 @@ mod tests {
         synth_calls: AtomicUsize,
         verify_calls: AtomicUsize,
         fail_verify_at: Option<usize>,
+        /// False: synth answers but fills no slot (a rejected or missing answer).
+        synth_fills: bool,
     }
 
     impl Fake {
@@ -681,6 +694,7 @@ mod tests {
                 synth_calls: AtomicUsize::new(0),
                 verify_calls: AtomicUsize::new(0),
                 fail_verify_at,
+                synth_fills: true,
             }
         }
     }
@@ -703,6 +717,7 @@ mod tests {
             Ok(pairs
                 .into_iter()
                 .map(|r| match r {
+                    Record::Pair(p) if !self.synth_fills => Record::Pair(p),
                     Record::Pair(mut p) => {
                         let mut slow = p.fast.clone();
                         slow.source = slow.source.replace("* 4", "* 1");
@@ -880,6 +895,25 @@ mod tests {
         let r = build(&config(b.path(), true), None, &idle).unwrap();
         assert!(r.rows.iter().all(|x| x.state == "reused"), "{}", r.table());
         same_files(a.path(), b.path());
+    }
+
+    #[test]
+    fn synthesis_without_a_final_answer_is_asked_again_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fake = Fake::new(true, None);
+        fake.synth_fills = false;
+        let r = build(&config(dir.path(), true), None, &fake).unwrap();
+        assert!(
+            r.table()
+                .contains("1 pairs in chunks without a final answer"),
+            "{}",
+            r.table()
+        );
+        assert!(!Journal::load(dir.path()).steps["synth"].complete);
+        let again = Fake::new(true, None);
+        build(&config(dir.path(), true), None, &again).unwrap();
+        assert_eq!(again.synth_calls.load(Ordering::SeqCst), 1);
+        assert!(Journal::load(dir.path()).steps["synth"].complete);
     }
 
     #[test]
