@@ -6,18 +6,27 @@
 //! Usage: gpu-bench [--planted fixtures/planted] [--json out.json]
 
 use kernelpair::gpu::{self, cache::CompileCache, Gpu, Probe};
+use kernelpair::harness::DeviceProps;
 use kernelpair::verify::engine::{run_job, Job, RunOptions, Source};
-use kernelpair::verify::plan::Plan;
 use kernelpair::verify::validate::load_folder;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-fn job_for(dir: &Path, options: RunOptions) -> Job {
+fn job_for(dir: &Path, options: RunOptions, g: &Gpu) -> Job {
     let (_, p) = load_folder(dir).expect("fixture folder loads");
-    let plan: Plan = serde_json::from_str(
-        &std::fs::read_to_string(p.harness.as_ref().expect("harness path")).expect("plan"),
-    )
-    .expect("plan parses");
+    let path = p.harness.clone().expect("harness path");
+    let h = kernelpair::harness::load(Path::new(&path)).expect("harness parses");
+    let dev = DeviceProps {
+        sm_count: g.props.sm_count as i64,
+        max_threads_per_block: g.props.max_threads_per_block as i64,
+        warp_size: 32,
+        l2_bytes: g.props.l2_bytes as i64,
+    };
+    let sets = h
+        .size_sets()
+        .iter()
+        .map(|s| h.resolve(s, &dev).expect("resolves"))
+        .collect();
     let src = |u: &kernelpair::KernelUnit| Source {
         name: u.path.clone(),
         source: u.source.clone(),
@@ -27,7 +36,8 @@ fn job_for(dir: &Path, options: RunOptions) -> Job {
         pair_id: p.id.clone(),
         slow: src(p.slow.as_ref().expect("slow")),
         fast: src(&p.fast),
-        plan,
+        harness: path,
+        sets,
         options,
     }
 }
@@ -75,7 +85,7 @@ fn main() {
         seeds: 1,
         ..RunOptions::default()
     };
-    let copy = job_for(&planted.join("good_copy"), opts.clone());
+    let copy = job_for(&planted.join("good_copy"), opts.clone(), &g);
     let out = run_job(&mut g, &mut cache, &copy);
     let t = timing(&out.verification.evidence, "64M");
     let fast_ms = t["fast"]["median_ms"].as_f64().unwrap_or(f64::NAN);
@@ -100,7 +110,7 @@ fn main() {
         ("good_transpose", "4096x4096"),
         ("good_matvec", "8192x4096"),
     ] {
-        let job = job_for(&planted.join(name), RunOptions::default());
+        let job = job_for(&planted.join(name), RunOptions::default(), &g);
         let mut slow = vec![];
         let mut fast = vec![];
         let mut totals = vec![];
@@ -115,7 +125,7 @@ fn main() {
         let spread = |v: &[f64]| {
             let mx = v.iter().copied().fold(f64::MIN, f64::max);
             let mn = v.iter().copied().fold(f64::MAX, f64::min);
-            (mx - mn) / kernelpair::verify::check::median(v) * 100.0
+            (mx - mn) / kernelpair::verify::stats::median(v).unwrap_or(f64::NAN) * 100.0
         };
         println!(
             "repeat {name} @{set}: slow medians {slow:.4?} ms (spread {:.2}%), fast medians {fast:.4?} ms (spread {:.2}%), per-run total {totals:.0?} ms",

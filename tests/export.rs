@@ -103,6 +103,10 @@ fn every_format_matches_its_snapshot() {
         std::fs::read_to_string(dir.path().join("README.md")).unwrap()
     );
     insta::assert_snapshot!(
+        "speedup_svg",
+        std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap()
+    );
+    insta::assert_snapshot!(
         "filter_report",
         std::fs::read_to_string(dir.path().join("filter_report.json")).unwrap()
     );
@@ -135,6 +139,17 @@ fn every_line_of_every_format_matches_its_json_schema() {
         bad["metadata"].as_object_mut().unwrap().remove("tokens");
         assert!(!v.is_valid(&bad), "{f}: missing metadata.tokens accepted");
     }
+    let report_schema: Value = serde_json::from_str(
+        &std::fs::read_to_string("schemas/export-filter-report.schema.json").unwrap(),
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("filter_report.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&report_schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "filter_report: {errors:?}");
     let chat_schema: Value =
         serde_json::from_str(&std::fs::read_to_string("schemas/export-chat.schema.json").unwrap())
             .unwrap();
@@ -321,8 +336,24 @@ fn split_is_grouped_by_benchmark_and_seeded() {
 fn output_is_byte_identical_whatever_the_input_order() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(PAIRS).unwrap();
-    let mut reversed: Vec<&str> = text.lines().collect();
+    // An older, unverified copy of the first pair (same id) must lose in either order.
+    let stale = text
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"status\":\"verified\"", "\"status\":\"no_gpu\"");
+    let mut reversed: Vec<String> = text.lines().map(String::from).collect();
+    reversed.push(stale.clone());
     reversed.reverse();
+    let with_stale = dir.path().join("stale.jsonl");
+    std::fs::write(&with_stale, format!("{stale}\n{text}")).unwrap();
+    let c = dir.path().join("c");
+    kp().args(["export", "--in"])
+        .arg(&with_stale)
+        .arg("--out")
+        .arg(&c)
+        .assert()
+        .success();
     let rev = dir.path().join("rev.jsonl");
     std::fs::write(&rev, reversed.join("\n") + "\n").unwrap();
     let a = dir.path().join("a");
@@ -335,6 +366,7 @@ fn output_is_byte_identical_whatever_the_input_order() {
         .assert()
         .success();
     assert_eq!(files(&a), files(&b));
+    assert_eq!(files(&a), files(&c));
 }
 
 #[test]

@@ -17,7 +17,8 @@ fn schema() -> jsonschema::Validator {
     jsonschema::validator_for(&v).expect("the schema compiles")
 }
 
-/// Every `*.toml` harness under extractors/*/ (except suite descriptions) and fixtures/**/harness.toml.
+/// Every `*.toml` under extractors/<suite>/ (suite descriptions sit one level up) and every
+/// `harness*.toml` under fixtures/.
 fn committed_harnesses() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for dir in ["extractors", "fixtures"] {
@@ -31,7 +32,8 @@ fn committed_harnesses() -> Vec<PathBuf> {
                 .parent()
                 .and_then(|d| d.parent())
                 .is_some_and(|d| d.file_name().is_some_and(|n| n == "extractors"));
-            if name == "harness.toml" || (in_extractor_suite && name.ends_with(".toml")) {
+            let suite_tree_harness = name.starts_with("harness") && name.ends_with(".toml");
+            if suite_tree_harness || (in_extractor_suite && name.ends_with(".toml")) {
                 out.push(p.to_path_buf());
             }
         }
@@ -56,6 +58,67 @@ fn every_committed_harness_matches_the_schema_and_loads() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    // Not vacuous: the Parboil harnesses are there.
+    let parboil = files
+        .iter()
+        .filter(|f| f.starts_with(root().join("extractors/parboil")))
+        .count();
+    assert!(parboil >= 10, "only {parboil} Parboil harnesses");
+    let fixtures = files
+        .iter()
+        .filter(|f| f.starts_with(root().join("fixtures")))
+        .count();
+    assert!(fixtures >= 9, "only {fixtures} fixture harnesses");
+}
+
+/// Every committed harness generates inputs for its smallest size set (loading already
+/// resolved every set): sizes fit the types, no input comes out all zero, sparse parts agree
+/// in length. (Only the smallest set: test builds are unoptimized and the largest sets are
+/// hundreds of MB.)
+#[test]
+fn every_committed_harness_generates_inputs() {
+    let dev = harness::DeviceProps::h100();
+    for f in committed_harnesses() {
+        let h = harness::load(&f).unwrap();
+        if h.needs_host_loop.is_some() {
+            continue;
+        }
+        let bytes = |set: &harness::SizeSet| -> usize {
+            let r = h.resolve(set, &dev).unwrap();
+            r.args
+                .iter()
+                .map(|a| match a {
+                    harness::ResolvedArg::Buffer { len, elem, .. } => len * elem.size_of(),
+                    _ => 0,
+                })
+                .sum()
+        };
+        let smallest = h.size_sets().iter().min_by_key(|s| bytes(s)).unwrap();
+        {
+            let set = smallest;
+            let r = h.resolve(set, &dev).unwrap();
+            let inputs = harness::generate_inputs(&r, 1).unwrap_or_else(|e| panic!("{e}"));
+            let consts = harness::generate_constants(&r, 1).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(inputs.len(), r.args.len());
+            assert_eq!(consts.len(), r.constants.len());
+            for (a, b) in r.args.iter().zip(&inputs) {
+                if let harness::ResolvedArg::Buffer { len, elem, .. } = a {
+                    assert_eq!(
+                        (b.len(), b.elem),
+                        (*len, *elem),
+                        "{}: {}",
+                        f.display(),
+                        a.name()
+                    );
+                }
+            }
+            assert!(
+                !r.outputs().is_empty(),
+                "{}: nothing to compare",
+                f.display()
+            );
+        }
+    }
 }
 
 #[test]
@@ -230,4 +293,174 @@ fn draft_then_complete_then_check() {
         .stderr(predicates::str::contains(
             "no pair with id starting \"nope\"",
         ));
+}
+
+/// `harness::locate` finds each fixture pair's harness in the suite tree, the most specific
+/// file name first, and the Parboil harnesses in extractors/parboil/.
+#[test]
+fn locate_finds_fixture_and_parboil_harnesses() {
+    let site = LaunchSite {
+        path: String::new(),
+        line: 0,
+        kernel: String::new(),
+        grid: String::new(),
+        block: String::new(),
+        shared_mem: None,
+        stream: None,
+        args: vec![],
+        definitions: Default::default(),
+        template_args: None,
+    };
+    let pair = |bench: &str, kernel: &str, variant: &str, file: &str| {
+        let mut u = unit(kernel, variant, site.clone());
+        u.benchmark = bench.into();
+        u.path = format!("benchmarks/{bench}/src/{variant}/{file}");
+        Pair {
+            id: "x".into(),
+            suite: "parboil".into(),
+            benchmark: bench.into(),
+            kernel: kernel.into(),
+            slow: None,
+            fast: u,
+            origin: Origin::Natural,
+            rule: "name".into(),
+            identical: false,
+            techniques: vec![],
+            description: None,
+            harness: None,
+            verification: None,
+            synth: None,
+        }
+    };
+    let fx = root().join("fixtures/parboil");
+    let ext = root().join("extractors/parboil");
+    for (bench, kernel, variant, file, want) in [
+        (
+            "vecadd",
+            "vecAdd",
+            "cuda",
+            "vecadd.cu",
+            "benchmarks/vecadd/harness.vecAdd.toml",
+        ),
+        (
+            "vecadd",
+            "vecScale",
+            "cuda",
+            "vecadd.cu",
+            "benchmarks/vecadd/harness.vecScale.toml",
+        ),
+        (
+            "stencil",
+            "stencil7",
+            "cuda",
+            "kernels.cu",
+            "benchmarks/stencil/harness.toml",
+        ),
+        (
+            "stencil",
+            "stencil7",
+            "cuda_fermi",
+            "kernels.cu",
+            "benchmarks/stencil/harness.cuda_fermi.toml",
+        ),
+        (
+            "histo",
+            "histo_float_kernel",
+            "cuda_tex",
+            "histo_float.cu",
+            "benchmarks/histo/harness.cuda_tex.toml",
+        ),
+        (
+            "reduce",
+            "reduceSum",
+            "cuda",
+            "reduce.cu",
+            "benchmarks/reduce/harness.toml",
+        ),
+    ] {
+        let p = pair(bench, kernel, variant, file);
+        assert_eq!(
+            harness::locate(&p, None, Some(&fx)),
+            Some(fx.join(want)),
+            "{bench}/{kernel}"
+        );
+    }
+    // No harness for the fixture's unpaired copy kernel's benchmark file name.
+    assert_eq!(
+        harness::locate(&pair("nope", "k", "cuda", "k.cu"), Some(&ext), Some(&fx)),
+        None
+    );
+    for (bench, kernel, variant, want) in [
+        (
+            "stencil",
+            "block2D_reg_tiling",
+            "cuda_fermi",
+            "stencil.cuda_fermi.toml",
+        ),
+        (
+            "stencil",
+            "block2D_hybrid_coarsen_x",
+            "cuda",
+            "stencil.toml",
+        ),
+        (
+            "mri-fhd",
+            "ComputeFH_GPU",
+            "cuda",
+            "mri-fhd.ComputeFH_GPU.toml",
+        ),
+        ("bfs", "BFS_kernel", "cuda", "bfs.toml"),
+    ] {
+        let p = pair(bench, kernel, variant, "k.cu");
+        assert_eq!(
+            harness::locate(&p, Some(&ext), None),
+            Some(ext.join(want)),
+            "{bench}/{kernel}"
+        );
+    }
+}
+
+/// Every pair extract finds in the Parboil-layout fixtures has a harness (found by
+/// `harness::locate` in the suite tree) that fits its two units: kernel names, parameter
+/// count, pointer-ness and element types, const-ness of outputs, `__constant__` symbols.
+#[test]
+fn every_fixture_pair_has_a_harness_that_fits_its_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("units.jsonl");
+    let fx = root().join("fixtures/parboil");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", "--suite", "parboil", "--no-compile", "-o"])
+        .arg(&out)
+        .arg(&fx)
+        .assert()
+        .success();
+    let records = kernelpair::jsonl::read_records(&out).unwrap();
+    let pairs: Vec<&Pair> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(&**p),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        pairs.len() >= 9,
+        "extract found {} fixture pairs",
+        pairs.len()
+    );
+    let mut bad = Vec::new();
+    for p in pairs {
+        let what = format!("{}/{} ({})", p.benchmark, p.fast.kernel, p.fast.variant);
+        match harness::locate(p, None, Some(&fx)) {
+            None => bad.push(format!("{what}: no harness")),
+            Some(f) => {
+                if let Err(e) =
+                    harness::load(&f).and_then(|h| h.check_against(p.slow.as_ref(), &p.fast))
+                {
+                    bad.push(format!("{what}: {e}"));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const EXTS: &[&str] = &["cu", "cuh", "h", "c", "cpp", "cc"];
+/// What the extract stage reads (extractors/*.toml: kernel and context files).
+const EXTRACT_EXTS: &[&str] = &["cu", "cuh", "h", "hh", "hpp", "inc", "inl"];
 
 fn variant_dirs(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -38,17 +40,21 @@ fn variant_dirs(root: &Path) -> Vec<PathBuf> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    walk_exts(dir, EXTS, out)
+}
+
+fn walk_exts(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
-            walk(&p, out);
+            walk_exts(&p, exts, out);
         } else if p
             .extension()
             .and_then(|e| e.to_str())
-            .is_some_and(|e| EXTS.contains(&e))
+            .is_some_and(|e| exts.contains(&e))
         {
             out.push(p);
         }
@@ -67,6 +73,7 @@ fn real_suites_isolate_and_compile() {
     let mut index_time = 0.0;
     let mut isolate_time = 0.0;
     let mut files_n = 0;
+    let mut diag_counts: BTreeMap<String, usize> = BTreeMap::new();
     for vdir in variant_dirs(&root) {
         let vname = vdir.strip_prefix(&root).unwrap().display().to_string();
         if only.as_deref().is_some_and(|o| !vname.contains(o)) {
@@ -86,17 +93,33 @@ fn real_suites_isolate_and_compile() {
             .collect();
         let files: BTreeMap<String, FileIndex> = texts
             .iter()
-            .map(|(r, t)| (r.clone(), index_file(r, t)))
+            .map(|(r, t)| {
+                let t0 = Instant::now();
+                let fi = index_file(r, t);
+                if std::env::var_os("TIMES").is_some() {
+                    println!("TIME {:.4} {} {}", t0.elapsed().as_secs_f64(), t.len(), r);
+                }
+                (r.clone(), fi)
+            })
             .collect();
         index_time += t0.elapsed().as_secs_f64();
         files_n += files.len();
         let scope = Scope { files: &files };
         for (path, fi) in &files {
+            if std::env::var_os("COUNTS").is_some() && !fi.kernels().is_empty() {
+                println!("{} {path}", fi.kernels().len());
+            }
             for (i, k) in fi.kernels().iter().enumerate() {
                 let t1 = Instant::now();
                 let unit = isolate_at(&scope, path, i).unwrap();
                 isolate_time += t1.elapsed().as_secs_f64();
                 total += 1;
+                for d in &unit.diagnostics {
+                    *diag_counts.entry(d.code.clone()).or_insert(0usize) += 1;
+                    if std::env::var("SHOW").is_ok_and(|c| c == d.code) {
+                        println!("DIAG {path}::{} {}", k.name, d.message);
+                    }
+                }
                 if !compile {
                     continue;
                 }
@@ -126,6 +149,8 @@ fn real_suites_isolate_and_compile() {
                     .collect();
                 let reason = if !c.ok && codes.contains(&"legacy_texture_reference") {
                     "legacy_texture_reference".to_string()
+                } else if !c.ok && codes.contains(&"c_compound_literal") {
+                    "c_compound_literal".to_string()
                 } else if !c.ok && codes.contains(&"unresolved_identifier") {
                     "unresolved_identifier".to_string()
                 } else if c.ok {
@@ -153,5 +178,61 @@ fn real_suites_isolate_and_compile() {
         isolate_time
     );
     println!("failures by reason: {reasons:?}");
+    println!("diagnostics over all units: {diag_counts:?}");
     assert!(total > 0);
+}
+
+/// Wall time of indexing and isolating each whole suite, parallel as the extract stage
+/// does it (read, index every file with rayon, isolate every kernel with rayon).
+/// A benchmark, not a timed test: run in release.
+#[test]
+#[ignore = "needs /tmp/suites; run with --release"]
+fn real_suites_timing() {
+    use rayon::prelude::*;
+    let root = PathBuf::from(std::env::var("SUITES").unwrap_or("/tmp/suites".into()));
+    // Warm the compiled queries once, as a long-running extract would.
+    let _ = index_file("warm.cu", "__global__ void k(int *a) { a[0] = 1; }");
+    for suite in ["parboil", "rodinia"] {
+        let t0 = Instant::now();
+        let variants: Vec<PathBuf> = variant_dirs(&root)
+            .into_iter()
+            .filter(|v| v.strip_prefix(&root).unwrap().starts_with(suite))
+            .collect();
+        let scopes: Vec<BTreeMap<String, FileIndex>> = variants
+            .par_iter()
+            .map(|v| {
+                let mut paths = Vec::new();
+                walk_exts(v, EXTRACT_EXTS, &mut paths);
+                paths
+                    .par_iter()
+                    .filter_map(|p| {
+                        let rel = p.strip_prefix(&root).unwrap().display().to_string();
+                        let t = String::from_utf8(std::fs::read(p).ok()?).ok()?;
+                        Some((rel.clone(), index_file(&rel, &t)))
+                    })
+                    .collect()
+            })
+            .collect();
+        let t_index = t0.elapsed().as_secs_f64();
+        let units: usize = scopes
+            .par_iter()
+            .map(|files| {
+                let scope = Scope { files };
+                files
+                    .iter()
+                    .flat_map(|(p, fi)| (0..fi.kernels().len()).map(move |i| (p, i)))
+                    .collect::<Vec<_>>()
+                    .par_iter()
+                    .map(|(p, i)| isolate_at(&scope, p, *i).unwrap().source.len().min(1))
+                    .sum::<usize>()
+            })
+            .sum();
+        println!(
+            "{suite}: {} files, {units} units, index {:.3}s, total {:.3}s ({} threads)",
+            scopes.iter().map(|s| s.len()).sum::<usize>(),
+            t_index,
+            t0.elapsed().as_secs_f64(),
+            rayon::current_num_threads()
+        );
+    }
 }

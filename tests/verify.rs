@@ -18,28 +18,54 @@ fn planted() -> PathBuf {
 
 const AFFINE: &str = "extern \"C\" __global__ void affine(const float* in, float* out, float a, float b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a * in[i] + b; }";
 
-/// A pair folder whose plan is named `name` (the fake worker keys its behaviour on it).
+const HARNESS: &str = r#"
+[sizes]
+n = 1000
+
+[[size_sets]]
+name = "s"
+
+[[args]]
+name = "in"
+type = "f32"
+len = "n"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+
+[[args]]
+name = "out"
+type = "f32"
+len = "n"
+role = "out"
+
+[[args]]
+name = "a"
+type = "f32"
+value = 2.0
+
+[[args]]
+name = "b"
+type = "f32"
+value = 1.0
+
+[[args]]
+name = "n"
+type = "i32"
+value = "n"
+
+[[launch]]
+kernel = "affine"
+grid = ["ceil_div(n, 256)"]
+block = [256]
+"#;
+
+/// A pair folder named `name` (the fake worker keys its behaviour on the harness path).
 fn pair_folder(root: &Path, name: &str) -> PathBuf {
     let d = root.join(name);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("slow.cu"), AFFINE).unwrap();
     std::fs::write(d.join("fast.cu"), AFFINE).unwrap();
-    let plan = serde_json::json!({
-        "harness": name,
-        "size_sets": [{
-            "name": "s",
-            "args": [
-                {"kind": "buffer", "name": "in", "elem": "f32", "len": 1000, "role": "in", "init": {"dist": "uniform", "lo": -1.0, "hi": 1.0}},
-                {"kind": "buffer", "name": "out", "elem": "f32", "len": 1000, "role": "out", "init": {"dist": "zeros"}},
-                {"kind": "scalar", "name": "a", "elem": "f32", "value": 2.0},
-                {"kind": "scalar", "name": "b", "elem": "f32", "value": 1.0},
-                {"kind": "scalar", "name": "n", "elem": "i32", "value": 1000.0}
-            ],
-            "slow": [{"grid": [4, 1, 1], "block": [256, 1, 1]}],
-            "fast": [{"grid": [4, 1, 1], "block": [256, 1, 1]}]
-        }]
-    });
-    std::fs::write(d.join("harness.plan.json"), plan.to_string()).unwrap();
+    std::fs::write(d.join("harness.toml"), HARNESS).unwrap();
     d
 }
 
@@ -64,15 +90,15 @@ fn statuses(out: &Path) -> Vec<(String, Status)> {
 
 const FAKE_WORKER: &str = r#"#!/bin/sh
 # A stand-in for `kernelpair worker`: says hello, then answers each job by the plan's
-# harness name: "hang" never answers, "crash" exits, "sticky" answers then exits.
+# harness path: .../hang/ never answers, .../crash/ exits, .../sticky/ answers then exits.
 echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
 while read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
   case "$line" in
     *'"type":"shutdown"'*) exit 0 ;;
-    *'"harness":"hang"'*) exec sleep 600 ;;
-    *'"harness":"crash"'*) echo "fake: illegal address" >&2; exit 7 ;;
-    *'"harness":"sticky"'*)
+    *'/hang/harness.toml"'*) exec sleep 600 ;;
+    *'/crash/harness.toml"'*) echo "fake: illegal address" >&2; exit 7 ;;
+    *'/sticky/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":true,\"verification\":{\"status\":\"crashed\",\"reason\":\"sticky\",\"tool_version\":\"fake\"}}"
       exit 1 ;;
     *)
@@ -175,8 +201,8 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
     let ok = pair_folder(t.path(), "ok");
     let loop_dir = pair_folder(t.path(), "bfs");
     std::fs::write(
-        loop_dir.join("harness.plan.json"),
-        r#"{"harness":"bfs","size_sets":[],"needs_host_loop":"frontier loop runs until the queue is empty"}"#,
+        loop_dir.join("harness.toml"),
+        format!("needs_host_loop = true\nhost_loop_reason = \"frontier loop runs until the queue is empty\"\n{HARNESS}"),
     )
     .unwrap();
     let mut recs = vec![];
@@ -275,6 +301,7 @@ fn gpu_planted_pairs_get_their_status() {
         let v = p.verification.as_ref().unwrap();
         eprintln!("{:<28} {:<14} {}", p.benchmark, v.status.as_str(), v.reason);
         if Some(v.status) != m.expect {
+            eprintln!("evidence: {}", v.evidence);
             wrong.push(format!(
                 "{}: got {:?}, want {:?}: {}",
                 d.display(),
@@ -285,4 +312,97 @@ fn gpu_planted_pairs_get_their_status() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+    check_verifications(&out);
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    jsonschema::validator_for(&v).expect("schema compiles")
+}
+
+fn assert_valid(v: &jsonschema::Validator, x: &serde_json::Value) {
+    let errs: Vec<String> = v
+        .iter_errors(x)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errs.is_empty(), "{errs:#?}\n{x:#}");
+}
+
+/// Real protocol lines validate: the worker's first line on this machine (no_gpu here,
+/// hello on a GPU), a job built from a planted folder, and the verifications written.
+#[test]
+fn protocol_and_verification_match_their_schemas() {
+    use kernelpair::verify::protocol::{encode, Request};
+    let ws = schema("worker.schema.json");
+    let out = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["worker", "--device", "0"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let line: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert!(
+        line["type"] == "no_gpu" || line["type"] == "hello",
+        "{line}"
+    );
+    assert_valid(&ws, &line);
+    // A job line, resolved for an H100's figures.
+    let (_, p) = load_folder(&planted().join("good_matvec")).unwrap();
+    let h = kernelpair::harness::load(Path::new(p.harness.as_ref().unwrap())).unwrap();
+    let dev = kernelpair::harness::DeviceProps::h100();
+    let sets = h
+        .size_sets()
+        .iter()
+        .map(|s| h.resolve(s, &dev).unwrap())
+        .collect();
+    let src = |u: &kernelpair::KernelUnit| kernelpair::verify::engine::Source {
+        name: u.path.clone(),
+        source: u.source.clone(),
+        symbol: u.symbol.clone(),
+    };
+    let job = kernelpair::verify::engine::Job {
+        pair_id: p.id.clone(),
+        slow: src(p.slow.as_ref().unwrap()),
+        fast: src(&p.fast),
+        harness: p.harness.clone().unwrap(),
+        sets,
+        options: Default::default(),
+    };
+    let line: serde_json::Value =
+        serde_json::from_str(&encode(Request::Job { job: Box::new(job) })).unwrap();
+    assert_valid(&ws, &line);
+    let mut bad = line.clone();
+    bad["version"] = 2.into();
+    assert!(!ws.is_valid(&bad));
+    // Verifications written by verify (no_gpu / CPU statuses here).
+    let t = tempfile::tempdir().unwrap();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &[pair_folder(t.path(), "ok")]);
+    let out = t.path().join("out.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    check_verifications(&out);
+}
+
+fn check_verifications(out: &Path) {
+    let vs = schema("verification.schema.json");
+    for r in kernelpair::jsonl::read_records(out).unwrap() {
+        if let Record::Pair(p) = r {
+            assert_valid(&vs, &serde_json::to_value(p.verification.unwrap()).unwrap());
+        }
+    }
 }

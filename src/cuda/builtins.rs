@@ -56,6 +56,27 @@ pub fn is_keyword(name: &str) -> bool {
     KEYWORD_SET.contains(name)
 }
 
+/// Keywords old code redefines with a macro (`#define bool char`, `#define real float`):
+/// a unit must carry such a macro when it uses the word.
+pub fn is_redefinable(name: &str) -> bool {
+    matches!(
+        name,
+        "bool"
+            | "true"
+            | "false"
+            | "inline"
+            | "restrict"
+            | "char"
+            | "int"
+            | "float"
+            | "double"
+            | "long"
+            | "short"
+            | "unsigned"
+            | "signed"
+    )
+}
+
 /// Provided by NVRTC itself: builtin variables, types, intrinsics, math functions.
 pub fn is_builtin(name: &str) -> bool {
     if is_keyword(name) || BUILTIN_SET.contains(name) || name.starts_with("__") {

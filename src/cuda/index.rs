@@ -63,10 +63,16 @@ pub(crate) struct Item {
     pub operator_types: Vec<String>,
     /// Constructs NVRTC rejects (code, message, line).
     pub notes: Vec<(&'static str, String, u32)>,
+    /// A host function indexed by name only: its references are worked out (see
+    /// [`lazy_refs`]) only if a kernel ever uses it, which keeps indexing of host-heavy
+    /// files cheap.
+    pub lazy: bool,
 }
 
 struct Frame {
     id: u32,
+    /// 0 for the `#if` branch, then one more per `#elif`/`#else`.
+    branch: u32,
     exprs: Vec<String>,
     /// The current branch's condition: `None` when dead, `Some("")` when always true.
     current: Option<String>,
@@ -146,6 +152,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                         };
                         let mut f = Frame {
                             id: next_frame,
+                            branch: 0,
                             exprs: vec![expr],
                             current: None,
                             guard: false,
@@ -158,6 +165,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                     }
                     "elif" | "else" => {
                         if let Some(f) = frames.last_mut() {
+                            f.branch += 1;
                             if word == "elif" {
                                 f.exprs.push(rest.clone());
                                 f.current = branch_condition(&f.exprs, false);
@@ -182,9 +190,10 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                         let name = c[1].to_string();
                         let value = c.get(3).map(|m| m.as_str().trim()).unwrap_or("");
                         if let Some(f) = frames.last_mut() {
+                            // `#ifndef X_H` then `#define X_H` (or `X_H 1`): a guard.
                             if f.fresh
                                 && f.guard_candidate.as_deref() == Some(name.as_str())
-                                && value.is_empty()
+                                && (value.is_empty() || value == "1")
                             {
                                 f.guard = true;
                                 f.fresh = false;
@@ -229,6 +238,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                             error_line: None,
                             operator_types: Vec::new(),
                             notes: Vec::new(),
+                            lazy: false,
                         };
                         push_item(&mut idx, item, &frames);
                     }
@@ -335,7 +345,7 @@ fn cond_of(frames: &[Frame]) -> Vec<CondBranch> {
             let expr = f.current.as_ref()?;
             (!expr.is_empty()).then(|| CondBranch {
                 frame: f.id,
-                branch: f.exprs.len() as u32 - 1,
+                branch: f.branch,
                 expr: expr.clone(),
             })
         })
@@ -442,7 +452,7 @@ pub(crate) fn normalize_type(s: &str) -> String {
     let mut prev_ptr = false;
     for tok in tokens_for_type(s) {
         let is_ptr = tok.chars().all(|c| c == '*' || c == '&');
-        let glue = matches!(tok.as_str(), "[" | "]" | "," | ">" | "(" | ")")
+        let glue = matches!(tok.as_str(), "]" | "," | ">" | ")")
             || out.ends_with(['[', '(', '<'])
             || (is_ptr && prev_ptr);
         if !out.is_empty() && !glue {
@@ -505,6 +515,12 @@ fn params_from_list(list: Node, src: &str) -> Vec<Param> {
             Some(i) if p.kind() == "optional_parameter_declaration" => ty[..i].to_string(),
             _ => ty,
         };
+        // An `#ifdef` line inside the list belongs to no parameter.
+        let ty: String = ty
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .collect::<Vec<_>>()
+            .join(" ");
         let ty = normalize_type(&ty);
         if ty == "void" && names.is_empty() {
             continue;
@@ -528,7 +544,12 @@ fn find_ident_in(n: Node, src: &str, name: &str) -> Option<std::ops::Range<usize
 
 /// Parameters from the text of a parameter list when tree-sitter could not parse it.
 fn params_from_text(inner: &str) -> Vec<Param> {
-    split_top_commas(inner)
+    let inner: String = inner
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    split_top_commas(&inner)
         .into_iter()
         .filter(|p| !p.trim().is_empty() && p.trim() != "void")
         .map(|p| {
@@ -611,31 +632,32 @@ fn index_chunk(
     let chunk = &text[start..end];
     let mchunk = &masked[start..end];
     let line = lines.line(start);
+    if let Some(c) = lazy_host_function(mchunk, chunk) {
+        let it = Item {
+            kind: ItemKind::Function,
+            names: c.names,
+            text: chunk.to_string(),
+            offset: start,
+            line,
+            refs: Vec::new(),
+            cond_refs: Vec::new(),
+            cond: Vec::new(),
+            template: false,
+            device: false,
+            header_len: c.header_len,
+            error_line: None,
+            operator_types: Vec::new(),
+            notes: Vec::new(),
+            lazy: true,
+        };
+        push_item(idx, it, frames);
+        return;
+    }
     let Some(tree) = parse(chunk) else {
         return;
     };
     let root = tree.root_node();
     let error_line = first_error(root).map(|n| lines.line(start + n.start_byte()));
-
-    // Names the chunk declares for itself.
-    let mut locals: HashSet<&str> = HashSet::new();
-    let mut enumerators: Vec<&str> = Vec::new();
-    {
-        let q = &queries::DECLARATORS;
-        let mut cur = QueryCursor::new();
-        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
-        while let Some(m) = it.next() {
-            for cap in m.captures {
-                let mut names = Vec::new();
-                declarator_names(cap.node, chunk, &mut names);
-                if cap.index == q.enumerator {
-                    enumerators.extend(names);
-                } else {
-                    locals.extend(names);
-                }
-            }
-        }
-    }
 
     let mut item = classify(root, chunk, mchunk);
     if item.names.is_empty() {
@@ -655,20 +677,14 @@ fn index_chunk(
         }
         return;
     }
+    let analysis = analyze(root, chunk, mchunk, &item.names, &item.params, |o| {
+        lines.line(start + o)
+    });
     if item.kind == ItemKind::Type {
-        item.names.extend(enumerators.iter().map(|s| s.to_string()));
+        item.names.extend(analysis.enumerators);
     }
-    let own: HashSet<String> = item.names.iter().cloned().collect();
-    let refs: Vec<(String, u32)> = lex::idents(mchunk)
-        .into_iter()
-        .filter(|i| {
-            !i.member
-                && !builtins::is_keyword(i.text)
-                && !locals.contains(i.text)
-                && !own.contains(i.text)
-        })
-        .map(|i| (i.text.to_string(), lines.line(start + i.offset)))
-        .collect();
+    let refs = analysis.refs;
+    let chunk_cond_refs = analysis.cond_refs;
 
     if let Some(l) = error_line {
         idx.diagnostics.push(
@@ -729,7 +745,7 @@ fn index_chunk(
         text: chunk.to_string(),
         offset: start,
         line,
-        refs: dedup(refs),
+        refs,
         cond_refs: Vec::new(),
         cond: Vec::new(),
         template: item.template,
@@ -738,8 +754,133 @@ fn index_chunk(
         error_line,
         operator_types,
         notes,
+        lazy: false,
     };
     push_item(idx, it, frames);
+    let last = idx.items.len() - 1;
+    for c in chunk_cond_refs {
+        if !idx.items[last].cond_refs.contains(&c) {
+            idx.items[last].cond_refs.push(c);
+        }
+    }
+}
+
+/// What a chunk uses and declares.
+struct Analysis {
+    /// Free identifiers with the line of their first use.
+    refs: Vec<(String, u32)>,
+    /// Identifiers of `#if` lines inside the chunk.
+    cond_refs: Vec<String>,
+    enumerators: Vec<String>,
+}
+
+/// Free names of a parsed chunk: every identifier that is not a member, a keyword,
+/// something the chunk declares itself (parameters, locals, fields, its own macros)
+/// or one of its own names.
+fn analyze(
+    root: Node,
+    chunk: &str,
+    mchunk: &str,
+    names: &[String],
+    params: &[Param],
+    line_of: impl Fn(usize) -> u32,
+) -> Analysis {
+    let mut locals: HashSet<&str> = HashSet::new();
+    let mut enumerators: Vec<String> = Vec::new();
+    {
+        let q = &queries::DECLARATORS;
+        let mut cur = QueryCursor::new();
+        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
+        while let Some(m) = it.next() {
+            for cap in m.captures {
+                let mut found = Vec::new();
+                declarator_names(cap.node, chunk, &mut found);
+                if cap.index == q.enumerator {
+                    enumerators.extend(found.into_iter().map(str::to_string));
+                } else {
+                    locals.extend(found);
+                }
+            }
+        }
+    }
+    // Parameters recovered from the text are locals too.
+    locals.extend(params.iter().map(|p| p.name.as_str()));
+    // So are macros defined inside the chunk (`#define SUM(s) …` in a kernel body).
+    for line in mchunk.lines() {
+        if let Some(c) = DEFINE_RE.captures(line) {
+            locals.insert(c.get(1).expect("name").as_str());
+            if let Some(ps) = c.get(2) {
+                locals.extend(
+                    ps.as_str()
+                        .trim_matches(|c| c == '(' || c == ')')
+                        .split(',')
+                        .map(str::trim),
+                );
+            }
+        }
+    }
+    let own: HashSet<&str> = names
+        .iter()
+        .map(String::as_str)
+        .chain(enumerators.iter().map(String::as_str))
+        .collect();
+    let all = lex::idents(mchunk);
+    let mut cond_refs: Vec<String> = Vec::new();
+    for i in all
+        .iter()
+        .filter(|i| i.in_condition && !builtins::is_keyword(i.text))
+    {
+        if !cond_refs.iter().any(|c| c == i.text) {
+            cond_refs.push(i.text.to_string());
+        }
+    }
+    let refs = all
+        .into_iter()
+        .filter(|i| {
+            !i.in_condition
+                && !i.member
+                && (!builtins::is_keyword(i.text) || builtins::is_redefinable(i.text))
+                && !locals.contains(i.text)
+                && !own.contains(i.text)
+        })
+        .map(|i| (i.text.to_string(), line_of(i.offset)))
+        .collect();
+    Analysis {
+        refs: dedup(refs),
+        cond_refs,
+        enumerators,
+    }
+}
+
+/// A plain host function (no CUDA qualifier, not a template or operator), recognised
+/// from its text without parsing it.
+fn lazy_host_function(mchunk: &str, chunk: &str) -> Option<Classified> {
+    let head = &mchunk[..top_level_brace(mchunk)?];
+    let words = lex::idents(head);
+    if words.iter().any(|w| {
+        matches!(
+            w.text,
+            "__device__" | "__global__" | "__host__" | "template" | "operator"
+        )
+    }) || lex::is_declaration_header(head)
+    {
+        return None;
+    }
+    let c = classify_text(mchunk, chunk);
+    (c.kind == ItemKind::Function && !c.names.is_empty()).then_some(c)
+}
+
+/// References of a [`lazy`](Item::lazy) item, worked out now: (refs, `#if` names).
+pub(crate) fn lazy_refs(item: &Item) -> (Vec<(String, u32)>, Vec<String>) {
+    let Some(tree) = parse(&item.text) else {
+        return (Vec::new(), Vec::new());
+    };
+    let m = lex::mask(&item.text);
+    let lines = Lines::new(&item.text);
+    let a = analyze(tree.root_node(), &item.text, &m, &item.names, &[], |o| {
+        item.line + lines.line(o) - 1
+    });
+    (a.refs, a.cond_refs)
 }
 
 struct Classified {
@@ -797,7 +938,13 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
             out.device = words.contains(&"__global__") || words.contains(&"__device__");
             out.header_len = Some(body.start_byte());
             if let Some(pl) = fd.child_by_field_name("parameters") {
-                out.params = params_from_list(pl, chunk);
+                let inner = t(pl, chunk);
+                out.params = if inner.contains('#') {
+                    // `#if` inside the list: tree-sitter's reading is unreliable.
+                    params_from_text(inner.trim_start_matches('(').trim_end_matches(')'))
+                } else {
+                    params_from_list(pl, chunk)
+                };
             }
             if let Some(tp) = get(q.template_params) {
                 out.template = true;
@@ -807,6 +954,14 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
             // does not change what the function is.
             let _ = func;
             return out;
+        }
+    }
+    if root.has_error() {
+        // tree-sitter may have read a broken function as something else (a declaration
+        // with an initializer list, say): the text decides.
+        let t = classify_text(mchunk, chunk);
+        if matches!(t.kind, ItemKind::Kernel | ItemKind::Function) {
+            return t;
         }
     }
     let mut c = root.walk();
@@ -997,7 +1152,7 @@ fn classify_text(mchunk: &str, chunk: &str) -> Classified {
     }
     // A variable: the identifier before the first `[`, `=`, `(` or `;` at depth 0.
     let stop = mchunk
-        .find(|c| matches!(c, '[' | '=' | ';' | '(' | '{'))
+        .find(['[', '=', ';', '(', '{'])
         .unwrap_or(mchunk.len());
     if let Some(n) = lex::idents(&mchunk[..stop]).last() {
         if !builtins::is_keyword(n.text) && words.len() > 1 {
@@ -1200,23 +1355,23 @@ fn launch_definitions(
             continue;
         }
         let mut found = Vec::new();
-        let decl = Regex::new(&format!(
-            r"^(?:[A-Za-z_][\w:<>]*[\s*&]+)+{}\s*(?:[(={{\[;,]|$)",
-            regex::escape(&name)
-        ))
-        .expect("escaped name");
-        let assign = Regex::new(&format!(
-            r"^{}(?:\.[xyz])?\s*[-+*/]?=[^=]",
-            regex::escape(&name)
-        ))
-        .expect("escaped name");
+        let mut follow = String::new();
         let mut s0 = 0;
         for (i, c) in mchunk[..offset].char_indices() {
             if matches!(c, ';' | '{' | '}') {
                 let stmt = mchunk[s0..i].trim();
-                if decl.is_match(stmt) || assign.is_match(stmt) {
+                if declares(stmt, &name) || assigns(stmt, &name) {
                     let lead = mchunk[s0..i].len() - mchunk[s0..i].trim_start().len();
                     found.push(collapse_ws(&chunk[s0 + lead..i]));
+                    // The part that defines this name: from it to the next top-level
+                    // comma (`int a = 1, n = f(b)` → `n = f(b)`).
+                    let ids = lex::idents(stmt);
+                    if let Some(p) = ids.iter().position(|x| x.text == name && !x.member) {
+                        let from = ids[p].offset;
+                        let part = split_top_commas(&stmt[from..])[0];
+                        follow.push_str(part);
+                        follow.push(' ');
+                    }
                 }
                 s0 = i + 1;
             }
@@ -1233,8 +1388,11 @@ fn launch_definitions(
             })
         };
         if let Some(text) = text {
+            if follow.is_empty() {
+                follow = text.clone();
+            }
             // Follow the names the definition uses (`dim3 grid(n / BLOCK)` → BLOCK).
-            let m = lex::mask(&text);
+            let m = lex::mask(&follow);
             for i in lex::idents(&m) {
                 if !i.member
                     && !builtins::is_builtin(i.text)
@@ -1251,9 +1409,92 @@ fn launch_definitions(
     out
 }
 
+/// `stmt` (masked, trimmed) declares `name`: `T name(…)`, `const T *name = …`, `T a, name;`.
+fn declares(stmt: &str, name: &str) -> bool {
+    if declares_first(stmt, name) {
+        return true;
+    }
+    // A later declarator: `dim3 grid(…), block(…)`, `int a = 1, n = 2`.
+    let parts = split_top_commas(stmt);
+    let later = parts[1..].iter().any(|p| {
+        p.trim_start().strip_prefix(name).is_some_and(|rest| {
+            let r = rest.trim_start();
+            !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                && (r.is_empty() || r.starts_with(['(', '=', '{', '[']))
+                && !r.starts_with("==")
+        })
+    });
+    later
+        && lex::idents(parts[0])
+            .iter()
+            .skip(1)
+            .any(|i| declares_first(parts[0], i.text))
+}
+
+fn declares_first(stmt: &str, name: &str) -> bool {
+    let ids = lex::idents(stmt);
+    let Some(pos) = ids.iter().position(|i| i.text == name && !i.member) else {
+        return false;
+    };
+    if pos == 0
+        || matches!(
+            ids[0].text,
+            "return" | "if" | "while" | "for" | "else" | "case"
+        )
+    {
+        return false;
+    }
+    let end = ids[pos].offset + name.len();
+    let after = stmt[end..].trim_start();
+    let follows = after.is_empty() || after.starts_with(['(', '=', '{', '[', ';', ',']);
+    let before = &stmt[..ids[pos].offset];
+    let before_ok = before
+        .chars()
+        .all(|c| c.is_alphanumeric() || c.is_whitespace() || "_*&:<>,".contains(c))
+        // `i < n` is a comparison, `vector<int> n` a declaration.
+        && before.matches('<').count() == before.matches('>').count();
+    follows && before_ok && !after.starts_with("==")
+}
+
+/// `stmt` assigns to `name` (or to one of its `.x/.y/.z`).
+fn assigns(stmt: &str, name: &str) -> bool {
+    let Some(rest) = stmt.strip_prefix(name) else {
+        return false;
+    };
+    if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+        return false;
+    }
+    let rest = rest.trim_start();
+    let rest = [".x", ".y", ".z"]
+        .iter()
+        .find_map(|f| rest.strip_prefix(f))
+        .unwrap_or(rest)
+        .trim_start();
+    let rest = rest.trim_start_matches(['+', '-', '*', '/']);
+    rest.starts_with('=') && !rest.starts_with("==")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launch_definition_statements() {
+        assert!(declares("dim3 grid(n / BLOCK, 1)", "grid"));
+        assert!(declares("const unsigned int *a, blocks = 4", "blocks"));
+        assert!(declares("int blocks", "blocks"));
+        assert!(!declares("return blocks", "blocks"));
+        assert!(!declares("x = f(blocks)", "blocks"));
+        assert!(!declares("i < blocks", "blocks"));
+        assert!(declares("std::vector<int> blocks", "blocks"));
+        assert!(declares("dim3 grid(n / T, 1), threads(T, T)", "threads"));
+        assert!(declares("int rows = 512, cols = 512", "cols"));
+        assert!(!declares("f(a, cols = 2)", "cols"));
+        assert!(assigns("grid.x = 3", "grid"));
+        assert!(assigns("blocks += 1", "blocks"));
+        assert!(!assigns("blocks == 1", "blocks"));
+        assert!(!assigns("blocksize = 1", "blocks"));
+    }
 
     #[test]
     fn normalizes_types() {

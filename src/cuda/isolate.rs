@@ -251,8 +251,9 @@ impl<'s, 'a> Closure<'s, 'a> {
         self.item((0, self.kernel_item))
     }
 
-    /// The branches of `item` that conflict with or are implied by the kernel's own
-    /// `#if` branches (only meaningful in the kernel's file).
+    /// Whether an item can coexist with the kernel: in the kernel's own file, an item
+    /// in another branch of an `#if` the kernel sits in (the `#else` of its `#ifdef`)
+    /// cannot; the kernel's branches are taken as true.
     fn compatible(&self, id: ItemId) -> bool {
         if id.0 != 0 {
             return true;
@@ -272,6 +273,11 @@ impl<'s, 'a> Closure<'s, 'a> {
         let builtin = builtins::is_builtin(name);
         for r in ranks {
             let (path, reach, fi) = self.files[r];
+            // A builtin is never taken from a file no include connects (a host
+            // `typedef struct { … } int2;` in a CPU reference must not shadow CUDA's).
+            if builtin && reach == Reach::Fallback {
+                continue;
+            }
             let Some(ids) = fi.by_name.get(name) else {
                 continue;
             };
@@ -361,12 +367,25 @@ impl<'s, 'a> Closure<'s, 'a> {
     fn visit(&mut self, id: ItemId) {
         self.state.insert(id, State::InProgress);
         let it = self.item(id);
-        let refs = it
-            .refs
+        let lazy = if it.lazy {
+            Some(super::index::lazy_refs(it))
+        } else {
+            None
+        };
+        let (own_refs, own_conds) = match &lazy {
+            Some((r, c)) => (r.as_slice(), c.as_slice()),
+            None => (it.refs.as_slice(), &[][..]),
+        };
+        let refs: Vec<(&str, u32, bool)> = own_refs
             .iter()
             .map(|(n, l)| (n.as_str(), *l, false))
-            .chain(it.cond_refs.iter().map(|n| (n.as_str(), it.line, true)));
-        let refs: Vec<(&str, u32, bool)> = refs.collect();
+            .chain(
+                it.cond_refs
+                    .iter()
+                    .chain(own_conds)
+                    .map(|n| (n.as_str(), it.line, true)),
+            )
+            .collect();
         for (name, line, cond) in refs {
             let targets = self.resolve(name, id.0, cond);
             if targets.is_empty() {
@@ -377,7 +396,12 @@ impl<'s, 'a> Closure<'s, 'a> {
                     if !self.shims.iter().any(|x| x.name == s.name) {
                         self.shims.push(s);
                     }
-                } else if !builtins::is_builtin(name) {
+                } else if !builtins::is_builtin(name)
+                    // A macro body may name the caller's locals; and a name tested by
+                    // the `#if` around an item is only used where it is defined.
+                    && it.kind != ItemKind::Macro
+                    && !it.cond_refs.iter().any(|c| c == name)
+                {
                     let path = self.files[id.0].0;
                     self.unresolved
                         .entry(name.to_string())
@@ -399,7 +423,7 @@ impl<'s, 'a> Closure<'s, 'a> {
         }
         // Operator overloads for the types this item uses.
         if it.kind != ItemKind::Macro {
-            let used: HashSet<&str> = it.refs.iter().map(|(n, _)| n.as_str()).collect();
+            let used: HashSet<&str> = own_refs.iter().map(|(n, _)| n.as_str()).collect();
             for r in 0..self.files.len() {
                 let (_, reach, fi) = self.files[r];
                 if reach != Reach::Include {
@@ -558,6 +582,8 @@ impl<'s, 'a> Closure<'s, 'a> {
             let is_kernel = id == (0, self.kernel_item);
             let text = if is_kernel {
                 kernel_text(it)
+            } else if it.kind == ItemKind::Global {
+                const_global_text(&it.text)
             } else {
                 it.text.clone()
             };
@@ -684,6 +710,35 @@ fn kernel_text(it: &Item) -> String {
     format!("extern \"C\" {text}")
 }
 
+/// A namespace-scope `const` of arithmetic type (`const float k = 1.0 / other;`) is a
+/// host variable that nvcc folds into device code; under NVRTC's `-default-device` it
+/// would become a `__device__` variable needing dynamic initialization. `constexpr`
+/// keeps the original meaning: a compile-time constant.
+fn const_global_text(text: &str) -> String {
+    let m = lex::mask(text);
+    let ids = lex::idents(&m);
+    let words: Vec<&str> = ids.iter().map(|i| i.text).collect();
+    let Some(eq) = m.find('=') else {
+        return text.to_string();
+    };
+    let qualified = words.iter().any(|w| {
+        matches!(
+            *w,
+            "__device__" | "__constant__" | "__shared__" | "extern" | "constexpr" | "texture"
+        )
+    });
+    let first_const = ids
+        .iter()
+        .take_while(|i| i.offset < eq)
+        .position(|i| i.text == "const");
+    let leading = first_const.is_some_and(|p| ids[..p].iter().all(|i| i.text == "static"));
+    if qualified || !leading || m[..eq].contains(['*', '&', '<', '(']) {
+        return text.to_string();
+    }
+    let off = ids[first_const.expect("checked")].offset;
+    format!("{}constexpr{}", &text[..off], &text[off + "const".len()..])
+}
+
 fn features_of(source: &str, texture: bool, template_kernel: bool) -> Features {
     let m = lex::mask(source);
     let ids = lex::idents(&m);
@@ -705,5 +760,554 @@ fn features_of(source: &str, texture: bool, template_kernel: bool) -> Features {
                 || t.strip_prefix("make_")
                     .is_some_and(builtins::is_vector_type)
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::{index_file, normalized_tokens, FileIndex};
+    use crate::gpu::nvrtc;
+
+    fn scope_of(files: &[(&str, &str)]) -> BTreeMap<String, FileIndex> {
+        files
+            .iter()
+            .map(|(p, t)| (p.to_string(), index_file(p, t)))
+            .collect()
+    }
+
+    fn unit(files: &[(&str, &str)], file: &str, kernel: &str) -> IsolatedKernel {
+        let map = scope_of(files);
+        isolate(&Scope { files: &map }, file, kernel).unwrap()
+    }
+
+    fn codes(u: &IsolatedKernel) -> Vec<&str> {
+        u.diagnostics.iter().map(|d| d.code.as_str()).collect()
+    }
+
+    /// Compile with NVRTC where it is installed (CI installs it); elsewhere skip.
+    fn compiles(u: &IsolatedKernel) -> Option<bool> {
+        nvrtc::load().ok()?;
+        let exprs: Vec<String> = Vec::new();
+        let c = nvrtc::compile(&nvrtc::CompileRequest {
+            source: &u.source,
+            name: "unit.cu",
+            arch: "sm_90",
+            name_expressions: &exprs,
+            cubin: false,
+            extra_options: &[],
+        })
+        .ok()?;
+        if !c.ok {
+            eprintln!("{}\n---\n{}", u.source, c.log);
+        }
+        Some(c.ok)
+    }
+
+    const HELPERS: &str = r#"
+#include <stdio.h>
+#include <cuda_runtime.h>
+__device__ float leaf(float x) { return x * 2.0f; }
+__device__ float mid(float x) { return leaf(x) + 1.0f; }
+__device__ float unused_helper(float x) { return x; }
+__host__ __device__ int twice(int a) { return 2 * a; }
+__device__ float over(float a) { return a; }
+__device__ float over(float a, float b) { return a + b; }
+__global__ void k(float *out, int n) {
+    int i = twice(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = mid(out[i]) + over(1.0f) + over(1.0f, 2.0f);
+}
+void host_helper() { printf("x"); }
+int main() {
+    float *d; cudaMalloc(&d, 4);
+    k<<<1, 32>>>(d, 32);
+    host_helper();
+    return 0;
+}
+"#;
+
+    #[test]
+    fn pulls_transitive_helpers_and_overloads_and_drops_host_code() {
+        let u = unit(&[("a/k.cu", HELPERS)], "a/k.cu", "k");
+        assert_eq!(u.pulled.helpers, vec!["twice", "leaf", "mid", "over"]);
+        assert!(!u.source.contains("unused_helper"));
+        assert!(!u.source.contains("main"));
+        assert!(!u.source.contains("cudaMalloc"));
+        assert!(!u.source.contains("host_helper"));
+        assert!(!u.source.contains("#include"));
+        assert_eq!(u.source.matches("__device__ float over(").count(), 2);
+        // Callees come before callers.
+        assert!(u.source.find("float leaf").unwrap() < u.source.find("float mid").unwrap());
+        assert!(u
+            .source
+            .contains("extern \"C\" __global__ void k(float *out, int n)"));
+        assert_eq!(u.symbol, "k");
+        assert_eq!(
+            u.params
+                .iter()
+                .map(|p| (p.name.as_str(), p.ty.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("out", "float *"), ("n", "int")]
+        );
+        let dropped: Vec<&str> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "host_header_dropped")
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        assert!(dropped[0].contains("<cuda_runtime.h>"));
+        assert!(dropped[1].contains("<stdio.h>"));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn unannotated_functions_a_kernel_calls_are_pulled_with_their_needs() {
+        // Plain functions are indexed by name only and analysed when first used.
+        let src = "#define SCALE 3\nfloat plain(float x) { return x * SCALE; }\nint main(int argc, char **argv) { return plain(1.0f); }\n__global__ void k(float *a) { a[0] = plain(a[0]); }\n";
+        let u = unit(&[("p.cu", src)], "p.cu", "k");
+        assert_eq!(u.pulled.helpers, vec!["plain"]);
+        assert_eq!(u.pulled.macros, vec!["SCALE"]);
+        assert!(!u.source.contains("main"));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn same_named_kernels_by_index_and_template_kernels() {
+        let src = r#"
+template <typename T, int B>
+__device__ T scale(T x) { return x * B; }
+template <typename T>
+__global__ void tk(T *a) { a[threadIdx.x] = scale<T, 2>(a[threadIdx.x]); }
+__global__ void dup(float *a) { a[0] = 1.0f; }
+__global__ void dup(int *a) { a[0] = 2; }
+"#;
+        let map = scope_of(&[("t.cu", src)]);
+        let scope = Scope { files: &map };
+        let fi = &map["t.cu"];
+        assert_eq!(
+            fi.kernels()
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["tk", "dup", "dup"]
+        );
+        let t = isolate(&scope, "t.cu", "tk").unwrap();
+        assert_eq!(t.template_params, vec!["typename T"]);
+        assert_eq!(t.symbol, "tk");
+        assert!(!t.source.contains("extern \"C\""));
+        assert!(t.features.templates);
+        assert_eq!(t.pulled.helpers, vec!["scale"]);
+        let first = isolate(&scope, "t.cu", "dup").unwrap();
+        assert!(first.source.contains("float *a"));
+        assert!(!first.source.contains("int *a"));
+        let second = isolate_at(&scope, "t.cu", 2).unwrap();
+        assert!(second.source.contains("int *a"));
+        assert!(!second.source.contains("float *a"));
+        assert!(matches!(
+            isolate_at(&scope, "t.cu", 3),
+            Err(CudaError::KernelIndexOutOfRange { count: 3, .. })
+        ));
+        let e = isolate(&scope, "t.cu", "nope").unwrap_err().to_string();
+        assert!(e.contains("tk, dup, dup"), "{e}");
+        assert!(matches!(
+            isolate(&scope, "x.cu", "tk"),
+            Err(CudaError::FileNotInScope { .. })
+        ));
+    }
+
+    #[test]
+    fn same_named_helpers_and_macros_in_different_files_do_not_collide() {
+        let a = "#define N 16\n#define bool char\n__device__ int f(int x) { return x + 1; }\n__global__ void ka(int *o) { bool b = 1; o[0] = f(N) + b; }\n";
+        let b = "#define N 32\n__device__ int f(int x) { return x - 1; }\n__global__ void kb(int *o) { o[0] = f(N); }\n";
+        let files = [("v/a.cu", a), ("v/b.cu", b)];
+        let ua = unit(&files, "v/a.cu", "ka");
+        let ub = unit(&files, "v/b.cu", "kb");
+        assert!(ua.source.contains("#define N 16") && !ua.source.contains("#define N 32"));
+        assert!(ua.source.contains("return x + 1;") && !ua.source.contains("return x - 1;"));
+        assert!(ua.source.contains("#define bool char"));
+        assert!(ub.source.contains("#define N 32") && !ub.source.contains("#define N 16"));
+        assert!(ub.source.contains("return x - 1;") && !ub.source.contains("return x + 1;"));
+        assert!(
+            !ub.source.contains("bool"),
+            "kb never uses bool:\n{}",
+            ub.source
+        );
+    }
+
+    #[test]
+    fn globals_shared_constant_and_features() {
+        let src = r#"
+#define TILE 16
+__constant__ float coeffs[TILE];
+__device__ int counter;
+__shared__ float file_scope_tile[TILE];
+extern __shared__ float dyn[];
+__device__ float unused_global;
+__global__ void k(float4 *v, int *flags) {
+    __shared__ float local[TILE];
+    local[threadIdx.x] = coeffs[threadIdx.x] + file_scope_tile[0] + dyn[0];
+    atomicAdd(&counter, 1);
+    int w = __shfl_down_sync(0xffffffff, flags[0], 1);
+    float4 x = make_float4(0, 0, 0, 0);
+    v[0] = x; flags[1] = w;
+}
+"#;
+        let u = unit(&[("g.cu", src)], "g.cu", "k");
+        assert_eq!(
+            u.pulled.globals,
+            vec!["coeffs", "file_scope_tile", "dyn", "counter"]
+        );
+        assert_eq!(u.pulled.macros, vec!["TILE"]);
+        assert!(!u.source.contains("unused_global"));
+        let f = u.features;
+        assert!(f.shared_memory && f.dynamic_shared_memory && f.constant_memory);
+        assert!(f.atomics && f.warp_primitives && f.vector_types);
+        assert!(!f.templates && !f.texture_references);
+        assert!(compiles(&u).unwrap_or(true));
+        let plain = unit(
+            &[("p.cu", "__global__ void p(float *a) { a[0] = 1.0f; }")],
+            "p.cu",
+            "p",
+        );
+        assert_eq!(plain.features, Features::default());
+    }
+
+    #[test]
+    fn macros_from_local_headers_with_their_if_blocks_and_types() {
+        let header = r#"
+#ifndef PARAMS_H
+#define PARAMS_H
+#define WIDTH 64
+#define IDX(r, c) ((r) * WIDTH + (c))
+#ifdef USE_DOUBLE
+typedef double real;
+#else
+typedef float real;
+#endif
+typedef struct { real x, y; } point;
+enum mode { MODE_A, MODE_B };
+#define UNUSED_MACRO 1
+#endif
+"#;
+        let kernel = r#"
+#include "../common/params.h"
+__global__ void k(point *p, real *out, int m) {
+    int i = IDX(threadIdx.y, threadIdx.x);
+    out[i] = (m == MODE_B) ? p[i].x : p[i].y;
+}
+"#;
+        let u = unit(
+            &[("s/common/params.h", header), ("s/v/k.cu", kernel)],
+            "s/v/k.cu",
+            "k",
+        );
+        assert_eq!(u.pulled.macros, vec!["WIDTH", "IDX"]);
+        for t in ["point", "real", "mode"] {
+            assert!(
+                u.pulled.types.contains(&t.to_string()),
+                "{t}: {:?}",
+                u.pulled.types
+            );
+        }
+        assert_eq!(u.pulled.local_files, vec!["s/common/params.h"]);
+        assert!(!u.source.contains("UNUSED_MACRO"));
+        // The include guard is not carried; the #ifdef around the typedef is.
+        assert!(!u.source.contains("PARAMS_H"));
+        assert!(u
+            .source
+            .contains("#if (defined(USE_DOUBLE))\ntypedef double real;\n#endif"));
+        assert!(u
+            .source
+            .contains("#if !(defined(USE_DOUBLE))\ntypedef float real;\n#endif"));
+        // Types come before their users.
+        assert!(u.source.find("typedef float real").unwrap() < u.source.find("} point;").unwrap());
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn kernel_inside_if_branch_keeps_its_branch_helpers() {
+        let src = r#"
+#ifdef FAST
+__device__ float h(float x) { return x * 2.0f; }
+__global__ void k(float *a) { a[0] = h(a[0]); }
+#else
+__device__ float h(float x) { return x + 2.0f; }
+__global__ void k(float *a) { a[0] = h(a[0]); }
+#endif
+"#;
+        let map = scope_of(&[("b.cu", src)]);
+        let scope = Scope { files: &map };
+        let u0 = isolate_at(&scope, "b.cu", 0).unwrap();
+        assert!(u0.source.contains("x * 2.0f") && !u0.source.contains("x + 2.0f"));
+        assert!(!u0.source.contains("#if"), "{}", u0.source);
+        let u1 = isolate_at(&scope, "b.cu", 1).unwrap();
+        assert!(u1.source.contains("x + 2.0f") && !u1.source.contains("x * 2.0f"));
+    }
+
+    #[test]
+    fn declarations_from_the_host_file_that_includes_the_kernel_file() {
+        let main = r#"
+#include <stdio.h>
+#define BLOCK 128
+typedef unsigned int uint_t;
+__constant__ float weights[4] = {1, 2, 3, 4};
+#include "kernel.cu"
+int main() {
+    int blocks = (1000 + BLOCK - 1) / BLOCK;
+    dim3 grid(blocks, 1);
+    k<<<grid, BLOCK, BLOCK * sizeof(float)>>>(0, 1000);
+    return 0;
+}
+"#;
+        let kernel = "__global__ void k(uint_t *o, int n) { if (threadIdx.x < BLOCK) o[0] = weights[0] * n; }\n";
+        let files = [("b/main.cu", main), ("b/kernel.cu", kernel)];
+        let u = unit(&files, "b/kernel.cu", "k");
+        assert_eq!(u.pulled.macros, vec!["BLOCK"]);
+        assert_eq!(u.pulled.types, vec!["uint_t"]);
+        assert_eq!(u.pulled.globals, vec!["weights"]);
+        assert_eq!(u.pulled.local_files, vec!["b/main.cu"]);
+        assert!(
+            !codes(&u).contains(&"unresolved_identifier"),
+            "{:?}",
+            u.diagnostics
+        );
+        assert!(compiles(&u).unwrap_or(true));
+
+        let map = scope_of(&files);
+        let sites = map["b/main.cu"].launch_sites();
+        assert_eq!(sites.len(), 1);
+        let s = &sites[0];
+        assert_eq!(
+            (s.kernel.as_str(), s.grid.as_str(), s.block.as_str()),
+            ("k", "grid", "BLOCK")
+        );
+        assert_eq!(s.shared_mem.as_deref(), Some("BLOCK * sizeof(float)"));
+        assert_eq!(s.args, vec!["0", "1000"]);
+        assert_eq!(s.line, 10);
+        assert_eq!(s.path, "b/main.cu");
+        assert_eq!(s.definitions["grid"], "dim3 grid(blocks, 1)");
+        assert_eq!(
+            s.definitions["blocks"],
+            "int blocks = (1000 + BLOCK - 1) / BLOCK"
+        );
+        assert_eq!(s.definitions["BLOCK"], "#define BLOCK 128");
+    }
+
+    #[test]
+    fn templated_launches_and_streams() {
+        let src =
+            "void run(float *d, cudaStream_t s) {\n  kt<float, 4><<<dim3(8), 64, 0, s>>>(d);\n}\n";
+        let map = scope_of(&[("h.cu", src)]);
+        let s = &map["h.cu"].launch_sites()[0];
+        assert_eq!(s.kernel, "kt");
+        assert_eq!(s.template_args.as_deref(), Some("<float, 4>"));
+        assert_eq!(s.stream.as_deref(), Some("s"));
+        assert_eq!(s.grid, "dim3(8)");
+    }
+
+    #[test]
+    fn legacy_textures_kept_when_read_and_dropped_otherwise() {
+        let src = r#"
+texture<float, 1, cudaReadModeElementType> tex_in;
+texture<float, 1, cudaReadModeElementType> tex_unused;
+__global__ void reads(float *o) { o[0] = tex1Dfetch(tex_in, threadIdx.x); }
+__global__ void plain(float *o) { o[0] = 1.0f; }
+"#;
+        let map = scope_of(&[("t.cu", src)]);
+        let scope = Scope { files: &map };
+        let r = isolate(&scope, "t.cu", "reads").unwrap();
+        assert!(r.source.contains("tex_in") && !r.source.contains("tex_unused"));
+        assert!(r.features.texture_references);
+        let d = r
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "legacy_texture_reference")
+            .unwrap();
+        assert_eq!(d.line, Some(2));
+        assert!(d.message.contains("tex_in"));
+        let p = isolate(&scope, "t.cu", "plain").unwrap();
+        assert!(!p.source.contains("texture"));
+        assert!(!p.features.texture_references);
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    }
+
+    #[test]
+    fn recovers_kernels_next_to_unparsable_code() {
+        let src = r#"
+#define DECLARE_BUF(n) float n[4]
+DECLARE_BUF(junk) CUDA_MAGIC
+__global__ void k(float *a,
+#ifdef WITH_B
+    float *b,
+#endif
+    int n) {
+    a[0] = n;
+}
+__global__ void k2(float *a) { a[0] = 1.0f KERNEL_END }
+"#;
+        let map = scope_of(&[("e.cu", src)]);
+        let fi = &map["e.cu"];
+        assert_eq!(
+            fi.kernels()
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["k", "k2"]
+        );
+        let scope = Scope { files: &map };
+        let k = isolate(&scope, "e.cu", "k").unwrap();
+        assert!(k.source.contains("#ifdef WITH_B"));
+        assert!(k.source.contains("a[0] = n;"));
+        let d = k
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "parse_error_recovered")
+            .unwrap();
+        assert!((4..=9).contains(&d.line.unwrap()), "{d:?}");
+        let k2 = isolate(&scope, "e.cu", "k2").unwrap();
+        let d = k2
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "parse_error_recovered")
+            .unwrap();
+        assert_eq!(d.line, Some(11));
+        let u = k2
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "unresolved_identifier")
+            .unwrap();
+        assert!(u.message.contains("KERNEL_END"));
+        assert_eq!(u.line, Some(11));
+    }
+
+    #[test]
+    fn shims_host_header_constants_and_keeps_nvrtc_headers() {
+        let src = "#include <float.h>\n#include <cuda_fp16.h>\n#include <stdint.h>\n__global__ void k(float *a, uint32_t n) { a[0] = FLT_MAX + M_PI; }\n";
+        let u = unit(&[("s.cu", src)], "s.cu", "k");
+        assert!(u.source.starts_with("#include <cuda_fp16.h>\n"));
+        assert!(u.source.contains("#define FLT_MAX"));
+        assert!(u.source.contains("#define M_PI"));
+        assert!(u.source.contains("typedef unsigned int uint32_t;"));
+        assert!(!u.source.contains("FLT_MIN"));
+        assert_eq!(
+            u.pulled.headers,
+            vec!["<cuda_fp16.h>", "<float.h>", "<math.h>", "<stdint.h>"]
+        );
+        assert!(!codes(&u).contains(&"unresolved_identifier"));
+    }
+
+    #[test]
+    fn operator_overloads_follow_the_types_they_take() {
+        let src = r#"
+inline __device__ float2 operator+(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+inline __device__ int3 operator+(int3 a, int3 b) { return make_int3(a.x + b.x, a.y + b.y, a.z + b.z); }
+__global__ void k(float2 *v) { v[0] = v[0] + v[1]; }
+"#;
+        let u = unit(&[("o.cu", src)], "o.cu", "k");
+        assert!(u.source.contains("float2 operator+"));
+        assert!(!u.source.contains("int3 operator+"));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn host_constants_become_constexpr_and_c_compound_literals_are_flagged() {
+        let src = r#"
+const float scale = 1.5f;
+const float inv = 1.0 / scale;
+struct P { float x, y; };
+__global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
+"#;
+        let u = unit(&[("c.cu", src)], "c.cu", "k");
+        assert!(u.source.contains("constexpr float scale = 1.5f;"));
+        assert!(u.source.contains("constexpr float inv = 1.0 / scale;"));
+        let d = u
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "c_compound_literal")
+            .unwrap();
+        assert_eq!(d.line, Some(5));
+    }
+
+    #[test]
+    fn unresolved_names_are_reported_once_with_their_line() {
+        let src = "__global__ void k(float *a) {\n  a[0] = mystery(a[1]);\n  a[2] = mystery(a[3]) + threadIdx.x + sqrtf(2.0f);\n}\n";
+        let u = unit(&[("u.cu", src)], "u.cu", "k");
+        let un: Vec<_> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "unresolved_identifier")
+            .collect();
+        assert_eq!(un.len(), 1, "{un:?}");
+        assert!(un[0].message.contains("`mystery`"));
+        assert_eq!(un[0].line, Some(2));
+    }
+
+    #[test]
+    fn identical_kernels_normalize_to_the_same_tokens() {
+        let a = "__global__ void k(float *a) { a[0] = 1.0f; } // naive";
+        let b = "__global__ void k(float *a)\n{\n    /* same */ a[0]=1.0f;\n}";
+        assert_eq!(normalized_tokens(a), normalized_tokens(b));
+        assert_ne!(
+            normalized_tokens(a),
+            normalized_tokens("__global__ void k(float *a) { a[0] = 2.0f; }")
+        );
+    }
+
+    #[test]
+    fn file_index_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<FileIndex>();
+        check::<IsolatedKernel>();
+    }
+
+    /// Broken input never panics and never loses a kernel whose own text is whole.
+    #[test]
+    fn index_survives_garbage() {
+        let cases = [
+            "",
+            "}}}}{{{{",
+            "/* unterminated comment __global__ void k() {}",
+            "\"unterminated string\n__global__ void k(int *a) { a[0] = 1; }\n",
+            "#if 1\n#else\n#endif\n#endif\n#else\n__global__ void k(int *a) {}\n",
+            "__global__ void k(int *a) { if (a) { a[0] = 1; }\n",
+            "template <typename T __global__ void k(T *a) {}",
+            "#define X(a, b) a ## b\n#define\n#include\n#include <\n__global__ void k(int *a) { a[0] = X(1, 2); }",
+            "\u{feff}__global__ void k(int *a) { a[0] = '\\''; }",
+            "extern \"C\" { namespace { __global__ void k(int *a) {} } }",
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            let map = scope_of(&[("g.cu", c)]);
+            let scope = Scope { files: &map };
+            for k in 0..map["g.cu"].kernels().len() {
+                let u = isolate_at(&scope, "g.cu", k).unwrap();
+                assert!(u.source.contains("void k"), "case {i}: {}", u.source);
+            }
+            if c.contains("__global__ void k(int *a) {") && !c.starts_with("/*") {
+                assert!(
+                    !map["g.cu"].kernels().is_empty(),
+                    "case {i} lost its kernel"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn resolves_includes_relative_then_by_scope_folder() {
+        let map = scope_of(&[("x/inc/a.h", ""), ("x/src/k.cu", ""), ("y/b.h", "")]);
+        let s = Scope { files: &map };
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "../inc/a.h").as_deref(),
+            Some("x/inc/a.h")
+        );
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "a.h").as_deref(),
+            Some("x/inc/a.h")
+        );
+        assert_eq!(
+            resolve_include(&s, "x/src/k.cu", "b.h").as_deref(),
+            Some("y/b.h")
+        );
+        assert_eq!(resolve_include(&s, "x/src/k.cu", "zzz.h"), None);
     }
 }

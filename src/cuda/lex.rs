@@ -27,6 +27,11 @@ fn mask_with(text: &str, literals: bool) -> String {
             }
         }
     };
+    // A UTF-8 byte-order mark is whitespace.
+    if b.starts_with(&[0xef, 0xbb, 0xbf]) {
+        out[..3].copy_from_slice(b"   ");
+        i = 3;
+    }
     while i < b.len() {
         match b[i] {
             b'/' if b.get(i + 1) == Some(&b'/') => {
@@ -95,6 +100,9 @@ pub struct Piece {
     pub end: usize,
 }
 
+/// (brace depth, paren depth) at a nested `#if`, and after its first branch.
+type NestedIf = (i32, i32, Option<(i32, i32)>);
+
 /// Split masked text into file-scope directives and chunks. `extern "C" { … }` and
 /// `namespace x { … }` are transparent: their contents become chunks of their own.
 pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
@@ -108,7 +116,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
     let mut transparent = 0usize;
     // Nested `#if` inside a chunk: the depth at the `#if` and after the first branch,
     // so that branches opening the same brace twice count once.
-    let mut nested_if: Vec<(i32, i32, Option<(i32, i32)>)> = Vec::new();
+    let mut nested_if: Vec<NestedIf> = Vec::new();
 
     let flush = |out: &mut Vec<Piece>, chunk: &mut Option<usize>, end: usize| {
         if let Some(s) = chunk.take() {
@@ -158,11 +166,9 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                         }
                     }
                     "endif" => {
-                        if let Some((_, _, first)) = nested_if.pop() {
-                            if let Some((b1, p1)) = first {
-                                brace = b1;
-                                paren = p1;
-                            }
+                        if let Some((_, _, Some((b1, p1)))) = nested_if.pop() {
+                            brace = b1;
+                            paren = p1;
                         }
                     }
                     _ => {}
@@ -171,6 +177,16 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
             i = end;
             line_start = true;
             continue;
+        }
+        if line_start && brace == 0 && paren == 0 {
+            if let Some(s) = chunk {
+                if starts_declaration(&masked[i..]) && ends_unfinished(&masked[s..i]) {
+                    // `MACRO(x)` or `MACRO_DECL` alone on its line before a definition:
+                    // a statement of its own, not the start of the definition.
+                    flush(&mut out, &mut chunk, i);
+                    header_end = None;
+                }
+            }
         }
         line_start = false;
         if chunk.is_none() {
@@ -226,6 +242,68 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
     }
     flush(&mut out, &mut chunk, b.len());
     out
+}
+
+/// Words that begin a definition when they open a line.
+const DECLARATION_STARTERS: &[&str] = &[
+    "__global__",
+    "__device__",
+    "__host__",
+    "template",
+    "typedef",
+    "struct",
+    "class",
+    "union",
+    "enum",
+    "__constant__",
+    "__shared__",
+    "texture",
+    "extern",
+    "static",
+    "void",
+];
+
+fn starts_declaration(rest: &str) -> bool {
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(rest.len());
+    DECLARATION_STARTERS.contains(&&rest[..end])
+}
+
+/// A chunk that ends in `)` or a plain identifier (not a qualifier such as `static`
+/// or `__global__`, which continue onto the next line).
+fn ends_unfinished(chunk: &str) -> bool {
+    let t = chunk.trim_end();
+    if t.ends_with(')') {
+        // `__launch_bounds__(…)` / `__align__(…)` continue the declaration.
+        let mut depth = 0i32;
+        let mut open = 0;
+        for (i, c) in t.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        open = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let before = t[..open].trim_end();
+        return !(before.ends_with("__launch_bounds__") || before.ends_with("__align__"));
+    }
+    let start = t
+        .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .map(|p| p + 1)
+        .unwrap_or(0);
+    let word = &t[start..];
+    !word.is_empty()
+        && !word.starts_with(|c: char| c.is_ascii_digit())
+        && !crate::cuda::builtins::is_keyword(word)
+        && word.chars().any(|c| c.is_ascii_uppercase())
+        && word.chars().all(|c| !c.is_ascii_lowercase())
 }
 
 fn trim_end(b: &[u8], start: usize, mut end: usize) -> usize {
@@ -338,6 +416,8 @@ pub struct Ident<'a> {
     pub offset: usize,
     /// Preceded by `.`, `->` or `::` (a member or a qualified name, not a free name).
     pub member: bool,
+    /// On an `#if`/`#ifdef`/`#elif` line: a macro that may be defined nowhere.
+    pub in_condition: bool,
 }
 
 /// Identifiers in masked text (numbers such as `1.0f` or `0x1F` yield none).
@@ -347,6 +427,8 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
     let mut out = Vec::new();
     let mut i = 0;
     let mut line_start = true;
+    // End of the `#if`-family directive being scanned.
+    let mut cond_end = 0;
     while i < b.len() {
         let c = b[i];
         if c == b'\n' {
@@ -375,6 +457,9 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
                 i = end;
                 continue;
             }
+            if matches!(word, "if" | "ifdef" | "ifndef" | "elif") {
+                cond_end = end;
+            }
             i = word_end;
             line_start = false;
             continue;
@@ -385,10 +470,9 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
             let mut j = i + 1;
             while j < b.len() {
                 let d = b[j];
-                if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || d == b'\'' {
-                    j += 1;
-                } else if (d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E' | b'p' | b'P')
-                {
+                let sign =
+                    (d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E' | b'p' | b'P');
+                if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || d == b'\'' || sign {
                     j += 1;
                 } else {
                     break;
@@ -397,19 +481,19 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
             i = j;
             continue;
         }
-        if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+        // Non-ASCII bytes (a byte-order mark, a stray symbol) separate tokens.
+        if c.is_ascii_alphabetic() || c == b'_' {
             let mut j = i + 1;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_' || b[j] >= 0x80) {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
                 j += 1;
             }
-            if c < 0x80 {
-                let member = preceded_by_member(b, i);
-                out.push(Ident {
-                    text: &masked[i..j],
-                    offset: i,
-                    member,
-                });
-            }
+            let member = preceded_by_member(b, i);
+            out.push(Ident {
+                text: &masked[i..j],
+                offset: i,
+                member,
+                in_condition: i < cond_end,
+            });
             i = j;
             continue;
         }
@@ -427,7 +511,7 @@ fn preceded_by_member(b: &[u8], i: usize) -> bool {
         return false;
     }
     match b[k - 1] {
-        b'.' => !(k >= 2 && b[k - 2].is_ascii_digit()),
+        b'.' => true,
         b'>' => k >= 2 && b[k - 2] == b'-',
         b':' => k >= 2 && b[k - 2] == b':',
         _ => false,
@@ -497,11 +581,9 @@ pub fn normalized_tokens(source: &str) -> Vec<String> {
             let mut j = i + 1;
             while j < b.len() {
                 let d = b[j];
-                if d.is_ascii_alphanumeric() || d == b'_' || d >= 0x80 {
-                    j += 1;
-                } else if c.is_ascii_digit()
-                    && (d == b'.' || ((d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E')))
-                {
+                let number_part = c.is_ascii_digit()
+                    && (d == b'.' || ((d == b'+' || d == b'-') && matches!(b[j - 1], b'e' | b'E')));
+                if d.is_ascii_alphanumeric() || d == b'_' || d >= 0x80 || number_part {
                     j += 1;
                 } else {
                     break;
@@ -530,7 +612,7 @@ mod tests {
         let t = "a /* x{ */ b // y}\n\"s{\" 'c' é";
         let m = mask(t);
         assert_eq!(m.len(), t.len());
-        assert_eq!(m, "a          b     \n\"  \" ' ' é");
+        assert_eq!(m, "a          b      \n\"  \" ' ' é");
     }
 
     fn pieces(t: &str) -> Vec<(PieceKind, &str)> {
@@ -587,6 +669,25 @@ mod tests {
         let p = pieces(t);
         assert_eq!(p[0], (PieceKind::Directive, "#define M(x) { \\\n  x; }"));
         assert_eq!(p[1], (PieceKind::Chunk, "void f() {}"));
+    }
+
+    #[test]
+    fn macro_lines_before_definitions_are_split_off() {
+        let t = "__launch_bounds__(64, MIN(2, 8))\n__global__ void lb() {}\nDECLARE(x)\n__global__ void k() {}\nMAGIC\nvoid f() {}\n__global__\nvoid g() {}\ntemplate <int N>\n__device__ int h() { return N; }";
+        let p = pieces(t);
+        let texts: Vec<&str> = p.iter().map(|x| x.1).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "__launch_bounds__(64, MIN(2, 8))\n__global__ void lb() {}",
+                "DECLARE(x)",
+                "__global__ void k() {}",
+                "MAGIC",
+                "void f() {}",
+                "__global__\nvoid g() {}",
+                "template <int N>\n__device__ int h() { return N; }"
+            ]
+        );
     }
 
     #[test]

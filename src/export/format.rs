@@ -120,8 +120,9 @@ pub struct Sample {
 }
 
 /// Speedup per size set from the verification evidence, accepting the layouts
-/// `evidence.speedups: [Speedup]` and `evidence.size_sets: [{name|size_set, speedup: {median,
-/// ci_low, ci_high}}]`; else the single headline speedup.
+/// `evidence.speedups: [Speedup]`, `evidence.size_sets: [{name|size_set, speedup: {median,
+/// ci_low, ci_high}}]` and the verify stage's `evidence.timings: [{size_set, speedup, ci_low,
+/// ci_high}]`; else the single headline speedup.
 pub fn speedups_per_size_set(v: &Verification) -> Vec<Speedup> {
     let ev = &v.evidence;
     if let Some(list) = ev.get("speedups").and_then(|s| s.as_array()) {
@@ -146,6 +147,24 @@ pub fn speedups_per_size_set(v: &Verification) -> Vec<Speedup> {
                 Some(Speedup {
                     size_set: name.to_string(),
                     median: f("median")?,
+                    ci_low: f("ci_low")?,
+                    ci_high: f("ci_high")?,
+                })
+            })
+            .collect();
+        if !parsed.is_empty() {
+            return parsed;
+        }
+    }
+    // The verify stage's layout: `timings: [{size_set, speedup, ci_low, ci_high, …}]`.
+    if let Some(list) = ev.get("timings").and_then(|s| s.as_array()) {
+        let parsed: Vec<Speedup> = list
+            .iter()
+            .filter_map(|t| {
+                let f = |k: &str| t.get(k).and_then(|x| x.as_f64());
+                Some(Speedup {
+                    size_set: t.get("size_set")?.as_str()?.to_string(),
+                    median: f("speedup")?,
                     ci_low: f("ci_low")?,
                     ci_high: f("ci_high")?,
                 })
@@ -407,6 +426,12 @@ mod tests {
             {"size_set": "tiny", "median": 1.1, "ci_low": 1.0, "ci_high": 1.2}
         ]});
         assert_eq!(speedups_per_size_set(&v)[0].size_set, "tiny");
+        v.evidence = serde_json::json!({"timings": [
+            {"size_set": "s", "bytes": 10, "speedup": 2.0, "ci_low": 1.9, "ci_high": 2.1, "slow": {}, "fast": {}},
+            {"size_set": "l", "bytes": 99, "speedup": 3.0, "ci_low": 2.9, "ci_high": 3.1, "slow": {}, "fast": {}}
+        ]});
+        let s = speedups_per_size_set(&v);
+        assert_eq!((s[1].size_set.as_str(), s[1].median), ("l", 3.0));
         v.evidence = serde_json::Value::Null;
         assert_eq!(speedups_per_size_set(&v), vec![v.speedup.clone().unwrap()]);
     }

@@ -243,13 +243,21 @@ pub fn export(
         ..FilterReport::default()
     };
     let mut input_status: BTreeMap<String, usize> = BTreeMap::new();
-    // The same pair id twice (e.g. concatenated shard files) counts once.
-    let mut pairs: BTreeMap<&str, &Pair> = BTreeMap::new();
-    for r in records {
-        if let Record::Pair(p) = r {
-            pairs.entry(&p.id).or_insert(p);
-        }
-    }
+    // The same pair id twice (e.g. concatenated shard files) counts once, resolved as
+    // `merge` resolves it, so the choice does not depend on the input order.
+    let merged = crate::pipeline::merge::merge([records
+        .iter()
+        .filter(|r| matches!(r, Record::Pair(_)))
+        .cloned()
+        .collect::<Vec<_>>()]);
+    let pairs: BTreeMap<&str, &Pair> = merged
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some((p.id.as_str(), p.as_ref())),
+            _ => None,
+        })
+        .collect();
     let mut samples: Vec<Sample> = Vec::new();
     for p in pairs.values() {
         report.input_pairs += 1;
@@ -380,9 +388,8 @@ pub fn export(
     })?;
     files.push("filter_report.json".into());
     let mut licences: BTreeMap<card::LicenceKey, usize> = BTreeMap::new();
-    let by_id: BTreeMap<&str, &&Pair> = pairs.iter().map(|(k, v)| (*k, v)).collect();
     for s in &samples {
-        let p = by_id[s.metadata.id.as_str()];
+        let p = pairs[s.metadata.id.as_str()];
         let mut keys = vec![card::LicenceKey::of(p.fast.provenance.licence.as_ref())];
         if let Some(slow) = &p.slow {
             keys.push(card::LicenceKey::of(slow.provenance.licence.as_ref()));

@@ -147,4 +147,23 @@ mod tests {
         let e = Tokenizer::load(Some("/no/such/tokenizer.json")).unwrap_err();
         assert!(e.to_string().contains("/no/such/tokenizer.json"));
     }
+
+    #[cfg(feature = "hf-tokenizers")]
+    #[test]
+    fn a_hugging_face_tokenizer_json_counts_with_its_own_vocabulary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("tokenizer.json");
+        // A word-level tokenizer: one token per whitespace-separated word or punctuation.
+        std::fs::write(
+            &p,
+            r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+               "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,
+               "decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},"unk_token":"[UNK]"}}"#,
+        )
+        .unwrap();
+        let t = Tokenizer::load(Some(p.to_str().unwrap())).unwrap();
+        assert!(t.fallback_note.is_none());
+        assert_eq!(t.description, "tokenizer.json (Hugging Face tokenizers)");
+        assert_eq!(t.count("a b c ;"), 4);
+    }
 }

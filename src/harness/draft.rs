@@ -97,7 +97,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             if ["<<", ">>", "==", "!=", "<=", ">=", "&&", "||", "->"].contains(&two.as_str()) {
                 out.push(Tok::Op(two));
                 i += 2;
-            } else if "+-*/%()<>,?:&|^!~".contains(c) {
+            } else if "+-*/%()<>,?:&|^!~.".contains(c) {
                 out.push(Tok::Op(c.to_string()));
                 i += 1;
             } else {
@@ -131,6 +131,122 @@ struct Names<'a> {
     host_to_size: BTreeMap<String, String>,
     sizes: &'a [String],
     definitions: &'a BTreeMap<String, String>,
+    /// Host variables the launch uses that are neither kernel parameters nor defined
+    /// (`m` in `dim3 grid(m / 16)` inside a host wrapper): they become guessed sizes.
+    host_vars: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    /// The kernel unit's isolated source, for macros it pulled in.
+    source: &'a str,
+}
+
+impl Names<'_> {
+    /// The components a name's recorded definition gives it, looking in every definition
+    /// (one declaration may define several names: `dim3 grid(…), threads(…)`).
+    fn components(&self, name: &str) -> Option<Result<Vec<String>, String>> {
+        if !super::is_ident(name) {
+            return None;
+        }
+        if let Some(d) = self.definitions.get(name) {
+            if zero_initialized(name, d) {
+                return None;
+            }
+            return Some(definition_components(name, d));
+        }
+        if let Some(d) = self.definitions.values().find(|d| declares(d, name)) {
+            return Some(definition_components(name, d));
+        }
+        // A macro the kernel unit pulled in (`#define BLOCKSIZEX 16`).
+        self.source.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix("#define")?;
+            let mut it = rest.trim().splitn(2, char::is_whitespace);
+            (it.next() == Some(name)).then(|| {
+                let body = it
+                    .next()
+                    .unwrap_or("")
+                    .split("//")
+                    .next()
+                    .unwrap_or("")
+                    .trim();
+                Ok(vec![body.to_string()])
+            })
+        })
+    }
+}
+
+/// Whether a definition text declares `name` (`name(`, `name =`, `name.x =`).
+fn declares(def: &str, name: &str) -> bool {
+    let b = def.as_bytes();
+    let mut from = 0;
+    while let Some(p) = def[from..].find(name).map(|p| p + from) {
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+        let after = def[p + name.len()..].trim_start();
+        let member_assign = after.strip_prefix('.').is_some_and(|m| {
+            let m = m.trim_start();
+            ["x", "y", "z"].iter().any(|c| {
+                m.strip_prefix(c).is_some_and(|r| {
+                    r.trim_start().starts_with('=') && !r.trim_start().starts_with("==")
+                })
+            })
+        });
+        let assign = after.starts_with('=') && !after.starts_with("==");
+        if before_ok && (after.starts_with('(') || assign || member_assign) {
+            return true;
+        }
+        from = p + name.len();
+    }
+    false
+}
+
+/// Host names and `cudaDeviceProp` fields that stand for a device property the harness
+/// expressions know (`sms` filled by cudaDeviceGetAttribute → `sm_count`).
+fn device_property(name: &str) -> Option<&'static str> {
+    let n = name.to_ascii_lowercase().replace('_', "");
+    Some(match n.as_str() {
+        "sms"
+        | "numsms"
+        | "nsms"
+        | "smcount"
+        | "numsm"
+        | "nsm"
+        | "multiprocessorcount"
+        | "nummultiprocessors" => "sm_count",
+        "warpsize" => "warp_size",
+        "maxthreadsperblock" => "max_threads_per_block",
+        "l2cachesize" => "l2_bytes",
+        _ => return None,
+    })
+}
+
+/// A definition that only zero-initializes a variable (`int sms = 0`): the host fills it
+/// later (through a pointer), so its recorded value means nothing.
+fn zero_initialized(name: &str, def: &str) -> bool {
+    let d = def.trim().trim_end_matches(';');
+    d.rsplit_once('=').is_some_and(|(lhs, rhs)| {
+        matches!(rhs.trim(), "0" | "0u" | "0.0" | "0.0f" | "0.f")
+            && lhs.split_whitespace().last() == Some(name)
+    })
+}
+
+/// A C type name's size in bytes, for `sizeof(float)`.
+fn sizeof_type(t: &str) -> Option<usize> {
+    let base = c_base_type(t);
+    if t.contains('*') {
+        return Some(8);
+    }
+    let scalar = ElemType::from_c_type(&base)?.size_of();
+    let lanes = match base.chars().last() {
+        Some(c @ '1'..='4')
+            if base.len() > 1
+                && base
+                    .chars()
+                    .rev()
+                    .nth(1)
+                    .is_some_and(|p| p.is_ascii_alphabetic()) =>
+        {
+            c.to_digit(10).unwrap_or(1) as usize
+        }
+        _ => 1,
+    };
+    Some(scalar * lanes)
 }
 
 /// Translate a C host expression into a harness expression.
@@ -183,6 +299,67 @@ fn translate_tokens<'t>(
                 out.push(')');
                 i = toks.len() - rest.len() + 1;
             }
+            Tok::Ident(w) if w == "sizeof" && toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
+                let close = toks[i + 2..]
+                    .iter()
+                    .position(|t| *t == Tok::Op(")".into()))
+                    .ok_or("unclosed sizeof(")?
+                    + i
+                    + 2;
+                let ty: Vec<String> = toks[i + 2..close]
+                    .iter()
+                    .map(|t| match t {
+                        Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
+                    })
+                    .collect();
+                let ty = ty.join(" ");
+                let n = sizeof_type(&ty).ok_or_else(|| format!("sizeof({ty}) is not known"))?;
+                write!(out, "{n}").expect("string");
+                i = close + 1;
+            }
+            Tok::Ident(_)
+                if toks.get(i + 1) == Some(&Tok::Op(".".into()))
+                    && matches!(toks.get(i + 2), Some(Tok::Ident(m)) if device_property(m).is_some()) =>
+            {
+                let Some(Tok::Ident(m)) = toks.get(i + 2) else {
+                    unreachable!("matched above")
+                };
+                out.push_str(device_property(m).expect("matched above"));
+                i += 3;
+            }
+            Tok::Ident(w)
+                if toks.get(i + 1) == Some(&Tok::Op(".".into()))
+                    && matches!(toks.get(i + 2), Some(Tok::Ident(c)) if ["x", "y", "z"].contains(&c.as_str())) =>
+            {
+                let Some(Tok::Ident(c)) = toks.get(i + 2) else {
+                    unreachable!("matched above")
+                };
+                let d = match c.as_str() {
+                    "x" => 0,
+                    "y" => 1,
+                    _ => 2,
+                };
+                match names.components(w) {
+                    Some(Ok(comps)) => {
+                        let t = match comps.get(d) {
+                            Some(e) => tidy(&translate(e, names, depth + 1)?),
+                            None => "1".to_string(),
+                        };
+                        if t.contains(' ') {
+                            write!(out, "({t})").expect("string");
+                        } else {
+                            out.push_str(&t);
+                        }
+                    }
+                    Some(Err(e)) => return Err(e),
+                    None => {
+                        let v = format!("{w}_{c}");
+                        names.host_vars.borrow_mut().insert(v.clone());
+                        out.push_str(&v);
+                    }
+                }
+                i += 3;
+            }
             Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
                 // A call: collect its top-level arguments.
                 let mut args = Vec::new();
@@ -212,12 +389,23 @@ fn translate_tokens<'t>(
                 i = toks.len() - rest.len();
             }
             Tok::Ident(w) => {
+                let zero_init = names
+                    .definitions
+                    .get(w)
+                    .is_some_and(|d| zero_initialized(w, d));
                 if let Some(s) = names.host_to_size.get(w) {
                     out.push_str(s);
+                } else if let Some(dp) = device_property(w)
+                    .filter(|_| zero_init || !names.definitions.contains_key(w.as_str()))
+                {
+                    out.push_str(dp);
+                } else if zero_init {
+                    names.host_vars.borrow_mut().insert(w.clone());
+                    out.push_str(w);
                 } else if names.sizes.contains(w) {
                     out.push_str(w);
-                } else if let Some(def) = names.definitions.get(w) {
-                    let comps = definition_components(w, def)?;
+                } else if let Some(comps) = names.components(w) {
+                    let comps = comps?;
                     if comps.len() != 1 {
                         return Err(format!(
                             "{w} is a {}-component dim3 used as a number",
@@ -230,8 +418,11 @@ fn translate_tokens<'t>(
                     } else {
                         out.push_str(&t);
                     }
-                } else {
+                } else if CAST_WORDS.contains(&w.as_str()) || w.starts_with("__") {
                     return Err(format!("unknown name {w}"));
+                } else {
+                    names.host_vars.borrow_mut().insert(w.clone());
+                    out.push_str(w);
                 }
                 i += 1;
             }
@@ -284,6 +475,31 @@ fn definition_components(name: &str, def: &str) -> Result<Vec<String>, String> {
         let rest = rest.trim_start();
         let body = rest.strip_prefix(name).unwrap_or(rest).trim();
         return Ok(vec![body.to_string()]);
+    }
+    // `g.x = a; g.y = b;` member assignments.
+    if d.contains(&format!("{name}.")) && !d.contains(&format!("{name}(")) {
+        let mut comps = vec![String::new(); 3];
+        let mut any = false;
+        for stmt in d.split(';') {
+            let stmt = stmt.trim();
+            for (i, c) in ["x", "y", "z"].iter().enumerate() {
+                if let Some(rest) = stmt.strip_prefix(&format!("{name}.{c}")) {
+                    if let Some(e) = rest.trim_start().strip_prefix('=') {
+                        comps[i] = e.trim().to_string();
+                        any = true;
+                    }
+                }
+            }
+        }
+        if any {
+            while comps.last().is_some_and(|c| c.is_empty()) {
+                comps.pop();
+            }
+            return Ok(comps
+                .into_iter()
+                .map(|c| if c.is_empty() { "1".into() } else { c })
+                .collect());
+        }
     }
     // Find `name` as a whole word followed by `(` or `=`.
     let bytes = d.as_bytes();
@@ -367,8 +583,8 @@ fn dims_of(text: &str, names: &Names) -> Result<Vec<String>, String> {
     let t = text.trim();
     let comps = if let Some(rest) = t.strip_prefix("dim3") {
         split_call_args(rest)?
-    } else if let Some(def) = names.definitions.get(t) {
-        definition_components(t, def)?
+    } else if let Some(c) = names.components(t) {
+        c?
     } else {
         vec![t.to_string()]
     };
@@ -432,12 +648,13 @@ fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
 }
 
 /// Translate one unit's launch into TOML lines (without the table header).
-fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) {
-    writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
+/// Returns the host variables the translated expressions use (they become sizes).
+fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<String> {
     let Some(site) = site_for(u) else {
+        writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
         out.push_str("# TODO: extract recorded no launch site for this kernel\n");
         out.push_str("grid = \"TODO\"\nblock = \"TODO\"\n");
-        return;
+        return Vec::new();
     };
     let mut host_to_size = BTreeMap::new();
     for (a, p) in site.args.iter().zip(&u.params) {
@@ -449,7 +666,44 @@ fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) {
         host_to_size,
         sizes,
         definitions: &site.definitions,
+        host_vars: Default::default(),
+        source: &u.source,
     };
+    let mut used = Vec::new();
+    // A templated launch (`reduceSum<BLOCK_SIZE><<<…>>>`) names its instance: integer
+    // arguments become `{expr}` parts of the name expression, type arguments stay as written.
+    let kernel = match site.template_args.as_deref() {
+        None => toml_str(&u.symbol),
+        Some(ta) => {
+            let inner = ta.trim().trim_start_matches('<').trim_end_matches('>');
+            let parts: Result<Vec<String>, String> = split_call_args(&format!("({inner})"))
+                .and_then(|args| {
+                    args.iter()
+                        .map(|a| {
+                            if ElemType::from_c_type(a).is_some() {
+                                return Ok(a.clone());
+                            }
+                            names.host_vars.borrow_mut().clear();
+                            let e = tidy(&translate(a, &names, 0)?);
+                            if !names.host_vars.borrow().is_empty() {
+                                return Err(format!("template argument {a} uses host variables"));
+                            }
+                            evaluates(&e, sizes)?;
+                            // A constant folds to its value; one over sizes stays an expression.
+                            Ok(match Scope::default().eval_int(&e) {
+                                Ok(v) => v.to_string(),
+                                Err(_) => format!("{{{e}}}"),
+                            })
+                        })
+                        .collect()
+                });
+            match parts {
+                Ok(p) => toml_str(&format!("{}<{}>", u.kernel, p.join(", "))),
+                Err(why) => format!("\"TODO\"  # template instance {}<{inner}>: {why}", u.kernel),
+            }
+        }
+    };
+    writeln!(out, "kernel = {kernel}").expect("string");
     writeln!(
         out,
         "# from {}:{}: <<<{}, {}{}>>>",
@@ -469,8 +723,17 @@ fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) {
         ("shared_mem", site.shared_mem.as_ref()),
     ] {
         let Some(text) = text else { continue };
-        let line = match dims_of(text, &names) {
-            Ok(d) if d.iter().all(|e| evaluates(e, sizes).is_ok()) => {
+        names.host_vars.borrow_mut().clear();
+        let dims = dims_of(text, &names);
+        let mut known: Vec<String> = sizes.to_vec();
+        known.extend(names.host_vars.borrow().iter().cloned());
+        let line = match dims {
+            Ok(d) if d.iter().all(|e| evaluates(e, &known).is_ok()) => {
+                for v in names.host_vars.borrow().iter() {
+                    if !used.contains(v) {
+                        used.push(v.clone());
+                    }
+                }
                 if key == "shared_mem" && d.len() == 1 {
                     format!("{key} = {}", toml_str(&d[0]))
                 } else if key == "shared_mem" {
@@ -485,7 +748,7 @@ fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) {
             Ok(d) => {
                 let why = d
                     .iter()
-                    .find_map(|e| evaluates(e, sizes).err())
+                    .find_map(|e| evaluates(e, &known).err())
                     .unwrap_or_default();
                 format!("{key} = \"TODO\"  # translated to {d:?}, which fails: {why}")
             }
@@ -494,12 +757,55 @@ fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) {
         out.push_str(&line);
         out.push('\n');
     }
+    used
 }
 
 /// A draft harness (TOML text) for a pair.
 pub fn draft(pair: &Pair) -> String {
     let fast = &pair.fast;
     let sizes = int_scalars(fast);
+
+    // Launches first: translating them finds the host variables that become sizes.
+    let mut launches = String::new();
+    let mut host_vars: Vec<String> = Vec::new();
+    let mut note = |vars: Vec<String>| {
+        for v in vars {
+            if !host_vars.contains(&v) && !sizes.contains(&v) {
+                host_vars.push(v);
+            }
+        }
+    };
+    let same_launch = match &pair.slow {
+        None => true,
+        Some(s) => {
+            let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+            let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+            a == b && s.symbol == fast.symbol
+        }
+    };
+    if let Some(slow) = &pair.slow {
+        let same_params = slow.params.len() == fast.params.len()
+            && slow
+                .params
+                .iter()
+                .zip(&fast.params)
+                .all(|(a, b)| c_base_type(&a.ty) == c_base_type(&b.ty));
+        if !same_params {
+            launches.push_str("\n# TODO: the slow kernel's parameters differ from the fast one's: bind them with `args = [...]`\n");
+        }
+    }
+    if same_launch {
+        launches.push_str("\n[[launch]]\n");
+        note(draft_launch(fast, &sizes, &mut launches));
+    } else {
+        if let Some(slow) = &pair.slow {
+            launches.push_str("\n[[variants.slow.launch]]\n");
+            note(draft_launch(slow, &sizes, &mut launches));
+        }
+        launches.push_str("\n[[variants.fast.launch]]\n");
+        note(draft_launch(fast, &sizes, &mut launches));
+    }
+
     let mut o = String::new();
     writeln!(
         o,
@@ -514,11 +820,23 @@ pub fn draft(pair: &Pair) -> String {
     )
     .expect("string");
     o.push_str("\n[sizes]\n");
-    if sizes.is_empty() {
+    if sizes.is_empty() && host_vars.is_empty() {
         o.push_str("# TODO: no integer parameters to guess sizes from; name the sizes the lengths use\nn = 1024\n");
     }
     for s in &sizes {
         writeln!(o, "{s} = 1024  # guessed from the kernel's `{s}` parameter").expect("string");
+    }
+    for v in &host_vars {
+        writeln!(
+            o,
+            "{v} = 1024  # guessed: host variable `{}` in the launch configuration",
+            v.replacen(
+                '_',
+                ".",
+                usize::from(v.ends_with("_x") || v.ends_with("_y") || v.ends_with("_z"))
+            )
+        )
+        .expect("string");
     }
     o.push_str("# Add [[size_sets]] with an irregular (non-power-of-two) set where the kernel allows it.\n");
 
@@ -551,8 +869,7 @@ pub fn draft(pair: &Pair) -> String {
                 }
             };
             writeln!(o, "init = {init}").expect("string");
-            let is_const =
-                p.ty.split_whitespace().any(|w| w == "const") || p.ty.starts_with("const");
+            let is_const = p.ty.split_whitespace().any(|w| w == "const");
             if is_const {
                 o.push_str("role = \"in\"\n");
             } else {
@@ -566,37 +883,7 @@ pub fn draft(pair: &Pair) -> String {
             writeln!(o, "value = \"TODO\"  # a value for `{} {}`", p.ty, p.name).expect("string");
         }
     }
-
-    let same_launch = match &pair.slow {
-        None => true,
-        Some(s) => {
-            let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
-            let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
-            a == b && s.symbol == fast.symbol
-        }
-    };
-    if let Some(slow) = &pair.slow {
-        let same_params = slow.params.len() == fast.params.len()
-            && slow
-                .params
-                .iter()
-                .zip(&fast.params)
-                .all(|(a, b)| c_base_type(&a.ty) == c_base_type(&b.ty));
-        if !same_params {
-            o.push_str("\n# TODO: the slow kernel's parameters differ from the fast one's: bind them with `args = [...]`\n");
-        }
-    }
-    if same_launch {
-        o.push_str("\n[[launch]]\n");
-        draft_launch(fast, &sizes, &mut o);
-    } else {
-        if let Some(slow) = &pair.slow {
-            o.push_str("\n[[variants.slow.launch]]\n");
-            draft_launch(slow, &sizes, &mut o);
-        }
-        o.push_str("\n[[variants.fast.launch]]\n");
-        draft_launch(fast, &sizes, &mut o);
-    }
+    o.push_str(&launches);
     o
 }
 
@@ -672,6 +959,8 @@ mod tests {
                 .collect(),
             sizes,
             definitions: defs,
+            host_vars: Default::default(),
+            source: "#define FROM_UNIT 8\n",
         }
     }
 
@@ -714,10 +1003,39 @@ mod tests {
         assert!(dims_of("grid_of(n)", &nm)
             .unwrap_err()
             .contains("unknown function"));
-        assert!(dims_of("nblocks", &nm)
+        // An unknown name is a host variable: it becomes a (guessed) size.
+        assert_eq!(dims_of("nblocks", &nm).unwrap(), ["nblocks"]);
+        assert!(nm.host_vars.borrow().contains("nblocks"));
+        // Macros the unit pulled in, member assignments, sizeof.
+        assert_eq!(dims_of("FROM_UNIT", &nm).unwrap(), ["8"]);
+        defs.insert(
+            "Gsz".into(),
+            "Gsz.x = numElements / FROM_UNIT; Gsz.y = vol.y;".into(),
+        );
+        let nm = names(&sizes, &defs, &[("numElements", "n")]);
+        assert_eq!(dims_of("Gsz", &nm).unwrap(), ["n / 8", "vol_y"]);
+        assert!(nm.host_vars.borrow().contains("vol_y"));
+        assert_eq!(dims_of("BLOCK * sizeof(float2)", &nm).unwrap(), ["256 * 8"]);
+        assert!(dims_of("grid_of(n)", &nm)
             .unwrap_err()
-            .contains("unknown name nblocks"));
+            .contains("unknown function"));
         assert!(dims_of("n / 2.5", &nm).unwrap_err().contains("non-integer"));
+        // Zero-initialized host variables are filled later; device properties by name.
+        defs.insert("sms".into(), "int sms = 0".into());
+        defs.insert("nb".into(), "int nb = 0".into());
+        let nm = names(&sizes, &defs, &[]);
+        assert_eq!(dims_of("sms * 8", &nm).unwrap(), ["sm_count * 8"]);
+        assert_eq!(dims_of("nb", &nm).unwrap(), ["nb"]);
+        assert!(nm.host_vars.borrow().contains("nb"));
+        assert_eq!(
+            dims_of("prop.multiProcessorCount * prop.warpSize", &nm).unwrap(),
+            ["sm_count * warp_size"]
+        );
+        defs.insert("g3".into(), "unsigned int g3".into());
+        let nm = names(&sizes, &defs, &[]);
+        assert!(dims_of("g3", &nm)
+            .unwrap_err()
+            .contains("cannot read the definition"));
     }
 
     fn pair_with(slow_site: Option<LaunchSite>, fast_site: LaunchSite) -> Pair {
@@ -772,6 +1090,30 @@ mod tests {
     }
 
     #[test]
+    fn templated_launches_name_their_instance() {
+        let mut s = site(
+            "grid",
+            "BLOCK",
+            &[
+                ("BLOCK", "#define BLOCK 128"),
+                ("grid", "dim3 grid(len / BLOCK)"),
+            ],
+        );
+        s.template_args = Some("<BLOCK * 2, float>".into());
+        let text = draft(&pair_with(None, s.clone()));
+        assert!(text.contains("kernel = \"scale<256, float>\""), "{text}");
+        s.template_args = Some("<len>".into());
+        let text = draft(&pair_with(None, s.clone()));
+        assert!(text.contains("kernel = \"scale<{n}>\""), "{text}");
+        s.template_args = Some("<Unknown>".into());
+        let text = draft(&pair_with(None, s));
+        assert!(
+            text.contains("kernel = \"TODO\"  # template instance scale<Unknown>"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn draft_fills_what_it_knows_and_marks_the_rest() {
         let p = pair_with(
             None,
@@ -800,7 +1142,11 @@ mod tests {
     fn differing_launches_give_two_variants_and_untranslatable_text_is_todo() {
         let p = pair_with(
             Some(site("len", "1", &[])),
-            site("blocks", "threads", &[("threads", "dim3 threads(BS)")]),
+            site(
+                "blocks",
+                "make_block(len)",
+                &[("blocks", "unsigned int blocks")],
+            ),
         );
         let text = draft(&p);
         assert!(
@@ -809,7 +1155,7 @@ mod tests {
         );
         assert!(text.contains("grid = [\"n\"]"), "{text}");
         assert!(
-            text.contains("grid = \"TODO\"  # host text \"blocks\": unknown name blocks"),
+            text.contains("grid = \"TODO\"  # host text \"blocks\": cannot read the definition"),
             "{text}"
         );
         assert!(text.contains("block = \"TODO\""), "{text}");

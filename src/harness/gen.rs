@@ -5,9 +5,8 @@
 
 use super::{CsrPart, ElemType, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix};
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -168,15 +167,59 @@ fn sparse_structure(m: &SparseMatrix) -> Vec<Vec<u32>> {
     let max_len = (2 * m.nnz_per_row).saturating_sub(1).clamp(1, m.cols);
     (0..m.rows)
         .map(|_| {
-            let len = rng.random_range(1..=max_len);
-            let mut cols: Vec<u32> = rand::seq::index::sample(&mut rng, m.cols, len)
-                .into_iter()
-                .map(|c| c as u32)
-                .collect();
-            cols.sort_unstable();
-            cols
+            let len = 1 + below(&mut rng, max_len);
+            distinct_sorted(&mut rng, m.cols, len)
         })
         .collect()
+}
+
+/// Uniform in `0..n` by multiply-shift (bias below 2^-32 for the sizes used here). Sparse
+/// structures draw millions of these; rand's generic range sampling is compiled unoptimized
+/// in test builds and took seconds.
+fn below(rng: &mut ChaCha8Rng, n: usize) -> usize {
+    use rand::RngCore;
+    ((rng.next_u64() as u128 * n as u128) >> 64) as usize
+}
+
+/// Uniform in [0, 1) with 53 random bits.
+fn unit(rng: &mut ChaCha8Rng) -> f64 {
+    use rand::RngCore;
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Uniform integer in `lo..=hi`.
+fn int_in(rng: &mut ChaCha8Rng, lo: i64, hi: i64) -> i64 {
+    use rand::RngCore;
+    let span = (hi as i128 - lo as i128 + 1) as u128;
+    if span > u64::MAX as u128 {
+        return rng.next_u64() as i64;
+    }
+    lo.wrapping_add(((rng.next_u64() as u128 * span) >> 64) as i64)
+}
+
+/// `len` distinct values from `0..n`, sorted. (rand's `index::sample` may allocate all of
+/// `0..n` per call, which made a 100k-row matrix take seconds.)
+fn distinct_sorted(rng: &mut ChaCha8Rng, n: usize, len: usize) -> Vec<u32> {
+    if len * 4 >= n {
+        // Dense rows: a partial shuffle of the whole range.
+        let mut all: Vec<u32> = (0..n as u32).collect();
+        for i in 0..len {
+            let j = i + below(rng, n - i);
+            all.swap(i, j);
+        }
+        all.truncate(len);
+        all.sort_unstable();
+        return all;
+    }
+    let mut out: Vec<u32> = Vec::with_capacity(len);
+    while out.len() < len {
+        let c = below(rng, n) as u32;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 fn sparse_with_values(m: &SparseMatrix, seed: u64) -> Sparse {
@@ -187,9 +230,12 @@ fn sparse_with_values(m: &SparseMatrix, seed: u64) -> Sparse {
         .map(|r| {
             r.iter()
                 .map(|_| {
-                    // Away from zero so that no stored entry is an implicit zero.
-                    let v: f64 = rng.random_range(0.1..1.0);
-                    if rng.random_bool(0.5) {
+                    use rand::RngCore;
+                    // Magnitude in [0.1, 1) so that no stored entry is an implicit zero;
+                    // the lowest bit picks the sign.
+                    let x = rng.next_u64();
+                    let v = 0.1 + 0.9 * ((x >> 11) as f64 / (1u64 << 53) as f64);
+                    if x & 1 == 0 {
                         v
                     } else {
                         -v
@@ -234,18 +280,23 @@ pub fn sparse_figures(m: &SparseMatrix) -> Vec<(&'static str, usize)> {
     ]
 }
 
-fn sparse_part_len(m: &SparseMatrix, init: &Init) -> Option<usize> {
-    let f: BTreeMap<&str, usize> = sparse_figures(m).into_iter().collect();
+fn sparse_part_len(m: &SparseMatrix, init: &Init, values: &BTreeMap<String, i64>) -> Option<usize> {
+    let f = |k: &str| {
+        values
+            .get(&format!("{}_{k}", m.name))
+            .copied()
+            .unwrap_or(-1) as usize
+    };
     match init {
         Init::Csr { part, .. } => Some(match part {
             CsrPart::RowPtr => m.rows + 1,
-            CsrPart::ColIdx | CsrPart::Values => f["nnz"],
+            CsrPart::ColIdx | CsrPart::Values => f("nnz"),
         }),
         Init::Jds { part, .. } => Some(match part {
             JdsPart::Perm => m.rows,
-            JdsPart::Ptr => f["depth"],
-            JdsPart::Zcnt => f["zcnt_len"],
-            JdsPart::ColIdx | JdsPart::Values => f["jds_len"],
+            JdsPart::Ptr => f("depth"),
+            JdsPart::Zcnt => f("zcnt_len"),
+            JdsPart::ColIdx | JdsPart::Values => f("jds_len"),
         }),
         _ => None,
     }
@@ -327,7 +378,7 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
                     .iter()
                     .find(|m| &m.name == matrix)
                     .ok_or_else(|| err(format!("{name}: unknown matrix {matrix}")))?;
-                let want = sparse_part_len(m, init).expect("sparse init");
+                let want = sparse_part_len(m, init, &r.values).expect("sparse init");
                 if want != len {
                     return Err(err(format!(
                         "{name} holds a part of matrix {matrix} that has {want} elements, but its len is {len}"
@@ -360,13 +411,23 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
     Ok(())
 }
 
+/// Sparse matrices with their values for one seed, built once per generate call.
+type SparseCache = BTreeMap<String, (SparseMatrix, Sparse)>;
+
+fn sparse_cache(r: &Resolved, seed: u64) -> SparseCache {
+    r.sparse
+        .iter()
+        .map(|m| (m.name.clone(), (m.clone(), sparse_with_values(m, seed))))
+        .collect()
+}
+
 fn fill(
     name: &str,
     elem: ElemType,
     len: usize,
     init: &Init,
     seed: u64,
-    sparse: &[SparseMatrix],
+    sparse: &SparseCache,
     origin: &str,
 ) -> Result<HostBuffer, HarnessError> {
     let mut rng = rng_for(seed, "arg", name);
@@ -375,29 +436,28 @@ fn fill(
         Init::Uniform { lo, hi } => {
             if elem.is_float() {
                 for _ in 0..len {
-                    push_f64(&mut bytes, elem, rng.random_range(*lo..*hi));
+                    push_f64(&mut bytes, elem, lo + (hi - lo) * unit(&mut rng));
                 }
             } else {
                 let (a, b) = int_bounds(elem);
                 let lo_i = (lo.ceil() as i64).max(a);
                 let hi_i = (hi.floor() as i64).min(b).max(lo_i);
                 for _ in 0..len {
-                    push_i64(&mut bytes, elem, rng.random_range(lo_i..=hi_i));
+                    push_i64(&mut bytes, elem, int_in(&mut rng, lo_i, hi_i));
                 }
             }
         }
         Init::Normal { mean, std } => {
-            let d = Normal::new(*mean, *std).map_err(|e| HarnessError::Generate {
-                origin: origin.into(),
-                message: format!("{name}: {e}"),
-            })?;
+            // Box-Muller; 1 - unit() is in (0, 1], so the log is finite.
             for _ in 0..len {
-                push_f64(&mut bytes, elem, d.sample(&mut rng));
+                let (u1, u2) = (1.0 - unit(&mut rng), unit(&mut rng));
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                push_f64(&mut bytes, elem, mean + std * z);
             }
         }
         Init::IntRange { lo, hi } => {
             for _ in 0..len {
-                push_i64(&mut bytes, elem, rng.random_range(*lo..=*hi));
+                push_i64(&mut bytes, elem, int_in(&mut rng, *lo, *hi));
             }
         }
         Init::Zeros => bytes.resize(len * elem.size_of(), 0),
@@ -420,8 +480,7 @@ fn fill(
             }
         }
         Init::Csr { matrix, part } => {
-            let m = find_matrix(sparse, matrix, origin)?;
-            let s = sparse_with_values(m, seed);
+            let (_, s) = find_matrix(sparse, matrix, origin)?;
             match part {
                 CsrPart::RowPtr => {
                     let mut off = 0i64;
@@ -444,8 +503,7 @@ fn fill(
             }
         }
         Init::Jds { matrix, part } => {
-            let m = find_matrix(sparse, matrix, origin)?;
-            let s = sparse_with_values(m, seed);
+            let (m, s) = find_matrix(sparse, matrix, origin)?;
             let (perm, ptr, zcnt, jds_len) = jds_layout(&s.rows, m.pad);
             match part {
                 JdsPart::Perm => perm
@@ -504,23 +562,21 @@ fn fill(
 }
 
 fn find_matrix<'a>(
-    sparse: &'a [SparseMatrix],
+    sparse: &'a SparseCache,
     name: &str,
     origin: &str,
-) -> Result<&'a SparseMatrix, HarnessError> {
-    sparse
-        .iter()
-        .find(|m| m.name == name)
-        .ok_or_else(|| HarnessError::Generate {
-            origin: origin.into(),
-            message: format!("unknown matrix {name}"),
-        })
+) -> Result<&'a (SparseMatrix, Sparse), HarnessError> {
+    sparse.get(name).ok_or_else(|| HarnessError::Generate {
+        origin: origin.into(),
+        message: format!("unknown matrix {name}"),
+    })
 }
 
 /// One [`HostBuffer`] per entry of `resolved.args`, in order: `in`/`inout` buffers filled
 /// from `seed`, `out` buffers poisoned ([`poison_pattern`]), scalars as their value's bytes.
 /// The same seed always gives the same bytes.
 pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>, HarnessError> {
+    let cache = sparse_cache(resolved, seed);
     resolved
         .args
         .iter()
@@ -532,23 +588,30 @@ pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>
             ResolvedArg::Buffer {
                 elem, len, role, ..
             } if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
-            ResolvedArg::Buffer { name, .. } => produce(resolved, seed, name, 0),
+            ResolvedArg::Buffer { name, .. } => produce(resolved, seed, &cache, name, 0),
         })
         .collect()
 }
 
 /// One [`HostBuffer`] per entry of `resolved.constants`, in order, for `seed`.
 pub fn generate_constants(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>, HarnessError> {
+    let cache = sparse_cache(resolved, seed);
     resolved
         .constants
         .iter()
-        .map(|c| produce(resolved, seed, &c.name, 0))
+        .map(|c| produce(resolved, seed, &cache, &c.name, 0))
         .collect()
 }
 
 /// A named buffer (arg or constant) as its init makes it, whatever its role: copies and
 /// interleavings are built from what their sources' inits produce.
-fn produce(r: &Resolved, seed: u64, name: &str, depth: usize) -> Result<HostBuffer, HarnessError> {
+fn produce(
+    r: &Resolved,
+    seed: u64,
+    cache: &SparseCache,
+    name: &str,
+    depth: usize,
+) -> Result<HostBuffer, HarnessError> {
     let err = |m: String| HarnessError::Generate {
         origin: r.origin.clone(),
         message: m,
@@ -559,11 +622,11 @@ fn produce(r: &Resolved, seed: u64, name: &str, depth: usize) -> Result<HostBuff
     let (elem, len, init) =
         lookup(r, name).ok_or_else(|| err(format!("no buffer named {name}")))?;
     match init {
-        Init::CopyOf { arg } => produce(r, seed, arg, depth + 1),
+        Init::CopyOf { arg } => produce(r, seed, cache, arg, depth + 1),
         Init::Interleave { args } => {
             let parts = args
                 .iter()
-                .map(|a| produce(r, seed, a, depth + 1))
+                .map(|a| produce(r, seed, cache, a, depth + 1))
                 .collect::<Result<Vec<_>, _>>()?;
             let e = elem.size_of();
             let mut bytes = Vec::with_capacity(len * e);
@@ -575,7 +638,7 @@ fn produce(r: &Resolved, seed: u64, name: &str, depth: usize) -> Result<HostBuff
             }
             Ok(HostBuffer { elem, bytes })
         }
-        _ => fill(name, elem, len, init, seed, &r.sparse, &r.origin),
+        _ => fill(name, elem, len, init, seed, cache, &r.origin),
     }
 }
 

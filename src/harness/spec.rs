@@ -108,6 +108,9 @@ pub struct RawArg {
     pub rtol: Option<f64>,
     #[serde(default)]
     pub l2: Option<f64>,
+    /// Per-element slack as a fraction of the largest |expected| (Tolerance::scale).
+    #[serde(default)]
+    pub scale_tol: Option<f64>,
     #[serde(default)]
     pub allow_degenerate: bool,
     /// The C parameter type this buffer stands for when it is not the element type

@@ -139,6 +139,8 @@ fn write_step_output(dir: &Path, rel: &str, records: &[Record]) -> Result<String
 struct Chunked {
     records: Vec<Record>,
     worked: usize,
+    /// Pairs in chunks without a final answer (kept for this run, asked again next run).
+    retry: usize,
     reused: usize,
     awaiting: usize,
     failed: usize,
@@ -170,6 +172,7 @@ fn run_chunked(
     let mut out = Chunked {
         records,
         worked: 0,
+        retry: 0,
         reused: 0,
         awaiting: 0,
         failed: 0,
@@ -234,6 +237,8 @@ fn run_chunked(
                         v => {
                             if matches!(v, Verdict::Final) {
                                 jsonl::write_records(&cache, &pairs)?;
+                            } else {
+                                out.retry += idx.len();
                             }
                             for (&i, r) in idx.iter().zip(pairs) {
                                 out.records[i] = r;
@@ -261,6 +266,12 @@ fn run_chunked(
                 .push(format!("{} pairs waiting: {why}", out.awaiting));
         }
     }
+    if out.retry > 0 {
+        out.notes.push(format!(
+            "{} pairs in chunks without a final answer (see each pair's outcome); the next build asks again",
+            out.retry
+        ));
+    }
     Ok(out)
 }
 
@@ -286,6 +297,7 @@ pub fn build(
         path: out.clone(),
         source,
     })?;
+    remove_stale_temp_files(&out);
     let mut journal = Journal::load(&out);
     let mut rows = Vec::new();
     let version = env!("CARGO_PKG_VERSION");
@@ -428,6 +440,14 @@ pub fn build(
         rows.push(reused_row("verify", step));
         jsonl::read_records(&out.join(VERIFIED))?
     } else {
+        // Harnesses are also looked for in each suite (`benchmarks/<app>/harness.toml`).
+        let mut verify_run = cfg.verify.clone();
+        for s in &cfg.suites {
+            if s.path.is_dir() {
+                verify_run.harness_dirs.push(s.path.clone());
+            }
+        }
+        let compile_cache = cfg.output.join("cache").join("compile");
         let c = run_chunked(
             "verify",
             synthesized,
@@ -442,7 +462,7 @@ pub fn build(
             &verify_settings_key,
             &cfg.output.join("cache").join("verify"),
             Ok(()),
-            |chunk| stages.verify(chunk, &cfg.verify),
+            |chunk| stages.verify(chunk, &verify_run, &compile_cache),
             |pairs| {
                 let no_gpu = pairs.iter().find_map(|r| match r {
                     Record::Pair(p) => p
@@ -453,7 +473,8 @@ pub fn build(
                     _ => None,
                 });
                 match no_gpu {
-                    Some(reason) => Verdict::Await(format!("no GPU ({reason})")),
+                    Some(reason) if reason.to_lowercase().contains("gpu") => Verdict::Await(reason),
+                    Some(reason) => Verdict::Await(format!("no GPU: {reason}")),
                     None => Verdict::Final,
                 }
             },
@@ -569,6 +590,24 @@ pub fn build(
     })
 }
 
+/// A killed run can leave the temp file of an atomic write (`.<name>.tmp.<pid>`) behind;
+/// it never replaced anything, so it is only clutter.
+fn remove_stale_temp_files(dir: &Path) {
+    for e in walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        let name = e.file_name().to_string_lossy();
+        let stale = name.starts_with('.')
+            && name
+                .rsplit_once(".tmp.")
+                .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        if stale && e.file_type().is_file() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 fn reused_row(stage: &'static str, step: &Step) -> StepRow {
     StepRow {
         stage,
@@ -592,7 +631,7 @@ fn finish_chunked(
     rows: &mut Vec<StepRow>,
 ) -> Result<Vec<Record>, BuildError> {
     let sha = write_step_output(out, file, &c.records)?;
-    let complete = c.awaiting == 0 && c.failed == 0;
+    let complete = c.awaiting == 0 && c.failed == 0 && c.retry == 0;
     let counts = pair_counts(&c.records);
     journal.steps.insert(
         stage.into(),
@@ -644,6 +683,8 @@ mod tests {
         synth_calls: AtomicUsize,
         verify_calls: AtomicUsize,
         fail_verify_at: Option<usize>,
+        /// False: synth answers but fills no slot (a rejected or missing answer).
+        synth_fills: bool,
     }
 
     impl Fake {
@@ -653,6 +694,7 @@ mod tests {
                 synth_calls: AtomicUsize::new(0),
                 verify_calls: AtomicUsize::new(0),
                 fail_verify_at,
+                synth_fills: true,
             }
         }
     }
@@ -675,6 +717,7 @@ mod tests {
             Ok(pairs
                 .into_iter()
                 .map(|r| match r {
+                    Record::Pair(p) if !self.synth_fills => Record::Pair(p),
                     Record::Pair(mut p) => {
                         let mut slow = p.fast.clone();
                         slow.source = slow.source.replace("* 4", "* 1");
@@ -696,6 +739,7 @@ mod tests {
             &self,
             pairs: Vec<Record>,
             _: &VerifySettings,
+            _: &Path,
         ) -> Result<Vec<Record>, StageError> {
             let n = self.verify_calls.fetch_add(1, Ordering::SeqCst) + 1;
             if self.fail_verify_at == Some(n) {
@@ -796,7 +840,8 @@ mod tests {
         assert_eq!(row("verify").awaiting, 2, "{}", r.table());
         assert_eq!(fake.verify_calls.load(Ordering::SeqCst), 1);
         assert!(
-            r.table().contains("no GPU (no CUDA driver)"),
+            r.table()
+                .contains("verify: 2 pairs waiting: no GPU: no CUDA driver"),
             "{}",
             r.table()
         );
@@ -850,6 +895,39 @@ mod tests {
         let r = build(&config(b.path(), true), None, &idle).unwrap();
         assert!(r.rows.iter().all(|x| x.state == "reused"), "{}", r.table());
         same_files(a.path(), b.path());
+    }
+
+    #[test]
+    fn synthesis_without_a_final_answer_is_asked_again_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fake = Fake::new(true, None);
+        fake.synth_fills = false;
+        let r = build(&config(dir.path(), true), None, &fake).unwrap();
+        assert!(
+            r.table()
+                .contains("1 pairs in chunks without a final answer"),
+            "{}",
+            r.table()
+        );
+        assert!(!Journal::load(dir.path()).steps["synth"].complete);
+        let again = Fake::new(true, None);
+        build(&config(dir.path(), true), None, &again).unwrap();
+        assert_eq!(again.synth_calls.load(Ordering::SeqCst), 1);
+        assert!(Journal::load(dir.path()).steps["synth"].complete);
+    }
+
+    #[test]
+    fn stale_temp_files_of_a_killed_write_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dataset/chat")).unwrap();
+        for f in [".verified.jsonl.tmp.123", "dataset/chat/.train.jsonl.tmp.9"] {
+            std::fs::write(dir.path().join(f), "half").unwrap();
+        }
+        std::fs::write(dir.path().join("keep.tmp.1"), "mine").unwrap();
+        build(&config(dir.path(), false), None, &Fake::new(false, None)).unwrap();
+        assert!(!dir.path().join(".verified.jsonl.tmp.123").exists());
+        assert!(!dir.path().join("dataset/chat/.train.jsonl.tmp.9").exists());
+        assert!(dir.path().join("keep.tmp.1").exists());
     }
 
     #[test]

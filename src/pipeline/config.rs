@@ -117,6 +117,8 @@ pub struct VerifySettings {
     pub min_speedup: f64,
     /// Watchdog deadline per pair.
     pub timeout_s: u64,
+    /// Wall-clock timing budget per size set (both variants), milliseconds.
+    pub time_budget_ms: f64,
     /// Pairs per journaled chunk: a killed run redoes at most one chunk of GPU work.
     pub chunk: usize,
 }
@@ -128,6 +130,7 @@ impl Default for VerifySettings {
             seeds: 3,
             min_speedup: 1.1,
             timeout_s: 120,
+            time_budget_ms: 250.0,
             chunk: 16,
         }
     }

@@ -28,8 +28,13 @@ pub trait Stages {
         cache: &Path,
     ) -> Result<Vec<Record>, StageError>;
     /// Without a GPU, the returned pairs carry status `no_gpu`; `build` then keeps them
-    /// waiting for a GPU instead of treating them as done.
-    fn verify(&self, pairs: Vec<Record>, s: &VerifySettings) -> Result<Vec<Record>, StageError>;
+    /// waiting for a GPU instead of treating them as done. `cache`: the compile cache.
+    fn verify(
+        &self,
+        pairs: Vec<Record>,
+        s: &VerifySettings,
+        cache: &Path,
+    ) -> Result<Vec<Record>, StageError>;
 }
 
 /// The real stages, called through their library modules.
@@ -43,14 +48,28 @@ impl Stages for Library {
                 message: e.to_string(),
             });
         }
-        let _ = s;
-        // TODO(integrator): one line, once the suite module lands on main:
-        //   crate::suite::extract(&suite.path, kind, suite.extractor.as_deref(), &s.arch, s.compile)
-        //       .map_err(|e| StageError::Failed { stage: "extract", message: e.to_string() })
-        Err(StageError::NotWired {
+        let kind = match suite.kind {
+            SuiteKind::Auto => "auto",
+            SuiteKind::Parboil => "parboil",
+            SuiteKind::Rodinia => "rodinia",
+            SuiteKind::Generic => "generic",
+            SuiteKind::Records => unreachable!("handled above"),
+        };
+        let ex = crate::suite::extract_suite(
+            &suite.path,
+            kind,
+            suite.extractor.as_deref(),
+            &s.arch,
+            s.compile,
+        )
+        .map_err(|e| StageError::Failed {
             stage: "extract",
-            what: format!("extraction of `{:?}` suites", suite.kind).to_lowercase(),
-        })
+            message: e.to_string(),
+        })?;
+        for w in &ex.warnings {
+            eprintln!("extract: {w}");
+        }
+        Ok(ex.records())
     }
 
     fn synth(
@@ -59,22 +78,90 @@ impl Stages for Library {
         s: &SynthSettings,
         cache: &Path,
     ) -> Result<Vec<Record>, StageError> {
-        let _ = (pairs, s, cache);
-        // TODO(integrator): one line, once the synth module lands on main:
-        //   crate::synth::synthesize(pairs, &llm_config_from(s.llm), cache, s.offline, s.max_repairs)
-        Err(StageError::NotWired {
+        let failed = |message: String| StageError::Failed {
             stage: "synth",
-            what: "LLM synthesis".into(),
-        })
+            message,
+        };
+        // The synth library works file to file; the chunk goes through a work folder next
+        // to the cache, named by the chunk's content so a rerun finds its synth journal.
+        let text: Vec<String> = pairs
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("records serialize"))
+            .collect();
+        let key = super::journal::key(&text.iter().map(String::as_str).collect::<Vec<_>>());
+        let work = cache.join("work");
+        let input = work.join(format!("{key}.in.jsonl"));
+        let output = work.join(format!("{key}.out.jsonl"));
+        crate::jsonl::write_records(&input, &pairs).map_err(|e| failed(e.to_string()))?;
+        let args = crate::synth::SynthArgs {
+            input: input.clone(),
+            output: output.clone(),
+            llm: s.llm.clone(),
+            offline: s.offline,
+            cache: cache.to_path_buf(),
+            max_repairs: s.max_repairs,
+            concurrency: None,
+            prompts: None,
+            describe: false,
+            min_difference: 0.05,
+            arch: "sm_90".into(),
+            journal: Some(work.join(format!("{key}.journal"))),
+            report: None,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            timeout: None,
+            max_retries: None,
+            rpm: None,
+        };
+        let cfg = crate::synth::Config::from_args(args).map_err(|e| failed(format!("{e:#}")))?;
+        let report = crate::synth::synthesize(&cfg).map_err(|e| failed(format!("{e:#}")))?;
+        tracing::info!("{}", report.summary());
+        let out = crate::jsonl::read_records(&output).map_err(|e| failed(e.to_string()))?;
+        let _ = std::fs::remove_file(&input);
+        let _ = std::fs::remove_file(&output);
+        Ok(out)
     }
 
-    fn verify(&self, pairs: Vec<Record>, s: &VerifySettings) -> Result<Vec<Record>, StageError> {
-        let _ = (pairs, s);
-        // TODO(integrator): one line, once the verify module lands on main:
-        //   crate::verify::verify(pairs, &s.harness_dirs, s.seeds, s.min_speedup, s.timeout_s)
-        Err(StageError::NotWired {
-            stage: "verify",
-            what: "GPU verification".into(),
-        })
+    fn verify(
+        &self,
+        pairs: Vec<Record>,
+        s: &VerifySettings,
+        cache: &Path,
+    ) -> Result<Vec<Record>, StageError> {
+        let args = crate::verify::VerifyArgs {
+            input: Default::default(),
+            output: Default::default(),
+            harness_dirs: s.harness_dirs.clone(),
+            suite_root: None,
+            timeout_s: s.timeout_s as f64,
+            seeds: s.seeds,
+            min_speedup: s.min_speedup,
+            time_budget_ms: s.time_budget_ms,
+            cache_dir: Some(cache.to_path_buf()),
+            gpus: None,
+            worker_cmd: None,
+        };
+        // A pair's own relative `harness` path resolves against the first harness folder.
+        let base = s.harness_dirs.first().cloned().unwrap_or_default();
+        let results = crate::verify::verify_records(&pairs, &base, &args, None).map_err(|e| {
+            StageError::Failed {
+                stage: "verify",
+                message: format!("{e:#}"),
+            }
+        })?;
+        Ok(pairs
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| match (r, results.get(&i)) {
+                (Record::Pair(mut p), Some(v)) => {
+                    p.verification = Some(v.clone());
+                    Record::Pair(p)
+                }
+                (r, _) => r,
+            })
+            .collect())
     }
 }

@@ -100,7 +100,8 @@ impl Cache {
 
 #[derive(Serialize, Deserialize)]
 struct JournalLine {
-    /// The pair's id before synthesis: what a rerun looks pairs up by.
+    /// Content hash of the input pair (see `journal_key` in the stage): what a rerun looks
+    /// pairs up by.
     pending_id: String,
     /// Settings that change outcomes; an entry from other settings is not reused.
     fingerprint: String,

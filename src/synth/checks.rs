@@ -92,34 +92,7 @@ pub struct Target<'a> {
 /// Run every check on one answer.
 pub fn check_answer(answer: &str, t: &Target) -> Result<Candidate, Rejection> {
     let source = code_block(answer, &t.fast.kernel)?;
-    let defs = syntax::kernels(&source);
-    let tree_has_error = syntax::parse(&source).root_node().has_error();
-    let def = match defs.iter().find(|d| d.name == t.fast.kernel) {
-        Some(d) if d.has_error => {
-            return Err(Rejection::new(
-                Reason::ParseError,
-                format!("kernel `{}` has syntax errors (tree-sitter ERROR nodes)", d.name),
-            ))
-        }
-        Some(d) => d.clone(),
-        None if tree_has_error => {
-            return Err(Rejection::new(
-                Reason::ParseError,
-                "the code block does not parse (tree-sitter ERROR nodes) and has no clean kernel of that name",
-            ))
-        }
-        None => {
-            let found: Vec<_> = defs.iter().map(|d| d.name.as_str()).collect();
-            return Err(Rejection::new(
-                Reason::KernelMissing,
-                format!(
-                    "no __global__ kernel named `{}` (found: {})",
-                    t.fast.kernel,
-                    if found.is_empty() { "none".to_string() } else { found.join(", ") }
-                ),
-            ));
-        }
-    };
+    let def = find_kernel(&source, &t.fast.kernel)?;
     check_signature(&def, t.fast)?;
     check_host_code(&source)?;
     check_slowdowns(&source, &t.fast.source)?;
@@ -140,6 +113,49 @@ pub fn check_answer(answer: &str, t: &Target) -> Result<Candidate, Rejection> {
         compile,
         difference,
     })
+}
+
+/// The kernel as the extract stage sees it (`crate::cuda::index_file`: name, parameters
+/// normalized the same way as the fast unit's), located in the answer with tree-sitter,
+/// which must parse it without ERROR nodes.
+fn find_kernel(source: &str, name: &str) -> Result<KernelDef, Rejection> {
+    let index = crate::cuda::index_file("answer.cu", source);
+    let info = index.kernels().iter().find(|k| k.name == name);
+    let tree = syntax::kernels(source).into_iter().find(|d| d.name == name);
+    if let Some(d) = tree.as_ref().filter(|d| d.has_error) {
+        return Err(Rejection::new(
+            Reason::ParseError,
+            format!(
+                "kernel `{}` has syntax errors (tree-sitter ERROR nodes)",
+                d.name
+            ),
+        ));
+    }
+    let parses = !syntax::parse(source).root_node().has_error();
+    match (info, tree) {
+        (Some(k), Some(d)) => Ok(KernelDef {
+            name: k.name.clone(),
+            line: k.line,
+            params: k.params.clone(),
+            template_params: k.template_params.clone(),
+            has_error: false,
+            range: d.range,
+        }),
+        (_, _) if !parses => Err(Rejection::new(
+            Reason::ParseError,
+            "the code block does not parse (tree-sitter ERROR nodes) and has no clean kernel of that name",
+        )),
+        (_, _) => {
+            let found: Vec<_> = index.kernels().iter().map(|k| k.name.as_str()).collect();
+            Err(Rejection::new(
+                Reason::KernelMissing,
+                format!(
+                    "no __global__ kernel named `{name}` (found: {})",
+                    if found.is_empty() { "none".to_string() } else { found.join(", ") }
+                ),
+            ))
+        }
+    }
 }
 
 static FENCE: LazyLock<Regex> =
@@ -393,13 +409,13 @@ fn check_slowdowns(src: &str, fast_src: &str) -> Result<(), Rejection> {
 /// Normalized-token edit distance between the candidate's kernel and the fast kernel,
 /// divided by the longer length.
 pub fn difference_from_fast(src: &str, def: &KernelDef, fast: &KernelUnit) -> f64 {
-    let cand = syntax::normalized_tokens(&src[def.range.clone()]);
+    let cand = crate::cuda::normalized_tokens(&src[def.range.clone()]);
     let fast_src = syntax::kernels(&fast.source)
         .into_iter()
         .find(|d| d.name == fast.kernel)
         .map(|d| fast.source[d.range].to_string())
         .unwrap_or_else(|| fast.source.clone());
-    let fast_toks = syntax::normalized_tokens(&fast_src);
+    let fast_toks = crate::cuda::normalized_tokens(&fast_src);
     token_difference(&cand, &fast_toks)
 }
 
@@ -429,10 +445,12 @@ fn levenshtein(a: &[String], b: &[String]) -> usize {
 static NVRTC_LOCK: Mutex<()> = Mutex::new(());
 
 fn compile(src: &str, t: &Target) -> Result<CompileCheck, Rejection> {
-    let exprs: Vec<String> = if t.fast.template_params.is_empty() {
-        vec![]
-    } else {
+    // A template kernel's symbol is its bare name until verify picks the arguments; only
+    // a full name expression (`k<float>`) can be resolved.
+    let exprs: Vec<String> = if t.fast.symbol.contains('<') {
         vec![t.fast.symbol.clone()]
+    } else {
+        vec![]
     };
     let _guard = NVRTC_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let info =
@@ -606,6 +624,24 @@ mod tests {
         let r = check_answer(&fenced(&bad), &target(&f)).unwrap_err();
         assert_eq!(r.reason, Reason::CompileError);
         assert!(r.compile_log.unwrap().contains("undefined_scale"));
+    }
+
+    #[test]
+    fn template_kernels_with_a_bare_symbol_compile() {
+        let fast_src = "template <typename T>\n__global__ void tscale(T* out, const T* __restrict__ in, int n) {\n  __shared__ T s[256];\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  s[threadIdx.x] = in[i];\n  __syncthreads();\n  if (i < n) out[i] = s[threadIdx.x] * 2;\n}\n";
+        let mut f = fast_unit(fast_src, "tscale");
+        f.template_params = vec!["typename T".into()];
+        let naive = "template <typename T>\n__global__ void tscale(T* out, const T* in, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = in[i] * 2;\n}\n";
+        match check_answer(&fenced(naive), &target(&f)) {
+            Ok(c) => assert_eq!(c.def.template_params, ["typename T"]),
+            Err(r) if r.reason == Reason::NvrtcUnavailable => {}
+            Err(r) => panic!("{r:?}"),
+        }
+        let untemplated = naive
+            .replace("template <typename T>\n", "")
+            .replace('T', "float");
+        let r = check_answer(&fenced(&untemplated), &target(&f)).unwrap_err();
+        assert_eq!(r.reason, Reason::SignatureMismatch, "{r:?}");
     }
 
     #[test]

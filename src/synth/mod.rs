@@ -97,6 +97,35 @@ pub struct SynthArgs {
     pub rpm: Option<f64>,
 }
 
+impl SynthArgs {
+    /// The command's defaults for one input and output (what `build` starts from).
+    pub fn new(input: impl Into<PathBuf>, output: impl Into<PathBuf>) -> SynthArgs {
+        SynthArgs {
+            input: input.into(),
+            output: output.into(),
+            llm: None,
+            offline: false,
+            cache: PathBuf::from(".kernelpair/llm-cache"),
+            max_repairs: 2,
+            concurrency: None,
+            prompts: None,
+            describe: false,
+            min_difference: 0.05,
+            arch: "sm_90".into(),
+            journal: None,
+            report: None,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            timeout: None,
+            max_retries: None,
+            rpm: None,
+        }
+    }
+}
+
 /// The checked settings of a run.
 pub struct Config {
     pub input: PathBuf,
@@ -346,13 +375,14 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
                 let Record::Pair(p) = &records[i] else {
                     unreachable!("pending holds pair indices")
                 };
-                if let Some(prev) = done.get(&p.id) {
+                let key = journal_key(p);
+                if let Some(prev) = done.get(&key) {
                     bar.inc(1);
                     return (i, prev.clone(), true);
                 }
                 let (pair, final_outcome) = synth_pair(p, cfg, &llm);
                 if final_outcome {
-                    if let Err(e) = journal.record(&p.id, &pair) {
+                    if let Err(e) = journal.record(&key, &pair) {
                         journal_errors
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -401,6 +431,16 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
         .sort_by(|a, b| (&a.pair, &a.key).cmp(&(&b.pair, &b.key)));
     report.cost_usd = cfg.llm.cost(report.usage);
     Ok(report)
+}
+
+/// A journaled result is reused only for exactly the same input pair: a pair whose id is
+/// unchanged but whose other fields moved on (a new compile check, provenance, harness)
+/// is synthesized again, from the cache, so the output never carries stale fields.
+fn journal_key(p: &Pair) -> String {
+    content_id(&[
+        "synth-journal",
+        &serde_json::to_string(p).expect("pairs serialize"),
+    ])
 }
 
 fn is_pending(p: &Pair) -> bool {
@@ -602,4 +642,33 @@ pub fn default_journal(output: &Path) -> PathBuf {
     let mut s = output.to_path_buf().into_os_string();
     s.push(".journal");
     PathBuf::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: SynthArgs,
+    }
+
+    #[test]
+    fn new_matches_the_command_line_defaults() {
+        let parsed = Wrap::parse_from(["x", "--in", "a.jsonl", "--out", "b.jsonl"]).a;
+        assert_eq!(
+            format!("{parsed:?}"),
+            format!("{:?}", SynthArgs::new("a.jsonl", "b.jsonl"))
+        );
+    }
+
+    #[test]
+    fn journal_defaults_beside_the_output() {
+        assert_eq!(
+            default_journal(Path::new("d/o.jsonl")),
+            Path::new("d/o.jsonl.journal")
+        );
+    }
 }

@@ -1,8 +1,5 @@
-//! The little tree-sitter-cuda analysis synth needs: find `__global__` kernels with their
-//! parameters, and lex code into normalized tokens.
-//!
-//! A private stand-in until `crate::cuda` exposes `index_file` / `normalized_tokens`;
-//! the shapes match so that switching is a local change.
+//! The tree-sitter-cuda view synth's checks need beyond `crate::cuda`'s index: where a
+//! kernel's definition lies in an answer, whether it has ERROR nodes, and a node walk.
 
 use crate::record::Param;
 use std::cell::RefCell;
@@ -55,13 +52,10 @@ pub fn kernels(src: &str) -> Vec<KernelDef> {
 }
 
 fn is_global(def: Node) -> bool {
+    // `__global__` is an anonymous token among the definition's modifiers.
     let mut c = def.walk();
-    let found = def.children(&mut c).any(|ch| {
-        ch.kind() == "__global__"
-            || (ch.kind() == "type_qualifier"
-                && ch.child(0).is_some_and(|q| q.kind() == "__global__"))
-    });
-    found
+    let any = def.children(&mut c).any(|ch| ch.kind() == "__global__");
+    any
 }
 
 fn kernel_def(def: Node, src: &str) -> Option<KernelDef> {
@@ -173,47 +167,6 @@ pub fn visit<'t>(root: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
     }
 }
 
-/// Leaf tokens of the code with comments dropped and every identifier other than
-/// keywords and well-known CUDA names kept as written: a renamed variable counts as a
-/// difference, reformatting does not.
-pub fn normalized_tokens(src: &str) -> Vec<String> {
-    let tree = parse(src);
-    let mut out = Vec::new();
-    visit(tree.root_node(), &mut |n| {
-        if n.kind() == "comment" {
-            return;
-        }
-        if n.child_count() == 0 || is_atomic_token(n.kind()) {
-            if n.child_count() > 0 && n.parent().is_some_and(|p| is_atomic_token(p.kind())) {
-                return;
-            }
-            let t = text(n, src).trim();
-            if !t.is_empty() && !has_atomic_ancestor(n) {
-                out.push(t.to_string());
-            }
-        }
-    });
-    out
-}
-
-fn is_atomic_token(kind: &str) -> bool {
-    matches!(
-        kind,
-        "string_literal" | "char_literal" | "preproc_arg" | "number_literal"
-    )
-}
-
-fn has_atomic_ancestor(n: Node) -> bool {
-    let mut p = n.parent();
-    while let Some(x) = p {
-        if is_atomic_token(x.kind()) {
-            return true;
-        }
-        p = x.parent();
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,17 +195,5 @@ __global__ void bad(float* x) { x[0] = ; }
         assert_eq!(tys, ["float4 *", "const float []", "unsigned int"]);
         assert!(!ks[1].has_error);
         assert!(ks[2].has_error);
-    }
-
-    #[test]
-    fn tokens_ignore_comments_and_layout() {
-        let a = normalized_tokens("__global__ void k(float*x){ /* hi */ x[0]=1.0f; }");
-        let b = normalized_tokens("__global__ void k(float * x)\n{\n  x[0] = 1.0f; // set\n}");
-        assert_eq!(a, b);
-        assert!(a.contains(&"1.0f".to_string()), "{a:?}");
-        assert_ne!(
-            a,
-            normalized_tokens("__global__ void k(float*y){ y[0]=1.0f; }")
-        );
     }
 }

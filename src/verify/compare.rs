@@ -2,7 +2,7 @@
 //! (actual), degenerate-output checks, and canary zones. Pure CPU.
 //!
 //! Integers compare exactly. Floats pass when every element satisfies
-//! `|a - b| <= atol + rtol * |b|` (b = expected) AND the relative L2 error
+//! `|a - b| <= atol + scale * max|b| + rtol * |b|` (b = expected) AND the relative L2 error
 //! `‖a − b‖₂ / ‖b‖₂` is at most `l2`; NaN never passes. The per-type defaults and the
 //! reasoning behind them are on [`Tolerance::default_for`]: a reordered f32 reduction
 //! legitimately moves single elements by up to ~1e-3 relative where terms cancel, while
@@ -106,6 +106,12 @@ pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> C
     }
     let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
     let mut worst_score = f64::NEG_INFINITY;
+    // The normwise part of the slack: a fraction of the largest finite |expected|.
+    let max_ref = (0..c.len)
+        .map(|i| expected.get_f64(i).abs())
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let floor = tol.atol + tol.scale * max_ref;
     for i in 0..c.len {
         let (b, a) = (expected.get_f64(i), actual.get_f64(i));
         if a.is_nan() || b.is_nan() {
@@ -129,7 +135,7 @@ pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> C
             continue;
         }
         let d = (a - b).abs();
-        let allowed = tol.atol + tol.rtol * b.abs();
+        let allowed = floor + tol.rtol * b.abs();
         if d.is_finite() {
             diff2 += d * d;
             ref2 += b * b;
@@ -346,6 +352,49 @@ mod tests {
         assert!(c.l2_rel_err < 1e-5, "{c:?}");
     }
 
+    /// Long dot products in two summation orders: elements near zero (cancellation) differ
+    /// by far more than rtol allows them, and the normwise `scale` term admits them.
+    #[test]
+    fn cancelling_sums_pass_through_the_scale_term() {
+        let (rows, k) = (200, 4000);
+        let mut serial = Vec::new();
+        let mut blocked = Vec::new();
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        for r in 0..rows {
+            let mut t: Vec<f32> = (0..k).map(|_| next() * next()).collect();
+            if r % 2 == 0 {
+                // A row whose exact sum is 0: half its terms, then their negatives in
+                // another order (7919 is prime to k / 2, so i * 7919 % half permutes).
+                let half = k / 2;
+                for i in 0..half {
+                    t[half + i] = -t[(i * 7919) % half];
+                }
+            }
+            serial.push(t.iter().sum::<f32>() as f64);
+            let mut parts = [0f32; 8];
+            for (i, x) in t.iter().enumerate() {
+                parts[i % 8] += x;
+            }
+            blocked.push(parts.iter().sum::<f32>() as f64);
+        }
+        let no_scale = Tolerance {
+            scale: 0.0,
+            ..tol32()
+        };
+        let strict = compare(&f32s(&serial), &f32s(&blocked), &no_scale);
+        let c = compare(&f32s(&serial), &f32s(&blocked), &tol32());
+        assert!(c.pass, "{c:?}");
+        assert!(c.l2_rel_err < 1e-5, "{c:?}");
+        // The scale term is what made the difference here, or the test proves nothing.
+        assert!(!strict.pass && strict.mismatches > 0, "{strict:?}");
+    }
+
     #[test]
     fn last_few_elements_differ() {
         let e = ramp(1000);
@@ -372,6 +421,7 @@ mod tests {
             atol: 1e9,
             rtol: 1e9,
             l2: 1e9,
+            scale: 1e9,
         };
         let mut a = ramp(10);
         a[9] = f64::NAN;
@@ -404,6 +454,7 @@ mod tests {
             atol: 1.0,
             rtol: 0.0,
             l2: 0.5,
+            scale: 0.0,
         };
         let c = compare(&e, &a, &loose);
         assert!(c.pass && !c.exact, "{c:?}");

@@ -1,12 +1,14 @@
-//! Runs one pair on a GPU from a [`Plan`]: compile both variants (cached), then per
-//! size set and seed run slow and fast on fresh copies of the same inputs inside
-//! canary zones with poisoned outputs, compare, and finally time both interleaved
-//! with an L2 flush between runs. Produces a [`Verification`] with its evidence.
+//! Runs one pair on a GPU from its harness resolved per size set ([`Resolved`]):
+//! compile both variants (cached), then per size set and seed run slow and fast on
+//! fresh copies of the same inputs inside canary zones with poisoned outputs, compare,
+//! and finally time both interleaved with an L2 flush between runs. Produces a
+//! [`Verification`] with its evidence.
 
-use super::check::{self, Comparison};
-use super::plan::{ArgPlan, BufferPlan, Plan, Role, SizeSetPlan, Tol};
+use super::compare::{self, Comparison};
+use super::stats;
 use crate::gpu::cache::{CacheHit, CachedCompile, CompileCache};
 use crate::gpu::driver::{CudaError, DevBuf, Function, Gpu, KArg, Module, Resources};
+use crate::harness::{HostBuffer, Launch, Resolved, ResolvedArg};
 use crate::record::{Speedup, Status, Verification};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -52,7 +54,10 @@ pub struct Job {
     pub pair_id: String,
     pub slow: Source,
     pub fast: Source,
-    pub plan: Plan,
+    /// Harness path, for evidence.
+    pub harness: String,
+    /// The harness resolved for the worker's device, one entry per size set.
+    pub sets: Vec<Resolved>,
     #[serde(default)]
     pub options: RunOptions,
 }
@@ -63,12 +68,17 @@ pub struct Outcome {
     pub sticky: bool,
 }
 
+/// The generator seed of check run `seed` (fixed, so a rerun sees the same data).
+fn seed_for(seed: u32) -> u64 {
+    0x6b70_0000_u64 + seed as u64
+}
+
 /// Bytes of canary on each side of every buffer.
 const CANARY: usize = 64 * 1024;
-const CANARY_BYTE: u8 = 0xCB;
 
 #[derive(Default, Serialize)]
 struct Evidence {
+    harness: String,
     variants: BTreeMap<&'static str, VariantEvidence>,
     checks: Vec<CheckEvidence>,
     timings: Vec<TimingEvidence>,
@@ -161,6 +171,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
     let t0 = Instant::now();
     let mut ev = Evidence::default();
     let mut speedup = None;
+    ev.harness = job.harness.clone();
     let result = run_inner(gpu, cache, job, &mut ev, &mut speedup);
     ev.phases_ms
         .insert("total", t0.elapsed().as_secs_f64() * 1e3);
@@ -172,7 +183,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
                     Status::Verified,
                     format!(
                         "agrees on {} size sets × {} seeds; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
-                        job.plan.size_sets.len(),
+                        job.sets.len(),
                         job.options.seeds,
                         s.median,
                         s.size_set,
@@ -214,15 +225,21 @@ struct Loaded {
     module_globals: Vec<(String, u64, usize)>,
 }
 
-fn kernel_exprs(src: &Source, plan: &Plan, slow: bool) -> Vec<String> {
-    let mut v: Vec<String> = vec![src.symbol.clone()];
-    for ss in &plan.size_sets {
-        let launches = if slow { &ss.slow } else { &ss.fast };
-        for l in launches {
-            if let Some(k) = &l.kernel {
-                if !v.contains(k) {
-                    v.push(k.clone());
-                }
+fn launches<'a>(r: &'a Resolved, which: &str) -> &'a [Launch] {
+    if which == "slow" {
+        &r.slow
+    } else {
+        &r.fast
+    }
+}
+
+/// Name expressions to resolve: every kernel the variant's launches name.
+fn kernel_exprs(sets: &[Resolved], which: &str) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in sets {
+        for l in launches(r, which) {
+            if !v.contains(&l.kernel) {
+                v.push(l.kernel.clone());
             }
         }
     }
@@ -234,14 +251,22 @@ fn compile_variant(
     cache: &mut CompileCache,
     which: &'static str,
     src: &Source,
-    plan: &Plan,
+    sets: &[Resolved],
     ev: &mut Evidence,
 ) -> Result<Loaded, Stop> {
-    let exprs = kernel_exprs(src, plan, which == "slow");
+    let exprs = kernel_exprs(sets, which);
     let arch = gpu.arch();
     let (c, hit): (Arc<CachedCompile>, CacheHit) = cache
         .compile(&src.name, &src.source, &arch, &exprs)
-        .map_err(|e| Stop::new(Status::CompileError, format!("{which}: {e}")))?;
+        .map_err(|e| {
+            // A name the source does not define fails lowering, after a good compile.
+            let status = if e.to_string().contains("nvrtcGetLoweredName") {
+                Status::HarnessError
+            } else {
+                Status::CompileError
+            };
+            Stop::new(status, format!("{which}: kernels {exprs:?}: {e}"))
+        })?;
     let ve = ev.variants.entry(which).or_default();
     ve.compile_ok = c.ok;
     ve.compile_ms = if hit == CacheHit::Miss {
@@ -279,7 +304,7 @@ fn compile_variant(
         functions.insert(expr.clone(), f);
     }
     let mut module_globals = Vec::new();
-    for ss in &plan.size_sets {
+    for ss in sets {
         for k in &ss.constants {
             if let Some((p, n)) = module.global(&k.name) {
                 if !module_globals.iter().any(|(g, _, _)| g == &k.name) {
@@ -315,28 +340,54 @@ fn run_inner(
     ev: &mut Evidence,
     speedup: &mut Option<Speedup>,
 ) -> Result<(), Stop> {
-    if job.plan.size_sets.is_empty() {
-        return Err(Stop::new(Status::HarnessError, "the plan has no size sets"));
+    if job.sets.is_empty() {
+        return Err(Stop::new(
+            Status::HarnessError,
+            "the harness has no size sets",
+        ));
     }
     let t = Instant::now();
-    let slow = compile_variant(gpu, cache, "slow", &job.slow, &job.plan, ev)?;
-    let fast = compile_variant(gpu, cache, "fast", &job.fast, &job.plan, ev)?;
+    let slow = compile_variant(gpu, cache, "slow", &job.slow, &job.sets, ev)?;
+    let fast = compile_variant(gpu, cache, "fast", &job.fast, &job.sets, ev)?;
     ev.phases_ms
         .insert("compile", t.elapsed().as_secs_f64() * 1e3);
     let mut largest: Option<(usize, Speedup)> = None;
     let (mut check_ms, mut time_ms) = (0.0, 0.0);
-    for ss in &job.plan.size_sets {
+    for ss in &job.sets {
         let t = Instant::now();
         let bufs = alloc_buffers(gpu, ss)?;
-        for seed in 0..job.options.seeds {
-            check_seed(gpu, job, ss, seed, &bufs, &slow, &fast, ev)?;
+        // Host-side generation is the slow part for large inputs: all seeds at once.
+        let data: Vec<_> = {
+            use rayon::prelude::*;
+            (0..job.options.seeds)
+                .into_par_iter()
+                .map(|seed| {
+                    let s = seed_for(seed);
+                    crate::harness::generate_inputs(ss, s)
+                        .and_then(|i| Ok((i, crate::harness::generate_constants(ss, s)?)))
+                })
+                .collect()
+        };
+        for (seed, d) in data.into_iter().enumerate() {
+            let (inputs, consts) = d.map_err(|e| Stop::new(Status::HarnessError, e.to_string()))?;
+            check_seed(
+                gpu,
+                ss,
+                seed as u32,
+                &inputs,
+                &consts,
+                &bufs,
+                &slow,
+                &fast,
+                ev,
+            )?;
         }
         check_ms += t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast)?;
         time_ms += t.elapsed().as_secs_f64() * 1e3;
         let s = Speedup {
-            size_set: ss.name.clone(),
+            size_set: ss.size_set.clone(),
             median: te.speedup,
             ci_low: te.ci_low,
             ci_high: te.ci_high,
@@ -352,52 +403,84 @@ fn run_inner(
     Ok(())
 }
 
-fn alloc_buffers(gpu: &Gpu, ss: &SizeSetPlan) -> Result<Vec<Option<Guarded>>, Stop> {
+fn alloc_buffers(gpu: &Gpu, ss: &Resolved) -> Result<Vec<Option<Guarded>>, Stop> {
     let mut out = Vec::new();
     for a in &ss.args {
         match a {
-            ArgPlan::Buffer(b) => {
-                let bytes = b.bytes();
-                let alloc = gpu.alloc(bytes + 2 * CANARY).map_err(|e| {
-                    Stop::cuda(e, &format!("allocating {} ({bytes} bytes)", b.name))
-                })?;
+            ResolvedArg::Buffer {
+                name, elem, len, ..
+            } => {
+                let bytes = len * elem.size_of();
+                let alloc = gpu
+                    .alloc(bytes + 2 * CANARY)
+                    .map_err(|e| Stop::cuda(e, &format!("allocating {name} ({bytes} bytes)")))?;
                 let pristine = gpu
                     .alloc(bytes)
-                    .map_err(|e| Stop::cuda(e, &format!("allocating {}", b.name)))?;
+                    .map_err(|e| Stop::cuda(e, &format!("allocating {name}")))?;
                 out.push(Some(Guarded {
                     alloc,
                     pristine,
                     bytes,
                 }));
             }
-            ArgPlan::Scalar { .. } => out.push(None),
+            ResolvedArg::Scalar { .. } => out.push(None),
         }
     }
     Ok(out)
 }
 
-fn kernel_args(ss: &SizeSetPlan, bufs: &[Option<Guarded>]) -> Vec<KArg> {
-    ss.args
+/// The argument list of one launch: buffers by device address (plus any element
+/// offset the harness gives), scalars by value.
+fn kernel_args(ss: &Resolved, l: &Launch, bufs: &[Option<Guarded>]) -> Result<Vec<KArg>, Stop> {
+    l.args
         .iter()
-        .zip(bufs)
-        .map(|(a, g)| match (a, g) {
-            (ArgPlan::Buffer(_), Some(g)) => KArg::Ptr(g.data()),
-            (ArgPlan::Scalar { elem, value, .. }, _) => KArg::Scalar(elem.scalar(*value)),
-            (ArgPlan::Buffer(_), None) => unreachable!("buffers are allocated per buffer arg"),
+        .enumerate()
+        .map(|(p, &ai)| {
+            let offset = launch_offset(l, p);
+            match (ss.args.get(ai), bufs.get(ai)) {
+                (
+                    Some(ResolvedArg::Buffer {
+                        elem, len, name, ..
+                    }),
+                    Some(Some(g)),
+                ) => {
+                    if offset > *len {
+                        return Err(Stop::new(
+                            Status::HarnessError,
+                            format!(
+                                "{name} passed at element offset {offset} past its length {len}"
+                            ),
+                        ));
+                    }
+                    Ok(KArg::Ptr(g.data() + (offset * elem.size_of()) as u64))
+                }
+                (Some(ResolvedArg::Scalar { value, .. }), _) => {
+                    let v = value.to_le_bytes();
+                    let mut b = [0u8; 8];
+                    b[..v.len()].copy_from_slice(&v);
+                    Ok(KArg::Scalar(b))
+                }
+                _ => Err(Stop::new(
+                    Status::HarnessError,
+                    format!(
+                        "launch of {} binds argument index {ai}, which does not exist",
+                        l.kernel
+                    ),
+                )),
+            }
         })
         .collect()
 }
 
-/// Copy pristine inputs into place and poison write-only outputs.
-fn restore(gpu: &Gpu, ss: &SizeSetPlan, bufs: &[Option<Guarded>]) -> Result<(), CudaError> {
-    for (a, g) in ss.args.iter().zip(bufs) {
-        if let (ArgPlan::Buffer(b), Some(g)) = (a, g) {
-            if b.role == Role::Out {
-                gpu.memset(g.data(), super::plan::POISON, g.bytes)?;
-            } else {
-                gpu.copy(g.data(), g.pristine.ptr, g.bytes)?;
-            }
-        }
+/// Element offset of launch parameter `p` (harnesses may pass `buf + k`).
+fn launch_offset(l: &Launch, p: usize) -> usize {
+    l.offsets.get(p).copied().unwrap_or(0)
+}
+
+/// Copy pristine contents (inputs, or the poison image of `out` buffers) into place.
+fn restore(gpu: &Gpu, bufs: &[Option<Guarded>]) -> Result<(), CudaError> {
+    for g in bufs.iter().flatten() {
+        gpu.copy(g.data(), g.pristine.ptr, g.bytes)?;
     }
     Ok(())
 }
@@ -405,34 +488,41 @@ fn restore(gpu: &Gpu, ss: &SizeSetPlan, bufs: &[Option<Guarded>]) -> Result<(), 
 fn launch_all(
     gpu: &Gpu,
     which: &str,
-    src: &Source,
     loaded: &Loaded,
-    ss: &SizeSetPlan,
-    args: &[KArg],
+    ss: &Resolved,
+    bufs: &[Option<Guarded>],
 ) -> Result<(), Stop> {
-    let launches = if which == "slow" { &ss.slow } else { &ss.fast };
-    if launches.is_empty() {
+    let ls = launches(ss, which);
+    if ls.is_empty() {
         return Err(Stop::new(
             Status::HarnessError,
-            format!("size set {}: no launches for the {which} variant", ss.name),
+            format!(
+                "size set {}: no launches for the {which} variant",
+                ss.size_set
+            ),
         ));
     }
-    for l in launches {
-        let expr = l.kernel.as_deref().unwrap_or(&src.symbol);
-        let f = loaded
-            .functions
-            .get(expr)
-            .ok_or_else(|| Stop::new(Status::HarnessError, format!("{which}: no kernel {expr}")))?;
+    for l in ls {
+        let f = loaded.functions.get(&l.kernel).ok_or_else(|| {
+            Stop::new(
+                Status::HarnessError,
+                format!("{which}: no kernel {}", l.kernel),
+            )
+        })?;
+        let args = kernel_args(ss, l, bufs)?;
         for _ in 0..l.repeat.max(1) {
-            gpu.launch(f, l.grid, l.block, l.shared_mem, args)
+            gpu.launch(f, l.grid, l.block, l.shared_mem, &args)
                 .map_err(|e| {
                     if e.name == "ARGUMENT_MISMATCH" {
                         Stop::new(
                             Status::HarnessError,
-                            format!("{which} kernel {expr}: {}", e.message),
+                            format!("{which} kernel {}: {}", l.kernel, e.message),
                         )
                     } else {
-                        Stop::cuda(e, &format!("{which} kernel {expr}, size set {}", ss.name))
+                        Stop::cuda(
+                            e,
+                            &format!("{which} kernel {}, size set {}", l.kernel, ss.size_set),
+                        )
                     }
                 })?;
         }
@@ -443,11 +533,12 @@ fn launch_all(
 fn upload_constants(
     gpu: &Gpu,
     loaded: &Loaded,
-    consts: &[(String, Vec<u8>)],
+    names: &[String],
+    consts: &[HostBuffer],
 ) -> Result<(), CudaError> {
-    for (name, data) in consts {
+    for (name, data) in names.iter().zip(consts) {
         if let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| g == name) {
-            gpu.upload(*p, &data[..data.len().min(*n)])?;
+            gpu.upload(*p, &data.bytes[..data.bytes.len().min(*n)])?;
         }
     }
     Ok(())
@@ -456,38 +547,17 @@ fn upload_constants(
 #[allow(clippy::too_many_arguments)] // the run's context, passed explicitly rather than bundled
 fn check_seed(
     gpu: &mut Gpu,
-    job: &Job,
-    ss: &SizeSetPlan,
+    ss: &Resolved,
     seed: u32,
+    inputs: &[HostBuffer],
+    consts: &[HostBuffer],
     bufs: &[Option<Guarded>],
     slow: &Loaded,
     fast: &Loaded,
     ev: &mut Evidence,
 ) -> Result<(), Stop> {
-    let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.name);
-    // Host inputs for this seed.
-    let mut host: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let seed64 = 0x6b70_0000_u64 + seed as u64;
-    for a in &ss.args {
-        if let ArgPlan::Buffer(b) = a {
-            if b.role == Role::Out {
-                continue;
-            }
-            let data = super::plan::generate(b.elem, b.len, &b.init, seed64, &b.name, &|n| {
-                host.get(n).cloned()
-            })
-            .map_err(|e| Stop::new(Status::HarnessError, e))?;
-            host.insert(b.name.clone(), data);
-        }
-    }
-    let mut consts = Vec::new();
-    for k in &ss.constants {
-        let data = super::plan::generate(k.elem, k.len, &k.init, seed64, &k.name, &|n| {
-            host.get(n).cloned()
-        })
-        .map_err(|e| Stop::new(Status::HarnessError, e))?;
-        consts.push((k.name.clone(), data));
-    }
+    let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
+    let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
     for k in &ss.constants {
         if !slow.module_globals.iter().any(|(g, _, _)| g == &k.name)
             && !fast.module_globals.iter().any(|(g, _, _)| g == &k.name)
@@ -498,129 +568,130 @@ fn check_seed(
             ));
         }
     }
-    for (a, g) in ss.args.iter().zip(bufs) {
-        if let (ArgPlan::Buffer(b), Some(g)) = (a, g) {
-            if let Some(d) = host.get(&b.name) {
-                gpu.upload(g.pristine.ptr, d)
-                    .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
-            }
+    for (h, g) in inputs.iter().zip(bufs) {
+        if let Some(g) = g {
+            gpu.upload(g.pristine.ptr, &h.bytes)
+                .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
         }
     }
-    let args = kernel_args(ss, bufs);
-    let mut outputs: BTreeMap<&'static str, Vec<Vec<u8>>> = BTreeMap::new();
-    for (which, src, loaded) in [("slow", &job.slow, slow), ("fast", &job.fast, fast)] {
+    let canary = compare::canary_pattern(CANARY);
+    let mut outputs: BTreeMap<&'static str, Vec<HostBuffer>> = BTreeMap::new();
+    let outs = ss.outputs();
+    for (which, loaded) in [("slow", slow), ("fast", fast)] {
         let ctx = where_(which);
-        restore(gpu, ss, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
+        restore(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
         for g in bufs.iter().flatten() {
-            gpu.memset(g.alloc.ptr, CANARY_BYTE, CANARY)
-                .and_then(|_| gpu.memset(g.data() + g.bytes as u64, CANARY_BYTE, CANARY))
+            gpu.upload(g.alloc.ptr, &canary)
+                .and_then(|_| gpu.upload(g.data() + g.bytes as u64, &canary))
                 .map_err(|e| Stop::cuda(e, &ctx))?;
         }
-        upload_constants(gpu, loaded, &consts).map_err(|e| Stop::cuda(e, &ctx))?;
-        launch_all(gpu, which, src, loaded, ss, &args)?;
+        upload_constants(gpu, loaded, &const_names, consts).map_err(|e| Stop::cuda(e, &ctx))?;
+        launch_all(gpu, which, loaded, ss, bufs)?;
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         for (a, g) in ss.args.iter().zip(bufs) {
-            if let (ArgPlan::Buffer(b), Some(g)) = (a, g) {
+            if let (ResolvedArg::Buffer { name, .. }, Some(g)) = (a, g) {
                 let before = gpu
                     .download(g.alloc.ptr, CANARY)
                     .map_err(|e| Stop::cuda(e, &ctx))?;
                 let after = gpu
                     .download(g.data() + g.bytes as u64, CANARY)
                     .map_err(|e| Stop::cuda(e, &ctx))?;
-                let hit = |z: &[u8]| z.iter().position(|&x| x != CANARY_BYTE);
-                if let Some(off) = hit(&after) {
+                if let Err(d) = compare::check_canary(&after) {
                     return Err(Stop::new(
                         Status::OutOfBounds,
                         format!(
-                            "{ctx} wrote past the end of {} (byte {} after its {} bytes)",
-                            b.name, off, g.bytes
+                            "{ctx} wrote past the end of {name} ({} byte(s) damaged, {}..{} after its {} bytes)",
+                            d.count, d.first, d.last, g.bytes
                         ),
                     ));
                 }
-                if let Some(off) = hit(&before) {
+                if let Err(d) = compare::check_canary(&before) {
                     return Err(Stop::new(
                         Status::OutOfBounds,
                         format!(
-                            "{ctx} wrote before the start of {} ({} bytes before it)",
-                            b.name,
-                            CANARY - off
+                            "{ctx} wrote before the start of {name} ({} byte(s) damaged, from {} bytes before it)",
+                            d.count,
+                            CANARY - d.first
                         ),
                     ));
                 }
             }
         }
-        let mut outs = Vec::new();
-        for (a, g) in ss.args.iter().zip(bufs) {
-            if let (ArgPlan::Buffer(b), Some(g)) = (a, g) {
-                if b.role != Role::In {
-                    outs.push(
-                        gpu.download(g.data(), g.bytes)
-                            .map_err(|e| Stop::cuda(e, &ctx))?,
-                    );
-                }
-            }
+        let mut got = Vec::new();
+        for &i in &outs {
+            let (ResolvedArg::Buffer { elem, .. }, Some(g)) = (&ss.args[i], &bufs[i]) else {
+                continue;
+            };
+            got.push(HostBuffer {
+                elem: *elem,
+                bytes: gpu
+                    .download(g.data(), g.bytes)
+                    .map_err(|e| Stop::cuda(e, &ctx))?,
+            });
         }
-        outputs.insert(which, outs);
+        outputs.insert(which, got);
     }
-    let out_args: Vec<&BufferPlan> = ss
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            ArgPlan::Buffer(b) if b.role != Role::In => Some(b),
-            _ => None,
-        })
-        .collect();
-    if out_args.is_empty() {
+    if outs.is_empty() {
         return Err(Stop::new(
             Status::HarnessError,
             "the harness names no out/inout buffer",
         ));
     }
-    for (i, b) in out_args.iter().enumerate() {
-        let (s, f) = (&outputs["slow"][i], &outputs["fast"][i]);
-        for (which, this, other) in [("fast", f, s), ("slow", s, f)] {
-            if let Some((count, first)) = check::unwritten(b.elem, this, other) {
+    for (k, &i) in outs.iter().enumerate() {
+        let ResolvedArg::Buffer {
+            name,
+            role,
+            tol,
+            allow_degenerate,
+            len,
+            ..
+        } = &ss.args[i]
+        else {
+            continue;
+        };
+        let (s, f) = (&outputs["slow"][k], &outputs["fast"][k]);
+        let input = role.is_input().then_some(&inputs[i]);
+        // The three checks are independent scans of large buffers: run them at once.
+        let ((df, ds), c) = rayon::join(
+            || {
+                rayon::join(
+                    || compare::check_degenerate(f, input, Some(s), *allow_degenerate),
+                    || compare::check_degenerate(s, input, Some(f), *allow_degenerate),
+                )
+            },
+            || compare::compare(s, f, tol),
+        );
+        for (which, d) in [("fast", df), ("slow", ds)] {
+            if let Some(d) = d {
                 return Err(Stop::new(
-                    Status::Unwritten,
-                    format!(
-                        "{}: left {count} element(s) of {} unwritten (first at index {first})",
-                        where_(which),
-                        b.name
-                    ),
+                    d.status(),
+                    format!("{}: output {name}: {}", where_(which), d.describe()),
                 ));
             }
         }
-        if !job.plan.allow_degenerate {
-            let input = host.get(&b.name).map(Vec::as_slice);
-            for (which, out) in [("slow", s), ("fast", f)] {
-                if let Some(why) = check::degenerate(b.elem, out, input) {
-                    return Err(Stop::new(
-                        Status::Degenerate,
-                        format!("{}: output {}: {why}", where_(which), b.name),
-                    ));
-                }
-            }
-        }
-        let tol = b.tol.unwrap_or_else(|| Tol::default_for(b.elem));
-        let c = check::compare(b.elem, s, f, &tol);
         let pass = c.pass;
-        let first = c.first_mismatch;
-        let (mism, l2) = (c.mismatches, c.rel_l2);
+        let (mism, l2, worst) = (c.mismatches, c.l2_rel_err, c.worst_index);
         ev.checks.push(CheckEvidence {
-            size_set: ss.name.clone(),
+            size_set: ss.size_set.clone(),
             seed,
-            output: b.name.clone(),
+            output: name.clone(),
             comparison: c,
         });
         if !pass {
-            let detail = first
-                .map(|(i, e, a)| format!("; first at index {i}: slow {e}, fast {a}"))
+            let detail = worst
+                .map(|w| {
+                    format!(
+                        "; worst at index {w}: slow {}, fast {}",
+                        s.get_f64(w),
+                        f.get_f64(w)
+                    )
+                })
                 .unwrap_or_default();
             return Err(Stop::new(
                 Status::Mismatch,
                 format!(
-                    "size set {}, seed {seed}: output {} differs in {mism} of {} elements (rel L2 {l2:.3e}){detail}",
-                    ss.name, b.name, b.len
+                    "size set {}, seed {seed}: output {name} differs in {mism} of {len} elements (rel L2 {l2:.3e}){detail}",
+                    ss.size_set
                 ),
             ));
         }
@@ -631,19 +702,18 @@ fn check_seed(
 fn time_size_set(
     gpu: &mut Gpu,
     job: &Job,
-    ss: &SizeSetPlan,
+    ss: &Resolved,
     bufs: &[Option<Guarded>],
     slow: &Loaded,
     fast: &Loaded,
 ) -> Result<TimingEvidence, Stop> {
-    let args = kernel_args(ss, bufs);
-    let ctx = format!("timing size set {}", ss.name);
-    let variants = [("slow", &job.slow, slow), ("fast", &job.fast, fast)];
+    let ctx = format!("timing size set {}", ss.size_set);
+    let variants = [("slow", slow), ("fast", fast)];
     // Warm-up: caches, clocks, lazy module loading.
     for _ in 0..2 {
-        for (which, src, loaded) in variants {
-            restore(gpu, ss, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
-            launch_all(gpu, which, src, loaded, ss, &args)?;
+        for (which, loaded) in variants {
+            restore(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
+            launch_all(gpu, which, loaded, ss, bufs)?;
         }
     }
     gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
@@ -664,21 +734,20 @@ fn time_size_set(
         // Alternate which variant goes first so neither always follows the other.
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for vi in order {
-            let (which, src, loaded) = variants[vi];
-            restore(gpu, ss, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
+            let (which, loaded) = variants[vi];
+            restore(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
             gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
             let mut stop = None;
             let ms = gpu
                 .timed(|| {
-                    launch_all(gpu, which, src, loaded, ss, &args).map_err(|s| {
-                        let e = CudaError {
+                    launch_all(gpu, which, loaded, ss, bufs).map_err(|s| {
+                        stop = Some(s);
+                        CudaError {
                             call: "launch",
                             code: -1,
                             name: String::new(),
                             message: String::new(),
-                        };
-                        stop = Some(s);
-                        e
+                        }
                     })
                 })
                 .map_err(|e| Stop::cuda(e, &ctx));
@@ -689,21 +758,25 @@ fn time_size_set(
         }
         round += 1;
     }
-    let vt = |t: &[f64]| VariantTiming {
-        median_ms: check::median(t),
-        iqr_ms: check::iqr(t),
-        min_ms: t.iter().copied().fold(f64::INFINITY, f64::min),
-        runs: t.len(),
+    let vt = |t: &[f64]| {
+        let s = stats::summarize(t);
+        VariantTiming {
+            median_ms: s.as_ref().map_or(f64::NAN, |s| s.median),
+            iqr_ms: s.as_ref().map_or(f64::NAN, |s| s.iqr),
+            min_ms: s.as_ref().map_or(f64::NAN, |s| s.min),
+            runs: t.len(),
+        }
     };
-    let (lo, hi) = check::bootstrap_ratio_ci(&times[0], &times[1], o.bootstrap_iters, 42);
+    let est = stats::speedup_ci(&times[0], &times[1], o.bootstrap_iters, 42)
+        .ok_or_else(|| Stop::new(Status::HarnessError, format!("{ctx}: no usable timings")))?;
     let bytes = bufs.iter().flatten().map(|g| g.bytes).sum();
     Ok(TimingEvidence {
-        size_set: ss.name.clone(),
+        size_set: ss.size_set.clone(),
         bytes,
-        speedup: check::median(&times[0]) / check::median(&times[1]),
+        speedup: est.ratio,
         slow: vt(&times[0]),
         fast: vt(&times[1]),
-        ci_low: lo,
-        ci_high: hi,
+        ci_low: est.ci_low,
+        ci_high: est.ci_high,
     })
 }

@@ -2,14 +2,12 @@
 //!
 //! `verify` reads pairs, settles on the CPU what needs no GPU (`missing_slow`,
 //! `no_harness`, `needs_host_loop`, `harness_error`), resolves each remaining pair's
-//! harness into a [`plan::Plan`] for the device the workers report, and hands the
+//! harness for the device the workers report ([`crate::harness::Resolved`] per size set), and hands the
 //! jobs to [`pool`]. Results are appended to `<out>.partial` as they finish; the final
 //! output is written atomically in input order.
 
-pub mod check;
 pub mod compare;
 pub mod engine;
-pub mod plan;
 pub mod pool;
 pub mod protocol;
 pub mod resolve;
@@ -36,9 +34,13 @@ pub struct VerifyArgs {
     #[arg(long = "out")]
     pub output: PathBuf,
     /// Folders to look for harnesses in (`<benchmark>.toml`, `<benchmark>/harness.toml`,
-    /// `benchmarks/<benchmark>/harness.toml`, or `.plan.json` alongside).
+    /// `benchmarks/<benchmark>/harness.toml`, and the harness module's naming).
     #[arg(long = "harness-dir")]
     pub harness_dirs: Vec<PathBuf>,
+    /// Root of the suite the pairs came from: `harness*.toml` files next to the kernels
+    /// (as the fixtures keep them) are found there.
+    #[arg(long = "suite-root")]
+    pub suite_root: Option<PathBuf>,
     /// Seconds one pair may run before its worker is killed (`timeout`).
     #[arg(long = "timeout-s", default_value_t = 60.0)]
     pub timeout_s: f64,
@@ -203,7 +205,7 @@ pub fn verify_records(
     let mut pending: Vec<(usize, &Pair, resolve::Found)> = Vec::new();
     for (i, r) in records.iter().enumerate() {
         let Record::Pair(p) = r else { continue };
-        match resolve::prepare(p, base, &args.harness_dirs) {
+        match resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref()) {
             Ok(found) => pending.push((i, p, found)),
             Err((status, reason)) => {
                 results.insert(i, cpu_verdict(status, reason));
@@ -271,14 +273,15 @@ pub fn verify_records(
     };
     let mut jobs = Vec::new();
     for (i, p, found) in &pending {
-        match resolve::plan(p, found, &hello) {
-            Ok((slow, fast, plan)) => jobs.push((
+        match resolve::resolve(p, found, &hello) {
+            Ok((slow, fast, sets)) => jobs.push((
                 *i,
                 Job {
                     pair_id: p.id.clone(),
                     slow,
                     fast,
-                    plan,
+                    harness: found.path.display().to_string(),
+                    sets,
                     options: options.clone(),
                 },
             )),

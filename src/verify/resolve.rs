@@ -1,31 +1,26 @@
 //! From a pair to a job: find its harness (the pair's own `harness` path, then the
-//! `--harness-dir` folders), settle what needs no GPU, and resolve the harness into
-//! a [`Plan`] for the device the workers reported.
+//! `--harness-dir` folders, then the suite tree), settle what needs no GPU
+//! (`missing_slow`, `no_harness`, `needs_host_loop`, `harness_error`), and resolve the
+//! harness for the device the workers reported.
 
 use super::engine::Source;
-use super::plan::Plan;
 use super::pool::Hello;
+use crate::harness::{DeviceProps, Harness, Resolved};
 use crate::record::{KernelUnit, Pair, Status};
 use std::path::{Path, PathBuf};
 
-/// A pair's harness, found and read.
+/// A pair's harness, found and parsed.
 #[derive(Debug, Clone)]
 pub struct Found {
     pub path: PathBuf,
     pub harness: Harness,
 }
 
-#[derive(Debug, Clone)]
-pub enum Harness {
-    /// A resolved plan (`*.json`): concrete sizes, no expressions.
-    Plan(Box<Plan>),
-    /// A harness TOML file, resolved per device.
-    Toml(String),
-}
-
 type Verdict = (Status, String);
 
-/// Where a pair's harness may be, in order.
+/// Where a pair's harness may be, in order: `pair.harness` (relative to the input file's
+/// folder, then to the working directory), then in each harness dir
+/// `<benchmark>.toml`, `<benchmark>/harness.toml`, `benchmarks/<benchmark>/harness.toml`.
 pub fn candidates(pair: &Pair, base: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut v = Vec::new();
     if let Some(h) = &pair.harness {
@@ -41,11 +36,8 @@ pub fn candidates(pair: &Pair, base: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
     for d in dirs {
         for rel in [
             format!("{b}.toml"),
-            format!("{b}.plan.json"),
             format!("{b}/harness.toml"),
-            format!("{b}/harness.plan.json"),
             format!("benchmarks/{b}/harness.toml"),
-            format!("benchmarks/{b}/harness.plan.json"),
         ] {
             v.push(d.join(rel));
         }
@@ -53,7 +45,12 @@ pub fn candidates(pair: &Pair, base: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
     v
 }
 
-pub fn prepare(pair: &Pair, base: &Path, dirs: &[PathBuf]) -> Result<Found, Verdict> {
+pub fn prepare(
+    pair: &Pair,
+    base: &Path,
+    dirs: &[PathBuf],
+    suite_root: Option<&Path>,
+) -> Result<Found, Verdict> {
     if pair.slow.is_none() {
         return Err((
             Status::MissingSlow,
@@ -63,33 +60,50 @@ pub fn prepare(pair: &Pair, base: &Path, dirs: &[PathBuf]) -> Result<Found, Verd
             ),
         ));
     }
-    let path = candidates(pair, base, dirs)
+    // The pair's own path first; then the harness module's naming, which knows
+    // variant- and kernel-specific files (`stencil.cuda_fermi.toml`) and the suite tree;
+    // then the plain per-benchmark layouts.
+    let own = candidates(pair, base, &[]);
+    let located = own
         .into_iter()
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            (
-                Status::NoHarness,
-                format!(
-                    "no harness for {}/{} (pair.harness {:?}; looked in {} harness dir(s))",
-                    pair.benchmark,
-                    pair.kernel,
-                    pair.harness,
-                    dirs.len()
-                ),
-            )
-        })?;
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| (Status::HarnessError, format!("{}: {e}", path.display())))?;
-    let harness = if path.extension().is_some_and(|e| e == "json") {
-        let plan: Plan = serde_json::from_str(&text)
-            .map_err(|e| (Status::HarnessError, format!("{}: {e}", path.display())))?;
-        if let Some(why) = &plan.needs_host_loop {
-            return Err((Status::NeedsHostLoop, format!("{}: {why}", path.display())));
-        }
-        Harness::Plan(Box::new(plan))
-    } else {
-        Harness::Toml(text)
-    };
+        .or_else(|| {
+            dirs.iter()
+                .find_map(|d| crate::harness::locate(pair, Some(d), suite_root))
+                .or_else(|| crate::harness::locate(pair, None, suite_root))
+        })
+        .or_else(|| {
+            candidates(pair, base, dirs)
+                .into_iter()
+                .find(|p| p.is_file())
+        });
+    let path = located.ok_or_else(|| {
+        (
+            Status::NoHarness,
+            format!(
+                "no harness for {}/{} (pair.harness {:?}; looked in {} harness dir(s){})",
+                pair.benchmark,
+                pair.kernel,
+                pair.harness,
+                dirs.len(),
+                if suite_root.is_some() {
+                    " and the suite tree"
+                } else {
+                    ""
+                }
+            ),
+        )
+    })?;
+    let harness = crate::harness::load(&path).map_err(|e| (Status::HarnessError, e.to_string()))?;
+    if let Some(why) = &harness.needs_host_loop {
+        return Err((Status::NeedsHostLoop, format!("{}: {why}", path.display())));
+    }
+    // Units from extract know their parameters; check the harness binds them right.
+    if pair.slow.as_ref().is_some_and(|u| !u.params.is_empty()) && !pair.fast.params.is_empty() {
+        harness
+            .check_against(pair.slow.as_ref(), &pair.fast)
+            .map_err(|e| (Status::HarnessError, e.to_string()))?;
+    }
     Ok(Found { path, harness })
 }
 
@@ -105,24 +119,33 @@ fn source(u: &KernelUnit) -> Source {
     }
 }
 
-/// The two sources and the plan for this device.
-pub fn plan(pair: &Pair, found: &Found, hello: &Hello) -> Result<(Source, Source, Plan), Verdict> {
+/// The device figures harness expressions may use, from the worker's hello.
+pub fn device_props(hello: &Hello) -> DeviceProps {
+    DeviceProps {
+        sm_count: hello.props.sm_count as i64,
+        max_threads_per_block: hello.props.max_threads_per_block as i64,
+        warp_size: 32,
+        l2_bytes: hello.props.l2_bytes as i64,
+    }
+}
+
+/// The two sources and the harness resolved for this device, one entry per size set.
+pub fn resolve(
+    pair: &Pair,
+    found: &Found,
+    hello: &Hello,
+) -> Result<(Source, Source, Vec<Resolved>), Verdict> {
     let slow = pair
         .slow
         .as_ref()
         .ok_or((Status::MissingSlow, "no slow kernel".to_string()))?;
-    let plan = match &found.harness {
-        Harness::Plan(p) => (**p).clone(),
-        Harness::Toml(_) => {
-            let _ = hello;
-            return Err((
-                Status::HarnessError,
-                format!(
-                    "{}: TOML harnesses are resolved by the harness module, not yet wired in",
-                    found.path.display()
-                ),
-            ));
-        }
-    };
-    Ok((source(slow), source(&pair.fast), plan))
+    let dev = device_props(hello);
+    let sets = found
+        .harness
+        .size_sets()
+        .iter()
+        .map(|s| found.harness.resolve(s, &dev))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| (Status::HarnessError, e.to_string()))?;
+    Ok((source(slow), source(&pair.fast), sets))
 }

@@ -8,7 +8,7 @@ use super::engine::tool_version;
 use super::VerifyArgs;
 use crate::exit;
 use crate::record::{
-    content_id, KernelUnit, Origin, Pair, Provenance, Pulled, Record, Status, Verification,
+    content_id, KernelUnit, Origin, Pair, Provenance, Record, Status, Verification,
 };
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -56,6 +56,8 @@ pub enum ValidateError {
     Manifest { path: PathBuf, message: String },
     #[error("{path}: no __global__ kernel found; name it with `kernel` in pair.toml")]
     NoKernel { path: PathBuf },
+    #[error("{path}: cannot isolate kernel: {message}")]
+    Isolation { path: PathBuf, message: String },
 }
 
 /// `pair.toml`; every field optional.
@@ -67,7 +69,7 @@ pub struct Manifest {
     pub slow: String,
     #[serde(default = "fast_default")]
     pub fast: String,
-    /// Harness file; default `harness.toml`, else `harness.plan.json`.
+    /// Harness file; default `harness.toml`.
     pub harness: Option<String>,
     /// Kernel name (default: the sole `__global__` function in fast.cu).
     pub kernel: Option<String>,
@@ -122,6 +124,25 @@ fn read(path: &Path) -> Result<String, ValidateError> {
     })
 }
 
+/// Local headers a pair folder's kernels may include (`*.cuh`, `*.h`, `*.hpp`), read
+/// through [`inside`] so a symlink cannot pull in a file from elsewhere.
+fn folder_sources(dir: &Path) -> Result<Vec<(String, String)>, ValidateError> {
+    let rd = std::fs::read_dir(dir).map_err(|source| ValidateError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if [".cuh", ".h", ".hpp"].iter().any(|x| name.ends_with(x)) {
+            let p = inside(dir, &name)?;
+            out.push((name, read(&p)?));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 fn sole_kernel(src: &str) -> Option<String> {
     let re = regex::Regex::new(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)")
         .expect("valid regex");
@@ -148,19 +169,10 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
     };
     let slow_path = inside(dir, &manifest.slow)?;
     let fast_path = inside(dir, &manifest.fast)?;
-    let harness = match &manifest.harness {
-        Some(h) => inside(dir, h)?,
-        None => {
-            let t = inside(dir, "harness.toml")?;
-            if t.exists() {
-                t
-            } else {
-                inside(dir, "harness.plan.json")?
-            }
-        }
-    };
+    let harness = inside(dir, manifest.harness.as_deref().unwrap_or("harness.toml"))?;
     let slow_src = read(&slow_path)?;
     let fast_src = read(&fast_path)?;
+    let headers = folder_sources(dir)?;
     let kernel = match &manifest.kernel {
         Some(k) => k.clone(),
         None => sole_kernel(&fast_src).ok_or(ValidateError::NoKernel {
@@ -173,46 +185,55 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
             .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "contrib".into())
     });
-    let unit = |variant: &str, file: &str, src: String, symbol: String| {
-        let id = content_id(&["contrib", &benchmark, variant, file, &kernel, &src]);
-        KernelUnit {
+    // Isolation drops host code (main, I/O, launches) and keeps what the kernel needs,
+    // exactly as extract does for suites; only NVRTC-compiled device code ever runs.
+    let unit = |variant: &str, file: &str, path: &Path, src: String, symbol: Option<String>| {
+        let mut files = std::collections::BTreeMap::new();
+        for (name, text) in &headers {
+            files.insert(name.clone(), crate::cuda::index_file(name, text));
+        }
+        files.insert(file.to_string(), crate::cuda::index_file(file, &src));
+        let scope = crate::cuda::Scope { files: &files };
+        let iso =
+            crate::cuda::isolate(&scope, file, &kernel).map_err(|e| ValidateError::Isolation {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        let id = content_id(&["contrib", &benchmark, variant, file, &kernel, &iso.source]);
+        Ok::<KernelUnit, ValidateError>(KernelUnit {
             id,
             suite: "contrib".into(),
             benchmark: benchmark.clone(),
             variant: variant.into(),
             path: file.into(),
-            line: 1,
+            line: iso.line,
             kernel: kernel.clone(),
-            params: vec![],
-            template_params: vec![],
-            source: src,
-            symbol,
-            pulled: Pulled::default(),
-            features: Default::default(),
+            params: iso.params,
+            template_params: iso.template_params,
+            source: iso.source,
+            symbol: symbol.unwrap_or(iso.symbol),
+            pulled: iso.pulled,
+            features: iso.features,
             launch_sites: vec![],
             provenance: Provenance::default(),
             compile: None,
-            diagnostics: vec![],
-        }
+            diagnostics: iso.diagnostics,
+        })
     };
     let slow = unit(
         "slow",
         &manifest.slow,
+        &slow_path,
         slow_src,
-        manifest
-            .slow_symbol
-            .clone()
-            .unwrap_or_else(|| kernel.clone()),
-    );
+        manifest.slow_symbol.clone(),
+    )?;
     let fast = unit(
         "fast",
         &manifest.fast,
+        &fast_path,
         fast_src,
-        manifest
-            .fast_symbol
-            .clone()
-            .unwrap_or_else(|| kernel.clone()),
-    );
+        manifest.fast_symbol.clone(),
+    )?;
     let pair = Pair {
         id: Pair::make_id(Some(&slow), &fast),
         suite: "contrib".into(),
@@ -291,6 +312,7 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
         input: PathBuf::new(),
         output: PathBuf::new(),
         harness_dirs: vec![],
+        suite_root: None,
         timeout_s: args.timeout_s,
         seeds: args.seeds,
         min_speedup: args.min_speedup,
@@ -388,7 +410,7 @@ mod tests {
         assert_eq!(m.expect, Some(Status::Verified));
         assert_eq!(p.slow.as_ref().unwrap().symbol, "matvec<256>");
         assert_eq!(p.fast.symbol, "matvec");
-        assert!(p.harness.unwrap().ends_with("harness.plan.json"));
+        assert!(p.harness.unwrap().ends_with("harness.toml"));
         let (m, _) = load_folder(&root.join("hang")).unwrap();
         assert_eq!(m.expect, Some(Status::Timeout));
     }
