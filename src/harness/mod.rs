@@ -2,8 +2,12 @@
 //! sequences — parsed from TOML, validated on load, resolved per size set and device, and
 //! drafted from recorded launch sites.
 //!
-//! The GPU runner's entry points: [`load`]/[`parse`] → [`Harness::check_against`] →
-//! [`Harness::resolve`] per size set → [`generate_inputs`]/[`generate_constants`] per seed.
+//! The GPU runner's entry points: [`locate`] a pair's file → [`load`]/[`parse`] →
+//! [`Harness::check_against`] the pair's units → [`Harness::resolve`] per size set and
+//! device → [`generate_inputs`]/[`generate_constants`] per seed (one [`HostBuffer`] per arg:
+//! inputs filled, `out` buffers poisoned, scalars as bytes). A [`Launch`] binds args by
+//! index (`args`) at element offsets (`offsets`). Agreement and speed checks live in
+//! `verify::compare` and `verify::stats`. The format is described in docs/harness.md.
 
 pub mod draft;
 pub mod expr;
