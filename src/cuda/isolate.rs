@@ -4,6 +4,7 @@
 use super::builtins::{self, Shim};
 use super::index::{CondBranch, Item, ItemKind};
 use super::lex;
+use super::texture;
 use super::{CudaError, FileIndex, IsolatedKernel, Scope};
 use crate::record::{Diagnostic, Features, Level, Pulled};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -61,7 +62,12 @@ pub fn isolate_at(
     let mut cx = Closure::new(scope, file, kitem);
     cx.visit((0, kitem));
     let (source, pulled, diagnostics, texture) = cx.emit();
-    let features = features_of(&source, texture, !info.template_params.is_empty());
+    // The texture shim's templates and vector loads are not the kernel's features.
+    let features = features_of(
+        &source.replacen(texture::SHIM, "", 1),
+        texture,
+        !info.template_params.is_empty(),
+    );
     Ok(IsolatedKernel {
         kernel: info.name.clone(),
         line: info.line,
@@ -553,6 +559,19 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push('\n');
         }
 
+        // Legacy texture references the shim can replace (before the macros, so that no
+        // macro of the suite rewrites the shim's names).
+        let textures: HashMap<ItemId, Result<texture::Shimmed, String>> = self
+            .order
+            .iter()
+            .filter(|&&id| self.item(id).kind == ItemKind::Texture)
+            .map(|&id| (id, texture::rewrite(&self.item(id).text)))
+            .collect();
+        if textures.values().any(|r| r.is_ok()) {
+            out.push_str(texture::SHIM);
+            out.push('\n');
+        }
+
         // Macros in file order.
         let mut macros = self.macros.clone();
         macros.sort_by_key(|&(r, i)| (contributing.iter().position(|&c| c == r), i));
@@ -584,6 +603,8 @@ impl<'s, 'a> Closure<'s, 'a> {
                 kernel_text(it)
             } else if it.kind == ItemKind::Global {
                 const_global_text(&it.text)
+            } else if let Some(Ok(t)) = textures.get(&id) {
+                t.text.clone()
             } else {
                 it.text.clone()
             };
@@ -601,16 +622,39 @@ impl<'s, 'a> Closure<'s, 'a> {
                 ItemKind::Texture => {
                     texture = true;
                     pulled.globals.extend(it.names.iter().cloned());
-                    diags.push(
-                        Diagnostic::new(
-                            Level::Warning,
-                            "legacy_texture_reference",
+                    let names = it.names.join("`, `");
+                    let message = match textures.get(&id) {
+                        Some(Ok(t)) => {
+                            let sizes = if t.dim == 2 {
+                                "width, height and pitch (in elements; pitch 0 = width)"
+                            } else {
+                                "width (in elements; 0 = unchecked)"
+                            };
+                            diags.push(
+                                Diagnostic::new(
+                                    Level::Info,
+                                    "texture_shim",
+                                    format!(
+                                        "harness: upload {{ptr, width, height, pitch}} to the `__device__` symbol `{names}` ({}<{}, {}>) before launch: ptr = a device pointer to the {} elements bound to the texture, and {sizes}",
+                                        texture::SHIM_TYPE, t.element, t.dim, t.element
+                                    ),
+                                )
+                                .at(it.line),
+                            );
                             format!(
-                                "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12: the unit does not compile on CUDA 12+ until it is ported to cudaTextureObject_t",
+                                "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12: the kernelpair_legacy_texture shim was applied (global-memory reads; unnormalized coordinates, point filtering, clamp addressing assumed)",
                                 it.line
-                            ),
-                        )
-                        .at(it.line),
+                            )
+                        }
+                        other => format!(
+                            "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12, and the shim cannot replace it ({}): the unit does not compile on CUDA 12+ until it is ported to cudaTextureObject_t",
+                            it.line,
+                            other.and_then(|r| r.as_ref().err()).map_or("unrecognized declaration", String::as_str)
+                        ),
+                    };
+                    diags.push(
+                        Diagnostic::new(Level::Warning, "legacy_texture_reference", message)
+                            .at(it.line),
                     );
                 }
                 ItemKind::Type => {
@@ -1119,17 +1163,111 @@ __global__ void plain(float *o) { o[0] = 1.0f; }
         let r = isolate(&scope, "t.cu", "reads").unwrap();
         assert!(r.source.contains("tex_in") && !r.source.contains("tex_unused"));
         assert!(r.features.texture_references);
+        assert!(!r.features.templates && !r.features.vector_types);
         let d = r
             .diagnostics
             .iter()
             .find(|d| d.code == "legacy_texture_reference")
             .unwrap();
         assert_eq!(d.line, Some(2));
-        assert!(d.message.contains("tex_in"));
+        assert!(d.message.contains("tex_in") && d.message.contains("shim was applied"));
+        assert!(r
+            .source
+            .contains("__device__ kernelpair_legacy_texture<float, 1> tex_in;"));
+        assert!(!r.source.lines().any(|l| l.starts_with("texture<")));
+        assert_eq!(r.pulled.globals, vec!["tex_in".to_string()]);
+        let shim = r
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "texture_shim")
+            .unwrap();
+        assert_eq!(shim.level, Level::Info);
+        assert!(shim.message.contains("`tex_in`"), "{}", shim.message);
+        if let Some(ok) = compiles(&r) {
+            assert!(ok, "1D texture unit must compile with the shim");
+        }
         let p = isolate(&scope, "t.cu", "plain").unwrap();
         assert!(!p.source.contains("texture"));
         assert!(!p.features.texture_references);
         assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    }
+
+    #[test]
+    fn texture_shim_compiles_1d_fetch_1d_and_2d_reads() {
+        let src = r#"
+struct Cell { int a; float b; };
+texture<float4, 1, cudaReadModeElementType> coords;
+texture<Cell> cells;
+texture<unsigned short, 2, cudaReadModeElementType> img;
+__global__ void reads(float *o, const unsigned *idx) {
+  unsigned i = threadIdx.x;
+  float4 c = tex1D(coords, (float)idx[i]);
+  Cell e = tex1Dfetch(cells, i);
+  unsigned short p = tex2D(img, idx[i] & 0xFFFF, idx[i] >> 16);
+  o[i] = c.x + e.b + e.a + p + tex2D(img, 0.5f, 1.5f);
+}
+"#;
+        let u = unit(&[("t.cu", src)], "t.cu", "reads");
+        assert!(u.features.texture_references && u.features.vector_types);
+        assert!(
+            !u.features.templates,
+            "the shim's templates are not the kernel's"
+        );
+        assert_eq!(u.pulled.globals.len(), 3, "{:?}", u.pulled.globals);
+        assert_eq!(
+            u.source.matches("struct kernelpair_legacy_texture").count(),
+            1
+        );
+        assert!(u
+            .source
+            .contains("__device__ kernelpair_legacy_texture<unsigned short, 2> img;"));
+        let shims: Vec<_> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "texture_shim")
+            .collect();
+        assert_eq!(shims.len(), 3);
+        assert!(shims
+            .iter()
+            .any(|d| d.message.contains("`img`") && d.message.contains("pitch")));
+        if let Some(ok) = compiles(&u) {
+            assert!(ok, "shimmed texture unit must compile");
+        }
+    }
+
+    #[test]
+    fn texture_shim_refuses_normalized_reads_and_3d() {
+        let src = r#"
+texture<unsigned char, 2, cudaReadModeNormalizedFloat> bytes;
+texture<float, 3, cudaReadModeElementType> vol;
+__global__ void reads(float *o) { o[0] = tex2D(bytes, 0.5f, 0.5f) + tex3D(vol, 0.f, 0.f, 0.f); }
+"#;
+        let u = unit(&[("t.cu", src)], "t.cu", "reads");
+        assert!(u.features.texture_references);
+        assert!(!u.source.contains("kernelpair_legacy_texture"));
+        assert!(u
+            .source
+            .contains("texture<unsigned char, 2, cudaReadModeNormalizedFloat> bytes;"));
+        assert!(!codes(&u).contains(&"texture_shim"));
+        let msgs: Vec<&str> = u
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "legacy_texture_reference")
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(msgs.len(), 2);
+        assert!(msgs
+            .iter()
+            .any(|m| m.contains("cannot replace") && m.contains("cudaReadModeNormalizedFloat")));
+        assert!(msgs
+            .iter()
+            .any(|m| m.contains("cannot replace") && m.contains("`3`")));
+        if let Some(ok) = compiles(&u) {
+            assert!(
+                !ok,
+                "legacy references without a shim do not compile on CUDA 12+"
+            );
+        }
     }
 
     #[test]
