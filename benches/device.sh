@@ -10,6 +10,7 @@ OUT=${OUT:-/tmp/kp-out}
 C=${CARRY:-carry}
 mkdir -p "$OUT"
 export KERNELPAIR_FIXTURES=$PWD/$C/fixtures
+export KERNELPAIR_SCHEMAS=$PWD/$C/schemas   # copy schemas/ into carry/ too
 export CARGO_BIN_EXE_kernelpair=$PWD/$C/kernelpair
 K=$C/kernelpair
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -411,7 +411,10 @@ fn check_verifications(out: &Path) {
 /// a GPU rejects with the reason; the JSON report names each folder's status.
 #[test]
 fn validate_rejects_escaping_manifests_and_reports() {
-    if matches!(kernelpair::gpu::probe(), kernelpair::gpu::Probe::Ready { .. }) {
+    if matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    ) {
         return;
     }
     let t = tempfile::tempdir().unwrap();
@@ -430,11 +433,18 @@ fn validate_rejects_escaping_manifests_and_reports() {
         .code(i32::from(kernelpair::exit::REJECTED));
     let stdout = String::from_utf8_lossy(&a.get_output().stdout).to_string();
     assert!(stdout.contains("REJECTED"), "{stdout}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let v = v.as_array().unwrap();
     assert_eq!(v.len(), 2);
     assert_eq!(v[0]["status"], "no_gpu", "{v:?}");
     assert_eq!(v[1]["status"], "harness_error");
-    assert!(v[1]["reason"].as_str().unwrap().contains("leaves the folder"), "{v:?}");
+    assert!(
+        v[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("leaves the folder"),
+        "{v:?}"
+    );
     assert_eq!(v[1]["accepted"], false);
 }
