@@ -10,6 +10,7 @@ OUT=${OUT:-/tmp/kp-out}
 C=${CARRY:-carry}
 mkdir -p "$OUT"
 export KERNELPAIR_FIXTURES=$PWD/$C/fixtures
+export KERNELPAIR_SCHEMAS=$PWD/$C/schemas   # copy schemas/ into carry/ too
 export CARGO_BIN_EXE_kernelpair=$PWD/$C/kernelpair
 K=$C/kernelpair
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -22,9 +23,9 @@ step "GPU tests (cargo test --release -- --ignored)"
 $C/verify-test --ignored --test-threads 1 --nocapture
 step "bench: bandwidth, memory-bound fixture, repeatability"
 $C/gpu-bench --planted $C/fixtures/planted --json "$OUT/bench.json"
-step "planted pairs (one batch; the hang costs its 10 s timeout)"
+step "planted pairs (one batch; the hang costs its 30 s timeout)"
 $K validate --no-run --report /dev/null --write-pairs "$OUT/planted.jsonl" $C/fixtures/planted/*/
-/usr/bin/time -f "wall %e s" $K verify --in "$OUT/planted.jsonl" --out "$OUT/planted.out.jsonl" --timeout-s 10
+/usr/bin/time -f "wall %e s" $K verify --in "$OUT/planted.jsonl" --out "$OUT/planted.out.jsonl" --timeout-s 30
 python3 "$HERE/summarize.py" "$OUT/planted.out.jsonl" "planted pairs"
 # Pair files made here by `kernelpair extract` (they hold suite code: carried, never committed).
 for set in fixtures:"--suite-root $C/fixtures/parboil" real:"--harness-dir $C/real/harness"; do

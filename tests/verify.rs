@@ -406,3 +406,45 @@ fn check_verifications(out: &Path) {
         }
     }
 }
+
+/// `validate` refuses manifests that point outside the folder, and on a machine without
+/// a GPU rejects with the reason; the JSON report names each folder's status.
+#[test]
+fn validate_rejects_escaping_manifests_and_reports() {
+    if matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    ) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let good = pair_folder(t.path(), "good");
+    let evil = pair_folder(t.path(), "evil");
+    std::fs::write(evil.join("pair.toml"), "fast = \"../good/fast.cu\"\n").unwrap();
+    let report = t.path().join("verdict.json");
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .arg("validate")
+        .arg(&good)
+        .arg(&evil)
+        .arg("--report")
+        .arg(&report)
+        .assert()
+        .code(i32::from(kernelpair::exit::REJECTED));
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(stdout.contains("REJECTED"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let v = v.as_array().unwrap();
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0]["status"], "no_gpu", "{v:?}");
+    assert_eq!(v[1]["status"], "harness_error");
+    assert!(
+        v[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("leaves the folder"),
+        "{v:?}"
+    );
+    assert_eq!(v[1]["accepted"], false);
+}
