@@ -96,6 +96,7 @@ impl Stages for Library {
         let args = crate::synth::SynthArgs {
             input: input.clone(),
             output: output.clone(),
+            shard: None,
             llm: s.llm.clone(),
             offline: s.offline,
             cache: cache.to_path_buf(),

@@ -77,6 +77,10 @@ pub struct ExtractArgs {
     /// Compile every unit again instead of reusing cached compile-check results.
     #[arg(long)]
     pub no_cache: bool,
+    /// Keep only the records of shard i of n (0-based, a stable partition by record id).
+    /// Extraction is cheap; the split matters for the stages after it.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::pipeline::Shard>,
 }
 
 /// The checked configuration of one extraction.
@@ -435,7 +439,10 @@ pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
     for w in &ex.warnings {
         eprintln!("warning: {w}");
     }
-    let records = ex.records();
+    let mut records = ex.records();
+    if let Some(sh) = args.shard {
+        records.retain(|r| sh.contains(r));
+    }
     if args.output == Path::new("-") {
         use std::io::Write;
         let mut out = std::io::stdout().lock();

@@ -43,6 +43,10 @@ pub struct SynthArgs {
     /// Where to write every record, synthesized or passed through (atomically, at the end).
     #[arg(long = "out")]
     pub output: PathBuf,
+    /// Work on shard i of n only (0-based, a stable partition by record id); join the
+    /// shards' outputs with `kernelpair merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::pipeline::Shard>,
     /// Endpoint settings (TOML; see examples/llm.toml). Flags below override it.
     #[arg(long)]
     pub llm: Option<PathBuf>,
@@ -103,6 +107,7 @@ impl SynthArgs {
         SynthArgs {
             input: input.into(),
             output: output.into(),
+            shard: None,
             llm: None,
             offline: false,
             cache: PathBuf::from(".kernelpair/llm-cache"),
@@ -129,6 +134,7 @@ impl SynthArgs {
 /// The checked settings of a run.
 pub struct Config {
     pub input: PathBuf,
+    pub shard: Option<crate::pipeline::Shard>,
     pub output: PathBuf,
     pub journal: PathBuf,
     pub report: Option<PathBuf>,
@@ -166,6 +172,7 @@ impl Config {
         let journal = a.journal.unwrap_or_else(|| default_journal(&a.output));
         Ok(Config {
             input: a.input,
+            shard: a.shard,
             output: a.output,
             journal,
             report: a.report,
@@ -332,7 +339,10 @@ impl Llm<'_> {
 
 /// Run the stage over `cfg.input`, write `cfg.output`, and say what happened.
 pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
-    let records = read_records(&cfg.input)?;
+    let mut records = read_records(&cfg.input)?;
+    if let Some(sh) = cfg.shard {
+        records.retain(|r| sh.contains(r));
+    }
     let (journal, done) = Journal::open(&cfg.journal, &cfg.fingerprint())
         .with_context(|| format!("opening the journal {}", cfg.journal.display()))?;
     let llm = Llm {
