@@ -135,6 +135,7 @@ impl Stages for Library {
         let args = crate::verify::VerifyArgs {
             input: Default::default(),
             output: Default::default(),
+            shard: None,
             harness_dirs: s.harness_dirs.clone(),
             suite_root: None,
             timeout_s: s.timeout_s as f64,

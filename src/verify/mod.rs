@@ -33,6 +33,10 @@ pub struct VerifyArgs {
     pub input: PathBuf,
     #[arg(long = "out")]
     pub output: PathBuf,
+    /// Verify shard i of n only (0-based, a stable partition by record id); join the
+    /// shards' outputs with `kernelpair merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::pipeline::Shard>,
     /// Folders to look for harnesses in (`<benchmark>.toml`, `<benchmark>/harness.toml`,
     /// `benchmarks/<benchmark>/harness.toml`, and the harness module's naming).
     #[arg(long = "harness-dir")]
@@ -162,7 +166,10 @@ fn launcher(args: &VerifyArgs) -> pool::Launcher {
 }
 
 pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
-    let records = crate::jsonl::read_records(&args.input)?;
+    let mut records = crate::jsonl::read_records(&args.input)?;
+    if let Some(sh) = args.shard {
+        records.retain(|r| sh.contains(r));
+    }
     let base = args
         .input
         .parent()

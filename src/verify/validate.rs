@@ -311,6 +311,7 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
     let vargs = VerifyArgs {
         input: PathBuf::new(),
         output: PathBuf::new(),
+        shard: None,
         harness_dirs: vec![],
         suite_root: None,
         timeout_s: args.timeout_s,
