@@ -523,18 +523,19 @@ fn compile_check_records_results_or_reports_missing_nvrtc_once() {
     for u in &units {
         assert_eq!(u["compile"]["arch"], "sm_90");
     }
-    // The legacy texture reference cannot compile on CUDA 12+; the unit says why.
+    // The legacy texture reference compiles on CUDA 12+ through the shim; the unit says
+    // what the harness must upload.
     let tex = units.iter().find(|u| u["variant"] == "cuda_tex").unwrap();
-    assert_eq!(tex["compile"]["ok"], false);
+    assert_eq!(tex["compile"]["ok"], true, "{}", tex["compile"]["log"]);
     assert!(tex["diagnostics"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|d| d["code"] == "compile_failed"));
-    // Everything else in the fixtures compiles.
+        .any(|d| d["code"] == "texture_shim"));
+    // Everything in the fixtures compiles.
     let failed: Vec<String> = units
         .iter()
-        .filter(|u| u["compile"]["ok"] != true && u["variant"] != "cuda_tex")
+        .filter(|u| u["compile"]["ok"] != true)
         .map(|u| format!("{}: {}", u["kernel"], u["compile"]["log"]))
         .collect();
     assert!(failed.is_empty(), "{failed:#?}");
