@@ -448,3 +448,42 @@ fn validate_rejects_escaping_manifests_and_reports() {
     );
     assert_eq!(v[1]["accepted"], false);
 }
+
+/// Regression: `build` hands each suite's folder to verify as a harness dir (no
+/// `--suite-root`); harnesses kept beside the kernels (`benchmarks/<app>/harness.<kernel>.toml`)
+/// must still be found, so no extracted fixture pair ends as `no_harness`.
+#[test]
+fn suite_folder_as_harness_dir_finds_harnesses_beside_the_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let units = dir.path().join("units.jsonl");
+    let out = dir.path().join("verified.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args([
+            "extract",
+            "fixtures/parboil",
+            "--suite",
+            "parboil",
+            "--no-compile",
+            "-o",
+        ])
+        .arg(&units)
+        .assert()
+        .success();
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&units)
+        .arg("--out")
+        .arg(&out)
+        .args(["--harness-dir", "fixtures/parboil"])
+        .assert()
+        .success();
+    let got = statuses(&out);
+    assert!(got.len() >= 9, "{got:?}");
+    let missing: Vec<_> = got
+        .iter()
+        .filter(|(_, s)| *s == Status::NoHarness)
+        .collect();
+    assert!(missing.is_empty(), "pairs without a harness: {missing:?}");
+}

@@ -68,8 +68,10 @@ pub fn prepare(
         .into_iter()
         .find(|p| p.is_file())
         .or_else(|| {
+            // Without an explicit suite root, a harness dir may itself be a suite
+            // (`build` passes each suite's folder), with harnesses beside the kernels.
             dirs.iter()
-                .find_map(|d| crate::harness::locate(pair, Some(d), suite_root))
+                .find_map(|d| crate::harness::locate(pair, Some(d), suite_root.or(Some(d))))
                 .or_else(|| crate::harness::locate(pair, None, suite_root))
         })
         .or_else(|| {
