@@ -29,8 +29,14 @@ pub struct Source {
 pub struct RunOptions {
     pub seeds: u32,
     pub min_speedup: f64,
-    /// Wall-clock budget for timing one size set (both variants), milliseconds.
+    /// Wall-clock budget for timing one size set (both variants), milliseconds: timing
+    /// stops here at the latest (after `min_runs`).
     pub time_budget_ms: f64,
+    /// Timing stops earlier, after `min_runs`, once both variants' medians are this precise:
+    /// the width of each median's 95% confidence interval over the median. 0 = use the
+    /// whole budget.
+    #[serde(default = "default_precision")]
+    pub precision: f64,
     pub min_runs: usize,
     pub max_runs: usize,
     pub bootstrap_iters: usize,
@@ -42,11 +48,20 @@ impl Default for RunOptions {
             seeds: 3,
             min_speedup: 1.1,
             time_budget_ms: 250.0,
+            precision: DEFAULT_PRECISION,
             min_runs: 20,
             max_runs: 400,
             bootstrap_iters: 2000,
         }
     }
+}
+
+/// Default timing precision: medians known to ±0.5% (CI width 1%), well inside the 10%
+/// margin a speedup must clear and the 3% repeatability target.
+pub const DEFAULT_PRECISION: f64 = 0.01;
+
+fn default_precision() -> f64 {
+    DEFAULT_PRECISION
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -766,8 +781,14 @@ fn time_size_set(
     loop {
         let runs = times[0].len();
         let wall = start.elapsed().as_secs_f64() * 1e3;
+        let precise = || {
+            o.precision > 0.0
+                && times.iter().all(|t| {
+                    stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision)
+                })
+        };
         if runs >= o.max_runs
-            || (runs >= o.min_runs && wall >= o.time_budget_ms)
+            || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
             || (runs >= 5 && wall >= hard_cap_ms)
         {
             break;
