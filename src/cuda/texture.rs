@@ -156,8 +156,73 @@ pub fn rewrite(text: &str) -> Result<Shimmed, String> {
     Ok(Shimmed { text, element, dim })
 }
 
+/// The shimmed texture references a unit's source declares, with their dimensionality:
+/// every `[static] __device__ kernelpair_legacy_texture<T, dim> a[, b];` line [`rewrite`] wrote.
+pub fn shimmed_symbols(source: &str) -> Vec<(String, u8)> {
+    let marker = format!("__device__ {SHIM_TYPE}<");
+    let mut out = Vec::new();
+    for line in source.lines() {
+        let Some(at) = line.find(&marker) else {
+            continue;
+        };
+        let prefix = line[..at].trim();
+        if !(prefix.is_empty() || prefix == "static" || prefix == "extern") {
+            continue;
+        }
+        let rest = &line[at + marker.len()..];
+        // The template arguments end at the first `>` at depth 0 (`<float, 1>`, `<uint4, 2>`).
+        let mut depth = 0i32;
+        let Some(close) = rest.char_indices().find_map(|(i, c)| match c {
+            '<' => {
+                depth += 1;
+                None
+            }
+            '>' if depth == 0 => Some(i),
+            '>' => {
+                depth -= 1;
+                None
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        let dim = match rest[..close].rsplit(',').next().map(str::trim) {
+            Some("2") => 2,
+            _ => 1,
+        };
+        let decl = rest[close + 1..].split(';').next().unwrap_or("");
+        if decl.contains('(') || decl.contains('&') {
+            continue;
+        }
+        for name in decl.split(',') {
+            let name = name.split(['=', '[']).next().unwrap_or("").trim();
+            if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                out.push((name.to_string(), dim));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shimmed_symbols_lists_rewritten_declarations_only() {
+        let src = format!(
+            "{}\n__device__ kernelpair_legacy_texture<float, 1> tex_x;\nstatic __device__ kernelpair_legacy_texture<uint4, 2> a, b; // c\n__device__ int other;\n",
+            super::SHIM
+        );
+        assert_eq!(
+            super::shimmed_symbols(&src),
+            vec![
+                ("tex_x".to_string(), 1),
+                ("a".to_string(), 2),
+                ("b".to_string(), 2)
+            ]
+        );
+        assert!(super::shimmed_symbols(super::SHIM).is_empty());
+    }
+
     use super::*;
 
     #[test]

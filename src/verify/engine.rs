@@ -305,10 +305,11 @@ fn compile_variant(
     }
     let mut module_globals = Vec::new();
     for ss in sets {
-        for k in &ss.constants {
-            if let Some((p, n)) = module.global(&k.name) {
-                if !module_globals.iter().any(|(g, _, _)| g == &k.name) {
-                    module_globals.push((k.name.clone(), p, n));
+        let names = ss.constants.iter().map(|k| &k.name);
+        for name in names.chain(ss.textures.iter().map(|t| &t.name)) {
+            if let Some((p, n)) = module.global(name) {
+                if !module_globals.iter().any(|(g, _, _)| g == name) {
+                    module_globals.push((name.clone(), p, n));
                 }
             }
         }
@@ -356,6 +357,10 @@ fn run_inner(
     for ss in &job.sets {
         let t = Instant::now();
         let bufs = alloc_buffers(gpu, ss)?;
+        // Texture shims point at the buffers, which stay put for the whole size set.
+        for loaded in [&slow, &fast] {
+            upload_textures(gpu, loaded, ss, &bufs)?;
+        }
         // Host-side generation is the slow part for large inputs: all seeds at once.
         let data: Vec<_> = {
             use rayon::prelude::*;
@@ -540,6 +545,42 @@ fn upload_constants(
         if let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| g == name) {
             gpu.upload(*p, &data.bytes[..data.bytes.len().min(*n)])?;
         }
+    }
+    Ok(())
+}
+
+/// Fill each shimmed texture symbol the module has with its buffer's address and extent.
+fn upload_textures(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    ss: &Resolved,
+    bufs: &[Option<Guarded>],
+) -> Result<(), Stop> {
+    for t in &ss.textures {
+        let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| *g == t.name) else {
+            continue;
+        };
+        let Some(Some(g)) = bufs.get(t.buffer) else {
+            return Err(Stop::new(
+                Status::HarnessError,
+                format!(
+                    "texture {} reads arg {}, which is not a buffer",
+                    t.name, t.buffer
+                ),
+            ));
+        };
+        let bytes = t.struct_bytes(g.data());
+        if *n < 20 {
+            return Err(Stop::new(
+                Status::HarnessError,
+                format!(
+                    "texture {} is a {n}-byte symbol, not a kernelpair_legacy_texture shim",
+                    t.name
+                ),
+            ));
+        }
+        gpu.upload(*p, &bytes[..bytes.len().min(*n)])
+            .map_err(|e| Stop::cuda(e, &format!("filling texture {}", t.name)))?;
     }
     Ok(())
 }
