@@ -1324,48 +1324,72 @@ impl Harness {
             }
         }
         // Shimmed texture references and `[[textures]]` entries must correspond: an unfilled
-        // shim reads through a null pointer.
-        for u in slow.into_iter().chain([fast]) {
-            for (name, _) in crate::cuda::texture::shimmed_symbols(&u.source) {
-                if !self.textures.iter().any(|t| t.name == name) {
-                    return Err(HarnessError::Mismatch {
-                        origin: self.origin.clone(),
-                        kernel: u.kernel.clone(),
-                        message: format!(
-                            "{} reads legacy texture {name:?}: add a [[textures]] entry naming the buffer it reads",
-                            u.variant
+        // shim reads through a null pointer. (A pair that never runs needs none.)
+        if self.needs_host_loop.is_none() {
+            self.check_textures(slow, fast)?;
+        }
+        Ok(())
+    }
+
+    fn check_textures(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<(), HarnessError> {
+        use crate::cuda::texture::{shimmed_symbols, texel_bytes};
+        let mismatch = |kernel: &str, message: String| HarnessError::Mismatch {
+            origin: self.origin.clone(),
+            kernel: kernel.to_string(),
+            message,
+        };
+        let units: Vec<&KernelUnit> = slow.into_iter().chain([fast]).collect();
+        for u in &units {
+            for d in shimmed_symbols(&u.source) {
+                if !self.textures.iter().any(|t| t.name == d.name) {
+                    return Err(mismatch(
+                        &u.kernel,
+                        format!(
+                            "{} reads legacy texture {:?}: add a [[textures]] entry naming the buffer it reads",
+                            u.variant, d.name
                         ),
-                    });
+                    ));
                 }
             }
         }
-        if !sources.is_empty() {
-            for t in &self.textures {
-                let found = slow.into_iter().chain([fast]).find_map(|u| {
-                    crate::cuda::texture::shimmed_symbols(&u.source)
-                        .into_iter()
-                        .find(|(n, _)| *n == t.name)
-                });
-                match found {
-                    None => {
-                        return Err(HarnessError::Mismatch {
-                            origin: self.origin.clone(),
-                            kernel: fast.kernel.clone(),
-                            message: format!(
-                                "texture {:?} is not a legacy texture reference of either unit",
-                                t.name
-                            ),
-                        })
-                    }
-                    Some((_, 1)) if t.height.is_some() => {
-                        return Err(HarnessError::Mismatch {
-                            origin: self.origin.clone(),
-                            kernel: fast.kernel.clone(),
-                            message: format!("texture {:?} is 1D but has a height", t.name),
-                        })
-                    }
-                    _ => {}
-                }
+        if units.iter().all(|u| u.source.is_empty()) {
+            return Ok(());
+        }
+        for t in &self.textures {
+            let Some(d) = units
+                .iter()
+                .flat_map(|u| shimmed_symbols(&u.source))
+                .find(|d| d.name == t.name)
+            else {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!("texture {:?} is not a legacy texture reference of either unit", t.name),
+                ));
+            };
+            if d.dim == 1 && t.height.is_some() {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!("texture {:?} is 1D but has a height", t.name),
+                ));
+            }
+            // Widths count texels: a float4 texture over an f32 buffer has len / 4 of them.
+            let ArgSpec::Buffer { elem, name, .. } = &self.args[t.buffer] else {
+                continue;
+            };
+            if t.width.is_none() && texel_bytes(&d.element) != Some(elem.size_of()) {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!(
+                        "texture {:?} reads {} texels from {name:?} ({} elements): give its width in texels",
+                        t.name,
+                        d.element,
+                        elem.name()
+                    ),
+                ));
             }
         }
         Ok(())
