@@ -705,8 +705,15 @@ fn check_seed(
         else {
             continue;
         };
-        let (s, f) = (&outputs["slow"][k], &outputs["fast"][k]);
         let input = role.is_input().then_some(&inputs[i]);
+        if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
+            for which in ["slow", "fast"] {
+                if let Some(out) = outputs.get_mut(which) {
+                    compare::mask_ignored(&mut out[k], input, ig);
+                }
+            }
+        }
+        let (s, f) = (&outputs["slow"][k], &outputs["fast"][k]);
         // The three checks are independent scans of large buffers: run them at once.
         let ((df, ds), c) = rayon::join(
             || {
@@ -783,9 +790,9 @@ fn time_size_set(
         let wall = start.elapsed().as_secs_f64() * 1e3;
         let precise = || {
             o.precision > 0.0
-                && times.iter().all(|t| {
-                    stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision)
-                })
+                && times
+                    .iter()
+                    .all(|t| stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision))
         };
         if runs >= o.max_runs
             || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
