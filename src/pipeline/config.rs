@@ -121,6 +121,11 @@ pub struct VerifySettings {
     pub time_budget_ms: f64,
     /// Pairs per journaled chunk: a killed run redoes at most one chunk of GPU work.
     pub chunk: usize,
+    /// compute-sanitizer tools to run each pair under after verification (`verify
+    /// --sanitizer`). Left out of the settings' serialization when empty, so journals
+    /// written before this setting existed stay valid.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sanitizer: Vec<crate::verify::sanitizer::Tool>,
 }
 
 impl Default for VerifySettings {
@@ -132,6 +137,7 @@ impl Default for VerifySettings {
             timeout_s: 120,
             time_budget_ms: 250.0,
             chunk: 16,
+            sanitizer: Vec::new(),
         }
     }
 }
