@@ -221,6 +221,25 @@ mod tests {
     }
 
     #[test]
+    fn sanitizer_tools_parse_and_stay_out_of_old_settings_keys() {
+        use crate::verify::sanitizer::Tool;
+        let base = "output = \"o\"\n[[suite]]\npath = \"s\"\n[verify]\n";
+        let c = BuildConfig::parse(&format!(
+            "{base}sanitizer = [\"memcheck\", \"racecheck\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(c.verify.sanitizer, vec![Tool::Memcheck, Tool::Racecheck]);
+        let e = BuildConfig::parse(&format!("{base}sanitizer = [\"valgrind\"]\n")).unwrap_err();
+        assert!(e.contains("valgrind"), "{e}");
+        // The journal keys verify settings by their JSON: unchanged when the list is empty.
+        let json = serde_json::to_string(&VerifySettings::default()).unwrap();
+        assert!(!json.contains("sanitizer"), "{json}");
+        assert!(serde_json::to_string(&c.verify)
+            .unwrap()
+            .contains("\"sanitizer\":[\"memcheck\",\"racecheck\"]"));
+    }
+
+    #[test]
     fn typos_and_empty_suites_are_errors() {
         let e = BuildConfig::parse("output = \"o\"\n[[suite]]\npath = \"s\"\n[verify]\nseed = 3\n")
             .unwrap_err();
