@@ -523,6 +523,7 @@ REPORT
 =========
 REPORT
           answer verified "check-only run" false ;;
+        *:*'/slowsan/harness.toml"'*) echo $$ > "$FAKE_SANITIZER_PIDFILE"; exec sleep 600 ;;
         *) answer verified "check-only run" false ;;
       esac ;;
     *'/hang/harness.toml"'*) exec sleep 600 ;;
@@ -679,6 +680,67 @@ fn fake_sanitizer_flags_pairs_and_the_batch_goes_on() {
     check_verifications(&out);
 }
 
+/// A sanitized job past its deadline (the pair's × 20) is killed with the worker under
+/// the sanitizer (a grandchild, so the whole process group goes); the pair keeps its
+/// status and the evidence says what happened.
+#[test]
+fn a_hanging_sanitized_job_is_killed_with_its_process_group() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let dirs = vec![
+        pair_folder(t.path(), "slowsan"),
+        pair_folder(t.path(), "ok"),
+    ];
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let worker = t.path().join("worker.sh");
+    std::fs::write(&worker, SAN_WORKER).unwrap();
+    let fake = t.path().join("compute-sanitizer");
+    std::fs::write(&fake, FAKE_SANITIZER).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pidfile = t.path().join("pid");
+    let out = t.path().join("out.jsonl");
+    let start = std::time::Instant::now();
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .env("FAKE_SANITIZER_CALLS", t.path().join("calls.txt"))
+        .env("FAKE_SANITIZER_PIDFILE", &pidfile)
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--gpus", "1", "--timeout-s", "1", "--sanitizer", "memcheck"])
+        .arg("--compute-sanitizer")
+        .arg(&fake)
+        .arg("--worker-cmd")
+        .arg(format!("sh {}", worker.display()))
+        .assert()
+        .success();
+    assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
+    let v = pair_verification(&out, "slowsan");
+    assert_eq!(v.status, Status::Verified);
+    let mem = &v.evidence["sanitizer"]["tools"]["memcheck"];
+    assert_eq!(mem["ran"], false, "{mem}");
+    let problem = mem["problem"].as_str().unwrap();
+    assert!(problem.contains("did not finish within 20 s"), "{problem}");
+    assert_eq!(
+        pair_verification(&out, "ok").evidence["sanitizer"]["tools"]["memcheck"]["ran"],
+        true
+    );
+    let pid = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Gone, or a zombie waiting for init to reap it.
+        std::fs::read_to_string(proc.join("stat"))
+            .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+    });
+    assert!(gone, "the sanitized worker {pid} outlived its deadline");
+}
+
 /// compute-sanitizer missing: one line says where it was looked for, the evidence
 /// records the pass as skipped, and the batch completes as without `--sanitizer`.
 #[test]
@@ -725,6 +787,36 @@ fn missing_sanitizer_is_one_line_and_the_batch_goes_on() {
     let skipped = v.evidence["sanitizer"]["skipped"].as_str().unwrap();
     assert!(skipped.contains("not found"), "{skipped}");
     check_verifications(&out);
+}
+
+/// No GPU: `--sanitizer` changes nothing; the one `no GPU` line, pairs `no_gpu`, exit 0.
+#[test]
+fn sanitizer_without_a_gpu_is_the_no_gpu_path() {
+    if matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    ) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &[pair_folder(t.path(), "ok")]);
+    let out = t.path().join("out.jsonl");
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--sanitizer", "memcheck,racecheck,initcheck,synccheck"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no GPU"), "{stderr}");
+    let v = pair_verification(&out, "ok");
+    assert_eq!(v.status, Status::NoGpu);
+    assert!(v.evidence.get("sanitizer").is_none(), "{}", v.evidence);
 }
 
 /// On the GPU with compute-sanitizer installed: memcheck reports the planted
