@@ -331,14 +331,18 @@ pub fn kernel_in(line: &str) -> Option<String> {
         &line[i + 4..]
     };
     let sig = if start.starts_with("0x") {
-        // `0xd80 in /path/f.cu:162:void k<…>(…)`: the signature follows `file:line:`.
+        // `0xd80 in /path/f.cu:162:void k<…>(…)`: the signature follows `file:line:`;
+        // without line information, `0x70 in k(float*)`.
         let (_, loc) = start.split_once(" in ")?;
         let mut parts = loc.splitn(3, ':');
-        let (_, line_no, sig) = (parts.next()?, parts.next()?, parts.next()?);
-        if !line_no.chars().all(|c| c.is_ascii_digit()) {
-            return None;
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(_), Some(n), Some(sig))
+                if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) =>
+            {
+                sig
+            }
+            _ => loc,
         }
-        sig
     } else {
         start.split_once("+0x")?.0
     };
@@ -790,6 +794,14 @@ mod tests {
         assert_eq!(
             kernel_in("Race reported between Write access at k+0x140").as_deref(),
             Some("k")
+        );
+        assert_eq!(
+            kernel_in("at 0x00000070 in ns::scale(float*, float)").as_deref(),
+            Some("ns::scale")
+        );
+        assert_eq!(
+            kernel_in("at 0x70 in /p/f.cu:6:ns::k<2>(float*)").as_deref(),
+            Some("ns::k<2>")
         );
         // Not kernel locations.
         assert_eq!(
