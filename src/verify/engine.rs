@@ -40,6 +40,12 @@ pub struct RunOptions {
     pub min_runs: usize,
     pub max_runs: usize,
     pub bootstrap_iters: usize,
+    /// A correctness-only run for `compute-sanitizer` (see `verify::sanitizer`): the
+    /// parent sends one seed and the smallest size set; the worker skips timing and
+    /// allocates buffers without canary zones, so that a read or write past the end
+    /// of a buffer falls outside its allocation where memcheck can see it.
+    #[serde(default)]
+    pub check_only: bool,
 }
 
 impl Default for RunOptions {
@@ -52,6 +58,7 @@ impl Default for RunOptions {
             min_runs: 20,
             max_runs: 400,
             bootstrap_iters: 2000,
+            check_only: false,
         }
     }
 }
@@ -191,6 +198,15 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
     ev.phases_ms
         .insert("total", t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
+        Ok(()) if job.options.check_only => (
+            Status::Verified,
+            format!(
+                "check-only run: agrees on {} size set(s) × {} seed(s); not timed",
+                job.sets.len(),
+                job.options.seeds
+            ),
+            false,
+        ),
         Ok(()) => {
             let s: &Speedup = speedup.as_ref().expect("set when timing ran");
             if s.ci_low >= job.options.min_speedup {
@@ -341,11 +357,13 @@ struct Guarded {
     alloc: DevBuf,
     pristine: DevBuf,
     bytes: usize,
+    /// Canary bytes on each side: [`CANARY`], or 0 in a check-only run.
+    canary: usize,
 }
 
 impl Guarded {
     fn data(&self) -> u64 {
-        self.alloc.ptr + CANARY as u64
+        self.alloc.ptr + self.canary as u64
     }
 }
 
@@ -371,7 +389,8 @@ fn run_inner(
     let (mut check_ms, mut time_ms) = (0.0, 0.0);
     for ss in &job.sets {
         let t = Instant::now();
-        let bufs = alloc_buffers(gpu, ss)?;
+        let canary = if job.options.check_only { 0 } else { CANARY };
+        let bufs = alloc_buffers(gpu, ss, canary)?;
         // Texture shims point at the buffers, which stay put for the whole size set.
         for loaded in [&slow, &fast] {
             upload_textures(gpu, loaded, ss, &bufs)?;
@@ -403,6 +422,9 @@ fn run_inner(
             )?;
         }
         check_ms += t.elapsed().as_secs_f64() * 1e3;
+        if job.options.check_only {
+            continue;
+        }
         let t = Instant::now();
         let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast)?;
         time_ms += t.elapsed().as_secs_f64() * 1e3;
@@ -423,7 +445,7 @@ fn run_inner(
     Ok(())
 }
 
-fn alloc_buffers(gpu: &Gpu, ss: &Resolved) -> Result<Vec<Option<Guarded>>, Stop> {
+fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<Guarded>>, Stop> {
     let mut out = Vec::new();
     for a in &ss.args {
         match a {
@@ -432,7 +454,7 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved) -> Result<Vec<Option<Guarded>>, Stop>
             } => {
                 let bytes = len * elem.size_of();
                 let alloc = gpu
-                    .alloc(bytes + 2 * CANARY)
+                    .alloc(bytes + 2 * canary)
                     .map_err(|e| Stop::cuda(e, &format!("allocating {name} ({bytes} bytes)")))?;
                 let pristine = gpu
                     .alloc(bytes)
@@ -441,6 +463,7 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved) -> Result<Vec<Option<Guarded>>, Stop>
                     alloc,
                     pristine,
                     bytes,
+                    canary,
                 }));
             }
             ResolvedArg::Scalar { .. } => out.push(None),
@@ -636,7 +659,7 @@ fn check_seed(
     for (which, loaded) in [("slow", slow), ("fast", fast)] {
         let ctx = where_(which);
         restore(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
-        for g in bufs.iter().flatten() {
+        for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
             gpu.upload(g.alloc.ptr, &canary)
                 .and_then(|_| gpu.upload(g.data() + g.bytes as u64, &canary))
                 .map_err(|e| Stop::cuda(e, &ctx))?;
@@ -646,6 +669,9 @@ fn check_seed(
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         for (a, g) in ss.args.iter().zip(bufs) {
             if let (ResolvedArg::Buffer { name, .. }, Some(g)) = (a, g) {
+                if g.canary == 0 {
+                    continue;
+                }
                 let before = gpu
                     .download(g.alloc.ptr, CANARY)
                     .map_err(|e| Stop::cuda(e, &ctx))?;
