@@ -44,7 +44,6 @@ pub struct Comparison {
     pub note: Option<String>,
 }
 
-/// Compare `actual` (fast kernel) with `expected` (slow kernel).
 /// Give the elements a harness leaves out of the comparison (`ignore`) the input's value
 /// (zero for `out` buffers), so neither the comparison nor the poison and degenerate checks
 /// see whatever a kernel left there.
@@ -62,7 +61,142 @@ pub fn mask_ignored(out: &mut HostBuffer, input: Option<&HostBuffer>, ig: &crate
     }
 }
 
+/// Elements per chunk of a parallel scan.
+const SCAN_CHUNK: usize = 1 << 18;
+
+/// The chunks of `0..len` a scan runs in parallel, in order.
+fn chunks(len: usize) -> Vec<std::ops::Range<usize>> {
+    (0..len.div_ceil(SCAN_CHUNK))
+        .map(|c| c * SCAN_CHUNK..((c + 1) * SCAN_CHUNK).min(len))
+        .collect()
+}
+
+/// What one chunk of a comparison found; chunks merge in order into the serial answer.
+#[derive(Default)]
+struct Part {
+    mismatches: usize,
+    nans: usize,
+    max_abs: f64,
+    max_rel: f64,
+    diff2: f64,
+    ref2: f64,
+    /// How far the worst element is outside its tolerance (|a − b| for exact compares),
+    /// and where: the first element reaching the chunk's maximum.
+    worst_score: f64,
+    worst: Option<usize>,
+    first: Vec<usize>,
+}
+
+impl Part {
+    fn mismatch(&mut self, i: usize) {
+        self.mismatches += 1;
+        if self.first.len() < FIRST_MISMATCHES {
+            self.first.push(i);
+        }
+    }
+
+    /// Fold the next chunk in: the worst element is the earliest reaching the maximum.
+    fn then(mut self, next: Part) -> Part {
+        self.mismatches += next.mismatches;
+        self.nans += next.nans;
+        self.max_abs = self.max_abs.max(next.max_abs);
+        self.max_rel = self.max_rel.max(next.max_rel);
+        self.diff2 += next.diff2;
+        self.ref2 += next.ref2;
+        if next.worst.is_some() && (self.worst.is_none() || next.worst_score > self.worst_score) {
+            self.worst = next.worst;
+            self.worst_score = next.worst_score;
+        }
+        let room = FIRST_MISMATCHES - self.first.len();
+        self.first.extend(next.first.into_iter().take(room));
+        self
+    }
+}
+
+fn exact_part(expected: &HostBuffer, actual: &HostBuffer, r: std::ops::Range<usize>) -> Part {
+    let mut p = Part::default();
+    let mut worst = 0i128;
+    for i in r {
+        let (b, a) = (expected.get_i128(i), actual.get_i128(i));
+        if a != b {
+            p.mismatch(i);
+            let d = (a - b).abs();
+            if d > worst || p.worst.is_none() {
+                worst = d;
+                p.worst = Some(i);
+                p.worst_score = d as f64;
+            }
+            p.max_abs = p.max_abs.max(d as f64);
+            if b != 0 {
+                p.max_rel = p.max_rel.max(d as f64 / (b as f64).abs());
+            }
+        }
+    }
+    p
+}
+
+fn float_part(
+    expected: &HostBuffer,
+    actual: &HostBuffer,
+    r: std::ops::Range<usize>,
+    tol: &Tolerance,
+    floor: f64,
+) -> Part {
+    let mut p = Part {
+        worst_score: f64::NEG_INFINITY,
+        ..Part::default()
+    };
+    for i in r {
+        let (b, a) = (expected.get_f64(i), actual.get_f64(i));
+        if a.is_nan() || b.is_nan() {
+            p.nans += 1;
+            p.mismatch(i);
+            if p.worst_score < f64::INFINITY {
+                p.worst_score = f64::INFINITY;
+                p.worst = Some(i);
+            }
+            continue;
+        }
+        if a == b {
+            // Covers equal infinities, whose difference would be NaN.
+            if b.is_finite() {
+                p.ref2 += b * b;
+            }
+            if p.worst_score < 0.0 && p.worst.is_none() {
+                p.worst_score = 0.0;
+                p.worst = Some(i);
+            }
+            continue;
+        }
+        let d = (a - b).abs();
+        let allowed = floor + tol.rtol * b.abs();
+        if d.is_finite() {
+            p.diff2 += d * d;
+            p.ref2 += b * b;
+        } else {
+            p.diff2 = f64::INFINITY;
+        }
+        p.max_abs = p.max_abs.max(d);
+        if b != 0.0 {
+            p.max_rel = p.max_rel.max(d / b.abs());
+        }
+        let score = if allowed > 0.0 { d / allowed } else { f64::MAX };
+        if score > p.worst_score {
+            p.worst_score = score;
+            p.worst = Some(i);
+        }
+        // NaN differences (from infinities) fail too.
+        if d.is_nan() || d > allowed {
+            p.mismatch(i);
+        }
+    }
+    p
+}
+
+/// Compare `actual` (fast kernel) with `expected` (slow kernel). Large buffers are scanned
+/// in parallel chunks that merge into the same verdict, counts and indices as one pass.
 pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> Comparison {
+    use rayon::prelude::*;
     let mut c = Comparison {
         pass: false,
         len: expected.len(),
@@ -90,97 +224,55 @@ pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> C
         c.mismatches = c.len.max(actual.len());
         return c;
     }
-    let mismatch = |c: &mut Comparison, i: usize| {
-        c.mismatches += 1;
-        if c.first_mismatches.len() < FIRST_MISMATCHES {
-            c.first_mismatches.push(i);
-        }
+    let ranges = chunks(c.len);
+    let merge = |parts: Vec<Part>| parts.into_iter().reduce(Part::then).unwrap_or_default();
+    let p = if c.exact {
+        merge(
+            ranges
+                .into_par_iter()
+                .map(|r| exact_part(expected, actual, r))
+                .collect(),
+        )
+    } else {
+        // The normwise part of the slack: a fraction of the largest finite |expected|.
+        let max_ref = (0..c.len)
+            .into_par_iter()
+            .with_min_len(SCAN_CHUNK)
+            .map(|i| expected.get_f64(i).abs())
+            .filter(|v| v.is_finite())
+            .reduce(|| 0.0f64, f64::max);
+        let floor = tol.atol + tol.scale * max_ref;
+        merge(
+            ranges
+                .into_par_iter()
+                .map(|r| float_part(expected, actual, r, tol, floor))
+                .collect(),
+        )
     };
-    if c.exact {
-        let mut worst = 0i128;
-        for i in 0..c.len {
-            let (b, a) = (expected.get_i128(i), actual.get_i128(i));
-            if a != b {
-                mismatch(&mut c, i);
-                let d = (a - b).abs();
-                if d > worst || c.worst_index.is_none() {
-                    worst = d;
-                    c.worst_index = Some(i);
-                }
-                c.max_abs_err = c.max_abs_err.max(d as f64);
-                if b != 0 {
-                    c.max_rel_err = c.max_rel_err.max(d as f64 / (b as f64).abs());
-                }
-            }
-        }
-        c.l2_rel_err = if c.mismatches == 0 {
+    c.mismatches = p.mismatches;
+    c.nans = p.nans;
+    c.max_abs_err = p.max_abs;
+    c.max_rel_err = p.max_rel;
+    c.worst_index = p.worst;
+    c.first_mismatches = p.first;
+    c.l2_rel_err = if c.exact {
+        if c.mismatches == 0 {
             0.0
         } else {
             f64::INFINITY
-        };
-        c.pass = c.mismatches == 0;
-        return c;
-    }
-    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
-    let mut worst_score = f64::NEG_INFINITY;
-    // The normwise part of the slack: a fraction of the largest finite |expected|.
-    let max_ref = (0..c.len)
-        .map(|i| expected.get_f64(i).abs())
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    let floor = tol.atol + tol.scale * max_ref;
-    for i in 0..c.len {
-        let (b, a) = (expected.get_f64(i), actual.get_f64(i));
-        if a.is_nan() || b.is_nan() {
-            c.nans += 1;
-            mismatch(&mut c, i);
-            if worst_score < f64::INFINITY {
-                worst_score = f64::INFINITY;
-                c.worst_index = Some(i);
-            }
-            continue;
         }
-        if a == b {
-            // Covers equal infinities, whose difference would be NaN.
-            if b.is_finite() {
-                ref2 += b * b;
-            }
-            if worst_score < 0.0 && c.worst_index.is_none() {
-                worst_score = 0.0;
-                c.worst_index = Some(i);
-            }
-            continue;
-        }
-        let d = (a - b).abs();
-        let allowed = floor + tol.rtol * b.abs();
-        if d.is_finite() {
-            diff2 += d * d;
-            ref2 += b * b;
-        } else {
-            diff2 = f64::INFINITY;
-        }
-        c.max_abs_err = c.max_abs_err.max(d);
-        if b != 0.0 {
-            c.max_rel_err = c.max_rel_err.max(d / b.abs());
-        }
-        let score = if allowed > 0.0 { d / allowed } else { f64::MAX };
-        if score > worst_score {
-            worst_score = score;
-            c.worst_index = Some(i);
-        }
-        // NaN differences (from infinities) fail too.
-        if d.is_nan() || d > allowed {
-            mismatch(&mut c, i);
-        }
-    }
-    c.l2_rel_err = if diff2 == 0.0 {
+    } else if p.diff2 == 0.0 {
         0.0
-    } else if ref2 > 0.0 {
-        diff2.sqrt() / ref2.sqrt()
+    } else if p.ref2 > 0.0 {
+        p.diff2.sqrt() / p.ref2.sqrt()
     } else {
         f64::INFINITY
     };
-    c.pass = c.mismatches == 0 && c.l2_rel_err <= tol.l2;
+    c.pass = if c.exact {
+        c.mismatches == 0
+    } else {
+        c.mismatches == 0 && c.l2_rel_err <= tol.l2
+    };
     c
 }
 
@@ -244,7 +336,10 @@ pub fn check_degenerate(
     }
     // Poison only means "unwritten" where the buffer started as poison (an `out` buffer).
     if input.is_none() {
+        use rayon::prelude::*;
         let poisoned: Vec<usize> = (0..n)
+            .into_par_iter()
+            .with_min_len(SCAN_CHUNK)
             .filter(|&i| actual.is_poison(i))
             .filter(|&i| {
                 !reference.is_some_and(|r| r.elem == actual.elem && r.len() == n && r.is_poison(i))
@@ -268,14 +363,24 @@ pub fn check_degenerate(
             return Some(Degenerate::Unchanged);
         }
     }
+    use rayon::prelude::*;
     let v0 = actual.get_f64(0);
-    if (0..n).all(|i| actual.get_f64(i) == 0.0) {
+    if (0..n)
+        .into_par_iter()
+        .with_min_len(SCAN_CHUNK)
+        .all(|i| actual.get_f64(i) == 0.0)
+    {
         return Some(Degenerate::AllZero);
     }
     if n > 1 {
         let e = actual.elem.size_of();
         let first = &actual.bytes[..e];
-        if actual.bytes.chunks_exact(e).all(|c| c == first) {
+        if actual
+            .bytes
+            .par_chunks_exact(e)
+            .with_min_len(SCAN_CHUNK)
+            .all(|c| c == first)
+        {
             return Some(Degenerate::Constant { value: v0 });
         }
     }
@@ -621,6 +726,50 @@ mod tests {
         assert_eq!(
             (c.pass, c.mismatches, c.first_mismatches.clone()),
             (false, 1, vec![1])
+        );
+    }
+
+    #[test]
+    fn chunked_scans_agree_with_one_serial_pass() {
+        let n = 3 * SCAN_CHUNK + 5;
+        let base: Vec<f64> = (0..n).map(|i| ((i % 977) as f64 - 300.0) * 0.25).collect();
+        let mut bad = base.clone();
+        // Equal worst errors in two chunks (the earlier must win), a NaN late, small noise.
+        for &i in &[7, SCAN_CHUNK + 3, 2 * SCAN_CHUNK + 1, n - 1] {
+            bad[i] += 5.0;
+        }
+        bad[3 * SCAN_CHUNK] = f64::NAN;
+        for i in (0..n).step_by(1001) {
+            bad[i] += 1e-9;
+        }
+        let (e, a) = (
+            HostBuffer::from_f64s(ElemType::F64, &base),
+            HostBuffer::from_f64s(ElemType::F64, &bad),
+        );
+        let tol = Tolerance::default_for(ElemType::F64);
+        let c = compare(&e, &a, &tol);
+        let max_ref = base.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let serial = float_part(&e, &a, 0..n, &tol, tol.atol + tol.scale * max_ref);
+        assert_eq!(c.mismatches, serial.mismatches);
+        assert_eq!(c.nans, 1);
+        assert_eq!(c.worst_index, serial.worst);
+        assert_eq!(c.first_mismatches, serial.first);
+        assert_eq!(c.max_abs_err, serial.max_abs);
+        // Integers: the first of two equally bad elements is the worst.
+        let ib: Vec<i64> = (0..n as i64).map(|i| i % 1000).collect();
+        let mut ia = ib.clone();
+        ia[SCAN_CHUNK + 9] += 4;
+        ia[2 * SCAN_CHUNK + 9] -= 4;
+        let (e, a) = (
+            HostBuffer::from_i64s(ElemType::I32, &ib),
+            HostBuffer::from_i64s(ElemType::I32, &ia),
+        );
+        let c = compare(&e, &a, &Tolerance::default_for(ElemType::I32));
+        let serial = exact_part(&e, &a, 0..n);
+        assert_eq!((c.mismatches, c.worst_index), (2, Some(SCAN_CHUNK + 9)));
+        assert_eq!(
+            (c.first_mismatches, c.worst_index),
+            (serial.first, serial.worst)
         );
     }
 }
