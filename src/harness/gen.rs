@@ -3,7 +3,10 @@
 //! buffers filled with the poison pattern, scalars as their little-endian bytes, and sparse
 //! matrices whose index arrays agree with each other.
 
-use super::{CsrPart, ElemType, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix};
+use super::{
+    CsrPart, ElemType, Field, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix,
+    Variant,
+};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -391,22 +394,49 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
                     elem.name()
                 )));
             }
-            Init::IntRange { lo, hi } => {
-                let (a, b) = int_bounds(elem);
-                if *lo < a || *hi > b {
+            Init::Fields { fields } => {
+                let m: usize = fields.iter().map(|f| f.count).sum();
+                if len % m != 0 {
                     return Err(err(format!(
-                        "{name}: int_range {lo}..={hi} does not fit {}",
-                        elem.name()
+                        "{name}: records of {m} fields do not tile its {len} elements"
                     )));
                 }
-                if *lo == 0 && *hi == 0 {
-                    return Err(err(format!(
-                        "{name}: int_range 0..=0 is all zeros; say `zeros` if that is meant"
-                    )));
+                for (k, f) in fields.iter().enumerate() {
+                    check_elementwise(&f.init, f.value_type(elem))
+                        .map_err(|m| err(format!("{name}: fields[{k}]: {m}")))?;
                 }
             }
-            _ => {}
+            init => check_elementwise(init, elem).map_err(|m| err(format!("{name}: {m}")))?,
         }
+    }
+    Ok(())
+}
+
+/// Integer values of an elementwise init fit the type they are generated in.
+fn check_elementwise(init: &Init, elem: ElemType) -> Result<(), String> {
+    match init {
+        Init::IntRange { lo, hi } => {
+            let (a, b) = int_bounds(elem);
+            if *lo < a || *hi > b {
+                return Err(format!(
+                    "int_range {lo}..={hi} does not fit {}",
+                    elem.name()
+                ));
+            }
+            if *lo == 0 && *hi == 0 {
+                return Err("int_range 0..=0 is all zeros; say `zeros` if that is meant".into());
+            }
+        }
+        Init::Choice { values, .. } if !elem.is_float() => {
+            let (a, b) = int_bounds(elem);
+            if let Some(v) = values
+                .iter()
+                .find(|v| v.fract() != 0.0 || **v < a as f64 || **v > b as f64)
+            {
+                return Err(format!("choice value {v} is not a {} integer", elem.name()));
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -433,40 +463,17 @@ fn fill(
     let mut rng = rng_for(seed, "arg", name);
     let mut bytes = Vec::with_capacity(len * elem.size_of());
     match init {
-        Init::Uniform { lo, hi } => {
-            if elem.is_float() {
-                for _ in 0..len {
-                    push_f64(&mut bytes, elem, lo + (hi - lo) * unit(&mut rng));
-                }
-            } else {
-                let (a, b) = int_bounds(elem);
-                let lo_i = (lo.ceil() as i64).max(a);
-                let hi_i = (hi.floor() as i64).min(b).max(lo_i);
-                for _ in 0..len {
-                    push_i64(&mut bytes, elem, int_in(&mut rng, lo_i, hi_i));
-                }
-            }
-        }
-        Init::Normal { mean, std } => {
-            // Box-Muller; 1 - unit() is in (0, 1], so the log is finite.
+        Init::Uniform { .. }
+        | Init::Normal { .. }
+        | Init::IntRange { .. }
+        | Init::Constant { .. }
+        | Init::Choice { .. } => {
             for _ in 0..len {
-                let (u1, u2) = (1.0 - unit(&mut rng), unit(&mut rng));
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                push_f64(&mut bytes, elem, mean + std * z);
-            }
-        }
-        Init::IntRange { lo, hi } => {
-            for _ in 0..len {
-                push_i64(&mut bytes, elem, int_in(&mut rng, *lo, *hi));
+                draw(init, elem, &mut rng, &mut bytes);
             }
         }
         Init::Zeros => bytes.resize(len * elem.size_of(), 0),
         Init::Poison => return Ok(HostBuffer::poisoned(elem, len)),
-        Init::Constant { value } => {
-            for _ in 0..len {
-                push_f64(&mut bytes, elem, *value);
-            }
-        }
         Init::Permutation => {
             let mut p: Vec<i64> = (0..len as i64).collect();
             p.shuffle(&mut rng);
@@ -544,6 +551,7 @@ fn fill(
                 push_f64(&mut bytes, elem, start + step * i as f64);
             }
         }
+        Init::Fields { fields } => bytes = fill_fields(name, elem, len, fields, seed),
         Init::CopyOf { .. } | Init::Interleave { .. } => {
             unreachable!("copies and interleavings are built by `produce`")
         }
@@ -559,6 +567,90 @@ fn fill(
         });
     }
     Ok(buf)
+}
+
+/// Records per generation chunk of a `fields` buffer: chunks are filled in parallel, each
+/// field group of each chunk from its own stream, so the bytes do not depend on threads.
+const FIELD_CHUNK: usize = 1 << 14;
+
+fn fill_fields(name: &str, elem: ElemType, len: usize, fields: &[Field], seed: u64) -> Vec<u8> {
+    use rayon::prelude::*;
+    let m: usize = fields.iter().map(|f| f.count).sum();
+    let es = elem.size_of();
+    let mut bytes = vec![0u8; len * es];
+    bytes
+        .par_chunks_mut(FIELD_CHUNK * m * es)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rngs: Vec<ChaCha8Rng> = (0..fields.len())
+                .map(|k| rng_for(seed, "fields", &format!("{name}/{k}/{c}")))
+                .collect();
+            let mut out = Vec::with_capacity(chunk.len());
+            for _ in 0..chunk.len() / (m * es) {
+                for (f, rng) in fields.iter().zip(&mut rngs) {
+                    for _ in 0..f.count {
+                        draw(&f.init, f.value_type(elem), rng, &mut out);
+                    }
+                }
+            }
+            chunk.copy_from_slice(&out);
+        });
+    bytes
+}
+
+/// One element of an elementwise init, appended as `elem`'s little-endian bytes.
+fn draw(init: &Init, elem: ElemType, rng: &mut ChaCha8Rng, out: &mut Vec<u8>) {
+    match init {
+        Init::Uniform { lo, hi } if elem.is_float() => {
+            push_f64(out, elem, lo + (hi - lo) * unit(rng))
+        }
+        Init::Uniform { lo, hi } => {
+            let (a, b) = int_bounds(elem);
+            let lo_i = (lo.ceil() as i64).max(a);
+            let hi_i = (hi.floor() as i64).min(b).max(lo_i);
+            push_i64(out, elem, int_in(rng, lo_i, hi_i))
+        }
+        Init::Normal { mean, std } => {
+            let (u1, u2) = (1.0 - unit(rng), unit(rng));
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            push_f64(out, elem, mean + std * z)
+        }
+        Init::IntRange { lo, hi } => push_i64(out, elem, int_in(rng, *lo, *hi)),
+        Init::Zeros => push_i64(out, elem, 0),
+        Init::Constant { value } => push_f64(out, elem, *value),
+        Init::Choice { values, weights } => {
+            let total: f64 = weights.iter().sum();
+            let mut x = unit(rng) * total;
+            let mut pick = values.len() - 1;
+            for (k, w) in weights.iter().enumerate() {
+                if x < *w {
+                    pick = k;
+                    break;
+                }
+                x -= w;
+            }
+            push_f64(out, elem, values[pick])
+        }
+        other => unreachable!("{other:?} is not an elementwise init (checked at parse)"),
+    }
+}
+
+/// The inputs as `variant`'s kernel receives them: [`generate_inputs`], then every buffer
+/// with a layout for that variant permuted into it ([`super::Layout::apply`]).
+pub fn generate_inputs_for(
+    resolved: &Resolved,
+    seed: u64,
+    variant: Variant,
+) -> Result<Vec<HostBuffer>, HarnessError> {
+    let mut inputs = generate_inputs(resolved, seed)?;
+    for (a, b) in resolved.args.iter().zip(&mut inputs) {
+        if let ResolvedArg::Buffer { layout, .. } = a {
+            if let Some(l) = layout.get(variant) {
+                *b = l.apply(b);
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 fn find_matrix<'a>(
