@@ -1090,4 +1090,114 @@ args = ["out + 2"]
             "{e}"
         );
     }
+
+    #[test]
+    fn fields_fill_records_field_by_field_with_flag_bits() {
+        use crate::harness::tests::AOS;
+        let r = resolve(AOS, 0);
+        let a = generate_inputs(&r, 7).unwrap();
+        assert_eq!(a, generate_inputs(&r, 7).unwrap(), "deterministic");
+        assert_ne!(a[0], generate_inputs(&r, 8).unwrap()[0], "seeded");
+        let src = &a[0];
+        assert_eq!(src.len(), 18);
+        for rec in 0..6 {
+            for k in 0..2 {
+                let v = src.get_f64(rec * 3 + k);
+                assert!((1.0..2.0).contains(&v), "record {rec} field {k}: {v}");
+            }
+            // The flag word: u32 bits in a float slot.
+            let bits = u32::from_le_bytes(src.bytes[(rec * 3 + 2) * 4..][..4].try_into().unwrap());
+            assert!(bits <= 2, "record {rec}: flag bits {bits}");
+        }
+        assert_eq!(a[1], a[0], "dst copies src");
+    }
+
+    #[test]
+    fn choice_follows_its_weights_and_large_fields_buffers_differ_per_chunk() {
+        // Two chunks' worth of records: chunks have their own streams, not one repeated.
+        let records = 2 * FIELD_CHUNK + 5;
+        let text = format!(
+            r#"
+[sizes]
+n = {records}
+[[args]]
+name = "g"
+type = "f32"
+len = "n * 2"
+init = {{ kind = "fields", fields = [
+  {{ count = 1, init = {{ kind = "uniform", lo = 0.0, hi = 1.0 }} }},
+  {{ count = 1, type = "i32", init = {{ kind = "choice", values = [0, 1, 2], weights = [90, 7, 3] }} }},
+] }}
+role = "inout"
+[[launch]]
+kernel = "k"
+grid = 1
+block = 1
+"#
+        );
+        let r = resolve(&text, 0);
+        let g = &generate_inputs(&r, 1).unwrap()[0];
+        let flag =
+            |rec: usize| i32::from_le_bytes(g.bytes[(rec * 2 + 1) * 4..][..4].try_into().unwrap());
+        let mut counts = [0usize; 3];
+        for rec in 0..records {
+            counts[flag(rec) as usize] += 1;
+        }
+        let frac = |c: usize| c as f64 / records as f64;
+        assert!((frac(counts[0]) - 0.90).abs() < 0.01, "{counts:?}");
+        assert!((frac(counts[1]) - 0.07).abs() < 0.01, "{counts:?}");
+        assert!((frac(counts[2]) - 0.03).abs() < 0.01, "{counts:?}");
+        let chunk = |c: usize| &g.bytes[c * FIELD_CHUNK * 8..][..FIELD_CHUNK * 8];
+        assert_ne!(chunk(0), chunk(1));
+        // The last, partial chunk is filled too.
+        assert!((0..5).any(|k| g.get_f64((2 * FIELD_CHUNK + k) * 2) != 0.0));
+    }
+
+    #[test]
+    fn fast_inputs_are_the_canonical_ones_permuted_into_its_layout() {
+        use crate::harness::tests::AOS;
+        use crate::harness::{Layout, Variant};
+        let r = resolve(AOS, 0);
+        let canonical = generate_inputs(&r, 3).unwrap();
+        assert_eq!(
+            generate_inputs_for(&r, 3, Variant::Slow).unwrap(),
+            canonical
+        );
+        let fast = generate_inputs_for(&r, 3, Variant::Fast).unwrap();
+        // src: region [1, 16) as 5 x 3 → 3 x 5; elements 0, 16, 17 stay.
+        let (c, f) = (&canonical[0], &fast[0]);
+        for i in 0..5 {
+            for j in 0..3 {
+                assert_eq!(
+                    f.bytes[(1 + j * 5 + i) * 4..][..4],
+                    c.bytes[(1 + i * 3 + j) * 4..][..4],
+                    "src cell {i} field {j}"
+                );
+            }
+        }
+        assert_eq!(f.bytes[..4], c.bytes[..4]);
+        assert_eq!(f.bytes[64..], c.bytes[64..]);
+        // dst: a copy of src in canonical layout, then transposed over [3, 15).
+        let (c, f) = (&canonical[1], &fast[1]);
+        assert_eq!(c, &canonical[0]);
+        assert_eq!(f.bytes[..12], c.bytes[..12], "leading margin kept");
+        assert_eq!(f.bytes[60..], c.bytes[60..], "trailing margin kept");
+        for i in 0..4 {
+            for j in 0..3 {
+                assert_eq!(
+                    f.bytes[(3 + j * 4 + i) * 4..][..4],
+                    c.bytes[(3 + i * 3 + j) * 4..][..4],
+                    "dst cell {i} field {j}"
+                );
+            }
+        }
+        assert_ne!(f, c);
+        // And the inverse brings the fast variant's bytes back.
+        let l = Layout::Transpose {
+            rows: 4,
+            cols: 3,
+            offset: 3,
+        };
+        assert_eq!(&l.invert(f), c);
+    }
 }

@@ -325,7 +325,10 @@ mod tests {
         let b = iota(ElemType::I64, 10);
         let w = Window { offset: 3, len: 4 };
         let s = w.slice(&b);
-        assert_eq!((0..4).map(|k| s.get_i128(k)).collect::<Vec<_>>(), [3, 4, 5, 6]);
+        assert_eq!(
+            (0..4).map(|k| s.get_i128(k)).collect::<Vec<_>>(),
+            [3, 4, 5, 6]
+        );
     }
 
     #[test]

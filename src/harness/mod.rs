@@ -1061,8 +1061,9 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
             RawInit::Permutation if elem.is_float() => {
                 Err(field(f, "a permutation needs an integer type".into()))
             }
-            RawInit::Choice { values, weights } => check_choice(values, weights.as_deref())
-                .map_err(|m| field(f, m)),
+            RawInit::Choice { values, weights } => {
+                check_choice(values, weights.as_deref()).map_err(|m| field(f, m))
+            }
             RawInit::Fields { fields } => {
                 if fields.is_empty() {
                     return Err(field(f, "fields needs at least one field group".into()));
@@ -2237,6 +2238,197 @@ repeat = 2
         fast.kernel = "saxpy_t".into();
         fast.symbol = "saxpy_t<512>".into();
         h.check_against(Some(&saxpy_unit()), &fast).unwrap();
+    }
+
+    /// A small array-of-structs grid (4 records of 3 fields, one record of margin each side), laid out
+    /// as a struct of arrays for the fast kernel, with a compare window.
+    pub(crate) const AOS: &str = r#"
+[sizes]
+cells = 4
+[derived]
+fields = 3
+margin = 3
+len = "cells * fields + 2 * margin"
+[[args]]
+name = "src"
+type = "f32"
+len = "len"
+init = { kind = "fields", fields = [
+  { count = 2, init = { kind = "uniform", lo = 1.0, hi = 2.0 } },
+  { count = 1, type = "u32", init = { kind = "choice", values = [0, 1, 2], weights = [2, 1, 1] } },
+] }
+role = "in"
+layout.fast = { kind = "transpose", rows = "cells + 1", cols = "fields", offset = "margin - 2" }
+[[args]]
+name = "dst"
+type = "f32"
+len = "len"
+init = { kind = "copy_of", arg = "src" }
+role = "inout"
+layout.fast = { kind = "transpose", rows = "cells", cols = "fields", offset = "margin" }
+compare = { offset = "margin", len = "cells * fields" }
+[[launch]]
+kernel = "k"
+grid = 1
+block = "cells"
+args = ["src + margin", "dst + margin"]
+"#;
+
+    #[test]
+    fn layouts_and_compare_windows_resolve() {
+        let h = parse(AOS, "aos.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        match &r.args[1] {
+            ResolvedArg::Buffer {
+                len,
+                layout,
+                compare,
+                ..
+            } => {
+                assert_eq!(*len, 18);
+                assert_eq!(layout.slow, None, "slow is canonical");
+                assert_eq!(
+                    layout.fast,
+                    Some(Layout::Transpose {
+                        rows: 4,
+                        cols: 3,
+                        offset: 3
+                    })
+                );
+                assert_eq!(*compare, Some(Window { offset: 3, len: 12 }));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &r.args[0] {
+            ResolvedArg::Buffer {
+                init: Init::Fields { fields },
+                compare: None,
+                ..
+            } => {
+                assert_eq!(fields.len(), 2);
+                assert_eq!((fields[0].count, fields[0].bits), (2, None));
+                assert_eq!(fields[1].bits, Some(ElemType::U32));
+                assert_eq!(
+                    fields[1].init,
+                    Init::Choice {
+                        values: vec![0.0, 1.0, 2.0],
+                        weights: vec![2.0, 1.0, 1.0]
+                    }
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Resolved harnesses travel to workers as JSON: layouts and windows survive it.
+        let back: Resolved = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        // Buffers without them serialize as before (no new keys).
+        let saxpy = parse(SAXPY, "s.toml").unwrap();
+        let rs = saxpy
+            .resolve(&saxpy.size_sets()[0], &DeviceProps::h100())
+            .unwrap();
+        let json = serde_json::to_string(&rs).unwrap();
+        assert!(
+            !json.contains("layout") && !json.contains("compare"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn layout_compare_and_field_errors_name_the_field() {
+        for (from, to, want) in [
+            (
+                "layout.fast = { kind = \"transpose\", rows = \"cells\"",
+                "layout.medium = { kind = \"transpose\", rows = \"cells\"",
+                "args[1].layout.medium: layouts are per variant",
+            ),
+            (
+                "kind = \"transpose\", rows = \"cells\", cols",
+                "kind = \"shuffle\", rows = \"cells\", cols",
+                "not a valid harness",
+            ),
+            (
+                "rows = \"cells\", cols = \"fields\", offset = \"margin\" }",
+                "rows = \"cells\", cols = \"fields\", offset = \"margin + 4\" }",
+                "args[1].layout.fast: `margin + 4 + (cells) * (fields)` (size set default): the transposed region ends at element 19, past the buffer's 18",
+            ),
+            (
+                "offset = \"margin\" }",
+                "offset = \"0 - 1\" }",
+                "args[1].layout.fast.offset: `0 - 1`",
+            ),
+            (
+                "rows = \"cells\", cols",
+                "rows = \"0\", cols",
+                "args[1].layout.fast.rows: `0` (size set default): must be > 0",
+            ),
+            (
+                "compare = { offset = \"margin\", len = \"cells * fields\" }",
+                "compare = { offset = \"margin\", len = \"cells * fields + 4\" }",
+                "args[1].compare: `margin + cells * fields + 4` (size set default): the window ends at element 19, past the buffer's 18",
+            ),
+            (
+                "role = \"in\"\nlayout",
+                "role = \"in\"\ncompare = { len = 2 }\nlayout",
+                "args[0].compare: \"src\" is an input",
+            ),
+            (
+                "{ count = 1, type = \"u32\"",
+                "{ count = 1, type = \"u64\"",
+                "args[0].init.fields[1].type: u64 is 8 bytes, the buffer's f32 is 4",
+            ),
+            (
+                "{ count = 2, init = { kind = \"uniform\", lo = 1.0, hi = 2.0 } }",
+                "{ count = 2, init = { kind = \"permutation\" } }",
+                "args[0].init.fields[0].init: a field takes an elementwise init",
+            ),
+            (
+                "{ count = 2, init = { kind = \"uniform\", lo = 1.0, hi = 2.0 } }",
+                "{ count = 2, init = { kind = \"int_range\", lo = 1, hi = 2 } }",
+                "int_range in a float field",
+            ),
+            (
+                "weights = [2, 1, 1]",
+                "weights = [2, 1]",
+                "args[0].init.fields[1].init: choice has 3 values but 2 weights",
+            ),
+            (
+                "weights = [2, 1, 1]",
+                "weights = [0, 0, 0]",
+                "not all zero",
+            ),
+            (
+                "{ count = 2, init",
+                "{ count = 4, init",
+                "src: records of 5 fields do not tile its 18 elements",
+            ),
+            (
+                "{ count = 2, init",
+                "{ count = \"fields - 3\", init",
+                "args[0].init.fields[0].count: `fields - 3` (size set default): must be > 0, is 0",
+            ),
+            (
+                "values = [0, 1, 2]",
+                "values = [0, 1.5, 2]",
+                "src: fields[1]: choice value 1.5 is not a u32 integer",
+            ),
+        ] {
+            assert!(AOS.contains(from), "{from}");
+            let e = err_of(&AOS.replace(from, to));
+            assert!(e.contains(want), "{to}: {e}");
+            assert!(e.starts_with("h.toml"), "{e}");
+        }
+        // A scalar takes no layout.
+        let e = err_of(&SAXPY.replace(
+            "value = \"n\"",
+            "value = \"n\"\nlayout.fast = { kind = \"transpose\", rows = 1, cols = 1 }",
+        ));
+        assert!(e.contains("takes no layout"), "{e}");
+        // The same layout on both sides is the canonical one: say neither.
+        let both = AOS.replace(
+            "layout.fast = { kind = \"transpose\", rows = \"cells\", cols = \"fields\", offset = \"margin\" }",
+            "layout.fast = { kind = \"transpose\", rows = \"cells\", cols = \"fields\", offset = \"margin\" }\nlayout.slow = { kind = \"transpose\", rows = \"cells\", cols = \"fields\", offset = \"margin\" }",
+        );
+        assert!(err_of(&both).contains("same layout"), "{}", err_of(&both));
     }
 
     #[test]
