@@ -12,7 +12,7 @@ mod inspect;
 mod isolate;
 pub mod lex;
 mod queries;
-mod texture;
+pub mod texture;
 
 use crate::record::{Diagnostic, Features, LaunchSite, Param, Pulled};
 use std::collections::{BTreeMap, HashMap};

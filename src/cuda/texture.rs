@@ -156,8 +156,114 @@ pub fn rewrite(text: &str) -> Result<Shimmed, String> {
     Ok(Shimmed { text, element, dim })
 }
 
+/// A shimmed texture reference found in a unit's source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    pub name: String,
+    pub dim: u8,
+    /// The texel type as written (`float`, `float4`, `uint2`).
+    pub element: String,
+}
+
+/// Bytes of a texel type the shim reads (`float4` → 16); None for types it does not know.
+pub fn texel_bytes(element: &str) -> Option<usize> {
+    let e = element.trim();
+    let (base, lanes) = match e.chars().last() {
+        Some(c @ ('1' | '2' | '3' | '4')) if !e.ends_with("int64") => {
+            (&e[..e.len() - 1], c.to_digit(10).unwrap_or(1) as usize)
+        }
+        _ => (e, 1),
+    };
+    let scalar = match base {
+        "char" | "uchar" | "signed char" | "unsigned char" => 1,
+        "short" | "ushort" | "unsigned short" => 2,
+        "int" | "uint" | "unsigned" | "unsigned int" | "float" => 4,
+        "long long" | "longlong" | "ulonglong" | "unsigned long long" | "double" => 8,
+        _ => return None,
+    };
+    Some(scalar * lanes)
+}
+
+/// The shimmed texture references a unit's source declares: every
+/// `[static] __device__ kernelpair_legacy_texture<T, dim> a[, b];` line [`rewrite`] wrote.
+pub fn shimmed_symbols(source: &str) -> Vec<Declared> {
+    let marker = format!("__device__ {SHIM_TYPE}<");
+    let mut out = Vec::new();
+    for line in source.lines() {
+        let Some(at) = line.find(&marker) else {
+            continue;
+        };
+        let prefix = line[..at].trim();
+        if !(prefix.is_empty() || prefix == "static" || prefix == "extern") {
+            continue;
+        }
+        let rest = &line[at + marker.len()..];
+        // The template arguments end at the first `>` at depth 0 (`<float, 1>`, `<uint4, 2>`).
+        let mut depth = 0i32;
+        let Some(close) = rest.char_indices().find_map(|(i, c)| match c {
+            '<' => {
+                depth += 1;
+                None
+            }
+            '>' if depth == 0 => Some(i),
+            '>' => {
+                depth -= 1;
+                None
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        let targs = &rest[..close];
+        let (element, dim) = match targs.rsplit_once(',') {
+            Some((e, d)) => (e.trim(), if d.trim() == "2" { 2 } else { 1 }),
+            None => (targs.trim(), 1),
+        };
+        let decl = rest[close + 1..].split(';').next().unwrap_or("");
+        if decl.contains('(') || decl.contains('&') {
+            continue;
+        }
+        for name in decl.split(',') {
+            let name = name.split(['=', '[']).next().unwrap_or("").trim();
+            if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                out.push(Declared {
+                    name: name.to_string(),
+                    dim,
+                    element: element.to_string(),
+                });
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shimmed_symbols_lists_rewritten_declarations_only() {
+        let src = format!(
+            "{}\n__device__ kernelpair_legacy_texture<float, 1> tex_x;\nstatic __device__ kernelpair_legacy_texture<uint4, 2> a, b; // c\n__device__ int other;\n",
+            super::SHIM
+        );
+        let got: Vec<_> = super::shimmed_symbols(&src)
+            .into_iter()
+            .map(|d| (d.name, d.dim, d.element))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("tex_x".to_string(), 1, "float".to_string()),
+                ("a".to_string(), 2, "uint4".to_string()),
+                ("b".to_string(), 2, "uint4".to_string())
+            ]
+        );
+        assert!(super::shimmed_symbols(super::SHIM).is_empty());
+        assert_eq!(super::texel_bytes("float4"), Some(16));
+        assert_eq!(super::texel_bytes("unsigned char"), Some(1));
+        assert_eq!(super::texel_bytes("int2"), Some(8));
+        assert_eq!(super::texel_bytes("Node"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -569,6 +569,31 @@ pub struct ResolvedConst {
     pub init: Init,
 }
 
+/// A shimmed legacy texture reference to fill before the launches: the device struct
+/// `{ptr, width, height, pitch}` (sizes in elements) of `kernelpair_legacy_texture`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedTexture {
+    pub name: String,
+    /// Index into [`Resolved::args`] of the buffer it reads.
+    pub buffer: usize,
+    pub width: i64,
+    pub height: i64,
+    pub pitch: i64,
+}
+
+impl ResolvedTexture {
+    /// The shim struct's bytes: `const T*` (8), then three `int`s, padded to 24.
+    pub fn struct_bytes(&self, data_ptr: u64) -> Vec<u8> {
+        let mut b = Vec::with_capacity(24);
+        b.extend_from_slice(&data_ptr.to_le_bytes());
+        for v in [self.width, self.height, self.pitch] {
+            b.extend_from_slice(&(v as i32).to_le_bytes());
+        }
+        b.resize(24, 0);
+        b
+    }
+}
+
 /// One kernel launch with every expression evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launch {
@@ -599,6 +624,8 @@ pub struct Resolved {
     pub values: BTreeMap<String, i64>,
     pub args: Vec<ResolvedArg>,
     pub constants: Vec<ResolvedConst>,
+    #[serde(default)]
+    pub textures: Vec<ResolvedTexture>,
     pub sparse: Vec<SparseMatrix>,
     pub slow: Vec<Launch>,
     pub fast: Vec<Launch>,
@@ -689,6 +716,17 @@ pub struct ConstSpec {
     init: RawInitText,
 }
 
+/// A `[[textures]]` entry as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TextureSpec {
+    pub name: String,
+    /// Index into [`Harness::args`] (always a buffer).
+    pub buffer: usize,
+    pub width: Option<String>,
+    pub height: Option<String>,
+    pub pitch: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SparseSpec {
     pub name: String,
@@ -712,6 +750,7 @@ pub struct Harness {
     pub sparse: Vec<SparseSpec>,
     pub args: Vec<ArgSpec>,
     pub constants: Vec<ConstSpec>,
+    pub textures: Vec<TextureSpec>,
     pub slow: Vec<LaunchSpec>,
     pub fast: Vec<LaunchSpec>,
 }
@@ -1182,6 +1221,40 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         });
     }
 
+    let mut textures: Vec<TextureSpec> = Vec::new();
+    for (i, t) in raw.textures.iter().enumerate() {
+        let f = format!("textures[{i}]");
+        if !is_ident(&t.name) || textures.iter().any(|o| o.name == t.name) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("{:?} is not a new identifier", t.name),
+            ));
+        }
+        let buffer = args
+            .iter()
+            .position(|a| a.name() == t.buffer)
+            .filter(|&k| matches!(args[k], ArgSpec::Buffer { .. }))
+            .ok_or_else(|| {
+                field(
+                    &format!("{f}.buffer"),
+                    format!("{:?} is not a buffer in [[args]]", t.buffer),
+                )
+            })?;
+        if t.pitch.is_some() && t.height.is_none() {
+            return Err(field(
+                &format!("{f}.pitch"),
+                "a pitch needs a height (2D texture)".into(),
+            ));
+        }
+        textures.push(TextureSpec {
+            name: t.name.clone(),
+            buffer,
+            width: t.width.as_ref().map(Expr::text),
+            height: t.height.as_ref().map(Expr::text),
+            pitch: t.pitch.as_ref().map(Expr::text),
+        });
+    }
+
     let mut sparse = Vec::new();
     let mut sparse_seen = BTreeSet::new();
     for (i, s) in raw.sparse.iter().enumerate() {
@@ -1272,6 +1345,7 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         sparse,
         args,
         constants,
+        textures,
         slow,
         fast,
     };
@@ -1430,6 +1504,75 @@ impl Harness {
                         ),
                     });
                 }
+            }
+        }
+        // Shimmed texture references and `[[textures]]` entries must correspond: an unfilled
+        // shim reads through a null pointer. (A pair that never runs needs none.)
+        if self.needs_host_loop.is_none() {
+            self.check_textures(slow, fast)?;
+        }
+        Ok(())
+    }
+
+    fn check_textures(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<(), HarnessError> {
+        use crate::cuda::texture::{shimmed_symbols, texel_bytes};
+        let mismatch = |kernel: &str, message: String| HarnessError::Mismatch {
+            origin: self.origin.clone(),
+            kernel: kernel.to_string(),
+            message,
+        };
+        let units: Vec<&KernelUnit> = slow.into_iter().chain([fast]).collect();
+        for u in &units {
+            for d in shimmed_symbols(&u.source) {
+                if !self.textures.iter().any(|t| t.name == d.name) {
+                    return Err(mismatch(
+                        &u.kernel,
+                        format!(
+                            "{} reads legacy texture {:?}: add a [[textures]] entry naming the buffer it reads",
+                            u.variant, d.name
+                        ),
+                    ));
+                }
+            }
+        }
+        if units.iter().all(|u| u.source.is_empty()) {
+            return Ok(());
+        }
+        for t in &self.textures {
+            let Some(d) = units
+                .iter()
+                .flat_map(|u| shimmed_symbols(&u.source))
+                .find(|d| d.name == t.name)
+            else {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!("texture {:?} is not a legacy texture reference of either unit", t.name),
+                ));
+            };
+            if d.dim == 1 && t.height.is_some() {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!("texture {:?} is 1D but has a height", t.name),
+                ));
+            }
+            // Widths count texels: a float4 texture over an f32 buffer has len / 4 of them.
+            let ArgSpec::Buffer { elem, name, .. } = &self.args[t.buffer] else {
+                continue;
+            };
+            if t.width.is_none() && texel_bytes(&d.element) != Some(elem.size_of()) {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!(
+                        "texture {:?} reads {} texels from {name:?} ({} elements): give its width in texels",
+                        t.name,
+                        d.element,
+                        elem.name()
+                    ),
+                ));
             }
         }
         Ok(())
@@ -1834,6 +1977,53 @@ impl Harness {
                 init: init_of(&format!("{f}.init"), &c.init.0, &scope)?,
             });
         }
+        let mut textures = Vec::new();
+        for (i, t) in self.textures.iter().enumerate() {
+            let f = format!("textures[{i}]");
+            let ResolvedArg::Buffer { len, .. } = &args[t.buffer] else {
+                unreachable!("checked on parse: textures read buffers");
+            };
+            let len = *len as i64;
+            let dim = |sub: &str, e: &Option<String>, default: i64| -> Result<i64, HarnessError> {
+                let Some(e) = e else { return Ok(default) };
+                let v = scope
+                    .eval_int(e)
+                    .map_err(|m| xerr(&format!("{f}.{sub}"), e, m))?;
+                if v < 0 || v > i32::MAX as i64 {
+                    return Err(xerr(
+                        &format!("{f}.{sub}"),
+                        e,
+                        format!("{v} is out of range"),
+                    ));
+                }
+                Ok(v)
+            };
+            let width = dim("width", &t.width, len)?;
+            let height = dim("height", &t.height, 0)?;
+            let pitch = dim("pitch", &t.pitch, 0)?;
+            let rows_span = if height > 0 {
+                (height - 1) * pitch.max(width) + width
+            } else {
+                width
+            };
+            if rows_span > len || (pitch > 0 && pitch < width) {
+                return Err(xerr(
+                    &format!("{f}.width"),
+                    t.width.as_deref().unwrap_or("(buffer length)"),
+                    format!(
+                        "a {width}×{height} texture with pitch {pitch} does not fit buffer {:?} of {len} elements",
+                        self.args[t.buffer].name()
+                    ),
+                ));
+            }
+            textures.push(ResolvedTexture {
+                name: t.name.clone(),
+                buffer: t.buffer,
+                width,
+                height,
+                pitch,
+            });
+        }
         let buffer_lens: Vec<Option<usize>> = args
             .iter()
             .map(|a| match a {
@@ -1929,6 +2119,7 @@ impl Harness {
             fast: launches("fast", &self.fast)?,
             args,
             constants,
+            textures,
             sparse,
         };
         gen::check_resolved(&resolved)?;
@@ -2668,5 +2859,96 @@ args = ["src + margin", "dst + margin"]
             locate(&pair, Some(&ext), None),
             Some(ext.join("stencil.cuda_fermi.toml"))
         );
+    }
+
+    /// SAXPY whose `x` is also read through a 2D texture `tx` (8 × 125 with a pitch of 125).
+    fn saxpy_tex(entry: &str) -> String {
+        format!("{SAXPY}\n[[textures]]\n{entry}\n")
+    }
+
+    #[test]
+    fn textures_resolve_to_the_shim_struct() {
+        let h = parse(
+            &saxpy_tex(
+                "name = \"tx\"\nbuffer = \"x\"\nwidth = 100\nheight = \"n / 125\"\npitch = 125",
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        let t = &r.textures[0];
+        assert_eq!((t.name.as_str(), t.buffer), ("tx", 2));
+        assert_eq!((t.width, t.height, t.pitch), (100, 8, 125));
+        let b = t.struct_bytes(0x1122_3344_5566_7788);
+        assert_eq!(b.len(), 24);
+        assert_eq!(&b[..8], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&b[8..12], &100i32.to_le_bytes());
+        assert_eq!(&b[12..16], &8i32.to_le_bytes());
+        assert_eq!(&b[16..20], &125i32.to_le_bytes());
+        // A 1D texture defaults to the whole buffer.
+        let h = parse(&saxpy_tex("name = \"tx\"\nbuffer = \"x\""), "t.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[1], &DeviceProps::h100()).unwrap();
+        assert_eq!(
+            (
+                r.textures[0].width,
+                r.textures[0].height,
+                r.textures[0].pitch
+            ),
+            (4096, 0, 0)
+        );
+    }
+
+    #[test]
+    fn bad_textures_are_refused_with_the_field() {
+        let e = err_of(&saxpy_tex("name = \"tx\"\nbuffer = \"a\""));
+        assert!(
+            e.contains("textures[0].buffer") && e.contains("not a buffer"),
+            "{e}"
+        );
+        let e = err_of(&saxpy_tex("name = \"tx\"\nbuffer = \"x\"\npitch = 4"));
+        assert!(e.contains("needs a height"), "{e}");
+        // 9 rows of 125 do not fit the 1000 elements of x in size set `small`.
+        let e = err_of(&saxpy_tex(
+            "name = \"tx\"\nbuffer = \"x\"\nwidth = 125\nheight = 9",
+        ));
+        assert!(
+            e.contains("does not fit buffer") && e.contains("small"),
+            "{e}"
+        );
+        let e = err_of(&saxpy_tex("name = \"tx\"\nbuffer = \"x\"\ncolour = 1"));
+        assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn check_requires_every_shimmed_texture_filled_and_no_stray_entries() {
+        let mut u = saxpy_unit();
+        u.source = format!(
+            "{}\n__device__ kernelpair_legacy_texture<float, 1> tx;\n__global__ void saxpy(int n, float a, const float *__restrict__ x, float *y) {{}}\n",
+            crate::cuda::texture::SHIM
+        );
+        let bare = parse(SAXPY, "s.toml").unwrap();
+        let e = bare.check_against(None, &u).unwrap_err().to_string();
+        assert!(e.contains("\"tx\"") && e.contains("[[textures]]"), "{e}");
+        let filled = parse(&saxpy_tex("name = \"tx\"\nbuffer = \"x\""), "t.toml").unwrap();
+        filled.check_against(None, &u).unwrap();
+        let stray = parse(
+            &saxpy_tex(
+                "name = \"tx\"\nbuffer = \"x\"\n[[textures]]\nname = \"ty\"\nbuffer = \"y\"",
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        let e = stray.check_against(None, &u).unwrap_err().to_string();
+        assert!(
+            e.contains("\"ty\"") && e.contains("not a legacy texture"),
+            "{e}"
+        );
+        let two_d = parse(
+            &saxpy_tex("name = \"tx\"\nbuffer = \"x\"\nwidth = 100\nheight = 2"),
+            "t.toml",
+        )
+        .unwrap();
+        let e = two_d.check_against(None, &u).unwrap_err().to_string();
+        assert!(e.contains("1D"), "{e}");
     }
 }

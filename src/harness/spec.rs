@@ -63,6 +63,8 @@ pub struct RawHarness {
     #[serde(default)]
     pub constants: Vec<RawConst>,
     #[serde(default)]
+    pub textures: Vec<RawTexture>,
+    #[serde(default)]
     pub launch: Vec<RawLaunch>,
     #[serde(default)]
     pub variants: BTreeMap<String, RawVariant>,
@@ -167,6 +169,25 @@ pub struct RawConst {
     pub ty: String,
     pub len: Expr,
     pub init: RawInit,
+}
+
+/// A legacy texture reference (rewritten by extract onto the `kernelpair_legacy_texture`
+/// shim) filled with a buffer arg's address and extent before the launches.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTexture {
+    pub name: String,
+    /// The `[[args]]` buffer the texture reads (it need not be passed to any kernel).
+    pub buffer: String,
+    /// Elements per row (1D: the `tex1Dfetch` bound); the buffer's length by default.
+    #[serde(default)]
+    pub width: Option<Expr>,
+    /// Rows (2D textures).
+    #[serde(default)]
+    pub height: Option<Expr>,
+    /// Elements between row starts; `width` by default.
+    #[serde(default)]
+    pub pitch: Option<Expr>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

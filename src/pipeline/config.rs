@@ -119,6 +119,8 @@ pub struct VerifySettings {
     pub timeout_s: u64,
     /// Wall-clock timing budget per size set (both variants), milliseconds.
     pub time_budget_ms: f64,
+    /// Timing stops early once both medians' 95% CI widths are within this fraction.
+    pub precision: f64,
     /// Pairs per journaled chunk: a killed run redoes at most one chunk of GPU work.
     pub chunk: usize,
 }
@@ -131,6 +133,7 @@ impl Default for VerifySettings {
             min_speedup: 1.1,
             timeout_s: 120,
             time_budget_ms: 250.0,
+            precision: crate::verify::engine::DEFAULT_PRECISION,
             chunk: 16,
         }
     }

@@ -142,6 +142,7 @@ impl Stages for Library {
             seeds: s.seeds,
             min_speedup: s.min_speedup,
             time_budget_ms: s.time_budget_ms,
+            precision: s.precision,
             cache_dir: Some(cache.to_path_buf()),
             gpus: None,
             worker_cmd: None,

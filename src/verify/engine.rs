@@ -30,8 +30,14 @@ pub struct Source {
 pub struct RunOptions {
     pub seeds: u32,
     pub min_speedup: f64,
-    /// Wall-clock budget for timing one size set (both variants), milliseconds.
+    /// Wall-clock budget for timing one size set (both variants), milliseconds: timing
+    /// stops here at the latest (after `min_runs`).
     pub time_budget_ms: f64,
+    /// Timing stops earlier, after `min_runs`, once both variants' medians are this precise:
+    /// the width of each median's 95% confidence interval over the median. 0 = use the
+    /// whole budget.
+    #[serde(default = "default_precision")]
+    pub precision: f64,
     pub min_runs: usize,
     pub max_runs: usize,
     pub bootstrap_iters: usize,
@@ -43,11 +49,20 @@ impl Default for RunOptions {
             seeds: 3,
             min_speedup: 1.1,
             time_budget_ms: 250.0,
+            precision: DEFAULT_PRECISION,
             min_runs: 20,
             max_runs: 400,
             bootstrap_iters: 2000,
         }
     }
+}
+
+/// Default timing precision: medians known to ±0.5% (CI width 1%), well inside the 10%
+/// margin a speedup must clear and the 3% repeatability target.
+pub const DEFAULT_PRECISION: f64 = 0.01;
+
+fn default_precision() -> f64 {
+    DEFAULT_PRECISION
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -306,10 +321,11 @@ fn compile_variant(
     }
     let mut module_globals = Vec::new();
     for ss in sets {
-        for k in &ss.constants {
-            if let Some((p, n)) = module.global(&k.name) {
-                if !module_globals.iter().any(|(g, _, _)| g == &k.name) {
-                    module_globals.push((k.name.clone(), p, n));
+        let names = ss.constants.iter().map(|k| &k.name);
+        for name in names.chain(ss.textures.iter().map(|t| &t.name)) {
+            if let Some((p, n)) = module.global(name) {
+                if !module_globals.iter().any(|(g, _, _)| g == name) {
+                    module_globals.push((name.clone(), p, n));
                 }
             }
         }
@@ -371,6 +387,10 @@ fn run_inner(
     for ss in &job.sets {
         let t = Instant::now();
         let bufs = alloc_buffers(gpu, ss)?;
+        // Texture shims point at the buffers, which stay put for the whole size set.
+        for loaded in [&slow, &fast] {
+            upload_textures(gpu, loaded, ss, &bufs)?;
+        }
         // Host-side generation is the slow part for large inputs: all seeds at once.
         let data: Vec<_> = {
             use rayon::prelude::*;
@@ -570,6 +590,42 @@ fn upload_constants(
         if let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| g == name) {
             gpu.upload(*p, &data.bytes[..data.bytes.len().min(*n)])?;
         }
+    }
+    Ok(())
+}
+
+/// Fill each shimmed texture symbol the module has with its buffer's address and extent.
+fn upload_textures(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    ss: &Resolved,
+    bufs: &[Option<Guarded>],
+) -> Result<(), Stop> {
+    for t in &ss.textures {
+        let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| *g == t.name) else {
+            continue;
+        };
+        let Some(Some(g)) = bufs.get(t.buffer) else {
+            return Err(Stop::new(
+                Status::HarnessError,
+                format!(
+                    "texture {} reads arg {}, which is not a buffer",
+                    t.name, t.buffer
+                ),
+            ));
+        };
+        let bytes = t.struct_bytes(g.data());
+        if *n < 20 {
+            return Err(Stop::new(
+                Status::HarnessError,
+                format!(
+                    "texture {} is a {n}-byte symbol, not a kernelpair_legacy_texture shim",
+                    t.name
+                ),
+            ));
+        }
+        gpu.upload(*p, &bytes[..bytes.len().min(*n)])
+            .map_err(|e| Stop::cuda(e, &format!("filling texture {}", t.name)))?;
     }
     Ok(())
 }
@@ -788,8 +844,14 @@ fn time_size_set(
     loop {
         let runs = times[0].len();
         let wall = start.elapsed().as_secs_f64() * 1e3;
+        let precise = || {
+            o.precision > 0.0
+                && times.iter().all(|t| {
+                    stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision)
+                })
+        };
         if runs >= o.max_runs
-            || (runs >= o.min_runs && wall >= o.time_budget_ms)
+            || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
             || (runs >= 5 && wall >= hard_cap_ms)
         {
             break;

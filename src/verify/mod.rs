@@ -57,6 +57,10 @@ pub struct VerifyArgs {
     /// Wall-clock timing budget per size set (both variants), milliseconds.
     #[arg(long = "time-budget-ms", default_value_t = 250.0)]
     pub time_budget_ms: f64,
+    /// Stop timing a size set early (after 20 runs of each variant) once both medians'
+    /// 95% CI widths are within this fraction of the median; 0 uses the whole budget.
+    #[arg(long, default_value_t = crate::verify::engine::DEFAULT_PRECISION)]
+    pub precision: f64,
     /// On-disk compile cache (CUBIN + metadata keyed by content hash).
     #[arg(long = "cache-dir")]
     pub cache_dir: Option<PathBuf>,
@@ -276,6 +280,7 @@ pub fn verify_records(
         seeds: args.seeds.max(1),
         min_speedup: args.min_speedup,
         time_budget_ms: args.time_budget_ms,
+        precision: args.precision,
         ..RunOptions::default()
     };
     let mut jobs = Vec::new();

@@ -48,6 +48,22 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| quantile_sorted(&v, 0.5))
 }
 
+/// Distribution-free 95% confidence interval of the median from order statistics (the
+/// binomial / normal-approximation ranks `n/2 ± 0.98·√n`), relative to the median:
+/// `(upper - lower) / median`. None with fewer than 6 values (no such interval exists).
+pub fn median_ci_rel_width(xs: &[f64]) -> Option<f64> {
+    let v = sorted_finite(xs);
+    let n = v.len();
+    if n < 6 {
+        return None;
+    }
+    let half = 0.98 * (n as f64).sqrt();
+    let lo = ((n as f64 / 2.0 - half).floor().max(1.0) as usize) - 1;
+    let hi = ((n as f64 / 2.0 + 1.0 + half).ceil() as usize).min(n) - 1;
+    let med = quantile_sorted(&v, 0.5);
+    (med > 0.0).then(|| (v[hi] - v[lo]) / med)
+}
+
 /// Summary of the finite values; None when there are none.
 pub fn summarize(xs: &[f64]) -> Option<Summary> {
     let v = sorted_finite(xs);
@@ -203,5 +219,24 @@ mod tests {
     fn no_timings_no_estimate() {
         assert!(speedup_ci(&[], &[1.0], 10, 1).is_none());
         assert!(speedup_ci(&[1.0], &[0.0, f64::NAN], 10, 1).is_none());
+    }
+
+    #[test]
+    fn median_ci_narrows_with_more_runs_and_needs_six() {
+        assert_eq!(median_ci_rel_width(&[1.0; 5]), None);
+        assert_eq!(median_ci_rel_width(&[2.0; 40]), Some(0.0));
+        // Noisy timings around 1.0: the interval shrinks roughly with 1/sqrt(n).
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let draw = |n: usize, rng: &mut ChaCha8Rng| -> Vec<f64> {
+            (0..n).map(|_| 1.0 + rng.random_range(-0.05..0.05)).collect()
+        };
+        let w20 = median_ci_rel_width(&draw(20, &mut rng)).unwrap();
+        let w400 = median_ci_rel_width(&draw(400, &mut rng)).unwrap();
+        assert!(w20 > w400 * 2.0, "{w20} vs {w400}");
+        assert!(w400 < 0.02 && w20 < 0.1, "{w20} {w400}");
+        // An outlier barely moves it (ranks, not values).
+        let mut v = vec![1.0; 30];
+        v[0] = 1000.0;
+        assert_eq!(median_ci_rel_width(&v), Some(0.0));
     }
 }

@@ -318,6 +318,7 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
         seeds: args.seeds,
         min_speedup: args.min_speedup,
         time_budget_ms: 250.0,
+        precision: super::engine::DEFAULT_PRECISION,
         cache_dir: args.cache_dir.clone(),
         gpus: None,
         worker_cmd: None,
