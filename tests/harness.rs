@@ -154,6 +154,22 @@ block = 1
         ("block = 1", "block = [1, 1, 1, 1]"),
         ("len = \"n\"", "len = \"n\"\nvalue = 3"),
         ("[[launch]]", "[[launches]]"),
+        (
+            "role = \"out\"",
+            "role = \"out\"\nlayout.medium = { kind = \"transpose\", rows = 10, cols = 10 }",
+        ),
+        (
+            "role = \"out\"",
+            "role = \"out\"\nlayout.fast = { kind = \"transpose\", rows = 10 }",
+        ),
+        (
+            "role = \"out\"",
+            "role = \"out\"\ncompare = { len = 10, period = 5 }",
+        ),
+        (
+            "kind = \"uniform\", lo = 0.0, hi = 1.0",
+            "kind = \"fields\", fields = [{ count = 1, type = \"int\", init = { kind = \"zeros\" } }]",
+        ),
     ] {
         let text = good.replace(from, to);
         let json = harness::to_json(&text, "bad").unwrap();
