@@ -99,68 +99,20 @@ impl Layouts {
     }
 }
 
-/// The part of an output buffer (canonical layout) that is compared: `[offset, offset + len)`,
-/// optionally only the first `keep` elements of every `period` in it (rows whose padding
-/// entries the kernels leave differently).
+/// The part of an output buffer (canonical layout) that is compared: `[offset, offset + len)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
     pub offset: usize,
     pub len: usize,
-    /// Row length for `keep`; 0 when every element of the window is compared.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub period: usize,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub keep: usize,
-}
-
-fn is_zero(v: &usize) -> bool {
-    *v == 0
 }
 
 impl Window {
-    /// A plain window: every element of `[offset, offset + len)`.
-    pub fn range(offset: usize, len: usize) -> Window {
-        Window {
-            offset,
-            len,
-            period: 0,
-            keep: 0,
-        }
-    }
-
-    /// How many elements are compared.
-    pub fn count(&self) -> usize {
-        match self.len.checked_div(self.period) {
-            None => self.len,
-            Some(rows) => rows * self.keep + (self.len % self.period).min(self.keep),
-        }
-    }
-
-    /// The buffer index of the `k`-th compared element.
-    pub fn index(&self, k: usize) -> usize {
-        if self.period == 0 {
-            self.offset + k
-        } else {
-            self.offset + k / self.keep * self.period + k % self.keep
-        }
-    }
-
-    /// The compared elements as their own buffer.
+    /// The window's elements as their own buffer.
     pub fn slice(&self, b: &HostBuffer) -> HostBuffer {
         let s = b.elem.size_of();
-        let all = &b.bytes[self.offset * s..(self.offset + self.len) * s];
-        let bytes = if self.period == 0 {
-            all.to_vec()
-        } else {
-            let mut out = Vec::with_capacity(self.count() * s);
-            for row in all.chunks(self.period * s) {
-                out.extend_from_slice(&row[..row.len().min(self.keep * s)]);
-            }
-            out
-        };
         HostBuffer {
             elem: b.elem,
-            bytes,
+            bytes: b.bytes[self.offset * s..(self.offset + self.len) * s].to_vec(),
         }
     }
 }
@@ -369,28 +321,14 @@ mod tests {
     }
 
     #[test]
-    fn window_slices_elements_and_rows_without_their_padding() {
-        let b = iota(ElemType::I64, 30);
-        let w = Window::range(3, 4);
+    fn window_slices_elements() {
+        let b = iota(ElemType::I64, 10);
+        let w = Window { offset: 3, len: 4 };
         let s = w.slice(&b);
         assert_eq!(
             (0..4).map(|k| s.get_i128(k)).collect::<Vec<_>>(),
             [3, 4, 5, 6]
         );
-        assert_eq!((w.count(), w.index(2)), (4, 5));
-        // Rows of 5 from 2, keep 3 of each; the last row is cut short by len.
-        let w = Window {
-            offset: 2,
-            len: 14,
-            period: 5,
-            keep: 3,
-        };
-        let s = w.slice(&b);
-        let got: Vec<i128> = (0..s.len()).map(|k| s.get_i128(k)).collect();
-        assert_eq!(got, [2, 3, 4, 7, 8, 9, 12, 13, 14]);
-        assert_eq!(w.count(), got.len());
-        // `index` names the buffer element each compared one came from.
-        assert!((0..got.len()).all(|k| w.index(k) as i128 == got[k]));
     }
 
     #[test]

@@ -670,8 +670,8 @@ pub enum ArgSpec {
         c_type: Option<String>,
         /// Per-variant layouts as written (`rows`, `cols`, `offset` expressions).
         layout: Vec<(Variant, LayoutSpec)>,
-        /// Compare window as written (boxed: most buffers have none).
-        compare: Option<Box<WindowSpec>>,
+        /// Compare window as written: (offset, len) expressions.
+        compare: Option<(String, String)>,
     },
     Scalar {
         name: String,
@@ -686,15 +686,6 @@ impl ArgSpec {
             ArgSpec::Buffer { name, .. } | ArgSpec::Scalar { name, .. } => name,
         }
     }
-}
-
-/// A compare window as written: expressions for offset, len and the optional
-/// (period, keep) row pattern.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WindowSpec {
-    pub offset: String,
-    pub len: String,
-    pub rows: Option<(String, String)>,
 }
 
 /// A layout as written, kept for resolution per size set.
@@ -970,20 +961,10 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                             format!("{:?} is an input (role in): nothing to compare", a.name),
                         ))
                     }
-                    Some(w) => Some(Box::new(WindowSpec {
-                        offset: w.offset.as_ref().map(Expr::text).unwrap_or("0".into()),
-                        len: w.len.text(),
-                        rows: match (&w.period, &w.keep) {
-                            (Some(p), Some(k)) => Some((p.text(), k.text())),
-                            (None, None) => None,
-                            _ => {
-                                return Err(field(
-                                    &format!("{f}.compare"),
-                                    "`period` and `keep` go together".into(),
-                                ))
-                            }
-                        },
-                    })),
+                    Some(w) => Some((
+                        w.offset.as_ref().map(Expr::text).unwrap_or("0".into()),
+                        w.len.text(),
+                    )),
                     None => None,
                 };
                 args.push(ArgSpec::Buffer {
@@ -1569,10 +1550,7 @@ impl Harness {
             else {
                 return Err(mismatch(
                     &fast.kernel,
-                    format!(
-                        "texture {:?} is not a legacy texture reference of either unit",
-                        t.name
-                    ),
+                    format!("texture {:?} is not a legacy texture reference of either unit", t.name),
                 ));
             };
             if d.dim == 1 && t.height.is_some() {
@@ -1949,23 +1927,11 @@ impl Harness {
                     }
                     let window = match compare {
                         None => None,
-                        Some(ws) => {
-                            let (off, wlen) = (&ws.offset, &ws.len);
-                            let mut w = Window::range(
-                                nonneg(&format!("{f}.compare.offset"), off)?,
-                                pos(&format!("{f}.compare.len"), wlen, &scope)?,
-                            );
-                            if let Some((p, k)) = &ws.rows {
-                                w.period = pos(&format!("{f}.compare.period"), p, &scope)?;
-                                w.keep = pos(&format!("{f}.compare.keep"), k, &scope)?;
-                                if w.keep > w.period {
-                                    return Err(xerr(
-                                        &format!("{f}.compare.keep"),
-                                        k,
-                                        format!("keeps {} of every {} elements", w.keep, w.period),
-                                    ));
-                                }
-                            }
+                        Some((off, wlen)) => {
+                            let w = Window {
+                                offset: nonneg(&format!("{f}.compare.offset"), off)?,
+                                len: pos(&format!("{f}.compare.len"), wlen, &scope)?,
+                            };
                             if w.offset + w.len > len_v {
                                 return Err(xerr(
                                     &format!("{f}.compare"),
@@ -2520,7 +2486,7 @@ args = ["src + margin", "dst + margin"]
                         offset: 3
                     })
                 );
-                assert_eq!(*compare, Some(Window::range(3, 12)));
+                assert_eq!(*compare, Some(Window { offset: 3, len: 12 }));
             }
             other => panic!("{other:?}"),
         }
@@ -2630,21 +2596,6 @@ args = ["src + margin", "dst + margin"]
                 "{ count = 2, init",
                 "{ count = \"fields - 3\", init",
                 "args[0].init.fields[0].count: `fields - 3` (size set default): must be > 0, is 0",
-            ),
-            (
-                "len = \"cells * fields\" }",
-                "len = \"cells * fields\", period = 3 }",
-                "args[1].compare: `period` and `keep` go together",
-            ),
-            (
-                "len = \"cells * fields\" }",
-                "len = \"cells * fields\", period = 3, keep = 4 }",
-                "args[1].compare.keep: `4` (size set default): keeps 4 of every 3 elements",
-            ),
-            (
-                "len = \"cells * fields\" }",
-                "len = \"cells * fields\", period = 0, keep = 0 }",
-                "args[1].compare.period: `0` (size set default): must be > 0",
             ),
             (
                 "values = [0, 1, 2]",

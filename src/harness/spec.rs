@@ -146,11 +146,6 @@ pub struct RawWindow {
     #[serde(default)]
     pub offset: Option<Expr>,
     pub len: Expr,
-    /// With `keep`: compare only the first `keep` elements of every `period`.
-    #[serde(default)]
-    pub period: Option<Expr>,
-    #[serde(default)]
-    pub keep: Option<Expr>,
 }
 
 /// One group of consecutive fields of an array-of-structs record (`init = { kind = "fields" }`).

@@ -768,7 +768,7 @@ fn check_seed(
                 role.is_input().then_some(&inputs[i]),
             ),
         };
-        let len = window.map_or(*len, |w| w.count());
+        let len = window.map_or(*len, |w| w.len);
         // The three checks are independent scans of large buffers: run them at once.
         let ((df, ds), c) = rayon::join(
             || {
@@ -800,7 +800,7 @@ fn check_seed(
                 .map(|w| {
                     format!(
                         "; worst at index {}: slow {}, fast {}",
-                        window.map_or(w, |win| win.index(w)),
+                        w + window.map_or(0, |w| w.offset),
                         s.get_f64(w),
                         f.get_f64(w)
                     )
@@ -846,9 +846,9 @@ fn time_size_set(
         let wall = start.elapsed().as_secs_f64() * 1e3;
         let precise = || {
             o.precision > 0.0
-                && times
-                    .iter()
-                    .all(|t| stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision))
+                && times.iter().all(|t| {
+                    stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision)
+                })
         };
         if runs >= o.max_runs
             || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
