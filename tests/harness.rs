@@ -164,7 +164,7 @@ block = 1
         ),
         (
             "role = \"out\"",
-            "role = \"out\"\ncompare = { len = 10, period = 5 }",
+            "role = \"out\"\ncompare = { offset = 1 }",
         ),
         (
             "kind = \"uniform\", lo = 0.0, hi = 1.0",

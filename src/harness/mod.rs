@@ -1550,7 +1550,10 @@ impl Harness {
             else {
                 return Err(mismatch(
                     &fast.kernel,
-                    format!("texture {:?} is not a legacy texture reference of either unit", t.name),
+                    format!(
+                        "texture {:?} is not a legacy texture reference of either unit",
+                        t.name
+                    ),
                 ));
             };
             if d.dim == 1 && t.height.is_some() {

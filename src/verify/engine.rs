@@ -846,9 +846,9 @@ fn time_size_set(
         let wall = start.elapsed().as_secs_f64() * 1e3;
         let precise = || {
             o.precision > 0.0
-                && times.iter().all(|t| {
-                    stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision)
-                })
+                && times
+                    .iter()
+                    .all(|t| stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision))
         };
         if runs >= o.max_runs
             || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))

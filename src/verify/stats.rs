@@ -228,7 +228,9 @@ mod tests {
         // Noisy timings around 1.0: the interval shrinks roughly with 1/sqrt(n).
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let draw = |n: usize, rng: &mut ChaCha8Rng| -> Vec<f64> {
-            (0..n).map(|_| 1.0 + rng.random_range(-0.05..0.05)).collect()
+            (0..n)
+                .map(|_| 1.0 + rng.random_range(-0.05..0.05))
+                .collect()
         };
         let w20 = median_ci_rel_width(&draw(20, &mut rng)).unwrap();
         let w400 = median_ci_rel_width(&draw(400, &mut rng)).unwrap();
