@@ -4,6 +4,8 @@ medians, compile and total time per pair. Usage: summarize.py OUT.jsonl [LABEL]"
 import json, sys, statistics
 
 rows = []
+phases = []
+runs = []
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if r.get("type") != "pair":
@@ -17,6 +19,9 @@ for line in open(sys.argv[1]):
     comp = ph.get("compile", 0.0)
     hits = ",".join(str(x.get("cache")) for x in (ev.get("variants") or {}).values())
     rows.append((p["benchmark"], p["kernel"], v.get("status"), sp, t, comp, hits, ph.get("total"), v.get("reason", "")))
+    if ph.get("total") is not None:
+        phases.append(ph)
+        runs.extend(t2["slow"]["runs"] for t2 in ev.get("timings", []))
 label = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
 print(f"## {label}")
 print("| benchmark | kernel | status | size set | slow ms | fast ms | speedup | 95% CI | compile ms (cache) | pair total ms |")
@@ -33,5 +38,10 @@ for b, k, s, sp, t, comp, hits, tot, reason in rows:
         print(f"| {b} | {k} | {s} | | | | | | {comp:.0f} ({hits}) | {'' if tot is None else f'{tot:.0f}'} | <!-- {reason[:150]} -->")
 if totals:
     print(f"\npairs run in a worker: {len(totals)}, median total {statistics.median(totals):.0f} ms, max {max(totals):.0f} ms; compile phase summed {sum(comps):.0f} ms, median {statistics.median(comps):.1f} ms")
+if phases:
+    tot = lambda k: sum(ph.get(k, 0.0) for ph in phases)
+    print(f"phases summed over pairs: compile {tot('compile'):.0f} ms, check {tot('check'):.0f} ms, time {tot('time'):.0f} ms, total {tot('total'):.0f} ms")
+if runs:
+    print(f"timed runs per variant and size set: median {statistics.median(runs):.0f}, min {min(runs)}, max {max(runs)}")
 for b, k, s, sp, t, comp, hits, tot, reason in rows:
     print(f"- {b}/{k}: {s}: {reason}")

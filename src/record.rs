@@ -364,6 +364,8 @@ pub enum Status {
     HarnessError,
     NoGpu,
     MissingSlow,
+    /// Verified, but a `compute-sanitizer` pass (`verify --sanitizer`) reported errors.
+    SanitizerError,
 }
 
 impl Status {
@@ -383,6 +385,7 @@ impl Status {
             Status::HarnessError => "harness_error",
             Status::NoGpu => "no_gpu",
             Status::MissingSlow => "missing_slow",
+            Status::SanitizerError => "sanitizer_error",
         }
     }
 }

@@ -473,3 +473,45 @@ fn ids_are_unique_across_splits() {
     d.dedup();
     assert_eq!(v, d);
 }
+
+/// A pair that verified but failed its compute-sanitizer pass (`sanitizer_error`) is
+/// left out like any unverified pair, and the filter report says why.
+#[test]
+fn sanitizer_error_pairs_are_not_exported() {
+    use kernelpair::record::{Record, Status};
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs = kernelpair::jsonl::read_records(Path::new(PAIRS)).unwrap();
+    let mut flagged = None;
+    for r in &mut recs {
+        if let Record::Pair(p) = r {
+            if let Some(v) = p.verification.as_mut() {
+                if v.status == Status::Verified && !p.identical && flagged.is_none() {
+                    v.status = Status::SanitizerError;
+                    v.reason =
+                        "verified, but compute-sanitizer memcheck reported 1 error(s)".into();
+                    flagged = Some(p.id.clone());
+                }
+            }
+        }
+    }
+    let flagged = flagged.expect("the fixture has a verified pair");
+    let input = dir.path().join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&input, &recs).unwrap();
+    let out = dir.path().join("out");
+    kp().args(["export", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let rows = all_rows(&out, "chat");
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r["id"] != flagged.as_str()));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("filter_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        report["excluded"]["not verified: sanitizer_error"], 1,
+        "{report}"
+    );
+}

@@ -487,3 +487,394 @@ fn suite_folder_as_harness_dir_finds_harnesses_beside_the_kernels() {
         .collect();
     assert!(missing.is_empty(), "pairs without a harness: {missing:?}");
 }
+
+const SAN_WORKER: &str = r#"#!/bin/sh
+# A stand-in for `kernelpair worker` that can run under the fake compute-sanitizer below:
+# a check-only job (the sanitizer pass) writes the report the named tool would give for
+# the pair into $FAKE_SANITIZER_BODY; .../oob/ then ends like a kernel memcheck aborted.
+echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
+answer() {
+  echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":$3,\"verification\":{\"status\":\"$1\",\"reason\":\"$2\",\"tool_version\":\"fake\"}}"
+}
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
+  case "$line" in
+    *'"type":"shutdown"'*) exit 0 ;;
+  esac
+  case "$line" in
+    *'"check_only":true'*)
+      case "$line" in *'"seeds":1,'*) ;; *) answer mismatch "check job with more than one seed" false; continue ;; esac
+      case "$FAKE_SANITIZER_TOOL:$line" in
+        memcheck:*'/oob/harness.toml"'*)
+          cat > "$FAKE_SANITIZER_BODY" <<'REPORT'
+========= Invalid __global__ write of size 4 bytes
+=========     at affine+0x1b0
+=========     by thread (232,0,0) in block (3,0,0)
+=========     Access to 0x7f3a4e000fa0 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f3a4e000000 of size 4,000 bytes
+=========
+REPORT
+          answer crashed "size set s, seed 0, fast kernel affine: CUDA_ERROR_LAUNCH_FAILED" true
+          exit 1 ;;
+        racecheck:*'/racy/harness.toml"'*)
+          cat > "$FAKE_SANITIZER_BODY" <<'REPORT'
+========= Error: Race reported between Write access at affine+0x2f0
+=========     and Read access at affine+0x310 [96 hazards]
+=========
+REPORT
+          answer verified "check-only run" false ;;
+        *:*'/slowsan/harness.toml"'*) echo $$ > "$FAKE_SANITIZER_PIDFILE"; exec sleep 600 ;;
+        *) answer verified "check-only run" false ;;
+      esac ;;
+    *'/hang/harness.toml"'*) exec sleep 600 ;;
+    *) answer verified "fake" false ;;
+  esac
+done
+"#;
+
+/// A stand-in for compute-sanitizer: reads its options, runs the command after them,
+/// and when it ends writes the report to `--log-file` with a summary counting the
+/// findings the worker left, exiting with `--error-exitcode` if there were any.
+const FAKE_SANITIZER: &str = r#"#!/bin/sh
+tool=memcheck; log=; code=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tool) tool=$2; shift 2 ;;
+    --log-file) log=$2; shift 2 ;;
+    --error-exitcode) code=$2; shift 2 ;;
+    --*) shift 2 ;;
+    *) break ;;
+  esac
+done
+[ -n "$log" ] || { echo "fake compute-sanitizer: no --log-file" >&2; exit 9; }
+echo "$tool $*" >> "$FAKE_SANITIZER_CALLS"
+# A stray banner before the worker's hello: the pool must skip it.
+echo "========= COMPUTE-SANITIZER"
+export FAKE_SANITIZER_TOOL=$tool FAKE_SANITIZER_BODY="$log.body"
+"$@"
+rc=$?
+n=0
+[ -f "$log.body" ] && n=$(grep -c -e '^========= Invalid' -e '^========= Error:' "$log.body")
+{
+  echo "========= COMPUTE-SANITIZER"
+  [ -f "$log.body" ] && cat "$log.body"
+  if [ "$tool" = racecheck ]; then
+    echo "========= RACECHECK SUMMARY: $n hazards displayed ($n errors, 0 warnings)"
+  else
+    echo "========= ERROR SUMMARY: $n errors"
+  fi
+} > "$log"
+rm -f "$log.body"
+[ "$n" -gt 0 ] && exit "$code"
+exit $rc
+"#;
+
+fn pair_verification(out: &Path, benchmark: &str) -> kernelpair::record::Verification {
+    kernelpair::jsonl::read_records(out)
+        .unwrap()
+        .into_iter()
+        .find_map(|r| match r {
+            Record::Pair(p) if p.benchmark == benchmark => p.verification,
+            _ => None,
+        })
+        .unwrap()
+}
+
+/// `--sanitizer memcheck,racecheck` with a fake compute-sanitizer first in PATH: the
+/// pair memcheck flags and the one racecheck flags become `sanitizer_error` naming the
+/// tool, kernel and error; clean pairs stay verified with the evidence; the hang is a
+/// timeout and is not sanitized; every pair keeps its place.
+#[test]
+fn fake_sanitizer_flags_pairs_and_the_batch_goes_on() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let names = ["ok1", "oob", "racy", "hang", "ok2"];
+    let dirs: Vec<PathBuf> = names.iter().map(|n| pair_folder(t.path(), n)).collect();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let worker = t.path().join("worker.sh");
+    std::fs::write(&worker, SAN_WORKER).unwrap();
+    let bin = t.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("compute-sanitizer");
+    std::fs::write(&fake, FAKE_SANITIZER).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let calls = t.path().join("calls.txt");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = t.path().join("out.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .env("PATH", path)
+        .env("FAKE_SANITIZER_CALLS", &calls)
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--gpus",
+            "1",
+            "--timeout-s",
+            "2",
+            "--sanitizer",
+            "memcheck,racecheck",
+        ])
+        .arg("--worker-cmd")
+        .arg(format!("sh {}", worker.display()))
+        .assert()
+        .success();
+    let got: Vec<Status> = statuses(&out).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        got,
+        vec![
+            Status::Verified,
+            Status::SanitizerError,
+            Status::SanitizerError,
+            Status::Timeout,
+            Status::Verified
+        ]
+    );
+    let oob = pair_verification(&out, "oob");
+    for want in [
+        "memcheck",
+        "kernel affine",
+        "Invalid __global__ write of size 4 bytes",
+    ] {
+        assert!(oob.reason.contains(want), "{}", oob.reason);
+    }
+    let mem = &oob.evidence["sanitizer"]["tools"]["memcheck"];
+    assert_eq!(mem["errors"], 1, "{mem}");
+    assert_eq!(mem["exit_code"], 86, "{mem}");
+    assert_eq!(mem["worker_status"], "crashed", "{mem}");
+    assert_eq!(mem["messages"][0]["kernel"], "affine", "{mem}");
+    assert_eq!(oob.evidence["sanitizer"]["tools"]["racecheck"]["errors"], 0);
+    let racy = pair_verification(&out, "racy");
+    assert!(racy.reason.contains("racecheck"), "{}", racy.reason);
+    assert!(
+        racy.reason.contains("Race reported between Write access"),
+        "{}",
+        racy.reason
+    );
+    let ok = pair_verification(&out, "ok1");
+    for tool in ["memcheck", "racecheck"] {
+        let r = &ok.evidence["sanitizer"]["tools"][tool];
+        assert_eq!(r["ran"], true, "{r}");
+        assert_eq!(r["errors"], 0, "{r}");
+        assert_eq!(r["worker_status"], "verified", "check job is one seed: {r}");
+    }
+    assert_eq!(ok.evidence["sanitizer"]["seeds"], 1);
+    assert_eq!(ok.evidence["sanitizer"]["deadline_s"], 40.0, "2 s × 20");
+    let hang = pair_verification(&out, "hang");
+    assert!(
+        hang.evidence.get("sanitizer").is_none(),
+        "{}",
+        hang.evidence
+    );
+    // One sanitized worker per pair and tool, none for the hang.
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(calls.lines().count(), 8, "{calls}");
+    assert!(calls.lines().all(|l| l.contains("worker.sh")), "{calls}");
+    check_verifications(&out);
+}
+
+/// A sanitized job past its deadline (the pair's × 20) is killed with the worker under
+/// the sanitizer (a grandchild, so the whole process group goes); the pair keeps its
+/// status and the evidence says what happened.
+#[test]
+fn a_hanging_sanitized_job_is_killed_with_its_process_group() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let dirs = vec![
+        pair_folder(t.path(), "slowsan"),
+        pair_folder(t.path(), "ok"),
+    ];
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let worker = t.path().join("worker.sh");
+    std::fs::write(&worker, SAN_WORKER).unwrap();
+    let fake = t.path().join("compute-sanitizer");
+    std::fs::write(&fake, FAKE_SANITIZER).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pidfile = t.path().join("pid");
+    let out = t.path().join("out.jsonl");
+    let start = std::time::Instant::now();
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .env("FAKE_SANITIZER_CALLS", t.path().join("calls.txt"))
+        .env("FAKE_SANITIZER_PIDFILE", &pidfile)
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--gpus", "1", "--timeout-s", "1", "--sanitizer", "memcheck"])
+        .arg("--compute-sanitizer")
+        .arg(&fake)
+        .arg("--worker-cmd")
+        .arg(format!("sh {}", worker.display()))
+        .assert()
+        .success();
+    assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
+    let v = pair_verification(&out, "slowsan");
+    assert_eq!(v.status, Status::Verified);
+    let mem = &v.evidence["sanitizer"]["tools"]["memcheck"];
+    assert_eq!(mem["ran"], false, "{mem}");
+    let problem = mem["problem"].as_str().unwrap();
+    assert!(problem.contains("did not finish within 20 s"), "{problem}");
+    assert_eq!(
+        pair_verification(&out, "ok").evidence["sanitizer"]["tools"]["memcheck"]["ran"],
+        true
+    );
+    let pid = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Gone, or a zombie waiting for init to reap it.
+        std::fs::read_to_string(proc.join("stat"))
+            .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+    });
+    assert!(gone, "the sanitized worker {pid} outlived its deadline");
+}
+
+/// compute-sanitizer missing: one line says where it was looked for, the evidence
+/// records the pass as skipped, and the batch completes as without `--sanitizer`.
+#[test]
+fn missing_sanitizer_is_one_line_and_the_batch_goes_on() {
+    let t = tempfile::tempdir().unwrap();
+    let dirs = vec![pair_folder(t.path(), "ok1"), pair_folder(t.path(), "ok2")];
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let worker = t.path().join("worker.sh");
+    std::fs::write(&worker, SAN_WORKER).unwrap();
+    let missing = t.path().join("nowhere/compute-sanitizer");
+    let out = t.path().join("out.jsonl");
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--gpus",
+            "1",
+            "--sanitizer",
+            "memcheck",
+            "--compute-sanitizer",
+        ])
+        .arg(&missing)
+        .arg("--worker-cmd")
+        .arg(format!("sh {}", worker.display()))
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "compute-sanitizer not found (looked in {}); --sanitizer skipped",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    for (_, s) in statuses(&out) {
+        assert_eq!(s, Status::Verified);
+    }
+    let v = pair_verification(&out, "ok2");
+    let skipped = v.evidence["sanitizer"]["skipped"].as_str().unwrap();
+    assert!(skipped.contains("not found"), "{skipped}");
+    check_verifications(&out);
+}
+
+/// No GPU: `--sanitizer` changes nothing; the one `no GPU` line, pairs `no_gpu`, exit 0.
+#[test]
+fn sanitizer_without_a_gpu_is_the_no_gpu_path() {
+    if matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    ) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &[pair_folder(t.path(), "ok")]);
+    let out = t.path().join("out.jsonl");
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--sanitizer", "memcheck,racecheck,initcheck,synccheck"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no GPU"), "{stderr}");
+    let v = pair_verification(&out, "ok");
+    assert_eq!(v.status, Status::NoGpu);
+    assert!(v.evidence.get("sanitizer").is_none(), "{}", v.evidence);
+}
+
+/// On the GPU with compute-sanitizer installed: memcheck reports the planted
+/// off-by-one store (which the canaries already make `out_of_bounds`) and finds
+/// nothing in the good copy, which stays verified; racecheck is clean on both.
+#[test]
+#[ignore = "needs a GPU and compute-sanitizer; run on the device with -- --ignored"]
+fn gpu_sanitizer_flags_the_off_by_one_and_passes_good_copy() {
+    if let Err(why) = kernelpair::verify::sanitizer::locate(None) {
+        panic!("{why}");
+    }
+    let t = tempfile::tempdir().unwrap();
+    let dirs = vec![
+        planted().join("good_copy"),
+        planted().join("oob_off_by_one"),
+    ];
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let out = t.path().join("out.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args(["--timeout-s", "30", "--sanitizer", "memcheck,racecheck"])
+        .assert()
+        .success();
+    let good = pair_verification(&out, "planted_good_copy");
+    let oob = pair_verification(&out, "planted_oob_off_by_one");
+    eprintln!(
+        "good_copy: {} {}\n{:#}",
+        good.status.as_str(),
+        good.reason,
+        good.evidence["sanitizer"]
+    );
+    eprintln!(
+        "oob_off_by_one: {} {}\n{:#}",
+        oob.status.as_str(),
+        oob.reason,
+        oob.evidence["sanitizer"]
+    );
+    assert_eq!(good.status, Status::Verified, "{}", good.reason);
+    for tool in ["memcheck", "racecheck"] {
+        let r = &good.evidence["sanitizer"]["tools"][tool];
+        assert_eq!(r["ran"], true, "{r}");
+        assert_eq!(r["errors"], 0, "{r}");
+    }
+    assert_eq!(oob.status, Status::OutOfBounds, "{}", oob.reason);
+    let mem = &oob.evidence["sanitizer"]["tools"]["memcheck"];
+    assert!(mem["errors"].as_u64().unwrap() > 0, "{mem}");
+    assert_eq!(mem["messages"][0]["kernel"], "affine", "{mem}");
+    assert!(
+        mem["messages"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("__global__ write"),
+        "{mem}"
+    );
+    check_verifications(&out);
+}

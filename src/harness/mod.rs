@@ -569,6 +569,21 @@ pub struct ResolvedConst {
     pub init: Init,
 }
 
+/// Indices `i` of buffer `arg` with `from <= i % period < to` are not compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ignore {
+    pub arg: usize,
+    pub period: usize,
+    pub from: usize,
+    pub to: usize,
+}
+
+impl Ignore {
+    pub fn contains(&self, i: usize) -> bool {
+        (self.from..self.to).contains(&(i % self.period))
+    }
+}
+
 /// A shimmed legacy texture reference to fill before the launches: the device struct
 /// `{ptr, width, height, pitch}` (sizes in elements) of `kernelpair_legacy_texture`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -626,6 +641,9 @@ pub struct Resolved {
     pub constants: Vec<ResolvedConst>,
     #[serde(default)]
     pub textures: Vec<ResolvedTexture>,
+    /// Output indices left out of the comparison, per buffer arg.
+    #[serde(default)]
+    pub ignores: Vec<Ignore>,
     pub sparse: Vec<SparseMatrix>,
     pub slow: Vec<Launch>,
     pub fast: Vec<Launch>,
@@ -657,6 +675,9 @@ pub struct LaunchSpec {
 }
 
 /// A buffer or scalar argument as written.
+// A harness holds a handful of args, parsed once: the size of the larger variant is
+// immaterial, and boxing its fields would only add indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum ArgSpec {
     Buffer {
@@ -672,6 +693,8 @@ pub enum ArgSpec {
         layout: Vec<(Variant, LayoutSpec)>,
         /// Compare window as written: (offset, len) expressions.
         compare: Option<(String, String)>,
+        /// `[period, from, to]` expressions: indices left out of the comparison.
+        ignore: Option<[String; 3]>,
     },
     Scalar {
         name: String,
@@ -978,6 +1001,10 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                     c_type: a.c_type.clone(),
                     layout,
                     compare,
+                    ignore: a
+                        .ignore
+                        .as_ref()
+                        .map(|g| [g.period.text(), g.from.text(), g.to.text()]),
                 });
             }
             (None, Some(value)) => {
@@ -1970,6 +1997,33 @@ impl Harness {
                 }
             });
         }
+        let mut ignores = Vec::new();
+        for (i, a) in self.args.iter().enumerate() {
+            let ArgSpec::Buffer {
+                ignore: Some([period, from, to]),
+                ..
+            } = a
+            else {
+                continue;
+            };
+            let f = format!("args[{i}].ignore");
+            let period_v = pos(&format!("{f}.period"), period, &scope)?;
+            let from_v = pos(&format!("{f}.from"), from, &scope)?;
+            let to_v = pos(&format!("{f}.to"), to, &scope)?;
+            if period_v == 0 || from_v >= to_v || to_v > period_v {
+                return Err(xerr(
+                    &f,
+                    &format!("{from} .. {to} of {period}"),
+                    format!("needs 0 <= from < to <= period, got {from_v} .. {to_v} of {period_v}"),
+                ));
+            }
+            ignores.push(Ignore {
+                arg: i,
+                period: period_v,
+                from: from_v,
+                to: to_v,
+            });
+        }
         let mut constants = Vec::new();
         for (i, c) in self.constants.iter().enumerate() {
             let f = format!("constants[{i}]");
@@ -2123,6 +2177,7 @@ impl Harness {
             args,
             constants,
             textures,
+            ignores,
             sparse,
         };
         gen::check_resolved(&resolved)?;
@@ -2953,5 +3008,34 @@ args = ["src + margin", "dst + margin"]
         .unwrap();
         let e = two_d.check_against(None, &u).unwrap_err().to_string();
         assert!(e.contains("1D"), "{e}");
+    }
+
+    #[test]
+    fn ignore_resolves_per_size_set_and_rejects_empty_ranges() {
+        let with =
+            |g: &str| SAXPY.replace("rtol = 1e-5\n", &format!("rtol = 1e-5\nignore = {g}\n"));
+        let h = parse(
+            &with("{ period = \"n / 10\", from = 98, to = 100 }"),
+            "i.toml",
+        )
+        .unwrap();
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        assert_eq!(
+            r.ignores,
+            vec![Ignore {
+                arg: 3,
+                period: 100,
+                from: 98,
+                to: 100
+            }]
+        );
+        assert!(r.ignores[0].contains(198) && !r.ignores[0].contains(197));
+        let e = err_of(&with("{ period = 100, from = 5, to = 5 }"));
+        assert!(
+            e.contains("args[3].ignore") && e.contains("from < to"),
+            "{e}"
+        );
+        let e = err_of(&with("{ period = 100, from = 5 }"));
+        assert!(e.contains("to"), "{e}");
     }
 }

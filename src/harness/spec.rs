@@ -115,6 +115,10 @@ pub struct RawArg {
     pub scale_tol: Option<f64>,
     #[serde(default)]
     pub allow_degenerate: bool,
+    /// Elements the comparison leaves out: every index `i` with `from <= i % period < to`
+    /// (padding a kernel copies out without defining it).
+    #[serde(default)]
+    pub ignore: Option<RawIgnore>,
     /// The C parameter type this buffer stands for when it is not the element type
     /// (`float4`, `struct kValues`): the check then compares this text.
     #[serde(default)]
@@ -169,6 +173,15 @@ pub struct RawConst {
     pub ty: String,
     pub len: Expr,
     pub init: RawInit,
+}
+
+/// A periodic set of buffer indices left out of the comparison.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIgnore {
+    pub period: Expr,
+    pub from: Expr,
+    pub to: Expr,
 }
 
 /// A legacy texture reference (rewritten by extract onto the `kernelpair_legacy_texture`

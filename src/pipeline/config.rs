@@ -123,6 +123,11 @@ pub struct VerifySettings {
     pub precision: f64,
     /// Pairs per journaled chunk: a killed run redoes at most one chunk of GPU work.
     pub chunk: usize,
+    /// compute-sanitizer tools to run each pair under after verification (`verify
+    /// --sanitizer`). Left out of the settings' serialization when empty, so journals
+    /// written before this setting existed stay valid.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sanitizer: Vec<crate::verify::sanitizer::Tool>,
 }
 
 impl Default for VerifySettings {
@@ -135,6 +140,7 @@ impl Default for VerifySettings {
             time_budget_ms: 250.0,
             precision: crate::verify::engine::DEFAULT_PRECISION,
             chunk: 16,
+            sanitizer: Vec::new(),
         }
     }
 }
@@ -215,6 +221,25 @@ mod tests {
         assert_eq!(c.suites[0].kind, SuiteKind::Auto);
         assert_eq!(c.verify, VerifySettings::default());
         assert_eq!(c.export, ExportOptions::default());
+    }
+
+    #[test]
+    fn sanitizer_tools_parse_and_stay_out_of_old_settings_keys() {
+        use crate::verify::sanitizer::Tool;
+        let base = "output = \"o\"\n[[suite]]\npath = \"s\"\n[verify]\n";
+        let c = BuildConfig::parse(&format!(
+            "{base}sanitizer = [\"memcheck\", \"racecheck\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(c.verify.sanitizer, vec![Tool::Memcheck, Tool::Racecheck]);
+        let e = BuildConfig::parse(&format!("{base}sanitizer = [\"valgrind\"]\n")).unwrap_err();
+        assert!(e.contains("valgrind"), "{e}");
+        // The journal keys verify settings by their JSON: unchanged when the list is empty.
+        let json = serde_json::to_string(&VerifySettings::default()).unwrap();
+        assert!(!json.contains("sanitizer"), "{json}");
+        assert!(serde_json::to_string(&c.verify)
+            .unwrap()
+            .contains("\"sanitizer\":[\"memcheck\",\"racecheck\"]"));
     }
 
     #[test]

@@ -146,6 +146,8 @@ impl Stages for Library {
             cache_dir: Some(cache.to_path_buf()),
             gpus: None,
             worker_cmd: None,
+            sanitizer: s.sanitizer.clone(),
+            compute_sanitizer: None,
         };
         // A pair's own relative `harness` path resolves against the first harness folder.
         let base = s.harness_dirs.first().cloned().unwrap_or_default();

@@ -41,6 +41,12 @@ pub struct RunOptions {
     pub min_runs: usize,
     pub max_runs: usize,
     pub bootstrap_iters: usize,
+    /// A correctness-only run for `compute-sanitizer` (see `verify::sanitizer`): the
+    /// parent sends one seed and the smallest size set; the worker skips timing and
+    /// allocates buffers without canary zones, so that a read or write past the end
+    /// of a buffer falls outside its allocation where memcheck can see it.
+    #[serde(default)]
+    pub check_only: bool,
 }
 
 impl Default for RunOptions {
@@ -53,6 +59,7 @@ impl Default for RunOptions {
             min_runs: 20,
             max_runs: 400,
             bootstrap_iters: 2000,
+            check_only: false,
         }
     }
 }
@@ -192,6 +199,15 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
     ev.phases_ms
         .insert("total", t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
+        Ok(()) if job.options.check_only => (
+            Status::Verified,
+            format!(
+                "check-only run: agrees on {} size set(s) × {} seed(s); not timed",
+                job.sets.len(),
+                job.options.seeds
+            ),
+            false,
+        ),
         Ok(()) => {
             let s: &Speedup = speedup.as_ref().expect("set when timing ran");
             if s.ci_low >= job.options.min_speedup {
@@ -345,11 +361,13 @@ struct Guarded {
     /// per-variant layout (`pristine` then holds the slow variant's).
     pristine_fast: Option<DevBuf>,
     bytes: usize,
+    /// Canary bytes on each side: [`CANARY`], or 0 in a check-only run.
+    canary: usize,
 }
 
 impl Guarded {
     fn data(&self) -> u64 {
-        self.alloc.ptr + CANARY as u64
+        self.alloc.ptr + self.canary as u64
     }
 
     fn pristine_for(&self, which: Variant) -> &DevBuf {
@@ -386,7 +404,8 @@ fn run_inner(
     let (mut check_ms, mut time_ms) = (0.0, 0.0);
     for ss in &job.sets {
         let t = Instant::now();
-        let bufs = alloc_buffers(gpu, ss)?;
+        let canary = if job.options.check_only { 0 } else { CANARY };
+        let bufs = alloc_buffers(gpu, ss, canary)?;
         // Texture shims point at the buffers, which stay put for the whole size set.
         for loaded in [&slow, &fast] {
             upload_textures(gpu, loaded, ss, &bufs)?;
@@ -418,6 +437,9 @@ fn run_inner(
             )?;
         }
         check_ms += t.elapsed().as_secs_f64() * 1e3;
+        if job.options.check_only {
+            continue;
+        }
         let t = Instant::now();
         let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast)?;
         time_ms += t.elapsed().as_secs_f64() * 1e3;
@@ -438,7 +460,7 @@ fn run_inner(
     Ok(())
 }
 
-fn alloc_buffers(gpu: &Gpu, ss: &Resolved) -> Result<Vec<Option<Guarded>>, Stop> {
+fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<Guarded>>, Stop> {
     let mut out = Vec::new();
     for a in &ss.args {
         match a {
@@ -451,7 +473,7 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved) -> Result<Vec<Option<Guarded>>, Stop>
             } => {
                 let bytes = len * elem.size_of();
                 let alloc = gpu
-                    .alloc(bytes + 2 * CANARY)
+                    .alloc(bytes + 2 * canary)
                     .map_err(|e| Stop::cuda(e, &format!("allocating {name} ({bytes} bytes)")))?;
                 let pristine = gpu
                     .alloc(bytes)
@@ -469,6 +491,7 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved) -> Result<Vec<Option<Guarded>>, Stop>
                     pristine,
                     pristine_fast,
                     bytes,
+                    canary,
                 }));
             }
             ResolvedArg::Scalar { .. } => out.push(None),
@@ -676,7 +699,7 @@ fn check_seed(
     for (which, loaded) in [("slow", slow), ("fast", fast)] {
         let ctx = where_(which);
         restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
-        for g in bufs.iter().flatten() {
+        for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
             gpu.upload(g.alloc.ptr, &canary)
                 .and_then(|_| gpu.upload(g.data() + g.bytes as u64, &canary))
                 .map_err(|e| Stop::cuda(e, &ctx))?;
@@ -686,6 +709,9 @@ fn check_seed(
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         for (a, g) in ss.args.iter().zip(bufs) {
             if let (ResolvedArg::Buffer { name, .. }, Some(g)) = (a, g) {
+                if g.canary == 0 {
+                    continue;
+                }
                 let before = gpu
                     .download(g.alloc.ptr, CANARY)
                     .map_err(|e| Stop::cuda(e, &ctx))?;
@@ -752,6 +778,14 @@ fn check_seed(
         else {
             continue;
         };
+        let input = role.is_input().then_some(&inputs[i]);
+        if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
+            for which in ["slow", "fast"] {
+                if let Some(out) = outputs.get_mut(which) {
+                    compare::mask_ignored(&mut out[k], input, ig);
+                }
+            }
+        }
         // A compare window restricts comparison and degenerate checks to the part of the
         // output the kernels define; the rest is scratch (lbm's ghost margins).
         let (s_part, f_part, in_part);
@@ -759,14 +793,10 @@ fn check_seed(
             Some(w) => {
                 s_part = w.slice(&outputs["slow"][k]);
                 f_part = w.slice(&outputs["fast"][k]);
-                in_part = role.is_input().then(|| w.slice(&inputs[i]));
+                in_part = input.map(|b| w.slice(b));
                 (&s_part, &f_part, in_part.as_ref())
             }
-            None => (
-                &outputs["slow"][k],
-                &outputs["fast"][k],
-                role.is_input().then_some(&inputs[i]),
-            ),
+            None => (&outputs["slow"][k], &outputs["fast"][k], input),
         };
         let len = window.map_or(*len, |w| w.len);
         // The three checks are independent scans of large buffers: run them at once.

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod pool;
 pub mod protocol;
 pub mod resolve;
+pub mod sanitizer;
 pub mod stats;
 pub mod validate;
 
@@ -70,6 +71,16 @@ pub struct VerifyArgs {
     /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
     #[arg(long = "worker-cmd", hide = true)]
     pub worker_cmd: Option<String>,
+    /// After verification, run each pair whose kernels ran once more under these
+    /// compute-sanitizer tools (comma list: memcheck, racecheck, initcheck, synccheck);
+    /// errors turn a verified pair into `sanitizer_error`. Skipped with one line when
+    /// compute-sanitizer is not installed.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub sanitizer: Vec<sanitizer::Tool>,
+    /// The compute-sanitizer binary (default: looked up in PATH, $CUDA_HOME/bin,
+    /// $CUDA_PATH/bin, /usr/local/cuda/bin).
+    #[arg(long = "compute-sanitizer", value_name = "PATH")]
+    pub compute_sanitizer: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -283,7 +294,7 @@ pub fn verify_records(
         precision: args.precision,
         ..RunOptions::default()
     };
-    let mut jobs = Vec::new();
+    let mut jobs: Vec<(usize, Job)> = Vec::new();
     for (i, p, found) in &pending {
         match resolve::resolve(p, found, &hello) {
             Ok((slow, fast, sets)) => jobs.push((
@@ -306,19 +317,85 @@ pub fn verify_records(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
+    // Said before the batch runs, so the line comes at once; the pass runs after it.
+    let sanitizer = match args.sanitizer.is_empty() {
+        true => None,
+        false => Some(
+            sanitizer::locate(args.compute_sanitizer.as_deref()).inspect_err(|why| {
+                eprintln!("{why}; --sanitizer skipped");
+            }),
+        ),
+    };
+    let sanitize_jobs = sanitizer.as_ref().map(|_| jobs.clone());
     let mut io_err = None;
-    pool::run_all(workers, jobs, launch, timeout, hello_timeout, |i, v| {
-        bar.inc(1);
-        bar.set_message(v.status.as_str());
-        if let Err(e) = record(i, v, &mut results) {
-            io_err.get_or_insert(e);
-        }
-    });
+    pool::run_all(
+        workers,
+        jobs,
+        launch.clone(),
+        timeout,
+        hello_timeout,
+        |i, v| {
+            bar.inc(1);
+            bar.set_message(v.status.as_str());
+            if let Err(e) = record(i, v, &mut results) {
+                io_err.get_or_insert(e);
+            }
+        },
+    );
     bar.finish_and_clear();
-    match io_err {
-        Some(e) => Err(e),
-        None => Ok(results),
+    if let Some(e) = io_err {
+        return Err(e);
     }
+    if let (Some(found), Some(sjobs)) = (sanitizer, sanitize_jobs) {
+        let targets: Vec<(usize, Job)> = sjobs
+            .into_iter()
+            .filter(|(i, _)| {
+                results
+                    .get(i)
+                    .is_some_and(|v| sanitizer::worth_sanitizing(v.status))
+            })
+            .collect();
+        match found {
+            Err(why) => {
+                for (i, _) in &targets {
+                    let mut v = results[i].clone();
+                    sanitizer::apply(&mut v, sanitizer::skipped(&why), &BTreeMap::new());
+                    record(*i, v, &mut results)?;
+                }
+            }
+            Ok(binary) => {
+                let pass = sanitizer::Pass {
+                    binary,
+                    tools: args.sanitizer.clone(),
+                    devices,
+                    worker: launch,
+                    timeout: timeout.mul_f64(sanitizer::SLOWDOWN),
+                    hello_timeout: hello_timeout * 2,
+                };
+                let bar = indicatif::ProgressBar::new((targets.len() * pass.tools.len()) as u64);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("sanitize {bar:30} {pos}/{len} {msg}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                let mut io_err = None;
+                sanitizer::run_pass(&pass, targets, |i, job, runs| {
+                    bar.inc(runs.len() as u64);
+                    let mut v = results[&i].clone();
+                    let ev = sanitizer::pass_evidence(&pass.binary, job, pass.timeout, &runs);
+                    sanitizer::apply(&mut v, ev, &runs);
+                    bar.set_message(v.status.as_str());
+                    if let Err(e) = record(i, v, &mut results) {
+                        io_err.get_or_insert(e);
+                    }
+                });
+                bar.finish_and_clear();
+                if let Some(e) = io_err {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(results)
 }
 
 pub fn partial_path(out: &Path) -> PathBuf {

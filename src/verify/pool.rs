@@ -9,7 +9,8 @@ use crate::gpu::Props;
 use crate::record::{DeviceInfo, Status, Verification};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,6 +54,22 @@ pub struct Worker {
     stdin: ChildStdin,
     lines: Receiver<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// Started as the leader of its own process group (a worker under
+    /// compute-sanitizer is a grandchild): a kill takes the whole group.
+    grouped: bool,
+}
+
+/// How a worker started by [`Worker::spawn_grouped`] ended its one job.
+#[derive(Debug)]
+pub struct OneJob {
+    /// The worker's answer, if it gave one before its deadline.
+    pub verification: Option<Verification>,
+    /// It ran past its deadline and was killed.
+    pub timed_out: bool,
+    /// Exit status of the process (None when it had to be killed).
+    pub exit: Option<ExitStatus>,
+    /// Its last stderr lines.
+    pub stderr_tail: Vec<String>,
 }
 
 const STDERR_LINES: usize = 20;
@@ -63,7 +80,29 @@ impl Worker {
         device: usize,
         hello_timeout: Duration,
     ) -> Result<Worker, PoolError> {
+        Self::spawn_inner(launcher, device, hello_timeout, false)
+    }
+
+    /// As [`Worker::spawn`], in a process group of its own, for wrappers such as
+    /// compute-sanitizer whose child is the real worker.
+    pub fn spawn_grouped(
+        launcher: &Launcher,
+        device: usize,
+        hello_timeout: Duration,
+    ) -> Result<Worker, PoolError> {
+        Self::spawn_inner(launcher, device, hello_timeout, true)
+    }
+
+    fn spawn_inner(
+        launcher: &Launcher,
+        device: usize,
+        hello_timeout: Duration,
+        grouped: bool,
+    ) -> Result<Worker, PoolError> {
         let mut cmd = launcher(device);
+        if grouped {
+            cmd.process_group(0);
+        }
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -122,16 +161,27 @@ impl Worker {
             stdin,
             lines,
             stderr_tail,
+            grouped,
         };
-        let line = match w.lines.recv_timeout(hello_timeout) {
-            Ok(l) => l,
-            Err(e) => {
-                let tail = w.tail();
-                w.kill();
-                return Err(PoolError::Hello {
-                    device,
-                    message: format!("{e:?}; stderr: {}", tail.join(" | ")),
-                });
+        // Lines before the hello that are not protocol (a wrapper's banner) are skipped.
+        let deadline = Instant::now() + hello_timeout;
+        let line = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match w.lines.recv_timeout(left) {
+                Ok(l) if decode::<Response>(&l).is_err() && l.trim_start().starts_with('=') => {
+                    continue
+                }
+                Ok(l) => break l,
+                Err(e) => {
+                    // Give the stderr reader a moment to drain the last lines.
+                    std::thread::sleep(Duration::from_millis(50));
+                    let tail = w.tail();
+                    w.kill();
+                    return Err(PoolError::Hello {
+                        device,
+                        message: format!("{e:?}; stderr: {}", tail.join(" | ")),
+                    });
+                }
             }
         };
         match decode::<Response>(&line) {
@@ -180,8 +230,81 @@ impl Worker {
     }
 
     fn kill(&mut self) {
+        if self.grouped && matches!(self.child.try_wait(), Ok(None)) {
+            // The child is not reaped yet, so the group id is still its own.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.child.id())])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Run one job, then let the process end on its own (a wrapper such as
+    /// compute-sanitizer writes its report as it exits): send `shutdown`, close
+    /// stdin, wait up to `grace`, and kill it only after that. A job past `timeout`
+    /// is killed at once.
+    pub fn run_to_exit(mut self, job: &Job, timeout: Duration, grace: Duration) -> OneJob {
+        let line = encode(Request::Job {
+            job: Box::new(job.clone()),
+        });
+        let _ = writeln!(self.stdin, "{line}").and_then(|_| self.stdin.flush());
+        let deadline = Instant::now() + timeout;
+        let mut verification = None;
+        let mut timed_out = false;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => match decode::<Response>(&l) {
+                    Ok(Response::Result {
+                        pair_id,
+                        verification: v,
+                        ..
+                    }) if pair_id == job.pair_id => {
+                        verification = Some(*v);
+                        break;
+                    }
+                    _ => continue,
+                },
+                Err(RecvTimeoutError::Timeout) => {
+                    timed_out = true;
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let mut exit = None;
+        if timed_out {
+            self.kill();
+        } else {
+            let _ = writeln!(self.stdin, "{}", encode(Request::Shutdown));
+            let _ = self.stdin.flush();
+            let end = Instant::now() + grace;
+            loop {
+                match self.child.try_wait() {
+                    Ok(Some(s)) => {
+                        exit = Some(s);
+                        break;
+                    }
+                    Ok(None) if Instant::now() < end => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                    _ => {
+                        self.kill();
+                        break;
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        OneJob {
+            verification,
+            timed_out,
+            exit,
+            stderr_tail: self.tail(),
+        }
     }
 
     /// Tell the worker to stop and wait briefly; kill it if it lingers.

@@ -36,6 +36,10 @@ pub struct ValidateArgs {
     pub min_speedup: f64,
     #[arg(long = "cache-dir")]
     pub cache_dir: Option<PathBuf>,
+    /// Also run the pair under these compute-sanitizer tools (comma list: memcheck,
+    /// racecheck, initcheck, synccheck); errors reject it as `sanitizer_error`.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub sanitizer: Vec<super::sanitizer::Tool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -322,6 +326,8 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
         cache_dir: args.cache_dir.clone(),
         gpus: None,
         worker_cmd: None,
+        sanitizer: args.sanitizer.clone(),
+        compute_sanitizer: None,
     };
     let results = super::verify_records(&records, Path::new(""), &vargs, None)?;
     let mut ri = 0;
