@@ -154,6 +154,22 @@ block = 1
         ("block = 1", "block = [1, 1, 1, 1]"),
         ("len = \"n\"", "len = \"n\"\nvalue = 3"),
         ("[[launch]]", "[[launches]]"),
+        (
+            "role = \"out\"",
+            "role = \"out\"\nlayout.medium = { kind = \"transpose\", rows = 10, cols = 10 }",
+        ),
+        (
+            "role = \"out\"",
+            "role = \"out\"\nlayout.fast = { kind = \"transpose\", rows = 10 }",
+        ),
+        (
+            "role = \"out\"",
+            "role = \"out\"\ncompare = { offset = 1 }",
+        ),
+        (
+            "kind = \"uniform\", lo = 0.0, hi = 1.0",
+            "kind = \"fields\", fields = [{ count = 1, type = \"int\", init = { kind = \"zeros\" } }]",
+        ),
     ] {
         let text = good.replace(from, to);
         let json = harness::to_json(&text, "bad").unwrap();
@@ -463,4 +479,142 @@ fn every_fixture_pair_has_a_harness_that_fits_its_units() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// Parboil lbm (extractors/parboil/lbm.toml): the harness encodes the two variants'
+/// `CALC_INDEX` (cuda_base: `e + 20·cell`, cuda: `TOTAL_PADDED_CELLS·e + cell`, both from
+/// the kernel pointer `grid + margin`), and its compare window keeps every element where
+/// the two kernels' writes agree and drops the ones where they cannot: replays the
+/// kernel's scatter addresses (not its arithmetic) for the planes where they leave the
+/// domain. Also: the generated flag words are a realistic mix of fluid, obstacle and
+/// accelerated cells.
+#[test]
+fn lbm_layouts_match_calc_index_and_the_window_keeps_only_agreeing_writes() {
+    use harness::{Layout, ResolvedArg, Window};
+    let h = harness::load(&root().join("extractors/parboil/lbm.toml")).unwrap();
+    let r = h
+        .resolve(&h.size_sets()[0], &harness::DeviceProps::h100())
+        .unwrap();
+    let v = |k: &str| r.values[k] as i64;
+    let (sx, sy, sz) = (v("size_x"), v("size_y"), v("size_z"));
+    let (px, py, pz) = (sx + 8, sy, sz + 4);
+    let cells = px * py * pz;
+    let margin = v("margin");
+    assert_eq!(margin, 2 * px * py * 20, "cuda_base's REAL_MARGIN");
+    assert_eq!(
+        v("grid_len"),
+        cells * 20 + 2 * 2 * px * py * 20,
+        "LBM_allocateGrid"
+    );
+    let (layout, window) = match &r.args[1] {
+        ResolvedArg::Buffer {
+            layout, compare, ..
+        } => (layout.fast.unwrap(), compare.unwrap()),
+        other => panic!("{other:?}"),
+    };
+    let Layout::Transpose { rows, cols, offset } = layout;
+    assert_eq!((rows as i64, cols, offset as i64), (cells, 20, margin));
+    assert_eq!(r.slow[0].offsets, [margin as usize; 2]);
+    assert_eq!(r.fast[0].offsets, [margin as usize; 2]);
+    // Element positions (in the whole buffer) of CALC_INDEX in each layout.
+    let aos = |c: i64, e: i64| margin + e + 20 * c;
+    let soa = |c: i64, e: i64| margin + cells * e + c;
+    // The layout maps canonical position p to fast position `to_fast(p)`.
+    let to_fast = |p: i64| -> i64 {
+        let q = p - offset as i64;
+        if q < 0 || q >= cells * 20 {
+            p
+        } else {
+            offset as i64 + (q % 20) * cells + q / 20
+        }
+    };
+    let in_window = |p: i64| {
+        let Window { offset, len } = window;
+        p >= offset as i64 && p < (offset + len) as i64
+    };
+    // D3Q19 directions in CELL_ENTRIES order (C N S E W T B NE NW SE SW NT NB ST SB ET EB WT WB).
+    let dirs: [(i64, i64, i64); 19] = [
+        (0, 0, 0),
+        (0, 1, 0),
+        (0, -1, 0),
+        (1, 0, 0),
+        (-1, 0, 0),
+        (0, 0, 1),
+        (0, 0, -1),
+        (1, 1, 0),
+        (-1, 1, 0),
+        (1, -1, 0),
+        (-1, -1, 0),
+        (0, 1, 1),
+        (0, 1, -1),
+        (0, -1, 1),
+        (0, -1, -1),
+        (1, 0, 1),
+        (1, 0, -1),
+        (-1, 0, 1),
+        (-1, 0, -1),
+    ];
+    let cell = |x: i64, y: i64, z: i64| x + y * px + z * px * py;
+    let (mut agree, mut dropped) = (0usize, 0usize);
+    for z in [0, 1, sz / 2, sz - 2, sz - 1] {
+        for y in 0..sy {
+            for x in 0..sx {
+                let c = cell(x, y, z);
+                // Reads: every entry of the own cell, FLAGS included, at the same canonical place.
+                for e in 0..20 {
+                    assert_eq!(to_fast(aos(c, e)), soa(c, e), "read {x},{y},{z} entry {e}");
+                }
+                // Scatter writes: DST_e(dstGrid) = entry e of the neighbour in direction e.
+                for (e, (dx, dy, dz)) in dirs.iter().enumerate() {
+                    let n = cell(x + dx, y + dy, z + dz);
+                    let (slow_at, fast_at) = (aos(n, e as i64), soa(n, e as i64));
+                    assert!(fast_at >= margin && fast_at < margin + 20 * cells);
+                    if to_fast(slow_at) == fast_at {
+                        agree += 1;
+                        continue;
+                    }
+                    // Where the kernels write different canonical elements, the window must
+                    // hold neither: the slow write's place and where the fast write maps back to.
+                    let q = fast_at - margin;
+                    let fast_canonical = margin + (q % cells) * 20 + q / cells;
+                    assert!(
+                        !in_window(slow_at) && !in_window(fast_canonical),
+                        "{x},{y},{z} entry {e}: writes {slow_at} (slow) / {fast_canonical} (fast) in the window"
+                    );
+                    dropped += 1;
+                }
+            }
+        }
+    }
+    // Writes leave the domain only below z = 0 (and one row/column at its corner).
+    assert!(
+        dropped > 0 && dropped < agree / 10,
+        "{agree} agree, {dropped} dropped"
+    );
+    // The window covers the whole domain (and the z = SIZE_Z plane the kernel spills into).
+    assert!(in_window(aos(0, 0)) && in_window(aos(cell(sx, sy - 1, sz), 19)));
+
+    // The generated flag words: mostly fluid, some obstacles and accelerated cells.
+    let inputs = harness::generate_inputs(&r, 1).unwrap();
+    let src = &inputs[0];
+    let mut counts = [0usize; 3];
+    for z in 0..sz {
+        for y in (0..sy).step_by(7) {
+            for x in 0..sx {
+                let p = aos(cell(x, y, z), 19) as usize;
+                let bits = u32::from_le_bytes(src.bytes[p * 4..p * 4 + 4].try_into().unwrap());
+                assert!(bits <= 2, "flag bits {bits}");
+                counts[bits as usize] += 1;
+            }
+        }
+    }
+    let n: usize = counts.iter().sum();
+    let frac = |k: usize| counts[k] as f64 / n as f64;
+    assert!(
+        frac(0) > 0.8 && frac(1) > 0.03 && frac(2) > 0.01,
+        "{counts:?}"
+    );
+    // Distributions positive, so density and velocities are finite.
+    let p = aos(cell(5, 5, 5), 0) as usize;
+    assert!((0..19).all(|e| src.get_f64(p + e) > 0.0));
 }

@@ -3,7 +3,10 @@
 //! buffers filled with the poison pattern, scalars as their little-endian bytes, and sparse
 //! matrices whose index arrays agree with each other.
 
-use super::{CsrPart, ElemType, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix};
+use super::{
+    CsrPart, ElemType, Field, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix,
+    Variant,
+};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -391,22 +394,49 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
                     elem.name()
                 )));
             }
-            Init::IntRange { lo, hi } => {
-                let (a, b) = int_bounds(elem);
-                if *lo < a || *hi > b {
+            Init::Fields { fields } => {
+                let m: usize = fields.iter().map(|f| f.count).sum();
+                if len % m != 0 {
                     return Err(err(format!(
-                        "{name}: int_range {lo}..={hi} does not fit {}",
-                        elem.name()
+                        "{name}: records of {m} fields do not tile its {len} elements"
                     )));
                 }
-                if *lo == 0 && *hi == 0 {
-                    return Err(err(format!(
-                        "{name}: int_range 0..=0 is all zeros; say `zeros` if that is meant"
-                    )));
+                for (k, f) in fields.iter().enumerate() {
+                    check_elementwise(&f.init, f.value_type(elem))
+                        .map_err(|m| err(format!("{name}: fields[{k}]: {m}")))?;
                 }
             }
-            _ => {}
+            init => check_elementwise(init, elem).map_err(|m| err(format!("{name}: {m}")))?,
         }
+    }
+    Ok(())
+}
+
+/// Integer values of an elementwise init fit the type they are generated in.
+fn check_elementwise(init: &Init, elem: ElemType) -> Result<(), String> {
+    match init {
+        Init::IntRange { lo, hi } => {
+            let (a, b) = int_bounds(elem);
+            if *lo < a || *hi > b {
+                return Err(format!(
+                    "int_range {lo}..={hi} does not fit {}",
+                    elem.name()
+                ));
+            }
+            if *lo == 0 && *hi == 0 {
+                return Err("int_range 0..=0 is all zeros; say `zeros` if that is meant".into());
+            }
+        }
+        Init::Choice { values, .. } if !elem.is_float() => {
+            let (a, b) = int_bounds(elem);
+            if let Some(v) = values
+                .iter()
+                .find(|v| v.fract() != 0.0 || **v < a as f64 || **v > b as f64)
+            {
+                return Err(format!("choice value {v} is not a {} integer", elem.name()));
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -500,13 +530,17 @@ fn fill(
                 push_i64(out, elem, int_in(r, lo, hi))
             });
         }
-        Init::Zeros => bytes.resize(len * elem.size_of(), 0),
-        Init::Poison => return Ok(HostBuffer::poisoned(elem, len)),
-        Init::Constant { value } => {
+        Init::Choice { .. } => {
+            // One u64 (two words) per element, like uniform draws.
+            bytes = draw_stream(&rng, elem, len, 2, |r, out| draw(init, elem, r, out));
+        }
+        Init::Constant { .. } => {
             for _ in 0..len {
-                push_f64(&mut bytes, elem, *value);
+                draw(init, elem, &mut rng, &mut bytes);
             }
         }
+        Init::Zeros => bytes.resize(len * elem.size_of(), 0),
+        Init::Poison => return Ok(HostBuffer::poisoned(elem, len)),
         Init::Permutation => {
             let mut p: Vec<i64> = (0..len as i64).collect();
             p.shuffle(&mut rng);
@@ -584,6 +618,7 @@ fn fill(
                 push_f64(&mut bytes, elem, start + step * i as f64);
             }
         }
+        Init::Fields { fields } => bytes = fill_fields(name, elem, len, fields, seed),
         Init::CopyOf { .. } | Init::Interleave { .. } => {
             unreachable!("copies and interleavings are built by `produce`")
         }
@@ -599,6 +634,90 @@ fn fill(
         });
     }
     Ok(buf)
+}
+
+/// Records per generation chunk of a `fields` buffer: chunks are filled in parallel, each
+/// field group of each chunk from its own stream, so the bytes do not depend on threads.
+const FIELD_CHUNK: usize = 1 << 14;
+
+fn fill_fields(name: &str, elem: ElemType, len: usize, fields: &[Field], seed: u64) -> Vec<u8> {
+    use rayon::prelude::*;
+    let m: usize = fields.iter().map(|f| f.count).sum();
+    let es = elem.size_of();
+    let mut bytes = vec![0u8; len * es];
+    bytes
+        .par_chunks_mut(FIELD_CHUNK * m * es)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rngs: Vec<ChaCha8Rng> = (0..fields.len())
+                .map(|k| rng_for(seed, "fields", &format!("{name}/{k}/{c}")))
+                .collect();
+            let mut out = Vec::with_capacity(chunk.len());
+            for _ in 0..chunk.len() / (m * es) {
+                for (f, rng) in fields.iter().zip(&mut rngs) {
+                    for _ in 0..f.count {
+                        draw(&f.init, f.value_type(elem), rng, &mut out);
+                    }
+                }
+            }
+            chunk.copy_from_slice(&out);
+        });
+    bytes
+}
+
+/// One element of an elementwise init, appended as `elem`'s little-endian bytes.
+fn draw(init: &Init, elem: ElemType, rng: &mut ChaCha8Rng, out: &mut Vec<u8>) {
+    match init {
+        Init::Uniform { lo, hi } if elem.is_float() => {
+            push_f64(out, elem, lo + (hi - lo) * unit(rng))
+        }
+        Init::Uniform { lo, hi } => {
+            let (a, b) = int_bounds(elem);
+            let lo_i = (lo.ceil() as i64).max(a);
+            let hi_i = (hi.floor() as i64).min(b).max(lo_i);
+            push_i64(out, elem, int_in(rng, lo_i, hi_i))
+        }
+        Init::Normal { mean, std } => {
+            let (u1, u2) = (1.0 - unit(rng), unit(rng));
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            push_f64(out, elem, mean + std * z)
+        }
+        Init::IntRange { lo, hi } => push_i64(out, elem, int_in(rng, *lo, *hi)),
+        Init::Zeros => push_i64(out, elem, 0),
+        Init::Constant { value } => push_f64(out, elem, *value),
+        Init::Choice { values, weights } => {
+            let total: f64 = weights.iter().sum();
+            let mut x = unit(rng) * total;
+            let mut pick = values.len() - 1;
+            for (k, w) in weights.iter().enumerate() {
+                if x < *w {
+                    pick = k;
+                    break;
+                }
+                x -= w;
+            }
+            push_f64(out, elem, values[pick])
+        }
+        other => unreachable!("{other:?} is not an elementwise init (checked at parse)"),
+    }
+}
+
+/// The inputs as `variant`'s kernel receives them: [`generate_inputs`], then every buffer
+/// with a layout for that variant permuted into it ([`super::Layout::apply`]).
+pub fn generate_inputs_for(
+    resolved: &Resolved,
+    seed: u64,
+    variant: Variant,
+) -> Result<Vec<HostBuffer>, HarnessError> {
+    let mut inputs = generate_inputs(resolved, seed)?;
+    for (a, b) in resolved.args.iter().zip(&mut inputs) {
+        if let ResolvedArg::Buffer { layout, .. } = a {
+            if let Some(l) = layout.get(variant) {
+                *b = l.apply(b);
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 fn find_matrix<'a>(
@@ -1037,6 +1156,116 @@ args = ["out + 2"]
             e.contains("constants[0].init") && e.contains("\"kz\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn fields_fill_records_field_by_field_with_flag_bits() {
+        use crate::harness::tests::AOS;
+        let r = resolve(AOS, 0);
+        let a = generate_inputs(&r, 7).unwrap();
+        assert_eq!(a, generate_inputs(&r, 7).unwrap(), "deterministic");
+        assert_ne!(a[0], generate_inputs(&r, 8).unwrap()[0], "seeded");
+        let src = &a[0];
+        assert_eq!(src.len(), 18);
+        for rec in 0..6 {
+            for k in 0..2 {
+                let v = src.get_f64(rec * 3 + k);
+                assert!((1.0..2.0).contains(&v), "record {rec} field {k}: {v}");
+            }
+            // The flag word: u32 bits in a float slot.
+            let bits = u32::from_le_bytes(src.bytes[(rec * 3 + 2) * 4..][..4].try_into().unwrap());
+            assert!(bits <= 2, "record {rec}: flag bits {bits}");
+        }
+        assert_eq!(a[1], a[0], "dst copies src");
+    }
+
+    #[test]
+    fn choice_follows_its_weights_and_large_fields_buffers_differ_per_chunk() {
+        // Two chunks' worth of records: chunks have their own streams, not one repeated.
+        let records = 2 * FIELD_CHUNK + 5;
+        let text = format!(
+            r#"
+[sizes]
+n = {records}
+[[args]]
+name = "g"
+type = "f32"
+len = "n * 2"
+init = {{ kind = "fields", fields = [
+  {{ count = 1, init = {{ kind = "uniform", lo = 0.0, hi = 1.0 }} }},
+  {{ count = 1, type = "i32", init = {{ kind = "choice", values = [0, 1, 2], weights = [90, 7, 3] }} }},
+] }}
+role = "inout"
+[[launch]]
+kernel = "k"
+grid = 1
+block = 1
+"#
+        );
+        let r = resolve(&text, 0);
+        let g = &generate_inputs(&r, 1).unwrap()[0];
+        let flag =
+            |rec: usize| i32::from_le_bytes(g.bytes[(rec * 2 + 1) * 4..][..4].try_into().unwrap());
+        let mut counts = [0usize; 3];
+        for rec in 0..records {
+            counts[flag(rec) as usize] += 1;
+        }
+        let frac = |c: usize| c as f64 / records as f64;
+        assert!((frac(counts[0]) - 0.90).abs() < 0.01, "{counts:?}");
+        assert!((frac(counts[1]) - 0.07).abs() < 0.01, "{counts:?}");
+        assert!((frac(counts[2]) - 0.03).abs() < 0.01, "{counts:?}");
+        let chunk = |c: usize| &g.bytes[c * FIELD_CHUNK * 8..][..FIELD_CHUNK * 8];
+        assert_ne!(chunk(0), chunk(1));
+        // The last, partial chunk is filled too.
+        assert!((0..5).any(|k| g.get_f64((2 * FIELD_CHUNK + k) * 2) != 0.0));
+    }
+
+    #[test]
+    fn fast_inputs_are_the_canonical_ones_permuted_into_its_layout() {
+        use crate::harness::tests::AOS;
+        use crate::harness::{Layout, Variant};
+        let r = resolve(AOS, 0);
+        let canonical = generate_inputs(&r, 3).unwrap();
+        assert_eq!(
+            generate_inputs_for(&r, 3, Variant::Slow).unwrap(),
+            canonical
+        );
+        let fast = generate_inputs_for(&r, 3, Variant::Fast).unwrap();
+        // src: region [1, 16) as 5 x 3 → 3 x 5; elements 0, 16, 17 stay.
+        let (c, f) = (&canonical[0], &fast[0]);
+        for i in 0..5 {
+            for j in 0..3 {
+                assert_eq!(
+                    f.bytes[(1 + j * 5 + i) * 4..][..4],
+                    c.bytes[(1 + i * 3 + j) * 4..][..4],
+                    "src cell {i} field {j}"
+                );
+            }
+        }
+        assert_eq!(f.bytes[..4], c.bytes[..4]);
+        assert_eq!(f.bytes[64..], c.bytes[64..]);
+        // dst: a copy of src in canonical layout, then transposed over [3, 15).
+        let (c, f) = (&canonical[1], &fast[1]);
+        assert_eq!(c, &canonical[0]);
+        assert_eq!(f.bytes[..12], c.bytes[..12], "leading margin kept");
+        assert_eq!(f.bytes[60..], c.bytes[60..], "trailing margin kept");
+        for i in 0..4 {
+            for j in 0..3 {
+                assert_eq!(
+                    f.bytes[(3 + j * 4 + i) * 4..][..4],
+                    c.bytes[(3 + i * 3 + j) * 4..][..4],
+                    "dst cell {i} field {j}"
+                );
+            }
+        }
+        assert_ne!(f, c);
+        // And the inverse brings the fast variant's bytes back.
+        let l = Layout::Transpose {
+            rows: 4,
+            cols: 3,
+            offset: 3,
+        };
+        assert_eq!(&l.invert(f), c);
     }
 
     #[test]

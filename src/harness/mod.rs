@@ -12,16 +12,20 @@
 pub mod draft;
 pub mod expr;
 pub mod gen;
+pub mod layout;
 pub mod spec;
 
 use crate::record::{KernelUnit, Pair};
 use expr::{Num, Scope};
 use serde::{Deserialize, Serialize};
-use spec::{Dims, Expr, RawHarness, RawInit, RawLaunch};
+use spec::{Dims, Expr, RawHarness, RawInit, RawLaunch, RawLayout};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-pub use gen::{generate_constants, generate_inputs, poison_pattern, HostBuffer};
+pub use gen::{
+    generate_constants, generate_inputs, generate_inputs_for, poison_pattern, HostBuffer,
+};
+pub use layout::{Layout, Layouts, Variant, Window};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
@@ -353,6 +357,16 @@ pub enum Init {
         start: i64,
         step: i64,
     },
+    /// Each element one of `values`, drawn with `weights` (parallel, non-negative).
+    Choice {
+        values: Vec<f64>,
+        weights: Vec<f64>,
+    },
+    /// Array-of-structs records: element `r·m + k` (m = the sum of the counts) is drawn
+    /// from the init of the field group covering `k`.
+    Fields {
+        fields: Vec<Field>,
+    },
     /// One part of a generated CSR matrix (see [`SparseMatrix`]).
     Csr {
         matrix: String,
@@ -363,6 +377,24 @@ pub enum Init {
         matrix: String,
         part: JdsPart,
     },
+}
+
+/// One group of consecutive fields of a record ([`Init::Fields`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Field {
+    pub count: usize,
+    /// Values are generated as this type and stored as its bits (same size as the
+    /// buffer's element type), as C code keeps an int flag word in a float array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<ElemType>,
+    pub init: Init,
+}
+
+impl Field {
+    /// The type values are generated in.
+    pub fn value_type(&self, buffer: ElemType) -> ElemType {
+        self.bits.unwrap_or(buffer)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -417,6 +449,12 @@ pub enum ResolvedArg {
         role: Role,
         tol: Tolerance,
         allow_degenerate: bool,
+        /// Per-variant layouts; inputs are generated and outputs compared canonically.
+        #[serde(default, skip_serializing_if = "Layouts::is_empty")]
+        layout: Layouts,
+        /// The compared part of an output; all of it when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compare: Option<Window>,
     },
     Scalar {
         name: String,
@@ -637,6 +675,9 @@ pub struct LaunchSpec {
 }
 
 /// A buffer or scalar argument as written.
+// A harness holds a handful of args, parsed once: the size of the larger variant is
+// immaterial, and boxing its fields would only add indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum ArgSpec {
     Buffer {
@@ -648,6 +689,10 @@ pub enum ArgSpec {
         tol: Tolerance,
         allow_degenerate: bool,
         c_type: Option<String>,
+        /// Per-variant layouts as written (`rows`, `cols`, `offset` expressions).
+        layout: Vec<(Variant, LayoutSpec)>,
+        /// Compare window as written: (offset, len) expressions.
+        compare: Option<(String, String)>,
         /// `[period, from, to]` expressions: indices left out of the comparison.
         ignore: Option<[String; 3]>,
     },
@@ -664,6 +709,16 @@ impl ArgSpec {
             ArgSpec::Buffer { name, .. } | ArgSpec::Scalar { name, .. } => name,
         }
     }
+}
+
+/// A layout as written, kept for resolution per size set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum LayoutSpec {
+    Transpose {
+        rows: String,
+        cols: String,
+        offset: String,
+    },
 }
 
 /// An init distribution with its parameters still as expression text.
@@ -898,6 +953,43 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                         *slot = v;
                     }
                 }
+                let mut layout = Vec::new();
+                for (k, l) in &a.layout {
+                    let v = Variant::from_name(k).ok_or_else(|| {
+                        field(
+                            &format!("{f}.layout.{k}"),
+                            "layouts are per variant: `slow` or `fast`".into(),
+                        )
+                    })?;
+                    let RawLayout::Transpose { rows, cols, offset } = l;
+                    layout.push((
+                        v,
+                        LayoutSpec::Transpose {
+                            rows: rows.text(),
+                            cols: cols.text(),
+                            offset: offset.as_ref().map(Expr::text).unwrap_or("0".into()),
+                        },
+                    ));
+                }
+                if layout.len() == 2 && layout[0].1 == layout[1].1 {
+                    return Err(field(
+                        &format!("{f}.layout"),
+                        "slow and fast have the same layout: that is the canonical one, give neither".into(),
+                    ));
+                }
+                let compare = match &a.compare {
+                    Some(_) if !role.is_output() => {
+                        return Err(field(
+                            &format!("{f}.compare"),
+                            format!("{:?} is an input (role in): nothing to compare", a.name),
+                        ))
+                    }
+                    Some(w) => Some((
+                        w.offset.as_ref().map(Expr::text).unwrap_or("0".into()),
+                        w.len.text(),
+                    )),
+                    None => None,
+                };
                 args.push(ArgSpec::Buffer {
                     name: a.name.clone(),
                     elem,
@@ -907,6 +999,8 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                     tol,
                     allow_degenerate: a.allow_degenerate,
                     c_type: a.c_type.clone(),
+                    layout,
+                    compare,
                     ignore: a
                         .ignore
                         .as_ref()
@@ -918,6 +1012,15 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                     return Err(field(
                         &f,
                         format!("scalar {:?} (it has `value`) takes no init or role", a.name),
+                    ));
+                }
+                if !a.layout.is_empty() || a.compare.is_some() {
+                    return Err(field(
+                        &f,
+                        format!(
+                            "scalar {:?} (it has `value`) takes no layout or compare window",
+                            a.name
+                        ),
                     ));
                 }
                 args.push(ArgSpec::Scalar {
@@ -1023,6 +1126,68 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
             }
             RawInit::Permutation if elem.is_float() => {
                 Err(field(f, "a permutation needs an integer type".into()))
+            }
+            RawInit::Choice { values, weights } => {
+                check_choice(values, weights.as_deref()).map_err(|m| field(f, m))
+            }
+            RawInit::Fields { fields } => {
+                if fields.is_empty() {
+                    return Err(field(f, "fields needs at least one field group".into()));
+                }
+                for (k, fg) in fields.iter().enumerate() {
+                    let ff = format!("{f}.fields[{k}]");
+                    let ty = match &fg.ty {
+                        None => elem,
+                        Some(t) => {
+                            let t = ElemType::from_name(t).ok_or_else(|| {
+                                field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
+                            })?;
+                            if t.size_of() != elem.size_of() {
+                                return Err(field(
+                                    &format!("{ff}.type"),
+                                    format!(
+                                        "{} is {} bytes, the buffer's {} is {}: the bits must fill one element",
+                                        t.name(),
+                                        t.size_of(),
+                                        elem.name(),
+                                        elem.size_of()
+                                    ),
+                                ));
+                            }
+                            t
+                        }
+                    };
+                    match &fg.init {
+                        RawInit::Uniform { .. }
+                        | RawInit::Normal { .. }
+                        | RawInit::IntRange { .. }
+                        | RawInit::Constant { .. }
+                        | RawInit::Zeros => {}
+                        RawInit::Choice { values, weights } => {
+                            check_choice(values, weights.as_deref())
+                                .map_err(|m| field(&format!("{ff}.init"), m))?
+                        }
+                        other => {
+                            return Err(field(
+                                &format!("{ff}.init"),
+                                format!(
+                                    "a field takes an elementwise init (uniform, normal, int_range, constant, zeros, choice), not {}",
+                                    serde_json::to_value(other)
+                                        .ok()
+                                        .and_then(|v| v["kind"].as_str().map(str::to_string))
+                                        .unwrap_or_default()
+                                ),
+                            ))
+                        }
+                    }
+                    if matches!(fg.init, RawInit::IntRange { .. }) && ty.is_float() {
+                        return Err(field(
+                            &format!("{ff}.init"),
+                            "int_range in a float field: give the field an integer `type`".into(),
+                        ));
+                    }
+                }
+                Ok(())
             }
             _ => Ok(()),
         }
@@ -1218,6 +1383,27 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         }
     }
     Ok(h)
+}
+
+/// A `choice` init's lists: values given, weights (if any) one per value, non-negative,
+/// not all zero.
+fn check_choice(values: &[Expr], weights: Option<&[f64]>) -> Result<(), String> {
+    if values.is_empty() {
+        return Err("choice needs at least one value".into());
+    }
+    if let Some(w) = weights {
+        if w.len() != values.len() {
+            return Err(format!(
+                "choice has {} values but {} weights",
+                values.len(),
+                w.len()
+            ));
+        }
+        if w.iter().any(|x| !(x.is_finite() && *x >= 0.0)) || w.iter().sum::<f64>() <= 0.0 {
+            return Err("choice weights must be finite, non-negative and not all zero".into());
+        }
+    }
+    Ok(())
 }
 
 fn dims_list(d: &Dims) -> Vec<String> {
@@ -1590,7 +1776,11 @@ impl Harness {
                 Err(m) => return Err(xerr(&format!("require[{i}]"), r, m)),
             }
         }
-        let init_of = |f: &str, raw: &RawInit, scope: &Scope| -> Result<Init, HarnessError> {
+        // Inits drawn element by element (the ones a `fields` group may use).
+        let elementwise = |f: &str,
+                           raw: &RawInit,
+                           scope: &Scope|
+         -> Result<Option<Init>, HarnessError> {
             let num = |sub: &str, e: &Expr| -> Result<f64, HarnessError> {
                 let t = e.text();
                 scope
@@ -1604,7 +1794,7 @@ impl Harness {
                     .eval_int(&t)
                     .map_err(|m| xerr(&format!("{f}.{sub}"), &t, m))
             };
-            Ok(match raw {
+            Ok(Some(match raw {
                 RawInit::Uniform { lo, hi } => {
                     let (lo_v, hi_v) = (num("lo", lo)?, num("hi", hi)?);
                     if lo_v >= hi_v || lo_v.is_nan() || hi_v.is_nan() {
@@ -1637,6 +1827,58 @@ impl Harness {
                 RawInit::Constant { value } => Init::Constant {
                     value: num("value", value)?,
                 },
+                RawInit::Choice { values, weights } => Init::Choice {
+                    values: values
+                        .iter()
+                        .enumerate()
+                        .map(|(k, v)| num(&format!("values[{k}]"), v))
+                        .collect::<Result<_, _>>()?,
+                    weights: weights.clone().unwrap_or_else(|| vec![1.0; values.len()]),
+                },
+                _ => return Ok(None),
+            }))
+        };
+        let init_of = |f: &str, raw: &RawInit, scope: &Scope| -> Result<Init, HarnessError> {
+            if let Some(i) = elementwise(f, raw, scope)? {
+                return Ok(i);
+            }
+            let int = |sub: &str, e: &Expr| -> Result<i64, HarnessError> {
+                let t = e.text();
+                scope
+                    .eval_int(&t)
+                    .map_err(|m| xerr(&format!("{f}.{sub}"), &t, m))
+            };
+            let num = |sub: &str, e: &Expr| -> Result<f64, HarnessError> {
+                let t = e.text();
+                scope
+                    .eval(&t)
+                    .map(Num::as_f64)
+                    .map_err(|m| xerr(&format!("{f}.{sub}"), &t, m))
+            };
+            Ok(match raw {
+                RawInit::Fields { fields } => Init::Fields {
+                    fields: fields
+                        .iter()
+                        .enumerate()
+                        .map(|(k, fg)| {
+                            let ff = format!("{f}.fields[{k}]");
+                            let count = int(&format!("fields[{k}].count"), &fg.count)?;
+                            if count <= 0 {
+                                return Err(xerr(
+                                    &format!("{ff}.count"),
+                                    &fg.count.text(),
+                                    format!("must be > 0, is {count}"),
+                                ));
+                            }
+                            Ok(Field {
+                                count: count as usize,
+                                bits: fg.ty.as_deref().and_then(ElemType::from_name),
+                                init: elementwise(&format!("{ff}.init"), &fg.init, scope)?
+                                    .expect("field inits are elementwise (checked at parse)"),
+                            })
+                        })
+                        .collect::<Result<_, _>>()?,
+                },
                 RawInit::CopyOf { arg } => Init::CopyOf { arg: arg.clone() },
                 RawInit::Permutation => Init::Permutation,
                 RawInit::Poison => Init::Poison,
@@ -1665,6 +1907,7 @@ impl Harness {
                     matrix: matrix.clone(),
                     part: parse_jds_part(part).expect("checked at parse"),
                 },
+                _ => unreachable!("elementwise inits are handled above"),
             })
         };
         let mut args = Vec::new();
@@ -1679,16 +1922,71 @@ impl Harness {
                     role,
                     tol,
                     allow_degenerate,
+                    layout,
+                    compare,
                     ..
-                } => ResolvedArg::Buffer {
-                    name: name.clone(),
-                    elem: *elem,
-                    len: pos(&format!("{f}.len"), len, &scope)?,
-                    init: init_of(&format!("{f}.init"), &init.0, &scope)?,
-                    role: *role,
-                    tol: *tol,
-                    allow_degenerate: *allow_degenerate,
-                },
+                } => {
+                    let len_v = pos(&format!("{f}.len"), len, &scope)?;
+                    let nonneg = |field: &str, e: &str| -> Result<usize, HarnessError> {
+                        let v = scope.eval_int(e).map_err(|m| xerr(field, e, m))?;
+                        usize::try_from(v).map_err(|_| xerr(field, e, format!("must be >= 0, is {v}")))
+                    };
+                    let mut layouts = Layouts::default();
+                    for (v, spec) in layout {
+                        let fl = format!("{f}.layout.{}", v.name());
+                        let LayoutSpec::Transpose { rows, cols, offset } = spec;
+                        let l = Layout::Transpose {
+                            rows: pos(&format!("{fl}.rows"), rows, &scope)?,
+                            cols: pos(&format!("{fl}.cols"), cols, &scope)?,
+                            offset: nonneg(&format!("{fl}.offset"), offset)?,
+                        };
+                        if l.extent() > len_v {
+                            return Err(xerr(
+                                &fl,
+                                &format!("{offset} + ({rows}) * ({cols})"),
+                                format!(
+                                    "the transposed region ends at element {}, past the buffer's {len_v}",
+                                    l.extent()
+                                ),
+                            ));
+                        }
+                        match v {
+                            Variant::Slow => layouts.slow = Some(l),
+                            Variant::Fast => layouts.fast = Some(l),
+                        }
+                    }
+                    let window = match compare {
+                        None => None,
+                        Some((off, wlen)) => {
+                            let w = Window {
+                                offset: nonneg(&format!("{f}.compare.offset"), off)?,
+                                len: pos(&format!("{f}.compare.len"), wlen, &scope)?,
+                            };
+                            if w.offset + w.len > len_v {
+                                return Err(xerr(
+                                    &format!("{f}.compare"),
+                                    &format!("{off} + {wlen}"),
+                                    format!(
+                                        "the window ends at element {}, past the buffer's {len_v}",
+                                        w.offset + w.len
+                                    ),
+                                ));
+                            }
+                            Some(w)
+                        }
+                    };
+                    ResolvedArg::Buffer {
+                        name: name.clone(),
+                        elem: *elem,
+                        len: len_v,
+                        init: init_of(&format!("{f}.init"), &init.0, &scope)?,
+                        role: *role,
+                        tol: *tol,
+                        allow_degenerate: *allow_degenerate,
+                        layout: layouts,
+                        compare: window,
+                    }
+                }
                 ArgSpec::Scalar { name, elem, value } => {
                     let fv = format!("{f}.value");
                     let n = scope.eval(value).map_err(|m| xerr(&fv, value, m))?;
@@ -2189,6 +2487,197 @@ repeat = 2
         fast.kernel = "saxpy_t".into();
         fast.symbol = "saxpy_t<512>".into();
         h.check_against(Some(&saxpy_unit()), &fast).unwrap();
+    }
+
+    /// A small array-of-structs grid (4 records of 3 fields, one record of margin each side), laid out
+    /// as a struct of arrays for the fast kernel, with a compare window.
+    pub(crate) const AOS: &str = r#"
+[sizes]
+cells = 4
+[derived]
+fields = 3
+margin = 3
+len = "cells * fields + 2 * margin"
+[[args]]
+name = "src"
+type = "f32"
+len = "len"
+init = { kind = "fields", fields = [
+  { count = 2, init = { kind = "uniform", lo = 1.0, hi = 2.0 } },
+  { count = 1, type = "u32", init = { kind = "choice", values = [0, 1, 2], weights = [2, 1, 1] } },
+] }
+role = "in"
+layout.fast = { kind = "transpose", rows = "cells + 1", cols = "fields", offset = "margin - 2" }
+[[args]]
+name = "dst"
+type = "f32"
+len = "len"
+init = { kind = "copy_of", arg = "src" }
+role = "inout"
+layout.fast = { kind = "transpose", rows = "cells", cols = "fields", offset = "margin" }
+compare = { offset = "margin", len = "cells * fields" }
+[[launch]]
+kernel = "k"
+grid = 1
+block = "cells"
+args = ["src + margin", "dst + margin"]
+"#;
+
+    #[test]
+    fn layouts_and_compare_windows_resolve() {
+        let h = parse(AOS, "aos.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        match &r.args[1] {
+            ResolvedArg::Buffer {
+                len,
+                layout,
+                compare,
+                ..
+            } => {
+                assert_eq!(*len, 18);
+                assert_eq!(layout.slow, None, "slow is canonical");
+                assert_eq!(
+                    layout.fast,
+                    Some(Layout::Transpose {
+                        rows: 4,
+                        cols: 3,
+                        offset: 3
+                    })
+                );
+                assert_eq!(*compare, Some(Window { offset: 3, len: 12 }));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &r.args[0] {
+            ResolvedArg::Buffer {
+                init: Init::Fields { fields },
+                compare: None,
+                ..
+            } => {
+                assert_eq!(fields.len(), 2);
+                assert_eq!((fields[0].count, fields[0].bits), (2, None));
+                assert_eq!(fields[1].bits, Some(ElemType::U32));
+                assert_eq!(
+                    fields[1].init,
+                    Init::Choice {
+                        values: vec![0.0, 1.0, 2.0],
+                        weights: vec![2.0, 1.0, 1.0]
+                    }
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Resolved harnesses travel to workers as JSON: layouts and windows survive it.
+        let back: Resolved = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        // Buffers without them serialize as before (no new keys).
+        let saxpy = parse(SAXPY, "s.toml").unwrap();
+        let rs = saxpy
+            .resolve(&saxpy.size_sets()[0], &DeviceProps::h100())
+            .unwrap();
+        let json = serde_json::to_string(&rs).unwrap();
+        assert!(
+            !json.contains("layout") && !json.contains("compare"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn layout_compare_and_field_errors_name_the_field() {
+        for (from, to, want) in [
+            (
+                "layout.fast = { kind = \"transpose\", rows = \"cells\"",
+                "layout.medium = { kind = \"transpose\", rows = \"cells\"",
+                "args[1].layout.medium: layouts are per variant",
+            ),
+            (
+                "kind = \"transpose\", rows = \"cells\", cols",
+                "kind = \"shuffle\", rows = \"cells\", cols",
+                "not a valid harness",
+            ),
+            (
+                "rows = \"cells\", cols = \"fields\", offset = \"margin\" }",
+                "rows = \"cells\", cols = \"fields\", offset = \"margin + 4\" }",
+                "args[1].layout.fast: `margin + 4 + (cells) * (fields)` (size set default): the transposed region ends at element 19, past the buffer's 18",
+            ),
+            (
+                "offset = \"margin\" }",
+                "offset = \"0 - 1\" }",
+                "args[1].layout.fast.offset: `0 - 1`",
+            ),
+            (
+                "rows = \"cells\", cols",
+                "rows = \"0\", cols",
+                "args[1].layout.fast.rows: `0` (size set default): must be > 0",
+            ),
+            (
+                "compare = { offset = \"margin\", len = \"cells * fields\" }",
+                "compare = { offset = \"margin\", len = \"cells * fields + 4\" }",
+                "args[1].compare: `margin + cells * fields + 4` (size set default): the window ends at element 19, past the buffer's 18",
+            ),
+            (
+                "role = \"in\"\nlayout",
+                "role = \"in\"\ncompare = { len = 2 }\nlayout",
+                "args[0].compare: \"src\" is an input",
+            ),
+            (
+                "{ count = 1, type = \"u32\"",
+                "{ count = 1, type = \"u64\"",
+                "args[0].init.fields[1].type: u64 is 8 bytes, the buffer's f32 is 4",
+            ),
+            (
+                "{ count = 2, init = { kind = \"uniform\", lo = 1.0, hi = 2.0 } }",
+                "{ count = 2, init = { kind = \"permutation\" } }",
+                "args[0].init.fields[0].init: a field takes an elementwise init",
+            ),
+            (
+                "{ count = 2, init = { kind = \"uniform\", lo = 1.0, hi = 2.0 } }",
+                "{ count = 2, init = { kind = \"int_range\", lo = 1, hi = 2 } }",
+                "int_range in a float field",
+            ),
+            (
+                "weights = [2, 1, 1]",
+                "weights = [2, 1]",
+                "args[0].init.fields[1].init: choice has 3 values but 2 weights",
+            ),
+            (
+                "weights = [2, 1, 1]",
+                "weights = [0, 0, 0]",
+                "not all zero",
+            ),
+            (
+                "{ count = 2, init",
+                "{ count = 4, init",
+                "src: records of 5 fields do not tile its 18 elements",
+            ),
+            (
+                "{ count = 2, init",
+                "{ count = \"fields - 3\", init",
+                "args[0].init.fields[0].count: `fields - 3` (size set default): must be > 0, is 0",
+            ),
+            (
+                "values = [0, 1, 2]",
+                "values = [0, 1.5, 2]",
+                "src: fields[1]: choice value 1.5 is not a u32 integer",
+            ),
+        ] {
+            assert!(AOS.contains(from), "{from}");
+            let e = err_of(&AOS.replace(from, to));
+            assert!(e.contains(want), "{to}: {e}");
+            assert!(e.starts_with("h.toml"), "{e}");
+        }
+        // A scalar takes no layout.
+        let e = err_of(&SAXPY.replace(
+            "value = \"n\"",
+            "value = \"n\"\nlayout.fast = { kind = \"transpose\", rows = 1, cols = 1 }",
+        ));
+        assert!(e.contains("takes no layout"), "{e}");
+        // The same layout on both sides is the canonical one: say neither.
+        let both = AOS.replace(
+            "layout.fast = { kind = \"transpose\", rows = \"cells\", cols = \"fields\", offset = \"margin\" }",
+            "layout.fast = { kind = \"transpose\", rows = \"cells\", cols = \"fields\", offset = \"margin\" }\nlayout.slow = { kind = \"transpose\", rows = \"cells\", cols = \"fields\", offset = \"margin\" }",
+        );
+        assert!(err_of(&both).contains("same layout"), "{}", err_of(&both));
     }
 
     #[test]

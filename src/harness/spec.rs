@@ -123,6 +123,46 @@ pub struct RawArg {
     /// (`float4`, `struct kValues`): the check then compares this text.
     #[serde(default)]
     pub c_type: Option<String>,
+    /// Per variant (`slow`, `fast`), how its kernel lays the buffer out when that differs
+    /// from the canonical layout the inputs are generated and compared in.
+    #[serde(default)]
+    pub layout: BTreeMap<String, RawLayout>,
+    /// Compare only this part of an output (canonical layout); the rest is scratch.
+    #[serde(default)]
+    pub compare: Option<RawWindow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawLayout {
+    /// `[offset, offset + rows*cols)` is row-major `rows x cols` canonically, transposed here.
+    Transpose {
+        rows: Expr,
+        cols: Expr,
+        #[serde(default)]
+        offset: Option<Expr>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWindow {
+    #[serde(default)]
+    pub offset: Option<Expr>,
+    pub len: Expr,
+}
+
+/// One group of consecutive fields of an array-of-structs record (`init = { kind = "fields" }`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawField {
+    /// How many consecutive elements of each record this group covers.
+    pub count: Expr,
+    /// Generate the values as this type and store its bits (same size as the buffer's
+    /// element type): an int flag word kept in a float array.
+    #[serde(default, rename = "type")]
+    pub ty: Option<String>,
+    pub init: RawInit,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -197,6 +237,17 @@ pub enum RawInit {
     /// (a `__constant__ float4` table built from four float args).
     Interleave {
         args: Vec<String>,
+    },
+    /// One of `values` per element, drawn with `weights` (equal when absent).
+    Choice {
+        values: Vec<Expr>,
+        #[serde(default)]
+        weights: Option<Vec<f64>>,
+    },
+    /// Records of consecutive field groups, each with its own init: element `r*m + k`
+    /// (m = the sum of the counts) belongs to the group covering `k`.
+    Fields {
+        fields: Vec<RawField>,
     },
     Iota {
         #[serde(default)]

@@ -8,9 +8,10 @@ use super::compare::{self, Comparison};
 use super::stats;
 use crate::gpu::cache::{CacheHit, CachedCompile, CompileCache};
 use crate::gpu::driver::{CudaError, DevBuf, Function, Gpu, KArg, Module, Resources};
-use crate::harness::{HostBuffer, Launch, Resolved, ResolvedArg};
+use crate::harness::{HostBuffer, Launch, Resolved, ResolvedArg, Variant};
 use crate::record::{Speedup, Status, Verification};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -356,6 +357,9 @@ fn compile_variant(
 struct Guarded {
     alloc: DevBuf,
     pristine: DevBuf,
+    /// The fast variant's own pristine copy, where the harness gives the buffer a
+    /// per-variant layout (`pristine` then holds the slow variant's).
+    pristine_fast: Option<DevBuf>,
     bytes: usize,
     /// Canary bytes on each side: [`CANARY`], or 0 in a check-only run.
     canary: usize,
@@ -365,6 +369,17 @@ impl Guarded {
     fn data(&self) -> u64 {
         self.alloc.ptr + self.canary as u64
     }
+
+    fn pristine_for(&self, which: Variant) -> &DevBuf {
+        match (which, &self.pristine_fast) {
+            (Variant::Fast, Some(p)) => p,
+            _ => &self.pristine,
+        }
+    }
+}
+
+fn variant_of(which: &str) -> Variant {
+    Variant::from_name(which).expect("variants are named slow and fast")
 }
 
 fn run_inner(
@@ -450,7 +465,11 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<G
     for a in &ss.args {
         match a {
             ResolvedArg::Buffer {
-                name, elem, len, ..
+                name,
+                elem,
+                len,
+                layout,
+                ..
             } => {
                 let bytes = len * elem.size_of();
                 let alloc = gpu
@@ -459,9 +478,18 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<G
                 let pristine = gpu
                     .alloc(bytes)
                     .map_err(|e| Stop::cuda(e, &format!("allocating {name}")))?;
+                let pristine_fast = if layout.is_empty() {
+                    None
+                } else {
+                    Some(
+                        gpu.alloc(bytes)
+                            .map_err(|e| Stop::cuda(e, &format!("allocating {name}")))?,
+                    )
+                };
                 out.push(Some(Guarded {
                     alloc,
                     pristine,
+                    pristine_fast,
                     bytes,
                     canary,
                 }));
@@ -520,10 +548,12 @@ fn launch_offset(l: &Launch, p: usize) -> usize {
     l.offsets.get(p).copied().unwrap_or(0)
 }
 
-/// Copy pristine contents (inputs, or the poison image of `out` buffers) into place.
-fn restore(gpu: &Gpu, bufs: &[Option<Guarded>]) -> Result<(), CudaError> {
+/// Copy pristine contents (inputs, or the poison image of `out` buffers), as variant
+/// `which` lays them out, into place.
+fn restore(gpu: &Gpu, bufs: &[Option<Guarded>], which: &str) -> Result<(), CudaError> {
+    let v = variant_of(which);
     for g in bufs.iter().flatten() {
-        gpu.copy(g.data(), g.pristine.ptr, g.bytes)?;
+        gpu.copy(g.data(), g.pristine_for(v).ptr, g.bytes)?;
     }
     Ok(())
 }
@@ -647,10 +677,20 @@ fn check_seed(
             ));
         }
     }
-    for (h, g) in inputs.iter().zip(bufs) {
-        if let Some(g) = g {
-            gpu.upload(g.pristine.ptr, &h.bytes)
+    for ((h, g), a) in inputs.iter().zip(bufs).zip(&ss.args) {
+        if let (Some(g), ResolvedArg::Buffer { layout, .. }) = (g, a) {
+            // Per-variant layouts: each variant's pristine copy is the canonical input
+            // permuted into its layout.
+            let view = |v: Variant| match layout.get(v) {
+                Some(l) => Cow::Owned(l.apply(h)),
+                None => Cow::Borrowed(h),
+            };
+            gpu.upload(g.pristine.ptr, &view(Variant::Slow).bytes)
                 .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
+            if let Some(p) = &g.pristine_fast {
+                gpu.upload(p.ptr, &view(Variant::Fast).bytes)
+                    .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
+            }
         }
     }
     let canary = compare::canary_pattern(CANARY);
@@ -658,7 +698,7 @@ fn check_seed(
     let outs = ss.outputs();
     for (which, loaded) in [("slow", slow), ("fast", fast)] {
         let ctx = where_(which);
-        restore(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
+        restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
         for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
             gpu.upload(g.alloc.ptr, &canary)
                 .and_then(|_| gpu.upload(g.data() + g.bytes as u64, &canary))
@@ -701,14 +741,20 @@ fn check_seed(
         }
         let mut got = Vec::new();
         for &i in &outs {
-            let (ResolvedArg::Buffer { elem, .. }, Some(g)) = (&ss.args[i], &bufs[i]) else {
+            let (ResolvedArg::Buffer { elem, layout, .. }, Some(g)) = (&ss.args[i], &bufs[i])
+            else {
                 continue;
             };
-            got.push(HostBuffer {
+            let raw = HostBuffer {
                 elem: *elem,
                 bytes: gpu
                     .download(g.data(), g.bytes)
                     .map_err(|e| Stop::cuda(e, &ctx))?,
+            };
+            // Compared in the canonical layout (canaries were checked on the device buffer).
+            got.push(match layout.get(variant_of(which)) {
+                Some(l) => l.invert(&raw),
+                None => raw,
             });
         }
         outputs.insert(which, got);
@@ -726,6 +772,7 @@ fn check_seed(
             tol,
             allow_degenerate,
             len,
+            compare: window,
             ..
         } = &ss.args[i]
         else {
@@ -739,7 +786,19 @@ fn check_seed(
                 }
             }
         }
-        let (s, f) = (&outputs["slow"][k], &outputs["fast"][k]);
+        // A compare window restricts comparison and degenerate checks to the part of the
+        // output the kernels define; the rest is scratch (lbm's ghost margins).
+        let (s_part, f_part, in_part);
+        let (s, f, input) = match window {
+            Some(w) => {
+                s_part = w.slice(&outputs["slow"][k]);
+                f_part = w.slice(&outputs["fast"][k]);
+                in_part = input.map(|b| w.slice(b));
+                (&s_part, &f_part, in_part.as_ref())
+            }
+            None => (&outputs["slow"][k], &outputs["fast"][k], input),
+        };
+        let len = window.map_or(*len, |w| w.len);
         // The three checks are independent scans of large buffers: run them at once.
         let ((df, ds), c) = rayon::join(
             || {
@@ -770,7 +829,8 @@ fn check_seed(
             let detail = worst
                 .map(|w| {
                     format!(
-                        "; worst at index {w}: slow {}, fast {}",
+                        "; worst at index {}: slow {}, fast {}",
+                        w + window.map_or(0, |w| w.offset),
                         s.get_f64(w),
                         f.get_f64(w)
                     )
@@ -801,7 +861,7 @@ fn time_size_set(
     // Warm-up: caches, clocks, lazy module loading.
     for _ in 0..2 {
         for (which, loaded) in variants {
-            restore(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
+            restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
             launch_all(gpu, which, loaded, ss, bufs)?;
         }
     }
@@ -830,7 +890,7 @@ fn time_size_set(
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for vi in order {
             let (which, loaded) = variants[vi];
-            restore(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
+            restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
             gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
             let mut stop = None;
             let ms = gpu
