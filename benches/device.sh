@@ -23,9 +23,9 @@ step "GPU tests (cargo test --release -- --ignored)"
 $C/verify-test --ignored --test-threads 1 --nocapture
 step "bench: bandwidth, memory-bound fixture, repeatability"
 $C/gpu-bench --planted $C/fixtures/planted --json "$OUT/bench.json"
-step "planted pairs (one batch; the hang costs its 30 s timeout)"
+step "planted pairs, then memcheck and racecheck on every pair that ran (the hang costs its 30 s timeout)"
 $K validate --no-run --report /dev/null --write-pairs "$OUT/planted.jsonl" $C/fixtures/planted/*/
-/usr/bin/time -f "wall %e s" $K verify --in "$OUT/planted.jsonl" --out "$OUT/planted.out.jsonl" --timeout-s 30
+/usr/bin/time -f "wall %e s" $K verify --in "$OUT/planted.jsonl" --out "$OUT/planted.out.jsonl" --timeout-s 30 --sanitizer memcheck,racecheck
 python3 "$HERE/summarize.py" "$OUT/planted.out.jsonl" "planted pairs"
 # Pair files made here by `kernelpair extract` (they hold suite code: carried, never committed).
 for set in fixtures:"--suite-root $C/fixtures/parboil" real:"--harness-dir $C/real/harness"; do
@@ -38,6 +38,9 @@ for set in fixtures:"--suite-root $C/fixtures/parboil" real:"--harness-dir $C/re
   /usr/bin/time -f "wall %e s" $K verify --in $C/real/$name.jsonl --out "$OUT/$name.warm.jsonl" $args --cache-dir /tmp/kp-cache-$name --timeout-s 30
   python3 "$HERE/summarize.py" "$OUT/$name.cold.jsonl" "$name pairs, cold cache"
   python3 "$HERE/summarize.py" "$OUT/$name.warm.jsonl" "$name pairs, warm cache"
+  step "$name pairs: memcheck pass"
+  /usr/bin/time -f "wall %e s" $K verify --in $C/real/$name.jsonl --out "$OUT/$name.memcheck.jsonl" $args --cache-dir /tmp/kp-cache-$name --timeout-s 30 --sanitizer memcheck
+  python3 "$HERE/summarize.py" "$OUT/$name.memcheck.jsonl" "$name pairs, memcheck" | sed -n '/| tool |/,/^- /p'
 done
 step "done"
 } 2>&1 | tee "$OUT/log.txt"

@@ -43,5 +43,19 @@ if phases:
     print(f"phases summed over pairs: compile {tot('compile'):.0f} ms, check {tot('check'):.0f} ms, time {tot('time'):.0f} ms, total {tot('total'):.0f} ms")
 if runs:
     print(f"timed runs per variant and size set: median {statistics.median(runs):.0f}, min {min(runs)}, max {max(runs)}")
+san = []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("type") != "pair":
+        continue
+    ev = ((r["data"].get("verification") or {}).get("evidence") or {})
+    for tool, run in ((ev.get("sanitizer") or {}).get("tools") or ev.get("sanitizer") or {}).items():
+        if isinstance(run, dict) and "errors" in run:
+            msg = (run.get("messages") or [{}])[0]
+            san.append(f"| {r['data']['benchmark']} | {r['data']['kernel']} | {tool} | {run.get('ran')} | {run['errors']} | {run.get('warnings', 0)} | {run.get('wall_ms', 0):.0f} | {(msg.get('kernel') or '')} {(msg.get('text') or run.get('problem') or '')[:80]} |")
+if san:
+    print("\n| benchmark | kernel | tool | ran | errors | warnings | wall ms | first message |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(san))
 for b, k, s, sp, t, comp, hits, tot, reason in rows:
     print(f"- {b}/{k}: {s}: {reason}")

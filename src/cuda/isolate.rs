@@ -482,6 +482,67 @@ impl<'s, 'a> Closure<'s, 'a> {
         format!("#if {expr}\n{}\n#endif\n", text.trim_end())
     }
 
+    /// Where each file's text sits in the translation unit the preprocessor builds: the
+    /// chain of `#include` lines leading to it from the outermost includer (one root per
+    /// file not included by another connected file). A header included twice counts where
+    /// it is first included (include guards). None for files not connected by includes.
+    fn tu_keys(&self) -> Vec<Option<Vec<u32>>> {
+        let n = self.files.len();
+        let index: HashMap<&str, usize> = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.0, i))
+            .collect();
+        let children: Vec<Vec<(u32, usize)>> = self
+            .files
+            .iter()
+            .map(|&(path, reach, fi)| {
+                if reach != Reach::Include {
+                    return Vec::new();
+                }
+                fi.includes()
+                    .iter()
+                    .filter_map(|inc| {
+                        let target = resolve_include(self.scope, path, &inc.target)?;
+                        let &j = index.get(target.as_str())?;
+                        (self.files[j].1 == Reach::Include).then_some((inc.line, j))
+                    })
+                    .collect()
+            })
+            .collect();
+        let included: HashSet<usize> = children.iter().flatten().map(|&(_, j)| j).collect();
+        let mut roots: Vec<usize> = (0..n)
+            .filter(|&r| self.files[r].1 == Reach::Include && !included.contains(&r))
+            .collect();
+        roots.sort_by_key(|&r| self.files[r].0);
+        let mut keys: Vec<Option<Vec<u32>>> = vec![None; n];
+        fn walk(
+            r: usize,
+            key: Vec<u32>,
+            children: &[Vec<(u32, usize)>],
+            keys: &mut Vec<Option<Vec<u32>>>,
+        ) {
+            if keys[r].as_ref().is_some_and(|k| *k <= key) {
+                return;
+            }
+            keys[r] = Some(key.clone());
+            for &(line, j) in &children[r] {
+                let mut k = key.clone();
+                k.push(line);
+                walk(j, k, children, keys);
+            }
+        }
+        for (k, &r) in roots.iter().enumerate() {
+            walk(r, vec![k as u32], &children, &mut keys);
+        }
+        // A cycle with no root (a.h includes b.h includes a.h): start at the kernel's file.
+        if keys[0].is_none() {
+            walk(0, vec![roots.len() as u32], &children, &mut keys);
+        }
+        keys
+    }
+
     fn emit(mut self) -> (String, Pulled, Vec<Diagnostic>, bool) {
         let mut out = String::new();
         let mut pulled = Pulled::default();
@@ -572,9 +633,20 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push('\n');
         }
 
-        // Macros in file order.
+        // Macros in the order the preprocessor meets them: `#if defined(X)` in one header
+        // must see `#define X` from a header included before it.
+        let tu = self.tu_keys();
         let mut macros = self.macros.clone();
-        macros.sort_by_key(|&(r, i)| (contributing.iter().position(|&c| c == r), i));
+        macros.sort_by_key(|&(r, i)| {
+            let mut k = tu[r].clone().unwrap_or_else(|| {
+                vec![
+                    u32::MAX,
+                    contributing.iter().position(|&c| c == r).unwrap_or(r) as u32,
+                ]
+            });
+            k.push(self.item((r, i)).line);
+            (k, i)
+        });
         for &id in &macros {
             let it = self.item(id);
             out.push_str(&self.wrapped(id, &it.text));
@@ -1066,6 +1138,40 @@ __global__ void k(point *p, real *out, int m) {
             .contains("#if !(defined(USE_DOUBLE))\ntypedef float real;\n#endif"));
         // Types come before their users.
         assert!(u.source.find("typedef float real").unwrap() < u.source.find("} point;").unwrap());
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn macros_follow_include_order_so_if_defined_sees_earlier_headers() {
+        // Parboil lbm's shape: model.h includes config.h (which defines SCATTER) before
+        // macros.h (whose accessors depend on it); the kernel file includes model.h and
+        // defines a macro of its own after the include.
+        let config = "#define SCATTER\n#define NX 8\n";
+        let macros = "#ifdef SCATTER\n#define SRC(g, i) ((g)[(i)])\n#define DST(g, i) ((g)[(i) + 1])\n#else\n#define SRC(g, i) ((g)[(i) + 1])\n#define DST(g, i) ((g)[(i)])\n#endif\n";
+        let model = "#include \"macros.h\"\n";
+        let model = format!("#include \"config.h\"\n{model}");
+        let kernel = "#include \"model.h\"\n#define SCALE 2.0f\n__global__ void step(float *src, float *dst) {\n    int i = threadIdx.x % NX;\n    DST(dst, i) = SCALE * SRC(src, i);\n}\n";
+        let u = unit(
+            &[
+                ("s/v/macros.h", macros),
+                ("s/v/config.h", config),
+                ("s/v/model.h", &model),
+                ("s/v/k.cu", kernel),
+            ],
+            "s/v/k.cu",
+            "step",
+        );
+        let at = |t: &str| {
+            u.source
+                .find(t)
+                .unwrap_or_else(|| panic!("{t} in\n{}", u.source))
+        };
+        assert!(
+            at("#define SCATTER") < at("defined(SCATTER)"),
+            "{}",
+            u.source
+        );
+        assert!(at("#define NX") < at("#define SCALE"), "{}", u.source);
         assert!(compiles(&u).unwrap_or(true));
     }
 
