@@ -714,20 +714,63 @@ fn index_chunk(
         Vec::new()
     };
     let mut notes = Vec::new();
+    // C99 compound literals `(struct T){…}` become C++ list-initialization `T{…}` (the same
+    // aggregate, which NVRTC accepts): byte ranges in the chunk and their replacements.
+    let mut rewrites: Vec<(usize, usize, String)> = Vec::new();
     {
         let q = &queries::PORTABILITY;
         let mut cur = QueryCursor::new();
         let mut it = cur.matches(&q.query, root, chunk.as_bytes());
         while let Some(m) = it.next() {
             for cap in m.captures {
-                if cap.index == q.compound_literal {
-                    notes.push((
+                if cap.index != q.compound_literal {
+                    continue;
+                }
+                let n = cap.node;
+                // `T{…}` is C++ already; only the parenthesized C form needs work.
+                if !chunk[n.byte_range()].starts_with('(') {
+                    continue;
+                }
+                let line = lines.line(start + n.start_byte());
+                let ty = n
+                    .child_by_field_name("type")
+                    .map(|t| chunk[t.byte_range()].trim());
+                let value = n
+                    .child_by_field_name("value")
+                    .map(|v| &chunk[v.byte_range()]);
+                let name = ty.map(|t| {
+                    ["struct ", "union "]
+                        .iter()
+                        .find_map(|k| t.strip_prefix(k))
+                        .unwrap_or(t)
+                        .trim()
+                });
+                match (name, value) {
+                    (Some(name), Some(value))
+                        if !name.is_empty()
+                            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') =>
+                    {
+                        rewrites.push((n.start_byte(), n.end_byte(), format!("{name}{value}")));
+                        notes.push((
+                            "c_compound_literal",
+                            format!("a C99 compound literal `({})…`, which NVRTC (C++) rejects, rewritten as the list-initialization `{name}{{…}}`", ty.unwrap_or_default()),
+                            line,
+                        ));
+                    }
+                    _ => notes.push((
                         "c_compound_literal",
                         "a C99 compound literal `(T){…}`: nvcc accepts it as a GNU extension, NVRTC (C++) does not".to_string(),
-                        lines.line(start + cap.node.start_byte()),
-                    ));
+                        line,
+                    )),
                 }
             }
+        }
+    }
+    let mut text = chunk.to_string();
+    rewrites.sort_by_key(|r| std::cmp::Reverse(r.0));
+    for (a, b, r) in rewrites {
+        if b <= text.len() {
+            text.replace_range(a..b, &r);
         }
     }
     if item.kind == ItemKind::Kernel {
@@ -742,7 +785,7 @@ fn index_chunk(
     let it = Item {
         kind: item.kind,
         names: item.names,
-        text: chunk.to_string(),
+        text,
         offset: start,
         line,
         refs,

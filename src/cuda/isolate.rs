@@ -1471,6 +1471,15 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
             .find(|d| d.code == "c_compound_literal")
             .unwrap();
         assert_eq!(d.line, Some(5));
+        // Rewritten as C++ list-initialization, which NVRTC compiles.
+        assert!(u.source.contains("p[0] = P{1.0f, 2.0f};"), "{}", u.source);
+        assert!(!u.source.contains("(struct P)"));
+        assert!(compiles(&u).unwrap_or(true));
+        // C++ list-initialization is left alone and not flagged.
+        let cpp = "struct Q { float x, y; };\n__global__ void k(Q *q) { q[0] = Q{1.0f, 2.0f}; }\n";
+        let u = unit(&[("q.cu", cpp)], "q.cu", "k");
+        assert!(u.source.contains("q[0] = Q{1.0f, 2.0f};"));
+        assert!(!u.diagnostics.iter().any(|d| d.code == "c_compound_literal"));
     }
 
     #[test]
