@@ -516,12 +516,13 @@ fn fill(
                 });
             }
         }
-        Init::Normal { mean, std } => {
+        Init::Normal { mean, std, lo, hi } => {
             // Box-Muller; 1 - unit() is in (0, 1], so the log is finite.
+            let (lo, hi) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
             bytes = draw_stream(&rng, elem, len, 4, |r, out| {
                 let (u1, u2) = (1.0 - unit(r), unit(r));
                 let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                push_f64(out, elem, mean + std * z);
+                push_f64(out, elem, (mean + std * z).clamp(lo, hi));
             });
         }
         Init::IntRange { lo, hi } => {
@@ -677,10 +678,11 @@ fn draw(init: &Init, elem: ElemType, rng: &mut ChaCha8Rng, out: &mut Vec<u8>) {
             let hi_i = (hi.floor() as i64).min(b).max(lo_i);
             push_i64(out, elem, int_in(rng, lo_i, hi_i))
         }
-        Init::Normal { mean, std } => {
+        Init::Normal { mean, std, lo, hi } => {
             let (u1, u2) = (1.0 - unit(rng), unit(rng));
             let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-            push_f64(out, elem, mean + std * z)
+            let (lo, hi) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
+            push_f64(out, elem, (mean + std * z).clamp(lo, hi))
         }
         Init::IntRange { lo, hi } => push_i64(out, elem, int_in(rng, *lo, *hi)),
         Init::Zeros => push_i64(out, elem, 0),
@@ -1063,6 +1065,34 @@ block = 1
         );
         let b = generate_inputs(&r, 1).unwrap();
         assert!(b[3].bytes.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn clamped_normals_stay_in_range_and_keep_their_spread() {
+        // y (index 3) is normal(0, 1) in SAXPY; clamp it into [-0.5, 0.5].
+        let r = resolve(
+            &SAXPY.replace(
+                "kind = \"normal\", mean = 0.0, std = 1.0",
+                "kind = \"normal\", mean = 0.0, std = 1.0, lo = -0.5, hi = 0.5",
+            ),
+            1,
+        );
+        let b = generate_inputs(&r, 3).unwrap();
+        let v: Vec<f64> = (0..b[3].len()).map(|i| b[3].get_f64(i)).collect();
+        assert!(v.iter().all(|x| (-0.5..=0.5).contains(x)));
+        // About 62% of a standard normal falls outside ±0.5 and lands on the bounds.
+        let at_bounds = v.iter().filter(|x| x.abs() == 0.5).count() as f64 / v.len() as f64;
+        assert!((0.55..0.69).contains(&at_bounds), "{at_bounds}");
+        let e = parse(
+            &SAXPY.replace(
+                "kind = \"normal\", mean = 0.0, std = 1.0",
+                "kind = \"normal\", mean = 0.0, std = 1.0, lo = 1, hi = 0",
+            ),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("lo <= hi"), "{e}");
     }
 
     #[test]

@@ -325,6 +325,11 @@ pub enum Init {
     Normal {
         mean: f64,
         std: f64,
+        /// Draws are clamped into `lo..=hi` where given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lo: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hi: Option<f64>,
     },
     /// Integers uniform in `lo..=hi`.
     IntRange {
@@ -1802,14 +1807,23 @@ impl Harness {
                     }
                     Init::Uniform { lo: lo_v, hi: hi_v }
                 }
-                RawInit::Normal { mean, std } => {
+                RawInit::Normal { mean, std, lo, hi } => {
                     let sd = num("std", std)?;
                     if sd.is_nan() || sd <= 0.0 {
                         return Err(xerr(f, &std.text(), "std must be > 0".into()));
                     }
+                    let lo = lo.as_ref().map(|e| num("lo", e)).transpose()?;
+                    let hi = hi.as_ref().map(|e| num("hi", e)).transpose()?;
+                    if let (Some(a), Some(b)) = (lo, hi) {
+                        if a.is_nan() || b.is_nan() || a > b {
+                            return Err(xerr(f, &format!("{a}..{b}"), "needs lo <= hi".into()));
+                        }
+                    }
                     Init::Normal {
                         mean: num("mean", mean)?,
                         std: sd,
+                        lo,
+                        hi,
                     }
                 }
                 RawInit::IntRange { lo, hi } => {

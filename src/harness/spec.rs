@@ -213,6 +213,11 @@ pub enum RawInit {
     Normal {
         mean: Expr,
         std: Expr,
+        /// Optional clamps (a pixel value range, a valid index range).
+        #[serde(default)]
+        lo: Option<Expr>,
+        #[serde(default)]
+        hi: Option<Expr>,
     },
     IntRange {
         lo: Expr,
