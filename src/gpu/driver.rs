@@ -320,10 +320,7 @@ impl Gpu {
             })?;
         }
         if args.len() != f.param_sizes.len()
-            || args
-                .iter()
-                .zip(&f.param_sizes)
-                .any(|(a, &s)| s > 8 || (matches!(a, KArg::Ptr(_)) && s != 8))
+            || args.iter().zip(&f.param_sizes).any(|(a, &s)| !a.fits(s))
         {
             return Err(CudaError {
                 call: "cuLaunchKernel",
@@ -342,8 +339,9 @@ impl Gpu {
         let store: Vec<[u64; 2]> = args.iter().map(|a| a.words()).collect();
         let mut ptrs: Vec<*mut c_void> = store.iter().map(|w| w.as_ptr() as *mut c_void).collect();
         // SAFETY: ptrs holds exactly one pointer per kernel parameter (count checked
-        // above against cuFuncGetParamInfo), each to 16 readable bytes, more than any
-        // parameter's size (checked <= 8; pointers exactly 8). store outlives the call.
+        // above against cuFuncGetParamInfo), each to 16 readable bytes, at least any
+        // parameter's size (checked by `KArg::fits`: scalars <= 8, pointers exactly 8,
+        // structs exactly their own size, at most 16). store outlives the call.
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
                 f.raw,
@@ -576,13 +574,76 @@ pub enum KArg {
     Ptr(u64),
     /// A scalar's little-endian bytes (1 to 8 of them).
     Scalar([u8; 8]),
+    /// A struct passed by value (a struct of device pointers): its bytes, of which the
+    /// first `len` (up to 16) are the struct; the kernel's parameter must be exactly `len`.
+    Struct {
+        bytes: [u8; 16],
+        len: usize,
+    },
 }
 
 impl KArg {
+    /// A struct argument from its bytes; `None` when there are more than 16.
+    pub fn structure(b: &[u8]) -> Option<KArg> {
+        if b.len() > 16 {
+            return None;
+        }
+        let mut bytes = [0u8; 16];
+        bytes[..b.len()].copy_from_slice(b);
+        Some(KArg::Struct {
+            bytes,
+            len: b.len(),
+        })
+    }
+
     fn words(&self) -> [u64; 2] {
         match self {
             KArg::Ptr(p) => [*p, 0],
             KArg::Scalar(b) => [u64::from_le_bytes(*b), 0],
+            KArg::Struct { bytes, .. } => {
+                let (lo, hi) = bytes.split_at(8);
+                [
+                    u64::from_le_bytes(lo.try_into().expect("8 bytes")),
+                    u64::from_le_bytes(hi.try_into().expect("8 bytes")),
+                ]
+            }
         }
+    }
+
+    /// Whether this argument can be passed for a kernel parameter of `size` bytes:
+    /// pointers exactly 8, scalars at most 8 (the driver copies `size` bytes), structs
+    /// exactly their own size.
+    fn fits(&self, size: usize) -> bool {
+        match self {
+            KArg::Ptr(_) => size == 8,
+            KArg::Scalar(_) => size <= 8,
+            KArg::Struct { len, .. } => size == *len,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KArg;
+
+    #[test]
+    fn struct_args_fill_both_words_and_fit_only_their_own_size() {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&0xAAAA_0000_0000_1000u64.to_le_bytes());
+        b[8..].copy_from_slice(&0xBBBB_0000_0000_2000u64.to_le_bytes());
+        let a = KArg::structure(&b).unwrap();
+        assert_eq!(a.words(), [0xAAAA_0000_0000_1000, 0xBBBB_0000_0000_2000]);
+        assert!(a.fits(16));
+        assert!(
+            !a.fits(8) && !a.fits(24),
+            "a struct parameter of another size is refused"
+        );
+        let one = KArg::structure(&b[..8]).unwrap();
+        assert_eq!(one.words(), [0xAAAA_0000_0000_1000, 0]);
+        assert!(one.fits(8) && !one.fits(16));
+        assert!(KArg::structure(&[0u8; 17]).is_none());
+        // Pointers and scalars keep their rules: pointers exactly 8, scalars at most 8.
+        assert!(KArg::Ptr(1).fits(8) && !KArg::Ptr(1).fits(16) && !KArg::Ptr(1).fits(4));
+        assert!(KArg::Scalar([0; 8]).fits(4) && !KArg::Scalar([0; 8]).fits(16));
     }
 }

@@ -549,9 +549,16 @@ fn fill(
                 push_i64(&mut bytes, elem, v);
             }
         }
-        Init::Iota { start, step } => {
+        Init::Iota {
+            start,
+            step,
+            every,
+            period,
+        } => {
             for i in 0..len as i64 {
-                push_i64(&mut bytes, elem, start + step * i);
+                let k = i / every;
+                let k = period.map_or(k, |p| k % p);
+                push_i64(&mut bytes, elem, start + step * k);
             }
         }
         Init::Csr { matrix, part } => {
@@ -734,7 +741,8 @@ fn find_matrix<'a>(
 }
 
 /// One [`HostBuffer`] per entry of `resolved.args`, in order: `in`/`inout` buffers filled
-/// from `seed`, `out` buffers poisoned ([`poison_pattern`]), scalars as their value's bytes.
+/// from `seed`, `out` buffers poisoned ([`poison_pattern`]), scalars as their value's bytes,
+/// struct args empty (their addresses exist only on the device).
 /// The same seed always gives the same bytes.
 pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>, HarnessError> {
     let cache = sparse_cache(resolved, seed);
@@ -750,6 +758,11 @@ pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>
                 elem, len, role, ..
             } if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
             ResolvedArg::Buffer { name, .. } => produce(resolved, seed, &cache, name, 0),
+            // Its bytes are device addresses, known only once the buffers are allocated.
+            ResolvedArg::Struct { .. } => Ok(HostBuffer {
+                elem: ElemType::U64,
+                bytes: Vec::new(),
+            }),
         })
         .collect()
 }

@@ -357,10 +357,15 @@ pub enum Init {
     Interleave {
         args: Vec<String>,
     },
-    /// `start, start+step, …`
+    /// `start + step * ((i / every) % period)`: `start, start+step, …` by default; `every`
+    /// repeats each value, `period` (when given) wraps.
     Iota {
         start: i64,
         step: i64,
+        #[serde(default = "one_i64", skip_serializing_if = "is_one_i64")]
+        every: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        period: Option<i64>,
     },
     /// Each element one of `values`, drawn with `weights` (parallel, non-negative).
     Choice {
@@ -382,6 +387,14 @@ pub enum Init {
         matrix: String,
         part: JdsPart,
     },
+}
+
+fn one_i64() -> i64 {
+    1
+}
+
+fn is_one_i64(v: &i64) -> bool {
+    *v == 1
 }
 
 /// One group of consecutive fields of a record ([`Init::Fields`]).
@@ -465,14 +478,28 @@ pub enum ResolvedArg {
         name: String,
         value: ScalarValue,
     },
+    /// A struct passed by value: the device addresses of these buffer args (indices into
+    /// [`Resolved::args`]), 8 bytes each, in order, as the C struct of pointers lays them out.
+    Struct {
+        name: String,
+        fields: Vec<usize>,
+    },
 }
 
 impl ResolvedArg {
     pub fn name(&self) -> &str {
         match self {
-            ResolvedArg::Buffer { name, .. } | ResolvedArg::Scalar { name, .. } => name,
+            ResolvedArg::Buffer { name, .. }
+            | ResolvedArg::Scalar { name, .. }
+            | ResolvedArg::Struct { name, .. } => name,
         }
     }
+}
+
+/// The bytes of a struct arg: each field's device address, little-endian, in order (a C
+/// struct of pointers has no padding). `addrs` holds at most [`MAX_STRUCT_FIELDS`].
+pub fn struct_arg_bytes(addrs: &[u64]) -> Vec<u8> {
+    addrs.iter().flat_map(|a| a.to_le_bytes()).collect()
 }
 
 /// A scalar kernel argument's value, typed as the kernel takes it.
@@ -706,12 +733,26 @@ pub enum ArgSpec {
         elem: ElemType,
         value: String,
     },
+    /// A struct passed by value holding buffer args' device addresses, in order.
+    Struct {
+        name: String,
+        /// Names of buffer args (checked at parse).
+        fields: Vec<String>,
+        /// The parameter's C type (`sampleArrayStruct`).
+        c_type: String,
+    },
 }
+
+/// A struct arg holds at most this many 8-byte addresses: 16 bytes, what the launcher's
+/// per-argument storage holds.
+pub const MAX_STRUCT_FIELDS: usize = 2;
 
 impl ArgSpec {
     pub fn name(&self) -> &str {
         match self {
-            ArgSpec::Buffer { name, .. } | ArgSpec::Scalar { name, .. } => name,
+            ArgSpec::Buffer { name, .. }
+            | ArgSpec::Scalar { name, .. }
+            | ArgSpec::Struct { name, .. } => name,
         }
     }
 }
@@ -898,6 +939,56 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                 format!("duplicate arg name {:?}", a.name),
             ));
         }
+        if let Some(members) = &a.fields {
+            let mixed = [
+                ("type", !a.ty.is_empty()),
+                ("len", a.len.is_some()),
+                ("value", a.value.is_some()),
+                ("init", a.init.is_some()),
+                ("role", a.role.is_some()),
+                ("layout", !a.layout.is_empty()),
+                ("compare", a.compare.is_some()),
+                ("ignore", a.ignore.is_some()),
+                (
+                    "a tolerance",
+                    a.atol.is_some() || a.rtol.is_some() || a.l2.is_some() || a.scale_tol.is_some(),
+                ),
+                ("allow_degenerate", a.allow_degenerate),
+            ];
+            if let Some((k, _)) = mixed.iter().find(|(_, set)| *set) {
+                return Err(field(
+                    &f,
+                    format!(
+                        "struct arg {:?} (it has `struct`) takes only name, struct and c_type, not {k}",
+                        a.name
+                    ),
+                ));
+            }
+            if members.is_empty() || members.len() > MAX_STRUCT_FIELDS {
+                return Err(field(
+                    &format!("{f}.struct"),
+                    format!(
+                        "a struct arg packs 1 to {MAX_STRUCT_FIELDS} buffer addresses (8 bytes each), not {}",
+                        members.len()
+                    ),
+                ));
+            }
+            let Some(c_type) = a.c_type.clone() else {
+                return Err(field(
+                    &format!("{f}.c_type"),
+                    format!(
+                        "struct arg {:?} needs c_type: the struct's type as the kernel parameter names it",
+                        a.name
+                    ),
+                ));
+            };
+            args.push(ArgSpec::Struct {
+                name: a.name.clone(),
+                fields: members.clone(),
+                c_type,
+            });
+            continue;
+        }
         let elem = ElemType::from_name(&a.ty).ok_or_else(|| {
             field(
                 &format!("{f}.type"),
@@ -1049,6 +1140,28 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         }
     }
     let arg_index = |n: &str| args.iter().position(|a| a.name() == n);
+    // A struct's fields are buffers, declared before or after it.
+    for (i, a) in args.iter().enumerate() {
+        if let ArgSpec::Struct { name, fields, .. } = a {
+            for (k, m) in fields.iter().enumerate() {
+                match args.iter().find(|x| x.name() == m) {
+                    Some(ArgSpec::Buffer { .. }) => {}
+                    Some(_) => {
+                        return Err(field(
+                            &format!("args[{i}].struct[{k}]"),
+                            format!("struct {name:?}: {m:?} is not a buffer arg (it has no `len`)"),
+                        ))
+                    }
+                    None => {
+                        return Err(field(
+                            &format!("args[{i}].struct[{k}]"),
+                            format!("struct {name:?}: no arg is named {m:?}"),
+                        ))
+                    }
+                }
+            }
+        }
+    }
 
     // Inits that name other things.
     let sparse_names: BTreeSet<&str> = raw.sparse.iter().map(|s| s.name.as_str()).collect();
@@ -1681,6 +1794,22 @@ impl Harness {
                             },
                         )?;
                     }
+                    ArgSpec::Struct { name, c_type, .. } => {
+                        if ptr {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` is a pointer, but arg {name:?} is a struct passed by value",
+                                p.ty, p.name
+                            )));
+                        }
+                        let base = c_base_type(&p.ty);
+                        let declared = c_base_type(c_type);
+                        if base != declared {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` vs arg {name:?}: declared c_type {declared:?} but the parameter is {base:?}",
+                                p.ty, p.name
+                            )));
+                        }
+                    }
                     ArgSpec::Scalar { name, elem, .. } => {
                         if ptr {
                             return Err(err(format!(
@@ -1901,18 +2030,41 @@ impl Harness {
                     stop: num("stop", stop)?,
                 },
                 RawInit::Interleave { args } => Init::Interleave { args: args.clone() },
-                RawInit::Iota { start, step } => Init::Iota {
-                    start: start
-                        .as_ref()
-                        .map(|e| int("start", e))
-                        .transpose()?
-                        .unwrap_or(0),
-                    step: step
-                        .as_ref()
-                        .map(|e| int("step", e))
-                        .transpose()?
-                        .unwrap_or(1),
-                },
+                RawInit::Iota {
+                    start,
+                    step,
+                    every,
+                    period,
+                } => {
+                    // `every` and `period` divide: they must be positive.
+                    let positive =
+                        |sub: &str, e: &Option<Expr>| -> Result<Option<i64>, HarnessError> {
+                            let Some(e) = e else { return Ok(None) };
+                            let v = int(sub, e)?;
+                            if v <= 0 {
+                                return Err(xerr(
+                                    &format!("{f}.{sub}"),
+                                    &e.text(),
+                                    format!("must be > 0, is {v}"),
+                                ));
+                            }
+                            Ok(Some(v))
+                        };
+                    Init::Iota {
+                        start: start
+                            .as_ref()
+                            .map(|e| int("start", e))
+                            .transpose()?
+                            .unwrap_or(0),
+                        step: step
+                            .as_ref()
+                            .map(|e| int("step", e))
+                            .transpose()?
+                            .unwrap_or(1),
+                        every: positive("every", every)?.unwrap_or(1),
+                        period: positive("period", period)?,
+                    }
+                }
                 RawInit::Csr { matrix, part } => Init::Csr {
                     matrix: matrix.clone(),
                     part: parse_csr_part(part).expect("checked at parse"),
@@ -2001,6 +2153,18 @@ impl Harness {
                         compare: window,
                     }
                 }
+                ArgSpec::Struct { name, fields, .. } => ResolvedArg::Struct {
+                    name: name.clone(),
+                    fields: fields
+                        .iter()
+                        .map(|m| {
+                            self.args
+                                .iter()
+                                .position(|a| a.name() == m)
+                                .expect("struct fields name buffer args (checked at parse)")
+                        })
+                        .collect(),
+                },
                 ArgSpec::Scalar { name, elem, value } => {
                     let fv = format!("{f}.value");
                     let n = scope.eval(value).map_err(|m| xerr(&fv, value, m))?;
@@ -2099,7 +2263,7 @@ impl Harness {
             .iter()
             .map(|a| match a {
                 ResolvedArg::Buffer { len, .. } => Some(*len),
-                ResolvedArg::Scalar { .. } => None,
+                ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } => None,
             })
             .collect();
         let launches = |variant: &str, list: &[LaunchSpec]| -> Result<Vec<Launch>, HarnessError> {
@@ -2165,7 +2329,7 @@ impl Harness {
                                 match buffer_lens[ai] {
                                     _ if v == 0 => Ok(0),
                                     None => {
-                                        Err(xerr(&fo, e, "a scalar cannot take an offset".into()))
+                                        Err(xerr(&fo, e, "only a buffer can take an offset".into()))
                                     }
                                     Some(len) if v > 0 && (v as usize) < len => Ok(v as usize),
                                     Some(len) => Err(xerr(
@@ -3051,5 +3215,148 @@ args = ["src + margin", "dst + margin"]
         );
         let e = err_of(&with("{ period = 100, from = 5 }"));
         assert!(e.contains("to"), "{e}");
+    }
+
+    /// A gather kernel that takes two buffers' addresses in one struct, by value.
+    const SOA: &str = r#"
+[sizes]
+n = 64
+[[args]]
+name = "pair"
+struct = ["xs", "ys"]
+c_type = "xy_t"
+[[args]]
+name = "xs"
+type = "f32"
+len = "n"
+init = { kind = "iota", every = 4, period = 3 }
+role = "in"
+[[args]]
+name = "ys"
+type = "f32"
+len = "2 * n"
+init = { kind = "uniform", lo = 0.0, hi = 1.0 }
+role = "in"
+[[args]]
+name = "out"
+type = "f32"
+len = "n"
+role = "out"
+[[launch]]
+kernel = "gather"
+grid = 1
+block = "n"
+args = ["pair", "out"]
+"#;
+
+    #[test]
+    fn struct_args_resolve_to_their_buffers_and_check_the_c_type() {
+        let h = parse(SOA, "soa.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        assert_eq!(
+            r.args[0],
+            ResolvedArg::Struct {
+                name: "pair".into(),
+                fields: vec![1, 2],
+            },
+            "fields in the order written, as indices of the buffer args"
+        );
+        assert_eq!(r.fast[0].args, vec![0, 3]);
+        assert_eq!(r.outputs(), vec![3], "a struct is no output");
+        let u = unit("gather", &[("xy_t", "p"), ("float *", "out")]);
+        h.check_against(None, &u).unwrap();
+        let u = unit("gather", &[("struct xy_t", "p"), ("float *", "out")]);
+        h.check_against(None, &u).unwrap();
+        let u = unit("gather", &[("other_t", "p"), ("float *", "out")]);
+        let e = h.check_against(None, &u).unwrap_err().to_string();
+        assert!(
+            e.contains("declared c_type \"xy_t\" but the parameter is \"other_t\""),
+            "{e}"
+        );
+        let u = unit("gather", &[("xy_t *", "p"), ("float *", "out")]);
+        let e = h.check_against(None, &u).unwrap_err().to_string();
+        assert!(
+            e.contains("is a pointer, but arg \"pair\" is a struct"),
+            "{e}"
+        );
+        // Its fields' addresses, 8 bytes each, little-endian, in order.
+        let b = struct_arg_bytes(&[0x1122_3344_5566_7788, 0x0102]);
+        assert_eq!(b.len(), 16);
+        assert_eq!(&b[..8], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&b[8..], &[2, 1, 0, 0, 0, 0, 0, 0]);
+        // A struct cannot be passed at an offset.
+        let off = SOA.replace("[\"pair\", \"out\"]", "[\"pair + 1\", \"out\"]");
+        let e = err_of(&off);
+        assert!(e.contains("only a buffer can take an offset"), "{e}");
+    }
+
+    #[test]
+    fn bad_struct_args_are_refused_with_the_field() {
+        let e = err_of(&SOA.replace("[\"xs\", \"ys\"]", "[\"xs\", \"zs\"]"));
+        assert!(
+            e.contains("args[0].struct[1]") && e.contains("no arg is named \"zs\""),
+            "{e}"
+        );
+        let scalar = format!("{SOA}[[args]]\nname = \"m\"\ntype = \"i32\"\nvalue = 3\n");
+        let e = err_of(&scalar.replace("[\"xs\", \"ys\"]", "[\"m\", \"ys\"]"));
+        assert!(
+            e.contains("args[0].struct[0]") && e.contains("\"m\" is not a buffer arg"),
+            "{e}"
+        );
+        let e = err_of(&SOA.replace("[\"xs\", \"ys\"]", "[\"xs\", \"ys\", \"out\"]"));
+        assert!(
+            e.contains("args[0].struct")
+                && e.contains("1 to 2 buffer addresses")
+                && e.contains("not 3"),
+            "{e}"
+        );
+        let e = err_of(&SOA.replace("[\"xs\", \"ys\"]", "[]"));
+        assert!(e.contains("not 0"), "{e}");
+        let e = err_of(&SOA.replace("c_type = \"xy_t\"\n", ""));
+        assert!(
+            e.contains("args[0].c_type") && e.contains("needs c_type"),
+            "{e}"
+        );
+        for (extra, what) in [
+            ("len = \"n\"", "len"),
+            ("type = \"u64\"", "type"),
+            ("value = 1", "value"),
+            ("role = \"in\"", "role"),
+            ("rtol = 0.1", "a tolerance"),
+        ] {
+            let e = err_of(&SOA.replace(
+                "c_type = \"xy_t\"\n",
+                &format!("c_type = \"xy_t\"\n{extra}\n"),
+            ));
+            assert!(
+                e.contains("args[0]")
+                    && e.contains(&format!("takes only name, struct and c_type, not {what}")),
+                "{extra}: {e}"
+            );
+        }
+        // A struct is no buffer: nothing may copy or interleave it.
+        let e = err_of(&SOA.replace(
+            "init = { kind = \"uniform\", lo = 0.0, hi = 1.0 }",
+            "init = { kind = \"copy_of\", arg = \"pair\" }",
+        ));
+        assert!(e.contains("copy_of names no buffer arg \"pair\""), "{e}");
+    }
+
+    #[test]
+    fn iota_repeats_with_every_and_wraps_with_period() {
+        let h = parse(SOA, "soa.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        let xs = &gen::generate_inputs(&r, 1).unwrap()[1];
+        let got: Vec<f64> = (0..16).map(|i| xs.get_f64(i)).collect();
+        let want: Vec<f64> = (0..16).map(|i| ((i / 4) % 3) as f64).collect();
+        assert_eq!(got, want);
+        for (bad, field) in [("every = 0", "every"), ("period = -2", "period")] {
+            // Parse resolves every size set, so the error comes from parse.
+            let e = err_of(&SOA.replace("every = 4, period = 3", bad));
+            assert!(
+                e.contains(&format!("init.{field}")) && e.contains("must be > 0"),
+                "{e}"
+            );
+        }
     }
 }

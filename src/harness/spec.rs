@@ -94,10 +94,15 @@ pub struct RawSparse {
 #[serde(deny_unknown_fields)]
 pub struct RawArg {
     pub name: String,
-    #[serde(rename = "type")]
+    /// Element type; absent only on a struct arg (`struct = [...]`).
+    #[serde(rename = "type", default)]
     pub ty: String,
     #[serde(default)]
     pub len: Option<Expr>,
+    /// A struct passed by value whose fields are these buffer args' device addresses, in
+    /// order (8 bytes each): `sampleArrayStruct {float2 *data; float4 *loc;}`.
+    #[serde(default, rename = "struct")]
+    pub fields: Option<Vec<String>>,
     #[serde(default)]
     pub init: Option<RawInit>,
     #[serde(default)]
@@ -254,11 +259,17 @@ pub enum RawInit {
     Fields {
         fields: Vec<RawField>,
     },
+    /// `start + step * ((i / every) % period)`: `every` repeats each value (k samples per
+    /// bin), `period` wraps (the x coordinate of a row-major grid's bins).
     Iota {
         #[serde(default)]
         start: Option<Expr>,
         #[serde(default)]
         step: Option<Expr>,
+        #[serde(default)]
+        every: Option<Expr>,
+        #[serde(default)]
+        period: Option<Expr>,
     },
     Csr {
         matrix: String,

@@ -8,7 +8,7 @@ use super::compare::{self, Comparison};
 use super::stats;
 use crate::gpu::cache::{CacheHit, CachedCompile, CompileCache};
 use crate::gpu::driver::{CudaError, DevBuf, Function, Gpu, KArg, Module, Resources};
-use crate::harness::{HostBuffer, Launch, Resolved, ResolvedArg, Variant};
+use crate::harness::{struct_arg_bytes, HostBuffer, Launch, Resolved, ResolvedArg, Variant};
 use crate::record::{Speedup, Status, Verification};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -494,14 +494,14 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<G
                     canary,
                 }));
             }
-            ResolvedArg::Scalar { .. } => out.push(None),
+            ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } => out.push(None),
         }
     }
     Ok(out)
 }
 
 /// The argument list of one launch: buffers by device address (plus any element
-/// offset the harness gives), scalars by value.
+/// offset the harness gives), scalars by value, struct args as their fields' addresses.
 fn kernel_args(ss: &Resolved, l: &Launch, bufs: &[Option<Guarded>]) -> Result<Vec<KArg>, Stop> {
     l.args
         .iter()
@@ -524,6 +524,24 @@ fn kernel_args(ss: &Resolved, l: &Launch, bufs: &[Option<Guarded>]) -> Result<Ve
                         ));
                     }
                     Ok(KArg::Ptr(g.data() + (offset * elem.size_of()) as u64))
+                }
+                (Some(ResolvedArg::Struct { name, fields }), _) if offset == 0 => {
+                    let addrs = fields
+                        .iter()
+                        .map(|&k| match bufs.get(k) {
+                            Some(Some(g)) => Ok(g.data()),
+                            _ => Err(Stop::new(
+                                Status::HarnessError,
+                                format!("struct {name}: field {k} is not an allocated buffer"),
+                            )),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    KArg::structure(&struct_arg_bytes(&addrs)).ok_or_else(|| {
+                        Stop::new(
+                            Status::HarnessError,
+                            format!("struct {name}: {} fields do not fit 16 bytes", fields.len()),
+                        )
+                    })
                 }
                 (Some(ResolvedArg::Scalar { value, .. }), _) => {
                     let v = value.to_le_bytes();

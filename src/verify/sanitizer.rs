@@ -374,7 +374,7 @@ fn buffer_bytes(r: &Resolved) -> usize {
         .iter()
         .map(|a| match a {
             ResolvedArg::Buffer { elem, len, .. } => len * elem.size_of(),
-            ResolvedArg::Scalar { .. } => 0,
+            ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } => 0,
         })
         .sum()
 }
