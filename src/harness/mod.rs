@@ -3263,6 +3263,9 @@ args = ["pair", "out"]
         );
         assert_eq!(r.fast[0].args, vec![0, 3]);
         assert_eq!(r.outputs(), vec![3], "a struct is no output");
+        // It travels to workers inside the resolved set (JSON), as does iota's every/period.
+        let back: Resolved = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
         let u = unit("gather", &[("xy_t", "p"), ("float *", "out")]);
         h.check_against(None, &u).unwrap();
         let u = unit("gather", &[("struct xy_t", "p"), ("float *", "out")]);
