@@ -69,6 +69,21 @@ fn pair_folder(root: &Path, name: &str) -> PathBuf {
     d
 }
 
+/// `kernelpair verify --in INPUT --out OUT`, for a test to add its options to.
+fn verify_cmd(input: &Path, out: &Path) -> Command {
+    let mut c = Command::cargo_bin("kernelpair").unwrap();
+    c.args(["verify", "--in"]).arg(input).arg("--out").arg(out);
+    c
+}
+
+/// The machine has a usable GPU (the no-GPU tests then have nothing to show).
+fn has_gpu() -> bool {
+    matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    )
+}
+
 fn write_pairs(path: &Path, dirs: &[PathBuf]) {
     let recs: Vec<Record> = dirs
         .iter()
@@ -119,12 +134,7 @@ fn fake_worker_watchdog_kills_hangs_and_restarts_after_crashes() {
     std::fs::write(&fake, FAKE_WORKER).unwrap();
     let out = t.path().join("out.jsonl");
     let start = std::time::Instant::now();
-    Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
+    verify_cmd(&input, &out)
         .args(["--gpus", "1", "--timeout-s", "2", "--worker-cmd"])
         .arg(format!("sh {}", fake.display()))
         .assert()
@@ -171,12 +181,7 @@ fn two_workers_share_the_queue() {
     let fake = t.path().join("fake.sh");
     std::fs::write(&fake, FAKE_WORKER).unwrap();
     let out = t.path().join("out.jsonl");
-    Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
+    verify_cmd(&input, &out)
         .args(["--gpus", "2", "--worker-cmd"])
         .arg(format!("sh {}", fake.display()))
         .assert()
@@ -191,10 +196,7 @@ use predicates::prelude::PredicateBooleanExt;
 /// `no_gpu`, CPU-decided statuses still apply, the output is written, exit 0.
 #[test]
 fn no_gpu_marks_pairs_and_exits_cleanly() {
-    if matches!(
-        kernelpair::gpu::probe(),
-        kernelpair::gpu::Probe::Ready { .. }
-    ) {
+    if has_gpu() {
         return; // a GPU is present: nothing to check here
     }
     let t = tempfile::tempdir().unwrap();
@@ -220,14 +222,7 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
     let input = t.path().join("pairs.jsonl");
     kernelpair::jsonl::write_records(&input, &recs).unwrap();
     let out = t.path().join("out.jsonl");
-    let a = Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .success();
+    let a = verify_cmd(&input, &out).assert().success();
     let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no GPU"), "{stderr}");
@@ -284,12 +279,7 @@ fn gpu_planted_pairs_get_their_status() {
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, &dirs);
     let out = t.path().join("out.jsonl");
-    Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
+    verify_cmd(&input, &out)
         .args(["--timeout-s", "20"])
         .assert()
         .success();
@@ -387,14 +377,7 @@ fn protocol_and_verification_match_their_schemas() {
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, &[pair_folder(t.path(), "ok")]);
     let out = t.path().join("out.jsonl");
-    Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .success();
+    verify_cmd(&input, &out).assert().success();
     check_verifications(&out);
 }
 
@@ -411,10 +394,7 @@ fn check_verifications(out: &Path) {
 /// a GPU rejects with the reason; the JSON report names each folder's status.
 #[test]
 fn validate_rejects_escaping_manifests_and_reports() {
-    if matches!(
-        kernelpair::gpu::probe(),
-        kernelpair::gpu::Probe::Ready { .. }
-    ) {
+    if has_gpu() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
@@ -470,12 +450,7 @@ fn suite_folder_as_harness_dir_finds_harnesses_beside_the_kernels() {
         .arg(&units)
         .assert()
         .success();
-    Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&units)
-        .arg("--out")
-        .arg(&out)
+    verify_cmd(&units, &out)
         .args(["--harness-dir", "fixtures/parboil"])
         .assert()
         .success();
@@ -606,14 +581,9 @@ fn fake_sanitizer_flags_pairs_and_the_batch_goes_on() {
         std::env::var("PATH").unwrap_or_default()
     );
     let out = t.path().join("out.jsonl");
-    Command::cargo_bin("kernelpair")
-        .unwrap()
+    verify_cmd(&input, &out)
         .env("PATH", path)
         .env("FAKE_SANITIZER_CALLS", &calls)
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
         .args([
             "--gpus",
             "1",
@@ -701,14 +671,9 @@ fn a_hanging_sanitized_job_is_killed_with_its_process_group() {
     let pidfile = t.path().join("pid");
     let out = t.path().join("out.jsonl");
     let start = std::time::Instant::now();
-    Command::cargo_bin("kernelpair")
-        .unwrap()
+    verify_cmd(&input, &out)
         .env("FAKE_SANITIZER_CALLS", t.path().join("calls.txt"))
         .env("FAKE_SANITIZER_PIDFILE", &pidfile)
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
         .args(["--gpus", "1", "--timeout-s", "1", "--sanitizer", "memcheck"])
         .arg("--compute-sanitizer")
         .arg(&fake)
@@ -753,12 +718,7 @@ fn missing_sanitizer_is_one_line_and_the_batch_goes_on() {
     std::fs::write(&worker, SAN_WORKER).unwrap();
     let missing = t.path().join("nowhere/compute-sanitizer");
     let out = t.path().join("out.jsonl");
-    let a = Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
+    let a = verify_cmd(&input, &out)
         .args([
             "--gpus",
             "1",
@@ -792,22 +752,14 @@ fn missing_sanitizer_is_one_line_and_the_batch_goes_on() {
 /// No GPU: `--sanitizer` changes nothing; the one `no GPU` line, pairs `no_gpu`, exit 0.
 #[test]
 fn sanitizer_without_a_gpu_is_the_no_gpu_path() {
-    if matches!(
-        kernelpair::gpu::probe(),
-        kernelpair::gpu::Probe::Ready { .. }
-    ) {
+    if has_gpu() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, &[pair_folder(t.path(), "ok")]);
     let out = t.path().join("out.jsonl");
-    let a = Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
+    let a = verify_cmd(&input, &out)
         .args(["--sanitizer", "memcheck,racecheck,initcheck,synccheck"])
         .assert()
         .success();
@@ -836,12 +788,7 @@ fn gpu_sanitizer_flags_the_off_by_one_and_passes_good_copy() {
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, &dirs);
     let out = t.path().join("out.jsonl");
-    Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["verify", "--in"])
-        .arg(&input)
-        .arg("--out")
-        .arg(&out)
+    verify_cmd(&input, &out)
         .args(["--timeout-s", "30", "--sanitizer", "memcheck,racecheck"])
         .assert()
         .success();

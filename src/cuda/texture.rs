@@ -166,22 +166,14 @@ pub struct Declared {
 }
 
 /// Bytes of a texel type the shim reads (`float4` → 16); None for types it does not know.
+/// The scalar comes from [`ElemType::from_c_type`], the lanes from the vector suffix.
 pub fn texel_bytes(element: &str) -> Option<usize> {
     let e = element.trim();
-    let (base, lanes) = match e.chars().last() {
-        Some(c @ ('1' | '2' | '3' | '4')) if !e.ends_with("int64") => {
-            (&e[..e.len() - 1], c.to_digit(10).unwrap_or(1) as usize)
-        }
-        _ => (e, 1),
+    let lanes = match e.chars().last() {
+        Some(c @ ('2' | '3' | '4')) if !e.ends_with("int64_t") => c.to_digit(10)? as usize,
+        _ => 1,
     };
-    let scalar = match base {
-        "char" | "uchar" | "signed char" | "unsigned char" => 1,
-        "short" | "ushort" | "unsigned short" => 2,
-        "int" | "uint" | "unsigned" | "unsigned int" | "float" => 4,
-        "long long" | "longlong" | "ulonglong" | "unsigned long long" | "double" => 8,
-        _ => return None,
-    };
-    Some(scalar * lanes)
+    Some(crate::harness::ElemType::from_c_type(e)?.size_of() * lanes)
 }
 
 /// The shimmed texture references a unit's source declares: every
