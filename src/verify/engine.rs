@@ -92,6 +92,11 @@ pub struct Outcome {
 }
 
 /// The generator seed of check run `seed` (fixed, so a rerun sees the same data).
+/// Add the time since `t` to phase `key` (sub-phases of `check` are summed over seeds).
+fn add_phase(ev: &mut Evidence, key: &'static str, t: Instant) {
+    *ev.phases_ms.entry(key).or_insert(0.0) += t.elapsed().as_secs_f64() * 1e3;
+}
+
 fn seed_for(seed: u32) -> u64 {
     0x6b70_0000_u64 + seed as u64
 }
@@ -406,6 +411,8 @@ fn run_inner(
         let t = Instant::now();
         let canary = if job.options.check_only { 0 } else { CANARY };
         let bufs = alloc_buffers(gpu, ss, canary)?;
+        add_phase(ev, "check.alloc", t);
+        let tg = Instant::now();
         // Texture shims point at the buffers, which stay put for the whole size set.
         for loaded in [&slow, &fast] {
             upload_textures(gpu, loaded, ss, &bufs)?;
@@ -422,6 +429,7 @@ fn run_inner(
                 })
                 .collect()
         };
+        add_phase(ev, "check.generate", tg);
         for (seed, d) in data.into_iter().enumerate() {
             let (inputs, consts) = d.map_err(|e| Stop::new(Status::HarnessError, e.to_string()))?;
             check_seed(
@@ -695,6 +703,7 @@ fn check_seed(
             ));
         }
     }
+    let t = Instant::now();
     for ((h, g), a) in inputs.iter().zip(bufs).zip(&ss.args) {
         if let (Some(g), ResolvedArg::Buffer { layout, .. }) = (g, a) {
             // Per-variant layouts: each variant's pristine copy is the canonical input
@@ -711,11 +720,13 @@ fn check_seed(
             }
         }
     }
+    add_phase(ev, "check.upload", t);
     let canary = compare::canary_pattern(CANARY);
     let mut outputs: BTreeMap<&'static str, Vec<HostBuffer>> = BTreeMap::new();
     let outs = ss.outputs();
     for (which, loaded) in [("slow", slow), ("fast", fast)] {
         let ctx = where_(which);
+        let t = Instant::now();
         restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
         for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
             gpu.upload(g.alloc.ptr, &canary)
@@ -757,6 +768,8 @@ fn check_seed(
                 }
             }
         }
+        add_phase(ev, "check.run", t);
+        let t = Instant::now();
         let mut got = Vec::new();
         for &i in &outs {
             let (ResolvedArg::Buffer { elem, layout, .. }, Some(g)) = (&ss.args[i], &bufs[i])
@@ -776,6 +789,7 @@ fn check_seed(
             });
         }
         outputs.insert(which, got);
+        add_phase(ev, "check.download", t);
     }
     if outs.is_empty() {
         return Err(Stop::new(
@@ -796,6 +810,7 @@ fn check_seed(
         else {
             continue;
         };
+        let t = Instant::now();
         let input = role.is_input().then_some(&inputs[i]);
         if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
             for which in ["slow", "fast"] {
@@ -827,6 +842,7 @@ fn check_seed(
             },
             || compare::compare(s, f, tol),
         );
+        add_phase(ev, "check.compare", t);
         for (which, d) in [("fast", df), ("slow", ds)] {
             if let Some(d) = d {
                 return Err(Stop::new(
