@@ -41,6 +41,9 @@ if totals:
 if phases:
     tot = lambda k: sum(ph.get(k, 0.0) for ph in phases)
     print(f"phases summed over pairs: compile {tot('compile'):.0f} ms, check {tot('check'):.0f} ms, time {tot('time'):.0f} ms, total {tot('total'):.0f} ms")
+    subs = sorted({k for ph in phases for k in ph if k.startswith("check.")})
+    if subs:
+        print("check sub-phases summed: " + ", ".join(f"{k[6:]} {tot(k):.0f} ms" for k in subs))
 if runs:
     print(f"timed runs per variant and size set: median {statistics.median(runs):.0f}, min {min(runs)}, max {max(runs)}")
 san = []

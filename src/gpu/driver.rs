@@ -124,6 +124,63 @@ pub struct Gpu {
     dev: sys::CUdevice,
     stream: sys::CUstream,
     flush: Option<DevBuf>,
+    /// Page-locked staging for large transfers (two halves, filled alternately).
+    staging: std::cell::OnceCell<Staging>,
+}
+
+/// Bytes per half of the pinned staging buffer.
+const STAGE: usize = 32 << 20;
+/// Transfers below this go straight from or to pageable memory.
+const STAGE_MIN: usize = 4 << 20;
+
+/// Page-locked host memory for double-buffered transfers: pageable copies go through
+/// the driver's own single-threaded staging and run at 1–2 GB/s on the lent H100 host
+/// (RESULTS.md run 12); a pinned buffer filled and drained by all cores keeps up with the
+/// DMA engine.
+struct Staging {
+    ptr: *mut u8,
+    done: [Event; 2],
+}
+
+impl Staging {
+    fn new() -> Result<Staging, CudaError> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: p is a valid out-pointer; a context is current; freed in Drop.
+        check("cuMemAllocHost", unsafe {
+            sys::cuMemAllocHost_v2(&mut p, 2 * STAGE)
+        })?;
+        Ok(Staging {
+            ptr: p as *mut u8,
+            done: [Event::new()?, Event::new()?],
+        })
+    }
+
+    /// Half `k` as a mutable slice. The caller makes sure no copy into or out of it is
+    /// pending (its `done` event has completed).
+    #[allow(clippy::mut_from_ref)] // the halves are disjoint and used one at a time
+    fn half(&self, k: usize) -> &mut [u8] {
+        // SAFETY: the allocation holds 2 * STAGE bytes and k is 0 or 1; the pinned memory
+        // lives as long as self; callers synchronize on done[k] before touching it.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add((k & 1) * STAGE), STAGE) }
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // SAFETY: ptr came from cuMemAllocHost and is freed once.
+        unsafe {
+            sys::cuMemFreeHost(self.ptr as *mut c_void);
+        }
+    }
+}
+
+/// Copy `src` into `dst` (same length) with all cores.
+fn par_copy(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    dst.par_chunks_mut(PIECE)
+        .zip(src.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, CudaError> {
@@ -211,6 +268,7 @@ impl Gpu {
             dev,
             stream,
             flush: None,
+            staging: std::cell::OnceCell::new(),
         })
     }
 
@@ -251,12 +309,49 @@ impl Gpu {
         if data.is_empty() {
             return Ok(());
         }
-        // SAFETY: dst..dst+len lies inside an allocation the caller owns (DevBuf/Guarded
-        // compute it from their sizes); data is a live host slice of that length.
-        check("cuMemcpyHtoD", unsafe {
-            sys::cuMemcpyHtoDAsync_v2(dst, data.as_ptr() as *const c_void, data.len(), self.stream)
-        })?;
+        if data.len() < STAGE_MIN {
+            // SAFETY: dst..dst+len lies inside an allocation the caller owns (DevBuf/Guarded
+            // compute it from their sizes); data is a live host slice of that length, and the
+            // stream is synchronized before returning.
+            check("cuMemcpyHtoD", unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    dst,
+                    data.as_ptr() as *const c_void,
+                    data.len(),
+                    self.stream,
+                )
+            })?;
+            return self.sync();
+        }
+        let st = self.staging()?;
+        for (k, piece) in data.chunks(STAGE).enumerate() {
+            let ev = &st.done[k & 1];
+            // The copy issued from this half two pieces ago must be finished.
+            ev.wait()?;
+            let half = &mut st.half(k)[..piece.len()];
+            par_copy(half, piece);
+            // SAFETY: the half holds piece.len() pinned bytes that stay untouched until
+            // its event completes; the destination range lies inside a caller-owned
+            // allocation.
+            check("cuMemcpyHtoD", unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    dst + (k * STAGE) as u64,
+                    half.as_ptr() as *const c_void,
+                    piece.len(),
+                    self.stream,
+                )
+            })?;
+            ev.record(self.stream)?;
+        }
         self.sync()
+    }
+
+    /// The pinned staging buffer, allocated on first use.
+    fn staging(&self) -> Result<&Staging, CudaError> {
+        if self.staging.get().is_none() {
+            let _ = self.staging.set(Staging::new()?);
+        }
+        Ok(self.staging.get().expect("set above"))
     }
 
     pub fn download(&self, src: u64, len: usize) -> Result<Vec<u8>, CudaError> {
@@ -265,11 +360,43 @@ impl Gpu {
             return Ok(v);
         }
         self.sync()?;
-        // SAFETY: v has len bytes; src..src+len lies inside a caller-owned allocation;
-        // the stream was synchronized so the kernel's writes are complete.
-        check("cuMemcpyDtoH", unsafe {
-            sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, src, len)
-        })?;
+        if len < STAGE_MIN {
+            // SAFETY: v has len bytes; src..src+len lies inside a caller-owned allocation;
+            // the stream was synchronized so the kernel's writes are complete.
+            check("cuMemcpyDtoH", unsafe {
+                sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, src, len)
+            })?;
+            return Ok(v);
+        }
+        let stream = self.stream;
+        let st = self.staging()?;
+        let pieces = len.div_ceil(STAGE);
+        let issue = |k: usize| -> Result<(), CudaError> {
+            let n = STAGE.min(len - k * STAGE);
+            // SAFETY: the half holds STAGE >= n pinned bytes, not read until its event
+            // completes; the source range lies inside a caller-owned allocation.
+            check("cuMemcpyDtoH", unsafe {
+                sys::cuMemcpyDtoHAsync_v2(
+                    st.half(k).as_mut_ptr() as *mut c_void,
+                    src + (k * STAGE) as u64,
+                    n,
+                    stream,
+                )
+            })?;
+            st.done[k & 1].record(stream)
+        };
+        // Two pieces in flight: drain one half while the other fills.
+        issue(0)?;
+        if pieces > 1 {
+            issue(1)?;
+        }
+        for (k, out) in v.chunks_mut(STAGE).enumerate() {
+            st.done[k & 1].wait()?;
+            par_copy(out, &st.half(k)[..out.len()]);
+            if k + 2 < pieces {
+                issue(k + 2)?;
+            }
+        }
         Ok(v)
     }
 
@@ -422,6 +549,7 @@ impl Gpu {
 impl Drop for Gpu {
     fn drop(&mut self) {
         self.flush = None;
+        self.staging.take();
         // SAFETY: stream and context were created in open and are released once; errors
         // (e.g. after a sticky fault) are ignored since the process is ending anyway.
         unsafe {
@@ -454,6 +582,21 @@ impl Event {
             sys::cuEventCreate(&mut e, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
         })?;
         Ok(Event { raw: e })
+    }
+
+    fn record(&self, stream: sys::CUstream) -> Result<(), CudaError> {
+        // SAFETY: the event and the stream belong to the current context.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.raw, stream)
+        })
+    }
+
+    /// Wait until the work recorded before this event is done (at once if never recorded).
+    fn wait(&self) -> Result<(), CudaError> {
+        // SAFETY: the event belongs to the current context.
+        check("cuEventSynchronize", unsafe {
+            sys::cuEventSynchronize(self.raw)
+        })
     }
 }
 

@@ -45,7 +45,14 @@ impl HostBuffer {
 
     /// Whether element `i` has exactly the poison bit pattern.
     pub fn is_poison(&self, i: usize) -> bool {
-        self.elem_bytes(i) == poison_pattern(self.elem).as_slice()
+        let b = self.elem_bytes(i);
+        // Byte by byte against the pattern, without building it (this runs per element).
+        match self.elem {
+            ElemType::F32 => b == 0x7FFF_FFFFu32.to_le_bytes(),
+            ElemType::F64 => b == 0x7FFF_FFFF_FFFF_FFFFu64.to_le_bytes(),
+            ElemType::F16 | ElemType::BF16 => b == 0x7FFFu16.to_le_bytes(),
+            _ => b.iter().all(|&x| x == 0xFF),
+        }
     }
 
     /// Element `i` as f64 (exact for every type but i64/u64 beyond 2^53).
@@ -840,6 +847,24 @@ fn lookup<'a>(r: &'a Resolved, name: &str) -> Option<(ElemType, usize, &'a Init)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_poison_matches_the_pattern_for_every_type() {
+        for e in ElemType::ALL {
+            let p = poison_pattern(e);
+            let mut b = HostBuffer {
+                elem: e,
+                bytes: [p.clone(), vec![0; p.len()], p.clone()].concat(),
+            };
+            assert!(b.is_poison(0) && !b.is_poison(1) && b.is_poison(2), "{e:?}");
+            // Any one byte changed is a value, not the poison.
+            for k in 0..p.len() {
+                b.bytes[k] ^= 0x01;
+                assert!(!b.is_poison(0), "{e:?} byte {k}");
+                b.bytes[k] ^= 0x01;
+            }
+        }
+    }
     use crate::harness::tests::SAXPY;
     use crate::harness::{parse, DeviceProps};
 
