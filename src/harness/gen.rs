@@ -4,7 +4,7 @@
 //! matrices whose index arrays agree with each other.
 
 use super::{
-    CsrPart, ElemType, Field, HarnessError, Init, JdsPart, Resolved, ResolvedArg, Span,
+    Cells, CsrPart, ElemType, Field, HarnessError, Init, JdsPart, Resolved, ResolvedArg,
     SparseMatrix, Variant,
 };
 use rand::seq::SliceRandom;
@@ -388,15 +388,7 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
                     )));
                 }
             }
-            Init::Cells {
-                dims,
-                depth,
-                size,
-                fill,
-                w,
-                ..
-            } => check_cells(elem, len, *dims, *depth, *size, *fill, *w)
-                .map_err(|m| err(format!("{name}: {m}")))?,
+            Init::Cells(c) => check_cells(elem, len, c).map_err(|m| err(format!("{name}: {m}")))?,
             Init::Permutation if (len as i128 - 1) > int_bounds(elem).1 as i128 => {
                 return Err(err(format!(
                     "{name}: a permutation of {len} does not fit {}",
@@ -423,15 +415,15 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
 
 /// A `cells` buffer is float, exactly `cells × depth × 4` long, fills at most `depth`
 /// slots per cell, and its w range holds a nonzero value of the type (w = 0 ends a bin).
-fn check_cells(
-    elem: ElemType,
-    len: usize,
-    dims: [usize; 3],
-    depth: usize,
-    size: f64,
-    fill: Span<i64>,
-    w: Span<f64>,
-) -> Result<(), String> {
+fn check_cells(elem: ElemType, len: usize, c: &Cells) -> Result<(), String> {
+    let Cells {
+        dims,
+        depth,
+        size,
+        fill,
+        w,
+        ..
+    } = *c;
     if !matches!(elem, ElemType::F32 | ElemType::F64) {
         return Err(format!(
             "cells holds float coordinates: its type must be f32 or f64, not {}",
@@ -694,24 +686,7 @@ fn fill(
             }
         }
         Init::Fields { fields } => bytes = fill_fields(name, elem, len, fields, seed),
-        Init::Cells {
-            dims,
-            depth,
-            size,
-            origin,
-            fill,
-            w,
-        } => {
-            let cells = Cells {
-                dims: *dims,
-                depth: *depth,
-                size: *size,
-                origin: *origin,
-                fill: *fill,
-                w: *w,
-            };
-            bytes = fill_cells(name, elem, &cells, seed);
-        }
+        Init::Cells(c) => bytes = fill_cells(name, elem, c, seed),
         Init::CopyOf { .. } | Init::Interleave { .. } => {
             unreachable!("copies and interleavings are built by `produce`")
         }
@@ -762,16 +737,6 @@ fn fill_fields(name: &str, elem: ElemType, len: usize, fields: &[Field], seed: u
 /// (`cells/<name>/<chunk>`) and chunks run in parallel, so the bytes do not depend on the
 /// number of threads.
 const CELL_CHUNK: usize = 1 << 12;
-
-/// The parameters of [`Init::Cells`], unpacked.
-struct Cells {
-    dims: [usize; 3],
-    depth: usize,
-    size: f64,
-    origin: [f64; 3],
-    fill: Span<i64>,
-    w: Span<f64>,
-}
 
 /// Redraws of a w that rounds to zero before falling back to a bound that does not (the
 /// range was checked to have one); with any sensible range the first draw is nonzero.
@@ -1617,6 +1582,10 @@ block = 1
             );
             let b = &generate_inputs(&r, 7).unwrap()[0];
             assert_eq!(b.elem.name(), ty);
+            // The resolved init travels to workers as JSON and must generate the same bytes.
+            let back: Resolved = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+            assert_eq!(back, r);
+            assert_eq!(&generate_inputs(&back, 7).unwrap()[0], b);
             let counts = check_cells_buffer(b, [3, 4, 5], 2.5, [-1.0, 2.0, 0.5], (2, 6));
             // Counts vary over the whole range, not one fixed fill.
             assert_eq!(counts.iter().min(), Some(&2), "{counts:?}");

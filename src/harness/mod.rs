@@ -377,19 +377,8 @@ pub enum Init {
     Fields {
         fields: Vec<Field>,
     },
-    /// Points binned into a grid of cells ([`gen`] builds them): `dims[0]·dims[1]·dims[2]`
-    /// cells (cell `(k·dims[1] + j)·dims[0] + i`), each `depth` slots of `(x, y, z, w)`. A
-    /// cell holds a count drawn from `fill.lo..=fill.hi` of points uniform in its cube
-    /// (`origin + (i, j, k)·size`, side `size`), first, with `w` uniform in `[w.lo, w.hi)`
-    /// and never 0 (w = 0 ends a bin); its other slots are all zeros.
-    Cells {
-        dims: [usize; 3],
-        depth: usize,
-        size: f64,
-        origin: [f64; 3],
-        fill: Span<i64>,
-        w: Span<f64>,
-    },
+    /// Points binned into a grid of cells ([`gen`] builds them; boxed: the largest init).
+    Cells(Box<Cells>),
     /// One part of a generated CSR matrix (see [`SparseMatrix`]).
     Csr {
         matrix: String,
@@ -400,6 +389,20 @@ pub enum Init {
         matrix: String,
         part: JdsPart,
     },
+}
+
+/// A `cells` init: `dims[0]·dims[1]·dims[2]` cells (cell `(k·dims[1] + j)·dims[0] + i`),
+/// each `depth` slots of `(x, y, z, w)`. A cell holds a count drawn from `fill.lo..=fill.hi`
+/// of points uniform in its cube (`origin + (i, j, k)·size`, side `size`), first, with `w`
+/// uniform in `[w.lo, w.hi)` and never 0 (w = 0 ends a bin); its other slots are all zeros.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cells {
+    pub dims: [usize; 3],
+    pub depth: usize,
+    pub size: f64,
+    pub origin: [f64; 3],
+    pub fill: Span<i64>,
+    pub w: Span<f64>,
 }
 
 /// `lo` and `hi` of a range: inclusive for counts, half-open for values.
@@ -2128,7 +2131,7 @@ impl Harness {
                     for (k, e) in origin.iter().flatten().enumerate() {
                         o[k] = num(&format!("origin[{k}]"), e)?;
                     }
-                    Init::Cells {
+                    Init::Cells(Box::new(Cells {
                         dims: d,
                         depth: positive("depth", depth)?,
                         size: num("size", size)?,
@@ -2141,7 +2144,7 @@ impl Harness {
                             lo: num("w.lo", &w.lo)?,
                             hi: num("w.hi", &w.hi)?,
                         },
-                    }
+                    }))
                 }
                 RawInit::Csr { matrix, part } => Init::Csr {
                     matrix: matrix.clone(),
