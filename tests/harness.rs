@@ -170,6 +170,14 @@ block = 1
             "kind = \"uniform\", lo = 0.0, hi = 1.0",
             "kind = \"fields\", fields = [{ count = 1, type = \"int\", init = { kind = \"zeros\" } }]",
         ),
+        (
+            "kind = \"uniform\", lo = 0.0, hi = 1.0",
+            "kind = \"cells\", dims = [\"n\", 1], depth = 1, size = 1.0, fill = { lo = 1, hi = 1 }, w = { lo = 1.0, hi = 2.0 }",
+        ),
+        (
+            "kind = \"uniform\", lo = 0.0, hi = 1.0",
+            "kind = \"cells\", dims = [\"n\", 1, 1], depth = 1, size = 1.0, w = { lo = 1.0, hi = 2.0 }",
+        ),
     ] {
         let text = good.replace(from, to);
         let json = harness::to_json(&text, "bad").unwrap();
@@ -617,4 +625,101 @@ fn lbm_layouts_match_calc_index_and_the_window_keeps_only_agreeing_writes() {
     // Distributions positive, so density and velocities are finite.
     let p = aos(cell(5, 5, 5), 0) as usize;
     assert!((0..19).all(|e| src.get_f64(p + e) > 0.0));
+}
+
+/// Parboil cutcp's bins as its host code builds them: bin (c, c, c) is the kernel's zero
+/// address, every atom lies inside its own bin's 4 Å cube (relative to the lattice origin),
+/// bins fill 4 to 8 slots and end with all-zero float4s, and every neighbour-list offset
+/// from every region's bin stays inside the padded bin array.
+#[test]
+fn cutcp_bins_hold_atoms_in_their_bins_and_neighbours_stay_inside() {
+    use harness::ResolvedArg;
+    let h = harness::load(&root().join("extractors/parboil/cutcp.toml")).unwrap();
+    let set = h
+        .size_sets()
+        .iter()
+        .find(|s| s.name == "irregular")
+        .unwrap();
+    let r = h.resolve(set, &harness::DeviceProps::h100()).unwrap();
+    let v = |k: &str| r.values[k] as usize;
+    let (xr, yr, zr, c) = (v("xr"), v("yr"), v("zr"), v("c"));
+    let bd = [xr + 2 * c, yr + 2 * c, zr + 2 * c];
+    assert_eq!(c, 3, "ceil(cutoff 12 / bin length 4)");
+    let bins = r.args.iter().position(|a| a.name() == "bins").unwrap();
+    let ResolvedArg::Buffer { len, .. } = &r.args[bins] else {
+        panic!("bins is a buffer")
+    };
+    assert_eq!(*len, bd[0] * bd[1] * bd[2] * 8 * 4);
+    let zero = ((c * bd[1] + c) * bd[0] + c) * 32;
+    for l in r.slow.iter().chain(&r.fast) {
+        let k = l.args.iter().position(|&a| a == bins).unwrap();
+        assert_eq!(l.offsets[k], zero, "binZeroAddr = bin (c, c, c)");
+    }
+    let inputs = harness::generate_inputs(&r, 1).unwrap();
+    let b = &inputs[bins];
+    let mut n = 0;
+    let mut atoms = 0;
+    for k in 0..bd[2] {
+        for j in 0..bd[1] {
+            for i in 0..bd[0] {
+                let slot = |s: usize, e: usize| b.get_f64((n * 8 + s) * 4 + e);
+                let count = (0..8).take_while(|&s| slot(s, 3) != 0.0).count();
+                assert!((4..=8).contains(&count), "bin {n}: {count} atoms");
+                for s in 0..count {
+                    for (d, idx) in [i, j, k].into_iter().enumerate() {
+                        // Position relative to the lattice origin, as the host bins it.
+                        let lo = 4.0 * (idx as f64 - c as f64);
+                        let p = slot(s, d);
+                        assert!(
+                            (lo..lo + 4.0).contains(&p),
+                            "bin {n} atom {s}: {p} not in [{lo}, {})",
+                            lo + 4.0
+                        );
+                    }
+                    assert!((-1.0..1.0).contains(&slot(s, 3)));
+                }
+                assert!((count..8).all(|s| (0..4).all(|e| slot(s, e) == 0.0)));
+                atoms += count;
+                n += 1;
+            }
+        }
+    }
+    let mean = atoms as f64 / n as f64;
+    assert!((5.5..6.5).contains(&mean), "{mean} atoms per bin");
+    let consts = harness::generate_constants(&r, 1).unwrap();
+    let len_of = r
+        .constants
+        .iter()
+        .position(|k| k.name == "NbrListLen")
+        .unwrap();
+    let list = r
+        .constants
+        .iter()
+        .position(|k| k.name == "NbrList")
+        .unwrap();
+    assert_eq!(consts[len_of].get_i128(0), 343);
+    let nbr: Vec<[i64; 3]> = (0..343)
+        .map(|m| [0, 1, 2].map(|e| consts[list].get_i128(3 * m + e) as i64))
+        .collect();
+    // The 7x7x7 cube in Parboil's loop order (k, then j, then i fastest).
+    let mut want = Vec::new();
+    for dz in -3..=3 {
+        for dy in -3..=3 {
+            for dx in -3..=3 {
+                want.push([dx, dy, dz]);
+            }
+        }
+    }
+    assert_eq!(nbr, want);
+    // At h = 0.5 region (x, y, z) sits in bin (x, y, z): floor((8x + 4) * h / 4) = x.
+    for (d, regions) in [xr, yr, zr].into_iter().enumerate() {
+        for x in 0..regions as i64 {
+            let bin = ((8 * x + 4) as f64 * 0.5 / 4.0).floor() as i64;
+            assert_eq!(bin, x);
+            for o in &nbr {
+                let at = bin + c as i64 + o[d];
+                assert!((0..bd[d] as i64).contains(&at), "axis {d}: bin {at}");
+            }
+        }
+    }
 }

@@ -4,8 +4,8 @@
 //! matrices whose index arrays agree with each other.
 
 use super::{
-    CsrPart, ElemType, Field, HarnessError, Init, JdsPart, Resolved, ResolvedArg, SparseMatrix,
-    Variant,
+    Cells, CsrPart, ElemType, Field, HarnessError, Init, JdsPart, Resolved, ResolvedArg,
+    SparseMatrix, Variant,
 };
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -395,6 +395,7 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
                     )));
                 }
             }
+            Init::Cells(c) => check_cells(elem, len, c).map_err(|m| err(format!("{name}: {m}")))?,
             Init::Permutation if (len as i128 - 1) > int_bounds(elem).1 as i128 => {
                 return Err(err(format!(
                     "{name}: a permutation of {len} does not fit {}",
@@ -417,6 +418,64 @@ pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
         }
     }
     Ok(())
+}
+
+/// A `cells` buffer is float, exactly `cells × depth × 4` long, fills at most `depth`
+/// slots per cell, and its w range holds a nonzero value of the type (w = 0 ends a bin).
+fn check_cells(elem: ElemType, len: usize, c: &Cells) -> Result<(), String> {
+    let Cells {
+        dims,
+        depth,
+        size,
+        fill,
+        w,
+        ..
+    } = *c;
+    if !matches!(elem, ElemType::F32 | ElemType::F64) {
+        return Err(format!(
+            "cells holds float coordinates: its type must be f32 or f64, not {}",
+            elem.name()
+        ));
+    }
+    let want = dims
+        .iter()
+        .try_fold(depth * 4, |acc, &d| acc.checked_mul(d))
+        .ok_or("cells: dims × depth overflow")?;
+    if want != len {
+        return Err(format!(
+            "{}×{}×{} cells of {depth} slots of 4 values make {want} elements, but its len is {len}",
+            dims[0], dims[1], dims[2]
+        ));
+    }
+    if !(size.is_finite() && size > 0.0) {
+        return Err(format!("cells: size must be > 0, is {size}"));
+    }
+    if !(0 <= fill.lo && fill.lo <= fill.hi && fill.hi <= depth as i64) {
+        return Err(format!(
+            "cells fill {}..={} must satisfy 0 <= lo <= hi <= depth ({depth})",
+            fill.lo, fill.hi
+        ));
+    }
+    if !(w.lo < w.hi && w.lo.is_finite() && w.hi.is_finite()) {
+        return Err(format!("cells w needs lo < hi, got {}..{}", w.lo, w.hi));
+    }
+    if round_to(elem, w.lo) == 0.0 && round_to(elem, w.hi) == 0.0 {
+        return Err(format!(
+            "cells w {}..{} holds no nonzero {} (w = 0 marks the end of a cell)",
+            w.lo,
+            w.hi,
+            elem.name()
+        ));
+    }
+    Ok(())
+}
+
+/// `v` as the float type `elem` stores it.
+fn round_to(elem: ElemType, v: f64) -> f64 {
+    match elem {
+        ElemType::F32 => v as f32 as f64,
+        _ => v,
+    }
 }
 
 /// Integer values of an elementwise init fit the type they are generated in.
@@ -634,6 +693,7 @@ fn fill(
             }
         }
         Init::Fields { fields } => bytes = fill_fields(name, elem, len, fields, seed),
+        Init::Cells(c) => bytes = fill_cells(name, elem, c, seed),
         Init::CopyOf { .. } | Init::Interleave { .. } => {
             unreachable!("copies and interleavings are built by `produce`")
         }
@@ -678,6 +738,98 @@ fn fill_fields(name: &str, elem: ElemType, len: usize, fields: &[Field], seed: u
             chunk.copy_from_slice(&out);
         });
     bytes
+}
+
+/// Cells per generation chunk of a `cells` buffer: each chunk draws from its own stream
+/// (`cells/<name>/<chunk>`) and chunks run in parallel, so the bytes do not depend on the
+/// number of threads.
+const CELL_CHUNK: usize = 1 << 12;
+
+/// Redraws of a w that rounds to zero before falling back to a bound that does not (the
+/// range was checked to have one); with any sensible range the first draw is nonzero.
+const W_REDRAWS: usize = 64;
+
+fn fill_cells(name: &str, elem: ElemType, c: &Cells, seed: u64) -> Vec<u8> {
+    use rayon::prelude::*;
+    let es = elem.size_of();
+    let cell_bytes = c.depth * 4 * es;
+    let n_cells = c.dims.iter().product::<usize>();
+    let mut bytes = vec![0u8; n_cells * cell_bytes];
+    let w_nonzero = |r: &mut ChaCha8Rng| -> f64 {
+        for _ in 0..W_REDRAWS {
+            let v = round_to(elem, c.w.lo + (c.w.hi - c.w.lo) * unit(r));
+            if v != 0.0 {
+                return v;
+            }
+        }
+        if round_to(elem, c.w.lo) != 0.0 {
+            c.w.lo
+        } else {
+            c.w.hi
+        }
+    };
+    bytes
+        .par_chunks_mut(CELL_CHUNK * cell_bytes)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let mut rng = rng_for(seed, "cells", &format!("{name}/{chunk}"));
+            let mut tmp = Vec::with_capacity(out.len());
+            let first = chunk * CELL_CHUNK;
+            for n in first..first + out.len() / cell_bytes {
+                let ijk = [
+                    n % c.dims[0],
+                    n / c.dims[0] % c.dims[1],
+                    n / (c.dims[0] * c.dims[1]),
+                ];
+                let count = int_in(&mut rng, c.fill.lo, c.fill.hi) as usize;
+                for _ in 0..count {
+                    for (d, &i) in ijk.iter().enumerate() {
+                        let lo = c.origin[d] + i as f64 * c.size;
+                        push_f64(&mut tmp, elem, inside(elem, lo, c.size, unit(&mut rng)));
+                    }
+                    push_f64(&mut tmp, elem, w_nonzero(&mut rng));
+                }
+                tmp.resize(tmp.len() + (c.depth - count) * 4 * es, 0);
+            }
+            out.copy_from_slice(&tmp);
+        });
+    bytes
+}
+
+/// `lo + size·u` as `elem` stores it, kept below `lo + size` when rounding would reach the
+/// next cell's edge.
+fn inside(elem: ElemType, lo: f64, size: f64, u: f64) -> f64 {
+    let v = round_to(elem, lo + size * u);
+    let hi = round_to(elem, lo + size);
+    if v < hi {
+        return v;
+    }
+    match elem {
+        ElemType::F32 => f32_below(hi as f32) as f64,
+        _ => f64_below(hi),
+    }
+}
+
+/// The largest f32 below `x` (finite `x`).
+fn f32_below(x: f32) -> f32 {
+    if x == 0.0 {
+        -f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() - 1)
+    } else {
+        f32::from_bits(x.to_bits() + 1)
+    }
+}
+
+/// The largest f64 below `x` (finite `x`).
+fn f64_below(x: f64) -> f64 {
+    if x == 0.0 {
+        -f64::from_bits(1)
+    } else if x > 0.0 {
+        f64::from_bits(x.to_bits() - 1)
+    } else {
+        f64::from_bits(x.to_bits() + 1)
+    }
 }
 
 /// One element of an elementwise init, appended as `elem`'s little-endian bytes.
@@ -1367,6 +1519,182 @@ block = 1
                 par == serial,
                 "{elem:?}: chunks drifted from the serial stream"
             );
+        }
+    }
+
+    /// A 3×4×5 grid of cells (not cubic, so a wrong cell order puts points in wrong cells).
+    const CELLS: &str = r#"
+[sizes]
+nx = 3
+[derived]
+ny = 4
+nz = 5
+[[args]]
+name = "bins"
+type = "f32"
+len = "nx * ny * nz * 8 * 4"
+init = { kind = "cells", dims = ["nx", "ny", "nz"], depth = 8, size = 2.5, origin = [-1.0, 2.0, 0.5], fill = { lo = 2, hi = 6 }, w = { lo = -1.0, hi = 1.0 } }
+role = "in"
+[[args]]
+name = "out"
+type = "f32"
+len = 1
+role = "out"
+[[launch]]
+kernel = "k"
+grid = 1
+block = 1
+"#;
+
+    /// Checks every cell of a `cells` buffer (dims, depth 8, the origin and size above,
+    /// fill counts in `fill`, w in [-1, 1)) and returns the per-cell counts.
+    fn check_cells_buffer(
+        b: &HostBuffer,
+        dims: [usize; 3],
+        size: f64,
+        origin: [f64; 3],
+        fill: (usize, usize),
+    ) -> Vec<usize> {
+        let depth = 8;
+        assert_eq!(b.len(), dims.iter().product::<usize>() * depth * 4);
+        let es = b.elem.size_of();
+        let mut counts = Vec::new();
+        let mut n = 0;
+        // Cell order written out as nested loops: x fastest, then y, then z.
+        for k in 0..dims[2] {
+            for j in 0..dims[1] {
+                for i in 0..dims[0] {
+                    let slot = |s: usize, c: usize| b.get_f64((n * depth + s) * 4 + c);
+                    let count = (0..depth).take_while(|&s| slot(s, 3) != 0.0).count();
+                    assert!((fill.0..=fill.1).contains(&count), "cell {n} holds {count}");
+                    for s in 0..count {
+                        for (d, c) in [i, j, k].into_iter().enumerate() {
+                            let lo = origin[d] + c as f64 * size;
+                            let v = slot(s, d);
+                            assert!(
+                                lo <= v && v < lo + size,
+                                "cell {n} ({i}, {j}, {k}) slot {s}: coordinate {d} = {v} is outside [{lo}, {})",
+                                lo + size
+                            );
+                        }
+                        let w = slot(s, 3);
+                        assert!((-1.0..1.0).contains(&w) && w != 0.0, "w = {w}");
+                    }
+                    // Empty slots are all-zero bytes (+0.0, as calloc leaves them).
+                    let empty =
+                        &b.bytes[((n * depth + count) * 4) * es..((n + 1) * depth * 4) * es];
+                    assert!(
+                        empty.iter().all(|&x| x == 0),
+                        "cell {n}: empty slots not zero"
+                    );
+                    counts.push(count);
+                    n += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    #[test]
+    fn cells_hold_their_points_in_cell_order_and_end_with_zeros() {
+        for ty in ["f32", "f64"] {
+            let r = resolve(
+                &CELLS.replace(
+                    "type = \"f32\"\nlen = \"nx",
+                    &format!("type = \"{ty}\"\nlen = \"nx"),
+                ),
+                0,
+            );
+            let b = &generate_inputs(&r, 7).unwrap()[0];
+            assert_eq!(b.elem.name(), ty);
+            // The resolved init travels to workers as JSON and must generate the same bytes.
+            let back: Resolved = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+            assert_eq!(back, r);
+            assert_eq!(&generate_inputs(&back, 7).unwrap()[0], b);
+            let counts = check_cells_buffer(b, [3, 4, 5], 2.5, [-1.0, 2.0, 0.5], (2, 6));
+            // Counts vary over the whole range, not one fixed fill.
+            assert_eq!(counts.iter().min(), Some(&2), "{counts:?}");
+            assert_eq!(counts.iter().max(), Some(&6), "{counts:?}");
+        }
+        // Origin defaults to 0; fill may be exactly depth (no terminating zero in a cell).
+        let text = CELLS
+            .replace(", origin = [-1.0, 2.0, 0.5]", "")
+            .replace("lo = 2, hi = 6", "lo = 8, hi = 8");
+        let b = &generate_inputs(&resolve(&text, 0), 7).unwrap()[0];
+        let counts = check_cells_buffer(b, [3, 4, 5], 2.5, [0.0; 3], (8, 8));
+        assert!(counts.iter().all(|&c| c == 8));
+    }
+
+    #[test]
+    fn cells_are_deterministic_per_seed_and_independent_of_threads() {
+        // 20×20×21 cells: more than two chunks of CELL_CHUNK.
+        let text = CELLS
+            .replace("nx = 3", "nx = 20")
+            .replace("ny = 4", "ny = 20")
+            .replace("nz = 5", "nz = 21");
+        let r = resolve(&text, 0);
+        let a = generate_inputs(&r, 3).unwrap();
+        assert_eq!(a, generate_inputs(&r, 3).unwrap());
+        assert_ne!(
+            a[0],
+            generate_inputs(&r, 4).unwrap()[0],
+            "another seed, other points"
+        );
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| generate_inputs(&r, 3).unwrap());
+        assert!(one == a, "bytes depend on the number of threads");
+        let counts = check_cells_buffer(&a[0], [20, 20, 21], 2.5, [-1.0, 2.0, 0.5], (2, 6));
+        // Chunks have their own streams: the second chunk does not repeat the first.
+        assert_ne!(counts[..CELL_CHUNK], counts[CELL_CHUNK..2 * CELL_CHUNK]);
+    }
+
+    #[test]
+    fn cells_never_draw_w_zero() {
+        // f32 rounds most of [0, 1e-45) to 0: those draws must be redrawn.
+        let text = CELLS.replace(
+            "w = { lo = -1.0, hi = 1.0 }",
+            "w = { lo = 0.0, hi = 1e-45 }",
+        );
+        let b = &generate_inputs(&resolve(&text, 0), 5).unwrap()[0];
+        let mut filled = 0;
+        for cell in 0..60 {
+            let w = |s: usize| b.get_f64((cell * 8 + s) * 4 + 3);
+            let count = (0..8).take_while(|&s| w(s) != 0.0).count();
+            assert!(
+                (2..=6).contains(&count),
+                "cell {cell}: {count} (a zero w cut it short)"
+            );
+            filled += count;
+            assert!((count..8).all(|s| w(s) == 0.0));
+        }
+        assert!(filled > 0);
+    }
+
+    #[test]
+    fn bad_cells_are_refused_naming_the_arg() {
+        for (from, to, want) in [
+            ("len = \"nx * ny * nz * 8 * 4\"", "len = \"nx * ny * nz * 8 * 3\"", "bins: 3×4×5 cells of 8 slots of 4 values make 1920 elements, but its len is 1440"),
+            ("lo = 2, hi = 6", "lo = 2, hi = 9", "bins: cells fill 2..=9 must satisfy 0 <= lo <= hi <= depth (8)"),
+            ("lo = 2, hi = 6", "lo = 5, hi = 4", "bins: cells fill 5..=4"),
+            ("lo = 2, hi = 6", "lo = -1, hi = 4", "bins: cells fill -1..=4"),
+            ("type = \"f32\"\nlen = \"nx", "type = \"i32\"\nlen = \"nx", "bins: cells holds float coordinates: its type must be f32 or f64, not i32"),
+            ("lo = -1.0, hi = 1.0", "lo = 1.0, hi = 1.0", "bins: cells w needs lo < hi"),
+            ("lo = -1.0, hi = 1.0", "lo = 0.0, hi = 1e-50", "bins: cells w 0..0.00000000000000000000000000000000000000000000000001 holds no nonzero f32"),
+            ("size = 2.5", "size = 0", "bins: cells: size must be > 0"),
+            ("dims = [\"nx\", \"ny\", \"nz\"]", "dims = [\"nx\", \"ny\"]", "args[0].init.dims: cells needs 3 dims"),
+            ("origin = [-1.0, 2.0, 0.5]", "origin = [0.0]", "args[0].init.origin: cells needs a 3D origin"),
+            ("depth = 8", "depth = 0", "args[0].init.depth"),
+            ("dims = [\"nx\", \"ny\", \"nz\"]", "dims = [\"nx\", \"ny - 4\", \"nz\"]", "args[0].init.dims[1]"),
+        ] {
+            assert!(CELLS.contains(from), "{from}");
+            let e = parse(&CELLS.replacen(from, to, 1), "t.toml")
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{to}: {e}");
         }
     }
 }

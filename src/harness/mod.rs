@@ -377,6 +377,8 @@ pub enum Init {
     Fields {
         fields: Vec<Field>,
     },
+    /// Points binned into a grid of cells ([`gen`] builds them; boxed: the largest init).
+    Cells(Box<Cells>),
     /// One part of a generated CSR matrix (see [`SparseMatrix`]).
     Csr {
         matrix: String,
@@ -387,6 +389,27 @@ pub enum Init {
         matrix: String,
         part: JdsPart,
     },
+}
+
+/// A `cells` init: `dims[0]·dims[1]·dims[2]` cells (cell `(k·dims[1] + j)·dims[0] + i`),
+/// each `depth` slots of `(x, y, z, w)`. A cell holds a count drawn from `fill.lo..=fill.hi`
+/// of points uniform in its cube (`origin + (i, j, k)·size`, side `size`), first, with `w`
+/// uniform in `[w.lo, w.hi)` and never 0 (w = 0 ends a bin); its other slots are all zeros.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cells {
+    pub dims: [usize; 3],
+    pub depth: usize,
+    pub size: f64,
+    pub origin: [f64; 3],
+    pub fill: Span<i64>,
+    pub w: Span<f64>,
+}
+
+/// `lo` and `hi` of a range: inclusive for counts, half-open for values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Span<T> {
+    pub lo: T,
+    pub hi: T,
 }
 
 fn one_i64() -> i64 {
@@ -1242,6 +1265,21 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
                 }
                 Ok(())
             }
+            RawInit::Cells { dims, origin, .. } => {
+                if dims.len() != 3 {
+                    return Err(field(
+                        &format!("{f}.dims"),
+                        format!("cells needs 3 dims (x, y, z), not {}", dims.len()),
+                    ));
+                }
+                if let Some(o) = origin.as_ref().filter(|o| o.len() != 3) {
+                    return Err(field(
+                        &format!("{f}.origin"),
+                        format!("cells needs a 3D origin [x, y, z], not {} values", o.len()),
+                    ));
+                }
+                Ok(())
+            }
             RawInit::Permutation if elem.is_float() => {
                 Err(field(f, "a permutation needs an integer type".into()))
             }
@@ -2064,6 +2102,49 @@ impl Harness {
                         every: positive("every", every)?.unwrap_or(1),
                         period: positive("period", period)?,
                     }
+                }
+                RawInit::Cells {
+                    dims,
+                    depth,
+                    size,
+                    origin,
+                    fill,
+                    w,
+                } => {
+                    // Counts and extents must be positive; fill and w are checked against
+                    // depth and the element type with the arg's name (gen::check_resolved).
+                    let positive = |sub: &str, e: &Expr| -> Result<usize, HarnessError> {
+                        let v = int(sub, e)?;
+                        usize::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
+                            xerr(
+                                &format!("{f}.{sub}"),
+                                &e.text(),
+                                format!("must be > 0, is {v}"),
+                            )
+                        })
+                    };
+                    let mut d = [0usize; 3];
+                    for (k, e) in dims.iter().enumerate() {
+                        d[k] = positive(&format!("dims[{k}]"), e)?;
+                    }
+                    let mut o = [0f64; 3];
+                    for (k, e) in origin.iter().flatten().enumerate() {
+                        o[k] = num(&format!("origin[{k}]"), e)?;
+                    }
+                    Init::Cells(Box::new(Cells {
+                        dims: d,
+                        depth: positive("depth", depth)?,
+                        size: num("size", size)?,
+                        origin: o,
+                        fill: Span {
+                            lo: int("fill.lo", &fill.lo)?,
+                            hi: int("fill.hi", &fill.hi)?,
+                        },
+                        w: Span {
+                            lo: num("w.lo", &w.lo)?,
+                            hi: num("w.hi", &w.hi)?,
+                        },
+                    }))
                 }
                 RawInit::Csr { matrix, part } => Init::Csr {
                     matrix: matrix.clone(),

@@ -271,6 +271,19 @@ pub enum RawInit {
         #[serde(default)]
         period: Option<Expr>,
     },
+    /// Points binned into a 3D grid of cells (Parboil cutcp's atom bins): `dims` cells,
+    /// x fastest, each `depth` slots of `(x, y, z, w)`; a cell's first `fill` slots hold
+    /// points inside its cube of side `size` (from `origin`), w in `w` but never 0; the
+    /// other slots are zeros.
+    Cells {
+        dims: Vec<Expr>,
+        depth: Expr,
+        size: Expr,
+        #[serde(default)]
+        origin: Option<Vec<Expr>>,
+        fill: RawSpan,
+        w: RawSpan,
+    },
     Csr {
         matrix: String,
         part: String,
@@ -279,6 +292,14 @@ pub enum RawInit {
         matrix: String,
         part: String,
     },
+}
+
+/// `{ lo, hi }` bounds of a `cells` init's fill counts (inclusive) or w values (half-open).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSpan {
+    pub lo: Expr,
+    pub hi: Expr,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
