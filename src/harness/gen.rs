@@ -805,30 +805,8 @@ fn inside(elem: ElemType, lo: f64, size: f64, u: f64) -> f64 {
         return v;
     }
     match elem {
-        ElemType::F32 => f32_below(hi as f32) as f64,
-        _ => f64_below(hi),
-    }
-}
-
-/// The largest f32 below `x` (finite `x`).
-fn f32_below(x: f32) -> f32 {
-    if x == 0.0 {
-        -f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(x.to_bits() - 1)
-    } else {
-        f32::from_bits(x.to_bits() + 1)
-    }
-}
-
-/// The largest f64 below `x` (finite `x`).
-fn f64_below(x: f64) -> f64 {
-    if x == 0.0 {
-        -f64::from_bits(1)
-    } else if x > 0.0 {
-        f64::from_bits(x.to_bits() - 1)
-    } else {
-        f64::from_bits(x.to_bits() + 1)
+        ElemType::F32 => (hi as f32).next_down() as f64,
+        _ => hi.next_down(),
     }
 }
 
