@@ -11,6 +11,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Bytes for one buffer (or one scalar), little-endian elements.
@@ -882,26 +883,76 @@ fn find_matrix<'a>(
 /// struct args empty (their addresses exist only on the device).
 /// The same seed always gives the same bytes.
 pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>, HarnessError> {
+    use rayon::prelude::*;
     let cache = sparse_cache(resolved, seed);
-    resolved
+    // Every input buffer drawn from its own stream, all at once; copies and interleavings
+    // are then built from these rather than drawn again.
+    let mut drawn: BTreeMap<&str, HostBuffer> = resolved
+        .args
+        .par_iter()
+        .filter_map(|a| match a {
+            ResolvedArg::Buffer {
+                name,
+                elem,
+                len,
+                role,
+                init,
+                ..
+            } if role.is_input() && !is_built(init) => Some(
+                fill(name, *elem, *len, init, seed, &cache, &resolved.origin)
+                    .map(|b| (name.as_str(), b)),
+            ),
+            _ => None,
+        })
+        .collect::<Result<_, _>>()?;
+    let built: Vec<Option<HostBuffer>> = resolved
         .args
         .iter()
         .map(|a| match a {
-            ResolvedArg::Scalar { value, .. } => Ok(HostBuffer {
+            ResolvedArg::Buffer {
+                name, role, init, ..
+            } if role.is_input() && is_built(init) => {
+                produce(resolved, seed, &cache, &drawn, name, 0).map(Some)
+            }
+            _ => Ok(None),
+        })
+        .collect::<Result<_, _>>()?;
+    resolved
+        .args
+        .iter()
+        .zip(built)
+        .map(|(a, b)| match (a, b) {
+            (_, Some(b)) => Ok(b),
+            (ResolvedArg::Scalar { value, .. }, _) => Ok(HostBuffer {
                 elem: value.elem(),
                 bytes: value.to_le_bytes(),
             }),
-            ResolvedArg::Buffer {
-                elem, len, role, ..
-            } if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
-            ResolvedArg::Buffer { name, .. } => produce(resolved, seed, &cache, name, 0),
+            (
+                ResolvedArg::Buffer {
+                    elem, len, role, ..
+                },
+                _,
+            ) if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
+            (ResolvedArg::Buffer { name, .. }, _) => {
+                drawn
+                    .remove(name.as_str())
+                    .ok_or_else(|| HarnessError::Generate {
+                        origin: resolved.origin.clone(),
+                        message: format!("{name} was not generated"),
+                    })
+            }
             // Its bytes are device addresses, known only once the buffers are allocated.
-            ResolvedArg::Struct { .. } => Ok(HostBuffer {
+            (ResolvedArg::Struct { .. }, _) => Ok(HostBuffer {
                 elem: ElemType::U64,
                 bytes: Vec::new(),
             }),
         })
         .collect()
+}
+
+/// Inits built from other buffers rather than drawn from their own stream.
+fn is_built(init: &Init) -> bool {
+    matches!(init, Init::CopyOf { .. } | Init::Interleave { .. })
 }
 
 /// One [`HostBuffer`] per entry of `resolved.constants`, in order, for `seed`.
@@ -910,7 +961,7 @@ pub fn generate_constants(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuff
     resolved
         .constants
         .iter()
-        .map(|c| produce(resolved, seed, &cache, &c.name, 0))
+        .map(|c| produce(resolved, seed, &cache, &BTreeMap::new(), &c.name, 0))
         .collect()
 }
 
@@ -920,9 +971,23 @@ fn produce(
     r: &Resolved,
     seed: u64,
     cache: &SparseCache,
+    drawn: &BTreeMap<&str, HostBuffer>,
     name: &str,
     depth: usize,
 ) -> Result<HostBuffer, HarnessError> {
+    produce_cow(r, seed, cache, drawn, name, depth).map(Cow::into_owned)
+}
+
+/// [`produce`], borrowing a buffer already drawn (`drawn`, by name) instead of drawing it again.
+fn produce_cow<'a>(
+    r: &Resolved,
+    seed: u64,
+    cache: &SparseCache,
+    drawn: &'a BTreeMap<&str, HostBuffer>,
+    name: &str,
+    depth: usize,
+) -> Result<Cow<'a, HostBuffer>, HarnessError> {
+    use rayon::prelude::*;
     let err = |m: String| HarnessError::Generate {
         origin: r.origin.clone(),
         message: m,
@@ -930,26 +995,38 @@ fn produce(
     if depth > 4 {
         return Err(err(format!("{name}: copies nest too deeply")));
     }
+    if let Some(b) = drawn.get(name) {
+        return Ok(Cow::Borrowed(b));
+    }
     let (elem, len, init) =
         lookup(r, name).ok_or_else(|| err(format!("no buffer named {name}")))?;
     match init {
-        Init::CopyOf { arg } => produce(r, seed, cache, arg, depth + 1),
+        Init::CopyOf { arg } => produce_cow(r, seed, cache, drawn, arg, depth + 1),
         Init::Interleave { args } => {
             let parts = args
                 .iter()
-                .map(|a| produce(r, seed, cache, a, depth + 1))
+                .map(|a| produce_cow(r, seed, cache, drawn, a, depth + 1))
                 .collect::<Result<Vec<_>, _>>()?;
             let e = elem.size_of();
-            let mut bytes = Vec::with_capacity(len * e);
-            let n = parts[0].len();
-            for i in 0..n {
-                for p in &parts {
-                    bytes.extend_from_slice(&p.bytes[i * e..(i + 1) * e]);
-                }
-            }
-            Ok(HostBuffer { elem, bytes })
+            let m = parts.len();
+            let mut bytes = vec![0u8; parts[0].len() * m * e];
+            // Records in parallel chunks: record i is element i of each part, in order.
+            const RECORDS: usize = 1 << 14;
+            bytes
+                .par_chunks_mut(RECORDS * m * e)
+                .enumerate()
+                .for_each(|(c, out)| {
+                    for (k, rec) in out.chunks_exact_mut(m * e).enumerate() {
+                        let i = c * RECORDS + k;
+                        for (j, p) in parts.iter().enumerate() {
+                            rec[j * e..(j + 1) * e].copy_from_slice(&p.bytes[i * e..(i + 1) * e]);
+                        }
+                    }
+                });
+            debug_assert_eq!(bytes.len(), len * e);
+            Ok(Cow::Owned(HostBuffer { elem, bytes }))
         }
-        _ => fill(name, elem, len, init, seed, cache, &r.origin),
+        _ => fill(name, elem, len, init, seed, cache, &r.origin).map(Cow::Owned),
     }
 }
 
@@ -1312,6 +1389,35 @@ grid = 1
 block = "k"
 args = ["out + 2"]
 "#;
+
+    #[test]
+    fn built_args_reuse_the_drawn_buffers_and_match_the_constant_path() {
+        // Three chunks of interleaved records; a copy; the same interleave as a constant,
+        // which draws its sources again on its own.
+        let text = AOS
+            .replace("k = 5", "k = 40000")
+            .replace("block = \"k\"", "block = 256")
+            .replace(
+                "[[args]]\nname = \"out\"",
+                "[[args]]\nname = \"s\"\ntype = \"f32\"\nlen = \"2 * k\"\ninit = { kind = \"interleave\", args = [\"kx\", \"ky\"] }\nrole = \"in\"\n[[args]]\nname = \"cp\"\ntype = \"f32\"\nlen = \"k\"\ninit = { kind = \"copy_of\", arg = \"kx\" }\nrole = \"in\"\n[[args]]\nname = \"out\"",
+            );
+        let r = resolve(&text, 0);
+        let a = generate_inputs(&r, 9).unwrap();
+        let (kx, ky, s, cp) = (&a[0], &a[1], &a[2], &a[3]);
+        assert_eq!(s.len(), 80000);
+        for i in [0, 1, 16383, 16384, 32768, 39999] {
+            assert_eq!(s.get_f64(2 * i), kx.get_f64(i), "record {i}");
+            assert_eq!(s.get_f64(2 * i + 1), ky.get_f64(i), "record {i}");
+        }
+        assert_eq!(cp, kx);
+        assert_eq!(generate_constants(&r, 9).unwrap()[0].bytes, s.bytes);
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| generate_inputs(&r, 9).unwrap());
+        assert!(one == a, "bytes depend on the number of threads");
+    }
 
     #[test]
     fn interleave_builds_structs_from_arrays_and_linspace_spans() {
