@@ -173,13 +173,22 @@ struct Sparse {
 fn sparse_structure(m: &SparseMatrix) -> Vec<Vec<u32>> {
     // The structure is seeded by the shape only, so lengths like `A_nnz` are known when the
     // harness is resolved, before any seed is chosen.
+    use rayon::prelude::*;
     let shape = format!("{}x{}:{}", m.rows, m.cols, m.nnz_per_row);
-    let mut rng = rng_for(0x5EED, &shape, &m.name);
     let max_len = (2 * m.nnz_per_row).saturating_sub(1).clamp(1, m.cols);
-    (0..m.rows)
-        .map(|_| {
-            let len = 1 + below(&mut rng, max_len);
-            distinct_sorted(&mut rng, m.cols, len)
+    // Blocks of rows draw from their own streams, so large matrices build in parallel and
+    // the structure does not depend on the number of threads.
+    const ROWS: usize = 4096;
+    (0..m.rows.div_ceil(ROWS))
+        .into_par_iter()
+        .flat_map_iter(|b| {
+            let mut rng = rng_for(0x5EED, &format!("{shape}/{b}"), &m.name);
+            (b * ROWS..((b + 1) * ROWS).min(m.rows))
+                .map(|_| {
+                    let len = 1 + below(&mut rng, max_len);
+                    distinct_sorted(&mut rng, m.cols, len)
+                })
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -1203,6 +1212,31 @@ block = 1
 
     /// CSR and JDS parts of one matrix describe the same matrix: y = A x computed the JDS
     /// way (as Parboil's spmv kernels do) equals y computed from CSR.
+    #[test]
+    fn sparse_structure_blocks_are_their_own_streams_and_thread_independent() {
+        let m = SparseMatrix {
+            name: "A".into(),
+            rows: 10_001,
+            cols: 9_000,
+            nnz_per_row: 5,
+            pad: 32,
+        };
+        let rows = sparse_structure(&m);
+        assert_eq!(rows.len(), 10_001);
+        for r in &rows {
+            assert!((1..=9).contains(&r.len()), "row length {}", r.len());
+            assert!(r.windows(2).all(|w| w[0] < w[1]) && r.iter().all(|&c| c < 9_000));
+        }
+        // Block 1 (rows 4096..) does not repeat block 0.
+        assert_ne!(rows[..100], rows[4096..4196]);
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| sparse_structure(&m));
+        assert!(one == rows, "structure depends on the number of threads");
+    }
+
     #[test]
     fn sparse_parts_are_consistent() {
         let r = resolve(MIX, 0);
