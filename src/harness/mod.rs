@@ -2267,7 +2267,13 @@ impl Harness {
             };
             let f = format!("args[{i}].ignore");
             let period_v = pos(&format!("{f}.period"), period, &scope)?;
-            let from_v = pos(&format!("{f}.from"), from, &scope)?;
+            // `from` may be 0 (a range at the start of each period, or the whole buffer).
+            let from_v = {
+                let field = format!("{f}.from");
+                let v = scope.eval_int(from).map_err(|m| xerr(&field, from, m))?;
+                usize::try_from(v)
+                    .map_err(|_| xerr(&field, from, format!("must be >= 0, is {v}")))?
+            };
             let to_v = pos(&format!("{f}.to"), to, &scope)?;
             if period_v == 0 || from_v >= to_v || to_v > period_v {
                 return Err(xerr(
@@ -3296,6 +3302,12 @@ args = ["src + margin", "dst + margin"]
         );
         let e = err_of(&with("{ period = 100, from = 5 }"));
         assert!(e.contains("to"), "{e}");
+        // A range from the start of each period, here the whole buffer (scratch).
+        let h = parse(&with("{ period = 1, from = 0, to = 1 }"), "i.toml").unwrap();
+        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        assert!((0..5).all(|i| r.ignores[0].contains(i)));
+        let e = err_of(&with("{ period = 4, from = -1, to = 2 }"));
+        assert!(e.contains("ignore.from") && e.contains(">= 0"), "{e}");
     }
 
     /// A gather kernel that takes two buffers' addresses in one struct, by value.
