@@ -13,6 +13,7 @@ pub mod export;
 pub mod gpu;
 pub mod harness;
 pub mod jsonl;
+pub mod par;
 pub mod pipeline;
 pub mod record;
 pub mod suite;

@@ -174,15 +174,6 @@ impl Drop for Staging {
     }
 }
 
-/// Copy `src` into `dst` (same length) with all cores.
-fn par_copy(dst: &mut [u8], src: &[u8]) {
-    use rayon::prelude::*;
-    const PIECE: usize = 1 << 20;
-    dst.par_chunks_mut(PIECE)
-        .zip(src.par_chunks(PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
-}
-
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, CudaError> {
     let mut v = 0;
     // SAFETY: v is a valid out-pointer and dev a device handle from cuDeviceGet.
@@ -329,7 +320,7 @@ impl Gpu {
             // The copy issued from this half two pieces ago must be finished.
             ev.wait()?;
             let half = &mut st.half(k)[..piece.len()];
-            par_copy(half, piece);
+            crate::par::copy(half, piece);
             // SAFETY: the half holds piece.len() pinned bytes that stay untouched until
             // its event completes; the destination range lies inside a caller-owned
             // allocation.
@@ -392,7 +383,7 @@ impl Gpu {
         }
         for (k, out) in v.chunks_mut(STAGE).enumerate() {
             st.done[k & 1].wait()?;
-            par_copy(out, &st.half(k)[..out.len()]);
+            crate::par::copy(out, &st.half(k)[..out.len()]);
             if k + 2 < pieces {
                 issue(k + 2)?;
             }
@@ -493,19 +484,10 @@ impl Gpu {
     {
         let start = Event::new()?;
         let end = Event::new()?;
-        // SAFETY: both events and the stream belong to the current context.
-        check("cuEventRecord", unsafe {
-            sys::cuEventRecord(start.raw, self.stream)
-        })?;
+        start.record(self.stream)?;
         body()?;
-        // SAFETY: as above.
-        check("cuEventRecord", unsafe {
-            sys::cuEventRecord(end.raw, self.stream)
-        })?;
-        // SAFETY: end was recorded on the stream.
-        check("cuEventSynchronize", unsafe {
-            sys::cuEventSynchronize(end.raw)
-        })?;
+        end.record(self.stream)?;
+        end.wait()?;
         let mut ms = 0f32;
         // SAFETY: both events completed.
         check("cuEventElapsedTime", unsafe {

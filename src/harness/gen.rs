@@ -46,14 +46,9 @@ impl HostBuffer {
 
     /// Whether element `i` has exactly the poison bit pattern.
     pub fn is_poison(&self, i: usize) -> bool {
-        let b = self.elem_bytes(i);
-        // Byte by byte against the pattern, without building it (this runs per element).
-        match self.elem {
-            ElemType::F32 => b == 0x7FFF_FFFFu32.to_le_bytes(),
-            ElemType::F64 => b == 0x7FFF_FFFF_FFFF_FFFFu64.to_le_bytes(),
-            ElemType::F16 | ElemType::BF16 => b == 0x7FFFu16.to_le_bytes(),
-            _ => b.iter().all(|&x| x == 0xFF),
-        }
+        // The pattern on the stack: this runs per element of every output.
+        let (p, n) = poison_bytes(self.elem);
+        self.elem_bytes(i) == &p[..n]
     }
 
     /// Element `i` as f64 (exact for every type but i64/u64 beyond 2^53).
@@ -107,12 +102,21 @@ impl HostBuffer {
 /// full payload for floats (a kernel computing NaN produces the canonical 0x7FC0… instead),
 /// all-ones bytes for integers.
 pub fn poison_pattern(elem: ElemType) -> Vec<u8> {
+    let (p, n) = poison_bytes(elem);
+    p[..n].to_vec()
+}
+
+/// [`poison_pattern`] without an allocation: the first `n` bytes of the array.
+fn poison_bytes(elem: ElemType) -> ([u8; 8], usize) {
+    let n = elem.size_of();
+    let mut p = [0xFF; 8];
     match elem {
-        ElemType::F32 => 0x7FFF_FFFFu32.to_le_bytes().to_vec(),
-        ElemType::F64 => 0x7FFF_FFFF_FFFF_FFFFu64.to_le_bytes().to_vec(),
-        ElemType::F16 | ElemType::BF16 => 0x7FFFu16.to_le_bytes().to_vec(),
-        e => vec![0xFF; e.size_of()],
+        ElemType::F32 => p[..4].copy_from_slice(&0x7FFF_FFFFu32.to_le_bytes()),
+        ElemType::F64 => p.copy_from_slice(&0x7FFF_FFFF_FFFF_FFFFu64.to_le_bytes()),
+        ElemType::F16 | ElemType::BF16 => p[..2].copy_from_slice(&0x7FFFu16.to_le_bytes()),
+        _ => {}
     }
+    (p, n)
 }
 
 fn push_f64(out: &mut Vec<u8>, elem: ElemType, v: f64) {
@@ -1064,6 +1068,15 @@ fn lookup<'a>(r: &'a Resolved, name: &str) -> Option<(ElemType, usize, &'a Init)
 mod tests {
     use super::*;
 
+    /// `f` run in a pool of one thread: parallel generation must give the same bytes.
+    fn on_one_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(f)
+    }
+
     #[test]
     fn is_poison_matches_the_pattern_for_every_type() {
         for e in ElemType::ALL {
@@ -1229,11 +1242,7 @@ block = 1
         }
         // Block 1 (rows 4096..) does not repeat block 0.
         assert_ne!(rows[..100], rows[4096..4196]);
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap()
-            .install(|| sparse_structure(&m));
+        let one = on_one_thread(|| sparse_structure(&m));
         assert!(one == rows, "structure depends on the number of threads");
     }
 
@@ -1445,11 +1454,7 @@ args = ["out + 2"]
         }
         assert_eq!(cp, kx);
         assert_eq!(generate_constants(&r, 9).unwrap()[0].bytes, s.bytes);
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap()
-            .install(|| generate_inputs(&r, 9).unwrap());
+        let one = on_one_thread(|| generate_inputs(&r, 9).unwrap());
         assert!(one == a, "bytes depend on the number of threads");
     }
 
@@ -1758,11 +1763,7 @@ block = 1
             generate_inputs(&r, 4).unwrap()[0],
             "another seed, other points"
         );
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap()
-            .install(|| generate_inputs(&r, 3).unwrap());
+        let one = on_one_thread(|| generate_inputs(&r, 3).unwrap());
         assert!(one == a, "bytes depend on the number of threads");
         let counts = check_cells_buffer(&a[0], [20, 20, 21], 2.5, [-1.0, 2.0, 0.5], (2, 6));
         // Chunks have their own streams: the second chunk does not repeat the first.

@@ -110,17 +110,10 @@ impl Window {
     /// The window's elements as their own buffer.
     pub fn slice(&self, b: &HostBuffer) -> HostBuffer {
         let s = b.elem.size_of();
-        use rayon::prelude::*;
-        let src = &b.bytes[self.offset * s..(self.offset + self.len) * s];
         // Windows are most of a large grid (lbm: 187 MB): copied by all cores.
-        let mut bytes = vec![0u8; src.len()];
-        bytes
-            .par_chunks_mut(1 << 20)
-            .zip(src.par_chunks(1 << 20))
-            .for_each(|(d, s)| d.copy_from_slice(s));
         HostBuffer {
             elem: b.elem,
-            bytes,
+            bytes: crate::par::to_vec(&b.bytes[self.offset * s..(self.offset + self.len) * s]),
         }
     }
 }

@@ -2790,8 +2790,7 @@ args = ["src + margin", "dst + margin"]
 
     #[test]
     fn layouts_and_compare_windows_resolve() {
-        let h = parse(AOS, "aos.toml").unwrap();
-        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        let r = resolve_first(AOS, "aos.toml");
         match &r.args[1] {
             ResolvedArg::Buffer {
                 len,
@@ -3275,6 +3274,12 @@ args = ["src + margin", "dst + margin"]
         assert!(e.contains("1D"), "{e}");
     }
 
+    /// The first size set of harness `text`, resolved for an H100.
+    fn resolve_first(text: &str, origin: &str) -> Resolved {
+        let h = parse(text, origin).unwrap();
+        h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap()
+    }
+
     #[test]
     fn ignore_resolves_per_size_set_and_rejects_empty_ranges() {
         let with =
@@ -3303,8 +3308,7 @@ args = ["src + margin", "dst + margin"]
         let e = err_of(&with("{ period = 100, from = 5 }"));
         assert!(e.contains("to"), "{e}");
         // A range from the start of each period, here the whole buffer (scratch).
-        let h = parse(&with("{ period = 1, from = 0, to = 1 }"), "i.toml").unwrap();
-        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        let r = resolve_first(&with("{ period = 1, from = 0, to = 1 }"), "i.toml");
         assert!((0..5).all(|i| r.ignores[0].contains(i)));
         let e = err_of(&with("{ period = 4, from = -1, to = 2 }"));
         assert!(e.contains("ignore.from") && e.contains(">= 0"), "{e}");
@@ -3440,8 +3444,7 @@ args = ["pair", "out"]
 
     #[test]
     fn iota_repeats_with_every_and_wraps_with_period() {
-        let h = parse(SOA, "soa.toml").unwrap();
-        let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        let r = resolve_first(SOA, "soa.toml");
         let xs = &gen::generate_inputs(&r, 1).unwrap()[1];
         let got: Vec<f64> = (0..16).map(|i| xs.get_f64(i)).collect();
         let want: Vec<f64> = (0..16).map(|i| ((i / 4) % 3) as f64).collect();

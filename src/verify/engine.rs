@@ -91,12 +91,12 @@ pub struct Outcome {
     pub sticky: bool,
 }
 
-/// The generator seed of check run `seed` (fixed, so a rerun sees the same data).
 /// Add the time since `t` to phase `key` (sub-phases of `check` are summed over seeds).
 fn add_phase(ev: &mut Evidence, key: &'static str, t: Instant) {
     *ev.phases_ms.entry(key).or_insert(0.0) += t.elapsed().as_secs_f64() * 1e3;
 }
 
+/// The generator seed of check run `seed` (fixed, so a rerun sees the same data).
 fn seed_for(seed: u32) -> u64 {
     0x6b70_0000_u64 + seed as u64
 }
@@ -411,12 +411,12 @@ fn run_inner(
         let t = Instant::now();
         let canary = if job.options.check_only { 0 } else { CANARY };
         let bufs = alloc_buffers(gpu, ss, canary)?;
-        add_phase(ev, "check.alloc", t);
-        let tg = Instant::now();
         // Texture shims point at the buffers, which stay put for the whole size set.
         for loaded in [&slow, &fast] {
             upload_textures(gpu, loaded, ss, &bufs)?;
         }
+        add_phase(ev, "check.alloc", t);
+        let tg = Instant::now();
         // Host-side generation is the slow part for large inputs: all seeds at once.
         let data: Vec<_> = {
             use rayon::prelude::*;

@@ -311,11 +311,7 @@ pub fn verify_records(
             Err((status, reason)) => record(*i, cpu_verdict(status, reason), &mut results)?,
         }
     }
-    let bar = indicatif::ProgressBar::new(jobs.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("verify {bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = progress("verify", jobs.len());
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
     // Said before the batch runs, so the line comes at once; the pass runs after it.
     let sanitizer = match args.sanitizer.is_empty() {
@@ -372,11 +368,7 @@ pub fn verify_records(
                     timeout: timeout.mul_f64(sanitizer::SLOWDOWN),
                     hello_timeout: hello_timeout * 2,
                 };
-                let bar = indicatif::ProgressBar::new((targets.len() * pass.tools.len()) as u64);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template("sanitize {bar:30} {pos}/{len} {msg}")
-                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
+                let bar = progress("sanitize", targets.len() * pass.tools.len());
                 let mut io_err = None;
                 sanitizer::run_pass(&pass, targets, |i, job, runs| {
                     bar.inc(runs.len() as u64);
@@ -396,6 +388,18 @@ pub fn verify_records(
         }
     }
     Ok(results)
+}
+
+/// A progress bar on stderr: `label`, the bar, done/total and the last status.
+fn progress(label: &str, len: usize) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{label} {{bar:30}} {{pos}}/{{len}} {{msg}}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
 }
 
 pub fn partial_path(out: &Path) -> PathBuf {
