@@ -70,7 +70,7 @@ fn scope_files(variant: &Path) -> BTreeMap<String, FileIndex> {
 }
 
 fn render(files: &BTreeMap<String, FileIndex>) -> String {
-    let scope = Scope { files };
+    let scope = Scope::new(files);
     let mut out = String::new();
     for (path, fi) in files {
         for (i, k) in fi.kernels().iter().enumerate() {
@@ -133,7 +133,7 @@ fn fixture_units_compile_with_nvrtc() {
     let mut checked = 0;
     for v in variants() {
         let files = scope_files(&v);
-        let scope = Scope { files: &files };
+        let scope = Scope::new(&files);
         for (path, fi) in &files {
             for (i, k) in fi.kernels().iter().enumerate() {
                 let u = isolate_at(&scope, path, i).unwrap();

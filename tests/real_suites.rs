@@ -104,7 +104,7 @@ fn real_suites_isolate_and_compile() {
             .collect();
         index_time += t0.elapsed().as_secs_f64();
         files_n += files.len();
-        let scope = Scope { files: &files };
+        let scope = Scope::new(&files);
         for (path, fi) in &files {
             if std::env::var_os("COUNTS").is_some() && !fi.kernels().is_empty() {
                 println!("{} {path}", fi.kernels().len());
@@ -217,7 +217,7 @@ fn real_suites_timing() {
         let units: usize = scopes
             .par_iter()
             .map(|files| {
-                let scope = Scope { files };
+                let scope = Scope::new(files);
                 files
                     .iter()
                     .flat_map(|(p, fi)| (0..fi.kernels().len()).map(move |i| (p, i)))

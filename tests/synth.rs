@@ -944,7 +944,7 @@ fn isolated_pairs(suite: &Path, dir: &Path) -> PathBuf {
                 files.insert(rel.clone(), index_file(&rel, &text));
             }
         }
-        let scope = Scope { files: &files };
+        let scope = Scope::new(&files);
         let sites: Vec<_> = files
             .values()
             .flat_map(|f| f.launch_sites().to_vec())

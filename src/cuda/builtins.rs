@@ -131,6 +131,10 @@ const NVRTC_HEADERS: &[&str] = &[
     "cuda_fp16.h",
     "cuda_bf16.h",
     "cuda_fp8.h",
+    "cuda_fp6.h",
+    "cuda_fp4.h",
+    "cuda_pipeline_primitives.h",
+    "cuda_awbarrier_primitives.h",
     "math_constants.h",
     "cooperative_groups.h",
     "mma.h",
@@ -139,9 +143,34 @@ const NVRTC_HEADERS: &[&str] = &[
     "cuComplex.h",
 ];
 
+/// Folders of CUDA's own headers (CCCL: CUB, Thrust, libcu++; cooperative groups) that
+/// NVRTC compiles from the CUDA include path.
+const NVRTC_HEADER_DIRS: &[&str] = &["cooperative_groups/", "cub/", "cuda/", "nv/", "thrust/"];
+
 /// Whether a system header can stay in an isolated unit.
 pub fn keep_system_header(target: &str) -> bool {
-    NVRTC_HEADERS.contains(&target) || target.starts_with("cooperative_groups/")
+    NVRTC_HEADERS.contains(&target) || NVRTC_HEADER_DIRS.iter().any(|d| target.starts_with(d))
+}
+
+/// The CUDA header that declares a name code may use without including it (nvcc's
+/// implicit `cuda_runtime.h`, or a library header such as `cublas_v2.h`, brought it in):
+/// `__nv_bfloat16` → `cuda_bf16.h`, `half` → `cuda_fp16.h`, `__nv_fp8_e4m3` → `cuda_fp8.h`.
+pub fn implied_header(name: &str) -> Option<&'static str> {
+    if name.contains("bfloat16") || name.contains("bfloat162") {
+        return Some("cuda_bf16.h");
+    }
+    if name.starts_with("__nv_fp8") {
+        return Some("cuda_fp8.h");
+    }
+    let half = matches!(
+        name,
+        "half" | "half2" | "__half" | "__half2" | "__half_raw" | "__half2_raw"
+    ) || name.starts_with("__float2half")
+        || name.starts_with("__half2")
+        || name.starts_with("__halves2half")
+        || name.starts_with("__int2half")
+        || name.starts_with("__float22half");
+    half.then_some("cuda_fp16.h")
 }
 
 /// One name a host header would have provided, with the definition NVRTC lacks.

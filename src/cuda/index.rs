@@ -4,7 +4,7 @@
 use super::builtins;
 use super::lex::{self, Lines, PieceKind};
 use super::queries;
-use super::{FileIndex, Include, KernelInfo};
+use super::{FileData, FileIndex, Include, KernelInfo};
 use crate::record::{Diagnostic, LaunchSite, Level, Param};
 use regex::Regex;
 use std::cell::RefCell;
@@ -107,7 +107,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
     let cmask = lex::mask_comments(text);
     let lines = Lines::new(text);
     let pieces = lex::split_top_level(&masked, text);
-    let mut idx = FileIndex {
+    let mut idx = FileData {
         path: rel_path.to_string(),
         kernels: Vec::new(),
         kernel_items: Vec::new(),
@@ -287,7 +287,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
     for (s, e) in host_chunks {
         find_launches(&mut idx, text, &masked, s, e, &lines);
     }
-    idx
+    FileIndex(std::sync::Arc::new(idx))
 }
 
 static GUARD_IF_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -352,7 +352,7 @@ fn cond_of(frames: &[Frame]) -> Vec<CondBranch> {
         .collect()
 }
 
-fn push_item(idx: &mut FileIndex, mut item: Item, frames: &[Frame]) {
+fn push_item(idx: &mut FileData, mut item: Item, frames: &[Frame]) {
     item.cond = cond_of(frames);
     let mut crefs = Vec::new();
     for c in &item.cond {
@@ -621,7 +621,7 @@ fn top_paren_groups(s: &str) -> Vec<(usize, usize)> {
 
 #[allow(clippy::too_many_arguments)] // one call site; the pieces are the chunk's context
 fn index_chunk(
-    idx: &mut FileIndex,
+    idx: &mut FileData,
     text: &str,
     masked: &str,
     start: usize,
@@ -1228,7 +1228,7 @@ fn collapse_ws(s: &str) -> String {
 }
 
 fn find_launches(
-    idx: &mut FileIndex,
+    idx: &mut FileData,
     text: &str,
     masked: &str,
     start: usize,
@@ -1344,7 +1344,7 @@ fn matching_paren(s: &str, open: usize) -> Option<usize> {
 }
 
 fn make_site(
-    idx: &FileIndex,
+    idx: &FileData,
     kernel: &str,
     template_args: Option<String>,
     cfg: Vec<String>,
@@ -1369,7 +1369,7 @@ fn make_site(
 /// Definitions of the names in grid/block/smem: the declarations and assignments
 /// before the launch in the same function, else the file's macros and globals.
 fn launch_definitions(
-    idx: &FileIndex,
+    idx: &FileData,
     site: &LaunchSite,
     chunk: &str,
     mchunk: &str,

@@ -74,7 +74,7 @@ pub fn run_inspect(args: InspectArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    let scope = Scope { files: &files };
+    let scope = Scope::new(&files);
     let fi = &files[&name];
     let indices: Vec<usize> = match &args.kernel {
         Some(k) => {

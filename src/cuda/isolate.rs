@@ -81,20 +81,29 @@ pub fn isolate_at(
     })
 }
 
-/// Resolve a local `#include "target"` written in `from` to a file of the scope: relative
-/// to `from`'s folder first, then to each folder of the scope.
+/// Resolve `#include "target"` written in `from` to a file of the scope the way a
+/// compiler does: relative to `from`'s folder first, then relative to each of the scope's
+/// include folders in order. Never by file name alone.
 pub fn resolve_include(scope: &Scope, from: &str, target: &str) -> Option<String> {
-    let dir = parent(from);
-    let first = normalize_path(&join(dir, target));
-    if scope.files.contains_key(&first) {
-        return Some(first);
-    }
-    let mut dirs: Vec<&str> = scope.files.keys().map(|k| parent(k)).collect();
-    dirs.sort();
-    dirs.dedup();
-    dirs.into_iter()
+    resolve_in(
+        |p| scope.files.contains_key(p),
+        scope.include_dirs,
+        from,
+        target,
+    )
+}
+
+/// [`resolve_include`] over any set of root-relative paths (`exists`).
+pub fn resolve_in(
+    exists: impl Fn(&str) -> bool,
+    include_dirs: &[String],
+    from: &str,
+    target: &str,
+) -> Option<String> {
+    std::iter::once(parent(from))
+        .chain(include_dirs.iter().map(String::as_str))
         .map(|d| normalize_path(&join(d, target)))
-        .find(|p| scope.files.contains_key(p))
+        .find(|p| !p.starts_with("..") && exists(p))
 }
 
 fn parent(p: &str) -> &str {
@@ -223,6 +232,8 @@ struct Closure<'s, 'a> {
     protos: HashMap<ItemId, Vec<ItemId>>,
     shims: Vec<&'static Shim>,
     unresolved: BTreeMap<String, String>,
+    /// CUDA headers the unit's names need though no contributing file includes them.
+    implied: Vec<&'static str>,
     outside: BTreeMap<String, String>,
     declaration_only: BTreeMap<String, String>,
     scope: &'s Scope<'a>,
@@ -243,6 +254,7 @@ impl<'s, 'a> Closure<'s, 'a> {
             protos: HashMap::new(),
             shims: Vec::new(),
             unresolved: BTreeMap::new(),
+            implied: Vec::new(),
             outside: BTreeMap::new(),
             declaration_only: BTreeMap::new(),
             scope,
@@ -393,6 +405,11 @@ impl<'s, 'a> Closure<'s, 'a> {
             )
             .collect();
         for (name, line, cond) in refs {
+            if let Some(h) = builtins::implied_header(name) {
+                if !self.implied.contains(&h) {
+                    self.implied.push(h);
+                }
+            }
             let targets = self.resolve(name, id.0, cond);
             if targets.is_empty() {
                 if cond {
@@ -586,6 +603,11 @@ impl<'s, 'a> Closure<'s, 'a> {
                         .entry(format!("\"{}\"", inc.target))
                         .or_insert_with(|| format!("{path}:{}", inc.line));
                 }
+            }
+        }
+        for h in &self.implied {
+            if !kept.iter().any(|k| k == h) {
+                kept.push(h.to_string());
             }
         }
         for h in &kept {
@@ -894,7 +916,7 @@ mod tests {
 
     fn unit(files: &[(&str, &str)], file: &str, kernel: &str) -> IsolatedKernel {
         let map = scope_of(files);
-        isolate(&Scope { files: &map }, file, kernel).unwrap()
+        isolate(&Scope::new(&map), file, kernel).unwrap()
     }
 
     fn codes(u: &IsolatedKernel) -> Vec<&str> {
@@ -999,7 +1021,7 @@ __global__ void dup(float *a) { a[0] = 1.0f; }
 __global__ void dup(int *a) { a[0] = 2; }
 "#;
         let map = scope_of(&[("t.cu", src)]);
-        let scope = Scope { files: &map };
+        let scope = Scope::new(&map);
         let fi = &map["t.cu"];
         assert_eq!(
             fi.kernels()
@@ -1187,7 +1209,7 @@ __global__ void k(float *a) { a[0] = h(a[0]); }
 #endif
 "#;
         let map = scope_of(&[("b.cu", src)]);
-        let scope = Scope { files: &map };
+        let scope = Scope::new(&map);
         let u0 = isolate_at(&scope, "b.cu", 0).unwrap();
         assert!(u0.source.contains("x * 2.0f") && !u0.source.contains("x + 2.0f"));
         assert!(!u0.source.contains("#if"), "{}", u0.source);
@@ -1265,7 +1287,7 @@ __global__ void reads(float *o) { o[0] = tex1Dfetch(tex_in, threadIdx.x); }
 __global__ void plain(float *o) { o[0] = 1.0f; }
 "#;
         let map = scope_of(&[("t.cu", src)]);
-        let scope = Scope { files: &map };
+        let scope = Scope::new(&map);
         let r = isolate(&scope, "t.cu", "reads").unwrap();
         assert!(r.source.contains("tex_in") && !r.source.contains("tex_unused"));
         assert!(r.features.texture_references);
@@ -1399,7 +1421,7 @@ __global__ void k2(float *a) { a[0] = 1.0f KERNEL_END }
                 .collect::<Vec<_>>(),
             vec!["k", "k2"]
         );
-        let scope = Scope { files: &map };
+        let scope = Scope::new(&map);
         let k = isolate(&scope, "e.cu", "k").unwrap();
         assert!(k.source.contains("#ifdef WITH_B"));
         assert!(k.source.contains("a[0] = n;"));
@@ -1531,7 +1553,7 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
         ];
         for (i, c) in cases.iter().enumerate() {
             let map = scope_of(&[("g.cu", c)]);
-            let scope = Scope { files: &map };
+            let scope = Scope::new(&map);
             for k in 0..map["g.cu"].kernels().len() {
                 let u = isolate_at(&scope, "g.cu", k).unwrap();
                 assert!(u.source.contains("void k"), "case {i}: {}", u.source);
@@ -1546,17 +1568,39 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
     }
 
     #[test]
-    fn resolves_includes_relative_then_by_scope_folder() {
-        let map = scope_of(&[("x/inc/a.h", ""), ("x/src/k.cu", ""), ("y/b.h", "")]);
-        let s = Scope { files: &map };
+    fn resolves_includes_like_a_compiler_never_by_name_alone() {
+        let map = scope_of(&[
+            ("x/inc/a.h", ""),
+            ("x/src/k.cu", ""),
+            ("x/src/a.h", ""),
+            ("y/b.h", ""),
+        ]);
+        let dirs = ["x/inc".to_string(), "y".to_string()];
+        let s = Scope {
+            files: &map,
+            include_dirs: &dirs[..1],
+        };
         assert_eq!(
             resolve_include(&s, "x/src/k.cu", "../inc/a.h").as_deref(),
             Some("x/inc/a.h")
         );
+        // The including file's own folder wins over an include folder.
         assert_eq!(
             resolve_include(&s, "x/src/k.cu", "a.h").as_deref(),
+            Some("x/src/a.h")
+        );
+        assert_eq!(
+            resolve_include(&s, "x/inc/a.h", "a.h").as_deref(),
             Some("x/inc/a.h")
         );
+        // y/b.h exists, but no rule reaches it: a header is never found by name alone.
+        assert_eq!(resolve_include(&s, "x/src/k.cu", "b.h"), None);
+        // Nothing outside the root.
+        assert_eq!(resolve_include(&s, "k.cu", "../y/b.h"), None);
+        let s = Scope {
+            files: &map,
+            include_dirs: &dirs,
+        };
         assert_eq!(
             resolve_include(&s, "x/src/k.cu", "b.h").as_deref(),
             Some("y/b.h")

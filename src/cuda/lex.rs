@@ -358,7 +358,8 @@ fn is_transparent_block(head: &str) -> bool {
 /// functions do not.
 pub fn is_declaration_header(head: &str) -> bool {
     let mut depth = 0i32;
-    for c in head.chars() {
+    // A default in `template <int N = 256>` is not an initializer (llm.c's encoder.cuh).
+    for c in strip_template_prefix(head).chars() {
         match c {
             '(' => depth += 1,
             ')' => depth -= 1,
@@ -727,6 +728,10 @@ mod tests {
         assert!(is_declaration_header("__constant__ float c[3] = "));
         assert!(is_declaration_header("typedef struct "));
         assert!(!is_declaration_header("__global__ void k(int a = 3) "));
+        // A template parameter default is no initializer (llm.c encoder.cuh).
+        assert!(!is_declaration_header(
+            "template <int BLOCK_SIZE=256>\n__global__ void k(float *d) "
+        ));
         assert!(!is_declaration_header(
             "template <class T> __device__ T f(T x) "
         ));

@@ -18,12 +18,25 @@ use crate::record::{Diagnostic, Features, LaunchSite, Param, Pulled};
 use std::collections::{BTreeMap, HashMap};
 
 pub use inspect::{run_inspect, InspectArgs};
-pub use isolate::{isolate, isolate_at, resolve_include};
+pub use isolate::{isolate, isolate_at, resolve_in, resolve_include};
 pub use lex::normalized_tokens;
 
 /// Everything isolation needs from one file. Built once by [`index_file`]; `Send + Sync`.
+/// Cloning is cheap (a reference count): the scopes that reach a file share one index,
+/// so memory grows with the tree, not with scopes × headers.
 #[derive(Debug, Clone)]
-pub struct FileIndex {
+pub struct FileIndex(std::sync::Arc<FileData>);
+
+impl std::ops::Deref for FileIndex {
+    type Target = FileData;
+    fn deref(&self) -> &FileData {
+        &self.0
+    }
+}
+
+/// The contents of a [`FileIndex`].
+#[derive(Debug)]
+pub struct FileData {
     path: String,
     kernels: Vec<KernelInfo>,
     /// For each kernel, its item in `items`.
@@ -60,11 +73,24 @@ pub struct Include {
     pub line: u32,
 }
 
-/// All indexed files of one benchmark variant (keys: suite-root-relative paths with `/`),
-/// so includes resolve in both directions. Includes are resolved relative to the including
-/// file's folder first, then to each folder of the scope.
+/// All indexed files one kernel may see (keys: suite-root-relative paths with `/`): its
+/// benchmark's files and every file their `#include`s reach, so includes resolve in both
+/// directions. `#include "x"` resolves like a compiler's: relative to the including file's
+/// folder, then through `include_dirs` (the suite's `-I` folders, then the scope folder).
 pub struct Scope<'a> {
     pub files: &'a BTreeMap<String, FileIndex>,
+    /// Root-relative folders searched after the including file's own folder, in order.
+    pub include_dirs: &'a [String],
+}
+
+impl<'a> Scope<'a> {
+    /// A scope whose includes resolve relative to the including file only.
+    pub fn new(files: &'a BTreeMap<String, FileIndex>) -> Scope<'a> {
+        Scope {
+            files,
+            include_dirs: &[],
+        }
+    }
 }
 
 /// One kernel made self-contained.

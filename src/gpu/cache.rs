@@ -71,7 +71,13 @@ impl CompileCache {
         arch: &str,
         exprs: &[String],
     ) -> Result<(Arc<CachedCompile>, CacheHit), NvrtcError> {
-        let version = nvrtc::load()?.version_string();
+        // The include path is part of what was compiled: a header installed later must
+        // not be hidden behind a cached failure.
+        let version = format!(
+            "{} {}",
+            nvrtc::load()?.version_string(),
+            nvrtc::include_options().join(" ")
+        );
         let key = Self::key(source, arch, exprs, &version);
         if let Some(c) = self.memory.get(&key) {
             return Ok((c.clone(), CacheHit::Memory));

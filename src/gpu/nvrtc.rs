@@ -112,6 +112,119 @@ pub fn find_library() -> Option<PathBuf> {
 
 /// `nvidia/cu13/lib` and `nvidia/cuda_nvrtc/lib` under every Python site-packages we can name.
 fn python_wheel_dirs() -> Vec<PathBuf> {
+    python_nvidia_dirs()
+        .into_iter()
+        .flat_map(|b| [b.join("cu13/lib"), b.join("cuda_nvrtc/lib")])
+        .collect()
+}
+
+/// CUDA's own headers for NVRTC (`cooperative_groups.h`, `cuda_fp16.h`, `mma.h`, CUB,
+/// Thrust, `cuda/std`), found once per process, in the order a user expects:
+/// `KERNELPAIR_CUDA_INCLUDE` (folders separated by `:`), `$CUDA_HOME`/`$CUDA_PATH`,
+/// `/usr/local/cuda`, the toolkit next to `nvcc` on `PATH`, then the PyPI wheels
+/// `nvidia-cuda-runtime` and `nvidia-cuda-cccl`. The first toolkit holding
+/// `cuda_runtime.h` wins (mixing versions breaks), plus its `cccl/` folder or, failing
+/// that, a CCCL wheel. Empty when none is installed: units that include CUDA headers then
+/// fail to compile with a diagnostic saying how to get them.
+pub fn cuda_include_dirs() -> &'static [PathBuf] {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    DIRS.get_or_init(find_cuda_include_dirs)
+}
+
+fn find_cuda_include_dirs() -> Vec<PathBuf> {
+    if let Some(v) = std::env::var_os("KERNELPAIR_CUDA_INCLUDE") {
+        return std::env::split_paths(&v).filter(|p| p.is_dir()).collect();
+    }
+    let mut toolkits: Vec<PathBuf> = Vec::new();
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(d) = std::env::var_os(var) {
+            toolkits.push(PathBuf::from(d).join("include"));
+        }
+    }
+    toolkits.push("/usr/local/cuda/include".into());
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            if d.join("nvcc").is_file() {
+                if let Some(root) = d.parent() {
+                    toolkits.push(root.join("include"));
+                }
+            }
+        }
+    }
+    let wheels = python_nvidia_dirs();
+    toolkits.extend(
+        wheels
+            .iter()
+            .flat_map(|b| [b.join("cu13/include"), b.join("cuda_runtime/include")]),
+    );
+    let mut out: Vec<PathBuf> = Vec::new();
+    if let Some(tk) = toolkits
+        .into_iter()
+        .find(|d| d.join("cuda_runtime.h").is_file())
+    {
+        let cccl = tk.join("cccl");
+        out.push(tk);
+        if cccl.join("cub").is_dir() {
+            out.push(cccl);
+        }
+    }
+    let has_cub = out.iter().any(|d| d.join("cub").is_dir());
+    if !has_cub {
+        if let Some(c) = wheels
+            .iter()
+            .flat_map(|b| {
+                [
+                    b.join("cu13/include/cccl"),
+                    b.join("cuda_cccl/include"),
+                    b.join("cu13/include"),
+                ]
+            })
+            .find(|d| d.join("cub").is_dir())
+        {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The NVRTC options that put [`cuda_include_dirs`] on the search path.
+pub fn include_options() -> Vec<String> {
+    cuda_include_dirs()
+        .iter()
+        .map(|d| format!("--include-path={}", d.display()))
+        .collect()
+}
+
+/// How to get a CUDA header NVRTC could not open, for a diagnostic.
+pub fn missing_header_hint(header: &str) -> String {
+    let wheel = if ["cub/", "thrust/", "cuda/", "nv/"]
+        .iter()
+        .any(|p| header.starts_with(p))
+    {
+        "nvidia-cuda-cccl"
+    } else {
+        "nvidia-cuda-runtime"
+    };
+    let searched = if cuda_include_dirs().is_empty() {
+        "no CUDA include folder was found".to_string()
+    } else {
+        format!(
+            "searched {}",
+            cuda_include_dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "`{header}` is not on NVRTC's include path ({searched}); install a CUDA toolkit \
+         (set CUDA_HOME) or `pip install {wheel}`, or point KERNELPAIR_CUDA_INCLUDE at the folder"
+    )
+}
+
+/// `site-packages/nvidia` under every Python installation we can name.
+fn python_nvidia_dirs() -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = Vec::new();
     if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
         roots.push(PathBuf::from(v).join("lib"));
@@ -136,9 +249,7 @@ fn python_wheel_dirs() -> Vec<PathBuf> {
                 continue;
             }
             for sp in ["site-packages", "dist-packages"] {
-                let base = e.path().join(sp).join("nvidia");
-                out.push(base.join("cu13/lib"));
-                out.push(base.join("cuda_nvrtc/lib"));
+                out.push(e.path().join(sp).join("nvidia"));
             }
         }
     }
@@ -251,6 +362,8 @@ fn compile_program(
         "--std=c++17".into(),
         "-default-device".into(),
     ];
+    // CUDA's headers on every machine, in the CPU check and the GPU worker alike.
+    opts.extend(include_options());
     opts.extend(req.extra_options.iter().cloned());
     let copts: Vec<CString> = opts
         .iter()

@@ -74,7 +74,14 @@ pub fn compile_units(
         .into_par_iter()
         .map(|(key, i)| {
             let check = cache.get(key).unwrap_or_else(|| {
-                let c = compile_one(&units[i], arch, &version);
+                let c = std::panic::catch_unwind(|| compile_one(&units[i], arch, &version))
+                    .unwrap_or_else(|p| CompileCheck {
+                        ok: false,
+                        arch: arch.to_string(),
+                        log: format!("the compile check failed: {}", super::units::panic_text(&p)),
+                        millis: 0.0,
+                        nvrtc_version: version.clone(),
+                    });
                 cache.put(key, &c);
                 c
             });
@@ -97,6 +104,13 @@ pub fn compile_units(
                 "compile_failed",
                 format!("NVRTC ({arch}) rejected the unit: {first}"),
             ));
+            for h in missing_headers(&check.log) {
+                u.diagnostics.push(Diagnostic::new(
+                    Level::Error,
+                    "missing_cuda_header",
+                    nvrtc::missing_header_hint(&h),
+                ));
+            }
         }
         u.compile = Some(check);
         tick();
@@ -113,6 +127,7 @@ fn check_key(u: &KernelUnit, arch: &str, nvrtc_version: &str) -> String {
     };
     content_id(&[
         "compile-check-v1",
+        &nvrtc::include_options().join(" "),
         &u.source,
         &u.kernel,
         &u.symbol,
@@ -159,6 +174,16 @@ fn compile_one(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
             nvrtc_version: version.to_string(),
         },
     }
+}
+
+/// Headers NVRTC could not open, as named in its log.
+pub fn missing_headers(log: &str) -> Vec<String> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"could not open source file "([^"]+)""#).expect("static regex")
+    });
+    let mut v: Vec<String> = RE.captures_iter(log).map(|c| c[1].to_string()).collect();
+    v.dedup();
+    v
 }
 
 /// The first `error` line of an NVRTC log (or its first line).

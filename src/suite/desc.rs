@@ -54,8 +54,19 @@ pub struct RawLayout {
     #[serde(default)]
     pub loose: bool,
     /// Globs over root-relative paths of files every scope may read as context.
+    /// Kept for old descriptions: a shared file is visible to a scope only when one of
+    /// the scope's `#include`s reaches it, like any other file.
     #[serde(default)]
     pub shared: Vec<String>,
+    /// Root-relative folders searched for `#include "x"` after the including file's own
+    /// folder, in order (a compiler's `-I`); the scope folder itself is searched last.
+    #[serde(default)]
+    pub include_dirs: Vec<String>,
+    /// File names (globs) that make a folder a program of its own (`Makefile`,
+    /// `CMakeLists.txt`): with markers, a file's scope is the nearest folder above it that
+    /// holds one, or else the file's own folder, and `scope` is not used.
+    #[serde(default)]
+    pub scope_markers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -132,6 +143,11 @@ pub struct SuiteDesc {
     fixed_variant: String,
     loose: bool,
     shared: GlobSet,
+    /// Root-relative `-I` folders (without the scope folder).
+    pub include_dirs: Vec<String>,
+    markers: Option<GlobSet>,
+    /// With markers: the root-relative folders holding a marker file (see [`SuiteDesc::with_tree`]).
+    marker_dirs: std::sync::Arc<std::collections::HashSet<String>>,
     kernel_files: GlobSet,
     context_files: GlobSet,
     included_only: GlobSet,
@@ -281,6 +297,18 @@ impl SuiteDesc {
             fixed_variant: raw.layout.variant.unwrap_or_default(),
             loose: raw.layout.loose,
             shared: set(&raw.layout.shared, true)?,
+            include_dirs: raw
+                .layout
+                .include_dirs
+                .iter()
+                .map(|d| d.trim_matches('/').to_string())
+                .collect(),
+            markers: if raw.layout.scope_markers.is_empty() {
+                None
+            } else {
+                Some(set(&raw.layout.scope_markers, false)?)
+            },
+            marker_dirs: Default::default(),
             kernel_files: set(&raw.files.kernel, false)?,
             context_files: set(&raw.files.context, false)?,
             included_only: set(&raw.files.included_only, false)?,
@@ -318,9 +346,35 @@ impl SuiteDesc {
         self.shared.is_match(rel_path)
     }
 
+    /// Learn which folders of the tree hold scope markers (descriptions with
+    /// `scope_markers`; others are returned unchanged). `files`: root-relative paths.
+    pub fn with_tree(mut self, files: &[String]) -> SuiteDesc {
+        if let Some(m) = &self.markers {
+            let dirs = files
+                .iter()
+                .filter(|f| m.is_match(f.rsplit('/').next().unwrap_or(f)))
+                .map(|f| f.rfind('/').map(|i| f[..i].to_string()).unwrap_or_default())
+                .collect();
+            self.marker_dirs = std::sync::Arc::new(dirs);
+        }
+        self
+    }
+
+    /// The `-I` folders of a scope: the description's, then the scope folder.
+    pub fn include_dirs_for(&self, scope: &ScopeKey) -> Vec<String> {
+        let mut v = self.include_dirs.clone();
+        if !v.contains(&scope.dir) {
+            v.push(scope.dir.clone());
+        }
+        v
+    }
+
     /// The scope a root-relative file belongs to, if any (variants that the description
     /// does not extract give `None`).
     pub fn scope_of(&self, rel_path: &str) -> Option<ScopeKey> {
+        if self.markers.is_some() {
+            return Some(self.marker_scope(rel_path));
+        }
         let comps: Vec<&str> = rel_path.split('/').collect();
         // The file itself must lie inside the scope folder, not be it.
         if comps.len() > self.scope.len() {
@@ -355,6 +409,28 @@ impl SuiteDesc {
             variant: self.fixed_variant.clone(),
             dir: String::new(),
         })
+    }
+
+    /// With markers: the nearest folder above the file holding a marker, else its own folder.
+    fn marker_scope(&self, rel_path: &str) -> ScopeKey {
+        let own = rel_path.rfind('/').map(|i| &rel_path[..i]).unwrap_or("");
+        let mut dir = own;
+        let found = loop {
+            if self.marker_dirs.contains(dir) {
+                break Some(dir);
+            }
+            match dir.rfind('/') {
+                Some(i) => dir = &dir[..i],
+                None if !dir.is_empty() => dir = "",
+                None => break None,
+            }
+        };
+        let dir = found.unwrap_or(own).to_string();
+        ScopeKey {
+            benchmark: dir.clone(),
+            variant: self.fixed_variant.clone(),
+            dir,
+        }
     }
 
     /// Whether a variant folder holds naive code.
@@ -457,7 +533,10 @@ mod tests {
         let d = SuiteDesc::builtin("parboil").unwrap();
         let r = d.role("a/b/kernel.cu").unwrap();
         assert!(r.kernel && r.context);
+        // Headers are searched for kernels too (a header may define __global__ functions).
         let r = d.role("a/common.h").unwrap();
+        assert!(r.kernel && r.context);
+        let r = d.role("a/params.def").unwrap();
         assert!(!r.kernel && r.context);
         assert_eq!(d.role("a/Makefile"), None);
         assert_eq!(d.role("a/kernel.cl"), None);
@@ -475,12 +554,32 @@ mod tests {
         assert!(r.is_shared("cuda/util/timer/timer.h"));
         assert!(r.included_only("cuda/srad/define.c"));
         assert!(!r.included_only("cuda/srad/main.cu"));
-        let g = SuiteDesc::builtin("generic").unwrap();
+        assert_eq!(r.include_dirs, ["common", "cuda/util"]);
+        assert_eq!(
+            r.include_dirs_for(&s),
+            ["common", "cuda/util", "cuda/lavaMD"]
+        );
+        // Generic: a benchmark is the nearest folder with a build file, else the file's own.
+        let files: Vec<String> = [
+            "blas/Makefile",
+            "blas/x/saxpy.cu",
+            "solo/y/k.cu",
+            "loose.cu",
+        ]
+        .map(String::from)
+        .to_vec();
+        let g = SuiteDesc::builtin("generic").unwrap().with_tree(&files);
         assert_eq!(g.scope_of("blas/x/saxpy.cu").unwrap().benchmark, "blas");
+        assert_eq!(g.scope_of("blas/x/deeper/z.cu").unwrap().dir, "blas");
+        assert_eq!(g.scope_of("solo/y/k.cu").unwrap().benchmark, "solo/y");
         let root = g.scope_of("loose.cu").unwrap();
         assert_eq!((root.benchmark.as_str(), root.dir.as_str()), ("", ""));
-        assert!(g.is_shared("util/math.cuh"));
-        assert!(!g.is_shared("util/math.cu"));
+        // A build file at the root makes the whole tree one program.
+        let mut with_root = files.clone();
+        with_root.push("CMakeLists.txt".into());
+        let g = SuiteDesc::builtin("generic").unwrap().with_tree(&with_root);
+        assert_eq!(g.scope_of("solo/y/k.cu").unwrap().benchmark, "");
+        assert_eq!(g.scope_of("blas/x/saxpy.cu").unwrap().benchmark, "blas");
     }
 
     #[test]

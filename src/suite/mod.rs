@@ -217,7 +217,7 @@ fn bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let style = ProgressStyle::default_bar()
-        .template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed}")
+        .template("{msg:>12} [{bar:30}] {pos}/{len} {per_sec} {elapsed} (eta {eta})")
         .expect("static template")
         .progress_chars("=> ");
     ProgressBar::new(len).with_style(style).with_message(what)
@@ -225,14 +225,20 @@ fn bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
 
 /// Run an extraction (the library entry point of `kernelpair extract`).
 pub fn extract(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
-    match cfg.jobs {
-        Some(n) if n > 0 => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
-            Ok(pool) => pool.install(|| extract_inner(cfg)),
-            Err(_) => extract_inner(cfg),
-        },
-        _ => extract_inner(cfg),
+    // Parsing, isolation and NVRTC recurse with the input's nesting depth: give every
+    // worker a stack deep input cannot overflow (only touched pages cost memory).
+    let mut b = rayon::ThreadPoolBuilder::new().stack_size(WORKER_STACK);
+    if let Some(n) = cfg.jobs.filter(|&n| n > 0) {
+        b = b.num_threads(n);
+    }
+    match b.build() {
+        Ok(pool) => pool.install(|| extract_inner(cfg)),
+        Err(_) => extract_inner(cfg),
     }
 }
+
+/// Stack of each extraction worker thread: 10,000-deep nesting parses and compiles.
+pub const WORKER_STACK: usize = 512 << 20;
 
 fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     let root = cfg.root.as_path();
@@ -251,17 +257,13 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     };
     ex.suite = desc.name.clone();
 
-    // Which files matter, and the scope each belongs to.
-    let mut wanted: Vec<(String, Option<ScopeKey>, bool, bool)> = Vec::new();
-    for f in &walked.files {
-        let Some(role) = desc.role(f) else { continue };
-        let scope = desc.scope_of(f);
-        let shared = desc.is_shared(f);
-        if scope.is_some() || shared {
-            wanted.push((f.clone(), scope, role.kernel, shared));
-        }
-    }
-    if !wanted.iter().any(|(_, s, k, _)| s.is_some() && *k) {
+    let desc = desc.with_tree(&walked.files);
+    let (sources, scopes, skipped) = gather(root, &desc, &walked.files, cfg.max_file_size);
+    ex.skipped.extend(skipped);
+    if !scopes
+        .iter()
+        .any(|s| !s.kernel_member.is_empty() || !s.kernel_reached.is_empty())
+    {
         ex.empty = true;
         ex.warnings.push(format!(
             "no CUDA kernel files found under {} for suite `{}` ({}); the output is empty",
@@ -270,60 +272,20 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
             desc.origin
         ));
     }
-    let paths: Vec<String> = wanted.iter().map(|w| w.0.clone()).collect();
-    let read = walk::read_all(root, &paths, cfg.max_file_size);
-    let mut sources: Vec<SourceFile> = Vec::new();
-    let mut scopes: BTreeMap<ScopeKey, units::ScopeFiles> = BTreeMap::new();
-    let mut shared_idx: Vec<usize> = Vec::new();
-    // Text of files skipped for bad UTF-8, decoded lossily only to see what they
-    // `#include` (a skipped main.cu still tells that define.c is used).
-    let mut lossy: Vec<(Option<ScopeKey>, String)> = Vec::new();
-    for ((path, scope, kernel, shared), r) in wanted.into_iter().zip(read) {
-        let src = match r {
-            Ok(s) => s,
-            Err(skip) => {
-                if skip.reason == "not_utf8" {
-                    if let Ok(bytes) = std::fs::read(root.join(&path)) {
-                        let key = if shared { None } else { scope.clone() };
-                        lossy.push((key, String::from_utf8_lossy(&bytes).into_owned()));
-                    }
-                }
-                ex.skipped.push(skip);
-                continue;
-            }
-        };
-        let i = sources.len();
-        sources.push(src);
-        if shared {
-            shared_idx.push(i);
-        }
-        if let Some(key) = scope {
-            let s = scopes
-                .entry(key.clone())
-                .or_insert_with(|| units::ScopeFiles {
-                    key,
-                    members: vec![],
-                    shared: vec![],
-                    kernel_member: vec![],
-                });
-            s.members.push(i);
-            s.kernel_member.push(kernel);
-        }
-    }
-    let mut scopes: Vec<units::ScopeFiles> = scopes.into_values().collect();
-    for s in &mut scopes {
-        let members: std::collections::BTreeSet<usize> = s.members.iter().copied().collect();
-        s.shared = shared_idx
-            .iter()
-            .copied()
-            .filter(|i| !members.contains(i))
-            .collect();
-        let extra: Vec<&str> = lossy
-            .iter()
-            .filter(|(k, _)| k.as_ref().is_none_or(|k| *k == s.key))
-            .map(|(_, t)| t.as_str())
-            .collect();
-        prune_unincluded(&desc, &sources, &extra, s);
+    let used: std::collections::HashSet<usize> = scopes
+        .iter()
+        .flat_map(|s| s.members.iter().chain(&s.shared).copied())
+        .collect();
+    let decoded = sources
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| f.decoded_from.is_some() && used.contains(i));
+    for (_, f) in decoded {
+        ex.warnings.push(format!(
+            "{} is not UTF-8; read it as {}",
+            f.path,
+            f.decoded_from.unwrap_or("")
+        ));
     }
 
     let licences = provenance::Licences::new(root);
@@ -387,32 +349,145 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     Ok(ex)
 }
 
-/// Drop `included_only` files that no file of the scope `#include`s by name.
-/// `extra`: texts of the scope's unreadable files, scanned for includes only.
+/// `#include` targets of a text, quoted or angled (`#include <common.cu>` may name a
+/// file of the tree), whatever `#if` they sit in: a cheap over-approximation of what a
+/// compiler reads, used only to decide which files a scope can see.
+fn include_targets(text: &str) -> Vec<&str> {
+    static INCLUDE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?m)^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]"#)
+            .expect("static regex")
+    });
+    INCLUDE
+        .captures_iter(text)
+        .filter_map(|c| c.get(1).map(|m| m.as_str().trim()))
+        .collect()
+}
+
+/// Read the tree's source files and work out every scope the way a compiler sees it:
+/// the files of the scope folder plus every file their `#include`s reach (relative to the
+/// including file, then through the description's include folders, then the scope
+/// folder), transitively. A header is never found by name alone. Each file is read once
+/// and shared by every scope that reaches it. Returns the readable files, the scopes in
+/// key order, and the skipped inputs that matter (in a scope or reached by one).
+fn gather(
+    root: &Path,
+    desc: &SuiteDesc,
+    files: &[String],
+    max_file_size: u64,
+) -> (Vec<SourceFile>, Vec<units::ScopeFiles>, Vec<Skipped>) {
+    use std::collections::{BTreeSet, HashMap, HashSet};
+    let paths: Vec<String> = files
+        .iter()
+        .filter(|f| desc.role(f).is_some())
+        .cloned()
+        .collect();
+    let read = walk::read_all(root, &paths, max_file_size);
+    let mut sources: Vec<SourceFile> = Vec::new();
+    let mut by_path: HashMap<String, usize> = HashMap::new();
+    let mut failed: BTreeMap<String, Skipped> = BTreeMap::new();
+    for (path, r) in paths.into_iter().zip(read) {
+        match r {
+            Ok(src) => {
+                by_path.insert(path, sources.len());
+                sources.push(src);
+            }
+            Err(skip) => {
+                failed.insert(path, skip);
+            }
+        }
+    }
+    let includes: Vec<Vec<&str>> = {
+        use rayon::prelude::*;
+        sources
+            .par_iter()
+            .map(|s| include_targets(&s.text))
+            .collect()
+    };
+    let mut scopes: BTreeMap<ScopeKey, units::ScopeFiles> = BTreeMap::new();
+    let mut report: BTreeSet<String> = BTreeSet::new();
+    let mut member_of_some: HashSet<usize> = HashSet::new();
+    for (path, &i) in by_path.iter().collect::<BTreeMap<_, _>>() {
+        let Some(key) = desc.scope_of(path) else {
+            continue;
+        };
+        let kernel = desc.role(path).is_some_and(|r| r.kernel);
+        let s = scopes
+            .entry(key.clone())
+            .or_insert_with(|| units::ScopeFiles::new(key));
+        s.members.push(i);
+        s.kernel_member.push(kernel);
+        member_of_some.insert(i);
+    }
+    report.extend(
+        failed
+            .keys()
+            .filter(|p| desc.scope_of(p).is_some())
+            .cloned(),
+    );
+    let exists = |p: &str| by_path.contains_key(p) || failed.contains_key(p);
+    let mut owned: HashSet<usize> = HashSet::new();
+    for s in scopes.values_mut() {
+        prune_unincluded(desc, &sources, &includes, s);
+        let dirs = desc.include_dirs_for(&s.key);
+        s.include_dirs = dirs.clone();
+        let mut seen: HashSet<usize> = s.members.iter().copied().collect();
+        let mut queue: Vec<usize> = s.members.clone();
+        while let Some(i) = queue.pop() {
+            for t in &includes[i] {
+                let Some(p) = crate::cuda::resolve_in(exists, &dirs, &sources[i].path, t) else {
+                    continue;
+                };
+                match by_path.get(&p) {
+                    Some(&j) => {
+                        if seen.insert(j) {
+                            queue.push(j);
+                            s.shared.push(j);
+                        }
+                    }
+                    None => {
+                        report.insert(p);
+                    }
+                }
+            }
+        }
+        s.shared.sort();
+        // A header outside every scope that defines kernels yields them once, in the
+        // first scope (key order) that reaches it.
+        for &j in &s.shared {
+            let kernel = desc.role(&sources[j].path).is_some_and(|r| r.kernel);
+            if kernel && !member_of_some.contains(&j) && owned.insert(j) {
+                s.kernel_reached.push(j);
+            }
+        }
+    }
+    let skipped = report
+        .into_iter()
+        .filter_map(|p| failed.remove(&p))
+        .collect();
+    (sources, scopes.into_values().collect(), skipped)
+}
+
+/// Drop `included_only` members (host `.c` files) that no file of the tree the scope can
+/// see `#include`s by name: they are separate host translation units.
 fn prune_unincluded(
     desc: &SuiteDesc,
     sources: &[SourceFile],
-    extra: &[&str],
+    includes: &[Vec<&str>],
     scope: &mut units::ScopeFiles,
 ) {
-    static INCLUDE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"(?m)^[ \t]*#[ \t]*include[ \t]*[<"]([^">]+)[">]"#)
-            .expect("static regex")
-    });
-    let all = || scope.members.iter().chain(&scope.shared).copied();
-    if !all().any(|i| desc.included_only(&sources[i].path)) {
+    if !scope
+        .members
+        .iter()
+        .any(|&i| desc.included_only(&sources[i].path))
+    {
         return;
     }
-    let mut named: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let texts = all()
-        .map(|i| sources[i].text.as_str())
-        .chain(extra.iter().copied());
-    for text in texts {
-        for c in INCLUDE.captures_iter(text) {
-            let target = c.get(1).map_or("", |m| m.as_str());
-            named.insert(target.rsplit('/').next().unwrap_or(target));
-        }
-    }
+    let named: std::collections::HashSet<&str> = scope
+        .members
+        .iter()
+        .flat_map(|&i| includes[i].iter())
+        .map(|t| t.rsplit('/').next().unwrap_or(t))
+        .collect();
     let keep = |i: &usize| {
         let p = &sources[*i].path;
         !desc.included_only(p) || named.contains(p.rsplit('/').next().unwrap_or(p))
@@ -427,10 +502,17 @@ fn prune_unincluded(
     }
     scope.members = members;
     scope.kernel_member = kernel_member;
-    scope.shared.retain(keep);
+}
+
+/// The process's peak resident memory in KiB (Linux `VmHWM`), if known.
+pub fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
+    let started = std::time::Instant::now();
     let cfg = ExtractConfig::from_args(&args)?;
     let ex = extract(&cfg)?;
     for s in &ex.skipped {
@@ -454,14 +536,32 @@ pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
     } else {
         crate::jsonl::write_records(&args.output, &records)?;
     }
-    eprint!("{}", summary::table(&ex));
+    let short = summary::table_of(&ex, Some(summary::SUMMARY_ROWS));
+    eprint!("{short}");
     if args.output != Path::new("-") {
         eprintln!(
             "wrote {} records to {}",
             records.len(),
             args.output.display()
         );
+        if short != summary::table(&ex) {
+            let mut full = args.output.clone().into_os_string();
+            full.push(".summary.txt");
+            let full = PathBuf::from(full);
+            std::fs::write(&full, summary::table(&ex))?;
+            eprintln!("full per-benchmark table: {}", full.display());
+        }
     }
+    let files: usize = ex.kernel_files.values().sum();
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{} kernel files, {} kernels in {secs:.2} s ({:.0} files/s, {:.0} kernels/s); peak memory {}",
+        files,
+        ex.units.len(),
+        files as f64 / secs.max(1e-9),
+        ex.units.len() as f64 / secs.max(1e-9),
+        peak_memory().map_or("unknown".to_string(), |kb| format!("{:.0} MiB", kb as f64 / 1024.0))
+    );
     Ok(ex.exit_code())
 }
 
@@ -535,6 +635,7 @@ mod tests {
         let src = |path: &str, text: &str| SourceFile {
             path: path.into(),
             text: text.into(),
+            decoded_from: None,
         };
         let sources = vec![
             src(
@@ -546,14 +647,11 @@ mod tests {
             src("cuda/a/host.c", "int main() { return 0; }\n"),
             src("cuda/a/util.h", "#define X 1\n"),
         ];
-        let mut scope = units::ScopeFiles {
-            key: desc.scope_of("cuda/a/k.cu").unwrap(),
-            members: vec![0, 1, 2, 3, 4],
-            shared: vec![],
-            kernel_member: vec![true, true, false, false, false],
-        };
-        let mut unpruned = scope.clone();
-        prune_unincluded(&desc, &sources, &[], &mut scope);
+        let includes: Vec<Vec<&str>> = sources.iter().map(|s| include_targets(&s.text)).collect();
+        let mut scope = units::ScopeFiles::new(desc.scope_of("cuda/a/k.cu").unwrap());
+        scope.members = vec![0, 1, 2, 3, 4];
+        scope.kernel_member = vec![true, true, false, false, false];
+        prune_unincluded(&desc, &sources, &includes, &mut scope);
         let kept: Vec<&str> = scope
             .members
             .iter()
@@ -570,12 +668,98 @@ mod tests {
             ]
         );
         assert_eq!(scope.kernel_member, [true, true, false, false]);
-        // Includes named by a file skipped for bad UTF-8 still count (Rodinia's myocyte:
-        // its main.cu is Windows-1252 and is the only file including define.c).
-        unpruned.members = vec![1, 2, 3];
-        unpruned.kernel_member = vec![true, false, false];
-        prune_unincluded(&desc, &sources, &["#include \"define.c\"\n"], &mut unpruned);
-        assert_eq!(unpruned.members, [1, 2]);
+    }
+
+    #[test]
+    fn scopes_reach_headers_through_includes_only() {
+        // Two programs with a header of the same name, and a shared include folder.
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let put = |p: &str, t: &[u8]| {
+            let p = r.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
+        };
+        put("a/Makefile", b"all:\n");
+        put(
+            "a/main.cu",
+            b"#include \"kernels.h\"\n#include \"math.cuh\"\n",
+        );
+        put(
+            "a/kernels.h",
+            b"__global__ void ka(float *x) { x[0] = SCALE; }\n#define SCALE 2\n",
+        );
+        put("b/Makefile", b"all:\n");
+        put("b/src/main.cu", b"#include \"kernels.h\"\n");
+        put(
+            "b/src/kernels.h",
+            b"__global__ void kb(float *x) { x[0] = 1; }\n",
+        );
+        put(
+            "inc/math.cuh",
+            b"// \xa9 Someone\n__global__ void shared_k(int *y) { y[0] = 3; }\n",
+        );
+        put(
+            "inc/unused.cuh",
+            b"__global__ void never_included(int *y) { y[0] = 3; }\n",
+        );
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("extractors/generic.toml"),
+        )
+        .unwrap()
+        .replace("include_dirs = []", "include_dirs = [\"inc\"]");
+        let desc = SuiteDesc::parse(&text, "t").unwrap();
+        let files = walk::walk(r).files;
+        let desc = desc.with_tree(&files);
+        let (sources, scopes, skipped) = gather(r, &desc, &files, DEFAULT_MAX_FILE_SIZE);
+        assert!(skipped.is_empty());
+        let names =
+            |v: &[usize]| -> Vec<&str> { v.iter().map(|&i| sources[i].path.as_str()).collect() };
+        let a = scopes.iter().find(|s| s.key.benchmark == "a").unwrap();
+        let b = scopes.iter().find(|s| s.key.benchmark == "b").unwrap();
+        // `b/src` has no build file of its own: its files belong to `b`.
+        assert_eq!(names(&b.members), ["b/src/kernels.h", "b/src/main.cu"]);
+        // a reaches its own kernels.h and inc/math.cuh through -I inc, never b's kernels.h.
+        assert_eq!(names(&a.shared), ["inc/math.cuh"]);
+        assert!(b.shared.is_empty());
+        // A header folder without a build file is a scope of its own: the header's
+        // kernels come out once there, attributed to the header, however many programs
+        // include it; a header nothing includes is seen by no other scope.
+        assert!(a.kernel_reached.is_empty());
+        let inc = scopes.iter().find(|s| s.key.benchmark == "inc").unwrap();
+        assert_eq!(names(&inc.members), ["inc/math.cuh", "inc/unused.cuh"]);
+        let math = &sources[inc.members[0]];
+        assert_eq!(math.decoded_from, Some("windows-1252"));
+        assert!(scopes
+            .iter()
+            .all(|s| !names(&s.shared).contains(&"inc/unused.cuh")));
+        // End to end: every kernel once, the header kernel attributed to the header.
+        let mut cfg = ExtractConfig::new(r, "generic", None).unwrap();
+        cfg.desc = Some(desc);
+        cfg.compile = false;
+        let ex = extract(&cfg).unwrap();
+        let mut got: Vec<(&str, &str, &str)> = ex
+            .units
+            .iter()
+            .map(|u| (u.benchmark.as_str(), u.path.as_str(), u.kernel.as_str()))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("a", "a/kernels.h", "ka"),
+                ("b", "b/src/kernels.h", "kb"),
+                ("inc", "inc/math.cuh", "shared_k"),
+                ("inc", "inc/unused.cuh", "never_included"),
+            ]
+        );
+        let shared = ex.units.iter().find(|u| u.kernel == "shared_k").unwrap();
+        assert!(shared
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "decoded_non_utf8"));
+        let ka = ex.units.iter().find(|u| u.kernel == "ka").unwrap();
+        assert!(ka.source.contains("#define SCALE 2"), "{}", ka.source);
     }
 
     #[test]

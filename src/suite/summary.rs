@@ -42,9 +42,38 @@ pub fn rows(ex: &Extraction) -> BTreeMap<String, Row> {
 
 /// The table as text, with a total line.
 pub fn table(ex: &Extraction) -> String {
-    let rows = rows(ex);
+    table_of(ex, None)
+}
+
+/// Benchmarks shown in the end-of-run summary before it is cut to the worst ones.
+pub const SUMMARY_ROWS: usize = 25;
+
+/// The summary for a terminal: with more than `limit` benchmarks, only the `limit`
+/// worst (most kernels failing to compile, then skipped inputs, then most kernels) and
+/// the total, with a line saying how many were left out.
+pub fn table_of(ex: &Extraction, limit: Option<usize>) -> String {
+    let all = rows(ex);
+    let hidden = limit.map_or(0, |l| all.len().saturating_sub(l));
+    let mut rows = all.clone();
+    if hidden > 0 {
+        let mut order: Vec<(&String, &Row)> = all.iter().collect();
+        order.sort_by_key(|(name, r)| {
+            (
+                std::cmp::Reverse(r.kernels - r.compiled_ok.min(r.kernels)),
+                std::cmp::Reverse(r.skipped),
+                std::cmp::Reverse(r.kernels),
+                (*name).clone(),
+            )
+        });
+        let keep: std::collections::BTreeSet<&String> = order
+            .iter()
+            .take(limit.unwrap_or(0))
+            .map(|(n, _)| *n)
+            .collect();
+        rows.retain(|k, _| keep.contains(k));
+    }
     let mut total = Row::default();
-    for r in rows.values() {
+    for r in all.values() {
         total.files += r.files;
         total.kernels += r.kernels;
         total.compiled_ok += r.compiled_ok;
@@ -90,6 +119,13 @@ pub fn table(ex: &Extraction) -> String {
         line(if name.is_empty() { "(root)" } else { name }, r);
     }
     line("total", &total);
+    if hidden > 0 {
+        let _ = writeln!(
+            s,
+            "… {hidden} more benchmarks not shown (the {} with the most failures are)",
+            rows.len()
+        );
+    }
     let _ = writeln!(s, "suite: {}", ex.suite);
     s
 }

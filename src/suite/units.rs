@@ -15,10 +15,28 @@ pub struct ScopeFiles {
     pub key: ScopeKey,
     /// Indices (into the read sources) of the files inside the scope folder.
     pub members: Vec<usize>,
-    /// Indices of shared context files visible to the scope.
+    /// Indices of files outside the scope folder that the members' `#include`s reach.
     pub shared: Vec<usize>,
     /// Which members are kernel files (same order as `members`).
     pub kernel_member: Vec<bool>,
+    /// Reached files outside every scope whose kernels this scope yields (each such
+    /// header's kernels come out once, in the first scope reaching it).
+    pub kernel_reached: Vec<usize>,
+    /// `-I` folders for `#include "x"` (root-relative), in search order.
+    pub include_dirs: Vec<String>,
+}
+
+impl ScopeFiles {
+    pub fn new(key: ScopeKey) -> ScopeFiles {
+        ScopeFiles {
+            key,
+            members: vec![],
+            shared: vec![],
+            kernel_member: vec![],
+            kernel_reached: vec![],
+            include_dirs: vec![],
+        }
+    }
 }
 
 /// What isolation produced.
@@ -55,10 +73,36 @@ pub fn isolate_all(
         }
         u
     };
-    let indexed: Vec<Option<FileIndex>> = sources
+    // A parser fault on one file (a panic) becomes a record naming it; the rest goes on.
+    let indexed: Vec<Option<Result<FileIndex, Skipped>>> = sources
         .par_iter()
         .zip(used.par_iter())
-        .map(|(f, &used)| used.then(|| cuda::index_file(&f.path, &f.text)))
+        .map(|(f, &used)| {
+            used.then(|| {
+                std::panic::catch_unwind(|| cuda::index_file(&f.path, &f.text)).map_err(|p| {
+                    Skipped {
+                        path: f.path.clone(),
+                        reason: "parse_failed".into(),
+                        message: format!(
+                            "the CUDA front end failed on this file: {}",
+                            panic_text(&p)
+                        ),
+                    }
+                })
+            })
+        })
+        .collect();
+    let mut parse_failures: Vec<Skipped> = Vec::new();
+    let indexed: Vec<Option<FileIndex>> = indexed
+        .into_iter()
+        .map(|r| match r {
+            Some(Ok(i)) => Some(i),
+            Some(Err(s)) => {
+                parse_failures.push(s);
+                None
+            }
+            None => None,
+        })
         .collect();
     let maps: Vec<BTreeMap<String, FileIndex>> = scopes
         .par_iter()
@@ -71,15 +115,25 @@ pub fn isolate_all(
                 .collect()
         })
         .collect();
-    // One task per kernel of a kernel file inside its own scope.
+    // One task per kernel of a kernel file inside its own scope (or of a header outside
+    // every scope, in the first scope reaching it).
     let mut kernel_tasks: Vec<(usize, usize, usize)> = Vec::new();
     let mut kernel_files = BTreeMap::new();
     for (si, s) in scopes.iter().enumerate() {
         let mut n = 0;
-        for (&fi, _) in s.members.iter().zip(&s.kernel_member).filter(|(_, k)| **k) {
+        let kernel_files_of = s
+            .members
+            .iter()
+            .zip(&s.kernel_member)
+            .filter(|(_, k)| **k)
+            .map(|(f, _)| f)
+            .chain(&s.kernel_reached);
+        for &fi in kernel_files_of {
             let path = &sources[fi].path;
             let count = maps[si].get(path).map(|i| i.kernels().len()).unwrap_or(0);
-            n += 1;
+            if count > 0 || path.ends_with(".cu") {
+                n += 1;
+            }
             kernel_tasks.extend((0..count).map(|k| (si, fi, k)));
         }
         *kernel_files.entry(s.key.clone()).or_insert(0) += n;
@@ -88,13 +142,22 @@ pub fn isolate_all(
     let results: Vec<Result<KernelUnit, Skipped>> = kernel_tasks
         .par_iter()
         .map(|&(si, fi, k)| {
-            let r = make_unit(ctx, &scopes[si].key, &maps[si], &sources[fi], k);
+            let r = std::panic::catch_unwind(|| {
+                make_unit(ctx, &scopes[si], &maps[si], &sources[fi], k)
+            })
+            .unwrap_or_else(|p| {
+                Err(Skipped {
+                    path: sources[fi].path.clone(),
+                    reason: "isolation_failed".into(),
+                    message: format!("kernel #{k}: isolation failed: {}", panic_text(&p)),
+                })
+            });
             tick();
             r
         })
         .collect();
     let mut units = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped = parse_failures;
     for r in results {
         match r {
             Ok(u) => units.push(u),
@@ -111,12 +174,16 @@ pub fn isolate_all(
 
 fn make_unit(
     ctx: &UnitContext,
-    key: &ScopeKey,
+    sf: &ScopeFiles,
     files: &BTreeMap<String, FileIndex>,
     file: &SourceFile,
     kernel_index: usize,
 ) -> Result<KernelUnit, Skipped> {
-    let scope = Scope { files };
+    let key = &sf.key;
+    let scope = Scope {
+        files,
+        include_dirs: &sf.include_dirs,
+    };
     let iso = cuda::isolate_at(&scope, &file.path, kernel_index).map_err(|e| Skipped {
         path: file.path.clone(),
         reason: "isolation_failed".into(),
@@ -157,8 +224,26 @@ fn make_unit(
             licence: ctx.licences.for_file(&file.path, &file.text),
         },
         compile: None,
-        diagnostics: iso.diagnostics,
+        diagnostics: {
+            let mut d = iso.diagnostics;
+            if let Some(enc) = file.decoded_from {
+                d.push(crate::record::Diagnostic::new(
+                    crate::record::Level::Info,
+                    "decoded_non_utf8",
+                    format!("{} is not UTF-8; it was read as {enc}", file.path),
+                ));
+            }
+            d
+        },
     })
+}
+
+/// The message of a caught panic.
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// Whether two units are the same code: equal token streams after

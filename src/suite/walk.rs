@@ -12,6 +12,22 @@ pub struct SourceFile {
     /// Root-relative, `/`-separated.
     pub path: String,
     pub text: String,
+    /// Set when the bytes were not UTF-8 and were decoded as this encoding instead
+    /// (a Latin-1 `©` in a comment must not cost a kernel).
+    pub decoded_from: Option<&'static str>,
+}
+
+/// Text from bytes: UTF-8 when valid, else Windows-1252 (a superset of Latin-1 for the
+/// printable range; every byte decodes, so nothing is lost or refused).
+pub fn decode(bytes: Vec<u8>) -> (String, Option<&'static str>) {
+    match String::from_utf8(bytes) {
+        Ok(t) => (t, None),
+        Err(e) => {
+            let bytes = e.into_bytes();
+            let (text, enc, _) = encoding_rs::WINDOWS_1252.decode(&bytes);
+            (text.into_owned(), Some(enc.name()))
+        }
+    }
 }
 
 /// What walking found.
@@ -115,15 +131,11 @@ pub fn read_source(root: &Path, rel_path: &str, max_size: u64) -> Result<SourceF
             format!("NUL byte at offset {pos}: not a source file"),
         ));
     }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        skip(
-            "not_utf8",
-            format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to()),
-        )
-    })?;
+    let (text, decoded_from) = decode(bytes);
     Ok(SourceFile {
         path: rel_path.to_string(),
         text,
+        decoded_from,
     })
 }
 
@@ -179,7 +191,11 @@ mod tests {
         let got = |p: &str| read_source(r, p, 64).map_err(|s| s.reason);
         assert_eq!(got("ok.cu").unwrap().text, "__global__ void k() {}");
         assert_eq!(got("bin.cu").unwrap_err(), "binary");
-        assert_eq!(got("latin1.cu").unwrap_err(), "not_utf8");
+        // Not UTF-8: decoded as Windows-1252, and the file says so.
+        let latin = got("latin1.cu").unwrap();
+        assert_eq!(latin.text, "// café\n");
+        assert_eq!(latin.decoded_from, Some("windows-1252"));
+        assert_eq!(got("ok.cu").unwrap().decoded_from, None);
         assert_eq!(got("big.cu").unwrap_err(), "too_large");
         assert_eq!(got("missing.cu").unwrap_err(), "unreadable");
     }

@@ -197,7 +197,7 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
             files.insert(name.clone(), crate::cuda::index_file(name, text));
         }
         files.insert(file.to_string(), crate::cuda::index_file(file, &src));
-        let scope = crate::cuda::Scope { files: &files };
+        let scope = crate::cuda::Scope::new(&files);
         let iso =
             crate::cuda::isolate(&scope, file, &kernel).map_err(|e| ValidateError::Isolation {
                 path: path.to_path_buf(),
