@@ -416,6 +416,7 @@ mod tests {
                 ci_high: 3.1,
             }),
             tool_version: "0.1.0".into(),
+            flags: vec![],
         };
         let s = speedups_per_size_set(&v);
         assert_eq!(

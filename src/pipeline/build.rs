@@ -772,6 +772,7 @@ mod tests {
                                 ci_high: 2.6,
                             }),
                             tool_version: "test".into(),
+                            flags: vec![],
                         });
                         Record::Pair(p)
                     }

@@ -1,6 +1,6 @@
 //! The verify stage: worker processes per GPU, a watchdog, and the validate command.
 //!
-//! `verify` reads pairs, settles on the CPU what needs no GPU (`missing_slow`,
+//! `verify` reads pairs, settles on the CPU what needs no GPU (`artificial_slowdown` from [`slowdown`], `missing_slow`,
 //! `no_harness`, `needs_host_loop`, `harness_error`), resolves each remaining pair's
 //! harness for the device the workers report ([`crate::harness::Resolved`] per size set), and hands the
 //! jobs to [`pool`]. Results are appended to `<out>.partial` as they finish; the final
@@ -12,6 +12,7 @@ pub mod pool;
 pub mod protocol;
 pub mod resolve;
 pub mod sanitizer;
+pub mod slowdown;
 pub mod stats;
 pub mod validate;
 
@@ -100,6 +101,7 @@ fn cpu_verdict(status: Status, reason: impl Into<String>) -> Verification {
         evidence: serde_json::Value::Null,
         speedup: None,
         tool_version: tool_version(),
+        flags: vec![],
     }
 }
 
@@ -227,6 +229,11 @@ pub fn verify_records(
     let mut pending: Vec<(usize, &Pair, resolve::Found)> = Vec::new();
     for (i, r) in records.iter().enumerate() {
         let Record::Pair(p) = r else { continue };
+        // Before anything else, and before any GPU time: a padded slow kernel is refused.
+        if let Some(v) = slowdown::check(p) {
+            results.insert(i, v);
+            continue;
+        }
         match resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref()) {
             Ok(found) => pending.push((i, p, found)),
             Err((status, reason)) => {

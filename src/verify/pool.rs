@@ -331,6 +331,7 @@ impl Worker {
             evidence: serde_json::json!({ "worker_stderr": tail }),
             speedup: None,
             tool_version: tool_version(),
+            flags: vec![],
         };
         let line = encode(Request::Job {
             job: Box::new(job.clone()),
@@ -460,6 +461,7 @@ pub fn run_all(
                             evidence: serde_json::Value::Null,
                             speedup: None,
                             tool_version: tool_version(),
+                            flags: vec![],
                         };
                         let _ = tx.send((i, v));
                         continue;
