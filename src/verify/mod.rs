@@ -15,6 +15,7 @@ pub mod sanitizer;
 pub mod slowdown;
 pub mod stats;
 pub mod validate;
+pub mod verdict;
 
 use crate::exit;
 use crate::gpu::{self, Probe};
@@ -130,11 +131,15 @@ pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
     };
     let mut g =
         gpu::Gpu::open(args.device).with_context(|| format!("opening device {}", args.device))?;
+    // 256 MiB each way, median of 10: about 2 ms on an H100; a failure only leaves
+    // `suspect_slow` without its bound.
+    let bandwidth_gbs = g.copy_bandwidth(256 << 20, 10).ok().map(|b| b / 1e9);
     say(Response::Hello {
         device: g.info.clone(),
         props: g.props,
         arch: g.arch(),
         nvrtc_version: nvrtc,
+        bandwidth_gbs,
     })?;
     let mut cache = gpu::cache::CompileCache::new(args.cache_dir);
     for line in std::io::stdin().lock().lines() {
@@ -302,6 +307,13 @@ pub fn verify_records(
         ..RunOptions::default()
     };
     let mut jobs: Vec<(usize, Job)> = Vec::new();
+    let primaries: BTreeMap<usize, String> = pending
+        .iter()
+        .filter_map(|(i, _, found)| {
+            let set = found.harness.size_sets().iter().find(|s| s.primary)?;
+            Some((*i, set.name.clone()))
+        })
+        .collect();
     for (i, p, found) in &pending {
         match resolve::resolve(p, found, &hello) {
             Ok((slow, fast, sets)) => jobs.push((
@@ -337,7 +349,16 @@ pub fn verify_records(
         launch.clone(),
         timeout,
         hello_timeout,
-        |i, v| {
+        |i, mut v| {
+            verdict::finish(
+                &mut v,
+                &verdict::Context {
+                    primary: primaries.get(&i).map(String::as_str),
+                    min_speedup: args.min_speedup,
+                    seeds: args.seeds.max(1),
+                    bandwidth_gbs: hello.bandwidth_gbs,
+                },
+            );
             bar.inc(1);
             bar.set_message(v.status.as_str());
             if let Err(e) = record(i, v, &mut results) {
