@@ -8,6 +8,7 @@
 
 pub mod compare;
 pub mod engine;
+pub mod launches;
 pub mod pool;
 pub mod protocol;
 pub mod resolve;
@@ -222,9 +223,27 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
 }
 
 /// Verify every pair among `records` (relative harness paths resolve against
-/// `base`); returns record index → verification. With `partial`, each result is
-/// appended there as it finishes, so a crash of this process loses nothing done.
+/// `base`); returns record index → verification, each with its harness's launches
+/// (`evidence.launch`, [`launches`]). With `partial`, each result is appended there as
+/// it finishes, so a crash of this process loses nothing done.
 pub fn verify_records(
+    records: &[Record],
+    base: &Path,
+    args: &VerifyArgs,
+    partial: Option<&Path>,
+) -> anyhow::Result<BTreeMap<usize, Verification>> {
+    let mut results = run_records(records, base, args, partial)?;
+    launches::attach(
+        records,
+        base,
+        &args.harness_dirs,
+        args.suite_root.as_deref(),
+        &mut results,
+    );
+    Ok(results)
+}
+
+fn run_records(
     records: &[Record],
     base: &Path,
     args: &VerifyArgs,
