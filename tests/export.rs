@@ -515,3 +515,107 @@ fn sanitizer_error_pairs_are_not_exported() {
         "{report}"
     );
 }
+
+/// A pair verified at its main size but slower at another is kept by default with the
+/// condition in its description, counted on the card, and dropped by
+/// `--exclude-size-dependent`; the user message says how the slow kernel is launched and
+/// the answer how the fast one is, since it differs; `--with-description` puts what
+/// changed into the answer.
+#[test]
+fn size_dependent_pairs_and_launches_are_stated() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs: Vec<Value> = std::fs::read_to_string(PAIRS)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let i = recs
+        .iter()
+        .position(|r| r["data"]["benchmark"] == "scale")
+        .expect("the scale fixture pair");
+    let v = &mut recs[i]["data"]["verification"];
+    assert_eq!(v["status"], "verified");
+    v["flags"] = serde_json::json!([{"flag": "size_dependent", "losing": [
+        {"size_set": "1M", "median": 0.88, "ci_low": 0.86, "ci_high": 0.9}]}]);
+    let launch = |grid: &str| {
+        serde_json::json!([{"kernel": "scale", "grid": [grid], "block": ["256"],
+                            "shared_mem": "0", "repeat": "1"}])
+    };
+    v["evidence"]["launch"] = serde_json::json!({
+        "task": "out = a * in over n floats",
+        "slow": launch("ceil_div(n, 256)"),
+        "fast": launch("ceil_div(n, 256 * 4)"),
+        "size_sets": {}
+    });
+    let input = dir.path().join("pairs.jsonl");
+    let text: Vec<String> = recs.iter().map(|r| r.to_string()).collect();
+    std::fs::write(&input, text.join("\n") + "\n").unwrap();
+    let out = dir.path().join("kept");
+    kp().args(["export", "--with-description", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let rows = all_rows(&out, "chat");
+    let s = rows
+        .iter()
+        .find(|r| r["metadata"]["benchmark"] == "scale")
+        .expect("kept by default");
+    let m = &s["metadata"];
+    assert_eq!(m["flags"], serde_json::json!(["size_dependent"]));
+    let d = m["description"].as_str().unwrap();
+    assert!(
+        d.contains("Size-dependent: slower than the slow kernel at 1M (0.88×)."),
+        "{d}"
+    );
+    assert_eq!(
+        m["slow_launch"],
+        "scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>"
+    );
+    let user = s["messages"][1]["content"].as_str().unwrap();
+    assert!(user.contains("**Description**\nout = a * in over n floats\n\n**Launch**\n`scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>`"), "{user}");
+    let answer = s["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        answer.contains(d),
+        "the description is in the answer: {answer}"
+    );
+    assert!(
+        answer.ends_with("Launch it as `scale<<<dim3(ceil_div(n, 256 * 4)), dim3(256)>>>` instead of the original configuration."),
+        "{answer}"
+    );
+    // The rejected answer (the slow kernel) carries neither the launch change nor the description.
+    let pref = all_rows(&out, "preference");
+    let p = pref
+        .iter()
+        .find(|r| r["metadata"]["benchmark"] == "scale")
+        .unwrap();
+    let rejected = p["rejected"][0]["content"].as_str().unwrap();
+    assert!(
+        !rejected.contains("Launch it as") && !rejected.contains("Size-dependent"),
+        "{rejected}"
+    );
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        card.contains("**1 samples are `size_dependent`**"),
+        "{card}"
+    );
+    // Without the flag's pair when asked.
+    let out2 = dir.path().join("dropped");
+    kp().args(["export", "--exclude-size-dependent", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out2)
+        .assert()
+        .success();
+    let rows2 = all_rows(&out2, "chat");
+    assert_eq!(rows2.len() + 1, rows.len());
+    assert!(rows2.iter().all(|r| r["metadata"]["benchmark"] != "scale"));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out2.join("filter_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        report["excluded"]["size_dependent (--exclude-size-dependent)"],
+        1
+    );
+}

@@ -102,6 +102,15 @@ pub struct Metadata {
     pub exported_by: String,
     /// Tokens of system + user + chosen assistant text, by the export's tokenizer.
     pub tokens: usize,
+    /// What changed and why, built from the techniques, the launch change and the measured
+    /// figures without an LLM (`export::describe`).
+    pub description: Option<String>,
+    /// Verdict flags (`size_dependent`, `suspect_slow`).
+    pub flags: Vec<String>,
+    /// How the slow and the fast kernel are launched (`k<<<dim3(…), dim3(…), smem>>>`),
+    /// from the harness; null when no harness was found.
+    pub slow_launch: Option<String>,
+    pub fast_launch: Option<String>,
 }
 
 /// One exported pair before it is written in any format.
@@ -208,7 +217,28 @@ pub fn build_sample(
     t: &Templates,
     with_speedup: bool,
 ) -> Sample {
+    build_sample_with(pair, slow, t, with_speedup, false)
+}
+
+/// [`build_sample`], and with `with_description` the description of what changed
+/// (`{{optimization}}` in assistant.md) in the chosen answer.
+pub fn build_sample_with(
+    pair: &Pair,
+    slow: &crate::record::KernelUnit,
+    t: &Templates,
+    with_speedup: bool,
+    with_description: bool,
+) -> Sample {
     let v = pair.verification.as_ref();
+    let techniques_list = super::describe::techniques(pair);
+    let description = super::describe::describe(pair, &techniques_list);
+    let launches = v.and_then(crate::verify::launches::Launches::of);
+    let slow_launch = launches
+        .as_ref()
+        .map(|l| crate::verify::launches::Launches::text(&l.slow));
+    let fast_launch = launches
+        .as_ref()
+        .map(|l| crate::verify::launches::Launches::text(&l.fast));
     let speedup = v.and_then(|v| v.speedup.clone());
     let device = v.and_then(|v| v.device.as_ref()).map(|d| DeviceMeta {
         name: d.name.clone(),
@@ -216,20 +246,35 @@ pub fn build_sample(
         driver_version: d.driver_version.clone(),
         cuda_version: d.cuda_version.clone(),
     });
-    let techniques = techniques_phrase(&pair.techniques);
+    let techniques = techniques_phrase(&techniques_list);
     let mut vars: BTreeMap<&str, String> = BTreeMap::new();
     vars.insert("benchmark", pair.benchmark.clone());
     vars.insert("suite", pair.suite.clone());
     vars.insert("file", slow.path.clone());
     vars.insert("kernel", pair.kernel.clone());
+    // What the kernel computes (the harness's description, else the pair's own): the
+    // user's context. What changed is the answer's (`optimization`), never the prompt's.
     vars.insert(
         "description",
-        pair.description
-            .clone()
+        launches
+            .as_ref()
+            .and_then(|l| l.task.clone())
+            .or_else(|| pair.description.clone())
             .unwrap_or_default()
             .trim()
             .to_string(),
     );
+    vars.insert("slow_launch", slow_launch.clone().unwrap_or_default());
+    vars.insert(
+        "fast_launch",
+        match &launches {
+            Some(l) if l.differ() => fast_launch.clone().unwrap_or_default(),
+            _ => String::new(),
+        },
+    );
+    if with_description {
+        vars.insert("optimization", description.clone());
+    }
     vars.insert("slow_source", slow.source.trim_end().to_string());
     if let (true, Some(s), Some(d)) = (with_speedup, &speedup, &device) {
         let mut p = vars.clone();
@@ -246,6 +291,9 @@ pub fn build_sample(
     let chosen = t.assistant.render(&vars);
     vars.insert("code", slow.source.trim_end().to_string());
     vars.insert("performance", String::new());
+    // The rejected answer is the slow kernel as it is: same launch, nothing to explain.
+    vars.insert("fast_launch", String::new());
+    vars.insert("optimization", String::new());
     let rejected = t.assistant.render(&vars);
     let (origin, model) = match &pair.origin {
         Origin::Synthesized { model, .. } => ("synthesized", Some(model.clone())),
@@ -270,7 +318,7 @@ pub fn build_sample(
             fast: unit_ref(&pair.fast),
             origin: origin.to_string(),
             model,
-            techniques: pair.techniques.clone(),
+            techniques: techniques_list.clone(),
             verified: v.is_some_and(|v| v.status == Status::Verified),
             status: v.map_or("unverified", |v| v.status.as_str()).to_string(),
             speedup,
@@ -279,6 +327,12 @@ pub fn build_sample(
             verified_by: v.map(|v| v.tool_version.clone()),
             exported_by: env!("CARGO_PKG_VERSION").to_string(),
             tokens: 0,
+            description: Some(description),
+            flags: v
+                .map(|v| v.flags.iter().map(|f| f.as_str().to_string()).collect())
+                .unwrap_or_default(),
+            slow_launch,
+            fast_launch,
         },
     }
 }

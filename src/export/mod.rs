@@ -11,6 +11,7 @@
 //! ```
 
 pub mod card;
+pub mod describe;
 pub mod filter;
 pub mod format;
 pub mod plot;
@@ -49,6 +50,14 @@ pub struct ExportArgs {
     /// Put the measured speedup, device and techniques into the assistant answer.
     #[arg(long)]
     pub with_speedup: bool,
+    /// Put the description of what changed and why (techniques, launch change, measured
+    /// figures; always in `metadata.description`) into the assistant answer too.
+    #[arg(long)]
+    pub with_description: bool,
+    /// Leave out pairs flagged `size_dependent` (verified at the main size set but slower
+    /// at another); by default they are kept, the condition stated in their description.
+    #[arg(long)]
+    pub exclude_size_dependent: bool,
     /// Folder whose template files (system.txt, user.md, assistant.md, performance.md) replace the built-in ones.
     #[arg(long)]
     pub templates: Option<PathBuf>,
@@ -82,6 +91,8 @@ pub struct ExportOptions {
     pub formats: Vec<Format>,
     pub include_unverified: bool,
     pub with_speedup: bool,
+    pub with_description: bool,
+    pub exclude_size_dependent: bool,
     pub templates: Option<PathBuf>,
     pub split: f64,
     pub seed: u64,
@@ -98,6 +109,8 @@ impl Default for ExportOptions {
             formats: Format::ALL.to_vec(),
             include_unverified: false,
             with_speedup: false,
+            with_description: false,
+            exclude_size_dependent: false,
             templates: None,
             split: 0.8,
             seed: 42,
@@ -116,6 +129,8 @@ impl From<&ExportArgs> for ExportOptions {
             formats: a.format.clone(),
             include_unverified: a.include_unverified,
             with_speedup: a.with_speedup,
+            with_description: a.with_description,
+            exclude_size_dependent: a.exclude_size_dependent,
             templates: a.templates.clone(),
             split: a.split,
             seed: a.seed,
@@ -213,6 +228,15 @@ fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
             status.map_or("never verified", |s| s.as_str())
         ));
     }
+    if o.exclude_size_dependent
+        && p.verification.as_ref().is_some_and(|v| {
+            v.flags
+                .iter()
+                .any(|f| matches!(f, crate::record::Flag::SizeDependent { .. }))
+        })
+    {
+        return Some("size_dependent (--exclude-size-dependent)".into());
+    }
     if o.exclude_non_redistributable {
         let ok = |u: &crate::record::KernelUnit| {
             u.provenance
@@ -282,11 +306,12 @@ pub fn export(
             continue;
         }
         let slow = p.slow.as_ref().expect("checked by exclusion");
-        samples.push(format::build_sample(
+        samples.push(format::build_sample_with(
             p,
             slow,
             &cfg.templates,
             o.with_speedup,
+            o.with_description,
         ));
     }
     // Priority for de-duplication: verified first, then by id.
@@ -401,7 +426,7 @@ pub fn export(
         }
     }
     let options_line = format!(
-        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, unverified included {}",
+        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}",
         o.formats.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
         o.split,
         o.seed,
@@ -409,6 +434,8 @@ pub fn export(
         o.max_tokens,
         o.near_dup_threshold,
         if o.with_speedup { "yes" } else { "no" },
+        if o.with_description { "yes" } else { "no" },
+        if o.exclude_size_dependent { "excluded" } else { "kept" },
         if o.include_unverified { "yes" } else { "no" },
     );
     let card_text = card::render(&card::CardInput {

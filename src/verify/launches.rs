@@ -90,7 +90,14 @@ impl Launches {
     pub fn differ(&self) -> bool {
         let shape = |v: &[LaunchConfig]| {
             v.iter()
-                .map(|l| (l.grid.clone(), l.block.clone(), l.shared_mem.clone(), l.repeat.clone()))
+                .map(|l| {
+                    (
+                        l.grid.clone(),
+                        l.block.clone(),
+                        l.shared_mem.clone(),
+                        l.repeat.clone(),
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         shape(&self.slow) != shape(&self.fast)
@@ -121,8 +128,8 @@ pub fn attach(
         let Ok(found) = super::resolve::prepare(p, base, dirs, suite_root) else {
             continue;
         };
-        let l = serde_json::to_value(Launches::of_harness(&found.harness))
-            .expect("launches serialize");
+        let l =
+            serde_json::to_value(Launches::of_harness(&found.harness)).expect("launches serialize");
         if !v.evidence.is_object() {
             v.evidence = serde_json::json!({});
         }

@@ -207,6 +207,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
             (Record::Pair(p), Some(v)) => {
                 let mut p = p.clone();
                 p.verification = Some(v.clone());
+                fill_techniques(&mut p);
                 Record::Pair(p)
             }
             _ => r.clone(),
@@ -435,6 +436,14 @@ fn run_records(
         }
     }
     Ok(results)
+}
+
+/// Techniques for every verified-or-not pair, natural ones too: those synth recorded,
+/// else the slow → fast difference ([`crate::synth::techniques::detect_pair`]).
+pub fn fill_techniques(p: &mut Pair) {
+    if p.techniques.is_empty() && p.slow.is_some() {
+        p.techniques = crate::synth::techniques::detect_pair(p.slow.as_ref(), &p.fast);
+    }
 }
 
 /// A progress bar on stderr: `label`, the bar, done/total and the last status.
