@@ -619,3 +619,131 @@ fn size_dependent_pairs_and_launches_are_stated() {
         1
     );
 }
+
+/// Lines of every file under `root` (the suite a unit came from).
+fn suite_lines(root: &Path) -> std::collections::HashSet<String> {
+    walk(root)
+        .into_iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|t| {
+            t.lines()
+                .map(|l| l.trim_end().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The code block of a message.
+fn code_of(message: &str) -> String {
+    let start = message.find("```cuda\n").expect("a cuda block") + "```cuda\n".len();
+    let end = message[start..].find("\n```").unwrap() + start;
+    message[start..end].to_string()
+}
+
+/// Every exported kernel is the source's text: each line of the exported code is a line
+/// of the suite's files, apart from what isolation says it did as a unit (host headers
+/// kept as `#include <…>`, host-header shims under their `// from <…>` comment, `#if`
+/// guards); no `extern "C"` that the source file lacks; no texture shim.
+#[test]
+fn exported_kernels_are_the_source_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for suite in ["fixtures/parboil", "fixtures/generic"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(suite);
+        if !root.is_dir() {
+            continue;
+        }
+        let units = dir.path().join("units.jsonl");
+        kp().args(["extract", "--no-compile"])
+            .arg(&root)
+            .arg("-o")
+            .arg(&units)
+            .assert();
+        let out = dir.path().join(suite.replace('/', "_"));
+        kp().args([
+            "export",
+            "--include-unverified",
+            "--max-tokens",
+            "0",
+            "--in",
+        ])
+        .arg(&units)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+        let lines = suite_lines(&root);
+        for row in all_rows(&out, "chat") {
+            let m = &row["messages"];
+            let meta = &row["metadata"];
+            for (code, unit) in [
+                (code_of(m[1]["content"].as_str().unwrap()), &meta["slow"]),
+                (code_of(m[2]["content"].as_str().unwrap()), &meta["fast"]),
+            ] {
+                let file =
+                    std::fs::read_to_string(root.join(unit["path"].as_str().unwrap())).unwrap();
+                assert_eq!(
+                    code.contains("extern \"C\""),
+                    file.contains("extern \"C\""),
+                    "{}: linkage differs from the source\n{code}",
+                    unit["path"]
+                );
+                assert!(!code.contains("kernelpair_legacy_texture"), "{code}");
+                let mut in_shim = false;
+                for l in code.lines().map(str::trim_end) {
+                    if l.starts_with("// from <") && l.ends_with("(NVRTC has no host headers)") {
+                        in_shim = true;
+                        continue;
+                    }
+                    if l.is_empty() {
+                        in_shim = false;
+                        continue;
+                    }
+                    if in_shim
+                        || l.starts_with("#include <")
+                        || l.starts_with("#if ")
+                        || l == "#endif"
+                    {
+                        continue;
+                    }
+                    assert!(
+                        lines.contains(l),
+                        "{}: exported line not in the source: {l:?}\n{code}",
+                        unit["path"]
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} kernels checked");
+}
+
+/// Contributed pairs whose kernels are `extern "C"` in their files keep that linkage
+/// (exactly as written) in the exported text; the others get none.
+#[test]
+fn source_text_keeps_linkage_the_source_wrote() {
+    let planted = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted");
+    let mut with = 0;
+    for e in std::fs::read_dir(&planted).unwrap() {
+        let d = e.unwrap().path();
+        if !d.join("pair.toml").exists() {
+            continue;
+        }
+        let (_, p) = kernelpair::verify::validate::load_folder(&d).unwrap();
+        for u in [p.slow.as_ref().unwrap(), &p.fast] {
+            let file = std::fs::read_to_string(d.join(&u.path)).unwrap();
+            let text = kernelpair::cuda::compile_only::source_text(u);
+            let count = |s: &str| s.matches("extern \"C\"").count();
+            assert_eq!(
+                count(&text),
+                count(&file),
+                "{}/{}\n{text}",
+                d.display(),
+                u.path
+            );
+            with += count(&file).min(1);
+        }
+    }
+    assert!(with > 0, "no planted kernel is extern \"C\" in its file");
+}

@@ -230,6 +230,9 @@ pub fn build_sample_with(
     with_description: bool,
 ) -> Sample {
     let v = pair.verification.as_ref();
+    // The code as the suite wrote it: what isolation changed only for NVRTC stays out.
+    let slow_text = crate::cuda::compile_only::source_text(slow);
+    let fast_text = crate::cuda::compile_only::source_text(&pair.fast);
     let techniques_list = super::describe::techniques(pair);
     let description = super::describe::describe(pair, &techniques_list);
     let launches = v.and_then(crate::verify::launches::Launches::of);
@@ -275,7 +278,7 @@ pub fn build_sample_with(
     if with_description {
         vars.insert("optimization", description.clone());
     }
-    vars.insert("slow_source", slow.source.trim_end().to_string());
+    vars.insert("slow_source", slow_text.trim_end().to_string());
     if let (true, Some(s), Some(d)) = (with_speedup, &speedup, &device) {
         let mut p = vars.clone();
         p.insert("speedup", format!("{:.1}", s.median));
@@ -287,9 +290,9 @@ pub fn build_sample_with(
         vars.insert("performance", t.performance.render(&p).trim().to_string());
     }
     vars.insert("techniques", techniques);
-    vars.insert("code", pair.fast.source.trim_end().to_string());
+    vars.insert("code", fast_text.trim_end().to_string());
     let chosen = t.assistant.render(&vars);
-    vars.insert("code", slow.source.trim_end().to_string());
+    vars.insert("code", slow_text.trim_end().to_string());
     vars.insert("performance", String::new());
     // The rejected answer is the slow kernel as it is: same launch, nothing to explain.
     vars.insert("fast_launch", String::new());
@@ -305,8 +308,8 @@ pub fn build_sample_with(
         user: t.user.render(&vars).trim_end().to_string(),
         chosen: chosen.trim_end().to_string(),
         rejected: rejected.trim_end().to_string(),
-        slow_code: slow.source.clone(),
-        fast_code: pair.fast.source.clone(),
+        slow_code: slow_text,
+        fast_code: fast_text,
         metadata: Metadata {
             schema_version: EXPORT_VERSION,
             id: pair.id.clone(),
