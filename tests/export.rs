@@ -747,3 +747,60 @@ fn source_text_keeps_linkage_the_source_wrote() {
     }
     assert!(with > 0, "no planted kernel is extern \"C\" in its file");
 }
+
+/// The format checks a trainer would run (scripts/check_export.py: OpenAI chat rules,
+/// Hugging Face `datasets`, TRL conversational formats through the mistral-common tekken
+/// chat template) pass on the fixture export, and fail on a broken line. CI installs
+/// `datasets` and `mistral-common`; elsewhere without them the test says it skipped.
+#[test]
+fn trainer_format_checks_pass_on_the_fixture_export() {
+    let deps = std::process::Command::new("python3")
+        .args(["-c", "import datasets, mistral_common"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !deps {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install the format checks' packages: python3 -m pip install datasets mistral-common"
+        );
+        eprintln!("skipped: python3 cannot import datasets and mistral_common (pip install datasets mistral-common)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let check = |d: &Path, extra: &[&str]| {
+        std::process::Command::new("python3")
+            .arg("scripts/check_export.py")
+            .arg(d)
+            .args(extra)
+            .env("HF_DATASETS_CACHE", dir.path().join("hf-cache"))
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap()
+    };
+    let out = dir.path().join("export");
+    export(&out, &["--with-speedup", "--with-description"]).success();
+    let o = check(&out, &[]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains(" passed, 0 failed"), "{text}");
+    // Not vacuous: an empty user message breaks OpenAI's rules and the chat template.
+    let p = out.join("chat/train.jsonl");
+    let mut rows = lines(&p);
+    rows[0]["messages"][1]["content"] = "".into();
+    let body: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    std::fs::write(&p, body.join("\n") + "\n").unwrap();
+    let o = check(&out, &[]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(!o.status.success(), "{text}");
+    assert!(
+        text.contains("FAIL openai chat format") && text.contains("missing_content"),
+        "{text}"
+    );
+    // A verified export is not a preview.
+    export(&out, &[]).success();
+    assert!(!check(&out, &["--preview"]).status.success());
+}

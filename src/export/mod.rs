@@ -258,7 +258,58 @@ pub fn export(
     out: &Path,
     cfg: &ExportConfig,
 ) -> Result<ExportSummary, ExportError> {
-    let o = &cfg.options;
+    export_with(records, out, cfg, &cfg.options, None)
+}
+
+/// The first line of a preview's card.
+pub const PREVIEW_LINE: &str = "**PREVIEW: NOT VERIFIED.** No GPU was available: these pairs compiled, but nothing here was run, compared or timed, and every record says `verified: false`. Rerun `kernelpair build` where a GPU is visible to replace this preview with the verified dataset.";
+
+/// Without a GPU, what the dataset would look like: the pairs waiting for one (never
+/// verified, or `no_gpu`) whose kernels compiled, exported in the same formats into `out` (e.g.
+/// `dataset/preview/`), every record `verified: false`, the card's first line saying so.
+/// When no pair waits for a GPU, an old preview is removed and None returned.
+pub fn export_preview(
+    records: &[Record],
+    out: &Path,
+    cfg: &ExportConfig,
+) -> Result<Option<ExportSummary>, ExportError> {
+    let compiled = |u: &crate::record::KernelUnit| u.compile.as_ref().is_none_or(|c| c.ok);
+    let waiting: Vec<Record> = records
+        .iter()
+        .filter(|r| match r {
+            Record::Pair(p) => {
+                // Waiting pairs: a build keeps them unverified; `verify` marks them no_gpu.
+                p.verification
+                    .as_ref()
+                    .is_none_or(|v| v.status == Status::NoGpu)
+                    && !p.identical
+                    && p.slow.as_ref().is_some_and(compiled)
+                    && compiled(&p.fast)
+            }
+            _ => false,
+        })
+        .cloned()
+        .collect();
+    if waiting.is_empty() {
+        match std::fs::remove_dir_all(out) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err(out)(e)),
+            _ => return Ok(None),
+        }
+    }
+    let options = ExportOptions {
+        include_unverified: true,
+        ..cfg.options.clone()
+    };
+    export_with(&waiting, out, cfg, &options, Some(PREVIEW_LINE)).map(Some)
+}
+
+fn export_with(
+    records: &[Record],
+    out: &Path,
+    cfg: &ExportConfig,
+    o: &ExportOptions,
+    first_line: Option<&str>,
+) -> Result<ExportSummary, ExportError> {
     let mut report = FilterReport {
         near_duplicate_threshold: o.near_dup_threshold,
         max_tokens: o.max_tokens,
@@ -448,6 +499,10 @@ pub fn export(
         options_line,
         templates_overridden: &cfg.templates.overridden,
     });
+    let card_text = match first_line {
+        Some(l) => format!("{l}\n\n{card_text}"),
+        None => card_text,
+    };
     jsonl::write_atomic(&out.join("README.md"), |w| {
         w.write_all(card_text.as_bytes())
     })?;
