@@ -13,7 +13,13 @@ pub fn techniques(pair: &Pair) -> Vec<String> {
     if !pair.techniques.is_empty() {
         return pair.techniques.clone();
     }
-    crate::synth::techniques::detect_pair(pair.slow.as_ref(), &pair.fast)
+    // On the code as written: the texture shim's loads are not the kernel's technique.
+    let as_written = |u: &crate::record::KernelUnit| crate::record::KernelUnit {
+        source: crate::cuda::compile_only::source_text(u),
+        ..u.clone()
+    };
+    let slow = pair.slow.as_ref().map(as_written);
+    crate::synth::techniques::detect_pair(slow.as_ref(), &as_written(&pair.fast))
 }
 
 /// What a technique does, as a verb phrase about the fast kernel.

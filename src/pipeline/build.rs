@@ -542,7 +542,11 @@ pub fn build(
             let dataset = out.join(DATASET);
             let summary = export::export(&verified, &dataset, &ecfg)?;
             // Without a GPU, the pairs waiting for one, as they would be exported.
-            let preview = export::export_preview(&verified, &dataset.join(PREVIEW), &ecfg)?;
+            let mut harness_dirs = cfg.verify.harness_dirs.clone();
+            harness_dirs.extend(cfg.suites.iter().map(|s| s.path.clone()));
+            let base = harness_dirs.first().cloned().unwrap_or_default();
+            let waiting = crate::verify::launches::mark_waiting(&verified, &base, &harness_dirs);
+            let preview = export::export_preview(&waiting, &dataset.join(PREVIEW), &ecfg)?;
             let mut outputs = BTreeMap::new();
             let preview_files = preview
                 .iter()

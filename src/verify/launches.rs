@@ -137,6 +137,35 @@ pub fn attach(
     }
 }
 
+/// Pairs never verified (a build without a GPU leaves them so) marked `no_gpu`, with their
+/// harness's launches when one is found: what a preview export states about them.
+pub fn mark_waiting(records: &[Record], base: &Path, dirs: &[PathBuf]) -> Vec<Record> {
+    records
+        .iter()
+        .map(|r| match r {
+            Record::Pair(p) if p.verification.is_none() && p.slow.is_some() => {
+                let mut p = p.clone();
+                let mut evidence = serde_json::Value::Null;
+                if let Ok(found) = super::resolve::prepare(&p, base, dirs, None) {
+                    evidence =
+                        serde_json::json!({ "launch": Launches::of_harness(&found.harness) });
+                }
+                p.verification = Some(Verification {
+                    status: crate::record::Status::NoGpu,
+                    reason: "waiting for a GPU: not run, compared or timed".into(),
+                    device: None,
+                    evidence,
+                    speedup: None,
+                    tool_version: super::engine::tool_version(),
+                    flags: vec![],
+                });
+                Record::Pair(p)
+            }
+            _ => r.clone(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -442,7 +442,7 @@ fn run_records(
 /// else the slow → fast difference ([`crate::synth::techniques::detect_pair`]).
 pub fn fill_techniques(p: &mut Pair) {
     if p.techniques.is_empty() && p.slow.is_some() {
-        p.techniques = crate::synth::techniques::detect_pair(p.slow.as_ref(), &p.fast);
+        p.techniques = crate::export::describe::techniques(p);
     }
 }
 
