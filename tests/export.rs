@@ -574,7 +574,16 @@ fn size_dependent_pairs_and_launches_are_stated() {
         "scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>"
     );
     let user = s["messages"][1]["content"].as_str().unwrap();
-    assert!(user.contains("**Description**\nout = a * in over n floats\n\n**Launch**\n`scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>`"), "{user}");
+    assert!(
+        user.contains(
+            "**Launch**\n`scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>`\n\n**Current Kernel"
+        ),
+        "{user}"
+    );
+    assert!(
+        !user.contains("out = a * in"),
+        "the harness's description stays out of the prompt: {user}"
+    );
     let answer = s["messages"][2]["content"].as_str().unwrap();
     assert!(
         answer.contains(d),

@@ -19,7 +19,104 @@ pub fn techniques(pair: &Pair) -> Vec<String> {
         ..u.clone()
     };
     let slow = pair.slow.as_ref().map(as_written);
-    crate::synth::techniques::detect_pair(slow.as_ref(), &as_written(&pair.fast))
+    let fast = as_written(&pair.fast);
+    let mut found = crate::synth::techniques::detect_pair(slow.as_ref(), &fast);
+    if let Some(slow) = &slow {
+        if rotations(&fast.source) > rotations(&slow.source) {
+            found.push(PIPELINING.into());
+        }
+        if layout_only(slow, &fast) {
+            found.push(LAYOUT.into());
+        }
+    }
+    // From the launches: far fewer threads for the same work means more work per thread.
+    if coarsening(pair).is_some() {
+        found.push(COARSENING.into());
+    }
+    found
+}
+
+const COARSENING: &str = "thread_coarsening";
+const PIPELINING: &str = "software_pipelining";
+const LAYOUT: &str = "data_layout";
+
+/// Register rotations inside loops (`d = dn;`: a plain variable takes another's value),
+/// the mark of loads issued an iteration ahead of the arithmetic that uses them.
+fn rotations(src: &str) -> usize {
+    use crate::synth::syntax::{parse, text, visit};
+    let tree = parse(src);
+    let mut n = 0;
+    visit(tree.root_node(), &mut |node| {
+        if !matches!(
+            node.kind(),
+            "for_statement" | "while_statement" | "do_statement"
+        ) {
+            return;
+        }
+        let Some(body) = node.child_by_field_name("body") else {
+            return;
+        };
+        visit(body, &mut |a| {
+            if a.kind() != "assignment_expression" {
+                return;
+            }
+            let side = |f: &str| a.child_by_field_name(f).map(|c| c.kind());
+            let plain = a
+                .child_by_field_name("operator")
+                .is_some_and(|o| text(o, src) == "=");
+            if plain && side("left") == Some("identifier") && side("right") == Some("identifier") {
+                n += 1;
+            }
+        });
+    });
+    n
+}
+
+/// The kernel's own text is the same (normalized tokens) and only what it uses changed,
+/// among it a function-like macro that computes addresses (`#define IDX(x, e) …*…`): a
+/// new data layout (Parboil lbm: array of structures → structure of arrays).
+fn layout_only(slow: &crate::record::KernelUnit, fast: &crate::record::KernelUnit) -> bool {
+    let body = |u: &crate::record::KernelUnit| {
+        crate::synth::syntax::kernels(&u.source)
+            .into_iter()
+            .find(|d| d.name == u.kernel)
+            .map(|d| crate::cuda::normalized_tokens(&u.source[d.range]))
+    };
+    let (Some(a), Some(b)) = (body(slow), body(fast)) else {
+        return false;
+    };
+    let macros = |u: &crate::record::KernelUnit| -> std::collections::BTreeMap<String, String> {
+        u.source
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("#define "))
+            .filter_map(|d| {
+                let name_end = d.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+                let (name, rest) = d.split_at(name_end);
+                rest.starts_with('(').then(|| {
+                    (
+                        name.to_string(),
+                        rest.split_whitespace().collect::<String>(),
+                    )
+                })
+            })
+            .collect()
+    };
+    let (ms, mf) = (macros(slow), macros(fast));
+    a == b
+        && slow.source != fast.source
+        && ms
+            .iter()
+            .any(|(k, v)| mf.get(k).is_some_and(|w| w != v && w.contains('*')))
+}
+/// Fewer threads by at least this factor count as coarsening.
+const COARSENING_MIN: f64 = 1.5;
+
+/// The factor by which the fast variant launches fewer threads, when it is a real one.
+fn coarsening(pair: &Pair) -> Option<f64> {
+    let v = pair.verification.as_ref()?;
+    let l = Launches::of(v)?;
+    let set = v.speedup.as_ref().map(|s| s.size_set.as_str());
+    l.coarsening(set).filter(|&f| f >= COARSENING_MIN)
 }
 
 /// What a technique does, as a verb phrase about the fast kernel.
@@ -41,6 +138,9 @@ fn phrase(t: &str) -> String {
         "constant_memory" => "keeps data in constant memory".into(),
         "texture_memory" => "reads through the texture path".into(),
         "atomics" => "uses atomic operations".into(),
+        "software_pipelining" => "loads the next iteration's operands into registers before computing with the current ones (software pipelining)".into(),
+        "data_layout" => "keeps the kernel's code and changes the data layout its address macros compute".into(),
+        "thread_coarsening" => "gives each thread more of the work and launches fewer threads (thread coarsening)".into(),
         other => format!("uses {}", other.replace(['_', '-'], " ")),
     }
 }
@@ -70,8 +170,11 @@ pub fn describe(pair: &Pair, techniques: &[String]) -> String {
         parts.push(format!("The fast kernel {}.", join(&words)));
     }
     if let Some(l) = launches.as_ref().filter(|l| l.differ()) {
+        let fewer = coarsening(pair)
+            .map(|f| format!(" ({f:.0}× fewer threads)"))
+            .unwrap_or_default();
         parts.push(format!(
-            "It is launched differently: the slow kernel as `{}`, the fast one as `{}`.",
+            "It is launched differently: the slow kernel as `{}`, the fast one as `{}`{fewer}.",
             Launches::text(&l.slow),
             Launches::text(&l.fast)
         ));
@@ -174,6 +277,7 @@ mod tests {
             slow: vec![slow_launch],
             fast: vec![fast_launch],
             size_sets: [("big".to_string(), [("n".to_string(), 4096)].into())].into(),
+            threads: [("big".to_string(), [4096, 1024])].into(),
         };
         let losing = Speedup {
             size_set: "small".into(),
@@ -205,8 +309,14 @@ mod tests {
                 losing: vec![losing],
             }],
         });
+        let t = techniques(&p);
+        assert!(t.contains(&"thread_coarsening".to_string()), "{t:?}");
         let d = describe(&p, &t);
-        assert!(d.contains("launched differently: the slow kernel as `k<<<dim3(ceil_div(n, 256)), dim3(256)>>>`, the fast one as `k<<<dim3(ceil_div(n, 1024)), dim3(256)>>>`"), "{d}");
+        assert!(d.contains("launched differently: the slow kernel as `k<<<dim3(ceil_div(n, 256)), dim3(256)>>>`, the fast one as `k<<<dim3(ceil_div(n, 1024)), dim3(256)>>>` (4× fewer threads)"), "{d}");
+        assert!(
+            d.contains("launches fewer threads (thread coarsening)"),
+            "{d}"
+        );
         assert!(
             d.contains(
                 "3.08× faster (95% CI 3.00–3.10) on NVIDIA H100 at size set big (n = 4096)."
@@ -220,5 +330,29 @@ mod tests {
         // Recorded techniques (synth's) win over detection.
         p.techniques = vec!["warp_shuffle".into()];
         assert_eq!(techniques(&p), ["warp_shuffle"]);
+    }
+
+    #[test]
+    fn pipelined_loads_and_layout_macros_are_named() {
+        let naive = "__global__ void k(const float* d, const int* x, float* o, int n) {\n  float s = 0.0f;\n  for (int j = 0; j < n; j++) { s += d[j] * x[j]; }\n  o[0] = s;\n}\n";
+        let piped = "__global__ void k(const float* d, const int* x, float* o, int n) {\n  float s = 0.0f;\n  float a = d[0]; float b = x[0];\n  for (int j = 1; j < n; j++) { float an = d[j]; float bn = x[j]; s += a * b; a = an; b = bn; }\n  s += a * b;\n  o[0] = s;\n}\n";
+        assert_eq!(rotations(naive), 0);
+        assert_eq!(rotations(piped), 2);
+        let mut p = pair();
+        p.slow = Some(unit(naive, "k"));
+        p.fast = unit(piped, "k");
+        assert_eq!(techniques(&p), ["software_pipelining"]);
+        // Same kernel text, the address macro changed: a data layout change.
+        let body = "__global__ void k(float* f, int n) {\n  int i = threadIdx.x;\n  f[IDX(i, 1)] = f[IDX(i, 0)];\n}\n";
+        let aos = format!("#define IDX(x, e) ((e) + 20 * (x))\n{body}");
+        let soa = format!("#define IDX(x, e) ((e) * 4096 + (x))\n{body}");
+        p.slow = Some(unit(&aos, "k"));
+        p.fast = unit(&soa, "k");
+        assert_eq!(techniques(&p), ["data_layout"]);
+        let d = describe(&p, &techniques(&p));
+        assert!(d.starts_with("The fast kernel keeps the kernel's code and changes the data layout its address macros compute."), "{d}");
+        // Nothing changed in a macro: no layout claim.
+        p.fast = unit(&aos, "k");
+        assert!(techniques(&p).is_empty());
     }
 }

@@ -255,14 +255,13 @@ pub fn build_sample_with(
     vars.insert("suite", pair.suite.clone());
     vars.insert("file", slow.path.clone());
     vars.insert("kernel", pair.kernel.clone());
-    // What the kernel computes (the harness's description, else the pair's own): the
-    // user's context. What changed is the answer's (`optimization`), never the prompt's.
+    // The pair's own description, as before. Not the harness's: harness descriptions name
+    // both sides ("one point per thread vs 8 points per thread"), which would put the
+    // answer in the prompt. What changed is the answer's (`optimization`).
     vars.insert(
         "description",
-        launches
-            .as_ref()
-            .and_then(|l| l.task.clone())
-            .or_else(|| pair.description.clone())
+        pair.description
+            .clone()
             .unwrap_or_default()
             .trim()
             .to_string(),

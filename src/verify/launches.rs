@@ -64,6 +64,10 @@ pub struct Launches {
     /// Each size set's values, by name.
     #[serde(default)]
     pub size_sets: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Per size set, the threads of the largest launch of each variant ([slow, fast]),
+    /// evaluated for an H100 (132 SMs) where an expression uses device properties.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub threads: BTreeMap<String, [u64; 2]>,
 }
 
 impl Launches {
@@ -77,7 +81,37 @@ impl Launches {
                 .iter()
                 .map(|s| (s.name.clone(), s.values.clone()))
                 .collect(),
+            threads: h
+                .size_sets()
+                .iter()
+                .filter_map(|s| {
+                    let r = h.resolve(s, &crate::harness::DeviceProps::h100()).ok()?;
+                    let most = |v: &[crate::harness::Launch]| {
+                        v.iter()
+                            .map(|l| {
+                                l.grid
+                                    .iter()
+                                    .chain(&l.block)
+                                    .map(|&d| d as u64)
+                                    .product::<u64>()
+                            })
+                            .max()
+                            .unwrap_or(0)
+                    };
+                    Some((s.name.clone(), [most(&r.slow), most(&r.fast)]))
+                })
+                .collect(),
         }
+    }
+
+    /// How many times fewer threads the fast variant launches than the slow one at
+    /// `size_set` (or, without one, at the set with the most slow threads).
+    pub fn coarsening(&self, size_set: Option<&str>) -> Option<f64> {
+        let [slow, fast] = match size_set.and_then(|s| self.threads.get(s)) {
+            Some(t) => *t,
+            None => *self.threads.values().max_by_key(|t| t[0])?,
+        };
+        (fast > 0).then(|| slow as f64 / fast as f64)
     }
 
     /// From a verification's evidence, when verify recorded it.
@@ -208,6 +242,9 @@ shared_mem = "16 * 4"
         assert!(l.differ());
         assert_eq!(l.task.as_deref(), Some("potential on a lattice"));
         assert_eq!(l.size_sets["default"]["w"], 512);
+        // 32 × 32 blocks of 256 threads, then 4 × 32 of them: 8× fewer threads.
+        assert_eq!(l.threads["default"], [32 * 32 * 256, 4 * 32 * 256]);
+        assert_eq!(l.coarsening(None), Some(8.0));
         let mut same = l.clone();
         same.fast = same.slow.clone();
         same.fast[0].kernel = "renamed".into();
