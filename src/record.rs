@@ -366,6 +366,9 @@ pub enum Status {
     MissingSlow,
     /// Verified, but a `compute-sanitizer` pass (`verify --sanitizer`) reported errors.
     SanitizerError,
+    /// The slow kernel pads its runtime (timer spin, busy loop, added `volatile`, …):
+    /// found by the static checks before any GPU time.
+    ArtificialSlowdown,
 }
 
 impl Status {
@@ -386,6 +389,7 @@ impl Status {
             Status::NoGpu => "no_gpu",
             Status::MissingSlow => "missing_slow",
             Status::SanitizerError => "sanitizer_error",
+            Status::ArtificialSlowdown => "artificial_slowdown",
         }
     }
 }
@@ -406,6 +410,38 @@ pub struct Verification {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speedup: Option<Speedup>,
     pub tool_version: String,
+    /// Conditions a reader should know about a verdict (`size_dependent`, `suspect_slow`);
+    /// flags never change the status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<Flag>,
+}
+
+/// A condition attached to a verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "flag", rename_all = "snake_case")]
+pub enum Flag {
+    /// Verified at the main size set, but slower (CI high < 1) at these others.
+    SizeDependent { losing: Vec<Speedup> },
+    /// The slow kernel takes far longer than its own memory traffic needs at the device's
+    /// measured bandwidth while the fast kernel runs near that bound: worth a human look.
+    SuspectSlow {
+        size_set: String,
+        /// Slow time / (bytes / measured bandwidth).
+        slow_x: f64,
+        /// Fast time / (bytes / measured bandwidth).
+        fast_x: f64,
+        /// The threshold `slow_x` exceeded.
+        k: f64,
+    },
+}
+
+impl Flag {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Flag::SizeDependent { .. } => "size_dependent",
+            Flag::SuspectSlow { .. } => "suspect_slow",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

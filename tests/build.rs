@@ -322,6 +322,28 @@ fn build_over_the_bundled_fixtures_runs_what_it_can() {
         "rodinia pairs wait for synth"
     );
     assert!(dir.path().join("out/dataset/README.md").is_file());
+    // What a first run without a GPU shows: the pairs that wait for one, in every format,
+    // each record unverified, the preview's card saying so first.
+    let preview = dir.path().join("out/dataset/preview");
+    if matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    ) {
+        eprintln!("skipped: the preview (a GPU is visible here, so pairs verify)");
+    } else {
+        let card = std::fs::read_to_string(preview.join("README.md")).unwrap();
+        assert!(card.starts_with("**PREVIEW: NOT VERIFIED.**"), "{card}");
+        let mut rows = 0;
+        for split in ["train", "test"] {
+            let p = preview.join("chat").join(format!("{split}.jsonl"));
+            for l in std::fs::read_to_string(p).unwrap_or_default().lines() {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert_eq!(v["metadata"]["verified"], false, "{v}");
+                rows += 1;
+            }
+        }
+        assert!(rows > 0, "the preview has the pairs waiting for a GPU");
+    }
     kp().arg("build")
         .arg(&cfg)
         .assert()

@@ -515,3 +515,302 @@ fn sanitizer_error_pairs_are_not_exported() {
         "{report}"
     );
 }
+
+/// A pair verified at its main size but slower at another is kept by default with the
+/// condition in its description, counted on the card, and dropped by
+/// `--exclude-size-dependent`; the user message says how the slow kernel is launched and
+/// the answer how the fast one is, since it differs; `--with-description` puts what
+/// changed into the answer.
+#[test]
+fn size_dependent_pairs_and_launches_are_stated() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs: Vec<Value> = std::fs::read_to_string(PAIRS)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let i = recs
+        .iter()
+        .position(|r| r["data"]["benchmark"] == "scale")
+        .expect("the scale fixture pair");
+    let v = &mut recs[i]["data"]["verification"];
+    assert_eq!(v["status"], "verified");
+    v["flags"] = serde_json::json!([{"flag": "size_dependent", "losing": [
+        {"size_set": "1M", "median": 0.88, "ci_low": 0.86, "ci_high": 0.9}]}]);
+    let launch = |grid: &str| {
+        serde_json::json!([{"kernel": "scale", "grid": [grid], "block": ["256"],
+                            "shared_mem": "0", "repeat": "1"}])
+    };
+    v["evidence"]["launch"] = serde_json::json!({
+        "task": "out = a * in over n floats",
+        "slow": launch("ceil_div(n, 256)"),
+        "fast": launch("ceil_div(n, 256 * 4)"),
+        "size_sets": {}
+    });
+    let input = dir.path().join("pairs.jsonl");
+    let text: Vec<String> = recs.iter().map(|r| r.to_string()).collect();
+    std::fs::write(&input, text.join("\n") + "\n").unwrap();
+    let out = dir.path().join("kept");
+    kp().args(["export", "--with-description", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let rows = all_rows(&out, "chat");
+    let s = rows
+        .iter()
+        .find(|r| r["metadata"]["benchmark"] == "scale")
+        .expect("kept by default");
+    let m = &s["metadata"];
+    assert_eq!(m["flags"], serde_json::json!(["size_dependent"]));
+    let d = m["description"].as_str().unwrap();
+    assert!(
+        d.contains("Size-dependent: slower than the slow kernel at 1M (0.88×)."),
+        "{d}"
+    );
+    assert_eq!(
+        m["slow_launch"],
+        "scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>"
+    );
+    let user = s["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains(
+            "**Launch**\n`scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>`\n\n**Current Kernel"
+        ),
+        "{user}"
+    );
+    assert!(
+        !user.contains("out = a * in"),
+        "the harness's description stays out of the prompt: {user}"
+    );
+    let answer = s["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        answer.contains(d),
+        "the description is in the answer: {answer}"
+    );
+    assert!(
+        answer.ends_with("Launch it as `scale<<<dim3(ceil_div(n, 256 * 4)), dim3(256)>>>` instead of the original configuration."),
+        "{answer}"
+    );
+    // The rejected answer (the slow kernel) carries neither the launch change nor the description.
+    let pref = all_rows(&out, "preference");
+    let p = pref
+        .iter()
+        .find(|r| r["metadata"]["benchmark"] == "scale")
+        .unwrap();
+    let rejected = p["rejected"][0]["content"].as_str().unwrap();
+    assert!(
+        !rejected.contains("Launch it as") && !rejected.contains("Size-dependent"),
+        "{rejected}"
+    );
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        card.contains("**1 samples are `size_dependent`**"),
+        "{card}"
+    );
+    // Without the flag's pair when asked.
+    let out2 = dir.path().join("dropped");
+    kp().args(["export", "--exclude-size-dependent", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out2)
+        .assert()
+        .success();
+    let rows2 = all_rows(&out2, "chat");
+    assert_eq!(rows2.len() + 1, rows.len());
+    assert!(rows2.iter().all(|r| r["metadata"]["benchmark"] != "scale"));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out2.join("filter_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        report["excluded"]["size_dependent (--exclude-size-dependent)"],
+        1
+    );
+}
+
+/// Lines of every file under `root` (the suite a unit came from).
+fn suite_lines(root: &Path) -> std::collections::HashSet<String> {
+    walk(root)
+        .into_iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|t| {
+            t.lines()
+                .map(|l| l.trim_end().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The code block of a message.
+fn code_of(message: &str) -> String {
+    let start = message.find("```cuda\n").expect("a cuda block") + "```cuda\n".len();
+    let end = message[start..].find("\n```").unwrap() + start;
+    message[start..end].to_string()
+}
+
+/// Every exported kernel is the source's text: each line of the exported code is a line
+/// of the suite's files, apart from what isolation says it did as a unit (host headers
+/// kept as `#include <…>`, host-header shims under their `// from <…>` comment, `#if`
+/// guards); no `extern "C"` that the source file lacks; no texture shim.
+#[test]
+fn exported_kernels_are_the_source_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for suite in ["fixtures/parboil", "fixtures/generic"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(suite);
+        if !root.is_dir() {
+            continue;
+        }
+        let units = dir.path().join("units.jsonl");
+        kp().args(["extract", "--no-compile"])
+            .arg(&root)
+            .arg("-o")
+            .arg(&units)
+            .assert()
+            .code(predicate::in_iter([0, 3]));
+        let out = dir.path().join(suite.replace('/', "_"));
+        kp().args([
+            "export",
+            "--include-unverified",
+            "--max-tokens",
+            "0",
+            "--in",
+        ])
+        .arg(&units)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+        let lines = suite_lines(&root);
+        for row in all_rows(&out, "chat") {
+            let m = &row["messages"];
+            let meta = &row["metadata"];
+            for (code, unit) in [
+                (code_of(m[1]["content"].as_str().unwrap()), &meta["slow"]),
+                (code_of(m[2]["content"].as_str().unwrap()), &meta["fast"]),
+            ] {
+                let file =
+                    std::fs::read_to_string(root.join(unit["path"].as_str().unwrap())).unwrap();
+                assert_eq!(
+                    code.contains("extern \"C\""),
+                    file.contains("extern \"C\""),
+                    "{}: linkage differs from the source\n{code}",
+                    unit["path"]
+                );
+                assert!(!code.contains("kernelpair_legacy_texture"), "{code}");
+                let mut in_shim = false;
+                for l in code.lines().map(str::trim_end) {
+                    if l.starts_with("// from <") && l.ends_with("(NVRTC has no host headers)") {
+                        in_shim = true;
+                        continue;
+                    }
+                    if l.is_empty() {
+                        in_shim = false;
+                        continue;
+                    }
+                    if in_shim
+                        || l.starts_with("#include <")
+                        || l.starts_with("#if ")
+                        || l == "#endif"
+                    {
+                        continue;
+                    }
+                    assert!(
+                        lines.contains(l),
+                        "{}: exported line not in the source: {l:?}\n{code}",
+                        unit["path"]
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} kernels checked");
+}
+
+/// Contributed pairs whose kernels are `extern "C"` in their files keep that linkage
+/// (exactly as written) in the exported text; the others get none.
+#[test]
+fn source_text_keeps_linkage_the_source_wrote() {
+    let planted = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted");
+    let mut with = 0;
+    for e in std::fs::read_dir(&planted).unwrap() {
+        let d = e.unwrap().path();
+        if !d.join("pair.toml").exists() {
+            continue;
+        }
+        let (_, p) = kernelpair::verify::validate::load_folder(&d).unwrap();
+        for u in [p.slow.as_ref().unwrap(), &p.fast] {
+            let file = std::fs::read_to_string(d.join(&u.path)).unwrap();
+            let text = kernelpair::cuda::compile_only::source_text(u);
+            let count = |s: &str| s.matches("extern \"C\"").count();
+            assert_eq!(
+                count(&text),
+                count(&file),
+                "{}/{}\n{text}",
+                d.display(),
+                u.path
+            );
+            with += count(&file).min(1);
+        }
+    }
+    assert!(with > 0, "no planted kernel is extern \"C\" in its file");
+}
+
+/// The format checks a trainer would run (scripts/check_export.py: OpenAI chat rules,
+/// Hugging Face `datasets`, TRL conversational formats through the mistral-common tekken
+/// chat template) pass on the fixture export, and fail on a broken line. CI installs
+/// `datasets` and `mistral-common`; elsewhere without them the test says it skipped.
+#[test]
+fn trainer_format_checks_pass_on_the_fixture_export() {
+    let deps = std::process::Command::new("python3")
+        .args(["-c", "import datasets, mistral_common"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !deps {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install the format checks' packages: python3 -m pip install datasets mistral-common"
+        );
+        eprintln!("skipped: python3 cannot import datasets and mistral_common (pip install datasets mistral-common)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let check = |d: &Path, extra: &[&str]| {
+        std::process::Command::new("python3")
+            .arg("scripts/check_export.py")
+            .arg(d)
+            .args(extra)
+            .env("HF_DATASETS_CACHE", dir.path().join("hf-cache"))
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap()
+    };
+    let out = dir.path().join("export");
+    export(&out, &["--with-speedup", "--with-description"]).success();
+    let o = check(&out, &[]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains(" passed, 0 failed"), "{text}");
+    // Not vacuous: an empty user message breaks OpenAI's rules and the chat template.
+    let p = out.join("chat/train.jsonl");
+    let mut rows = lines(&p);
+    rows[0]["messages"][1]["content"] = "".into();
+    let body: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    std::fs::write(&p, body.join("\n") + "\n").unwrap();
+    let o = check(&out, &[]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(!o.status.success(), "{text}");
+    assert!(
+        text.contains("FAIL openai chat format") && text.contains("missing_content"),
+        "{text}"
+    );
+    // A verified export is not a preview.
+    export(&out, &[]).success();
+    assert!(!check(&out, &["--preview"]).status.success());
+}

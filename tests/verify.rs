@@ -429,6 +429,56 @@ fn validate_rejects_escaping_manifests_and_reports() {
     assert_eq!(v[1]["accepted"], false);
 }
 
+/// A contributed pair whose slow kernel is the fast one plus a `clock64()` spin is
+/// refused by `validate` as `artificial_slowdown` before any GPU time (no device in the
+/// verdict, nothing timed), with the file line and construct; its twin, an honest naive
+/// kernel, passes the static checks and is left for the GPU (`no_gpu` here, `verified`
+/// on the H100).
+#[test]
+fn validate_refuses_a_clock64_spin_without_a_gpu() {
+    let t = tempfile::tempdir().unwrap();
+    let report = t.path().join("verdict.json");
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .arg("validate")
+        .arg(planted().join("slowdown_spin"))
+        .arg(planted().join("slowdown_twin"))
+        .arg("--report")
+        .arg(&report)
+        .assert()
+        .code(i32::from(kernelpair::exit::REJECTED));
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(
+        stdout.contains("REJECTED") && stdout.contains("[artificial_slowdown] (as expected)"),
+        "{stdout}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let spin = &v[0]["verification"];
+    assert_eq!(spin["status"], "artificial_slowdown", "{v:#}");
+    assert!(spin.get("device").is_none(), "no GPU was used: {spin:#}");
+    assert!(spin["evidence"].get("timings").is_none(), "{spin:#}");
+    let hit = &spin["evidence"]["slowdown"];
+    assert_eq!(hit["check"], "timer_spin");
+    assert_eq!(hit["path"], "slow.cu");
+    let src = std::fs::read_to_string(planted().join("slowdown_spin/slow.cu")).unwrap();
+    let want = src.lines().position(|l| l.contains("= clock64()")).unwrap() + 1;
+    assert_eq!(hit["file_line"], want);
+    assert_eq!(hit["construct"], "long long t0 = clock64();");
+    assert!(
+        spin["reason"].as_str().unwrap().contains("slow.cu line"),
+        "{spin:#}"
+    );
+    assert_valid(&schema("verification.schema.json"), spin);
+    let twin = &v[1]["verification"]["status"];
+    if has_gpu() {
+        assert_eq!(twin, "verified", "{v:#}");
+    } else {
+        eprintln!("skipped: the twin's GPU verdict (no GPU here); it must be no_gpu, not refused");
+        assert_eq!(twin, "no_gpu", "{v:#}");
+    }
+}
+
 /// Regression: `build` hands each suite's folder to verify as a harness dir (no
 /// `--suite-root`); harnesses kept beside the kernels (`benchmarks/<app>/harness.<kernel>.toml`)
 /// must still be found, so no extracted fixture pair ends as `no_harness`.

@@ -704,6 +704,10 @@ impl<'s, 'a> Closure<'s, 'a> {
             };
             out.push_str(&self.wrapped(id, &text));
             out.push('\n');
+            // What changed only for NVRTC is recorded, so export can give the source back.
+            if let Some(d) = super::compile_only::note(&it.text, &text, is_kernel) {
+                diags.push(d.at(it.line));
+            }
             let name = it.names[0].clone();
             match it.kind {
                 ItemKind::Kernel if is_kernel => {}

@@ -7,6 +7,7 @@
 //! what one kernel needs and writes it out as a unit that NVRTC compiles alone.
 
 mod builtins;
+pub mod compile_only;
 mod index;
 mod inspect;
 mod isolate;

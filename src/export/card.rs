@@ -281,6 +281,29 @@ pub fn render(c: &CardInput) -> String {
              `metadata.verified` is false and `metadata.status` says why).\n"
         );
     }
+    let size_dependent = c
+        .samples
+        .iter()
+        .filter(|s| s.metadata.flags.iter().any(|f| f == "size_dependent"))
+        .count();
+    let suspect = c
+        .samples
+        .iter()
+        .filter(|s| s.metadata.flags.iter().any(|f| f == "suspect_slow"))
+        .count();
+    let _ = writeln!(
+        out,
+        "**{size_dependent} samples are `size_dependent`**: verified at their main size set but \
+         slower than the slow kernel at another (`metadata.flags`; the sizes are named in \
+         `metadata.description`; `--exclude-size-dependent` leaves them out).\n"
+    );
+    if suspect > 0 {
+        let _ = writeln!(
+            out,
+            "**{suspect} samples are `suspect_slow`**: the slow kernel takes far longer than its \
+             memory traffic needs while the fast one runs near the bandwidth; worth a look.\n"
+        );
+    }
     out.push_str("Status of every pair in the input, before filtering:\n\n| status | pairs |\n| --- | ---: |\n");
     for (st, k) in c.input_status {
         let _ = writeln!(out, "| {st} | {k} |");

@@ -102,6 +102,15 @@ pub struct Metadata {
     pub exported_by: String,
     /// Tokens of system + user + chosen assistant text, by the export's tokenizer.
     pub tokens: usize,
+    /// What changed and why, built from the techniques, the launch change and the measured
+    /// figures without an LLM (`export::describe`).
+    pub description: Option<String>,
+    /// Verdict flags (`size_dependent`, `suspect_slow`).
+    pub flags: Vec<String>,
+    /// How the slow and the fast kernel are launched (`k<<<dim3(…), dim3(…), smem>>>`),
+    /// from the harness; null when no harness was found.
+    pub slow_launch: Option<String>,
+    pub fast_launch: Option<String>,
 }
 
 /// One exported pair before it is written in any format.
@@ -208,7 +217,31 @@ pub fn build_sample(
     t: &Templates,
     with_speedup: bool,
 ) -> Sample {
+    build_sample_with(pair, slow, t, with_speedup, false)
+}
+
+/// [`build_sample`], and with `with_description` the description of what changed
+/// (`{{optimization}}` in assistant.md) in the chosen answer.
+pub fn build_sample_with(
+    pair: &Pair,
+    slow: &crate::record::KernelUnit,
+    t: &Templates,
+    with_speedup: bool,
+    with_description: bool,
+) -> Sample {
     let v = pair.verification.as_ref();
+    // The code as the suite wrote it: what isolation changed only for NVRTC stays out.
+    let slow_text = crate::cuda::compile_only::source_text(slow);
+    let fast_text = crate::cuda::compile_only::source_text(&pair.fast);
+    let techniques_list = super::describe::techniques(pair);
+    let description = super::describe::describe(pair, &techniques_list);
+    let launches = v.and_then(crate::verify::launches::Launches::of);
+    let slow_launch = launches
+        .as_ref()
+        .map(|l| crate::verify::launches::Launches::text(&l.slow));
+    let fast_launch = launches
+        .as_ref()
+        .map(|l| crate::verify::launches::Launches::text(&l.fast));
     let speedup = v.and_then(|v| v.speedup.clone());
     let device = v.and_then(|v| v.device.as_ref()).map(|d| DeviceMeta {
         name: d.name.clone(),
@@ -216,12 +249,15 @@ pub fn build_sample(
         driver_version: d.driver_version.clone(),
         cuda_version: d.cuda_version.clone(),
     });
-    let techniques = techniques_phrase(&pair.techniques);
+    let techniques = techniques_phrase(&techniques_list);
     let mut vars: BTreeMap<&str, String> = BTreeMap::new();
     vars.insert("benchmark", pair.benchmark.clone());
     vars.insert("suite", pair.suite.clone());
     vars.insert("file", slow.path.clone());
     vars.insert("kernel", pair.kernel.clone());
+    // The pair's own description, as before. Not the harness's: harness descriptions name
+    // both sides ("one point per thread vs 8 points per thread"), which would put the
+    // answer in the prompt. What changed is the answer's (`optimization`).
     vars.insert(
         "description",
         pair.description
@@ -230,7 +266,18 @@ pub fn build_sample(
             .trim()
             .to_string(),
     );
-    vars.insert("slow_source", slow.source.trim_end().to_string());
+    vars.insert("slow_launch", slow_launch.clone().unwrap_or_default());
+    vars.insert(
+        "fast_launch",
+        match &launches {
+            Some(l) if l.differ() => fast_launch.clone().unwrap_or_default(),
+            _ => String::new(),
+        },
+    );
+    if with_description {
+        vars.insert("optimization", description.clone());
+    }
+    vars.insert("slow_source", slow_text.trim_end().to_string());
     if let (true, Some(s), Some(d)) = (with_speedup, &speedup, &device) {
         let mut p = vars.clone();
         p.insert("speedup", format!("{:.1}", s.median));
@@ -242,10 +289,13 @@ pub fn build_sample(
         vars.insert("performance", t.performance.render(&p).trim().to_string());
     }
     vars.insert("techniques", techniques);
-    vars.insert("code", pair.fast.source.trim_end().to_string());
+    vars.insert("code", fast_text.trim_end().to_string());
     let chosen = t.assistant.render(&vars);
-    vars.insert("code", slow.source.trim_end().to_string());
+    vars.insert("code", slow_text.trim_end().to_string());
     vars.insert("performance", String::new());
+    // The rejected answer is the slow kernel as it is: same launch, nothing to explain.
+    vars.insert("fast_launch", String::new());
+    vars.insert("optimization", String::new());
     let rejected = t.assistant.render(&vars);
     let (origin, model) = match &pair.origin {
         Origin::Synthesized { model, .. } => ("synthesized", Some(model.clone())),
@@ -257,8 +307,8 @@ pub fn build_sample(
         user: t.user.render(&vars).trim_end().to_string(),
         chosen: chosen.trim_end().to_string(),
         rejected: rejected.trim_end().to_string(),
-        slow_code: slow.source.clone(),
-        fast_code: pair.fast.source.clone(),
+        slow_code: slow_text,
+        fast_code: fast_text,
         metadata: Metadata {
             schema_version: EXPORT_VERSION,
             id: pair.id.clone(),
@@ -270,7 +320,7 @@ pub fn build_sample(
             fast: unit_ref(&pair.fast),
             origin: origin.to_string(),
             model,
-            techniques: pair.techniques.clone(),
+            techniques: techniques_list.clone(),
             verified: v.is_some_and(|v| v.status == Status::Verified),
             status: v.map_or("unverified", |v| v.status.as_str()).to_string(),
             speedup,
@@ -279,6 +329,12 @@ pub fn build_sample(
             verified_by: v.map(|v| v.tool_version.clone()),
             exported_by: env!("CARGO_PKG_VERSION").to_string(),
             tokens: 0,
+            description: Some(description),
+            flags: v
+                .map(|v| v.flags.iter().map(|f| f.as_str().to_string()).collect())
+                .unwrap_or_default(),
+            slow_launch,
+            fast_launch,
         },
     }
 }
@@ -416,6 +472,7 @@ mod tests {
                 ci_high: 3.1,
             }),
             tool_version: "0.1.0".into(),
+            flags: vec![],
         };
         let s = speedups_per_size_set(&v);
         assert_eq!(

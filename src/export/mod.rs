@@ -11,6 +11,7 @@
 //! ```
 
 pub mod card;
+pub mod describe;
 pub mod filter;
 pub mod format;
 pub mod plot;
@@ -49,6 +50,14 @@ pub struct ExportArgs {
     /// Put the measured speedup, device and techniques into the assistant answer.
     #[arg(long)]
     pub with_speedup: bool,
+    /// Put the description of what changed and why (techniques, launch change, measured
+    /// figures; always in `metadata.description`) into the assistant answer too.
+    #[arg(long)]
+    pub with_description: bool,
+    /// Leave out pairs flagged `size_dependent` (verified at the main size set but slower
+    /// at another); by default they are kept, the condition stated in their description.
+    #[arg(long)]
+    pub exclude_size_dependent: bool,
     /// Folder whose template files (system.txt, user.md, assistant.md, performance.md) replace the built-in ones.
     #[arg(long)]
     pub templates: Option<PathBuf>,
@@ -82,6 +91,8 @@ pub struct ExportOptions {
     pub formats: Vec<Format>,
     pub include_unverified: bool,
     pub with_speedup: bool,
+    pub with_description: bool,
+    pub exclude_size_dependent: bool,
     pub templates: Option<PathBuf>,
     pub split: f64,
     pub seed: u64,
@@ -98,6 +109,8 @@ impl Default for ExportOptions {
             formats: Format::ALL.to_vec(),
             include_unverified: false,
             with_speedup: false,
+            with_description: false,
+            exclude_size_dependent: false,
             templates: None,
             split: 0.8,
             seed: 42,
@@ -116,6 +129,8 @@ impl From<&ExportArgs> for ExportOptions {
             formats: a.format.clone(),
             include_unverified: a.include_unverified,
             with_speedup: a.with_speedup,
+            with_description: a.with_description,
+            exclude_size_dependent: a.exclude_size_dependent,
             templates: a.templates.clone(),
             split: a.split,
             seed: a.seed,
@@ -213,6 +228,15 @@ fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
             status.map_or("never verified", |s| s.as_str())
         ));
     }
+    if o.exclude_size_dependent
+        && p.verification.as_ref().is_some_and(|v| {
+            v.flags
+                .iter()
+                .any(|f| matches!(f, crate::record::Flag::SizeDependent { .. }))
+        })
+    {
+        return Some("size_dependent (--exclude-size-dependent)".into());
+    }
     if o.exclude_non_redistributable {
         let ok = |u: &crate::record::KernelUnit| {
             u.provenance
@@ -234,7 +258,58 @@ pub fn export(
     out: &Path,
     cfg: &ExportConfig,
 ) -> Result<ExportSummary, ExportError> {
-    let o = &cfg.options;
+    export_with(records, out, cfg, &cfg.options, None)
+}
+
+/// The first line of a preview's card.
+pub const PREVIEW_LINE: &str = "**PREVIEW: NOT VERIFIED.** No GPU was available: these pairs compiled, but nothing here was run, compared or timed, and every record says `verified: false`. Rerun `kernelpair build` where a GPU is visible to replace this preview with the verified dataset.";
+
+/// Without a GPU, what the dataset would look like: the pairs waiting for one (never
+/// verified, or `no_gpu`) whose kernels compiled, exported in the same formats into `out` (e.g.
+/// `dataset/preview/`), every record `verified: false`, the card's first line saying so.
+/// When no pair waits for a GPU, an old preview is removed and None returned.
+pub fn export_preview(
+    records: &[Record],
+    out: &Path,
+    cfg: &ExportConfig,
+) -> Result<Option<ExportSummary>, ExportError> {
+    let compiled = |u: &crate::record::KernelUnit| u.compile.as_ref().is_none_or(|c| c.ok);
+    let waiting: Vec<Record> = records
+        .iter()
+        .filter(|r| match r {
+            Record::Pair(p) => {
+                // Waiting pairs: a build keeps them unverified; `verify` marks them no_gpu.
+                p.verification
+                    .as_ref()
+                    .is_none_or(|v| v.status == Status::NoGpu)
+                    && !p.identical
+                    && p.slow.as_ref().is_some_and(compiled)
+                    && compiled(&p.fast)
+            }
+            _ => false,
+        })
+        .cloned()
+        .collect();
+    if waiting.is_empty() {
+        match std::fs::remove_dir_all(out) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err(out)(e)),
+            _ => return Ok(None),
+        }
+    }
+    let options = ExportOptions {
+        include_unverified: true,
+        ..cfg.options.clone()
+    };
+    export_with(&waiting, out, cfg, &options, Some(PREVIEW_LINE)).map(Some)
+}
+
+fn export_with(
+    records: &[Record],
+    out: &Path,
+    cfg: &ExportConfig,
+    o: &ExportOptions,
+    first_line: Option<&str>,
+) -> Result<ExportSummary, ExportError> {
     let mut report = FilterReport {
         near_duplicate_threshold: o.near_dup_threshold,
         max_tokens: o.max_tokens,
@@ -282,11 +357,12 @@ pub fn export(
             continue;
         }
         let slow = p.slow.as_ref().expect("checked by exclusion");
-        samples.push(format::build_sample(
+        samples.push(format::build_sample_with(
             p,
             slow,
             &cfg.templates,
             o.with_speedup,
+            o.with_description,
         ));
     }
     // Priority for de-duplication: verified first, then by id.
@@ -401,7 +477,7 @@ pub fn export(
         }
     }
     let options_line = format!(
-        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, unverified included {}",
+        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}",
         o.formats.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
         o.split,
         o.seed,
@@ -409,6 +485,8 @@ pub fn export(
         o.max_tokens,
         o.near_dup_threshold,
         if o.with_speedup { "yes" } else { "no" },
+        if o.with_description { "yes" } else { "no" },
+        if o.exclude_size_dependent { "excluded" } else { "kept" },
         if o.include_unverified { "yes" } else { "no" },
     );
     let card_text = card::render(&card::CardInput {
@@ -421,6 +499,10 @@ pub fn export(
         options_line,
         templates_overridden: &cfg.templates.overridden,
     });
+    let card_text = match first_line {
+        Some(l) => format!("{l}\n\n{card_text}"),
+        None => card_text,
+    };
     jsonl::write_atomic(&out.join("README.md"), |w| {
         w.write_all(card_text.as_bytes())
     })?;

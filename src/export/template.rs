@@ -20,6 +20,9 @@ pub const NAMES: &[&str] = &[
     "size_set",
     "device",
     "techniques",
+    "slow_launch",
+    "fast_launch",
+    "optimization",
 ];
 
 /// The template files, by name, with the built-in text of each.

@@ -312,6 +312,9 @@ impl DeviceProps {
 pub struct SizeSet {
     pub name: String,
     pub values: BTreeMap<String, i64>,
+    /// `primary = true`: the verdict stands on this set (else on the one with the most bytes).
+    #[serde(default)]
+    pub primary: bool,
 }
 
 /// How a buffer is filled, with every expression evaluated.
@@ -918,7 +921,14 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         size_sets.push(SizeSet {
             name: "default".into(),
             values: raw.sizes.clone(),
+            primary: false,
         });
+    }
+    if raw.size_sets.iter().filter(|s| s.primary).count() > 1 {
+        return Err(field(
+            "size_sets",
+            "more than one size set says primary = true".into(),
+        ));
     }
     let mut seen = BTreeSet::new();
     for (i, s) in raw.size_sets.iter().enumerate() {
@@ -942,6 +952,7 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         size_sets.push(SizeSet {
             name: s.name.clone(),
             values,
+            primary: s.primary,
         });
     }
 

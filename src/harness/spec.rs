@@ -73,6 +73,9 @@ pub struct RawHarness {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RawSizeSet {
     pub name: String,
+    /// The size set a pair's verdict stands on (default: the one with the most bytes).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub primary: bool,
     #[serde(flatten)]
     pub values: BTreeMap<String, i64>,
 }

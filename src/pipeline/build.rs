@@ -21,6 +21,8 @@ pub const EXTRACTED: &str = "extracted.jsonl";
 pub const SYNTHESIZED: &str = "synthesized.jsonl";
 pub const VERIFIED: &str = "verified.jsonl";
 pub const DATASET: &str = "dataset";
+/// Inside the dataset folder: what a run without a GPU can show (`export::export_preview`).
+pub const PREVIEW: &str = "preview";
 
 /// Test hook: sleep this many milliseconds before each step and each chunk, so a test can
 /// kill the process at a known point. Never set in normal use.
@@ -539,8 +541,18 @@ pub fn build(
             let ecfg = ExportConfig::new(cfg.export.clone())?;
             let dataset = out.join(DATASET);
             let summary = export::export(&verified, &dataset, &ecfg)?;
+            // Without a GPU, the pairs waiting for one, as they would be exported.
+            let mut harness_dirs = cfg.verify.harness_dirs.clone();
+            harness_dirs.extend(cfg.suites.iter().map(|s| s.path.clone()));
+            let base = harness_dirs.first().cloned().unwrap_or_default();
+            let waiting = crate::verify::launches::mark_waiting(&verified, &base, &harness_dirs);
+            let preview = export::export_preview(&waiting, &dataset.join(PREVIEW), &ecfg)?;
             let mut outputs = BTreeMap::new();
-            for f in &summary.files {
+            let preview_files = preview
+                .iter()
+                .flat_map(|p| &p.files)
+                .map(|f| format!("{PREVIEW}/{f}"));
+            for f in summary.files.iter().cloned().chain(preview_files) {
                 let rel = format!("{DATASET}/{f}");
                 outputs.insert(
                     rel.clone(),
@@ -555,6 +567,13 @@ pub fn build(
             let mut notes = Vec::new();
             if summary.report.kept == 0 {
                 notes.push("no verified pairs yet: the dataset is empty".to_string());
+            }
+            if let Some(p) = &preview {
+                counts.insert("preview".to_string(), p.report.kept);
+                notes.push(format!(
+                    "{} unverified pairs (compiled, waiting for a GPU) previewed in {DATASET}/{PREVIEW}/",
+                    p.report.kept
+                ));
             }
             rows.push(StepRow {
                 stage: "export",
@@ -772,6 +791,7 @@ mod tests {
                                 ci_high: 2.6,
                             }),
                             tool_version: "test".into(),
+                            flags: vec![],
                         });
                         Record::Pair(p)
                     }

@@ -163,6 +163,7 @@ impl Stages for Library {
             .map(|(i, r)| match (r, results.get(&i)) {
                 (Record::Pair(mut p), Some(v)) => {
                     p.verification = Some(v.clone());
+                    crate::verify::fill_techniques(&mut p);
                     Record::Pair(p)
                 }
                 (r, _) => r,

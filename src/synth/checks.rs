@@ -267,14 +267,45 @@ fn check_host_code(src: &str) -> Result<(), Rejection> {
     }
 }
 
-/// Facts about code that padding the runtime leaves behind.
+/// Facts about code that padding the runtime leaves behind, each with where it is.
 #[derive(Debug, Default)]
 struct Padding {
-    timer_calls: Vec<String>,
-    volatile: usize,
-    empty_loops: usize,
-    unused_counter_loops: Vec<String>,
-    big_literal_bounds: Vec<u64>,
+    timer_calls: Vec<Seen>,
+    volatile: Vec<Seen>,
+    empty_loops: Vec<Seen>,
+    unused_counter_loops: Vec<Seen>,
+    big_literal_bounds: Vec<Seen>,
+}
+
+/// One construct found: what identifies it (`clock64`, a loop counter, a bound) and its line.
+#[derive(Debug, Clone)]
+struct Seen {
+    key: String,
+    /// 0-based row in the source.
+    row: usize,
+}
+
+impl Seen {
+    fn at(key: impl Into<String>, n: tree_sitter::Node) -> Seen {
+        Seen {
+            key: key.into(),
+            row: n.start_position().row,
+        }
+    }
+}
+
+/// An artificial slowdown found in a slow kernel: which check, where, and the line itself.
+/// `synth` turns it into a rejection; `verify`, `validate` and `build` into the status
+/// `artificial_slowdown` before any GPU time (see `crate::verify::slowdown`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SlowdownHit {
+    /// `timer_spin`, `added_volatile`, `empty_loop`, `repeated_work` or `huge_trip_count`.
+    pub check: String,
+    /// 1-based line in the checked source.
+    pub line: u32,
+    /// That line's text, trimmed.
+    pub construct: String,
+    pub message: String,
 }
 
 const TIMERS: &[&str] = &["clock", "clock64", "__nanosleep", "__prof_trigger"];
@@ -287,17 +318,17 @@ fn padding(src: &str) -> Padding {
             if let Some(f) = n.child_by_field_name("function") {
                 let name = text(f, src);
                 if TIMERS.contains(&name) {
-                    p.timer_calls.push(name.to_string());
+                    p.timer_calls.push(Seen::at(name, n));
                 }
             }
         }
         "gnu_asm_expression" | "asm_statement" => {
             let t = text(n, src);
             if t.contains("globaltimer") || t.contains("nanosleep") || t.contains("clock") {
-                p.timer_calls.push("asm timer".into());
+                p.timer_calls.push(Seen::at("asm timer", n));
             }
         }
-        "volatile" => p.volatile += 1,
+        "volatile" => p.volatile.push(Seen::at("volatile", n)),
         "for_statement" | "while_statement" | "do_statement" => {
             let Some(body) = n.child_by_field_name("body") else {
                 return;
@@ -308,14 +339,14 @@ fn padding(src: &str) -> Padding {
                 _ => false,
             };
             if empty {
-                p.empty_loops += 1;
+                p.empty_loops.push(Seen::at("empty loop", n));
                 return;
             }
             if n.kind() == "for_statement" {
                 if let Some(v) = for_counter(n, src) {
                     let used = ident_used(body, src, &v);
                     if !used {
-                        p.unused_counter_loops.push(v);
+                        p.unused_counter_loops.push(Seen::at(v, n));
                     }
                 }
                 if let Some(c) = n.child_by_field_name("condition") {
@@ -323,7 +354,7 @@ fn padding(src: &str) -> Padding {
                         if m.kind() == "number_literal" {
                             if let Some(v) = parse_int(text(m, src)) {
                                 if v >= 65_536 {
-                                    p.big_literal_bounds.push(v);
+                                    p.big_literal_bounds.push(Seen::at(v.to_string(), m));
                                 }
                             }
                         }
@@ -335,7 +366,6 @@ fn padding(src: &str) -> Padding {
     });
     p
 }
-
 fn for_counter(f: tree_sitter::Node, src: &str) -> Option<String> {
     let init = f.child_by_field_name("initializer")?;
     let mut name = None;
@@ -367,43 +397,96 @@ fn parse_int(t: &str) -> Option<u64> {
 }
 
 fn check_slowdowns(src: &str, fast_src: &str) -> Result<(), Rejection> {
+    match find_slowdown(src, fast_src) {
+        Some(hit) => Err(Rejection::new(Reason::ArtificialSlowdown, hit.message)),
+        None => Ok(()),
+    }
+}
+
+/// The first artificial slowdown `src` (a slow kernel with its helpers) adds over
+/// `fast_src` (its fast partner), in the order timer spins, `volatile`, empty loops,
+/// repeated work, huge constant trip counts. Only what the fast kernel lacks counts, so
+/// a pair whose both sides time themselves, say, is not refused for it.
+pub fn find_slowdown(src: &str, fast_src: &str) -> Option<SlowdownHit> {
     // Helpers count too: a spin can hide in a __device__ function the kernel calls.
     let cand = padding(src);
     let fast = padding(fast_src);
-    let slow = |m: String| Err(Rejection::new(Reason::ArtificialSlowdown, m));
+    let fast_lines: std::collections::HashSet<&str> = fast_src.lines().map(str::trim).collect();
+    let line_text = |row: usize| src.lines().nth(row).unwrap_or("").trim().to_string();
+    let hit = |check: &str, s: &Seen, message: String| {
+        Some(SlowdownHit {
+            check: check.into(),
+            line: s.row as u32 + 1,
+            construct: line_text(s.row),
+            message,
+        })
+    };
+    // Of several constructs of one kind, the one whose line the fast kernel lacks.
+    let added = |v: &[Seen]| -> Option<Seen> {
+        v.iter()
+            .find(|s| !fast_lines.contains(src.lines().nth(s.row).unwrap_or("").trim()))
+            .or(v.last())
+            .cloned()
+    };
+    let fast_keys = |v: &[Seen]| v.iter().map(|s| s.key.clone()).collect::<Vec<_>>();
+    let fast_timers = fast_keys(&fast.timer_calls);
     if let Some(t) = cand
         .timer_calls
         .iter()
-        .find(|t| !fast.timer_calls.contains(t))
+        .find(|t| !fast_timers.contains(&t.key))
     {
-        return slow(format!("uses {t}: a timing spin pads the runtime"));
+        return hit(
+            "timer_spin",
+            t,
+            format!("uses {}: a timing spin pads the runtime", t.key),
+        );
     }
-    if cand.volatile > fast.volatile {
-        return slow("adds `volatile` (defeats caching and optimization on purpose)".into());
+    if cand.volatile.len() > fast.volatile.len() {
+        let s = added(&cand.volatile)?;
+        return hit(
+            "added_volatile",
+            &s,
+            "adds `volatile` (defeats caching and optimization on purpose)".into(),
+        );
     }
-    if cand.empty_loops > fast.empty_loops {
-        return slow("contains a loop with an empty body (busy loop)".into());
+    if cand.empty_loops.len() > fast.empty_loops.len() {
+        let s = added(&cand.empty_loops)?;
+        return hit(
+            "empty_loop",
+            &s,
+            "contains a loop with an empty body (busy loop)".into(),
+        );
     }
     if cand.unused_counter_loops.len() > fast.unused_counter_loops.len() {
-        let v = cand
+        let fast_counters = fast_keys(&fast.unused_counter_loops);
+        let s = cand
             .unused_counter_loops
             .iter()
-            .find(|v| !fast.unused_counter_loops.contains(v))
+            .find(|s| !fast_counters.contains(&s.key))
             .unwrap_or(&cand.unused_counter_loops[0]);
-        return slow(format!(
-            "a loop over `{v}` never uses `{v}` in its body: the same work repeated"
-        ));
+        let v = &s.key;
+        return hit(
+            "repeated_work",
+            s,
+            format!("a loop over `{v}` never uses `{v}` in its body: the same work repeated"),
+        );
     }
+    let fast_bounds = fast_keys(&fast.big_literal_bounds);
     if let Some(b) = cand
         .big_literal_bounds
         .iter()
-        .find(|b| !fast.big_literal_bounds.contains(b) && !fast_src.contains(&b.to_string()))
+        .find(|b| !fast_bounds.contains(&b.key) && !fast_src.contains(&b.key))
     {
-        return slow(format!(
-            "a loop runs to the constant {b}, which the original never uses"
-        ));
+        return hit(
+            "huge_trip_count",
+            b,
+            format!(
+                "a loop runs to the constant {}, which the original never uses",
+                b.key
+            ),
+        );
     }
-    Ok(())
+    None
 }
 
 /// Normalized-token edit distance between the candidate's kernel and the fast kernel,
@@ -500,7 +583,7 @@ fn first_error(log: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn fast_unit(src: &str, kernel: &str) -> KernelUnit {
@@ -642,6 +725,31 @@ mod tests {
             .replace('T', "float");
         let r = check_answer(&fenced(&untemplated), &target(&f)).unwrap_err();
         assert_eq!(r.reason, Reason::SignatureMismatch, "{r:?}");
+    }
+
+    #[test]
+    fn slowdown_hits_name_the_line_and_construct() {
+        let spun = SLOW.replace(
+            "float v = in[i];",
+            "float v = in[i];\n    long long t0 = clock64(); while (clock64() - t0 < 2000) {}",
+        );
+        let h = find_slowdown(&spun, FAST).expect("a timer spin");
+        assert_eq!(h.check, "timer_spin");
+        let want = spun.lines().position(|l| l.contains("clock64")).unwrap() as u32 + 1;
+        assert_eq!(h.line, want);
+        assert!(
+            h.construct.starts_with("long long t0 = clock64();"),
+            "{h:?}"
+        );
+        // An added volatile is found at the line the fast kernel lacks.
+        let vol = SLOW.replace("float v", "volatile float v");
+        let h = find_slowdown(&vol, FAST).unwrap();
+        assert_eq!(h.check, "added_volatile");
+        assert!(h.construct.contains("volatile float v"), "{h:?}");
+        assert_eq!(find_slowdown(SLOW, FAST), None);
+        // Both sides time themselves: not a slowdown the slow side added.
+        let timed = |s: &str| format!("__device__ long long stamp() {{ return clock64(); }}\n{s}");
+        assert_eq!(find_slowdown(&timed(SLOW), &timed(FAST)), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub mod checks;
 pub mod client;
 pub mod config;
 pub mod prompts;
-mod syntax;
+pub(crate) mod syntax;
 pub mod techniques;
 
 use crate::exit;

@@ -250,6 +250,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
             evidence: serde_json::to_value(&ev).unwrap_or_default(),
             speedup,
             tool_version: tool_version(),
+            flags: vec![],
         },
         sticky,
     }

@@ -1,6 +1,6 @@
 //! The verify stage: worker processes per GPU, a watchdog, and the validate command.
 //!
-//! `verify` reads pairs, settles on the CPU what needs no GPU (`missing_slow`,
+//! `verify` reads pairs, settles on the CPU what needs no GPU (`artificial_slowdown` from [`slowdown`], `missing_slow`,
 //! `no_harness`, `needs_host_loop`, `harness_error`), resolves each remaining pair's
 //! harness for the device the workers report ([`crate::harness::Resolved`] per size set), and hands the
 //! jobs to [`pool`]. Results are appended to `<out>.partial` as they finish; the final
@@ -8,12 +8,15 @@
 
 pub mod compare;
 pub mod engine;
+pub mod launches;
 pub mod pool;
 pub mod protocol;
 pub mod resolve;
 pub mod sanitizer;
+pub mod slowdown;
 pub mod stats;
 pub mod validate;
+pub mod verdict;
 
 use crate::exit;
 use crate::gpu::{self, Probe};
@@ -100,6 +103,7 @@ fn cpu_verdict(status: Status, reason: impl Into<String>) -> Verification {
         evidence: serde_json::Value::Null,
         speedup: None,
         tool_version: tool_version(),
+        flags: vec![],
     }
 }
 
@@ -128,11 +132,15 @@ pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
     };
     let mut g =
         gpu::Gpu::open(args.device).with_context(|| format!("opening device {}", args.device))?;
+    // 256 MiB each way, median of 10: about 2 ms on an H100; a failure only leaves
+    // `suspect_slow` without its bound.
+    let bandwidth_gbs = g.copy_bandwidth(256 << 20, 10).ok().map(|b| b / 1e9);
     say(Response::Hello {
         device: g.info.clone(),
         props: g.props,
         arch: g.arch(),
         nvrtc_version: nvrtc,
+        bandwidth_gbs,
     })?;
     let mut cache = gpu::cache::CompileCache::new(args.cache_dir);
     for line in std::io::stdin().lock().lines() {
@@ -199,6 +207,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
             (Record::Pair(p), Some(v)) => {
                 let mut p = p.clone();
                 p.verification = Some(v.clone());
+                fill_techniques(&mut p);
                 Record::Pair(p)
             }
             _ => r.clone(),
@@ -215,9 +224,27 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
 }
 
 /// Verify every pair among `records` (relative harness paths resolve against
-/// `base`); returns record index → verification. With `partial`, each result is
-/// appended there as it finishes, so a crash of this process loses nothing done.
+/// `base`); returns record index → verification, each with its harness's launches
+/// (`evidence.launch`, [`launches`]). With `partial`, each result is appended there as
+/// it finishes, so a crash of this process loses nothing done.
 pub fn verify_records(
+    records: &[Record],
+    base: &Path,
+    args: &VerifyArgs,
+    partial: Option<&Path>,
+) -> anyhow::Result<BTreeMap<usize, Verification>> {
+    let mut results = run_records(records, base, args, partial)?;
+    launches::attach(
+        records,
+        base,
+        &args.harness_dirs,
+        args.suite_root.as_deref(),
+        &mut results,
+    );
+    Ok(results)
+}
+
+fn run_records(
     records: &[Record],
     base: &Path,
     args: &VerifyArgs,
@@ -227,6 +254,11 @@ pub fn verify_records(
     let mut pending: Vec<(usize, &Pair, resolve::Found)> = Vec::new();
     for (i, r) in records.iter().enumerate() {
         let Record::Pair(p) = r else { continue };
+        // Before anything else, and before any GPU time: a padded slow kernel is refused.
+        if let Some(v) = slowdown::check(p) {
+            results.insert(i, v);
+            continue;
+        }
         match resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref()) {
             Ok(found) => pending.push((i, p, found)),
             Err((status, reason)) => {
@@ -295,6 +327,13 @@ pub fn verify_records(
         ..RunOptions::default()
     };
     let mut jobs: Vec<(usize, Job)> = Vec::new();
+    let primaries: BTreeMap<usize, String> = pending
+        .iter()
+        .filter_map(|(i, _, found)| {
+            let set = found.harness.size_sets().iter().find(|s| s.primary)?;
+            Some((*i, set.name.clone()))
+        })
+        .collect();
     for (i, p, found) in &pending {
         match resolve::resolve(p, found, &hello) {
             Ok((slow, fast, sets)) => jobs.push((
@@ -330,7 +369,16 @@ pub fn verify_records(
         launch.clone(),
         timeout,
         hello_timeout,
-        |i, v| {
+        |i, mut v| {
+            verdict::finish(
+                &mut v,
+                &verdict::Context {
+                    primary: primaries.get(&i).map(String::as_str),
+                    min_speedup: args.min_speedup,
+                    seeds: args.seeds.max(1),
+                    bandwidth_gbs: hello.bandwidth_gbs,
+                },
+            );
             bar.inc(1);
             bar.set_message(v.status.as_str());
             if let Err(e) = record(i, v, &mut results) {
@@ -388,6 +436,14 @@ pub fn verify_records(
         }
     }
     Ok(results)
+}
+
+/// Techniques for every verified-or-not pair, natural ones too: those synth recorded,
+/// else the slow → fast difference ([`crate::synth::techniques::detect_pair`]).
+pub fn fill_techniques(p: &mut Pair) {
+    if p.techniques.is_empty() && p.slow.is_some() {
+        p.techniques = crate::export::describe::techniques(p);
+    }
 }
 
 /// A progress bar on stderr: `label`, the bar, done/total and the last status.

@@ -45,6 +45,8 @@ pub struct Hello {
     pub props: Props,
     pub arch: String,
     pub nvrtc_version: String,
+    /// Measured copy bandwidth, GB/s (absent from workers that do not measure it).
+    pub bandwidth_gbs: Option<f64>,
 }
 
 pub struct Worker {
@@ -156,6 +158,7 @@ impl Worker {
                 },
                 arch: String::new(),
                 nvrtc_version: String::new(),
+                bandwidth_gbs: None,
             },
             child,
             stdin,
@@ -190,12 +193,14 @@ impl Worker {
                 props,
                 arch,
                 nvrtc_version,
+                bandwidth_gbs,
             }) => {
                 w.hello = Hello {
                     device: d,
                     props,
                     arch,
                     nvrtc_version,
+                    bandwidth_gbs,
                 };
                 Ok(w)
             }
@@ -331,6 +336,7 @@ impl Worker {
             evidence: serde_json::json!({ "worker_stderr": tail }),
             speedup: None,
             tool_version: tool_version(),
+            flags: vec![],
         };
         let line = encode(Request::Job {
             job: Box::new(job.clone()),
@@ -460,6 +466,7 @@ pub fn run_all(
                             evidence: serde_json::Value::Null,
                             speedup: None,
                             tool_version: tool_version(),
+                            flags: vec![],
                         };
                         let _ = tx.send((i, v));
                         continue;

@@ -27,6 +27,10 @@ pub enum Response {
         props: Props,
         arch: String,
         nvrtc_version: String,
+        /// Device-to-device copy bandwidth measured at start-up (bytes read + written per
+        /// second / 1e9): the bound `suspect_slow` compares kernel times with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bandwidth_gbs: Option<f64>,
     },
     NoGpu {
         reason: String,

@@ -917,6 +917,7 @@ mod tests {
             evidence: serde_json::json!({ "harness": "h.toml" }),
             speedup: None,
             tool_version: "t".into(),
+            flags: vec![],
         }
     }
 

@@ -287,6 +287,7 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
                     evidence: serde_json::Value::Null,
                     speedup: None,
                     tool_version: tool_version(),
+                    flags: vec![],
                 };
                 verdicts.push(Some(Verdict {
                     dir: dir.display().to_string(),

@@ -1,0 +1,129 @@
+//! Edits isolation makes only so that a unit compiles under NVRTC and its kernel can be
+//! looked up by name: `extern "C"` linkage on the kernel (and `static` dropped from it),
+//! namespace-scope `const` globals made `constexpr`, legacy `texture<>` references
+//! replaced by the shim, the shim's definition. They belong in what is compiled, never in
+//! what a model is trained on: [`source_text`] gives a unit's text back as the suite
+//! wrote it.
+//!
+//! The common case, `extern "C" ` put before a kernel that had no linkage, is undone by
+//! rule and recorded nowhere; every other edit is recorded in the unit as an info
+//! diagnostic `compile_only_edit` whose message is the JSON of an [`Edit`].
+
+use crate::record::{Diagnostic, Level};
+use serde::{Deserialize, Serialize};
+
+pub const CODE: &str = "compile_only_edit";
+const LINKAGE: &str = "extern \"C\" ";
+
+/// One edit: the head of an item as compiled and as written (each runs to the end of a
+/// line, and the rest of the item is the same in both).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    pub compiled: String,
+    pub original: String,
+    /// The edit is to the unit's own kernel (so its linkage is not stripped again).
+    #[serde(default)]
+    pub kernel: bool,
+}
+
+/// The note for an item isolation wrote as `compiled` where the suite wrote `original`;
+/// None when they are the same or when the only change is the rule-undone linkage.
+pub fn note(original: &str, compiled: &str, kernel: bool) -> Option<Diagnostic> {
+    let (o, c) = (original.trim_end(), compiled.trim_end());
+    if kernel && c.strip_prefix(LINKAGE) == Some(o.trim_start()) {
+        return None;
+    }
+    // A kernel already `extern "C"` in the source is recorded too (as an edit that
+    // changes nothing), so the rule does not strip linkage the suite wrote.
+    if o == c && !(kernel && o.trim_start().starts_with("extern")) {
+        return None;
+    }
+    // The differing heads, each extended to the end of the line where the common tail
+    // begins, so the compiled head is found again at a line's end in the unit.
+    let common = o
+        .bytes()
+        .rev()
+        .zip(c.bytes().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (mut oe, mut ce) = (o.len() - common, c.len() - common);
+    while !o.is_char_boundary(oe) || !c.is_char_boundary(ce) {
+        oe += 1;
+        ce += 1;
+    }
+    let to_eol = o[oe..].find('\n').unwrap_or(o.len() - oe);
+    let edit = Edit {
+        compiled: c[..ce + to_eol].to_string(),
+        original: o[..oe + to_eol].to_string(),
+        kernel,
+    };
+    Some(Diagnostic::new(
+        Level::Info,
+        CODE,
+        serde_json::to_string(&edit).expect("edits serialize"),
+    ))
+}
+
+/// A unit's source as the suite wrote it: recorded edits undone, the texture shim's
+/// definition left out, and the kernel's added `extern "C"` dropped.
+pub fn source_text(unit: &crate::record::KernelUnit) -> String {
+    let mut s = unit.source.clone();
+    let mut kernel_edited = false;
+    for d in unit.diagnostics.iter().filter(|d| d.code == CODE) {
+        let Ok(e) = serde_json::from_str::<Edit>(&d.message) else {
+            continue;
+        };
+        kernel_edited |= e.kernel;
+        s = s.replacen(&e.compiled, &e.original, 1);
+    }
+    s = s.replacen(&format!("{}\n", super::texture::SHIM), "", 1);
+    if !kernel_edited && unit.template_params.is_empty() {
+        // The kernel's definition starts a line (isolation writes each item on its own).
+        let head = s
+            .match_indices(LINKAGE)
+            .map(|(i, _)| i)
+            .filter(|&i| i == 0 || s.as_bytes()[i - 1] == b'\n')
+            .find(|&i| defines_kernel(&s[i + LINKAGE.len()..], &unit.kernel));
+        if let Some(i) = head {
+            s.replace_range(i..i + LINKAGE.len(), "");
+        }
+    }
+    s
+}
+
+/// `text` opens with the definition of `kernel` (`__global__ … kernel(`) before any body.
+fn defines_kernel(text: &str, kernel: &str) -> bool {
+    let head = &text[..text.find(['{', ';']).unwrap_or(text.len())];
+    head.contains("__global__")
+        && head
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w == kernel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linkage_added_by_rule_is_not_recorded_and_other_edits_are() {
+        let k = "__global__ void k(int *a) {\n  a[0] = 1;\n}";
+        assert_eq!(note(k, &format!("extern \"C\" {k}"), true), None);
+        assert_eq!(note(k, k, true), None);
+        let ext = format!("extern \"C\" {k}");
+        let e: Edit = serde_json::from_str(&note(&ext, &ext, true).unwrap().message).unwrap();
+        assert_eq!(e.original, "extern \"C\" __global__ void k(int *a) {");
+        assert!(e.kernel && e.compiled == e.original);
+        let stat = "static __global__ void k(int *a) {\n  a[0] = 1;\n}";
+        let d = note(stat, &format!("extern \"C\" {k}"), true).unwrap();
+        let e: Edit = serde_json::from_str(&d.message).unwrap();
+        assert_eq!(e.original, "static __global__ void k(int *a) {");
+        assert_eq!(e.compiled, "extern \"C\" __global__ void k(int *a) {");
+        assert!(e.kernel);
+        let g = note("const float s = 1.5f;", "constexpr float s = 1.5f;", false).unwrap();
+        let e: Edit = serde_json::from_str(&g.message).unwrap();
+        assert_eq!(
+            (e.compiled.as_str(), e.original.as_str()),
+            ("constexpr float s = 1.5f;", "const float s = 1.5f;")
+        );
+    }
+}

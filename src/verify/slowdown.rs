@@ -1,0 +1,109 @@
+//! Every slow kernel, natural, contributed or synthesized, goes through synth's static
+//! artificial-slowdown checks ([`crate::synth::checks::find_slowdown`]) before any GPU
+//! time: a kernel padded with a timer spin, a busy loop, repeated work, an added
+//! `volatile` or a huge constant trip count is `artificial_slowdown`, with the line and
+//! construct as evidence, in `verify`, `validate` and `build` alike.
+
+use super::engine::tool_version;
+use crate::record::{KernelUnit, Pair, Status, Verification};
+use crate::synth::checks::{find_slowdown, SlowdownHit};
+
+/// The verdict for a pair whose slow kernel pads its runtime; `None` when it does not
+/// (or has no slow kernel yet).
+pub fn check(pair: &Pair) -> Option<Verification> {
+    let slow = pair.slow.as_ref()?;
+    let hit = find_slowdown(&slow.source, &pair.fast.source)?;
+    Some(verdict(pair, &hit))
+}
+
+/// The line in the kernel's own file, when the hit lies in the kernel's body: isolation
+/// keeps the kernel's text as written, so its lines keep their offsets from the definition.
+fn file_line(unit: &KernelUnit, hit: &SlowdownHit) -> Option<u32> {
+    let def = crate::synth::syntax::kernels(&unit.source)
+        .into_iter()
+        .find(|d| d.name == unit.kernel)?;
+    let end = def.line + unit.source[def.range.clone()].lines().count() as u32;
+    (def.line..end)
+        .contains(&hit.line)
+        .then(|| unit.line + (hit.line - def.line))
+}
+
+fn verdict(pair: &Pair, hit: &SlowdownHit) -> Verification {
+    let unit = pair.slow.as_ref().expect("checked by the caller");
+    let mut evidence = serde_json::json!({ "slowdown": hit });
+    evidence["slowdown"]["path"] = unit.path.clone().into();
+    let at = match file_line(unit, hit) {
+        Some(l) => {
+            evidence["slowdown"]["file_line"] = l.into();
+            format!("{} line {l}", unit.path)
+        }
+        None => format!("line {} of its isolated unit", hit.line),
+    };
+    Verification {
+        status: Status::ArtificialSlowdown,
+        reason: format!(
+            "slow kernel `{}` pads its runtime: {} ({at}: `{}`)",
+            unit.kernel, hit.message, hit.construct
+        ),
+        device: None,
+        evidence,
+        speedup: None,
+        tool_version: tool_version(),
+        flags: vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Origin;
+
+    const FAST: &str = "__global__ void scale(float* out, const float* in, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 2.0f * in[i];\n}\n";
+
+    fn pair(slow: &str, origin: Origin) -> Pair {
+        let f = crate::synth::checks::tests::fast_unit(FAST, "scale");
+        let mut s = crate::synth::checks::tests::fast_unit(slow, "scale");
+        s.variant = "slow".into();
+        Pair {
+            id: "p".into(),
+            suite: "t".into(),
+            benchmark: "b".into(),
+            kernel: "scale".into(),
+            slow: Some(s),
+            fast: f,
+            origin,
+            rule: "test".into(),
+            identical: false,
+            techniques: vec![],
+            description: None,
+            harness: None,
+            verification: None,
+            synth: None,
+        }
+    }
+
+    #[test]
+    fn a_padded_slow_kernel_of_any_origin_is_artificial_slowdown() {
+        let spun = FAST.replace(
+            "if (i < n)",
+            "long long t0 = clock64();\n  while (clock64() - t0 < 2000) {}\n  if (i < n)",
+        );
+        let synth = Origin::Synthesized {
+            model: "m".into(),
+            prompt_hash: "h".into(),
+            attempts: 1,
+            checks: vec![],
+        };
+        for origin in [Origin::Natural, synth] {
+            let v = check(&pair(&spun, origin)).expect("rejected");
+            assert_eq!(v.status, Status::ArtificialSlowdown);
+            assert_eq!(v.evidence["slowdown"]["check"], "timer_spin");
+            assert_eq!(v.evidence["slowdown"]["line"], 3);
+            assert_eq!(v.evidence["slowdown"]["file_line"], 3);
+            assert!(v.reason.contains("clock64"), "{}", v.reason);
+        }
+        // The same kernel without the spin is left for the GPU.
+        let naive = FAST.replace("2.0f * in[i]", "in[i] + in[i]");
+        assert!(check(&pair(&naive, Origin::Natural)).is_none());
+    }
+}

@@ -1,0 +1,358 @@
+//! Verdicts in the open, settled in the parent once a worker has timed a pair: the
+//! status stands on the main size set (the harness's `primary = true`, else the one
+//! with the most bytes); the reason lists every size set's speedup; a pair verified at
+//! the main size but slower (CI high < 1) at another is flagged `size_dependent`, naming
+//! those sizes; and a verified pair whose slow kernel takes far longer than its own
+//! memory traffic needs at the device's measured bandwidth, while the fast kernel runs
+//! near that bound, is flagged `suspect_slow` for a human look (never rejected: naive
+//! kernels can honestly be that slow). Flags never change the status.
+
+use crate::record::{Flag, Speedup, Status, Verification};
+use serde::Deserialize;
+
+/// `suspect_slow` when the slow kernel takes more than this many times the time its
+/// buffers' bytes need at the measured copy bandwidth ...
+///
+/// A placeholder until measured: `evidence.roofline` of every verified pair on the H100
+/// gives each kernel's multiple of that bound; K should sit above the honest naive
+/// kernels' `slow_x` among pairs whose fast side is near the bound (benches/RESULTS.md).
+pub const SUSPECT_SLOW_K: f64 = 20.0;
+
+/// ... while the fast kernel takes at most this many times it (a memory-bound kernel
+/// near the bandwidth: only then is a huge slow multiple unexplained by the work).
+pub const FAST_NEAR_BOUND: f64 = 2.0;
+
+/// One size set's timing as the worker's evidence holds it (`evidence.timings[]`).
+#[derive(Debug, Clone, Deserialize)]
+struct SetTiming {
+    size_set: String,
+    bytes: u64,
+    slow: VariantTiming,
+    fast: VariantTiming,
+    speedup: f64,
+    ci_low: f64,
+    ci_high: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct VariantTiming {
+    median_ms: f64,
+}
+
+impl SetTiming {
+    fn speedup(&self) -> Speedup {
+        Speedup {
+            size_set: self.size_set.clone(),
+            median: self.speedup,
+            ci_low: self.ci_low,
+            ci_high: self.ci_high,
+        }
+    }
+}
+
+/// What the parent knows beyond the worker's verification.
+#[derive(Debug, Clone, Default)]
+pub struct Context<'a> {
+    /// The harness's `primary = true` size set, if any.
+    pub primary: Option<&'a str>,
+    pub min_speedup: f64,
+    pub seeds: u32,
+    /// The worker's measured copy bandwidth, GB/s.
+    pub bandwidth_gbs: Option<f64>,
+}
+
+/// Settle a timed verification (`verified` or `not_faster` with timings); anything
+/// else is left as it is.
+pub fn finish(v: &mut Verification, cx: &Context) {
+    if !matches!(v.status, Status::Verified | Status::NotFaster) {
+        return;
+    }
+    let Some(sets) = v
+        .evidence
+        .get("timings")
+        .and_then(|t| Vec::<SetTiming>::deserialize(t).ok())
+        .filter(|s| !s.is_empty())
+    else {
+        return;
+    };
+    let main = cx
+        .primary
+        .and_then(|p| sets.iter().position(|s| s.size_set == p))
+        .unwrap_or_else(|| {
+            // The engine's rule: the most bytes, the later set on a tie.
+            let mut best = 0;
+            for (i, s) in sets.iter().enumerate() {
+                if s.bytes >= sets[best].bytes {
+                    best = i;
+                }
+            }
+            best
+        });
+    let m = &sets[main];
+    v.speedup = Some(m.speedup());
+    let verified = m.ci_low >= cx.min_speedup;
+    v.status = if verified {
+        Status::Verified
+    } else {
+        Status::NotFaster
+    };
+    let head = if verified {
+        format!(
+            "agrees on {} size sets × {} seeds; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
+            sets.len(),
+            cx.seeds,
+            m.speedup,
+            m.size_set,
+            m.ci_low,
+            m.ci_high
+        )
+    } else {
+        format!(
+            "agrees, but speedup at {} is {:.2}× (95% CI {:.2}–{:.2}); needs CI low ≥ {}",
+            m.size_set, m.speedup, m.ci_low, m.ci_high, cx.min_speedup
+        )
+    };
+    let per_set: Vec<String> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let tag = if i == main {
+                if cx.primary == Some(s.size_set.as_str()) {
+                    " (main, primary)"
+                } else {
+                    " (main)"
+                }
+            } else if s.ci_high < 1.0 {
+                " (slower)"
+            } else {
+                ""
+            };
+            format!(
+                "{} {:.2}× [{:.2}–{:.2}]{tag}",
+                s.size_set, s.speedup, s.ci_low, s.ci_high
+            )
+        })
+        .collect();
+    v.reason = format!("{head}; per size set: {}", per_set.join(", "));
+    v.flags
+        .retain(|f| !matches!(f, Flag::SizeDependent { .. } | Flag::SuspectSlow { .. }));
+    let losing: Vec<Speedup> = sets
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| *i != main && s.ci_high < 1.0)
+        .map(|(_, s)| s.speedup())
+        .collect();
+    if verified && !losing.is_empty() {
+        let names: Vec<String> = losing
+            .iter()
+            .map(|s| format!("{} ({:.2}×)", s.size_set, s.median))
+            .collect();
+        v.reason
+            .push_str(&format!("; size_dependent: slower at {}", names.join(", ")));
+        v.flags.push(Flag::SizeDependent { losing });
+    }
+    if let Some(bw) = cx.bandwidth_gbs.filter(|b| *b > 0.0) {
+        let rows: Vec<(String, f64, f64)> = sets
+            .iter()
+            .filter(|s| s.bytes > 0)
+            .map(|s| {
+                let bound_ms = s.bytes as f64 / (bw * 1e9) * 1e3;
+                (
+                    s.size_set.clone(),
+                    s.slow.median_ms / bound_ms,
+                    s.fast.median_ms / bound_ms,
+                )
+            })
+            .collect();
+        if let Some(ev) = v.evidence.as_object_mut() {
+            ev.insert(
+                "roofline".into(),
+                serde_json::json!({
+                    "bandwidth_gbs": bw,
+                    "size_sets": rows.iter().map(|(n, s, f)| serde_json::json!({
+                        "size_set": n, "slow_x": s, "fast_x": f
+                    })).collect::<Vec<_>>(),
+                }),
+            );
+        }
+        let worst = rows
+            .iter()
+            .filter(|(_, s, f)| *s > SUSPECT_SLOW_K && *f <= FAST_NEAR_BOUND)
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let (true, Some((n, s, f))) = (verified, worst) {
+            v.reason.push_str(&format!(
+                "; suspect_slow: at {n} the slow kernel takes {s:.0}× the time its bytes need at {bw:.0} GB/s while the fast one takes {f:.1}×"
+            ));
+            v.flags.push(Flag::SuspectSlow {
+                size_set: n.clone(),
+                slow_x: *s,
+                fast_x: *f,
+                k: SUSPECT_SLOW_K,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A timed verification as the engine writes it: (name, bytes, slow ms, fast ms, ci low, ci high).
+    fn timed(sets: &[(&str, u64, f64, f64, f64, f64)]) -> Verification {
+        let timings: Vec<_> = sets
+            .iter()
+            .map(|(n, b, s, f, lo, hi)| {
+                serde_json::json!({
+                    "size_set": n, "bytes": b,
+                    "slow": {"median_ms": s, "iqr_ms": 0.0, "min_ms": s, "runs": 20},
+                    "fast": {"median_ms": f, "iqr_ms": 0.0, "min_ms": f, "runs": 20},
+                    "speedup": s / f, "ci_low": lo, "ci_high": hi
+                })
+            })
+            .collect();
+        Verification {
+            status: Status::Verified,
+            reason: "engine".into(),
+            device: None,
+            evidence: serde_json::json!({ "timings": timings }),
+            speedup: None,
+            tool_version: "t".into(),
+            flags: vec![],
+        }
+    }
+
+    fn cx(primary: Option<&str>) -> Context<'_> {
+        Context {
+            primary,
+            min_speedup: 1.1,
+            seeds: 3,
+            bandwidth_gbs: None,
+        }
+    }
+
+    /// Parboil cp on the H100: 3.08× at the 512×512 lattice, 0.19× at 384×200.
+    #[test]
+    fn slower_at_another_size_is_size_dependent_and_named() {
+        let mut v = timed(&[
+            ("384x200", 1_000, 0.10, 0.526, 0.18, 0.20),
+            ("512x512", 9_000, 3.08, 1.0, 3.0, 3.1),
+        ]);
+        finish(&mut v, &cx(None));
+        assert_eq!(v.status, Status::Verified);
+        assert_eq!(v.speedup.as_ref().unwrap().size_set, "512x512");
+        let [Flag::SizeDependent { losing }] = v.flags.as_slice() else {
+            panic!("{:?}", v.flags)
+        };
+        assert_eq!(losing.len(), 1);
+        assert_eq!(losing[0].size_set, "384x200");
+        assert!(v.reason.contains("3.08× faster at 512x512"), "{}", v.reason);
+        assert!(
+            v.reason.contains("384x200 0.19× [0.18–0.20] (slower)"),
+            "{}",
+            v.reason
+        );
+        assert!(
+            v.reason.contains("512x512 3.08× [3.00–3.10] (main)"),
+            "{}",
+            v.reason
+        );
+        assert!(v
+            .reason
+            .contains("size_dependent: slower at 384x200 (0.19×)"));
+        // Not slower, only less fast: no flag; the reason still lists both.
+        let mut v = timed(&[
+            ("small", 1_000, 1.05, 1.0, 0.98, 1.1),
+            ("large", 9_000, 3.0, 1.0, 2.9, 3.1),
+        ]);
+        finish(&mut v, &cx(None));
+        assert!(v.flags.is_empty(), "{:?}", v.flags);
+        assert!(v.reason.contains("small 1.05×"), "{}", v.reason);
+    }
+
+    #[test]
+    fn a_primary_size_set_decides_the_status() {
+        let sets = [
+            ("main", 1_000, 0.9, 1.0, 0.85, 0.95),
+            ("big", 9_000, 3.0, 1.0, 2.9, 3.1),
+        ];
+        let mut v = timed(&sets);
+        finish(&mut v, &cx(Some("main")));
+        assert_eq!(v.status, Status::NotFaster, "{}", v.reason);
+        assert_eq!(v.speedup.as_ref().unwrap().size_set, "main");
+        assert!(v.reason.contains("main 0.90× [0.85–0.95] (main, primary)"));
+        assert!(v.flags.is_empty(), "only verified pairs are flagged");
+        // Without `primary`, the larger set decides, and the small one loses.
+        let mut v = timed(&sets);
+        finish(&mut v, &cx(None));
+        assert_eq!(v.status, Status::Verified);
+        assert_eq!(v.flags.len(), 1);
+        // A verification that never timed is left alone.
+        let mut v = timed(&[]);
+        v.status = Status::Mismatch;
+        finish(&mut v, &cx(None));
+        assert_eq!(v.reason, "engine");
+    }
+
+    #[test]
+    fn suspect_slow_needs_a_slow_side_far_off_and_a_fast_side_near_the_bound() {
+        // 1 GB at 1000 GB/s is 1 ms.
+        let gb = 1_000_000_000;
+        let with_bw = Context {
+            bandwidth_gbs: Some(1000.0),
+            ..cx(None)
+        };
+        let mut v = timed(&[("s", gb, 30.0, 1.2, 20.0, 30.0)]);
+        finish(&mut v, &with_bw);
+        assert_eq!(v.status, Status::Verified, "a flag, not a rejection");
+        let [Flag::SuspectSlow {
+            slow_x, fast_x, k, ..
+        }] = v.flags.as_slice()
+        else {
+            panic!("{:?}", v.flags)
+        };
+        assert!((slow_x - 30.0).abs() < 1e-9 && (fast_x - 1.2).abs() < 1e-9);
+        assert_eq!(*k, SUSPECT_SLOW_K);
+        assert!(
+            (v.evidence["roofline"]["size_sets"][0]["slow_x"]
+                .as_f64()
+                .unwrap()
+                - 30.0)
+                .abs()
+                < 1e-9
+        );
+        // A compute-bound fast kernel (far from the bound): nothing to suspect.
+        let mut v = timed(&[("s", gb, 300.0, 10.0, 25.0, 35.0)]);
+        finish(&mut v, &with_bw);
+        assert!(v.flags.is_empty(), "{:?}", v.flags);
+        // An honest naive kernel a few times off the bound: nothing either.
+        let mut v = timed(&[("s", gb, 4.0, 1.1, 3.0, 4.0)]);
+        finish(&mut v, &with_bw);
+        assert!(v.flags.is_empty(), "{:?}", v.flags);
+        assert!(v.evidence.get("roofline").is_some());
+    }
+
+    #[test]
+    fn harnesses_name_one_primary_size_set_at_most() {
+        let h = |sets: &str| {
+            let text = format!(
+                "[sizes]\nn = 1024\n{sets}\n[[args]]\nname = \"x\"\ntype = \"f32\"\nlen = \"n\"\nrole = \"out\"\n[[launch]]\nkernel = \"k\"\ngrid = 1\nblock = 32\n"
+            );
+            crate::harness::parse(&text, "t.toml")
+        };
+        let one = h(
+            "[[size_sets]]\nname = \"a\"\nprimary = true\n[[size_sets]]\nname = \"b\"\nn = 4096\n",
+        )
+        .unwrap();
+        let flags: Vec<_> = one
+            .size_sets()
+            .iter()
+            .map(|s| (s.name.as_str(), s.primary))
+            .collect();
+        assert_eq!(flags, [("a", true), ("b", false)]);
+        assert_eq!(one.size_sets()[1].values["n"], 4096);
+        let two = h("[[size_sets]]\nname = \"a\"\nprimary = true\n[[size_sets]]\nname = \"b\"\nprimary = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(two.contains("more than one size set"), "{two}");
+    }
+}
