@@ -14,6 +14,7 @@ pub mod expr;
 pub mod gen;
 pub mod layout;
 pub mod spec;
+pub mod template;
 
 use crate::record::{KernelUnit, Pair};
 use expr::{Num, Scope};
@@ -1796,7 +1797,15 @@ impl Harness {
                         .join(", ")
                 )));
             }
+            // `k<int, 256>` binds the kernel's template parameters (`T *` checks as `int *`).
+            let binds = template::bindings(&unit.template_params, &l.kernel);
             for (pi, (&ai, p)) in l.args.iter().zip(&unit.params).enumerate() {
+                let p = &template::bind_param(p, &binds);
+                let hint = || {
+                    template::unbound_hint(&p.ty, &unit.template_params, &l.kernel)
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default()
+                };
                 let a = &self.args[ai];
                 let ptr = c_is_pointer(&p.ty);
                 match a {
@@ -1826,8 +1835,10 @@ impl Harness {
                         type_matches(&p.ty, *elem, c_type.as_deref(), &unit.source).map_err(
                             |m| {
                                 err(format!(
-                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}",
-                                    p.ty, p.name
+                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
+                                    p.ty,
+                                    p.name,
+                                    hint()
                                 ))
                             },
                         )?;
@@ -1857,8 +1868,10 @@ impl Harness {
                         }
                         type_matches(&p.ty, *elem, None, &unit.source).map_err(|m| {
                             err(format!(
-                                "parameter {pi} `{} {}` vs arg {name:?}: {m}",
-                                p.ty, p.name
+                                "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
+                                p.ty,
+                                p.name,
+                                hint()
                             ))
                         })?;
                     }
