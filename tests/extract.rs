@@ -548,3 +548,81 @@ fn compile_check_records_results_or_reports_missing_nvrtc_once() {
     assert_eq!(code2, 0);
     assert_eq!(std::fs::read(&s.out).unwrap(), first);
 }
+
+/// `slow_kernel -> fast_kernel rule` of every natural pair, sorted.
+fn natural_pairs(recs: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = of_type(recs, "pair")
+        .iter()
+        .filter(|p| p["origin"]["kind"] == "natural")
+        .map(|p| {
+            format!(
+                "{} -> {} {}",
+                p["slow"]["kernel"].as_str().unwrap(),
+                p["fast"]["kernel"].as_str().unwrap(),
+                p["rule"].as_str().unwrap()
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Progressions inside whole sample programs (cuda-samples layout): `--suite auto`
+/// recognises the tree, numbered series and naming pairs become natural pairs with their
+/// rule, and kernels outside any progression still await synthesis.
+#[test]
+fn cuda_samples_progressions_pair_inside_files() {
+    let s = Suite::copy("cuda-samples");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("suite: cuda-samples"), "{stderr}");
+    assert_eq!(
+        natural_pairs(&recs),
+        [
+            "reduce0 -> reduce1 progression_step",
+            "reduce0 -> reduce2 progression_from_first",
+            "reduce1 -> reduce2 progression_step",
+            "transposeNaive -> transposeCoalesced naming_pair",
+        ]
+    );
+    let pending: Vec<&str> = of_type(&recs, "pair")
+        .iter()
+        .filter(|p| p["origin"]["kind"] == "pending")
+        .map(|p| p["fast"]["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(pending, ["copyMatrix"]);
+    // Each sample is its own benchmark; host code never reaches a unit.
+    let units = of_type(&recs, "unit");
+    let bench: BTreeMap<&str, &str> = units
+        .iter()
+        .map(|u| (u["kernel"].as_str().unwrap(), u["benchmark"].as_str().unwrap()))
+        .collect();
+    assert_eq!(bench["reduce2"], "reduceDemo");
+    assert_eq!(bench["transposeNaive"], "transposeDemo");
+    for u in &units {
+        let src = u["source"].as_str().unwrap();
+        assert!(!src.contains("int main") && !src.contains("checkCudaErrors"), "{src}");
+    }
+}
+
+/// llm.c's layout: numbered kernels pair when their parameters agree; a member whose
+/// parameters changed is reported with the reason.
+#[test]
+fn llm_c_numbered_kernels_pair_when_parameters_agree() {
+    let s = Suite::copy("llm-c");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("suite: llm-c"), "{stderr}");
+    assert_eq!(
+        natural_pairs(&recs),
+        ["scale_forward_kernel1 -> scale_forward_kernel2 progression_step"]
+    );
+    let left = of_type(&recs, "unpaired");
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(left[0]["kernel"], "scale_forward_kernel3");
+    let why = left[0]["reason"].as_str().unwrap();
+    assert!(
+        why.contains("series scale_forward_kernelN") && why.contains("const float *"),
+        "{why}"
+    );
+}

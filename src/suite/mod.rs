@@ -49,7 +49,7 @@ Exit codes:
 pub struct ExtractArgs {
     /// Root of the suite tree.
     pub suite_dir: PathBuf,
-    /// Suite layout: parboil, rodinia, generic, or auto (detect from the tree).
+    /// Suite layout: parboil, rodinia, cuda-samples, llm-c, generic, or auto (detect from the tree).
     #[arg(long, default_value = "auto")]
     pub suite: String,
     /// A suite description TOML (see extractors/*.toml); overrides --suite.

@@ -3,6 +3,8 @@
 
 use super::desc::{PairingMode, Rule, SuiteDesc, RULE_NO_NAIVE};
 use crate::record::{KernelUnit, Origin, Pair, Unpaired};
+use regex::Regex;
+use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The pairs and leftovers of one benchmark.
@@ -15,8 +17,35 @@ pub struct Paired {
 /// Whether two kernels are the same code (after normalization).
 pub type SameCode<'a> = &'a (dyn Fn(&KernelUnit, &KernelUnit) -> bool + Sync);
 
-/// Pair the units of one benchmark (any order; the result is sorted by path and line).
+/// Pair the units of one benchmark (any order; the result is sorted by path and line):
+/// variant folders or pending slots by the suite's mode, then progressions inside each
+/// file where the description has `[pairing.progression]`.
 pub fn pair_benchmark(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Paired {
+    let mut out = pair_by_mode(desc, units, same);
+    if let Some(prog) = &desc.progression {
+        let found = prog.pair(units, same);
+        // A kernel in a progression has natural partners: it no longer awaits synthesis.
+        out.pairs.retain(|p| {
+            p.origin != Origin::Pending || !found.members.contains(p.fast.id.as_str())
+        });
+        out.pairs.extend(found.pairs);
+        out.unpaired.extend(found.unpaired);
+        let key = |p: &Pair| {
+            (
+                p.fast.path.clone(),
+                p.fast.line,
+                p.fast.kernel.clone(),
+                p.slow.as_ref().map(|s| (s.path.clone(), s.line)),
+            )
+        };
+        out.pairs.sort_by_key(key);
+        out.unpaired
+            .sort_by(|a, b| (&a.path, &a.kernel).cmp(&(&b.path, &b.kernel)));
+    }
+    out
+}
+
+fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Paired {
     let mut out = Paired::default();
     let mut by_variant: BTreeMap<&str, Vec<&KernelUnit>> = BTreeMap::new();
     for u in units {
@@ -240,6 +269,272 @@ pub fn match_kernels(
     out
 }
 
+// ---------------------------------------------------------------------------------------
+// Progressions: one file holding a naive kernel and its optimized successors.
+
+/// `[pairing.progression]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProgression {
+    /// Which steps of a numbered series pair (docs/pairing.md says why `both`).
+    #[serde(default)]
+    pub steps: Steps,
+    /// Regexes naming a numbered series member: named groups `stem` and `n` (digits),
+    /// optional `rest`; members share `stem` and `rest` and differ in `n`.
+    #[serde(default)]
+    pub numbered: Vec<String>,
+    /// Words (case-insensitive, whole words of a snake_case or camelCase name) marking a
+    /// naive kernel: `naive`, `basic`, `simple`.
+    #[serde(default)]
+    pub slow_words: Vec<String>,
+    /// Words marking an optimized kernel; a CamelCase entry (`NoBankConflicts`) matches
+    /// its words in sequence.
+    #[serde(default)]
+    pub fast_words: Vec<String>,
+}
+
+/// Which steps of a numbered series become pairs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Steps {
+    /// Each member against the one before it (`reduce2` vs `reduce1`).
+    Predecessor,
+    /// The first member against each later one (`reduce2` vs `reduce0`).
+    First,
+    /// Both; the step from the first to the second is one pair.
+    #[default]
+    Both,
+}
+
+/// Rule of a pair of consecutive series members.
+pub const RULE_STEP: &str = "progression_step";
+/// Rule of a pair of the series' first member and a later, non-adjacent one.
+pub const RULE_FROM_FIRST: &str = "progression_from_first";
+/// Rule of a naive-named kernel and an optimized-named one with the same stem.
+pub const RULE_NAMING: &str = "naming_pair";
+
+/// Checked progression rules.
+#[derive(Debug, Clone)]
+pub struct Progression {
+    pub steps: Steps,
+    numbered: Vec<Regex>,
+    slow_words: Vec<Vec<String>>,
+    fast_words: Vec<Vec<String>>,
+}
+
+/// What progression pairing found in one benchmark.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub pairs: Vec<Pair>,
+    pub unpaired: Vec<Unpaired>,
+    /// Ids of every unit that is a side of some progression pair.
+    pub members: BTreeSet<String>,
+}
+
+/// The words of an identifier: `transposeNoBankConflicts` → transpose, no, bank,
+/// conflicts; `softmax_forward_kernel1` → softmax, forward, kernel1. Lowercased.
+pub fn name_words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in name.split('_').filter(|p| !p.is_empty()) {
+        let mut cur = String::new();
+        let chars: Vec<char> = part.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let boundary = c.is_uppercase()
+                && i > 0
+                && (chars[i - 1].is_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+                        && chars[i - 1].is_uppercase());
+            if boundary && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur).to_lowercase());
+            }
+            cur.push(c);
+        }
+        if !cur.is_empty() {
+            out.push(cur.to_lowercase());
+        }
+    }
+    out
+}
+
+impl Progression {
+    pub fn compile(raw: RawProgression) -> Result<Progression, String> {
+        let mut numbered = Vec::new();
+        for (i, r) in raw.numbered.iter().enumerate() {
+            let re = Regex::new(r).map_err(|e| format!("pairing.progression.numbered[{i}]: {e}"))?;
+            let names: Vec<&str> = re.capture_names().flatten().collect();
+            if !names.contains(&"stem") || !names.contains(&"n") {
+                return Err(format!(
+                    "pairing.progression.numbered[{i}]: the regex needs named groups `stem` and `n`"
+                ));
+            }
+            numbered.push(re);
+        }
+        let words = |v: &[String], key: &str| -> Result<Vec<Vec<String>>, String> {
+            v.iter()
+                .map(|w| {
+                    let ws = name_words(w);
+                    if ws.is_empty() {
+                        Err(format!("pairing.progression.{key}: empty word {w:?}"))
+                    } else {
+                        Ok(ws)
+                    }
+                })
+                .collect()
+        };
+        Ok(Progression {
+            steps: raw.steps,
+            numbered,
+            slow_words: words(&raw.slow_words, "slow_words")?,
+            fast_words: words(&raw.fast_words, "fast_words")?,
+        })
+    }
+
+    /// `(stem, rest, n)` of a numbered series member, by the first regex that matches.
+    fn series_key(&self, name: &str) -> Option<(String, String, u64)> {
+        self.numbered.iter().find_map(|re| {
+            let c = re.captures(name)?;
+            let n = c.name("n")?.as_str().parse().ok()?;
+            let rest = c.name("rest").map(|m| m.as_str()).unwrap_or("");
+            Some((c["stem"].to_string(), rest.to_string(), n))
+        })
+    }
+
+    /// The stem of a name holding one of `words` (the name's other words joined by `_`).
+    fn named_stem(words: &[Vec<String>], name: &str) -> Option<String> {
+        let nw = name_words(name);
+        for w in words {
+            if let Some(i) = (0..=nw.len().saturating_sub(w.len())).find(|&i| nw[i..].starts_with(w))
+            {
+                let mut rest = nw[..i].to_vec();
+                rest.extend_from_slice(&nw[i + w.len()..]);
+                if !rest.is_empty() {
+                    return Some(rest.join("_"));
+                }
+            }
+        }
+        None
+    }
+
+    /// Progression pairs among the units of one benchmark, file by file.
+    pub fn pair(&self, units: &[&KernelUnit], same: SameCode) -> Found {
+        let mut by_file: BTreeMap<(&str, &str), Vec<&KernelUnit>> = BTreeMap::new();
+        for u in units {
+            by_file.entry((&u.variant, &u.path)).or_default().push(u);
+        }
+        let mut found = Found::default();
+        let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut push = |found: &mut Found, s: &KernelUnit, f: &KernelUnit, rule: &str| {
+            if s.id == f.id || !seen.insert((s.id.clone(), f.id.clone())) {
+                return;
+            }
+            found.members.insert(s.id.clone());
+            found.members.insert(f.id.clone());
+            found.pairs.push(make_pair(Some(s), f, rule, same(s, f)));
+        };
+        for list in by_file.values_mut() {
+            list.sort_by_key(|u| u.line);
+            // Numbered series: same stem, rest and parameter types.
+            let mut series: BTreeMap<(String, String), Vec<(u64, &KernelUnit)>> = BTreeMap::new();
+            for u in list.iter() {
+                if let Some((stem, rest, n)) = self.series_key(&u.kernel) {
+                    series.entry((stem, rest)).or_default().push((n, u));
+                }
+            }
+            for ((stem, rest), mut members) in series {
+                if members.len() < 2 {
+                    continue;
+                }
+                members.sort_by_key(|(n, u)| (*n, u.line));
+                let mut groups: Vec<Vec<&KernelUnit>> = Vec::new();
+                for (_, u) in &members {
+                    match groups
+                        .iter_mut()
+                        .find(|g| compatible(g[0], u))
+                    {
+                        Some(g) => g.push(u),
+                        None => groups.push(vec![u]),
+                    }
+                }
+                let main = groups.iter().map(Vec::len).max().unwrap_or(0);
+                for g in &groups {
+                    if g.len() < 2 {
+                        if main >= 2 {
+                            found.unpaired.push(unpaired(
+                                g[0],
+                                format!(
+                                    "in the series {stem}N{rest}, but its parameters ({}) differ from the other members'",
+                                    g[0].params
+                                        .iter()
+                                        .map(|p| p.ty.as_str())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            ));
+                        }
+                        continue;
+                    }
+                    for i in 1..g.len() {
+                        if self.steps != Steps::First || i == 1 {
+                            push(&mut found, g[i - 1], g[i], RULE_STEP);
+                        }
+                        if self.steps != Steps::Predecessor && i >= 2 {
+                            push(&mut found, g[0], g[i], RULE_FROM_FIRST);
+                        }
+                    }
+                }
+            }
+            // Naming pairs: naive-named vs optimized-named kernels with the same stem.
+            if self.slow_words.is_empty() || self.fast_words.is_empty() {
+                continue;
+            }
+            let slow: Vec<(String, &KernelUnit)> = list
+                .iter()
+                .filter_map(|u| Some((Self::named_stem(&self.slow_words, &u.kernel)?, *u)))
+                .collect();
+            let fast: Vec<(String, &KernelUnit)> = list
+                .iter()
+                .filter_map(|u| Some((Self::named_stem(&self.fast_words, &u.kernel)?, *u)))
+                .collect();
+            for (ss, s) in &slow {
+                for (fs, f) in &fast {
+                    if ss != fs {
+                        continue;
+                    }
+                    if compatible(s, f) {
+                        push(&mut found, s, f, RULE_NAMING);
+                    } else {
+                        found.unpaired.push(unpaired(
+                            f,
+                            format!(
+                                "named as an optimized {ss} beside the naive {}, but the parameters differ",
+                                s.kernel
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Same parameter types in order (names, spacing, `const`, `__restrict__` aside; pointer
+/// depth counts).
+fn compatible(a: &KernelUnit, b: &KernelUnit) -> bool {
+    let norm = |u: &KernelUnit| -> Vec<(String, usize)> {
+        u.params
+            .iter()
+            .map(|p| {
+                (
+                    crate::harness::c_base_type(&p.ty),
+                    p.ty.matches(['*', '[']).count(),
+                )
+            })
+            .collect()
+    };
+    norm(a) == norm(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,5 +740,171 @@ mod tests {
             p.unpaired[0].reason,
             "no optimized variant pairs with `cuda_base`"
         );
+    }
+
+    fn prog_desc(steps: &str) -> SuiteDesc {
+        let text = include_str!("../../extractors/generic.toml")
+            .replace("steps = \"both\"", &format!("steps = \"{steps}\""));
+        SuiteDesc::parse(&text, "t").unwrap()
+    }
+
+    fn gunit(file: &str, line: u32, kernel: &str, types: &[&str], source: &str) -> KernelUnit {
+        let mut u = unit("", file, kernel, types, source);
+        u.path = format!("app/{file}");
+        u.line = line;
+        u.id = crate::record::content_id(&[&u.path, kernel, source]);
+        u
+    }
+
+    fn prog_summary(p: &Paired) -> Vec<String> {
+        p.pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}->{} {}{}",
+                    p.slow.as_ref().map(|s| s.kernel.as_str()).unwrap_or("-"),
+                    p.fast.kernel,
+                    p.rule,
+                    if p.identical { " identical" } else { "" }
+                )
+            })
+            .collect()
+    }
+
+    fn reduce_units() -> Vec<KernelUnit> {
+        let t = &["T *", "T *", "unsigned int"];
+        vec![
+            gunit("r.cu", 10, "reduce0", t, "a"),
+            gunit("r.cu", 20, "reduce1", &["T*", "T *__restrict__", "unsigned int"], "b"),
+            gunit("r.cu", 30, "reduce2", t, "c"),
+            gunit("r.cu", 40, "reduce3", &["T *", "int"], "d"),
+            gunit("r.cu", 50, "reduce4", &["const T *", "T *", "unsigned int"], "e"),
+            gunit("r.cu", 60, "helper", &["int"], "h"),
+            // Another file: its own series, never mixed with r.cu's.
+            gunit("s.cu", 1, "reduce9", t, "z"),
+        ]
+    }
+
+    #[test]
+    fn numbered_series_pair_by_steps_with_compatible_parameters() {
+        let units = reduce_units();
+        let refs: Vec<&KernelUnit> = units.iter().collect();
+        let p = pair_benchmark(&prog_desc("both"), &refs, &same);
+        assert_eq!(
+            prog_summary(&p),
+            [
+                "reduce0->reduce1 progression_step",
+                "reduce0->reduce2 progression_from_first",
+                "reduce1->reduce2 progression_step",
+                "-->reduce3 no_naive_variant",
+                "reduce0->reduce4 progression_from_first",
+                "reduce2->reduce4 progression_step",
+                "-->helper no_naive_variant",
+                "-->reduce9 no_naive_variant",
+            ]
+        );
+        // reduce3 changed its parameters: left out of the series with the reason, and
+        // still awaits synthesis.
+        assert_eq!(p.unpaired.len(), 1);
+        assert_eq!(p.unpaired[0].kernel, "reduce3");
+        assert!(
+            p.unpaired[0].reason.contains("series reduceN")
+                && p.unpaired[0].reason.contains("T *, int"),
+            "{}",
+            p.unpaired[0].reason
+        );
+        assert!(p
+            .pairs
+            .iter()
+            .all(|q| (q.origin == Origin::Natural) == q.slow.is_some()));
+        let pred = pair_benchmark(&prog_desc("predecessor"), &refs, &same);
+        assert_eq!(
+            prog_summary(&pred)
+                .iter()
+                .filter(|s| s.contains("progression"))
+                .collect::<Vec<_>>(),
+            [
+                "reduce0->reduce1 progression_step",
+                "reduce1->reduce2 progression_step",
+                "reduce2->reduce4 progression_step"
+            ]
+        );
+        let first = pair_benchmark(&prog_desc("first"), &refs, &same);
+        assert_eq!(
+            prog_summary(&first)
+                .iter()
+                .filter(|s| s.contains("progression"))
+                .collect::<Vec<_>>(),
+            [
+                "reduce0->reduce1 progression_step",
+                "reduce0->reduce2 progression_from_first",
+                "reduce0->reduce4 progression_from_first"
+            ]
+        );
+    }
+
+    #[test]
+    fn naming_pairs_share_a_stem_and_identical_texts_are_marked() {
+        let t = &["float *", "float *", "int", "int"];
+        let units = vec![
+            gunit("t.cu", 1, "transposeNaive", t, "n"),
+            gunit("t.cu", 2, "transposeCoalesced", t, "c"),
+            gunit("t.cu", 3, "transposeNoBankConflicts", t, "c"),
+            gunit("t.cu", 4, "copySharedMem", t, "s"),
+            gunit("t.cu", 5, "mm_naive", &["float *"], "m"),
+            gunit("t.cu", 6, "mm_tiled", &["double *"], "x"),
+            gunit("t.cu", 7, "scale_v1", &["float *"], "v"),
+            gunit("t.cu", 8, "scale_v2", &["float *"], "v"),
+        ];
+        let refs: Vec<&KernelUnit> = units.iter().collect();
+        let p = pair_benchmark(&prog_desc("both"), &refs, &same);
+        let got = prog_summary(&p);
+        for want in [
+            "transposeNaive->transposeCoalesced naming_pair",
+            "transposeNaive->transposeNoBankConflicts naming_pair",
+            "-->copySharedMem no_naive_variant",
+            "scale_v1->scale_v2 progression_step identical",
+        ] {
+            assert!(got.contains(&want.to_string()), "{want} not in {got:#?}");
+        }
+        // Naming pairs have no order among the optimized kernels: none pairs with another.
+        assert!(!got.iter().any(|s| s.starts_with("transposeCoalesced->")));
+        // mm: the parameters differ, so no pair; the reason is recorded.
+        assert!(!got.iter().any(|s| s.starts_with("mm_naive->")));
+        assert!(p
+            .unpaired
+            .iter()
+            .any(|u| u.kernel == "mm_tiled" && u.reason.contains("parameters differ")));
+        assert_eq!(
+            got.iter().filter(|s| s.contains("no_naive_variant")).count(),
+            3,
+            "{got:#?}"
+        );
+    }
+
+    #[test]
+    fn name_words_split_snake_and_camel_case() {
+        assert_eq!(
+            name_words("transposeNoBankConflicts"),
+            ["transpose", "no", "bank", "conflicts"]
+        );
+        assert_eq!(
+            name_words("softmax_forward_kernel1"),
+            ["softmax", "forward", "kernel1"]
+        );
+        assert_eq!(name_words("MMTiled"), ["mm", "tiled"]);
+    }
+
+    #[test]
+    fn bad_progression_rules_name_the_key() {
+        let base = include_str!("../../extractors/generic.toml");
+        let e = SuiteDesc::parse(&base.replace("(?P<n>", "(?P<num>"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("numbered[0]") && e.contains("`n`"), "{e}");
+        let e = SuiteDesc::parse(&base.replace("steps = \"both\"", "steps = \"all\""), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("all"), "{e}");
     }
 }
