@@ -859,3 +859,67 @@ fn gpu_sanitizer_flags_the_off_by_one_and_passes_good_copy() {
     );
     check_verifications(&out);
 }
+
+/// Extract a fixture suite (no compile) and return its natural (progression) pairs.
+fn progression_pairs(suite: &str, dir: &Path) -> Vec<kernelpair::record::Pair> {
+    let units = dir.join(format!("{suite}.jsonl"));
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", &format!("fixtures/{suite}"), "--no-compile", "-o"])
+        .arg(&units)
+        .assert()
+        .success();
+    kernelpair::jsonl::read_records(&units)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) if p.slow.is_some() => Some(*p),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One harness beside a progression gives every member its launches by kernel name;
+/// each pair takes its two sides' lists, and the template pairs check without c_type.
+#[test]
+fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
+    let t = tempfile::tempdir().unwrap();
+    for suite in ["cuda-samples", "llm-c"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(suite);
+        let pairs = progression_pairs(suite, t.path());
+        assert!(!pairs.is_empty(), "{suite}");
+        for p in &pairs {
+            let found = kernelpair::verify::resolve::prepare(p, t.path(), &[], Some(&root))
+                .unwrap_or_else(|e| panic!("{suite} {}: {e:?}", p.id));
+            let base = |k: &str| k.split('<').next().unwrap().to_string();
+            let slow = p.slow.as_ref().unwrap();
+            assert_eq!(base(&found.harness.slow[0].kernel), slow.kernel, "{}", p.rule);
+            assert_eq!(base(&found.harness.fast[0].kernel), p.fast.kernel, "{}", p.rule);
+        }
+    }
+}
+
+/// On the GPU: the fixture progressions verify (or are honestly not faster), never
+/// disagree.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_fixture_progressions_agree() {
+    let t = tempfile::tempdir().unwrap();
+    for suite in ["cuda-samples", "llm-c"] {
+        let pairs = progression_pairs(suite, t.path());
+        let input = t.path().join(format!("{suite}.pairs.jsonl"));
+        let recs: Vec<Record> = pairs.into_iter().map(|p| Record::Pair(Box::new(p))).collect();
+        kernelpair::jsonl::write_records(&input, &recs).unwrap();
+        let out = t.path().join(format!("{suite}.out.jsonl"));
+        verify_cmd(&input, &out)
+            .args(["--harness-dir", &format!("fixtures/{suite}")])
+            .arg("--suite-root")
+            .arg(format!("fixtures/{suite}"))
+            .assert()
+            .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+        for (b, s) in statuses(&out) {
+            eprintln!("{suite} {b}: {}", s.as_str());
+            assert!(matches!(s, Status::Verified | Status::NotFaster), "{suite} {b}: {s:?}");
+        }
+    }
+}

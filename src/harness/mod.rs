@@ -846,6 +846,9 @@ pub struct Harness {
     pub textures: Vec<TextureSpec>,
     pub slow: Vec<LaunchSpec>,
     pub fast: Vec<LaunchSpec>,
+    /// Launch sequences by kernel name (`[[variants.reduce3.launch]]`): one harness for
+    /// every member of a progression; [`Harness::for_pair`] picks a pair's two.
+    pub by_kernel: BTreeMap<String, Vec<LaunchSpec>>,
 }
 
 /// Read and validate a harness file.
@@ -1461,14 +1464,40 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         });
     }
 
-    // Launches: shared [[launch]] or per-variant; a variant's own list wins.
+    // Launches: shared [[launch]] or per-variant; a variant's own list wins. Other
+    // variant names are kernel (or version) names: a progression's harness gives each
+    // member its launches once, and a pair takes its two sides' lists (`for_pair`).
     for k in raw.variants.keys() {
-        if k != "slow" && k != "fast" {
+        if !is_ident(k) {
             return Err(field(
                 &format!("variants.{k}"),
-                "variants are `slow` and `fast`".into(),
+                "variants are `slow`, `fast` or a kernel name".into(),
             ));
         }
+    }
+    let mut by_kernel = BTreeMap::new();
+    for (k, var) in raw.variants.iter().filter(|(k, _)| *k != "slow" && *k != "fast") {
+        let list = var
+            .launch
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                launch_spec(
+                    l,
+                    &format!("variants.{k}.launch[{i}]"),
+                    &arg_index,
+                    args.len(),
+                    origin,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if list.is_empty() {
+            return Err(field(
+                &format!("variants.{k}"),
+                "a kernel's variant needs at least one launch".into(),
+            ));
+        }
+        by_kernel.insert(k.clone(), list);
     }
     let variant_launches = |v: &str| -> Result<Vec<LaunchSpec>, HarnessError> {
         let (list, prefix) = match raw.variants.get(v) {
@@ -1482,7 +1511,7 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
     };
     let slow = variant_launches("slow")?;
     let fast = variant_launches("fast")?;
-    if !raw.needs_host_loop && (fast.is_empty() || slow.is_empty()) {
+    if !raw.needs_host_loop && by_kernel.is_empty() && (fast.is_empty() || slow.is_empty()) {
         return Err(field(
             "launch",
             "no launch sequence: give [[launch]] or [[variants.slow.launch]] and [[variants.fast.launch]]"
@@ -1532,6 +1561,7 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         textures,
         slow,
         fast,
+        by_kernel,
     };
     // Every expression must evaluate for every size set (on a reference device).
     if h.needs_host_loop.is_none() {
@@ -1646,6 +1676,40 @@ pub(crate) fn parse_jds_part(s: &str) -> Option<JdsPart> {
 }
 
 impl Harness {
+    /// The harness for one pair: where the file gives launches by kernel name, the slow
+    /// side takes its kernel's list and the fast side its own; `slow`/`fast`/`[[launch]]`
+    /// lists stay the default.
+    pub fn for_pair(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<Harness, HarnessError> {
+        let mut h = self.clone();
+        if self.needs_host_loop.is_some() {
+            return Ok(h);
+        }
+        for (side, unit, list) in [("slow", slow, &mut h.slow), ("fast", Some(fast), &mut h.fast)]
+        {
+            if let Some(own) = unit.and_then(|u| self.by_kernel.get(&u.kernel)) {
+                *list = own.clone();
+            }
+            if list.is_empty() {
+                return Err(HarnessError::Mismatch {
+                    origin: self.origin.clone(),
+                    kernel: format!(
+                        "{} ({side})",
+                        unit.map(|u| u.kernel.as_str()).unwrap_or("-")
+                    ),
+                    message: format!(
+                        "no launch sequence for this kernel: the harness has variants for {}",
+                        self.by_kernel.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(h)
+    }
+
     pub fn size_sets(&self) -> &[SizeSet] {
         &self.size_sets
     }
@@ -2469,6 +2533,10 @@ impl Harness {
 pub fn candidate_names(pair: &Pair, stem: &str) -> Vec<String> {
     let (k, v) = (&pair.fast.kernel, &pair.fast.variant);
     let mut out = vec![format!("{stem}.{k}.{v}.toml"), format!("{stem}.{k}.toml")];
+    // One harness per progression file (llm.c: `cuda.softmax_forward.toml`).
+    if let Some(file) = Path::new(&pair.fast.path).file_stem() {
+        out.push(format!("{stem}.{}.toml", file.to_string_lossy()));
+    }
     if !v.is_empty() {
         out.push(format!("{stem}.{v}.toml"));
     }
