@@ -8,7 +8,8 @@ import collections
 import json
 import sys
 
-RULES = ("progression_step", "progression_from_first", "naming_pair")
+RULES = ("progression_step", "progression_from_first", "naming_pair", "version_step",
+         "version_from_first")
 
 
 def main():
@@ -28,17 +29,19 @@ def main():
         elif rec["type"] == "unpaired":
             left[d["path"]].append((d["kernel"], d["reason"]))
     total = collections.Counter()
-    print(f"{'file':<70} {'step':>5} {'first':>5} {'name':>5} {'ident':>5}")
+    print(f"{'file':<70} {'step':>5} {'first':>5} {'name':>5} {'vstep':>5} {'vfrst':>5} {'ident':>5}")
     for f in sorted(per_file):
         c = per_file[f]
         total.update(c)
         print(f"{f:<70} {c['progression_step']:>5} {c['progression_from_first']:>5} "
-              f"{c['naming_pair']:>5} {c['identical']:>5}")
+              f"{c['naming_pair']:>5} {c['version_step']:>5} {c['version_from_first']:>5} "
+              f"{c['identical']:>5}")
         if show:
             for s, fa, r in pairs[f]:
                 print(f"    {s} -> {fa}  [{r}]")
     print(f"{'total (' + str(len(per_file)) + ' files)':<70} {total['progression_step']:>5} "
-          f"{total['progression_from_first']:>5} {total['naming_pair']:>5} {total['identical']:>5}")
+          f"{total['progression_from_first']:>5} {total['naming_pair']:>5} "
+          f"{total['version_step']:>5} {total['version_from_first']:>5} {total['identical']:>5}")
     n = sum(total[r] for r in RULES)
     print(f"progression pairs: {n}")
     if left:

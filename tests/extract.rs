@@ -613,16 +613,50 @@ fn llm_c_numbered_kernels_pair_when_parameters_agree() {
     let (code, stderr, recs) = s.extract(&["--no-compile"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("suite: llm-c"), "{stderr}");
+    // Kernels pair by number; versions (host launchers) pair where one side launches
+    // several kernels (scale_forward2: scale_kernel then bias_kernel).
     assert_eq!(
         natural_pairs(&recs),
-        ["scale_forward_kernel1 -> scale_forward_kernel2 progression_step"]
+        [
+            "scale_forward1 -> scale_forward2 version_step",
+            "scale_forward2 -> scale_forward3 version_step",
+            "scale_forward_kernel1 -> scale_forward_kernel3 progression_step",
+        ]
     );
-    let left = of_type(&recs, "unpaired");
-    assert_eq!(left.len(), 1, "{left:#?}");
-    assert_eq!(left[0]["kernel"], "scale_forward_kernel3");
-    let why = left[0]["reason"].as_str().unwrap();
+    let pairs = of_type(&recs, "pair");
+    let v2 = pairs
+        .iter()
+        .find(|p| p["fast"]["kernel"] == "scale_forward2")
+        .unwrap();
+    let src = v2["fast"]["source"].as_str().unwrap();
+    assert!(src.contains("void scale_kernel(") && src.contains("void bias_kernel("), "{src}");
+    // Each helper once (ceil_div is used by no kernel; the typedef-free merge keeps
+    // exactly one copy of each kernel).
+    assert_eq!(src.matches("void scale_kernel(").count(), 1);
+    assert!(v2["fast"]["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("launches scale_kernel, bias_kernel in this order"));
+    // A version's kernels no longer await synthesis; other kernels still do.
+    let pending: Vec<&str> = pairs
+        .iter()
+        .filter(|p| p["origin"]["kind"] == "pending")
+        .map(|p| p["fast"]["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(pending, ["scale_forward_kernel4"]);
+    let mut left: Vec<String> = of_type(&recs, "unpaired")
+        .iter()
+        .map(|u| format!("{}: {}", u["kernel"].as_str().unwrap(), u["reason"].as_str().unwrap()))
+        .collect();
+    left.sort();
+    assert_eq!(left.len(), 3, "{left:#?}");
+    assert!(left[0].starts_with("scale_forward5: ") && left[0].contains("cuBLAS (`cublasCreate`)"));
+    assert!(left[1].starts_with("scale_forward6: ") && left[1].contains("host `for` loop"));
     assert!(
-        why.contains("series scale_forward_kernelN") && why.contains("const float *"),
-        "{why}"
+        left[2].starts_with("scale_forward_kernel4: ")
+            && left[2].contains("series scale_forward_kernelN")
+            && left[2].contains("const float *"),
+        "{}",
+        left[2]
     );
 }

@@ -85,6 +85,33 @@ pub fn substitute(ty: &str, binds: &[(String, String)]) -> String {
     out
 }
 
+/// `float* out, const float* inp, int N` → parameters (the last identifier of each is
+/// its name; a lone type keeps an empty name).
+pub fn split_params(list: &str) -> Vec<Param> {
+    top_level_commas(list)
+        .into_iter()
+        .filter(|p| !p.is_empty() && p != "void")
+        .map(|p| {
+            let p = p.split('=').next().unwrap_or("").trim().to_string();
+            let cut = p
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            let (ty, name) = p.split_at(cut);
+            if ty.trim().is_empty() {
+                Param {
+                    name: String::new(),
+                    ty: name.to_string(),
+                }
+            } else {
+                Param {
+                    name: name.to_string(),
+                    ty: ty.split_whitespace().collect::<Vec<_>>().join(" "),
+                }
+            }
+        })
+        .collect()
+}
+
 /// A kernel parameter as the launch instantiates it.
 pub fn bind_param(p: &Param, binds: &[(String, String)]) -> Param {
     Param {

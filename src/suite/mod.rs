@@ -365,6 +365,16 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         pairs.extend(p.pairs);
         unpaired.extend(p.unpaired);
     }
+    // Versions: host launcher series launching several kernels (docs/pairing.md).
+    if let Some(prog) = &desc.progression {
+        let files = sources.iter().map(|s| (s.path.as_str(), s.text.as_str()));
+        let v = pairing::pair_versions(prog, &ex.units, files, &units::same_code);
+        pairs.retain(|p| {
+            p.origin != crate::record::Origin::Pending || !v.members.contains(&p.fast.id)
+        });
+        pairs.extend(v.pairs);
+        unpaired.extend(v.unpaired);
+    }
     pairs.sort_by(|a, b| {
         (&a.fast.path, a.fast.line, &a.fast.kernel).cmp(&(
             &b.fast.path,

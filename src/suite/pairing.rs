@@ -535,6 +535,430 @@ fn compatible(a: &KernelUnit, b: &KernelUnit) -> bool {
     norm(a) == norm(b)
 }
 
+// ---------------------------------------------------------------------------------------
+// Versions: a numbered series of host launchers (llm.c's `layernorm_forward1..6`), each
+// launching a fixed sequence of kernels. A version launching several kernels becomes a
+// pair side holding all of them; single-kernel versions are the kernel pairs above.
+
+/// Rule of consecutive usable versions of a launcher series.
+pub const RULE_VERSION_STEP: &str = "version_step";
+/// Rule of the series' first usable version and a later, non-adjacent one.
+pub const RULE_VERSION_FROM_FIRST: &str = "version_from_first";
+
+/// A host function's name, parameter text, first line and body.
+#[derive(Debug, Clone)]
+struct HostFn<'a> {
+    name: String,
+    params: String,
+    line: u32,
+    body: &'a str,
+}
+
+/// The index of the bracket closing the one at `open`.
+fn matching(text: &str, open: usize, o: u8, c: u8) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, &b) in text.as_bytes().iter().enumerate().skip(open) {
+        if b == o {
+            depth += 1;
+        } else if b == c {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// `void name(params) { body }` host functions (not `__global__`/`__device__`) of a file.
+fn host_functions(text: &str) -> Vec<HostFn<'_>> {
+    static RE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"(?m)^[ \t]*(?:static[ \t]+|inline[ \t]+)*void[ \t]+([A-Za-z_]\w*)[ \t]*\(")
+            .expect("valid regex")
+    });
+    let mut out = Vec::new();
+    for c in RE.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        let open = m.end() - 1;
+        let Some(close) = matching(text, open, b'(', b')') else {
+            continue;
+        };
+        let after = text[close + 1..].trim_start();
+        if !after.starts_with('{') {
+            continue;
+        }
+        let bopen = text.len() - after.len();
+        let Some(bclose) = matching(text, bopen, b'{', b'}') else {
+            continue;
+        };
+        out.push(HostFn {
+            name: c[1].to_string(),
+            params: text[open + 1..close].split_whitespace().collect::<Vec<_>>().join(" "),
+            line: text[..m.start()].matches('\n').count() as u32 + 1,
+            body: &text[bopen..=bclose],
+        });
+    }
+    out
+}
+
+/// What a version body does: the kernels it launches in order, or why it is no pair side.
+fn version_launches(body: &str) -> Result<Vec<(String, usize)>, String> {
+    static LIB: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"\b((cublasLt|cublas|cudnn|cufft|curand|cusparse|cutlass)\w*)\s*[(:<]")
+            .expect("valid regex")
+    });
+    static LAUNCH: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"\b([A-Za-z_]\w*)\s*(?:<(?:[^;<>]|<[^;<>]*>)*>)?\s*<<<").expect("valid regex")
+    });
+    static LOOP: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"\b(for|while|if|switch)\s*\(|\belse\b").expect("valid regex")
+    });
+    // The library call itself, not an error-check macro around it (`cublasCheck(cublasSgemm(…))`).
+    let lib_call = LIB
+        .captures_iter(body)
+        .find(|c| !c[1].to_ascii_lowercase().ends_with("check"))
+        .or_else(|| LIB.captures(body));
+    if let Some(c) = lib_call {
+        let lib = match &c[2] {
+            "cublasLt" => "cuBLASLt",
+            "cublas" => "cuBLAS",
+            "cudnn" => "cuDNN",
+            "cufft" => "cuFFT",
+            "curand" => "cuRAND",
+            "cusparse" => "cuSPARSE",
+            _ => "CUTLASS",
+        };
+        return Err(format!("calls the host library {lib} (`{}`)", &c[1]));
+    }
+    let launches: Vec<(String, usize)> = LAUNCH
+        .captures_iter(body)
+        .map(|c| (c[1].to_string(), c.get(0).expect("match").start()))
+        .collect();
+    if launches.is_empty() {
+        return Err("launches no kernel itself".into());
+    }
+    for l in LOOP.find_iter(body) {
+        let word = l.as_str().trim_end_matches('(').trim();
+        // The statement governed: after the `(…)` header, or right after `else`.
+        let after = if word == "else" {
+            l.end()
+        } else {
+            let Some(close) = matching(body, l.end() - 1, b'(', b')') else {
+                continue;
+            };
+            close + 1
+        };
+        let rest = &body[after..];
+        let start = after + (rest.len() - rest.trim_start().len());
+        let end = if body[start..].starts_with('{') {
+            matching(body, start, b'{', b'}').unwrap_or(body.len())
+        } else {
+            start + body[start..].find(';').unwrap_or(body.len() - start)
+        };
+        if let Some((k, _)) = launches.iter().find(|(_, at)| (start..=end).contains(at)) {
+            return Err(match word {
+                "for" | "while" => format!(
+                    "launches {k} inside a host `{word}` loop: not a fixed sequence of launches"
+                ),
+                _ => format!(
+                    "launches {k} under a host `{word}`: which kernels run depends on the host's data"
+                ),
+            });
+        }
+    }
+    Ok(launches)
+}
+
+/// Join isolated units into one source, each top-level chunk (a function with its
+/// `template` line, a type, a `#define`, a declaration) kept once, in first-seen order.
+pub fn merge_sources(sources: &[&str]) -> String {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut out = String::new();
+    for src in sources {
+        for chunk in top_level_chunks(src) {
+            let key: String = chunk.split_whitespace().collect::<Vec<_>>().join(" ");
+            if key.is_empty() || !seen.insert(key) {
+                continue;
+            }
+            out.push_str(chunk.trim_matches('\n'));
+            out.push_str("\n\n");
+        }
+    }
+    out
+}
+
+fn top_level_chunks(src: &str) -> Vec<&str> {
+    let b = src.as_bytes();
+    let (mut out, mut start, mut depth, mut i) = (Vec::new(), 0usize, 0i32, 0usize);
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if line_start && depth == 0 && src[i..].trim_start_matches([' ', '\t']).starts_with('#') {
+            // A preprocessor line (with its continuations) is a chunk of its own.
+            if src[start..i].trim().is_empty() {
+                let mut j = i;
+                loop {
+                    let e = src[j..].find('\n').map_or(b.len(), |e| j + e);
+                    if e > 0 && e <= b.len() && b[e - 1] == b'\\' && e < b.len() {
+                        j = e + 1;
+                        continue;
+                    }
+                    j = e;
+                    break;
+                }
+                out.push(&src[start..j]);
+                start = j;
+                i = j;
+                continue;
+            }
+        }
+        line_start = c == b'\n';
+        match c {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = src[i..].find('\n').map_or(b.len(), |e| i + e);
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i = src[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+                continue;
+            }
+            b'"' | b'\'' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != c {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                i = j + 1;
+                continue;
+            }
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let mut j = i + 1;
+                    let rest = &src[j..];
+                    let t = rest.trim_start_matches([' ', '\t']);
+                    if t.starts_with(';') {
+                        j += rest.len() - t.len() + 1;
+                    } else if !t.starts_with('\n') && !t.is_empty() {
+                        // `} name;` (a variable of an inline struct type): up to the `;`.
+                        j += rest.find(';').map_or(0, |e| e + 1);
+                    }
+                    out.push(&src[start..j]);
+                    start = j;
+                    i = j;
+                    continue;
+                }
+            }
+            b';' if depth == 0 => {
+                out.push(&src[start..=i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !src[start..].trim().is_empty() {
+        out.push(&src[start..]);
+    }
+    out
+}
+
+/// Host launcher series of every file: pairs of versions launching several kernels, and
+/// the versions that cannot be a side (host library, host loop) with the reason.
+pub fn pair_versions<'a>(
+    prog: &Progression,
+    units: &[KernelUnit],
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    same: SameCode,
+) -> Found {
+    let mut by_path: BTreeMap<&str, Vec<&KernelUnit>> = BTreeMap::new();
+    for u in units {
+        by_path.entry(u.path.as_str()).or_default().push(u);
+    }
+    let mut found = Found::default();
+    for (path, text) in files {
+        let Some(kernels) = by_path.get(path) else {
+            continue;
+        };
+        let mut series: BTreeMap<(String, String, String), Vec<(u64, HostFn)>> = BTreeMap::new();
+        for f in host_functions(text) {
+            if kernels.iter().any(|k| k.kernel == f.name) {
+                continue;
+            }
+            if let Some((stem, rest, n)) = prog.series_key(&f.name) {
+                series
+                    .entry((stem, rest, f.params.clone()))
+                    .or_default()
+                    .push((n, f));
+            }
+        }
+        // Members alone with their parameters: reported, as for kernel series.
+        let mut sizes: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for ((stem, rest, _), m) in &series {
+            let e = sizes.entry((stem.clone(), rest.clone())).or_default();
+            *e = (*e).max(m.len());
+        }
+        let first = kernels[0];
+        for ((stem, rest, _), mut members) in series {
+            if members.len() < 2 {
+                if sizes[&(stem.clone(), rest.clone())] >= 2 {
+                    let f = &members[0].1;
+                    // A library call or a host loop says more than the parameters.
+                    let why = match version_launches(f.body) {
+                        Err(r) => format!("version {} of {stem}N{rest} {r}", f.name),
+                        Ok(_) => format!(
+                            "version {} of {stem}N{rest}: its parameters ({}) differ from the other versions'",
+                            f.name, f.params
+                        ),
+                    };
+                    found.unpaired.push(Unpaired {
+                        suite: first.suite.clone(),
+                        benchmark: first.benchmark.clone(),
+                        variant: first.variant.clone(),
+                        path: path.to_string(),
+                        kernel: f.name.clone(),
+                        unit_id: crate::record::content_id(&["version", path, &f.name]),
+                        reason: why,
+                    });
+                }
+                continue;
+            }
+            members.sort_by_key(|(n, f)| (*n, f.line));
+            let mut usable: Vec<(HostFn, Vec<&KernelUnit>)> = Vec::new();
+            for (_, f) in members {
+                let why = version_launches(f.body).and_then(|ls| {
+                    ls.iter()
+                        .map(|(k, _)| {
+                            kernels.iter().copied().find(|u| u.kernel == *k).ok_or_else(|| {
+                                format!("launches {k}, which is not a kernel of this file")
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                });
+                match why {
+                    Ok(ks) => usable.push((f, ks)),
+                    Err(reason) => found.unpaired.push(Unpaired {
+                        suite: first.suite.clone(),
+                        benchmark: first.benchmark.clone(),
+                        variant: first.variant.clone(),
+                        path: path.to_string(),
+                        kernel: f.name.clone(),
+                        unit_id: crate::record::content_id(&["version", path, &f.name]),
+                        reason: format!("version {} of {stem}N{rest} {reason}", f.name),
+                    }),
+                }
+            }
+            let units: Vec<KernelUnit> = usable
+                .iter()
+                .map(|(f, ks)| version_unit(path, f, ks))
+                .collect();
+            let multi = |i: usize| usable[i].1.len() > 1;
+            let mut push = |s: usize, f: usize, rule: &str| {
+                if multi(s) || multi(f) {
+                    // The kernels of a paired version are sides through it.
+                    for i in [s, f] {
+                        found.members.insert(units[i].id.clone());
+                        found
+                            .members
+                            .extend(usable[i].1.iter().map(|k| k.id.clone()));
+                    }
+                    let identical = same(&units[s], &units[f]);
+                    found
+                        .pairs
+                        .push(make_pair(Some(&units[s]), &units[f], rule, identical));
+                }
+            };
+            for i in 1..units.len() {
+                if prog.steps != Steps::First || i == 1 {
+                    push(i - 1, i, RULE_VERSION_STEP);
+                }
+                if prog.steps != Steps::Predecessor && i >= 2 {
+                    push(0, i, RULE_VERSION_FROM_FIRST);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A version as a unit: every kernel it launches (merged, each helper once), named after
+/// its launcher; a `version` diagnostic lists the launch order.
+fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
+    let mut distinct: Vec<&KernelUnit> = Vec::new();
+    for k in kernels {
+        if !distinct.iter().any(|d| d.id == k.id) {
+            distinct.push(k);
+        }
+    }
+    let source = merge_sources(&distinct.iter().map(|u| u.source.as_str()).collect::<Vec<_>>());
+    let first = kernels[0];
+    let mut features = first.features;
+    let mut pulled = first.pulled.clone();
+    for k in &distinct[1..] {
+        let g = k.features;
+        features.shared_memory |= g.shared_memory;
+        features.dynamic_shared_memory |= g.dynamic_shared_memory;
+        features.constant_memory |= g.constant_memory;
+        features.texture_references |= g.texture_references;
+        features.atomics |= g.atomics;
+        features.templates |= g.templates;
+        features.warp_primitives |= g.warp_primitives;
+        features.vector_types |= g.vector_types;
+        for (dst, src) in [
+            (&mut pulled.helpers, &k.pulled.helpers),
+            (&mut pulled.globals, &k.pulled.globals),
+            (&mut pulled.macros, &k.pulled.macros),
+            (&mut pulled.types, &k.pulled.types),
+            (&mut pulled.headers, &k.pulled.headers),
+            (&mut pulled.local_files, &k.pulled.local_files),
+        ] {
+            for x in src {
+                if !dst.contains(x) {
+                    dst.push(x.clone());
+                }
+            }
+        }
+    }
+    let names: Vec<&str> = kernels.iter().map(|k| k.kernel.as_str()).collect();
+    let params = crate::harness::template::split_params(&f.params);
+    KernelUnit {
+        id: crate::record::content_id(&[
+            "version",
+            &first.suite,
+            &first.benchmark,
+            path,
+            &f.name,
+            &source,
+        ]),
+        suite: first.suite.clone(),
+        benchmark: first.benchmark.clone(),
+        variant: first.variant.clone(),
+        path: path.to_string(),
+        line: f.line,
+        kernel: f.name.clone(),
+        params,
+        template_params: vec![],
+        source,
+        symbol: f.name.clone(),
+        pulled,
+        features,
+        launch_sites: vec![],
+        provenance: first.provenance.clone(),
+        compile: None,
+        diagnostics: vec![crate::record::Diagnostic::new(
+            crate::record::Level::Info,
+            "version",
+            format!(
+                "host launcher `{}` ({path}:{}) launches {} in this order",
+                f.name,
+                f.line,
+                names.join(", ")
+            ),
+        )
+        .at(f.line)],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -906,5 +1330,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("all"), "{e}");
+    }
+
+    #[test]
+    fn merged_versions_keep_each_chunk_once() {
+        let a = "#include <cooperative_groups.h>\n#define B 4\n// helper\ntemplate <class T>\n__device__ T sq(T x) { return x * x; }\nstruct P { int a; };\n__global__ void k1(float *o) { o[0] = sq(1.f) + B; }\n";
+        let b = "#include <cooperative_groups.h>\n#define B 4\n// helper\ntemplate <class T>\n__device__ T sq(T x) { return x * x; }\n__global__ void k2(float *o) { o[1] = sq(2.f); }\n";
+        let m = merge_sources(&[a, b]);
+        assert_eq!(m.matches("#include <cooperative_groups.h>").count(), 1, "{m}");
+        assert_eq!(m.matches("#define B 4").count(), 1, "{m}");
+        assert_eq!(m.matches("__device__ T sq").count(), 1, "{m}");
+        assert_eq!(m.matches("struct P { int a; };").count(), 1, "{m}");
+        assert!(m.find("void k1").unwrap() < m.find("void k2").unwrap());
+        // The template line stays with its function.
+        assert!(m.contains("template <class T>\n__device__ T sq"), "{m}");
+    }
+
+    #[test]
+    fn version_bodies_are_sequences_or_say_why_not() {
+        assert_eq!(
+            version_launches("{ a<<<1, 2>>>(x); b<float, 4><<<g, b, 0, s>>>(y); }")
+                .unwrap()
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let e = version_launches("{ cublasCheck(cublasSgemm(h, 1)); k<<<1,1>>>(); }").unwrap_err();
+        assert!(e.contains("cuBLAS (`cublasSgemm`)"), "{e}");
+        let e = version_launches("{ for (int i = 0; i < n; i++) { k<<<1,1>>>(i); } }").unwrap_err();
+        assert!(e.contains("inside a host `for` loop"), "{e}");
+        let e = version_launches("{ if (n > 4) a<<<1,1>>>(); else b<<<1,1>>>(); }").unwrap_err();
+        assert!(e.contains("under a host `if`"), "{e}");
+        let e = version_launches("{ if (n > 4) { x = 1; } else { b<<<1,1>>>(); } }").unwrap_err();
+        assert!(e.contains("launches b under a host `else`"), "{e}");
+        // A loop that launches nothing does not matter.
+        assert!(version_launches("{ for (int i = 0; i < 3; i++) x += i; k<<<1,1>>>(); }").is_ok());
+        assert!(version_launches("{ cudaMemset(p, 0, n); }")
+            .unwrap_err()
+            .contains("launches no kernel"));
+        let fns = host_functions("__global__ void k(int x) {}\nvoid run1(float* o, int n) {\n  k<<<1,1>>>(n);\n}\n");
+        assert_eq!(fns.len(), 1);
+        assert_eq!((fns[0].name.as_str(), fns[0].params.as_str(), fns[0].line), ("run1", "float* o, int n", 2));
     }
 }
