@@ -677,7 +677,12 @@ pub fn merge_sources(sources: &[&str]) -> String {
     for src in sources {
         for chunk in top_level_chunks(src) {
             let key: String = chunk.split_whitespace().collect::<Vec<_>>().join(" ");
-            if key.is_empty() || !seen.insert(key) {
+            // Conditional directives are structure, not declarations: each copy stays so
+            // every `#if` keeps its `#endif` (a repeated block is left empty, still valid).
+            let conditional = ["#if", "#elif", "#else", "#endif"]
+                .iter()
+                .any(|d| key.starts_with(d));
+            if key.is_empty() || (!conditional && !seen.insert(key)) {
                 continue;
             }
             out.push_str(chunk.trim_matches('\n'));
@@ -890,7 +895,11 @@ fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
             distinct.push(k);
         }
     }
-    let source = merge_sources(&distinct.iter().map(|u| u.source.as_str()).collect::<Vec<_>>());
+    let source = if distinct.len() == 1 {
+        distinct[0].source.clone()
+    } else {
+        merge_sources(&distinct.iter().map(|u| u.source.as_str()).collect::<Vec<_>>())
+    };
     let first = kernels[0];
     let mut features = first.features;
     let mut pulled = first.pulled.clone();
@@ -1342,6 +1351,13 @@ mod tests {
         assert_eq!(m.matches("__device__ T sq").count(), 1, "{m}");
         assert_eq!(m.matches("struct P { int a; };").count(), 1, "{m}");
         assert!(m.find("void k1").unwrap() < m.find("void k2").unwrap());
+        // Conditional blocks keep their directives; their repeated contents go.
+        let c = "#if defined(X)\ntypedef int T;\n#else\ntypedef float T;\n#endif\n__global__ void k3() {}\n";
+        let d = "#if defined(X)\ntypedef int T;\n#else\ntypedef float T;\n#endif\n__global__ void k4() {}\n";
+        let m2 = merge_sources(&[c, d]);
+        assert_eq!(m2.matches("#if defined(X)").count(), 2, "{m2}");
+        assert_eq!(m2.matches("#endif").count(), 2, "{m2}");
+        assert_eq!(m2.matches("typedef float T;").count(), 1, "{m2}");
         // The template line stays with its function.
         assert!(m.contains("template <class T>\n__device__ T sq"), "{m}");
     }
