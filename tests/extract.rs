@@ -595,13 +595,21 @@ fn cuda_samples_progressions_pair_inside_files() {
     let units = of_type(&recs, "unit");
     let bench: BTreeMap<&str, &str> = units
         .iter()
-        .map(|u| (u["kernel"].as_str().unwrap(), u["benchmark"].as_str().unwrap()))
+        .map(|u| {
+            (
+                u["kernel"].as_str().unwrap(),
+                u["benchmark"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(bench["reduce2"], "reduceDemo");
     assert_eq!(bench["transposeNaive"], "transposeDemo");
     for u in &units {
         let src = u["source"].as_str().unwrap();
-        assert!(!src.contains("int main") && !src.contains("checkCudaErrors"), "{src}");
+        assert!(
+            !src.contains("int main") && !src.contains("checkCudaErrors"),
+            "{src}"
+        );
     }
 }
 
@@ -629,7 +637,10 @@ fn llm_c_numbered_kernels_pair_when_parameters_agree() {
         .find(|p| p["fast"]["kernel"] == "scale_forward2")
         .unwrap();
     let src = v2["fast"]["source"].as_str().unwrap();
-    assert!(src.contains("void scale_kernel(") && src.contains("void bias_kernel("), "{src}");
+    assert!(
+        src.contains("void scale_kernel(") && src.contains("void bias_kernel("),
+        "{src}"
+    );
     // Each helper once (ceil_div is used by no kernel; the typedef-free merge keeps
     // exactly one copy of each kernel).
     assert_eq!(src.matches("void scale_kernel(").count(), 1);
@@ -646,7 +657,13 @@ fn llm_c_numbered_kernels_pair_when_parameters_agree() {
     assert_eq!(pending, ["scale_forward_kernel4"]);
     let mut left: Vec<String> = of_type(&recs, "unpaired")
         .iter()
-        .map(|u| format!("{}: {}", u["kernel"].as_str().unwrap(), u["reason"].as_str().unwrap()))
+        .map(|u| {
+            format!(
+                "{}: {}",
+                u["kernel"].as_str().unwrap(),
+                u["reason"].as_str().unwrap()
+            )
+        })
         .collect();
     left.sort();
     assert_eq!(left.len(), 3, "{left:#?}");

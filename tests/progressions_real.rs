@@ -89,7 +89,9 @@ fn real_progressions_bind_their_harnesses_and_compile() {
     let mut compiled: std::collections::HashMap<(String, Vec<String>), Option<String>> =
         std::collections::HashMap::new();
     for (tree, ext) in [("cuda-samples", "cuda-samples"), ("llm.c", "llm-c")] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("extractors").join(ext);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("extractors")
+            .join(ext);
         let pairs = natural_pairs(&root.join(tree), &t.path().join(format!("{ext}.jsonl")));
         for p in &pairs {
             let Some(path) = kernelpair::harness::locate(p, Some(&dir), None) else {
@@ -103,14 +105,18 @@ fn real_progressions_bind_their_harnesses_and_compile() {
                 p.rule,
                 path.display()
             );
-            let found =
-                match kernelpair::verify::resolve::prepare(p, t.path(), &[dir.clone()], None) {
-                    Ok(f) => f,
-                    Err((s, why)) => {
-                        failures.push(format!("{label}: {} {why}", s.as_str()));
-                        continue;
-                    }
-                };
+            let found = match kernelpair::verify::resolve::prepare(
+                p,
+                t.path(),
+                std::slice::from_ref(&dir),
+                None,
+            ) {
+                Ok(f) => f,
+                Err((s, why)) => {
+                    failures.push(format!("{label}: {} {why}", s.as_str()));
+                    continue;
+                }
+            };
             if !nvrtc {
                 continue;
             }
@@ -221,7 +227,10 @@ fn real_sample_files_as_validate_folders() {
             continue;
         }
         let includes = cuda_includes();
-        for (u, ls) in [(p.slow.as_ref().unwrap(), &found.harness.slow), (&p.fast, &found.harness.fast)] {
+        for (u, ls) in [
+            (p.slow.as_ref().unwrap(), &found.harness.slow),
+            (&p.fast, &found.harness.fast),
+        ] {
             let names: Vec<String> = ls.iter().map(|l| l.kernel.clone()).collect();
             let c = kernelpair::gpu::nvrtc::compile(&kernelpair::gpu::nvrtc::CompileRequest {
                 source: &u.source,

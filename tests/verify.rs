@@ -244,7 +244,7 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
 fn cuda_include_options() -> Vec<String> {
     let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
         .iter()
-        .filter_map(|v| std::env::var_os(v))
+        .filter_map(std::env::var_os)
         .map(|p| PathBuf::from(p).join("include"))
         .collect();
     dirs.push("/usr/local/cuda/include".into());
@@ -865,7 +865,12 @@ fn progression_pairs(suite: &str, dir: &Path) -> Vec<kernelpair::record::Pair> {
     let units = dir.join(format!("{suite}.jsonl"));
     Command::cargo_bin("kernelpair")
         .unwrap()
-        .args(["extract", &format!("fixtures/{suite}"), "--no-compile", "-o"])
+        .args([
+            "extract",
+            &format!("fixtures/{suite}"),
+            "--no-compile",
+            "-o",
+        ])
         .arg(&units)
         .assert()
         .success();
@@ -885,7 +890,9 @@ fn progression_pairs(suite: &str, dir: &Path) -> Vec<kernelpair::record::Pair> {
 fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
     let t = tempfile::tempdir().unwrap();
     for suite in ["cuda-samples", "llm-c"] {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(suite);
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(suite);
         let pairs = progression_pairs(suite, t.path());
         assert!(!pairs.is_empty(), "{suite}");
         for p in &pairs {
@@ -923,7 +930,11 @@ fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
                     extra_options: &includes,
                 })
                 .unwrap();
-                assert!(c.ok, "{suite} {} {}: {}\n{}", p.rule, u.kernel, c.log, u.source);
+                assert!(
+                    c.ok,
+                    "{suite} {} {}: {}\n{}",
+                    p.rule, u.kernel, c.log, u.source
+                );
             }
         }
     }
@@ -938,7 +949,10 @@ fn gpu_fixture_progressions_agree() {
     for suite in ["cuda-samples", "llm-c"] {
         let pairs = progression_pairs(suite, t.path());
         let input = t.path().join(format!("{suite}.pairs.jsonl"));
-        let recs: Vec<Record> = pairs.into_iter().map(|p| Record::Pair(Box::new(p))).collect();
+        let recs: Vec<Record> = pairs
+            .into_iter()
+            .map(|p| Record::Pair(Box::new(p)))
+            .collect();
         kernelpair::jsonl::write_records(&input, &recs).unwrap();
         let out = t.path().join(format!("{suite}.out.jsonl"));
         verify_cmd(&input, &out)
@@ -949,7 +963,10 @@ fn gpu_fixture_progressions_agree() {
             .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
         for (b, s) in statuses(&out) {
             eprintln!("{suite} {b}: {}", s.as_str());
-            assert!(matches!(s, Status::Verified | Status::NotFaster), "{suite} {b}: {s:?}");
+            assert!(
+                matches!(s, Status::Verified | Status::NotFaster),
+                "{suite} {b}: {s:?}"
+            );
         }
     }
 }

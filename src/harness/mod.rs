@@ -1476,7 +1476,11 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         }
     }
     let mut by_kernel = BTreeMap::new();
-    for (k, var) in raw.variants.iter().filter(|(k, _)| *k != "slow" && *k != "fast") {
+    for (k, var) in raw
+        .variants
+        .iter()
+        .filter(|(k, _)| *k != "slow" && *k != "fast")
+    {
         let list = var
             .launch
             .iter()
@@ -1688,8 +1692,10 @@ impl Harness {
         if self.needs_host_loop.is_some() {
             return Ok(h);
         }
-        for (side, unit, list) in [("slow", slow, &mut h.slow), ("fast", Some(fast), &mut h.fast)]
-        {
+        for (side, unit, list) in [
+            ("slow", slow, &mut h.slow),
+            ("fast", Some(fast), &mut h.fast),
+        ] {
             if let Some(own) = unit.and_then(|u| self.by_kernel.get(&u.kernel)) {
                 *list = own.clone();
             }
@@ -1702,7 +1708,11 @@ impl Harness {
                     ),
                     message: format!(
                         "no launch sequence for this kernel: the harness has variants for {}",
-                        self.by_kernel.keys().cloned().collect::<Vec<_>>().join(", ")
+                        self.by_kernel
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 });
             }

@@ -167,7 +167,10 @@ mod tests {
     #[test]
     fn substitution_replaces_whole_words_only() {
         let b = vec![("T".to_string(), "int".to_string())];
-        assert_eq!(substitute("const T *__restrict__", &b), "const int *__restrict__");
+        assert_eq!(
+            substitute("const T *__restrict__", &b),
+            "const int *__restrict__"
+        );
         assert_eq!(substitute("Tx *", &b), "Tx *");
         assert_eq!(substitute("T*", &b), "int*");
         let p = bind_param(

@@ -25,9 +25,8 @@ pub fn pair_benchmark(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -
     if let Some(prog) = &desc.progression {
         let found = prog.pair(units, same);
         // A kernel in a progression has natural partners: it no longer awaits synthesis.
-        out.pairs.retain(|p| {
-            p.origin != Origin::Pending || !found.members.contains(p.fast.id.as_str())
-        });
+        out.pairs
+            .retain(|p| p.origin != Origin::Pending || !found.members.contains(p.fast.id.as_str()));
         out.pairs.extend(found.pairs);
         out.unpaired.extend(found.unpaired);
         let key = |p: &Pair| {
@@ -360,7 +359,8 @@ impl Progression {
     pub fn compile(raw: RawProgression) -> Result<Progression, String> {
         let mut numbered = Vec::new();
         for (i, r) in raw.numbered.iter().enumerate() {
-            let re = Regex::new(r).map_err(|e| format!("pairing.progression.numbered[{i}]: {e}"))?;
+            let re =
+                Regex::new(r).map_err(|e| format!("pairing.progression.numbered[{i}]: {e}"))?;
             let names: Vec<&str> = re.capture_names().flatten().collect();
             if !names.contains(&"stem") || !names.contains(&"n") {
                 return Err(format!(
@@ -403,7 +403,8 @@ impl Progression {
     fn named_stem(words: &[Vec<String>], name: &str) -> Option<String> {
         let nw = name_words(name);
         for w in words {
-            if let Some(i) = (0..=nw.len().saturating_sub(w.len())).find(|&i| nw[i..].starts_with(w))
+            if let Some(i) =
+                (0..=nw.len().saturating_sub(w.len())).find(|&i| nw[i..].starts_with(w))
             {
                 let mut rest = nw[..i].to_vec();
                 rest.extend_from_slice(&nw[i + w.len()..]);
@@ -447,10 +448,7 @@ impl Progression {
                 members.sort_by_key(|(n, u)| (*n, u.line));
                 let mut groups: Vec<Vec<&KernelUnit>> = Vec::new();
                 for (_, u) in &members {
-                    match groups
-                        .iter_mut()
-                        .find(|g| compatible(g[0], u))
-                    {
+                    match groups.iter_mut().find(|g| compatible(g[0], u)) {
                         Some(g) => g.push(u),
                         None => groups.push(vec![u]),
                     }
@@ -593,7 +591,10 @@ fn host_functions(text: &str) -> Vec<HostFn<'_>> {
         };
         out.push(HostFn {
             name: c[1].to_string(),
-            params: text[open + 1..close].split_whitespace().collect::<Vec<_>>().join(" "),
+            params: text[open + 1..close]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
             line: text[..m.start()].matches('\n').count() as u32 + 1,
             body: &text[bopen..=bclose],
         });
@@ -834,9 +835,13 @@ pub fn pair_versions<'a>(
                 let why = version_launches(f.body).and_then(|ls| {
                     ls.iter()
                         .map(|(k, _)| {
-                            kernels.iter().copied().find(|u| u.kernel == *k).ok_or_else(|| {
-                                format!("launches {k}, which is not a kernel of this file")
-                            })
+                            kernels
+                                .iter()
+                                .copied()
+                                .find(|u| u.kernel == *k)
+                                .ok_or_else(|| {
+                                    format!("launches {k}, which is not a kernel of this file")
+                                })
                         })
                         .collect::<Result<Vec<_>, _>>()
                 });
@@ -898,7 +903,12 @@ fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
     let source = if distinct.len() == 1 {
         distinct[0].source.clone()
     } else {
-        merge_sources(&distinct.iter().map(|u| u.source.as_str()).collect::<Vec<_>>())
+        merge_sources(
+            &distinct
+                .iter()
+                .map(|u| u.source.as_str())
+                .collect::<Vec<_>>(),
+        )
     };
     let first = kernels[0];
     let mut features = first.features;
@@ -1208,10 +1218,22 @@ mod tests {
         let t = &["T *", "T *", "unsigned int"];
         vec![
             gunit("r.cu", 10, "reduce0", t, "a"),
-            gunit("r.cu", 20, "reduce1", &["T*", "T *__restrict__", "unsigned int"], "b"),
+            gunit(
+                "r.cu",
+                20,
+                "reduce1",
+                &["T*", "T *__restrict__", "unsigned int"],
+                "b",
+            ),
             gunit("r.cu", 30, "reduce2", t, "c"),
             gunit("r.cu", 40, "reduce3", &["T *", "int"], "d"),
-            gunit("r.cu", 50, "reduce4", &["const T *", "T *", "unsigned int"], "e"),
+            gunit(
+                "r.cu",
+                50,
+                "reduce4",
+                &["const T *", "T *", "unsigned int"],
+                "e",
+            ),
             gunit("r.cu", 60, "helper", &["int"], "h"),
             // Another file: its own series, never mixed with r.cu's.
             gunit("s.cu", 1, "reduce9", t, "z"),
@@ -1279,7 +1301,7 @@ mod tests {
     #[test]
     fn naming_pairs_share_a_stem_and_identical_texts_are_marked() {
         let t = &["float *", "float *", "int", "int"];
-        let units = vec![
+        let units = [
             gunit("t.cu", 1, "transposeNaive", t, "n"),
             gunit("t.cu", 2, "transposeCoalesced", t, "c"),
             gunit("t.cu", 3, "transposeNoBankConflicts", t, "c"),
@@ -1309,7 +1331,9 @@ mod tests {
             .iter()
             .any(|u| u.kernel == "mm_tiled" && u.reason.contains("parameters differ")));
         assert_eq!(
-            got.iter().filter(|s| s.contains("no_naive_variant")).count(),
+            got.iter()
+                .filter(|s| s.contains("no_naive_variant"))
+                .count(),
             3,
             "{got:#?}"
         );
@@ -1346,7 +1370,11 @@ mod tests {
         let a = "#include <cooperative_groups.h>\n#define B 4\n// helper\ntemplate <class T>\n__device__ T sq(T x) { return x * x; }\nstruct P { int a; };\n__global__ void k1(float *o) { o[0] = sq(1.f) + B; }\n";
         let b = "#include <cooperative_groups.h>\n#define B 4\n// helper\ntemplate <class T>\n__device__ T sq(T x) { return x * x; }\n__global__ void k2(float *o) { o[1] = sq(2.f); }\n";
         let m = merge_sources(&[a, b]);
-        assert_eq!(m.matches("#include <cooperative_groups.h>").count(), 1, "{m}");
+        assert_eq!(
+            m.matches("#include <cooperative_groups.h>").count(),
+            1,
+            "{m}"
+        );
         assert_eq!(m.matches("#define B 4").count(), 1, "{m}");
         assert_eq!(m.matches("__device__ T sq").count(), 1, "{m}");
         assert_eq!(m.matches("struct P { int a; };").count(), 1, "{m}");
@@ -1385,8 +1413,13 @@ mod tests {
         assert!(version_launches("{ cudaMemset(p, 0, n); }")
             .unwrap_err()
             .contains("launches no kernel"));
-        let fns = host_functions("__global__ void k(int x) {}\nvoid run1(float* o, int n) {\n  k<<<1,1>>>(n);\n}\n");
+        let fns = host_functions(
+            "__global__ void k(int x) {}\nvoid run1(float* o, int n) {\n  k<<<1,1>>>(n);\n}\n",
+        );
         assert_eq!(fns.len(), 1);
-        assert_eq!((fns[0].name.as_str(), fns[0].params.as_str(), fns[0].line), ("run1", "float* o, int n", 2));
+        assert_eq!(
+            (fns[0].name.as_str(), fns[0].params.as_str(), fns[0].line),
+            ("run1", "float* o, int n", 2)
+        );
     }
 }

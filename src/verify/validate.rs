@@ -302,20 +302,8 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
             diagnostics: iso.diagnostics,
         })
     };
-    let slow = unit(
-        "slow",
-        &manifest.slow,
-        &slow_path,
-        slow_src,
-        &slow_side,
-    )?;
-    let fast = unit(
-        "fast",
-        &manifest.fast,
-        &fast_path,
-        fast_src,
-        &fast_side,
-    )?;
+    let slow = unit("slow", &manifest.slow, &slow_path, slow_src, &slow_side)?;
+    let fast = unit("fast", &manifest.fast, &fast_path, fast_src, &fast_side)?;
     let pair = Pair {
         id: Pair::make_id(Some(&slow), &fast),
         suite: "contrib".into(),
@@ -526,7 +514,10 @@ mod tests {
             assert_eq!(m.slow, m.fast, "{dir}: one file serves both sides");
             let s = p.slow.as_ref().unwrap();
             assert_eq!((s.kernel.as_str(), s.symbol.as_str()), (slow, slow_sym));
-            assert_eq!((p.fast.kernel.as_str(), p.fast.symbol.as_str()), (fast, fast_sym));
+            assert_eq!(
+                (p.fast.kernel.as_str(), p.fast.symbol.as_str()),
+                (fast, fast_sym)
+            );
             assert_eq!(p.kernel, fast);
             // Host code is gone; the other kernels of the file are not pulled in.
             for u in [s, &p.fast] {
@@ -543,9 +534,15 @@ mod tests {
         let (_, p) = load_folder(&root.join("renamed_reduce_template")).unwrap();
         let text = std::fs::read_to_string(p.harness.as_deref().unwrap())
             .unwrap()
-            .replace("kernel = \"reduceInterleaved<int>\"", "kernel = \"reduceInterleaved\"");
+            .replace(
+                "kernel = \"reduceInterleaved<int>\"",
+                "kernel = \"reduceInterleaved\"",
+            );
         let h = crate::harness::parse(&text, "t").unwrap();
-        let e = h.check_against(p.slow.as_ref(), &p.fast).unwrap_err().to_string();
+        let e = h
+            .check_against(p.slow.as_ref(), &p.fast)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("unknown C type \"T\"") && e.contains("reduceInterleaved<…>"),
             "{e}"
@@ -574,7 +571,10 @@ mod tests {
         std::fs::write(d.path().join("fast.cu"), "__global__ void b(int *x) {}").unwrap();
         std::fs::write(d.path().join("harness.toml"), "").unwrap();
         let e = load_folder(d.path()).unwrap_err().to_string();
-        assert!(e.contains("it has a, b") && e.contains("slow_kernel"), "{e}");
+        assert!(
+            e.contains("it has a, b") && e.contains("slow_kernel"),
+            "{e}"
+        );
         std::fs::write(d.path().join("pair.toml"), "slow_kernel = \"a\"\n").unwrap();
         let (_, p) = load_folder(d.path()).unwrap();
         assert_eq!(p.slow.unwrap().kernel, "a");
