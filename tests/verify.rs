@@ -940,6 +940,48 @@ fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
     }
 }
 
+/// `kernelpair harness check FILE --units U --pair ID` takes the pair's two lists from a
+/// progression harness, and names the kernel a list is missing for.
+#[test]
+fn harness_check_picks_a_progressions_lists() {
+    let t = tempfile::tempdir().unwrap();
+    let units = t.path().join("llm-c.jsonl");
+    let pairs = progression_pairs("llm-c", t.path());
+    let p = pairs.iter().find(|p| p.rule == "progression_step").unwrap();
+    let good = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/llm-c/dev/cuda/harness.scale_forward.toml");
+    let check = |h: &Path| {
+        Command::cargo_bin("kernelpair")
+            .unwrap()
+            .args(["harness", "check"])
+            .arg(h)
+            .arg("--units")
+            .arg(&units)
+            .args(["--pair", &p.id])
+            .output()
+            .unwrap()
+    };
+    let ok = check(&good);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let bad = t.path().join("bad.toml");
+    let text = std::fs::read_to_string(&good).unwrap().replace(
+        "variants.scale_forward_kernel3.launch",
+        "variants.other_kernel.launch",
+    );
+    std::fs::write(&bad, text).unwrap();
+    let out = check(&bad);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("scale_forward_kernel3 (fast)") && e.contains("no launch sequence"),
+        "{e}"
+    );
+}
+
 /// On the GPU: the fixture progressions verify (or are honestly not faster), never
 /// disagree.
 #[test]
