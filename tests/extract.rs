@@ -563,3 +563,132 @@ fn compile_check_records_results_or_reports_missing_nvrtc_once() {
     assert_eq!(code2, 0);
     assert_eq!(std::fs::read(&s.out).unwrap(), first);
 }
+
+/// `slow_kernel -> fast_kernel rule` of every natural pair, sorted.
+fn natural_pairs(recs: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = of_type(recs, "pair")
+        .iter()
+        .filter(|p| p["origin"]["kind"] == "natural")
+        .map(|p| {
+            format!(
+                "{} -> {} {}",
+                p["slow"]["kernel"].as_str().unwrap(),
+                p["fast"]["kernel"].as_str().unwrap(),
+                p["rule"].as_str().unwrap()
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Progressions inside whole sample programs (cuda-samples layout): `--suite auto`
+/// recognises the tree, numbered series and naming pairs become natural pairs with their
+/// rule, and kernels outside any progression still await synthesis.
+#[test]
+fn cuda_samples_progressions_pair_inside_files() {
+    let s = Suite::copy("cuda-samples");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("suite: cuda-samples"), "{stderr}");
+    assert_eq!(
+        natural_pairs(&recs),
+        [
+            "reduce0 -> reduce1 progression_step",
+            "reduce0 -> reduce2 progression_from_first",
+            "reduce1 -> reduce2 progression_step",
+            "transposeNaive -> transposeCoalesced naming_pair",
+        ]
+    );
+    let pending: Vec<&str> = of_type(&recs, "pair")
+        .iter()
+        .filter(|p| p["origin"]["kind"] == "pending")
+        .map(|p| p["fast"]["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(pending, ["copyMatrix"]);
+    // Each sample is its own benchmark; host code never reaches a unit.
+    let units = of_type(&recs, "unit");
+    let bench: BTreeMap<&str, &str> = units
+        .iter()
+        .map(|u| {
+            (
+                u["kernel"].as_str().unwrap(),
+                u["benchmark"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(bench["reduce2"], "reduceDemo");
+    assert_eq!(bench["transposeNaive"], "transposeDemo");
+    for u in &units {
+        let src = u["source"].as_str().unwrap();
+        assert!(
+            !src.contains("int main") && !src.contains("checkCudaErrors"),
+            "{src}"
+        );
+    }
+}
+
+/// llm.c's layout: numbered kernels pair when their parameters agree; a member whose
+/// parameters changed is reported with the reason.
+#[test]
+fn llm_c_numbered_kernels_pair_when_parameters_agree() {
+    let s = Suite::copy("llm-c");
+    let (code, stderr, recs) = s.extract(&["--no-compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("suite: llm-c"), "{stderr}");
+    // Kernels pair by number; versions (host launchers) pair where one side launches
+    // several kernels (scale_forward2: scale_kernel then bias_kernel).
+    assert_eq!(
+        natural_pairs(&recs),
+        [
+            "scale_forward1 -> scale_forward2 version_step",
+            "scale_forward2 -> scale_forward3 version_step",
+            "scale_forward_kernel1 -> scale_forward_kernel3 progression_step",
+        ]
+    );
+    let pairs = of_type(&recs, "pair");
+    let v2 = pairs
+        .iter()
+        .find(|p| p["fast"]["kernel"] == "scale_forward2")
+        .unwrap();
+    let src = v2["fast"]["source"].as_str().unwrap();
+    assert!(
+        src.contains("void scale_kernel(") && src.contains("void bias_kernel("),
+        "{src}"
+    );
+    // Each helper once (ceil_div is used by no kernel; the typedef-free merge keeps
+    // exactly one copy of each kernel).
+    assert_eq!(src.matches("void scale_kernel(").count(), 1);
+    assert!(v2["fast"]["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("launches scale_kernel, bias_kernel in this order"));
+    // A version's kernels no longer await synthesis; other kernels still do.
+    let pending: Vec<&str> = pairs
+        .iter()
+        .filter(|p| p["origin"]["kind"] == "pending")
+        .map(|p| p["fast"]["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(pending, ["scale_forward_kernel4"]);
+    let mut left: Vec<String> = of_type(&recs, "unpaired")
+        .iter()
+        .map(|u| {
+            format!(
+                "{}: {}",
+                u["kernel"].as_str().unwrap(),
+                u["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    left.sort();
+    assert_eq!(left.len(), 3, "{left:#?}");
+    assert!(left[0].starts_with("scale_forward5: ") && left[0].contains("cuBLAS (`cublasCreate`)"));
+    assert!(left[1].starts_with("scale_forward6: ") && left[1].contains("host `for` loop"));
+    assert!(
+        left[2].starts_with("scale_forward_kernel4: ")
+            && left[2].contains("series scale_forward_kernelN")
+            && left[2].contains("const float *"),
+        "{}",
+        left[2]
+    );
+}

@@ -238,12 +238,46 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
     );
 }
 
+/// `-I` options for CUDA's own headers (`cooperative_groups.h`): the whole-file planted
+/// samples include them. TODO(lead): replace with `gpu::nvrtc::cuda_include_dirs()`
+/// once include resolution for NVRTC lands.
+fn cuda_include_options() -> Vec<String> {
+    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(|p| PathBuf::from(p).join("include"))
+        .collect();
+    dirs.push("/usr/local/cuda/include".into());
+    if let Ok(o) = std::process::Command::new("python3")
+        .args(["-c", "import nvidia; print(list(nvidia.__path__)[0])"])
+        .output()
+    {
+        let root = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if !root.is_empty() {
+            dirs.push(PathBuf::from(root).join("cu13/include"));
+        }
+    }
+    let Some(d) = dirs
+        .into_iter()
+        .find(|d| d.join("cooperative_groups.h").is_file())
+    else {
+        return Vec::new();
+    };
+    // CCCL (`cuda/std/…`, which cooperative_groups uses) sits in `cccl/` below it.
+    [d.join("cccl"), d]
+        .iter()
+        .filter(|d| d.is_dir())
+        .map(|d| format!("-I{}", d.display()))
+        .collect()
+}
+
 /// Every fixture kernel compiles for sm_90 (where NVRTC is installed).
 #[test]
 fn planted_kernels_compile() {
     if kernelpair::gpu::nvrtc::load().is_err() {
         return;
     }
+    let includes = cuda_include_options();
     for e in std::fs::read_dir(planted()).unwrap() {
         let d = e.unwrap().path();
         if !d.is_dir() {
@@ -257,7 +291,7 @@ fn planted_kernels_compile() {
                 arch: "sm_90",
                 name_expressions: std::slice::from_ref(&u.symbol),
                 cubin: true,
-                extra_options: &[],
+                extra_options: &includes,
             })
             .unwrap();
             assert!(c.ok, "{}: {}", d.display(), c.log);
@@ -874,4 +908,157 @@ fn gpu_sanitizer_flags_the_off_by_one_and_passes_good_copy() {
         "{mem}"
     );
     check_verifications(&out);
+}
+
+/// Extract a fixture suite (no compile) and return its natural (progression) pairs.
+fn progression_pairs(suite: &str, dir: &Path) -> Vec<kernelpair::record::Pair> {
+    let units = dir.join(format!("{suite}.jsonl"));
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args([
+            "extract",
+            &format!("fixtures/{suite}"),
+            "--no-compile",
+            "-o",
+        ])
+        .arg(&units)
+        .assert()
+        .success();
+    kernelpair::jsonl::read_records(&units)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) if p.slow.is_some() => Some(*p),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One harness beside a progression gives every member its launches by kernel name;
+/// each pair takes its two sides' lists, and the template pairs check without c_type.
+#[test]
+fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
+    let t = tempfile::tempdir().unwrap();
+    for suite in ["cuda-samples", "llm-c"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(suite);
+        let pairs = progression_pairs(suite, t.path());
+        assert!(!pairs.is_empty(), "{suite}");
+        for p in &pairs {
+            let found = kernelpair::verify::resolve::prepare(p, t.path(), &[], Some(&root))
+                .unwrap_or_else(|e| panic!("{suite} {}: {e:?}", p.id));
+            let base = |k: &str| k.split('<').next().unwrap().to_string();
+            let slow = p.slow.as_ref().unwrap();
+            let h = &found.harness;
+            if p.rule.starts_with("version") {
+                // A version's launches name its kernels, which its unit holds.
+                for (u, ls) in [(slow, &h.slow), (&p.fast, &h.fast)] {
+                    for l in ls.iter() {
+                        assert!(u.source.contains(&format!("void {}(", base(&l.kernel))));
+                    }
+                }
+            } else {
+                assert_eq!(base(&h.slow[0].kernel), slow.kernel, "{}", p.rule);
+                assert_eq!(base(&h.fast[0].kernel), p.fast.kernel, "{}", p.rule);
+            }
+            // Every side compiles alone, with every kernel its launches name (merged
+            // version units included).
+            if kernelpair::gpu::nvrtc::load().is_err() {
+                eprintln!("skipped: NVRTC compile of {} (no NVRTC here)", p.id);
+                continue;
+            }
+            let includes = cuda_include_options();
+            for (u, ls) in [(slow, &h.slow), (&p.fast, &h.fast)] {
+                let names: Vec<String> = ls.iter().map(|l| l.kernel.clone()).collect();
+                let c = kernelpair::gpu::nvrtc::compile(&kernelpair::gpu::nvrtc::CompileRequest {
+                    source: &u.source,
+                    name: &u.path,
+                    arch: "sm_90",
+                    name_expressions: &names,
+                    cubin: true,
+                    extra_options: &includes,
+                })
+                .unwrap();
+                assert!(
+                    c.ok,
+                    "{suite} {} {}: {}\n{}",
+                    p.rule, u.kernel, c.log, u.source
+                );
+            }
+        }
+    }
+}
+
+/// `kernelpair harness check FILE --units U --pair ID` takes the pair's two lists from a
+/// progression harness, and names the kernel a list is missing for.
+#[test]
+fn harness_check_picks_a_progressions_lists() {
+    let t = tempfile::tempdir().unwrap();
+    let units = t.path().join("llm-c.jsonl");
+    let pairs = progression_pairs("llm-c", t.path());
+    let p = pairs.iter().find(|p| p.rule == "progression_step").unwrap();
+    let good = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/llm-c/dev/cuda/harness.scale_forward.toml");
+    let check = |h: &Path| {
+        Command::cargo_bin("kernelpair")
+            .unwrap()
+            .args(["harness", "check"])
+            .arg(h)
+            .arg("--units")
+            .arg(&units)
+            .args(["--pair", &p.id])
+            .output()
+            .unwrap()
+    };
+    let ok = check(&good);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let bad = t.path().join("bad.toml");
+    let text = std::fs::read_to_string(&good).unwrap().replace(
+        "variants.scale_forward_kernel3.launch",
+        "variants.other_kernel.launch",
+    );
+    std::fs::write(&bad, text).unwrap();
+    let out = check(&bad);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("scale_forward_kernel3 (fast)") && e.contains("no launch sequence"),
+        "{e}"
+    );
+}
+
+/// On the GPU: the fixture progressions verify (or are honestly not faster), never
+/// disagree.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_fixture_progressions_agree() {
+    let t = tempfile::tempdir().unwrap();
+    for suite in ["cuda-samples", "llm-c"] {
+        let pairs = progression_pairs(suite, t.path());
+        let input = t.path().join(format!("{suite}.pairs.jsonl"));
+        let recs: Vec<Record> = pairs
+            .into_iter()
+            .map(|p| Record::Pair(Box::new(p)))
+            .collect();
+        kernelpair::jsonl::write_records(&input, &recs).unwrap();
+        let out = t.path().join(format!("{suite}.out.jsonl"));
+        verify_cmd(&input, &out)
+            .args(["--harness-dir", &format!("fixtures/{suite}")])
+            .arg("--suite-root")
+            .arg(format!("fixtures/{suite}"))
+            .assert()
+            .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+        for (b, s) in statuses(&out) {
+            eprintln!("{suite} {b}: {}", s.as_str());
+            assert!(
+                matches!(s, Status::Verified | Status::NotFaster),
+                "{suite} {b}: {s:?}"
+            );
+        }
+    }
 }

@@ -14,6 +14,7 @@ pub mod expr;
 pub mod gen;
 pub mod layout;
 pub mod spec;
+pub mod template;
 
 use crate::record::{KernelUnit, Pair};
 use expr::{Num, Scope};
@@ -848,6 +849,9 @@ pub struct Harness {
     pub textures: Vec<TextureSpec>,
     pub slow: Vec<LaunchSpec>,
     pub fast: Vec<LaunchSpec>,
+    /// Launch sequences by kernel name (`[[variants.reduce3.launch]]`): one harness for
+    /// every member of a progression; [`Harness::for_pair`] picks a pair's two.
+    pub by_kernel: BTreeMap<String, Vec<LaunchSpec>>,
 }
 
 /// Read and validate a harness file.
@@ -1471,14 +1475,44 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         });
     }
 
-    // Launches: shared [[launch]] or per-variant; a variant's own list wins.
+    // Launches: shared [[launch]] or per-variant; a variant's own list wins. Other
+    // variant names are kernel (or version) names: a progression's harness gives each
+    // member its launches once, and a pair takes its two sides' lists (`for_pair`).
     for k in raw.variants.keys() {
-        if k != "slow" && k != "fast" {
+        if !is_ident(k) {
             return Err(field(
                 &format!("variants.{k}"),
-                "variants are `slow` and `fast`".into(),
+                "variants are `slow`, `fast` or a kernel name".into(),
             ));
         }
+    }
+    let mut by_kernel = BTreeMap::new();
+    for (k, var) in raw
+        .variants
+        .iter()
+        .filter(|(k, _)| *k != "slow" && *k != "fast")
+    {
+        let list = var
+            .launch
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                launch_spec(
+                    l,
+                    &format!("variants.{k}.launch[{i}]"),
+                    &arg_index,
+                    args.len(),
+                    origin,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if list.is_empty() {
+            return Err(field(
+                &format!("variants.{k}"),
+                "a kernel's variant needs at least one launch".into(),
+            ));
+        }
+        by_kernel.insert(k.clone(), list);
     }
     let variant_launches = |v: &str| -> Result<Vec<LaunchSpec>, HarnessError> {
         let (list, prefix) = match raw.variants.get(v) {
@@ -1492,7 +1526,7 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
     };
     let slow = variant_launches("slow")?;
     let fast = variant_launches("fast")?;
-    if !raw.needs_host_loop && (fast.is_empty() || slow.is_empty()) {
+    if !raw.needs_host_loop && by_kernel.is_empty() && (fast.is_empty() || slow.is_empty()) {
         return Err(field(
             "launch",
             "no launch sequence: give [[launch]] or [[variants.slow.launch]] and [[variants.fast.launch]]"
@@ -1542,6 +1576,7 @@ fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
         textures,
         slow,
         fast,
+        by_kernel,
     };
     // Every expression must evaluate for every size set (on a reference device).
     if h.needs_host_loop.is_none() {
@@ -1656,6 +1691,46 @@ pub(crate) fn parse_jds_part(s: &str) -> Option<JdsPart> {
 }
 
 impl Harness {
+    /// The harness for one pair: where the file gives launches by kernel name, the slow
+    /// side takes its kernel's list and the fast side its own; `slow`/`fast`/`[[launch]]`
+    /// lists stay the default.
+    pub fn for_pair(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<Harness, HarnessError> {
+        let mut h = self.clone();
+        if self.needs_host_loop.is_some() {
+            return Ok(h);
+        }
+        for (side, unit, list) in [
+            ("slow", slow, &mut h.slow),
+            ("fast", Some(fast), &mut h.fast),
+        ] {
+            if let Some(own) = unit.and_then(|u| self.by_kernel.get(&u.kernel)) {
+                *list = own.clone();
+            }
+            if list.is_empty() {
+                return Err(HarnessError::Mismatch {
+                    origin: self.origin.clone(),
+                    kernel: format!(
+                        "{} ({side})",
+                        unit.map(|u| u.kernel.as_str()).unwrap_or("-")
+                    ),
+                    message: format!(
+                        "no launch sequence for this kernel: the harness has variants for {}",
+                        self.by_kernel
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(h)
+    }
+
     pub fn size_sets(&self) -> &[SizeSet] {
         &self.size_sets
     }
@@ -1786,15 +1861,49 @@ impl Harness {
             kernel: format!("{} ({variant})", unit.kernel),
             message: m,
         };
+        // A version unit (a host launcher's kernels, docs/pairing.md) holds several
+        // kernels: a launch naming another kernel is checked against that kernel's
+        // definition in the unit's source.
+        let index = crate::cuda::index_file(&unit.path, &unit.source);
+        let sym_base = unit.symbol.split('<').next().unwrap_or("").trim();
+        let mut kernels: Vec<std::borrow::Cow<KernelUnit>> = Vec::new();
         for (li, l) in launches.iter().enumerate() {
             let base = l.kernel.split('<').next().unwrap_or("").trim();
-            let sym_base = unit.symbol.split('<').next().unwrap_or("").trim();
-            if base != unit.kernel && base != sym_base {
+            if base == unit.kernel || base == sym_base {
+                kernels.push(std::borrow::Cow::Borrowed(unit));
+                continue;
+            }
+            let Some(k) = index.kernels().iter().find(|k| k.name == base) else {
                 return Err(err(format!(
                     "launch[{li}] runs {:?}, but the {variant} unit's kernel is {:?}",
                     l.kernel, unit.kernel
                 )));
-            }
+            };
+            kernels.push(std::borrow::Cow::Owned(KernelUnit {
+                kernel: k.name.clone(),
+                symbol: k.name.clone(),
+                params: k.params.clone(),
+                template_params: k.template_params.clone(),
+                ..unit.clone()
+            }));
+        }
+        // Outputs some launch of the sequence writes through a non-const pointer: a later
+        // launch may read them through a const one (a version's `mean` feeding `rstd_kernel`).
+        let written: BTreeSet<usize> = launches
+            .iter()
+            .zip(&kernels)
+            .flat_map(|(l, k)| {
+                l.args.iter().zip(&k.params).filter_map(|(&ai, p)| {
+                    let pointee_const =
+                        p.ty.split('*')
+                            .next()
+                            .is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
+                    (c_is_pointer(&p.ty) && !pointee_const).then_some(ai)
+                })
+            })
+            .collect();
+        for (li, (l, unit)) in launches.iter().zip(&kernels).enumerate() {
+            let unit: &KernelUnit = unit;
             if l.args.len() != unit.params.len() {
                 return Err(err(format!(
                     "launch[{li}] passes {} args, the kernel takes {} parameters ({})",
@@ -1807,7 +1916,15 @@ impl Harness {
                         .join(", ")
                 )));
             }
+            // `k<int, 256>` binds the kernel's template parameters (`T *` checks as `int *`).
+            let binds = template::bindings(&unit.template_params, &l.kernel);
             for (pi, (&ai, p)) in l.args.iter().zip(&unit.params).enumerate() {
+                let p = &template::bind_param(p, &binds);
+                let hint = || {
+                    template::unbound_hint(&p.ty, &unit.template_params, &l.kernel)
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default()
+                };
                 let a = &self.args[ai];
                 let ptr = c_is_pointer(&p.ty);
                 match a {
@@ -1822,7 +1939,7 @@ impl Harness {
                             p.ty.split('*')
                                 .next()
                                 .is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
-                        if pointee_const && role.is_output() {
+                        if pointee_const && role.is_output() && !written.contains(&ai) {
                             return Err(err(format!(
                                 "parameter {pi} `{} {}` points to const, but arg {name:?} is an output",
                                 p.ty, p.name
@@ -1837,8 +1954,10 @@ impl Harness {
                         type_matches(&p.ty, *elem, c_type.as_deref(), &unit.source).map_err(
                             |m| {
                                 err(format!(
-                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}",
-                                    p.ty, p.name
+                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
+                                    p.ty,
+                                    p.name,
+                                    hint()
                                 ))
                             },
                         )?;
@@ -1868,8 +1987,10 @@ impl Harness {
                         }
                         type_matches(&p.ty, *elem, None, &unit.source).map_err(|m| {
                             err(format!(
-                                "parameter {pi} `{} {}` vs arg {name:?}: {m}",
-                                p.ty, p.name
+                                "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
+                                p.ty,
+                                p.name,
+                                hint()
                             ))
                         })?;
                     }
@@ -2467,6 +2588,10 @@ impl Harness {
 pub fn candidate_names(pair: &Pair, stem: &str) -> Vec<String> {
     let (k, v) = (&pair.fast.kernel, &pair.fast.variant);
     let mut out = vec![format!("{stem}.{k}.{v}.toml"), format!("{stem}.{k}.toml")];
+    // One harness per progression file (llm.c: `cuda.softmax_forward.toml`).
+    if let Some(file) = Path::new(&pair.fast.path).file_stem() {
+        out.push(format!("{stem}.{}.toml", file.to_string_lossy()));
+    }
     if !v.is_empty() {
         out.push(format!("{stem}.{v}.toml"));
     }

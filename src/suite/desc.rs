@@ -13,6 +13,11 @@ use super::SuiteError;
 pub const BUILTIN: &[(&str, &str)] = &[
     ("parboil", include_str!("../../extractors/parboil.toml")),
     ("rodinia", include_str!("../../extractors/rodinia.toml")),
+    (
+        "cuda-samples",
+        include_str!("../../extractors/cuda-samples.toml"),
+    ),
+    ("llm-c", include_str!("../../extractors/llm-c.toml")),
     ("generic", include_str!("../../extractors/generic.toml")),
 ];
 
@@ -93,6 +98,10 @@ pub struct RawPairing {
     pub fallback_naive: Vec<String>,
     #[serde(default = "default_rules")]
     pub rules: Vec<Rule>,
+    /// Progressions inside one file (docs/pairing.md, "Progressions"): numbered series
+    /// and naive/optimized naming pairs, in any mode.
+    #[serde(default)]
+    pub progression: Option<super::pairing::RawProgression>,
 }
 
 fn default_rules() -> Vec<Rule> {
@@ -156,6 +165,7 @@ pub struct SuiteDesc {
     counterpart: String,
     pub fallback_naive: Vec<String>,
     pub rules: Vec<Rule>,
+    pub progression: Option<super::pairing::Progression>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,6 +327,11 @@ impl SuiteDesc {
             counterpart: raw.pairing.counterpart.unwrap_or_default(),
             fallback_naive: raw.pairing.fallback_naive,
             rules: raw.pairing.rules,
+            progression: raw
+                .pairing
+                .progression
+                .map(|p| super::pairing::Progression::compile(p).map_err(err))
+                .transpose()?,
         })
     }
 
@@ -483,7 +498,10 @@ mod tests {
     fn every_builtin_description_parses() {
         let all = SuiteDesc::builtins().unwrap();
         let names: Vec<_> = all.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["parboil", "rodinia", "generic"]);
+        assert_eq!(
+            names,
+            ["parboil", "rodinia", "cuda-samples", "llm-c", "generic"]
+        );
     }
 
     #[test]
@@ -554,6 +572,21 @@ mod tests {
         assert!(r.is_shared("cuda/util/timer/timer.h"));
         assert!(r.included_only("cuda/srad/define.c"));
         assert!(!r.included_only("cuda/srad/main.cu"));
+        let c = SuiteDesc::builtin("cuda-samples").unwrap();
+        let s = c
+            .scope_of("Samples/6_Performance/transpose/transpose.cu")
+            .unwrap();
+        assert_eq!(
+            (s.benchmark.as_str(), s.variant.as_str()),
+            ("transpose", "6_Performance")
+        );
+        assert!(c.is_shared("Common/helper_cuda.h"));
+        let l = SuiteDesc::builtin("llm-c").unwrap();
+        assert_eq!(
+            l.scope_of("dev/cuda/gelu_forward.cu").unwrap().benchmark,
+            "cuda"
+        );
+        assert!(l.progression.is_some() && c.progression.is_some());
         assert_eq!(r.include_dirs, ["common", "cuda/util"]);
         assert_eq!(
             r.include_dirs_for(&s),
@@ -591,6 +624,20 @@ mod tests {
             "parboil"
         );
         assert_eq!(pick(&["cuda/a/k.cu", "opencl/a/k.cl"]).unwrap(), "rodinia");
+        assert_eq!(
+            pick(&[
+                "Samples/6_Performance/transpose/transpose.cu",
+                "Common/helper_cuda.h"
+            ])
+            .unwrap(),
+            "cuda-samples"
+        );
+        assert_eq!(
+            pick(&["dev/cuda/softmax_forward.cu", "llmc/cuda_common.cuh"]).unwrap(),
+            "llm-c"
+        );
+        // Without Common/helper_cuda.h a Samples/ tree is just CUDA code.
+        assert_eq!(pick(&["Samples/a/b/k.cu"]).unwrap(), "generic");
         assert_eq!(pick(&["x/y/k.cuh"]).unwrap(), "generic");
         assert!(matches!(pick(&["a.c"]), Err(SuiteError::NotDetected)));
     }

@@ -10,7 +10,7 @@ pub enum SuiteError {
     NoSuchDir(PathBuf),
     #[error("{0} is not a directory (extract takes the root folder of a suite)")]
     NotADir(PathBuf),
-    #[error("unknown suite `{0}` (known: parboil, rodinia, generic, auto; or --extractor FILE)")]
+    #[error("unknown suite `{0}` (known: parboil, rodinia, cuda-samples, llm-c, generic, auto; or --extractor FILE)")]
     UnknownSuite(String),
     #[error("suite description {origin}: {message}")]
     Description { origin: String, message: String },

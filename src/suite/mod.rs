@@ -49,7 +49,7 @@ Exit codes:
 pub struct ExtractArgs {
     /// Root of the suite tree.
     pub suite_dir: PathBuf,
-    /// Suite layout: parboil, rodinia, generic, or auto (detect from the tree).
+    /// Suite layout: parboil, rodinia, cuda-samples, llm-c, generic, or auto (detect from the tree).
     #[arg(long, default_value = "auto")]
     pub suite: String,
     /// A suite description TOML (see extractors/*.toml); overrides --suite.
@@ -326,6 +326,16 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         let p = pairing::pair_benchmark(&desc, units, &units::same_code);
         pairs.extend(p.pairs);
         unpaired.extend(p.unpaired);
+    }
+    // Versions: host launcher series launching several kernels (docs/pairing.md).
+    if let Some(prog) = &desc.progression {
+        let files = sources.iter().map(|s| (s.path.as_str(), s.text.as_str()));
+        let v = pairing::pair_versions(prog, &ex.units, files, &units::same_code);
+        pairs.retain(|p| {
+            p.origin != crate::record::Origin::Pending || !v.members.contains(&p.fast.id)
+        });
+        pairs.extend(v.pairs);
+        unpaired.extend(v.unpaired);
     }
     pairs.sort_by(|a, b| {
         (&a.fast.path, a.fast.line, &a.fast.kernel).cmp(&(

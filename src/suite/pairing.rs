@@ -3,6 +3,8 @@
 
 use super::desc::{PairingMode, Rule, SuiteDesc, RULE_NO_NAIVE};
 use crate::record::{KernelUnit, Origin, Pair, Unpaired};
+use regex::Regex;
+use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The pairs and leftovers of one benchmark.
@@ -15,8 +17,34 @@ pub struct Paired {
 /// Whether two kernels are the same code (after normalization).
 pub type SameCode<'a> = &'a (dyn Fn(&KernelUnit, &KernelUnit) -> bool + Sync);
 
-/// Pair the units of one benchmark (any order; the result is sorted by path and line).
+/// Pair the units of one benchmark (any order; the result is sorted by path and line):
+/// variant folders or pending slots by the suite's mode, then progressions inside each
+/// file where the description has `[pairing.progression]`.
 pub fn pair_benchmark(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Paired {
+    let mut out = pair_by_mode(desc, units, same);
+    if let Some(prog) = &desc.progression {
+        let found = prog.pair(units, same);
+        // A kernel in a progression has natural partners: it no longer awaits synthesis.
+        out.pairs
+            .retain(|p| p.origin != Origin::Pending || !found.members.contains(p.fast.id.as_str()));
+        out.pairs.extend(found.pairs);
+        out.unpaired.extend(found.unpaired);
+        let key = |p: &Pair| {
+            (
+                p.fast.path.clone(),
+                p.fast.line,
+                p.fast.kernel.clone(),
+                p.slow.as_ref().map(|s| (s.path.clone(), s.line)),
+            )
+        };
+        out.pairs.sort_by_key(key);
+        out.unpaired
+            .sort_by(|a, b| (&a.path, &a.kernel).cmp(&(&b.path, &b.kernel)));
+    }
+    out
+}
+
+fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Paired {
     let mut out = Paired::default();
     let mut by_variant: BTreeMap<&str, Vec<&KernelUnit>> = BTreeMap::new();
     for u in units {
@@ -240,6 +268,716 @@ pub fn match_kernels(
     out
 }
 
+// ---------------------------------------------------------------------------------------
+// Progressions: one file holding a naive kernel and its optimized successors.
+
+/// `[pairing.progression]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProgression {
+    /// Which steps of a numbered series pair (docs/pairing.md says why `both`).
+    #[serde(default)]
+    pub steps: Steps,
+    /// Regexes naming a numbered series member: named groups `stem` and `n` (digits),
+    /// optional `rest`; members share `stem` and `rest` and differ in `n`.
+    #[serde(default)]
+    pub numbered: Vec<String>,
+    /// Words (case-insensitive, whole words of a snake_case or camelCase name) marking a
+    /// naive kernel: `naive`, `basic`, `simple`.
+    #[serde(default)]
+    pub slow_words: Vec<String>,
+    /// Words marking an optimized kernel; a CamelCase entry (`NoBankConflicts`) matches
+    /// its words in sequence.
+    #[serde(default)]
+    pub fast_words: Vec<String>,
+}
+
+/// Which steps of a numbered series become pairs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Steps {
+    /// Each member against the one before it (`reduce2` vs `reduce1`).
+    Predecessor,
+    /// The first member against each later one (`reduce2` vs `reduce0`).
+    First,
+    /// Both; the step from the first to the second is one pair.
+    #[default]
+    Both,
+}
+
+/// Rule of a pair of consecutive series members.
+pub const RULE_STEP: &str = "progression_step";
+/// Rule of a pair of the series' first member and a later, non-adjacent one.
+pub const RULE_FROM_FIRST: &str = "progression_from_first";
+/// Rule of a naive-named kernel and an optimized-named one with the same stem.
+pub const RULE_NAMING: &str = "naming_pair";
+
+/// Checked progression rules.
+#[derive(Debug, Clone)]
+pub struct Progression {
+    pub steps: Steps,
+    numbered: Vec<Regex>,
+    slow_words: Vec<Vec<String>>,
+    fast_words: Vec<Vec<String>>,
+}
+
+/// What progression pairing found in one benchmark.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub pairs: Vec<Pair>,
+    pub unpaired: Vec<Unpaired>,
+    /// Ids of every unit that is a side of some progression pair.
+    pub members: BTreeSet<String>,
+}
+
+/// The words of an identifier: `transposeNoBankConflicts` → transpose, no, bank,
+/// conflicts; `softmax_forward_kernel1` → softmax, forward, kernel1. Lowercased.
+pub fn name_words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in name.split('_').filter(|p| !p.is_empty()) {
+        let mut cur = String::new();
+        let chars: Vec<char> = part.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let boundary = c.is_uppercase()
+                && i > 0
+                && (chars[i - 1].is_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+                        && chars[i - 1].is_uppercase());
+            if boundary && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur).to_lowercase());
+            }
+            cur.push(c);
+        }
+        if !cur.is_empty() {
+            out.push(cur.to_lowercase());
+        }
+    }
+    out
+}
+
+impl Progression {
+    pub fn compile(raw: RawProgression) -> Result<Progression, String> {
+        let mut numbered = Vec::new();
+        for (i, r) in raw.numbered.iter().enumerate() {
+            let re =
+                Regex::new(r).map_err(|e| format!("pairing.progression.numbered[{i}]: {e}"))?;
+            let names: Vec<&str> = re.capture_names().flatten().collect();
+            if !names.contains(&"stem") || !names.contains(&"n") {
+                return Err(format!(
+                    "pairing.progression.numbered[{i}]: the regex needs named groups `stem` and `n`"
+                ));
+            }
+            numbered.push(re);
+        }
+        let words = |v: &[String], key: &str| -> Result<Vec<Vec<String>>, String> {
+            v.iter()
+                .map(|w| {
+                    let ws = name_words(w);
+                    if ws.is_empty() {
+                        Err(format!("pairing.progression.{key}: empty word {w:?}"))
+                    } else {
+                        Ok(ws)
+                    }
+                })
+                .collect()
+        };
+        Ok(Progression {
+            steps: raw.steps,
+            numbered,
+            slow_words: words(&raw.slow_words, "slow_words")?,
+            fast_words: words(&raw.fast_words, "fast_words")?,
+        })
+    }
+
+    /// `(stem, rest, n)` of a numbered series member, by the first regex that matches.
+    fn series_key(&self, name: &str) -> Option<(String, String, u64)> {
+        self.numbered.iter().find_map(|re| {
+            let c = re.captures(name)?;
+            let n = c.name("n")?.as_str().parse().ok()?;
+            let rest = c.name("rest").map(|m| m.as_str()).unwrap_or("");
+            Some((c["stem"].to_string(), rest.to_string(), n))
+        })
+    }
+
+    /// The stem of a name holding one of `words` (the name's other words joined by `_`).
+    fn named_stem(words: &[Vec<String>], name: &str) -> Option<String> {
+        let nw = name_words(name);
+        for w in words {
+            if let Some(i) =
+                (0..=nw.len().saturating_sub(w.len())).find(|&i| nw[i..].starts_with(w))
+            {
+                let mut rest = nw[..i].to_vec();
+                rest.extend_from_slice(&nw[i + w.len()..]);
+                if !rest.is_empty() {
+                    return Some(rest.join("_"));
+                }
+            }
+        }
+        None
+    }
+
+    /// Progression pairs among the units of one benchmark, file by file.
+    pub fn pair(&self, units: &[&KernelUnit], same: SameCode) -> Found {
+        let mut by_file: BTreeMap<(&str, &str), Vec<&KernelUnit>> = BTreeMap::new();
+        for u in units {
+            by_file.entry((&u.variant, &u.path)).or_default().push(u);
+        }
+        let mut found = Found::default();
+        let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut push = |found: &mut Found, s: &KernelUnit, f: &KernelUnit, rule: &str| {
+            if s.id == f.id || !seen.insert((s.id.clone(), f.id.clone())) {
+                return;
+            }
+            found.members.insert(s.id.clone());
+            found.members.insert(f.id.clone());
+            found.pairs.push(make_pair(Some(s), f, rule, same(s, f)));
+        };
+        for list in by_file.values_mut() {
+            list.sort_by_key(|u| u.line);
+            // Numbered series: same stem, rest and parameter types.
+            let mut series: BTreeMap<(String, String), Vec<(u64, &KernelUnit)>> = BTreeMap::new();
+            for u in list.iter() {
+                if let Some((stem, rest, n)) = self.series_key(&u.kernel) {
+                    series.entry((stem, rest)).or_default().push((n, u));
+                }
+            }
+            for ((stem, rest), mut members) in series {
+                if members.len() < 2 {
+                    continue;
+                }
+                members.sort_by_key(|(n, u)| (*n, u.line));
+                let mut groups: Vec<Vec<&KernelUnit>> = Vec::new();
+                for (_, u) in &members {
+                    match groups.iter_mut().find(|g| compatible(g[0], u)) {
+                        Some(g) => g.push(u),
+                        None => groups.push(vec![u]),
+                    }
+                }
+                let main = groups.iter().map(Vec::len).max().unwrap_or(0);
+                for g in &groups {
+                    if g.len() < 2 {
+                        if main >= 2 {
+                            found.unpaired.push(unpaired(
+                                g[0],
+                                format!(
+                                    "in the series {stem}N{rest}, but its parameters ({}) differ from the other members'",
+                                    g[0].params
+                                        .iter()
+                                        .map(|p| p.ty.as_str())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            ));
+                        }
+                        continue;
+                    }
+                    for i in 1..g.len() {
+                        if self.steps != Steps::First || i == 1 {
+                            push(&mut found, g[i - 1], g[i], RULE_STEP);
+                        }
+                        if self.steps != Steps::Predecessor && i >= 2 {
+                            push(&mut found, g[0], g[i], RULE_FROM_FIRST);
+                        }
+                    }
+                }
+            }
+            // Naming pairs: naive-named vs optimized-named kernels with the same stem.
+            if self.slow_words.is_empty() || self.fast_words.is_empty() {
+                continue;
+            }
+            let slow: Vec<(String, &KernelUnit)> = list
+                .iter()
+                .filter_map(|u| Some((Self::named_stem(&self.slow_words, &u.kernel)?, *u)))
+                .collect();
+            let fast: Vec<(String, &KernelUnit)> = list
+                .iter()
+                .filter_map(|u| Some((Self::named_stem(&self.fast_words, &u.kernel)?, *u)))
+                .collect();
+            for (ss, s) in &slow {
+                for (fs, f) in &fast {
+                    if ss != fs {
+                        continue;
+                    }
+                    if compatible(s, f) {
+                        push(&mut found, s, f, RULE_NAMING);
+                    } else {
+                        found.unpaired.push(unpaired(
+                            f,
+                            format!(
+                                "named as an optimized {ss} beside the naive {}, but the parameters differ",
+                                s.kernel
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Same parameter types in order (names, spacing, `const`, `__restrict__` aside; pointer
+/// depth counts).
+fn compatible(a: &KernelUnit, b: &KernelUnit) -> bool {
+    let norm = |u: &KernelUnit| -> Vec<(String, usize)> {
+        u.params
+            .iter()
+            .map(|p| {
+                (
+                    crate::harness::c_base_type(&p.ty),
+                    p.ty.matches(['*', '[']).count(),
+                )
+            })
+            .collect()
+    };
+    norm(a) == norm(b)
+}
+
+// ---------------------------------------------------------------------------------------
+// Versions: a numbered series of host launchers (llm.c's `layernorm_forward1..6`), each
+// launching a fixed sequence of kernels. A version launching several kernels becomes a
+// pair side holding all of them; single-kernel versions are the kernel pairs above.
+
+/// Rule of consecutive usable versions of a launcher series.
+pub const RULE_VERSION_STEP: &str = "version_step";
+/// Rule of the series' first usable version and a later, non-adjacent one.
+pub const RULE_VERSION_FROM_FIRST: &str = "version_from_first";
+
+/// A host function's name, parameter text, first line and body.
+#[derive(Debug, Clone)]
+struct HostFn<'a> {
+    name: String,
+    params: String,
+    line: u32,
+    body: &'a str,
+}
+
+/// The index of the bracket closing the one at `open`.
+fn matching(text: &str, open: usize, o: u8, c: u8) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, &b) in text.as_bytes().iter().enumerate().skip(open) {
+        if b == o {
+            depth += 1;
+        } else if b == c {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// `void name(params) { body }` host functions (not `__global__`/`__device__`) of a file.
+fn host_functions(text: &str) -> Vec<HostFn<'_>> {
+    static RE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"(?m)^[ \t]*(?:static[ \t]+|inline[ \t]+)*void[ \t]+([A-Za-z_]\w*)[ \t]*\(")
+            .expect("valid regex")
+    });
+    let mut out = Vec::new();
+    for c in RE.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        let open = m.end() - 1;
+        let Some(close) = matching(text, open, b'(', b')') else {
+            continue;
+        };
+        let after = text[close + 1..].trim_start();
+        if !after.starts_with('{') {
+            continue;
+        }
+        let bopen = text.len() - after.len();
+        let Some(bclose) = matching(text, bopen, b'{', b'}') else {
+            continue;
+        };
+        out.push(HostFn {
+            name: c[1].to_string(),
+            params: text[open + 1..close]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            line: text[..m.start()].matches('\n').count() as u32 + 1,
+            body: &text[bopen..=bclose],
+        });
+    }
+    out
+}
+
+/// What a version body does: the kernels it launches in order, or why it is no pair side.
+fn version_launches(body: &str) -> Result<Vec<(String, usize)>, String> {
+    static LIB: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"\b((cublasLt|cublas|cudnn|cufft|curand|cusparse|cutlass)\w*)\s*[(:<]")
+            .expect("valid regex")
+    });
+    static LAUNCH: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"\b([A-Za-z_]\w*)\s*(?:<(?:[^;<>]|<[^;<>]*>)*>)?\s*<<<").expect("valid regex")
+    });
+    static LOOP: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"\b(for|while|if|switch)\s*\(|\belse\b").expect("valid regex")
+    });
+    // The library call itself, not an error-check macro around it (`cublasCheck(cublasSgemm(…))`).
+    let lib_call = LIB
+        .captures_iter(body)
+        .find(|c| !c[1].to_ascii_lowercase().ends_with("check"))
+        .or_else(|| LIB.captures(body));
+    if let Some(c) = lib_call {
+        let lib = match &c[2] {
+            "cublasLt" => "cuBLASLt",
+            "cublas" => "cuBLAS",
+            "cudnn" => "cuDNN",
+            "cufft" => "cuFFT",
+            "curand" => "cuRAND",
+            "cusparse" => "cuSPARSE",
+            _ => "CUTLASS",
+        };
+        return Err(format!("calls the host library {lib} (`{}`)", &c[1]));
+    }
+    let launches: Vec<(String, usize)> = LAUNCH
+        .captures_iter(body)
+        .map(|c| (c[1].to_string(), c.get(0).expect("match").start()))
+        .collect();
+    if launches.is_empty() {
+        return Err("launches no kernel itself".into());
+    }
+    for l in LOOP.find_iter(body) {
+        let word = l.as_str().trim_end_matches('(').trim();
+        // The statement governed: after the `(…)` header, or right after `else`.
+        let after = if word == "else" {
+            l.end()
+        } else {
+            let Some(close) = matching(body, l.end() - 1, b'(', b')') else {
+                continue;
+            };
+            close + 1
+        };
+        let rest = &body[after..];
+        let start = after + (rest.len() - rest.trim_start().len());
+        let end = if body[start..].starts_with('{') {
+            matching(body, start, b'{', b'}').unwrap_or(body.len())
+        } else {
+            start + body[start..].find(';').unwrap_or(body.len() - start)
+        };
+        if let Some((k, _)) = launches.iter().find(|(_, at)| (start..=end).contains(at)) {
+            return Err(match word {
+                "for" | "while" => format!(
+                    "launches {k} inside a host `{word}` loop: not a fixed sequence of launches"
+                ),
+                _ => format!(
+                    "launches {k} under a host `{word}`: which kernels run depends on the host's data"
+                ),
+            });
+        }
+    }
+    Ok(launches)
+}
+
+/// Join isolated units into one source, each top-level chunk (a function with its
+/// `template` line, a type, a `#define`, a declaration) kept once, in first-seen order.
+pub fn merge_sources(sources: &[&str]) -> String {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut out = String::new();
+    for src in sources {
+        for chunk in top_level_chunks(src) {
+            let key: String = chunk.split_whitespace().collect::<Vec<_>>().join(" ");
+            // Conditional directives are structure, not declarations: each copy stays so
+            // every `#if` keeps its `#endif` (a repeated block is left empty, still valid).
+            let conditional = ["#if", "#elif", "#else", "#endif"]
+                .iter()
+                .any(|d| key.starts_with(d));
+            if key.is_empty() || (!conditional && !seen.insert(key)) {
+                continue;
+            }
+            out.push_str(chunk.trim_matches('\n'));
+            out.push_str("\n\n");
+        }
+    }
+    out
+}
+
+fn top_level_chunks(src: &str) -> Vec<&str> {
+    let b = src.as_bytes();
+    let (mut out, mut start, mut depth, mut i) = (Vec::new(), 0usize, 0i32, 0usize);
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if line_start && depth == 0 && src[i..].trim_start_matches([' ', '\t']).starts_with('#') {
+            // A preprocessor line (with its continuations) is a chunk of its own.
+            if src[start..i].trim().is_empty() {
+                let mut j = i;
+                loop {
+                    let e = src[j..].find('\n').map_or(b.len(), |e| j + e);
+                    if e > 0 && e <= b.len() && b[e - 1] == b'\\' && e < b.len() {
+                        j = e + 1;
+                        continue;
+                    }
+                    j = e;
+                    break;
+                }
+                out.push(&src[start..j]);
+                start = j;
+                i = j;
+                continue;
+            }
+        }
+        line_start = c == b'\n';
+        match c {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = src[i..].find('\n').map_or(b.len(), |e| i + e);
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i = src[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+                continue;
+            }
+            b'"' | b'\'' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != c {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                i = j + 1;
+                continue;
+            }
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let mut j = i + 1;
+                    let rest = &src[j..];
+                    let t = rest.trim_start_matches([' ', '\t']);
+                    if t.starts_with(';') {
+                        j += rest.len() - t.len() + 1;
+                    } else if !t.starts_with('\n') && !t.is_empty() {
+                        // `} name;` (a variable of an inline struct type): up to the `;`.
+                        j += rest.find(';').map_or(0, |e| e + 1);
+                    }
+                    out.push(&src[start..j]);
+                    start = j;
+                    i = j;
+                    continue;
+                }
+            }
+            b';' if depth == 0 => {
+                out.push(&src[start..=i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !src[start..].trim().is_empty() {
+        out.push(&src[start..]);
+    }
+    out
+}
+
+/// Host launcher series of every file: pairs of versions launching several kernels, and
+/// the versions that cannot be a side (host library, host loop) with the reason.
+pub fn pair_versions<'a>(
+    prog: &Progression,
+    units: &[KernelUnit],
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    same: SameCode,
+) -> Found {
+    let mut by_path: BTreeMap<&str, Vec<&KernelUnit>> = BTreeMap::new();
+    for u in units {
+        by_path.entry(u.path.as_str()).or_default().push(u);
+    }
+    let mut found = Found::default();
+    for (path, text) in files {
+        let Some(kernels) = by_path.get(path) else {
+            continue;
+        };
+        let mut series: BTreeMap<(String, String, String), Vec<(u64, HostFn)>> = BTreeMap::new();
+        for f in host_functions(text) {
+            if kernels.iter().any(|k| k.kernel == f.name) {
+                continue;
+            }
+            if let Some((stem, rest, n)) = prog.series_key(&f.name) {
+                series
+                    .entry((stem, rest, f.params.clone()))
+                    .or_default()
+                    .push((n, f));
+            }
+        }
+        // Members alone with their parameters: reported, as for kernel series.
+        let mut sizes: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for ((stem, rest, _), m) in &series {
+            let e = sizes.entry((stem.clone(), rest.clone())).or_default();
+            *e = (*e).max(m.len());
+        }
+        let first = kernels[0];
+        for ((stem, rest, _), mut members) in series {
+            if members.len() < 2 {
+                if sizes[&(stem.clone(), rest.clone())] >= 2 {
+                    let f = &members[0].1;
+                    // A library call or a host loop says more than the parameters.
+                    let why = match version_launches(f.body) {
+                        Err(r) => format!("version {} of {stem}N{rest} {r}", f.name),
+                        Ok(_) => format!(
+                            "version {} of {stem}N{rest}: its parameters ({}) differ from the other versions'",
+                            f.name, f.params
+                        ),
+                    };
+                    found.unpaired.push(Unpaired {
+                        suite: first.suite.clone(),
+                        benchmark: first.benchmark.clone(),
+                        variant: first.variant.clone(),
+                        path: path.to_string(),
+                        kernel: f.name.clone(),
+                        unit_id: crate::record::content_id(&["version", path, &f.name]),
+                        reason: why,
+                    });
+                }
+                continue;
+            }
+            members.sort_by_key(|(n, f)| (*n, f.line));
+            let mut usable: Vec<(HostFn, Vec<&KernelUnit>)> = Vec::new();
+            for (_, f) in members {
+                let why = version_launches(f.body).and_then(|ls| {
+                    ls.iter()
+                        .map(|(k, _)| {
+                            kernels
+                                .iter()
+                                .copied()
+                                .find(|u| u.kernel == *k)
+                                .ok_or_else(|| {
+                                    format!("launches {k}, which is not a kernel of this file")
+                                })
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                });
+                match why {
+                    Ok(ks) => usable.push((f, ks)),
+                    Err(reason) => found.unpaired.push(Unpaired {
+                        suite: first.suite.clone(),
+                        benchmark: first.benchmark.clone(),
+                        variant: first.variant.clone(),
+                        path: path.to_string(),
+                        kernel: f.name.clone(),
+                        unit_id: crate::record::content_id(&["version", path, &f.name]),
+                        reason: format!("version {} of {stem}N{rest} {reason}", f.name),
+                    }),
+                }
+            }
+            let units: Vec<KernelUnit> = usable
+                .iter()
+                .map(|(f, ks)| version_unit(path, f, ks))
+                .collect();
+            let multi = |i: usize| usable[i].1.len() > 1;
+            let mut push = |s: usize, f: usize, rule: &str| {
+                if multi(s) || multi(f) {
+                    // The kernels of a paired version are sides through it.
+                    for i in [s, f] {
+                        found.members.insert(units[i].id.clone());
+                        found
+                            .members
+                            .extend(usable[i].1.iter().map(|k| k.id.clone()));
+                    }
+                    let identical = same(&units[s], &units[f]);
+                    found
+                        .pairs
+                        .push(make_pair(Some(&units[s]), &units[f], rule, identical));
+                }
+            };
+            for i in 1..units.len() {
+                if prog.steps != Steps::First || i == 1 {
+                    push(i - 1, i, RULE_VERSION_STEP);
+                }
+                if prog.steps != Steps::Predecessor && i >= 2 {
+                    push(0, i, RULE_VERSION_FROM_FIRST);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A version as a unit: every kernel it launches (merged, each helper once), named after
+/// its launcher; a `version` diagnostic lists the launch order.
+fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
+    let mut distinct: Vec<&KernelUnit> = Vec::new();
+    for k in kernels {
+        if !distinct.iter().any(|d| d.id == k.id) {
+            distinct.push(k);
+        }
+    }
+    let source = if distinct.len() == 1 {
+        distinct[0].source.clone()
+    } else {
+        merge_sources(
+            &distinct
+                .iter()
+                .map(|u| u.source.as_str())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let first = kernels[0];
+    let mut features = first.features;
+    let mut pulled = first.pulled.clone();
+    for k in &distinct[1..] {
+        let g = k.features;
+        features.shared_memory |= g.shared_memory;
+        features.dynamic_shared_memory |= g.dynamic_shared_memory;
+        features.constant_memory |= g.constant_memory;
+        features.texture_references |= g.texture_references;
+        features.atomics |= g.atomics;
+        features.templates |= g.templates;
+        features.warp_primitives |= g.warp_primitives;
+        features.vector_types |= g.vector_types;
+        for (dst, src) in [
+            (&mut pulled.helpers, &k.pulled.helpers),
+            (&mut pulled.globals, &k.pulled.globals),
+            (&mut pulled.macros, &k.pulled.macros),
+            (&mut pulled.types, &k.pulled.types),
+            (&mut pulled.headers, &k.pulled.headers),
+            (&mut pulled.local_files, &k.pulled.local_files),
+        ] {
+            for x in src {
+                if !dst.contains(x) {
+                    dst.push(x.clone());
+                }
+            }
+        }
+    }
+    let names: Vec<&str> = kernels.iter().map(|k| k.kernel.as_str()).collect();
+    let params = crate::harness::template::split_params(&f.params);
+    KernelUnit {
+        id: crate::record::content_id(&[
+            "version",
+            &first.suite,
+            &first.benchmark,
+            path,
+            &f.name,
+            &source,
+        ]),
+        suite: first.suite.clone(),
+        benchmark: first.benchmark.clone(),
+        variant: first.variant.clone(),
+        path: path.to_string(),
+        line: f.line,
+        kernel: f.name.clone(),
+        params,
+        template_params: vec![],
+        source,
+        symbol: f.name.clone(),
+        pulled,
+        features,
+        launch_sites: vec![],
+        provenance: first.provenance.clone(),
+        compile: None,
+        diagnostics: vec![crate::record::Diagnostic::new(
+            crate::record::Level::Info,
+            "version",
+            format!(
+                "host launcher `{}` ({path}:{}) launches {} in this order",
+                f.name,
+                f.line,
+                names.join(", ")
+            ),
+        )
+        .at(f.line)],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +1182,244 @@ mod tests {
         assert_eq!(
             p.unpaired[0].reason,
             "no optimized variant pairs with `cuda_base`"
+        );
+    }
+
+    fn prog_desc(steps: &str) -> SuiteDesc {
+        let text = include_str!("../../extractors/generic.toml")
+            .replace("steps = \"both\"", &format!("steps = \"{steps}\""));
+        SuiteDesc::parse(&text, "t").unwrap()
+    }
+
+    fn gunit(file: &str, line: u32, kernel: &str, types: &[&str], source: &str) -> KernelUnit {
+        let mut u = unit("", file, kernel, types, source);
+        u.path = format!("app/{file}");
+        u.line = line;
+        u.id = crate::record::content_id(&[&u.path, kernel, source]);
+        u
+    }
+
+    fn prog_summary(p: &Paired) -> Vec<String> {
+        p.pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}->{} {}{}",
+                    p.slow.as_ref().map(|s| s.kernel.as_str()).unwrap_or("-"),
+                    p.fast.kernel,
+                    p.rule,
+                    if p.identical { " identical" } else { "" }
+                )
+            })
+            .collect()
+    }
+
+    fn reduce_units() -> Vec<KernelUnit> {
+        let t = &["T *", "T *", "unsigned int"];
+        vec![
+            gunit("r.cu", 10, "reduce0", t, "a"),
+            gunit(
+                "r.cu",
+                20,
+                "reduce1",
+                &["T*", "T *__restrict__", "unsigned int"],
+                "b",
+            ),
+            gunit("r.cu", 30, "reduce2", t, "c"),
+            gunit("r.cu", 40, "reduce3", &["T *", "int"], "d"),
+            gunit(
+                "r.cu",
+                50,
+                "reduce4",
+                &["const T *", "T *", "unsigned int"],
+                "e",
+            ),
+            gunit("r.cu", 60, "helper", &["int"], "h"),
+            // Another file: its own series, never mixed with r.cu's.
+            gunit("s.cu", 1, "reduce9", t, "z"),
+        ]
+    }
+
+    #[test]
+    fn numbered_series_pair_by_steps_with_compatible_parameters() {
+        let units = reduce_units();
+        let refs: Vec<&KernelUnit> = units.iter().collect();
+        let p = pair_benchmark(&prog_desc("both"), &refs, &same);
+        assert_eq!(
+            prog_summary(&p),
+            [
+                "reduce0->reduce1 progression_step",
+                "reduce0->reduce2 progression_from_first",
+                "reduce1->reduce2 progression_step",
+                "-->reduce3 no_naive_variant",
+                "reduce0->reduce4 progression_from_first",
+                "reduce2->reduce4 progression_step",
+                "-->helper no_naive_variant",
+                "-->reduce9 no_naive_variant",
+            ]
+        );
+        // reduce3 changed its parameters: left out of the series with the reason, and
+        // still awaits synthesis.
+        assert_eq!(p.unpaired.len(), 1);
+        assert_eq!(p.unpaired[0].kernel, "reduce3");
+        assert!(
+            p.unpaired[0].reason.contains("series reduceN")
+                && p.unpaired[0].reason.contains("T *, int"),
+            "{}",
+            p.unpaired[0].reason
+        );
+        assert!(p
+            .pairs
+            .iter()
+            .all(|q| (q.origin == Origin::Natural) == q.slow.is_some()));
+        let pred = pair_benchmark(&prog_desc("predecessor"), &refs, &same);
+        assert_eq!(
+            prog_summary(&pred)
+                .iter()
+                .filter(|s| s.contains("progression"))
+                .collect::<Vec<_>>(),
+            [
+                "reduce0->reduce1 progression_step",
+                "reduce1->reduce2 progression_step",
+                "reduce2->reduce4 progression_step"
+            ]
+        );
+        let first = pair_benchmark(&prog_desc("first"), &refs, &same);
+        assert_eq!(
+            prog_summary(&first)
+                .iter()
+                .filter(|s| s.contains("progression"))
+                .collect::<Vec<_>>(),
+            [
+                "reduce0->reduce1 progression_step",
+                "reduce0->reduce2 progression_from_first",
+                "reduce0->reduce4 progression_from_first"
+            ]
+        );
+    }
+
+    #[test]
+    fn naming_pairs_share_a_stem_and_identical_texts_are_marked() {
+        let t = &["float *", "float *", "int", "int"];
+        let units = [
+            gunit("t.cu", 1, "transposeNaive", t, "n"),
+            gunit("t.cu", 2, "transposeCoalesced", t, "c"),
+            gunit("t.cu", 3, "transposeNoBankConflicts", t, "c"),
+            gunit("t.cu", 4, "copySharedMem", t, "s"),
+            gunit("t.cu", 5, "mm_naive", &["float *"], "m"),
+            gunit("t.cu", 6, "mm_tiled", &["double *"], "x"),
+            gunit("t.cu", 7, "scale_v1", &["float *"], "v"),
+            gunit("t.cu", 8, "scale_v2", &["float *"], "v"),
+        ];
+        let refs: Vec<&KernelUnit> = units.iter().collect();
+        let p = pair_benchmark(&prog_desc("both"), &refs, &same);
+        let got = prog_summary(&p);
+        for want in [
+            "transposeNaive->transposeCoalesced naming_pair",
+            "transposeNaive->transposeNoBankConflicts naming_pair",
+            "-->copySharedMem no_naive_variant",
+            "scale_v1->scale_v2 progression_step identical",
+        ] {
+            assert!(got.contains(&want.to_string()), "{want} not in {got:#?}");
+        }
+        // Naming pairs have no order among the optimized kernels: none pairs with another.
+        assert!(!got.iter().any(|s| s.starts_with("transposeCoalesced->")));
+        // mm: the parameters differ, so no pair; the reason is recorded.
+        assert!(!got.iter().any(|s| s.starts_with("mm_naive->")));
+        assert!(p
+            .unpaired
+            .iter()
+            .any(|u| u.kernel == "mm_tiled" && u.reason.contains("parameters differ")));
+        assert_eq!(
+            got.iter()
+                .filter(|s| s.contains("no_naive_variant"))
+                .count(),
+            3,
+            "{got:#?}"
+        );
+    }
+
+    #[test]
+    fn name_words_split_snake_and_camel_case() {
+        assert_eq!(
+            name_words("transposeNoBankConflicts"),
+            ["transpose", "no", "bank", "conflicts"]
+        );
+        assert_eq!(
+            name_words("softmax_forward_kernel1"),
+            ["softmax", "forward", "kernel1"]
+        );
+        assert_eq!(name_words("MMTiled"), ["mm", "tiled"]);
+    }
+
+    #[test]
+    fn bad_progression_rules_name_the_key() {
+        let base = include_str!("../../extractors/generic.toml");
+        let e = SuiteDesc::parse(&base.replace("(?P<n>", "(?P<num>"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("numbered[0]") && e.contains("`n`"), "{e}");
+        let e = SuiteDesc::parse(&base.replace("steps = \"both\"", "steps = \"all\""), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("all"), "{e}");
+    }
+
+    #[test]
+    fn merged_versions_keep_each_chunk_once() {
+        let a = "#include <cooperative_groups.h>\n#define B 4\n// helper\ntemplate <class T>\n__device__ T sq(T x) { return x * x; }\nstruct P { int a; };\n__global__ void k1(float *o) { o[0] = sq(1.f) + B; }\n";
+        let b = "#include <cooperative_groups.h>\n#define B 4\n// helper\ntemplate <class T>\n__device__ T sq(T x) { return x * x; }\n__global__ void k2(float *o) { o[1] = sq(2.f); }\n";
+        let m = merge_sources(&[a, b]);
+        assert_eq!(
+            m.matches("#include <cooperative_groups.h>").count(),
+            1,
+            "{m}"
+        );
+        assert_eq!(m.matches("#define B 4").count(), 1, "{m}");
+        assert_eq!(m.matches("__device__ T sq").count(), 1, "{m}");
+        assert_eq!(m.matches("struct P { int a; };").count(), 1, "{m}");
+        assert!(m.find("void k1").unwrap() < m.find("void k2").unwrap());
+        // Conditional blocks keep their directives; their repeated contents go.
+        let c = "#if defined(X)\ntypedef int T;\n#else\ntypedef float T;\n#endif\n__global__ void k3() {}\n";
+        let d = "#if defined(X)\ntypedef int T;\n#else\ntypedef float T;\n#endif\n__global__ void k4() {}\n";
+        let m2 = merge_sources(&[c, d]);
+        assert_eq!(m2.matches("#if defined(X)").count(), 2, "{m2}");
+        assert_eq!(m2.matches("#endif").count(), 2, "{m2}");
+        assert_eq!(m2.matches("typedef float T;").count(), 1, "{m2}");
+        // The template line stays with its function.
+        assert!(m.contains("template <class T>\n__device__ T sq"), "{m}");
+    }
+
+    #[test]
+    fn version_bodies_are_sequences_or_say_why_not() {
+        assert_eq!(
+            version_launches("{ a<<<1, 2>>>(x); b<float, 4><<<g, b, 0, s>>>(y); }")
+                .unwrap()
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let e = version_launches("{ cublasCheck(cublasSgemm(h, 1)); k<<<1,1>>>(); }").unwrap_err();
+        assert!(e.contains("cuBLAS (`cublasSgemm`)"), "{e}");
+        let e = version_launches("{ for (int i = 0; i < n; i++) { k<<<1,1>>>(i); } }").unwrap_err();
+        assert!(e.contains("inside a host `for` loop"), "{e}");
+        let e = version_launches("{ if (n > 4) a<<<1,1>>>(); else b<<<1,1>>>(); }").unwrap_err();
+        assert!(e.contains("under a host `if`"), "{e}");
+        let e = version_launches("{ if (n > 4) { x = 1; } else { b<<<1,1>>>(); } }").unwrap_err();
+        assert!(e.contains("launches b under a host `else`"), "{e}");
+        // A loop that launches nothing does not matter.
+        assert!(version_launches("{ for (int i = 0; i < 3; i++) x += i; k<<<1,1>>>(); }").is_ok());
+        assert!(version_launches("{ cudaMemset(p, 0, n); }")
+            .unwrap_err()
+            .contains("launches no kernel"));
+        let fns = host_functions(
+            "__global__ void k(int x) {}\nvoid run1(float* o, int n) {\n  k<<<1,1>>>(n);\n}\n",
+        );
+        assert_eq!(fns.len(), 1);
+        assert_eq!(
+            (fns[0].name.as_str(), fns[0].params.as_str(), fns[0].line),
+            ("run1", "float* o, int n", 2)
         );
     }
 }

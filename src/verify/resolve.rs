@@ -96,7 +96,9 @@ pub fn prepare(
             ),
         )
     })?;
-    let harness = crate::harness::load(&path).map_err(|e| (Status::HarnessError, e.to_string()))?;
+    let harness = crate::harness::load(&path)
+        .and_then(|h| h.for_pair(pair.slow.as_ref(), &pair.fast))
+        .map_err(|e| (Status::HarnessError, e.to_string()))?;
     if let Some(why) = &harness.needs_host_loop {
         return Err((Status::NeedsHostLoop, format!("{}: {why}", path.display())));
     }

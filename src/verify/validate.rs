@@ -58,8 +58,12 @@ pub enum ValidateError {
     },
     #[error("{path}: {message}")]
     Manifest { path: PathBuf, message: String },
-    #[error("{path}: no __global__ kernel found; name it with `kernel` in pair.toml")]
-    NoKernel { path: PathBuf },
+    #[error("{path}: no sole __global__ kernel ({found}); name it with `{key}` (or `kernel`) in pair.toml")]
+    NoKernel {
+        path: PathBuf,
+        found: String,
+        key: &'static str,
+    },
     #[error("{path}: cannot isolate kernel: {message}")]
     Isolation { path: PathBuf, message: String },
 }
@@ -75,11 +79,17 @@ pub struct Manifest {
     pub fast: String,
     /// Harness file; default `harness.toml`.
     pub harness: Option<String>,
-    /// Kernel name (default: the sole `__global__` function in fast.cu).
+    /// Kernel name of both sides when they share it (default: each file's sole
+    /// `__global__` function).
     pub kernel: Option<String>,
-    /// Name expressions when they differ from `kernel` (templates: `k<256>`).
-    pub slow_symbol: Option<String>,
-    pub fast_symbol: Option<String>,
+    /// The slow side's kernel when it differs from `kernel`: a name (`transposeNaive`) or
+    /// a name expression (`reduce0<int>`, `matvec<256>`); the name is the part before `<`.
+    /// `slow_symbol` is the older spelling of the same key.
+    #[serde(alias = "slow_symbol")]
+    pub slow_kernel: Option<String>,
+    /// The fast side's kernel, as `slow_kernel` (alias `fast_symbol`).
+    #[serde(alias = "fast_symbol")]
+    pub fast_kernel: Option<String>,
     /// For fixtures: the status this pair is expected to get.
     pub expect: Option<Status>,
 }
@@ -147,12 +157,71 @@ fn folder_sources(dir: &Path) -> Result<Vec<(String, String)>, ValidateError> {
     Ok(out)
 }
 
-fn sole_kernel(src: &str) -> Option<String> {
+/// The `__global__` kernel names defined in a source text, in order.
+fn kernel_names(src: &str) -> Vec<String> {
     let re = regex::Regex::new(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)")
         .expect("valid regex");
-    let names: Vec<String> = re.captures_iter(src).map(|c| c[1].to_string()).collect();
+    re.captures_iter(src).map(|c| c[1].to_string()).collect()
+}
+
+fn sole_kernel(src: &str) -> Option<String> {
+    let names = kernel_names(src);
     let first = names.first()?.clone();
     names.iter().all(|n| *n == first).then_some(first)
+}
+
+/// One side's kernel: the name isolation looks for and, for a name expression, the
+/// symbol the module is searched by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideKernel {
+    pub name: String,
+    pub symbol: Option<String>,
+}
+
+impl SideKernel {
+    /// `reduce0<int>` → name `reduce0`, symbol `reduce0<int>`; `k` → name `k`.
+    pub fn parse(text: &str) -> SideKernel {
+        let text = text.trim();
+        match text.find('<') {
+            Some(i) => SideKernel {
+                name: text[..i].trim().to_string(),
+                symbol: Some(text.to_string()),
+            },
+            None => SideKernel {
+                name: text.to_string(),
+                symbol: None,
+            },
+        }
+    }
+}
+
+/// Which kernel of a side's file to use: the side's own key (`slow_kernel`), then the
+/// shared `kernel`, then the file's sole `__global__` function. A whole sample file
+/// with several kernels needs one of the keys; the error lists the kernels it has.
+fn side_kernel(
+    own: Option<&str>,
+    shared: Option<&str>,
+    src: &str,
+    path: &Path,
+    key: &'static str,
+) -> Result<SideKernel, ValidateError> {
+    if let Some(k) = own.or(shared) {
+        return Ok(SideKernel::parse(k));
+    }
+    sole_kernel(src)
+        .map(|name| SideKernel { name, symbol: None })
+        .ok_or_else(|| {
+            let names = kernel_names(src);
+            ValidateError::NoKernel {
+                path: path.to_path_buf(),
+                found: if names.is_empty() {
+                    "none found".into()
+                } else {
+                    format!("it has {}", names.join(", "))
+                },
+                key,
+            }
+        })
 }
 
 /// Read a pair folder into a manifest and a pair record (harness path absolute).
@@ -177,12 +246,20 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
     let slow_src = read(&slow_path)?;
     let fast_src = read(&fast_path)?;
     let headers = folder_sources(dir)?;
-    let kernel = match &manifest.kernel {
-        Some(k) => k.clone(),
-        None => sole_kernel(&fast_src).ok_or(ValidateError::NoKernel {
-            path: fast_path.clone(),
-        })?,
-    };
+    let slow_side = side_kernel(
+        manifest.slow_kernel.as_deref(),
+        manifest.kernel.as_deref(),
+        &slow_src,
+        &slow_path,
+        "slow_kernel",
+    )?;
+    let fast_side = side_kernel(
+        manifest.fast_kernel.as_deref(),
+        manifest.kernel.as_deref(),
+        &fast_src,
+        &fast_path,
+        "fast_kernel",
+    )?;
     let benchmark = manifest.benchmark.clone().unwrap_or_else(|| {
         dir.canonicalize()
             .ok()
@@ -191,7 +268,8 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
     });
     // Isolation drops host code (main, I/O, launches) and keeps what the kernel needs,
     // exactly as extract does for suites; only NVRTC-compiled device code ever runs.
-    let unit = |variant: &str, file: &str, path: &Path, src: String, symbol: Option<String>| {
+    let unit = |variant: &str, file: &str, path: &Path, src: String, side: &SideKernel| {
+        let kernel = &side.name;
         let mut files = std::collections::BTreeMap::new();
         for (name, text) in &headers {
             files.insert(name.clone(), crate::cuda::index_file(name, text));
@@ -199,11 +277,11 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
         files.insert(file.to_string(), crate::cuda::index_file(file, &src));
         let scope = crate::cuda::Scope::new(&files);
         let iso =
-            crate::cuda::isolate(&scope, file, &kernel).map_err(|e| ValidateError::Isolation {
+            crate::cuda::isolate(&scope, file, kernel).map_err(|e| ValidateError::Isolation {
                 path: path.to_path_buf(),
                 message: e.to_string(),
             })?;
-        let id = content_id(&["contrib", &benchmark, variant, file, &kernel, &iso.source]);
+        let id = content_id(&["contrib", &benchmark, variant, file, kernel, &iso.source]);
         Ok::<KernelUnit, ValidateError>(KernelUnit {
             id,
             suite: "contrib".into(),
@@ -215,7 +293,7 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
             params: iso.params,
             template_params: iso.template_params,
             source: iso.source,
-            symbol: symbol.unwrap_or(iso.symbol),
+            symbol: side.symbol.clone().unwrap_or(iso.symbol),
             pulled: iso.pulled,
             features: iso.features,
             launch_sites: vec![],
@@ -224,25 +302,13 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
             diagnostics: iso.diagnostics,
         })
     };
-    let slow = unit(
-        "slow",
-        &manifest.slow,
-        &slow_path,
-        slow_src,
-        manifest.slow_symbol.clone(),
-    )?;
-    let fast = unit(
-        "fast",
-        &manifest.fast,
-        &fast_path,
-        fast_src,
-        manifest.fast_symbol.clone(),
-    )?;
+    let slow = unit("slow", &manifest.slow, &slow_path, slow_src, &slow_side)?;
+    let fast = unit("fast", &manifest.fast, &fast_path, fast_src, &fast_side)?;
     let pair = Pair {
         id: Pair::make_id(Some(&slow), &fast),
         suite: "contrib".into(),
         benchmark,
-        kernel: kernel.clone(),
+        kernel: fast_side.name.clone(),
         slow: Some(slow),
         fast,
         origin: Origin::Natural,
@@ -410,6 +476,119 @@ mod tests {
             sole_kernel("__global__ void a() {} __global__ void b() {}"),
             None
         );
+    }
+
+    #[test]
+    fn side_kernels_parse_names_and_name_expressions() {
+        assert_eq!(
+            SideKernel::parse(" reduce0<int> "),
+            SideKernel {
+                name: "reduce0".into(),
+                symbol: Some("reduce0<int>".into())
+            }
+        );
+        assert_eq!(SideKernel::parse("transposeNaive").symbol, None);
+    }
+
+    /// Whole sample files (host code, helper headers, several kernels) as both sides,
+    /// each side's kernel named in pair.toml; the template pair's harness has no c_type.
+    #[test]
+    fn renamed_kernels_from_one_whole_file() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted");
+        for (dir, slow, fast, slow_sym, fast_sym) in [
+            (
+                "renamed_transpose_file",
+                "transposeSimple",
+                "transposeShared",
+                "transposeSimple",
+                "transposeShared",
+            ),
+            (
+                "renamed_reduce_template",
+                "reduceInterleaved",
+                "reduceUnrolled",
+                "reduceInterleaved<int>",
+                "reduceUnrolled<int, 256>",
+            ),
+        ] {
+            let (m, p) = load_folder(&root.join(dir)).unwrap();
+            assert_eq!(m.slow, m.fast, "{dir}: one file serves both sides");
+            let s = p.slow.as_ref().unwrap();
+            assert_eq!((s.kernel.as_str(), s.symbol.as_str()), (slow, slow_sym));
+            assert_eq!(
+                (p.fast.kernel.as_str(), p.fast.symbol.as_str()),
+                (fast, fast_sym)
+            );
+            assert_eq!(p.kernel, fast);
+            // Host code is gone; the other kernels of the file are not pulled in.
+            for u in [s, &p.fast] {
+                assert!(!u.source.contains("int main"), "{dir}: {}", u.source);
+                assert!(!u.source.contains("checkCudaErrors"), "{dir}");
+                assert_eq!(u.source.matches("__global__").count(), 1, "{dir}");
+            }
+            let h = crate::harness::load(Path::new(p.harness.as_deref().unwrap())).unwrap();
+            h.check_against(Some(s), &p.fast)
+                .unwrap_or_else(|e| panic!("{dir}: {e}"));
+        }
+        // Without the template arguments in the launch name, T stays unknown: the error
+        // says how to bind it.
+        let (_, p) = load_folder(&root.join("renamed_reduce_template")).unwrap();
+        let text = std::fs::read_to_string(p.harness.as_deref().unwrap())
+            .unwrap()
+            .replace(
+                "kernel = \"reduceInterleaved<int>\"",
+                "kernel = \"reduceInterleaved\"",
+            );
+        let h = crate::harness::parse(&text, "t").unwrap();
+        let e = h
+            .check_against(p.slow.as_ref(), &p.fast)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown C type \"T\"") && e.contains("reduceInterleaved<…>"),
+            "{e}"
+        );
+        // The pair id depends on which kernels were named.
+        let d = tempfile::tempdir().unwrap();
+        let src = root.join("renamed_transpose_file");
+        for f in ["transpose_sample.cu", "harness.toml", "pair.toml"] {
+            std::fs::copy(src.join(f), d.path().join(f)).unwrap();
+        }
+        let (_, a) = load_folder(d.path()).unwrap();
+        let text = std::fs::read_to_string(d.path().join("pair.toml"))
+            .unwrap()
+            .replace("\"transposeSimple\"", "\"copyMatrix\"");
+        std::fs::write(d.path().join("pair.toml"), text).unwrap();
+        let (_, b) = load_folder(d.path()).unwrap();
+        assert_ne!(a.id, b.id);
+        assert_eq!(b.slow.unwrap().kernel, "copyMatrix");
+    }
+
+    #[test]
+    fn several_kernels_without_a_name_are_refused_with_the_names() {
+        let d = tempfile::tempdir().unwrap();
+        let two = "__global__ void a(int *x) {} __global__ void b(int *x) {}";
+        std::fs::write(d.path().join("slow.cu"), two).unwrap();
+        std::fs::write(d.path().join("fast.cu"), "__global__ void b(int *x) {}").unwrap();
+        std::fs::write(d.path().join("harness.toml"), "").unwrap();
+        let e = load_folder(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("it has a, b") && e.contains("slow_kernel"),
+            "{e}"
+        );
+        std::fs::write(d.path().join("pair.toml"), "slow_kernel = \"a\"\n").unwrap();
+        let (_, p) = load_folder(d.path()).unwrap();
+        assert_eq!(p.slow.unwrap().kernel, "a");
+        assert_eq!(p.fast.kernel, "b");
+        // `slow_symbol` is the older spelling of the same key; giving both is an error.
+        std::fs::write(d.path().join("pair.toml"), "slow_symbol = \"a\"\n").unwrap();
+        assert_eq!(load_folder(d.path()).unwrap().1.slow.unwrap().kernel, "a");
+        std::fs::write(
+            d.path().join("pair.toml"),
+            "slow_symbol = \"a\"\nslow_kernel = \"a\"\n",
+        )
+        .unwrap();
+        assert!(load_folder(d.path()).is_err());
     }
 
     #[test]
