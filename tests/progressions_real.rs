@@ -157,12 +157,6 @@ fn real_progressions_bind_their_harnesses_and_compile() {
     const KNOWN_ISOLATION: &[&str] = &[
         // llm.c: the unit lacks an overload it uses from common.h (`no operator "="`).
         "layernorm_forward_kernel6 does not compile",
-        // llm.c bf16 files: nvcc gets `__nv_bfloat16` through `<cuda_runtime.h>`, which a
-        // unit drops as a host header; it would need `<cuda_bf16.h>` added when used.
-        "gelu_forward_kernel1 does not compile: dev/cuda/gelu_forward.cu(8): error: identifier \"__nv_bfloat16\" is undefined",
-        "gelu_forward_kernel2 does not compile: dev/cuda/gelu_forward.cu(8): error: identifier \"__nv_bfloat16\" is undefined",
-        "residual_forward_kernel1 does not compile: dev/cuda/residual_forward.cu(4): error: identifier \"__nv_bfloat16\" is undefined",
-        "residual_forward_kernel2 does not compile: dev/cuda/residual_forward.cu(4): error: identifier \"__nv_bfloat16\" is undefined",
     ];
     let (known, new): (Vec<&String>, Vec<&String>) = failures
         .iter()

@@ -135,6 +135,8 @@ const NVRTC_HEADERS: &[&str] = &[
     "cuda_fp4.h",
     "cuda_pipeline_primitives.h",
     "cuda_awbarrier_primitives.h",
+    "sm_60_atomic_functions.h",
+    "sm_61_intrinsics.h",
     "math_constants.h",
     "cooperative_groups.h",
     "mma.h",
@@ -145,7 +147,15 @@ const NVRTC_HEADERS: &[&str] = &[
 
 /// Folders of CUDA's own headers (CCCL: CUB, Thrust, libcu++; cooperative groups) that
 /// NVRTC compiles from the CUDA include path.
-const NVRTC_HEADER_DIRS: &[&str] = &["cooperative_groups/", "cub/", "cuda/", "nv/", "thrust/"];
+const NVRTC_HEADER_DIRS: &[&str] = &[
+    "cooperative_groups/",
+    "cub/",
+    "cuda/",
+    "nv/",
+    "thrust/",
+    "crt/",
+    "curand_",
+];
 
 /// Whether a system header can stay in an isolated unit.
 pub fn keep_system_header(target: &str) -> bool {

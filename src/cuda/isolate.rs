@@ -454,7 +454,7 @@ impl<'s, 'a> Closure<'s, 'a> {
                 }
                 for &oi in &fi.operators {
                     let oid = (r, oi);
-                    if self.state.contains_key(&oid) || !self.compatible(oid) {
+                    if self.state.get(&oid) == Some(&State::Done) || !self.compatible(oid) {
                         continue;
                     }
                     if self
@@ -463,7 +463,15 @@ impl<'s, 'a> Closure<'s, 'a> {
                         .iter()
                         .any(|t| used.contains(t.as_str()))
                     {
-                        self.visit(oid);
+                        if self.state.get(&oid) == Some(&State::InProgress) {
+                            // A cycle through overloads (helper_math.h: `lerp` uses `+`,
+                            // which uses `make_float2`, …): declare the operator first.
+                            if oid != id {
+                                self.protos.entry(id).or_default().push(oid);
+                            }
+                        } else {
+                            self.visit(oid);
+                        }
                     }
                 }
             }

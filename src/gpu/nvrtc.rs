@@ -202,6 +202,10 @@ pub fn missing_header_hint(header: &str) -> String {
         .any(|p| header.starts_with(p))
     {
         "nvidia-cuda-cccl"
+    } else if header.starts_with("crt/") {
+        "nvidia-cuda-crt"
+    } else if header.starts_with("curand") {
+        "nvidia-curand"
     } else {
         "nvidia-cuda-runtime"
     };

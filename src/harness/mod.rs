@@ -2588,7 +2588,7 @@ impl Harness {
 pub fn candidate_names(pair: &Pair, stem: &str) -> Vec<String> {
     let (k, v) = (&pair.fast.kernel, &pair.fast.variant);
     let mut out = vec![format!("{stem}.{k}.{v}.toml"), format!("{stem}.{k}.toml")];
-    // One harness per progression file (llm.c: `cuda.softmax_forward.toml`).
+    // One harness per progression file (llm.c: `dev/cuda.softmax_forward.toml`).
     if let Some(file) = Path::new(&pair.fast.path).file_stem() {
         out.push(format!("{stem}.{}.toml", file.to_string_lossy()));
     }

@@ -582,14 +582,17 @@ mod tests {
         );
         assert!(c.is_shared("Common/helper_cuda.h"));
         let l = SuiteDesc::builtin("llm-c").unwrap();
+        let l = l.with_tree(&["Makefile".to_string(), "dev/cuda/Makefile".to_string()]);
         assert_eq!(
             l.scope_of("dev/cuda/gelu_forward.cu").unwrap().benchmark,
-            "cuda"
+            "dev/cuda"
         );
+        assert_eq!(l.scope_of("llmc/encoder.cuh").unwrap().benchmark, "");
+        assert_eq!(c.include_dirs, ["Common"]);
         assert!(l.progression.is_some() && c.progression.is_some());
         assert_eq!(r.include_dirs, ["common", "cuda/util"]);
         assert_eq!(
-            r.include_dirs_for(&s),
+            r.include_dirs_for(&r.scope_of("cuda/lavaMD/kernel/k.cu").unwrap()),
             ["common", "cuda/util", "cuda/lavaMD"]
         );
         // Generic: a benchmark is the nearest folder with a build file, else the file's own.
