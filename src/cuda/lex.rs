@@ -294,9 +294,13 @@ fn ends_unfinished(chunk: &str) -> bool {
         let before = t[..open].trim_end();
         return !(before.ends_with("__launch_bounds__") || before.ends_with("__align__"));
     }
+    // Past the last non-identifier character, whatever its width (found by the fuzzer:
+    // a multi-byte character before the word).
     let start = t
-        .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .map(|p| p + 1)
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !c.is_ascii_alphanumeric() && c != '_')
+        .map(|(p, c)| p + c.len_utf8())
         .unwrap_or(0);
     let word = &t[start..];
     !word.is_empty()
