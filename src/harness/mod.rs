@@ -12,6 +12,9 @@
 pub mod draft;
 pub mod expr;
 pub mod gen;
+pub mod infer;
+pub mod infer_host;
+pub mod infer_kernel;
 pub mod layout;
 pub mod spec;
 
@@ -2583,6 +2586,21 @@ pub enum HarnessCommand {
         #[arg(long)]
         units: Option<PathBuf>,
         /// Pair id (a unique prefix) in `--units`.
+        #[arg(long)]
+        pair: Option<String>,
+    },
+    /// Infer a harness for every pair from the host code and kernel bodies: DIR/<pair-id>.toml.
+    Infer {
+        /// JSONL file holding the pairs (and their units), as extract writes it.
+        units: PathBuf,
+        /// Folder for the inferred harnesses.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Suite root the units' paths are relative to (to read the host code); without
+        /// it only the definitions extract recorded at each launch are used.
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Only the pair with this id (a prefix).
         #[arg(long)]
         pair: Option<String>,
     },
