@@ -29,6 +29,8 @@ pub struct Unknown {
 pub struct Inferred {
     pub toml: String,
     pub unknowns: Vec<Unknown>,
+    /// What `--assume-size` filled in, with why the code did not say it.
+    pub assumed: Vec<Unknown>,
     /// Outputs written through float atomics: reruns may differ in the last bits.
     pub float_atomics: Vec<String>,
 }
@@ -112,7 +114,14 @@ pub fn add_definitions(
     let mut todo = idents(expr);
     let mut seen = BTreeSet::new();
     while let Some(w) = todo.pop() {
-        if keep.contains(&w) || defs.contains_key(&w) || !seen.insert(w.clone()) {
+        if keep.contains(&w) || !seen.insert(w.clone()) {
+            continue;
+        }
+        if let Some(d) = defs.get(&w) {
+            // Already defined (a recorded launch definition): its names still need theirs.
+            let body = d.split_once('=').map(|x| x.1).unwrap_or(d);
+            let body = body.split_once('(').map(|x| x.1).unwrap_or(body);
+            todo.extend(idents(&body.replace([';', ')'], " ").replace(['.'], " . ")));
             continue;
         }
         let Some(d) = host.definition(&w) else {
@@ -218,11 +227,21 @@ pub fn irregular(v: i64) -> Option<i64> {
     Some(x)
 }
 
+/// Choices the caller makes for what the code does not say.
+#[derive(Debug, Clone, Default)]
+pub struct InferOptions {
+    /// Give every size the host code does not determine (read from a data file, a struct
+    /// field) this value, and float scalars 0.5, marked `ASSUMED` in the file and listed in
+    /// [`Inferred::assumed`], instead of leaving a TODO.
+    pub assume_size: Option<i64>,
+}
+
 /// Infer a harness for a pair. `host` is the fast unit's launch context (empty when the
 /// suite root is not known: then only the recorded launch definitions are used).
-pub fn infer(pair: &Pair, host: &Host) -> Inferred {
+pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
     let fast = &pair.fast;
     let mut unknowns: Vec<Unknown> = Vec::new();
+    let mut assumed: Vec<Unknown> = Vec::new();
     let mut unknown = |field: String, reason: String| unknowns.push(Unknown { field, reason });
     let sizes = int_scalars(fast);
     let site = site_for(fast);
@@ -239,8 +258,14 @@ pub fn infer(pair: &Pair, host: &Host) -> Inferred {
         }
     }
     let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
-    let mut defs: BTreeMap<String, String> =
-        site.map(|s| s.definitions.clone()).unwrap_or_default();
+    let mut defs: BTreeMap<String, String> = site
+        .map(|s| {
+            s.definitions
+                .iter()
+                .map(|(k, v)| (k.clone(), last_statement(k, v)))
+                .collect()
+        })
+        .unwrap_or_default();
 
     // Buffers: length, role, init.
     struct Buf {
@@ -372,19 +397,30 @@ pub fn infer(pair: &Pair, host: &Host) -> Inferred {
             .cloned()
             .unwrap_or_else(|| s.clone());
         match host.int_value(&host_text) {
-            Ok(v) if v > 0 => {
+            Ok(v) if v >= 0 => {
                 values.insert(s.clone(), v);
                 writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim()).expect("string");
             }
             Ok(v) => {
                 writeln!(size_lines, "{s} = \"TODO\"  # host `{}` is {v}", host_text.trim())
                     .expect("string");
-                unknown(format!("sizes.{s}"), format!("host value {v} is not a positive size"));
+                unknown(format!("sizes.{s}"), format!("host value {v} is negative"));
             }
-            Err(why) => {
-                writeln!(size_lines, "{s} = \"TODO\"  # {why}").expect("string");
-                unknown(format!("sizes.{s}"), why);
-            }
+            Err(why) => match opts.assume_size {
+                Some(a) => {
+                    values.insert(s.clone(), a);
+                    writeln!(size_lines, "{s} = {a}  # ASSUMED (--assume-size): {why}")
+                        .expect("string");
+                    assumed.push(Unknown {
+                        field: format!("sizes.{s}"),
+                        reason: why,
+                    });
+                }
+                None => {
+                    writeln!(size_lines, "{s} = \"TODO\"  # {why}").expect("string");
+                    unknown(format!("sizes.{s}"), why);
+                }
+            },
         }
     }
     o.push_str("\n[sizes]\n");
@@ -517,6 +553,13 @@ pub fn infer(pair: &Pair, host: &Host) -> Inferred {
                     writeln!(o, "value = {}  # host `{}`", toml_str(&text), host_text.trim())
                         .expect("string");
                 }
+                Err(why) if opts.assume_size.is_some() && e.is_float() => {
+                    writeln!(o, "value = 0.5  # ASSUMED (--assume-size): {why}").expect("string");
+                    assumed.push(Unknown {
+                        field: format!("args.{name}.value"),
+                        reason: why,
+                    });
+                }
                 Err(why) => {
                     writeln!(o, "value = \"TODO\"  # {why}").expect("string");
                     unknown(format!("args.{name}.value"), why);
@@ -571,19 +614,54 @@ pub fn infer(pair: &Pair, host: &Host) -> Inferred {
         writeln!(o, "init = {init}").expect("string");
     }
     o.push_str(&launches);
+    let mut head = String::new();
     if !unknowns.is_empty() {
-        let mut head = String::from("# Unknowns:\n");
+        head.push_str("# Unknowns:\n");
         for u in &unknowns {
             writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
         }
-        o = format!("{head}{o}");
+    }
+    if !assumed.is_empty() {
+        head.push_str("# Assumed (review these):\n");
+        for u in &assumed {
+            writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
+        }
     }
     Inferred {
-        toml: o,
+        toml: format!("{head}{o}"),
         unknowns,
+        assumed,
         float_atomics,
     }
 }
+
+/// A recorded definition that is several statements (`int nb = 1; nb = n / 256`): the last
+/// assignment of the name that does not refer to itself; dim3 member forms stay whole.
+pub fn last_statement(name: &str, def: &str) -> String {
+    if !def.contains(';') || def.contains(&format!("{name}.")) || def.contains("dim3") {
+        return def.to_string();
+    }
+    let idents = |r: &str| {
+        draft::tokenize(r).map(|t| {
+            t.iter()
+                .any(|x| matches!(x, draft::Tok::Ident(w) if w == name))
+        })
+    };
+    // Fold the assignments in order: `b = n / 4; b = b + 1` → `b = (n / 4) + 1` (a guarded
+    // `if (n % 4) b++` then rounds up, which is what launch code means by it).
+    let mut value: Option<String> = None;
+    for (_, r) in infer_host::assignments(def, name) {
+        value = match (idents(&r), value) {
+            (Ok(false), _) => Some(r),
+            (Ok(true), Some(v)) => Some(infer_host::replace_word(&r, name, &format!("({v})"))),
+            _ => return def.to_string(),
+        };
+    }
+    value
+        .map(|v| format!("{name} = {v}"))
+        .unwrap_or_else(|| def.to_string())
+}
+
 
 /// The element type of a `__constant__` array declared in a unit's source.
 pub fn constant_type(source: &str, sym: &str) -> Option<String> {
@@ -603,6 +681,7 @@ pub fn infer_all(
     out: &Path,
     root: Option<&Path>,
     only: Option<&str>,
+    opts: &InferOptions,
 ) -> anyhow::Result<Vec<(String, String, Inferred)>> {
     let records = crate::jsonl::read_records(units)?;
     let pairs: Vec<Pair> = records
@@ -627,7 +706,7 @@ pub fn infer_all(
                 ..Host::default()
             },
         };
-        let inf = infer(p, &host);
+        let inf = infer(p, &host, opts);
         let path = out.join(format!("{}.toml", p.id));
         crate::jsonl::write_atomic(&path, |w| {
             use std::io::Write;
@@ -645,12 +724,16 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
             output,
             root,
             pair,
+            assume_size,
         } => {
             let t0 = std::time::Instant::now();
-            let res = infer_all(&units, &output, root.as_deref(), pair.as_deref())?;
+            let opts = InferOptions { assume_size };
+            let res = infer_all(&units, &output, root.as_deref(), pair.as_deref(), &opts)?;
             let complete = res.iter().filter(|r| r.2.complete()).count();
             for (id, name, inf) in &res {
-                if inf.complete() {
+                if inf.complete() && !inf.assumed.is_empty() {
+                    println!("{id} {name}: complete, {} assumed", inf.assumed.len());
+                } else if inf.complete() {
                     println!("{id} {name}: complete");
                 } else {
                     let first = &inf.unknowns[0];
@@ -727,6 +810,16 @@ mod tests {
         add_definitions("blocks * WIDTH", &h, &BTreeSet::new(), &mut defs);
         assert_eq!(defs.get("WIDTH").map(String::as_str), Some("#define WIDTH 16"));
         assert!(!defs.contains_key("blocks"));
+    }
+
+    #[test]
+    fn multi_statement_definitions_keep_the_last_assignment() {
+        assert_eq!(
+            last_statement("nb", "int nb = 1; nb = (int)ceil(n / 512.0)"),
+            "nb = (int)ceil(n / 512.0)"
+        );
+        assert_eq!(last_statement("b", "b = n / 4; b = b + 1"), "b = (n / 4) + 1");
+        assert_eq!(last_statement("g", "dim3 g(4); g.x = n"), "dim3 g(4); g.x = n");
     }
 
     #[test]

@@ -203,6 +203,42 @@ impl Host {
             .into_iter()
             .find(|c| c.args.len() == 4 && pointer_name(&c.args[0]) == var)
             .map(|c| format!("({}) * ({})", c.args[2], c.args[3]))
+            .or_else(|| self.wrapper_alloc(var))
+    }
+
+    /// `var = alloc<float>(n * 4)` where the host defines `alloc` around a `cudaMalloc`:
+    /// its byte size with the call's arguments (and template type) put in.
+    pub fn wrapper_alloc(&self, var: &str) -> Option<String> {
+        let rhs = assignments(&self.file, var).into_iter().map(|(_, r)| r);
+        for r in rhs {
+            let r = r.trim();
+            let name_end = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+            let fname = &r[..name_end];
+            let mut rest = &r[name_end..];
+            let mut targ = None;
+            if let Some(t) = rest.strip_prefix('<') {
+                let close = t.find('>')?;
+                targ = Some(t[..close].trim().to_string());
+                rest = &t[close + 1..];
+            }
+            let Some(args) = split_args(rest.trim_start()) else { continue };
+            for t in self.texts() {
+                let Some((params, body)) = function_body(t, fname) else { continue };
+                let Some(c) = calls(&body, "cudaMalloc").into_iter().find(|c| c.args.len() >= 2)
+                else {
+                    continue;
+                };
+                let mut bytes = c.args[1].clone();
+                for (p, a) in params.iter().zip(&args) {
+                    bytes = replace_word(&bytes, p, &format!("({a})"));
+                }
+                if let Some(ta) = &targ {
+                    bytes = replace_word(&bytes, "T", ta);
+                }
+                return Some(bytes);
+            }
+        }
+        None
     }
 
     /// `cudaMemcpy`/`cudaMemcpyAsync` copies into or out of `var`.
@@ -268,22 +304,46 @@ impl Host {
     /// initialized declaration before the launch in the launch file, else the first in the
     /// other files. Function-like macros are not values.
     pub fn definition(&self, name: &str) -> Option<String> {
-        for t in self.texts() {
-            if let Some(d) = define_body(t, name) {
-                return Some(d);
-            }
+        // `#ifdef RD_WG_SIZE #define B RD_WG_SIZE #else #define B 16`: a body that names a
+        // macro defined nowhere (a -D flag) gives way to the next.
+        let bodies: Vec<String> = self
+            .texts()
+            .flat_map(|t| define_bodies(t, name))
+            .collect();
+        let defined = |w: &str| {
+            self.texts()
+                .any(|t| !define_bodies(t, w).is_empty() || !assignments(t, w).is_empty())
+        };
+        if let Some(d) = bodies
+            .iter()
+            .find(|d| !(super::is_ident(d.trim()) && !defined(d.trim())))
+            .or(bodies.first())
+        {
+            return Some(d.clone());
         }
-        let mut best: Option<(u32, String)> = None;
+        // Assignments before the launch, in order: `n = atoi(argv[1]); n = n + 1` folds to
+        // `(atoi(argv[1])) + 1`.
+        let self_ref = |rhs: &str| draft_idents(rhs).iter().any(|w| w == name);
+        let mut folded: Option<String> = None;
         for (line, rhs) in assignments(&self.file, name) {
-            if line <= self.launch_line && best.as_ref().is_none_or(|(l, _)| line >= *l) {
-                best = Some((line, rhs));
+            if line > self.launch_line {
+                break;
             }
+            folded = if !self_ref(&rhs) {
+                Some(rhs)
+            } else {
+                folded.map(|v| replace_word(&rhs, name, &format!("({v})")))
+            };
         }
-        if let Some((_, d)) = best {
+        if let Some(d) = folded {
             return Some(d);
         }
-        self.texts()
-            .find_map(|t| assignments(t, name).into_iter().next().map(|(_, r)| r))
+        self.texts().find_map(|t| {
+            assignments(t, name)
+                .into_iter()
+                .find(|(_, r)| !self_ref(r))
+                .map(|(_, r)| r)
+        })
     }
 
     /// The integer value of a host expression, following definitions, `sizeof` and
@@ -302,6 +362,14 @@ impl Host {
             return Err(format!("definitions of `{expr}` nest too deeply"));
         }
         let e = expr.trim().trim_end_matches(';').trim();
+        let substituted;
+        let e = match self.substitute_argv(e)? {
+            Some(x) => {
+                substituted = x;
+                substituted.as_str()
+            }
+            None => e,
+        };
         if let Some(k) = argv_index(e) {
             return match &self.run_args {
                 None => Err(format!("`{e}` is command-line argument {k} and no run script gives it")),
@@ -400,12 +468,121 @@ impl Host {
     }
 }
 
+/// A host function's parameter names and body text: `T* alloc(int N) { … }`.
+pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    let b = text.as_bytes();
+    let mut from = 0;
+    while let Some(p) = text[from..].find(name).map(|p| p + from) {
+        from = p + name.len();
+        let before_ok = p > 0 && (b[p - 1] == b' ' || b[p - 1] == b'*' || b[p - 1] == b'\n');
+        let rest = text[from..].trim_start();
+        if !before_ok || !rest.starts_with('(') {
+            continue;
+        }
+        let Some(params) = split_args(rest) else { continue };
+        let close = matching_close(rest)?;
+        let after = rest[close + 1..].trim_start();
+        if !after.starts_with('{') {
+            continue;
+        }
+        let mut depth = 0;
+        for (i, c) in after.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let names = params
+                            .iter()
+                            .filter_map(|p| {
+                                p.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                                    .rfind(|w| !w.is_empty())
+                                    .map(str::to_string)
+                            })
+                            .collect();
+                        return Some((names, after[..=i].to_string()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        return None;
+    }
+    None
+}
+
+/// Replace whole-word occurrences of `word` in `s`.
+pub fn replace_word(s: &str, word: &str, with: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < s.len() {
+        if s[i..].starts_with(word)
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+            && b
+                .get(i + word.len())
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        {
+            out.push_str(with);
+            i += word.len();
+        } else {
+            let c = s[i..].chars().next().expect("in bounds");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+impl Host {
+    /// Replace each `atoi(argv[k])`-like call inside a larger expression by the run
+    /// script's value (`atoi(argv[1]) + 1` → `2048 + 1`). None when there is none.
+    fn substitute_argv(&self, e: &str) -> Result<Option<String>, String> {
+        let mut out = e.to_string();
+        let mut changed = false;
+        for f in ARGV_FUNCS {
+            while let Some(p) = find_call(&out, f) {
+                let open = p + f.len() + out[p + f.len()..].find('(').unwrap_or(0);
+                let Some(close) = matching_close(&out[open..]).map(|c| c + open) else {
+                    break;
+                };
+                let call = out[p..=close].to_string();
+                let Some(k) = argv_index(&call) else { break };
+                let v = match self.run_args.as_ref().and_then(|a| a.get(k - 1)) {
+                    Some(v) if parse_num(v).is_some() => v.clone(),
+                    _ => return Ok(None),
+                };
+                out.replace_range(p..=close, &v);
+                changed = true;
+            }
+        }
+        Ok(changed.then_some(out))
+    }
+}
+
+fn find_call(s: &str, f: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(p) = s[from..].find(f).map(|p| p + from) {
+        from = p + f.len();
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] == b':');
+        if before_ok && s[from..].trim_start().starts_with('(') && s[from..].contains("argv[") {
+            return Some(p);
+        }
+    }
+    None
+}
+
+const ARGV_FUNCS: [&str; 10] = [
+    "atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtod", "std::stoi", "stoi", "stol",
+];
+
 /// `atoi(argv[2])`, `atol`, `atof`, `strtol(argv[2], …)`, `std::stoi(argv[2])` → 2.
 pub fn argv_index(e: &str) -> Option<usize> {
     let e = e.trim();
     let p = e.find("argv[")?;
     let before = e[..p].trim_end().trim_end_matches('(').trim_end();
-    let func_ok = ["atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtod", "stoi", "std::stoi", "stol"]
+    let func_ok = ARGV_FUNCS
         .iter()
         .any(|f| before.ends_with(f));
     if !func_ok {
@@ -429,9 +606,37 @@ fn parse_num(s: &str) -> Option<Num> {
         .map(Num::Float)
 }
 
-/// The body of an object-like `#define name body` in `text`.
+/// Identifiers in a host expression (no member names).
+fn draft_idents(e: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_dot = false;
+    let mut last = ' ';
+    for c in e.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            cur.push(c);
+        } else {
+            if !cur.is_empty() && !cur.starts_with(|x: char| x.is_ascii_digit()) && !prev_dot {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.clear();
+            if !c.is_whitespace() {
+                prev_dot = c == '.' || (c == '>' && last == '-');
+                last = c;
+            }
+        }
+    }
+    out
+}
+
+/// The body of the first object-like `#define name body` in `text`.
 pub fn define_body(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|l| {
+    define_bodies(text, name).into_iter().next()
+}
+
+/// The bodies of every object-like `#define name body` in `text`, in order.
+pub fn define_bodies(text: &str, name: &str) -> Vec<String> {
+    text.lines().filter_map(|l| {
         let rest = l.trim().strip_prefix('#')?.trim_start().strip_prefix("define")?;
         let rest = rest.trim_start();
         let after = rest.strip_prefix(name)?;
@@ -441,6 +646,7 @@ pub fn define_body(text: &str, name: &str) -> Option<String> {
         }
         Some(after.trim().to_string())
     })
+    .collect()
 }
 
 /// Every `name = expr` (assignment or initialized declaration, also inside a declaration
@@ -646,6 +852,19 @@ mod tests {
     }
 
     #[test]
+    fn allocation_wrappers_are_followed() {
+        let h = host(
+            "template <typename T>\nT* alloc(int N)\n{\n T* t;\n cudaMalloc((void**)&t, sizeof(T)*N);\n return t;\n}\n\
+             void run() {\n float* v = alloc<float>(nelr*NVAR);\n k<<<1, 1>>>(v);\n}\n",
+            10,
+        );
+        let b = h.alloc_bytes("v").unwrap();
+        assert_eq!(b, "sizeof(float)*(nelr*NVAR)");
+        assert_eq!(strip_sizeof(&b).as_deref(), Some("(nelr*NVAR)"));
+        assert_eq!(h.wrapper_alloc("w"), None);
+    }
+
+    #[test]
     fn sizeof_factor_is_stripped_only_from_products() {
         assert_eq!(strip_sizeof("(in + 1) * sizeof(float)").as_deref(), Some("(in + 1)"));
         assert_eq!(strip_sizeof("sizeof(float) * n * m").as_deref(), Some("n * m"));
@@ -669,8 +888,20 @@ mod tests {
         assert!(e.contains("command-line argument 2"), "{e}");
         h.run_args = Some(vec!["7".into(), "1000".into()]);
         assert_eq!(h.int_value("n / 10"), Ok(100));
+        assert_eq!(h.int_value("atoi(argv[2]) + 1"), Ok(1001));
         assert!(h.int_value("w").unwrap_err().contains("struct field"));
         assert!(h.int_value("SQ").unwrap_err().contains("no definition"));
+    }
+
+    #[test]
+    fn undefined_macro_branches_and_self_references_give_way() {
+        let h = host(
+            "#ifdef RD_WG\n#define BS RD_WG\n#else\n#define BS 16\n#endif\n\
+             int cols = 64;\ncols = cols + 1;\nlaunch();\ncols = 3;\n",
+            8,
+        );
+        assert_eq!(h.int_value("BS"), Ok(16));
+        assert_eq!(h.int_value("cols"), Ok(65));
     }
 
     #[test]

@@ -2603,6 +2603,10 @@ pub enum HarnessCommand {
         /// Only the pair with this id (a prefix).
         #[arg(long)]
         pair: Option<String>,
+        /// Give sizes the host code does not determine this value (and float scalars 0.5),
+        /// marked ASSUMED in the file, instead of a TODO.
+        #[arg(long)]
+        assume_size: Option<i64>,
     },
 }
 
