@@ -84,6 +84,9 @@ pub fn strip_comments(s: &str) -> String {
 
 /// Every call `name(…)` in `text` (whole-word name), with its top-level arguments.
 pub fn calls(text: &str, name: &str) -> Vec<Call> {
+    if name.is_empty() {
+        return Vec::new();
+    }
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut from = 0;
@@ -212,8 +215,14 @@ impl Host {
         let rhs = assignments(&self.file, var).into_iter().map(|(_, r)| r);
         for r in rhs {
             let r = r.trim();
-            let name_end = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+            let Some(name_end) = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            else {
+                continue;
+            };
             let fname = &r[..name_end];
+            if fname.is_empty() || fname.contains("malloc") || fname == "new" {
+                continue;
+            }
             let mut rest = &r[name_end..];
             let mut targ = None;
             if let Some(t) = rest.strip_prefix('<') {
@@ -470,6 +479,9 @@ impl Host {
 
 /// A host function's parameter names and body text: `T* alloc(int N) { … }`.
 pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    if name.is_empty() {
+        return None;
+    }
     let b = text.as_bytes();
     let mut from = 0;
     while let Some(p) = text[from..].find(name).map(|p| p + from) {
@@ -513,6 +525,9 @@ pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
 
 /// Replace whole-word occurrences of `word` in `s`.
 pub fn replace_word(s: &str, word: &str, with: &str) -> String {
+    if word.is_empty() {
+        return s.to_string();
+    }
     let b = s.as_bytes();
     let mut out = String::new();
     let mut i = 0;
@@ -652,6 +667,9 @@ pub fn define_bodies(text: &str, name: &str) -> Vec<String> {
 /// Every `name = expr` (assignment or initialized declaration, also inside a declaration
 /// list `int a = 1, b = 2;`) in `text`, with its line.
 pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
+    if name.is_empty() {
+        return Vec::new();
+    }
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut from = 0;
@@ -862,6 +880,11 @@ mod tests {
         assert_eq!(b, "sizeof(float)*(nelr*NVAR)");
         assert_eq!(strip_sizeof(&b).as_deref(), Some("(nelr*NVAR)"));
         assert_eq!(h.wrapper_alloc("w"), None);
+        // Regression: an assignment from a cast (`(float*)malloc`) once looped forever.
+        let h = host("float *p = (float*)malloc(n);\nq = (x);\nk<<<1,1>>>(p, q);\n", 3);
+        assert_eq!(h.wrapper_alloc("p"), None);
+        assert_eq!(h.wrapper_alloc("q"), None);
+        assert!(function_body("f() {}", "").is_none() && calls("f()", "").is_empty());
     }
 
     #[test]
