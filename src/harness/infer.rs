@@ -755,7 +755,7 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
             );
             Ok(exit::OK)
         }
-        other => anyhow::bail!("not an infer command: {other:?}"),
+        other => super::selfcheck::run(other),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod gen;
 pub mod infer;
 pub mod infer_host;
 pub mod infer_kernel;
+pub mod selfcheck;
 pub mod layout;
 pub mod spec;
 
@@ -2607,6 +2608,37 @@ pub enum HarnessCommand {
         /// marked ASSUMED in the file, instead of a TODO.
         #[arg(long)]
         assume_size: Option<i64>,
+    },
+    /// Prove harnesses on the GPU: each pair's fast kernel against itself, 2 seeds × each
+    /// size set; pass/fail per check (runs clean, writes every output, deterministic,
+    /// non-degenerate, depends on the seed).
+    Selfcheck {
+        /// JSONL file holding the pairs.
+        units: PathBuf,
+        /// Folders with hand-written harnesses (as `verify --harness-dir`).
+        #[arg(long = "harness-dir")]
+        harness_dirs: Vec<PathBuf>,
+        /// Folder of inferred harnesses (`<pair-id>.toml`), used where no hand-written one exists.
+        #[arg(long = "inferred-dir")]
+        inferred_dir: Option<PathBuf>,
+        #[arg(long = "suite-root")]
+        suite_root: Option<PathBuf>,
+        /// Only the pair with this id (a prefix).
+        #[arg(long)]
+        pair: Option<String>,
+        /// Seeds per size set (at least 2: the output must change with the seed).
+        #[arg(long, default_value_t = 2)]
+        seeds: u32,
+        #[arg(long = "timeout-s", default_value_t = 30.0)]
+        timeout_s: f64,
+        /// Write one JSON report per pair here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
+        #[arg(long = "worker-cmd", hide = true)]
+        worker_cmd: Option<String>,
+        #[arg(long, hide = true)]
+        gpus: Option<usize>,
     },
 }
 
