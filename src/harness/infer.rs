@@ -150,6 +150,29 @@ pub fn add_definitions(
     }
 }
 
+/// A parameter's element type, through one `#define fp float` or `typedef float fp;` in the
+/// unit or the host code when the type is an alias: (type, the alias name).
+pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option<String>) {
+    if let Some(e) = ElemType::from_c_type(ty) {
+        return (Some(e), None);
+    }
+    let base = c_base_type(ty);
+    let texts = std::iter::once(source).chain(host.texts());
+    for t in texts {
+        let target = infer_host::define_body(t, &base).or_else(|| {
+            t.lines().find_map(|l| {
+                let d = l.trim().strip_prefix("typedef")?.trim().strip_suffix(';')?;
+                let (old, new) = d.rsplit_once(char::is_whitespace)?;
+                (new.trim() == base).then(|| old.trim().to_string())
+            })
+        });
+        if let Some(e) = target.as_deref().and_then(ElemType::from_c_type) {
+            return (Some(e), Some(base));
+        }
+    }
+    (None, None)
+}
+
 /// A buffer's length in elements, as host text, from its allocation or copies.
 pub fn length_text(host: &Host, var: &str, elem_size: usize) -> Result<String, String> {
     let bytes = host
@@ -272,6 +295,8 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         len: Result<String, String>,
         role: Result<RoleGuess, String>,
         elem: Option<ElemType>,
+        /// The C type name when it is an alias (`fp` for `#define fp float`).
+        alias: Option<String>,
     }
     let mut bufs: BTreeMap<usize, Buf> = BTreeMap::new();
     let mut host_vars: Vec<String> = Vec::new();
@@ -280,7 +305,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         if !c_is_pointer(&p.ty) {
             continue;
         }
-        let elem = ElemType::from_c_type(&p.ty);
+        let (elem, alias) = elem_of(&p.ty, &fast.source, host);
         let arg = site.and_then(|s| s.args.get(i)).map(|a| a.trim().to_string());
         let var = arg.as_deref().map(infer_host::pointer_name);
         let len = match (&var, elem) {
@@ -317,7 +342,15 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         {
             float_atomics.push(p.name.clone());
         }
-        bufs.insert(i, Buf { len, role, elem });
+        bufs.insert(
+            i,
+            Buf {
+                len,
+                role,
+                elem,
+                alias,
+            },
+        );
     }
 
     // Launches (the draft's translation, over the definitions found in the host code).
@@ -467,7 +500,12 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         writeln!(o, "name = {}", toml_str(&name)).expect("string");
         if let Some(b) = bufs.get(&i) {
             match b.elem {
-                Some(e) => writeln!(o, "type = {}", toml_str(e.name())).expect("string"),
+                Some(e) => {
+                    writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+                    if let Some(a) = &b.alias {
+                        writeln!(o, "c_type = {}", toml_str(a)).expect("string");
+                    }
+                }
                 None => {
                     let why = format!(
                         "`{}` is not an element type (a struct or struct-of-pointers input)",
@@ -532,13 +570,16 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
                 o.push_str("# float atomics: the summation order varies between runs\n");
             }
         } else {
-            let Some(e) = ElemType::from_c_type(&p.ty) else {
+            let (Some(e), alias) = elem_of(&p.ty, &fast.source, host) else {
                 let why = format!("`{}` passed by value is not a scalar type", p.ty);
                 writeln!(o, "type = \"TODO\"  # {why}").expect("string");
                 unknown(format!("args.{name}.type"), why);
                 continue;
             };
             writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+            if let Some(a) = &alias {
+                writeln!(o, "c_type = {}", toml_str(a)).expect("string");
+            }
             if sizes.contains(&p.name) {
                 writeln!(o, "value = {}", toml_str(&p.name)).expect("string");
                 continue;
@@ -820,6 +861,17 @@ mod tests {
         );
         assert_eq!(last_statement("b", "b = n / 4; b = b + 1"), "b = (n / 4) + 1");
         assert_eq!(last_statement("g", "dim3 g(4); g.x = n"), "dim3 g(4); g.x = n");
+    }
+
+    #[test]
+    fn type_aliases_resolve_to_element_types() {
+        let h = Host::default();
+        let (e, a) = elem_of("fp *", "#define fp float\n", &h);
+        assert_eq!((e, a.as_deref()), (Some(ElemType::F32), Some("fp")));
+        let (e, _) = elem_of("const real *", "typedef double real;\n", &h);
+        assert_eq!(e, Some(ElemType::F64));
+        assert_eq!(elem_of("knode *", "struct knode { int a; };", &h), (None, None));
+        assert_eq!(elem_of("int *", "", &h), (Some(ElemType::I32), None));
     }
 
     #[test]
