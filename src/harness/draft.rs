@@ -1067,6 +1067,7 @@ mod tests {
             techniques: vec![],
             description: None,
             harness: None,
+            harness_origin: None,
             verification: None,
             synth: None,
         }

@@ -758,6 +758,49 @@ pub fn infer_all(
     Ok(results)
 }
 
+/// Give each pair its harness origin for verify: a hand-written harness (found as verify
+/// finds them) wins and is marked `hand`; otherwise an inferred `<inferred_dir>/<pair-id>.toml`
+/// becomes the pair's harness, marked `inferred`. Returns (hand, inferred) counts.
+pub fn attach_inferred(
+    records: &mut [Record],
+    base: &Path,
+    hand_dirs: &[PathBuf],
+    suite_root: Option<&Path>,
+    inferred_dir: &Path,
+) -> (usize, usize) {
+    use crate::record::{HarnessOrigin, HarnessProvenance};
+    let (mut hand, mut inferred) = (0, 0);
+    for r in records.iter_mut() {
+        let Record::Pair(p) = r else { continue };
+        if p.slow.is_none() {
+            continue;
+        }
+        let found = crate::verify::resolve::prepare(p, base, hand_dirs, suite_root);
+        let origin = match found {
+            Err((crate::record::Status::NoHarness, _)) => {
+                let f = inferred_dir.join(format!("{}.toml", p.id));
+                if !f.is_file() {
+                    continue;
+                }
+                p.harness = Some(f.display().to_string());
+                inferred += 1;
+                HarnessOrigin::Inferred
+            }
+            _ => {
+                hand += 1;
+                HarnessOrigin::Hand
+            }
+        };
+        let keep = p.harness_origin.as_ref().filter(|h| h.origin == origin).cloned();
+        p.harness_origin = Some(keep.unwrap_or(HarnessProvenance {
+            origin,
+            selfcheck_pass: None,
+            selfcheck_failure: None,
+        }));
+    }
+    (hand, inferred)
+}
+
 pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
     match cmd {
         super::HarnessCommand::Infer {

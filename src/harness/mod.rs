@@ -2634,6 +2634,10 @@ pub enum HarnessCommand {
         /// Write one JSON report per pair here.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Write the input records here with each pair's harness path and provenance
+        /// (origin + self-check result) set, for `verify --in`.
+        #[arg(long = "records-out")]
+        records_out: Option<PathBuf>,
         /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
         #[arg(long = "worker-cmd", hide = true)]
         worker_cmd: Option<String>,
@@ -3216,6 +3220,7 @@ args = ["src + margin", "dst + margin"]
             techniques: vec![],
             description: None,
             harness: None,
+            harness_origin: None,
             verification: None,
             synth: None,
         };

@@ -9,22 +9,13 @@
 use super::infer_kernel::{body_facts, WriteKind};
 use super::{ResolvedArg, Tolerance};
 use crate::exit;
-use crate::record::{Pair, Record, Status, Verification};
+use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
 use crate::verify::engine::{Job, RunOptions};
 use crate::verify::{pool, resolve};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Where a pair's harness came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HarnessOrigin {
-    Hand,
-    Inferred,
-    Llm,
-}
 
 /// One check's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -422,14 +413,17 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
         seeds,
         timeout_s,
         out,
+        records_out,
         worker_cmd,
         gpus,
     } = cmd
     else {
         anyhow::bail!("not a selfcheck command");
     };
-    let pairs: Vec<Pair> = crate::jsonl::read_records(&units)?
-        .into_iter()
+    let records = crate::jsonl::read_records(&units)?;
+    let pairs: Vec<Pair> = records
+        .iter()
+        .cloned()
         .filter_map(|r| match r {
             Record::Pair(p) => Some(*p),
             _ => None,
@@ -483,11 +477,44 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
             Ok(())
         })?;
     }
+    if let Some(o) = records_out {
+        let out = with_provenance(records, &reports);
+        crate::jsonl::write_records(&o, &out)?;
+    }
     Ok(if passed == reports.len() {
         exit::OK
     } else {
         exit::PARTIAL
     })
+}
+
+/// Records with each self-checked pair's harness path and provenance set from its report.
+pub fn with_provenance(records: Vec<Record>, reports: &[Report]) -> Vec<Record> {
+    let by_id: BTreeMap<&str, &Report> = reports.iter().map(|r| (r.pair_id.as_str(), r)).collect();
+    records
+        .into_iter()
+        .map(|r| match r {
+            Record::Pair(mut p) => {
+                if let Some(rep) = by_id.get(p.id.as_str()) {
+                    if let (Some(h), Some(origin)) = (&rep.harness, rep.origin) {
+                        p.harness = Some(h.clone());
+                        let failure = rep
+                            .checks
+                            .iter()
+                            .find(|c| c.result == CheckResult::Fail)
+                            .map(|c| format!("{}: {}", c.name, c.detail.lines().next().unwrap_or("")));
+                        p.harness_origin = Some(crate::record::HarnessProvenance {
+                            origin,
+                            selfcheck_pass: Some(rep.pass),
+                            selfcheck_failure: failure,
+                        });
+                    }
+                }
+                Record::Pair(p)
+            }
+            other => other,
+        })
+        .collect()
 }
 
 #[cfg(test)]
