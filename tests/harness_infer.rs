@@ -1,0 +1,292 @@
+//! `harness infer` and `harness selfcheck` end to end on fixtures/infer (a Rodinia-shaped
+//! tree of host code we wrote): inference completes harnesses whose host code says
+//! everything, leaves named TODOs where it does not (so `harness check` fails), verify
+//! picks inferred harnesses up, and on the GPU (`#[ignore]`) the self-check passes good
+//! harnesses and fails a broken one on the right check.
+
+use assert_cmd::Command;
+use kernelpair::record::{HarnessOrigin, Record};
+use std::path::{Path, PathBuf};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/infer")
+}
+
+fn kp() -> Command {
+    Command::cargo_bin("kernelpair").unwrap()
+}
+
+/// Extract `root` into `dir/units.jsonl`; returns (path, pair ids by kernel).
+fn extract(root: &Path, dir: &Path) -> (PathBuf, Vec<(String, String)>) {
+    let units = dir.join("units.jsonl");
+    kp().args(["extract"])
+        .arg(root)
+        .arg("-o")
+        .arg(&units)
+        .arg("--no-compile")
+        .assert()
+        .success();
+    let ids = kernelpair::jsonl::read_records(&units)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some((p.kernel.clone(), p.id.clone())),
+            _ => None,
+        })
+        .collect();
+    (units, ids)
+}
+
+fn infer(units: &Path, out: &Path, root: &Path) {
+    kp().args(["harness", "infer"])
+        .arg(units)
+        .arg("-o")
+        .arg(out)
+        .arg("--root")
+        .arg(root)
+        .assert()
+        .success();
+}
+
+fn id_of<'a>(ids: &'a [(String, String)], kernel: &str) -> &'a str {
+    &ids.iter().find(|(k, _)| k == kernel).expect("pair").1
+}
+
+#[test]
+fn infers_complete_harnesses_that_pass_check() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, ids) = extract(&fixture(), t.path());
+    let out = t.path().join("inferred");
+    infer(&units, &out, &fixture());
+    for (_, id) in &ids {
+        let f = out.join(format!("{id}.toml"));
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains("\"TODO\""), "{text}");
+        kp().args(["harness", "check"])
+            .arg(&f)
+            .arg("--units")
+            .arg(&units)
+            .arg("--pair")
+            .arg(id)
+            .assert()
+            .success();
+    }
+    let g: toml::Value = toml::from_str(
+        &std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "gather_scale")))).unwrap(),
+    )
+    .unwrap();
+    // Sizes from the run script and `m = n / 2`; lengths from cudaMalloc; roles from the body.
+    assert_eq!(g["sizes"]["n"].as_integer(), Some(100000));
+    assert_eq!(g["sizes"]["m"].as_integer(), Some(50000));
+    let args = g["args"].as_array().unwrap();
+    let arg = |n: &str| args.iter().find(|a| a["name"].as_str() == Some(n)).unwrap();
+    assert_eq!(arg("x")["len"].as_str(), Some("m"));
+    assert_eq!(arg("x")["role"].as_str(), Some("in"));
+    assert_eq!(arg("y")["role"].as_str(), Some("out"));
+    // The index buffer stays inside the buffer it subscripts.
+    assert_eq!(arg("idx")["init"]["hi"].as_str(), Some("(m) - 1"));
+    assert_eq!(arg("scale")["value"].as_str(), Some("0.5"));
+    assert_eq!(g["launch"][0]["grid"][0].as_str(), Some("(n + 256 - 1) / 256"));
+    // The bounds check `i < n` allows an irregular size set.
+    let sets = g["size_sets"].as_array().unwrap();
+    let irregular = sets.iter().find(|s| s["name"].as_str() == Some("irregular")).unwrap();
+    let n = irregular["n"].as_integer().unwrap();
+    assert!(n.count_ones() > 1, "{n}");
+
+    let h: toml::Value = toml::from_str(
+        &std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "histogram")))).unwrap(),
+    )
+    .unwrap();
+    let hist = &h["args"][1];
+    // atomicAdd after cudaMemset(…, 0, …): an accumulator that starts at zero.
+    assert_eq!(hist["role"].as_str(), Some("inout"));
+    assert_eq!(hist["init"]["kind"].as_str(), Some("zeros"));
+    assert_eq!(hist["len"].as_str(), Some("64"));
+}
+
+#[test]
+fn unknowns_are_todos_with_reasons_and_fail_check() {
+    let t = tempfile::tempdir().unwrap();
+    // The same tree without its run script: n comes from argv[1] and nothing says its value.
+    let root = t.path().join("tree");
+    let bench = root.join("cuda/gather");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::copy(fixture().join("cuda/gather/gather.cu"), bench.join("gather.cu")).unwrap();
+    let (units, ids) = extract(&root, t.path());
+    let out = t.path().join("inferred");
+    infer(&units, &out, &root);
+    let id = id_of(&ids, "gather_scale");
+    let f = out.join(format!("{id}.toml"));
+    let text = std::fs::read_to_string(&f).unwrap();
+    assert!(
+        text.contains("n = \"TODO\"  # `n` = `atoi(argv[1])`: `atoi(argv[1])` is command-line argument 1 and no run script gives it"),
+        "{text}"
+    );
+    kp().args(["harness", "check"])
+        .arg(&f)
+        .arg("--units")
+        .arg(&units)
+        .arg("--pair")
+        .arg(id)
+        .assert()
+        .failure();
+    // --assume-size fills it, marked, and the harness then checks.
+    let out2 = t.path().join("assumed");
+    kp().args(["harness", "infer"])
+        .arg(&units)
+        .arg("-o")
+        .arg(&out2)
+        .arg("--root")
+        .arg(&root)
+        .args(["--assume-size", "4096"])
+        .assert()
+        .success();
+    let f2 = out2.join(format!("{id}.toml"));
+    let text = std::fs::read_to_string(&f2).unwrap();
+    assert!(text.contains("n = 4096  # ASSUMED (--assume-size)"), "{text}");
+    kp().args(["harness", "check"])
+        .arg(&f2)
+        .arg("--units")
+        .arg(&units)
+        .arg("--pair")
+        .arg(id)
+        .assert()
+        .success();
+}
+
+#[test]
+fn selfcheck_without_a_gpu_reports_harness_failures_and_no_gpu() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("tree");
+    let bench = root.join("cuda/gather");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::copy(fixture().join("cuda/gather/gather.cu"), bench.join("gather.cu")).unwrap();
+    let (units, _) = extract(&root, t.path());
+    let out = t.path().join("inferred");
+    infer(&units, &out, &root);
+    let report = t.path().join("report.jsonl");
+    let records = t.path().join("records.jsonl");
+    let a = kp()
+        .args(["harness", "selfcheck"])
+        .arg(&units)
+        .arg("--inferred-dir")
+        .arg(&out)
+        .arg("--out")
+        .arg(&report)
+        .arg("--records-out")
+        .arg(&records)
+        .assert()
+        .code(kernelpair::exit::PARTIAL as i32);
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(
+        stdout.contains("FAIL harness (size from the command line, no run script)"),
+        "{stdout}"
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for l in &lines {
+        assert_eq!(l["origin"], "inferred");
+        assert_eq!(l["pass"], false);
+        assert_eq!(l["checks"][0]["name"], "harness");
+        assert_eq!(l["checks"][0]["result"], "fail");
+        assert_eq!(l["checks"][5]["result"], "not_run");
+    }
+    // The records carry the harness and its provenance for verify.
+    for r in kernelpair::jsonl::read_records(&records).unwrap() {
+        let Record::Pair(p) = r else { continue };
+        let h = p.harness_origin.expect("provenance");
+        assert_eq!(h.origin, HarnessOrigin::Inferred);
+        assert_eq!(h.selfcheck_pass, Some(false));
+        assert!(p.harness.unwrap().ends_with(&format!("{}.toml", p.id)));
+    }
+}
+
+#[test]
+fn verify_uses_inferred_harnesses_where_no_hand_written_one_exists() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, _) = extract(&fixture(), t.path());
+    let out = t.path().join("inferred");
+    infer(&units, &out, &fixture());
+    // Fill the slow slots with the fast kernels (an identity pair) so verify considers them.
+    let recs: Vec<Record> = kernelpair::jsonl::read_records(&units)
+        .unwrap()
+        .into_iter()
+        .map(|r| match r {
+            Record::Pair(mut p) => {
+                p.slow = Some(p.fast.clone());
+                Record::Pair(p)
+            }
+            r => r,
+        })
+        .collect();
+    let input = t.path().join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&input, &recs).unwrap();
+    let verified = t.path().join("verified.jsonl");
+    let a = kp()
+        .args(["verify", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&verified)
+        .arg("--inferred-dir")
+        .arg(&out)
+        .args(["--timeout-s", "30"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(stderr.contains("harnesses: 0 hand-written, 2 inferred"), "{stderr}");
+    for r in kernelpair::jsonl::read_records(&verified).unwrap() {
+        let Record::Pair(p) = r else { continue };
+        assert_eq!(p.harness_origin.unwrap().origin, HarnessOrigin::Inferred);
+        let v = p.verification.unwrap();
+        // Without a GPU the harness still resolved: the status is no_gpu, not no_harness.
+        assert_ne!(v.status.as_str(), "no_harness", "{}", v.reason);
+    }
+}
+
+/// On the GPU: both inferred harnesses pass every self-check; a harness whose grid covers
+/// half the output fails `writes_every_output`.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_good_harnesses_and_catches_a_short_grid() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, ids) = extract(&fixture(), t.path());
+    let out = t.path().join("inferred");
+    infer(&units, &out, &fixture());
+    let report = t.path().join("report.jsonl");
+    kp().args(["harness", "selfcheck"])
+        .arg(&units)
+        .arg("--inferred-dir")
+        .arg(&out)
+        .arg("--out")
+        .arg(&report)
+        .assert()
+        .success();
+    for l in std::fs::read_to_string(&report).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["pass"], true, "{l}");
+        assert!(v["checks"].as_array().unwrap().iter().all(|c| c["result"] == "pass"), "{l}");
+    }
+    let id = id_of(&ids, "gather_scale");
+    let f = out.join(format!("{id}.toml"));
+    let text = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(&f, text.replace("(n + 256 - 1) / 256", "n / 512")).unwrap();
+    kp().args(["harness", "selfcheck"])
+        .arg(&units)
+        .arg("--inferred-dir")
+        .arg(&out)
+        .arg("--pair")
+        .arg(id)
+        .arg("--out")
+        .arg(&report)
+        .assert()
+        .code(kernelpair::exit::PARTIAL as i32);
+    let v: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&report).unwrap().lines().next().unwrap())
+            .unwrap();
+    assert_eq!(v["checks"][2]["name"], "writes_every_output");
+    assert_eq!(v["checks"][2]["result"], "fail", "{v}");
+}
