@@ -77,7 +77,8 @@ fn infers_complete_harnesses_that_pass_check() {
             .success();
     }
     let g: toml::Value = toml::from_str(
-        &std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "gather_scale")))).unwrap(),
+        &std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "gather_scale"))))
+            .unwrap(),
     )
     .unwrap();
     // Sizes from the run script and `m = n / 2`; lengths from cudaMalloc; roles from the body.
@@ -91,10 +92,16 @@ fn infers_complete_harnesses_that_pass_check() {
     // The index buffer stays inside the buffer it subscripts.
     assert_eq!(arg("idx")["init"]["hi"].as_str(), Some("(m) - 1"));
     assert_eq!(arg("scale")["value"].as_str(), Some("0.5"));
-    assert_eq!(g["launch"][0]["grid"][0].as_str(), Some("(n + 256 - 1) / 256"));
+    assert_eq!(
+        g["launch"][0]["grid"][0].as_str(),
+        Some("(n + 256 - 1) / 256")
+    );
     // The bounds check `i < n` allows an irregular size set.
     let sets = g["size_sets"].as_array().unwrap();
-    let irregular = sets.iter().find(|s| s["name"].as_str() == Some("irregular")).unwrap();
+    let irregular = sets
+        .iter()
+        .find(|s| s["name"].as_str() == Some("irregular"))
+        .unwrap();
     let n = irregular["n"].as_integer().unwrap();
     assert!(n.count_ones() > 1, "{n}");
 
@@ -116,7 +123,11 @@ fn unknowns_are_todos_with_reasons_and_fail_check() {
     let root = t.path().join("tree");
     let bench = root.join("cuda/gather");
     std::fs::create_dir_all(&bench).unwrap();
-    std::fs::copy(fixture().join("cuda/gather/gather.cu"), bench.join("gather.cu")).unwrap();
+    std::fs::copy(
+        fixture().join("cuda/gather/gather.cu"),
+        bench.join("gather.cu"),
+    )
+    .unwrap();
     let (units, ids) = extract(&root, t.path());
     let out = t.path().join("inferred");
     infer(&units, &out, &root);
@@ -148,7 +159,10 @@ fn unknowns_are_todos_with_reasons_and_fail_check() {
         .success();
     let f2 = out2.join(format!("{id}.toml"));
     let text = std::fs::read_to_string(&f2).unwrap();
-    assert!(text.contains("n = 4096  # ASSUMED (--assume-size)"), "{text}");
+    assert!(
+        text.contains("n = 4096  # ASSUMED (--assume-size)"),
+        "{text}"
+    );
     kp().args(["harness", "check"])
         .arg(&f2)
         .arg("--units")
@@ -165,7 +179,11 @@ fn selfcheck_without_a_gpu_reports_harness_failures_and_no_gpu() {
     let root = t.path().join("tree");
     let bench = root.join("cuda/gather");
     std::fs::create_dir_all(&bench).unwrap();
-    std::fs::copy(fixture().join("cuda/gather/gather.cu"), bench.join("gather.cu")).unwrap();
+    std::fs::copy(
+        fixture().join("cuda/gather/gather.cu"),
+        bench.join("gather.cu"),
+    )
+    .unwrap();
     let (units, _) = extract(&root, t.path());
     let out = t.path().join("inferred");
     infer(&units, &out, &root);
@@ -242,7 +260,10 @@ fn verify_uses_inferred_harnesses_where_no_hand_written_one_exists() {
         .assert()
         .success();
     let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
-    assert!(stderr.contains("harnesses: 0 hand-written, 2 inferred"), "{stderr}");
+    assert!(
+        stderr.contains("harnesses: 0 hand-written, 2 inferred"),
+        "{stderr}"
+    );
     for r in kernelpair::jsonl::read_records(&verified).unwrap() {
         let Record::Pair(p) = r else { continue };
         assert_eq!(p.harness_origin.unwrap().origin, HarnessOrigin::Inferred);
@@ -273,7 +294,14 @@ fn gpu_selfcheck_passes_good_harnesses_and_catches_a_short_grid() {
     for l in std::fs::read_to_string(&report).unwrap().lines() {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
         assert_eq!(v["pass"], true, "{l}");
-        assert!(v["checks"].as_array().unwrap().iter().all(|c| c["result"] == "pass"), "{l}");
+        assert!(
+            v["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["result"] == "pass"),
+            "{l}"
+        );
     }
     let id = id_of(&ids, "gather_scale");
     let f = out.join(format!("{id}.toml"));
@@ -289,9 +317,14 @@ fn gpu_selfcheck_passes_good_harnesses_and_catches_a_short_grid() {
         .arg(&report)
         .assert()
         .code(kernelpair::exit::PARTIAL as i32);
-    let v: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&report).unwrap().lines().next().unwrap())
-            .unwrap();
+    let v: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(v["checks"][2]["name"], "writes_every_output");
     assert_eq!(v["checks"][2]["result"], "fail", "{v}");
 }

@@ -254,6 +254,9 @@ mod tests {
         let mut sc = Scope::default();
         sc.set_int("n", 100);
         assert_eq!(sc.eval_int("n < 256 ? n : 256"), Ok(100));
-        assert_eq!(sc.eval_int("(n > 50 ? 2 : 3) * (n % 3 == 0 ? 1 : n > 99 ? 7 : 9)"), Ok(14));
+        assert_eq!(
+            sc.eval_int("(n > 50 ? 2 : 3) * (n % 3 == 0 ? 1 : n > 99 ? 7 : 9)"),
+            Ok(14)
+        );
     }
 }

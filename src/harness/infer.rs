@@ -6,7 +6,7 @@
 //! [`Unknown`] written as a `TODO` with its reason, so `harness check` fails until someone
 //! (a person or an LLM) completes it.
 
-use super::draft::{self, int_scalars, site_for, toml_str, translate, tidy, Names};
+use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names};
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
 use super::{c_base_type, c_is_pointer, ElemType};
@@ -73,8 +73,8 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
             }
         }
     }
-    let run_args = infer_host::run_args(&dir)
-        .or_else(|| dir.parent().and_then(infer_host::run_args));
+    let run_args =
+        infer_host::run_args(&dir).or_else(|| dir.parent().and_then(infer_host::run_args));
     Host {
         file,
         launch_line: site.line,
@@ -92,8 +92,8 @@ fn idents(e: &str) -> Vec<String> {
     for (i, t) in toks.iter().enumerate() {
         if let draft::Tok::Ident(w) = t {
             let call = toks.get(i + 1) == Some(&draft::Tok::Op("(".into()));
-            let member = i > 0
-                && matches!(&toks[i - 1], draft::Tok::Op(o) if o == "." || o == "->");
+            let member =
+                i > 0 && matches!(&toks[i - 1], draft::Tok::Op(o) if o == "." || o == "->");
             if !call && !member && !draft::CAST_WORDS.contains(&w.as_str()) {
                 out.push(w.clone());
             }
@@ -131,15 +131,16 @@ pub fn add_definitions(
             && !d.contains("->")
             && !d.contains('[')
             && !d.contains('"')
-            && draft::tokenize(&d).is_ok_and(|t| {
-                !t.iter()
-                    .any(|x| matches!(x, draft::Tok::Op(o) if o == "."))
-            });
+            && draft::tokenize(&d)
+                .is_ok_and(|t| !t.iter().any(|x| matches!(x, draft::Tok::Op(o) if o == ".")));
         if !plain || d.trim() == w {
             continue;
         }
         let text = if infer_host::define_body(host.file.as_str(), &w).is_some()
-            || host.others.iter().any(|o| infer_host::define_body(o, &w).is_some())
+            || host
+                .others
+                .iter()
+                .any(|o| infer_host::define_body(o, &w).is_some())
         {
             format!("#define {w} {d}")
         } else {
@@ -229,7 +230,9 @@ pub fn role_of(
             })
         }
         None => match facts.opaque.get(param) {
-            Some(why) => Err(format!("the kernel does not write it visibly, but it is {why}")),
+            Some(why) => Err(format!(
+                "the kernel does not write it visibly, but it is {why}"
+            )),
             None => Ok(RoleGuess {
                 role: "in",
                 zeros: false,
@@ -306,7 +309,9 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
             continue;
         }
         let (elem, alias) = elem_of(&p.ty, &fast.source, host);
-        let arg = site.and_then(|s| s.args.get(i)).map(|a| a.trim().to_string());
+        let arg = site
+            .and_then(|s| s.args.get(i))
+            .map(|a| a.trim().to_string());
         let var = arg.as_deref().map(infer_host::pointer_name);
         let len = match (&var, elem) {
             (None, _) => Err("no launch site records the argument passed here".to_string()),
@@ -333,12 +338,13 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
             (Some(_), None) => Err(format!("`{}` is not an element type", p.ty)),
         };
         let copies = var.as_deref().map(|v| host.copies(v)).unwrap_or_default();
-        let copied_in = copies.iter().any(|c| {
-            c.dir == Direction::ToDevice && (c.line == 0 || c.line <= host.launch_line)
-        });
+        let copied_in = copies
+            .iter()
+            .any(|c| c.dir == Direction::ToDevice && (c.line == 0 || c.line <= host.launch_line));
         let zero = var.as_deref().is_some_and(|v| host.memset_zero(v));
         let role = role_of(&p.name, &facts, copied_in, zero);
-        if facts.writes.get(&p.name) == Some(&WriteKind::Atomic) && elem.is_some_and(|e| e.is_float())
+        if facts.writes.get(&p.name) == Some(&WriteKind::Atomic)
+            && elem.is_some_and(|e| e.is_float())
         {
             float_atomics.push(p.name.clone());
         }
@@ -398,7 +404,10 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
                 why.trim().trim_start_matches('#').trim().to_string(),
             );
         } else if l.starts_with("# TODO") {
-            unknown("launch".into(), l.trim_start_matches("# TODO:").trim().to_string());
+            unknown(
+                "launch".into(),
+                l.trim_start_matches("# TODO:").trim().to_string(),
+            );
         }
     }
 
@@ -435,8 +444,12 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
                 writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim()).expect("string");
             }
             Ok(v) => {
-                writeln!(size_lines, "{s} = \"TODO\"  # host `{}` is {v}", host_text.trim())
-                    .expect("string");
+                writeln!(
+                    size_lines,
+                    "{s} = \"TODO\"  # host `{}` is {v}",
+                    host_text.trim()
+                )
+                .expect("string");
                 unknown(format!("sizes.{s}"), format!("host value {v} is negative"));
             }
             Err(why) => match opts.assume_size {
@@ -535,10 +548,18 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
                         } else {
                             format!(
                                 "min({}) - 1",
-                                bound.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                                bound
+                                    .iter()
+                                    .map(|s| s.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             )
                         };
-                        format!("{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}", toml_str(&hi), targets.iter().cloned().collect::<Vec<_>>().join(", "))
+                        format!(
+                            "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}",
+                            toml_str(&hi),
+                            targets.iter().cloned().collect::<Vec<_>>().join(", ")
+                        )
                     }
                     _ => {
                         let why = format!(
@@ -584,15 +605,23 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
                 writeln!(o, "value = {}", toml_str(&p.name)).expect("string");
                 continue;
             }
-            let host_text = site.and_then(|s| s.args.get(i)).cloned().unwrap_or_default();
+            let host_text = site
+                .and_then(|s| s.args.get(i))
+                .cloned()
+                .unwrap_or_default();
             match host.value(&host_text, 0) {
                 Ok(v) => {
                     let text = match v {
                         super::expr::Num::Int(x) => x.to_string(),
                         super::expr::Num::Float(f) => format!("{f:?}"),
                     };
-                    writeln!(o, "value = {}  # host `{}`", toml_str(&text), host_text.trim())
-                        .expect("string");
+                    writeln!(
+                        o,
+                        "value = {}  # host `{}`",
+                        toml_str(&text),
+                        host_text.trim()
+                    )
+                    .expect("string");
                 }
                 Err(why) if opts.assume_size.is_some() && e.is_float() => {
                     writeln!(o, "value = 0.5  # ASSUMED (--assume-size): {why}").expect("string");
@@ -703,7 +732,6 @@ pub fn last_statement(name: &str, def: &str) -> String {
         .unwrap_or_else(|| def.to_string())
 }
 
-
 /// The element type of a `__constant__` array declared in a unit's source.
 pub fn constant_type(source: &str, sym: &str) -> Option<String> {
     source.lines().find_map(|l| {
@@ -791,7 +819,11 @@ pub fn attach_inferred(
                 HarnessOrigin::Hand
             }
         };
-        let keep = p.harness_origin.as_ref().filter(|h| h.origin == origin).cloned();
+        let keep = p
+            .harness_origin
+            .as_ref()
+            .filter(|h| h.origin == origin)
+            .cloned();
         p.harness_origin = Some(keep.unwrap_or(HarnessProvenance {
             origin,
             selfcheck_pass: None,
@@ -864,7 +896,9 @@ mod tests {
         let z = role_of("o", &f, false, true).unwrap();
         assert_eq!((z.role, z.zeros), ("inout", true));
         assert_eq!(role_of("a", &f, true, false).unwrap().role, "in");
-        assert!(role_of("x", &f, true, false).unwrap_err().contains("passed to"));
+        assert!(role_of("x", &f, true, false)
+            .unwrap_err()
+            .contains("passed to"));
     }
 
     #[test]
@@ -889,10 +923,15 @@ mod tests {
         assert_eq!(length_text(&h, "a", 4).unwrap(), "n");
         assert_eq!(length_text(&h, "b", 4).unwrap(), "(n + 1)");
         assert_eq!(length_text(&h, "c", 4).unwrap(), "(nbytes) / 4");
-        assert!(length_text(&h, "d", 4).unwrap_err().contains("no cudaMalloc"));
+        assert!(length_text(&h, "d", 4)
+            .unwrap_err()
+            .contains("no cudaMalloc"));
         let mut defs = BTreeMap::new();
         add_definitions("blocks * WIDTH", &h, &BTreeSet::new(), &mut defs);
-        assert_eq!(defs.get("WIDTH").map(String::as_str), Some("#define WIDTH 16"));
+        assert_eq!(
+            defs.get("WIDTH").map(String::as_str),
+            Some("#define WIDTH 16")
+        );
         assert!(!defs.contains_key("blocks"));
     }
 
@@ -902,8 +941,14 @@ mod tests {
             last_statement("nb", "int nb = 1; nb = (int)ceil(n / 512.0)"),
             "nb = (int)ceil(n / 512.0)"
         );
-        assert_eq!(last_statement("b", "b = n / 4; b = b + 1"), "b = (n / 4) + 1");
-        assert_eq!(last_statement("g", "dim3 g(4); g.x = n"), "dim3 g(4); g.x = n");
+        assert_eq!(
+            last_statement("b", "b = n / 4; b = b + 1"),
+            "b = (n / 4) + 1"
+        );
+        assert_eq!(
+            last_statement("g", "dim3 g(4); g.x = n"),
+            "dim3 g(4); g.x = n"
+        );
     }
 
     #[test]
@@ -913,7 +958,10 @@ mod tests {
         assert_eq!((e, a.as_deref()), (Some(ElemType::F32), Some("fp")));
         let (e, _) = elem_of("const real *", "typedef double real;\n", &h);
         assert_eq!(e, Some(ElemType::F64));
-        assert_eq!(elem_of("knode *", "struct knode { int a; };", &h), (None, None));
+        assert_eq!(
+            elem_of("knode *", "struct knode { int a; };", &h),
+            (None, None)
+        );
         assert_eq!(elem_of("int *", "", &h), (Some(ElemType::I32), None));
     }
 

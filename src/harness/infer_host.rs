@@ -193,7 +193,12 @@ impl Host {
     /// The byte size of `var`'s device allocation (`cudaMalloc`, `cudaMallocManaged`), or
     /// `width * height` of a `cudaMallocPitch`.
     pub fn alloc_bytes(&self, var: &str) -> Option<String> {
-        for f in ["cudaMalloc", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc"] {
+        for f in [
+            "cudaMalloc",
+            "cudaMallocManaged",
+            "cudaMallocHost",
+            "cudaHostAlloc",
+        ] {
             if let Some(c) = self
                 .ranked_calls(f)
                 .into_iter()
@@ -215,8 +220,7 @@ impl Host {
         let rhs = assignments(&self.file, var).into_iter().map(|(_, r)| r);
         for r in rhs {
             let r = r.trim();
-            let Some(name_end) = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            else {
+            let Some(name_end) = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) else {
                 continue;
             };
             let fname = &r[..name_end];
@@ -230,10 +234,16 @@ impl Host {
                 targ = Some(t[..close].trim().to_string());
                 rest = &t[close + 1..];
             }
-            let Some(args) = split_args(rest.trim_start()) else { continue };
+            let Some(args) = split_args(rest.trim_start()) else {
+                continue;
+            };
             for t in self.texts() {
-                let Some((params, body)) = function_body(t, fname) else { continue };
-                let Some(c) = calls(&body, "cudaMalloc").into_iter().find(|c| c.args.len() >= 2)
+                let Some((params, body)) = function_body(t, fname) else {
+                    continue;
+                };
+                let Some(c) = calls(&body, "cudaMalloc")
+                    .into_iter()
+                    .find(|c| c.args.len() >= 2)
                 else {
                     continue;
                 };
@@ -315,10 +325,7 @@ impl Host {
     pub fn definition(&self, name: &str) -> Option<String> {
         // `#ifdef RD_WG_SIZE #define B RD_WG_SIZE #else #define B 16`: a body that names a
         // macro defined nowhere (a -D flag) gives way to the next.
-        let bodies: Vec<String> = self
-            .texts()
-            .flat_map(|t| define_bodies(t, name))
-            .collect();
+        let bodies: Vec<String> = self.texts().flat_map(|t| define_bodies(t, name)).collect();
         let defined = |w: &str| {
             self.texts()
                 .any(|t| !define_bodies(t, w).is_empty() || !assignments(t, w).is_empty())
@@ -423,7 +430,8 @@ impl Host {
                     out.push_str(w);
                 }
                 Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
-                    if ["int", "float", "double", "unsigned", "long", "size_t"].contains(&w.as_str())
+                    if ["int", "float", "double", "unsigned", "long", "size_t"]
+                        .contains(&w.as_str())
                     {
                         // A functional cast `int(x)`: the parenthesized value stays.
                     } else {
@@ -432,9 +440,10 @@ impl Host {
                 }
                 Tok::Ident(w) if super::draft::CAST_WORDS.contains(&w.as_str()) => {}
                 Tok::Ident(w) => {
-                    if toks.get(i + 1).is_some_and(|t| {
-                        *t == Tok::Op(".".into()) || *t == Tok::Op("->".into())
-                    }) {
+                    if toks
+                        .get(i + 1)
+                        .is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
+                    {
                         return Err(format!("`{e}` reads a struct field of `{w}`"));
                     }
                     let d = self
@@ -491,7 +500,9 @@ pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
         if !before_ok || !rest.starts_with('(') {
             continue;
         }
-        let Some(params) = split_args(rest) else { continue };
+        let Some(params) = split_args(rest) else {
+            continue;
+        };
         let close = matching_close(rest)?;
         let after = rest[close + 1..].trim_start();
         if !after.starts_with('{') {
@@ -534,8 +545,7 @@ pub fn replace_word(s: &str, word: &str, with: &str) -> String {
     while i < s.len() {
         if s[i..].starts_with(word)
             && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
-            && b
-                .get(i + word.len())
+            && b.get(i + word.len())
                 .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
         {
             out.push_str(with);
@@ -580,7 +590,8 @@ fn find_call(s: &str, f: &str) -> Option<usize> {
     let mut from = 0;
     while let Some(p) = s[from..].find(f).map(|p| p + from) {
         from = p + f.len();
-        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] == b':');
+        let before_ok =
+            p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] == b':');
         if before_ok && s[from..].trim_start().starts_with('(') && s[from..].contains("argv[") {
             return Some(p);
         }
@@ -589,7 +600,16 @@ fn find_call(s: &str, f: &str) -> Option<usize> {
 }
 
 const ARGV_FUNCS: [&str; 10] = [
-    "atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtod", "std::stoi", "stoi", "stol",
+    "atoi",
+    "atol",
+    "atoll",
+    "atof",
+    "strtol",
+    "strtoul",
+    "strtod",
+    "std::stoi",
+    "stoi",
+    "stol",
 ];
 
 /// `atoi(argv[2])`, `atol`, `atof`, `strtol(argv[2], …)`, `std::stoi(argv[2])` → 2.
@@ -597,9 +617,7 @@ pub fn argv_index(e: &str) -> Option<usize> {
     let e = e.trim();
     let p = e.find("argv[")?;
     let before = e[..p].trim_end().trim_end_matches('(').trim_end();
-    let func_ok = ARGV_FUNCS
-        .iter()
-        .any(|f| before.ends_with(f));
+    let func_ok = ARGV_FUNCS.iter().any(|f| before.ends_with(f));
     if !func_ok {
         return None;
     }
@@ -651,17 +669,23 @@ pub fn define_body(text: &str, name: &str) -> Option<String> {
 
 /// The bodies of every object-like `#define name body` in `text`, in order.
 pub fn define_bodies(text: &str, name: &str) -> Vec<String> {
-    text.lines().filter_map(|l| {
-        let rest = l.trim().strip_prefix('#')?.trim_start().strip_prefix("define")?;
-        let rest = rest.trim_start();
-        let after = rest.strip_prefix(name)?;
-        if after.starts_with('(') || after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
-        {
-            return None;
-        }
-        Some(after.trim().to_string())
-    })
-    .collect()
+    text.lines()
+        .filter_map(|l| {
+            let rest = l
+                .trim()
+                .strip_prefix('#')?
+                .trim_start()
+                .strip_prefix("define")?;
+            let rest = rest.trim_start();
+            let after = rest.strip_prefix(name)?;
+            if after.starts_with('(')
+                || after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            {
+                return None;
+            }
+            Some(after.trim().to_string())
+        })
+        .collect()
 }
 
 /// Every `name = expr` (assignment or initialized declaration, also inside a declaration
@@ -675,13 +699,21 @@ pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
     let mut from = 0;
     while let Some(p) = text[from..].find(name).map(|p| p + from) {
         from = p + name.len();
-        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] == b'.' || b[p - 1] == b'>');
-        let after_ok = b.get(from).is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
+        let before_ok = p == 0
+            || !(b[p - 1].is_ascii_alphanumeric()
+                || b[p - 1] == b'_'
+                || b[p - 1] == b'.'
+                || b[p - 1] == b'>');
+        let after_ok = b
+            .get(from)
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
         if !before_ok || !after_ok {
             continue;
         }
         let rest = text[from..].trim_start();
-        let Some(r) = rest.strip_prefix('=') else { continue };
+        let Some(r) = rest.strip_prefix('=') else {
+            continue;
+        };
         if r.starts_with('=') {
             continue;
         }
@@ -734,13 +766,23 @@ pub fn run_args(dir: &Path) -> Option<Vec<String>> {
         .collect();
     files.sort();
     for f in &files {
-        if let Some(a) = std::fs::read_to_string(f).ok().and_then(|t| command_args(&t)) {
+        if let Some(a) = std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| command_args(&t))
+        {
             return Some(a);
         }
     }
     let mk = std::fs::read_to_string(dir.join("Makefile")).ok()?;
     let target = mk.split("\nrun:").nth(1)?;
-    command_args(&target.lines().skip(1).take_while(|l| l.starts_with('\t')).collect::<Vec<_>>().join("\n"))
+    command_args(
+        &target
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with('\t'))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
 }
 
 /// The arguments of the first `./program args…` line in a script (comments skipped).
@@ -857,9 +899,15 @@ mod tests {
              cudaMemcpy(h_out, out_d, n * sizeof(int), cudaMemcpyDeviceToHost);\n",
             6,
         );
-        assert_eq!(h.alloc_bytes("input_cuda").as_deref(), Some("(in + 1) * sizeof(float)"));
+        assert_eq!(
+            h.alloc_bytes("input_cuda").as_deref(),
+            Some("(in + 1) * sizeof(float)")
+        );
         assert_eq!(h.alloc_bytes("out_d").as_deref(), Some("n * sizeof(int)"));
-        assert_eq!(h.alloc_bytes("img").as_deref(), Some("(w * sizeof(float)) * (h)"));
+        assert_eq!(
+            h.alloc_bytes("img").as_deref(),
+            Some("(w * sizeof(float)) * (h)")
+        );
         assert_eq!(h.alloc_bytes("nothing"), None);
         assert!(h.memset_zero("out_d") && !h.memset_zero("input_cuda"));
         let c = h.copies("input_cuda");
@@ -881,7 +929,10 @@ mod tests {
         assert_eq!(strip_sizeof(&b).as_deref(), Some("(nelr*NVAR)"));
         assert_eq!(h.wrapper_alloc("w"), None);
         // Regression: an assignment from a cast (`(float*)malloc`) once looped forever.
-        let h = host("float *p = (float*)malloc(n);\nq = (x);\nk<<<1,1>>>(p, q);\n", 3);
+        let h = host(
+            "float *p = (float*)malloc(n);\nq = (x);\nk<<<1,1>>>(p, q);\n",
+            3,
+        );
         assert_eq!(h.wrapper_alloc("p"), None);
         assert_eq!(h.wrapper_alloc("q"), None);
         assert!(function_body("f() {}", "").is_none() && calls("f()", "").is_empty());
@@ -889,8 +940,14 @@ mod tests {
 
     #[test]
     fn sizeof_factor_is_stripped_only_from_products() {
-        assert_eq!(strip_sizeof("(in + 1) * sizeof(float)").as_deref(), Some("(in + 1)"));
-        assert_eq!(strip_sizeof("sizeof(float) * n * m").as_deref(), Some("n * m"));
+        assert_eq!(
+            strip_sizeof("(in + 1) * sizeof(float)").as_deref(),
+            Some("(in + 1)")
+        );
+        assert_eq!(
+            strip_sizeof("sizeof(float) * n * m").as_deref(),
+            Some("n * m")
+        );
         assert_eq!(strip_sizeof("(n * sizeof(int))").as_deref(), Some("n"));
         assert_eq!(strip_sizeof("n * sizeof(int) + 4"), None);
         assert_eq!(strip_sizeof("mem_size"), None);
@@ -952,6 +1009,9 @@ mod tests {
         );
         let u = h.symbol_uploads();
         assert_eq!(u.len(), 1);
-        assert_eq!(u.get("c_mask").map(String::as_str), Some("MASK * sizeof(float)"));
+        assert_eq!(
+            u.get("c_mask").map(String::as_str),
+            Some("MASK * sizeof(float)")
+        );
     }
 }

@@ -35,8 +35,20 @@ pub struct BodyFacts {
 
 /// Calls that neither write through their pointer arguments nor need looking into.
 const PURE_CALLS: [&str; 14] = [
-    "min", "max", "fminf", "fmaxf", "sqrtf", "sqrt", "expf", "exp", "__ldg", "fabsf", "fabs",
-    "abs", "printf", "tex1Dfetch",
+    "min",
+    "max",
+    "fminf",
+    "fmaxf",
+    "sqrtf",
+    "sqrt",
+    "expf",
+    "exp",
+    "__ldg",
+    "fabsf",
+    "fabs",
+    "abs",
+    "printf",
+    "tex1Dfetch",
 ];
 
 /// Facts for kernel `kernel` (a `__global__` or any function) defined in `source`, over the
@@ -238,7 +250,10 @@ impl<'t> Walker<'_, 't> {
                 }
             }
             "subscript_expression" => {
-                if let Some(b) = n.child_by_field_name("argument").and_then(|a| self.target(a)) {
+                if let Some(b) = n
+                    .child_by_field_name("argument")
+                    .and_then(|a| self.target(a))
+                {
                     let mut c = n.walk();
                     let idx: Vec<Node> = n
                         .named_children(&mut c)
@@ -316,7 +331,10 @@ impl<'t> Walker<'_, 't> {
         let mut stack = vec![n];
         while let Some(x) = stack.pop() {
             if x.kind() == "subscript_expression" {
-                if let Some(t) = x.child_by_field_name("argument").and_then(|a| self.target(a)) {
+                if let Some(t) = x
+                    .child_by_field_name("argument")
+                    .and_then(|a| self.target(a))
+                {
                     out.push(t);
                 }
             }
@@ -391,9 +409,10 @@ impl<'t> Walker<'_, 't> {
             if a.kind() == "identifier" || a.kind() == "binary_expression" {
                 if let Some(t) = self.target(*a) {
                     if !PURE_CALLS.contains(&name.as_str()) {
-                        self.facts
-                            .opaque
-                            .insert(t, format!("passed to `{name}`, which the unit does not define"));
+                        self.facts.opaque.insert(
+                            t,
+                            format!("passed to `{name}`, which the unit does not define"),
+                        );
                     }
                 }
             }
@@ -452,7 +471,9 @@ mod tests {
             &["idx", "v", "o", "n"],
         );
         assert_eq!(
-            f.indexes.get("idx").map(|s| s.iter().cloned().collect::<Vec<_>>()),
+            f.indexes
+                .get("idx")
+                .map(|s| s.iter().cloned().collect::<Vec<_>>()),
             Some(vec!["v".to_string()])
         );
         assert!(!f.indexes.contains_key("v"));
@@ -460,10 +481,7 @@ mod tests {
 
     #[test]
     fn unknown_callees_are_opaque_and_missing_kernels_none() {
-        let f = facts(
-            "__global__ void k(float *a) { mystery(a); }",
-            &["a"],
-        );
+        let f = facts("__global__ void k(float *a) { mystery(a); }", &["a"]);
         assert!(f.opaque.contains_key("a"));
         assert!(f.writes.is_empty());
         assert!(body_facts("__global__ void j(float *a) {}", "k", &[]).is_none());

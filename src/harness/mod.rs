@@ -15,8 +15,8 @@ pub mod gen;
 pub mod infer;
 pub mod infer_host;
 pub mod infer_kernel;
-pub mod selfcheck;
 pub mod layout;
+pub mod selfcheck;
 pub mod spec;
 
 use crate::record::{KernelUnit, Pair};

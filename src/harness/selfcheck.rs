@@ -137,24 +137,38 @@ pub fn category(check: &str, reason: &str) -> String {
     let c = match check {
         "harness" if r.contains("struct field") => "size read from a struct filled at run time",
         "harness" if r.contains("not an element type") => "struct or struct-of-pointers input",
-        "harness" if r.contains("command-line argument") => "size from the command line, no run script",
+        "harness" if r.contains("command-line argument") => {
+            "size from the command line, no run script"
+        }
         "harness" if r.contains("no launch site") => "no launch site recorded",
         "harness" if r.contains("launch") || r.contains("grid") || r.contains("block") => {
             "launch configuration not translatable"
         }
         "harness" if r.contains("passed to") => "buffer passed to an opaque call",
-        "harness" if r.contains("no definition") || r.contains("calls ") || r.contains("is not arithmetic") => {
+        "harness"
+            if r.contains("no definition")
+                || r.contains("calls ")
+                || r.contains("is not arithmetic") =>
+        {
             "size computed at run time (data-dependent host code)"
         }
-        "harness" if r.contains("no cudamalloc") => "allocation not visible (wrapper or other file)",
+        "harness" if r.contains("no cudamalloc") => {
+            "allocation not visible (wrapper or other file)"
+        }
         "harness" => "harness incomplete or invalid",
-        "runs_clean" if r.contains("out of bounds") || r.contains("wrote") || r.contains("canary") => {
+        "runs_clean"
+            if r.contains("out of bounds") || r.contains("wrote") || r.contains("canary") =>
+        {
             "out-of-bounds access (index structure the generator cannot make)"
         }
         "runs_clean" if r.contains("compile") => "does not compile",
-        "runs_clean" if r.contains("timeout") || r.contains("timed out") => "timeout (data-dependent loop)",
+        "runs_clean" if r.contains("timeout") || r.contains("timed out") => {
+            "timeout (data-dependent loop)"
+        }
         "runs_clean" => "crash",
-        "writes_every_output" => "output not fully written (launch covers part, or data-dependent writes)",
+        "writes_every_output" => {
+            "output not fully written (launch covers part, or data-dependent writes)"
+        }
         "deterministic" => "nondeterministic output (races or atomics)",
         "non_degenerate" => "degenerate output (inputs the kernel ignores)",
         "seed_dependent" => "output independent of the inputs",
@@ -208,7 +222,11 @@ fn prepare(
     pair: &Pair,
     base: &Path,
     cfg: &SelfcheckConfig,
-) -> (Pair, Result<resolve::Found, (Status, String)>, Option<HarnessOrigin>) {
+) -> (
+    Pair,
+    Result<resolve::Found, (Status, String)>,
+    Option<HarnessOrigin>,
+) {
     let mut ip = pair.clone();
     ip.slow = Some(pair.fast.clone());
     let hand = resolve::prepare(&ip, base, &cfg.harness_dirs, cfg.suite_root.as_deref());
@@ -249,7 +267,13 @@ pub fn selfcheck_pairs(pairs: &[Pair], base: &Path, cfg: &SelfcheckConfig) -> Ve
                         .unwrap_or(why),
                     _ => why,
                 };
-                reports[i] = Some(report(p, ip.harness.clone(), origin, Some((check, why)), None));
+                reports[i] = Some(report(
+                    p,
+                    ip.harness.clone(),
+                    origin,
+                    Some((check, why)),
+                    None,
+                ));
             }
         }
     }
@@ -472,7 +496,11 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
         crate::jsonl::write_atomic(&o, |w| {
             use std::io::Write;
             for r in &reports {
-                writeln!(w, "{}", serde_json::to_string(r).map_err(std::io::Error::other)?)?;
+                writeln!(
+                    w,
+                    "{}",
+                    serde_json::to_string(r).map_err(std::io::Error::other)?
+                )?;
             }
             Ok(())
         })?;
@@ -502,7 +530,9 @@ pub fn with_provenance(records: Vec<Record>, reports: &[Report]) -> Vec<Record> 
                             .checks
                             .iter()
                             .find(|c| c.result == CheckResult::Fail)
-                            .map(|c| format!("{}: {}", c.name, c.detail.lines().next().unwrap_or("")));
+                            .map(|c| {
+                                format!("{}: {}", c.name, c.detail.lines().next().unwrap_or(""))
+                            });
                         p.harness_origin = Some(crate::record::HarnessProvenance {
                             origin,
                             selfcheck_pass: Some(rep.pass),
@@ -537,7 +567,9 @@ mod tests {
                 CheckResult::NotRun
             ]
         );
-        assert!(checks_from(None).iter().all(|c| c.result == CheckResult::Pass));
+        assert!(checks_from(None)
+            .iter()
+            .all(|c| c.result == CheckResult::Pass));
     }
 
     #[test]
@@ -558,20 +590,29 @@ mod tests {
             {"size_set": "default", "seed": 0, "output": "p", "fast_hash": "aa"},
             {"size_set": "default", "seed": 1, "output": "p", "fast_hash": "bb"},
         ]});
-        assert_eq!(seed_independent(&ev), vec!["o (size set default)".to_string()]);
+        assert_eq!(
+            seed_independent(&ev),
+            vec!["o (size set default)".to_string()]
+        );
         assert!(seed_independent(&json!({})).is_empty());
     }
 
     #[test]
     fn categories_name_the_cause() {
         assert_eq!(
-            category("harness", "sizes.in: `net->input_n` reads a struct field of `net`"),
+            category(
+                "harness",
+                "sizes.in: `net->input_n` reads a struct field of `net`"
+            ),
             "size read from a struct filled at run time"
         );
         assert_eq!(
             category("runs_clean", "out_of_bounds: fast wrote past the end of x"),
             "out-of-bounds access (index structure the generator cannot make)"
         );
-        assert_eq!(category("seed_dependent", ""), "output independent of the inputs");
+        assert_eq!(
+            category("seed_dependent", ""),
+            "output independent of the inputs"
+        );
     }
 }
