@@ -332,7 +332,7 @@ impl Host {
         };
         if let Some(d) = bodies
             .iter()
-            .find(|d| !(super::is_ident(d.trim()) && !defined(d.trim())))
+            .find(|d| !super::is_ident(d.trim()) || defined(d.trim()))
             .or(bodies.first())
         {
             return Some(d.clone());
