@@ -328,3 +328,238 @@ fn gpu_selfcheck_passes_good_harnesses_and_catches_a_short_grid() {
     assert_eq!(v["checks"][2]["name"], "writes_every_output");
     assert_eq!(v["checks"][2]["result"], "fail", "{v}");
 }
+
+// ------------------------------------------- LLM completion against a scripted loopback server
+
+/// One request the scripted server saw: its Authorization header and JSON body.
+#[derive(Clone)]
+struct Seen {
+    auth: Option<String>,
+    body: serde_json::Value,
+}
+
+/// A loopback OpenAI-style endpoint answering each request with `script(request, earlier)`.
+fn serve(
+    script: impl Fn(&Seen, &[Seen]) -> String + Send + Sync + 'static,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Seen>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", l.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Seen>::new()));
+    let s2 = seen.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let (mut len, mut auth, mut line) = (0usize, None, String::new());
+            loop {
+                line.clear();
+                if r.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let t = line.trim_end();
+                if t.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = t.split_once(':') {
+                    match k.to_ascii_lowercase().as_str() {
+                        "content-length" => len = v.trim().parse().unwrap_or(0),
+                        "authorization" => auth = Some(v.trim().to_string()),
+                        _ => {}
+                    }
+                }
+            }
+            let mut body = vec![0u8; len];
+            if r.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let req = Seen {
+                auth,
+                body: serde_json::from_slice(&body).unwrap_or_default(),
+            };
+            let before = {
+                let mut all = s2.lock().unwrap();
+                let b = all.clone();
+                all.push(req.clone());
+                b
+            };
+            let content = script(&req, &before);
+            let body = serde_json::json!({
+                "id": "x", "object": "chat.completion", "model": "test",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+            })
+            .to_string();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, seen)
+}
+
+/// Every file under `dir`, as text (lossy).
+fn all_text(dir: &Path) -> String {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn llm_completion_repairs_reruns_from_cache_and_keeps_the_key_out_of_files() {
+    let t = tempfile::tempdir().unwrap();
+    // The gather tree without its run script: `n` (and for gather_scale, m) are TODOs.
+    let root = t.path().join("tree");
+    let bench = root.join("cuda/gather");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::copy(
+        fixture().join("cuda/gather/gather.cu"),
+        bench.join("gather.cu"),
+    )
+    .unwrap();
+    let (units, ids) = extract(&root, t.path());
+    let inferred = t.path().join("inferred");
+    infer(&units, &inferred, &root);
+    let scale_id = id_of(&ids, "gather_scale").to_string();
+    let hist_id = id_of(&ids, "histogram").to_string();
+    let drafts: std::collections::BTreeMap<String, String> = [&scale_id, &hist_id]
+        .iter()
+        .map(|id| {
+            let d = std::fs::read_to_string(inferred.join(format!("{id}.toml"))).unwrap();
+            (id.to_string(), d)
+        })
+        .collect();
+    let good = move |kernel: &str| -> String {
+        let id = if kernel == "gather_scale" {
+            &scale_id
+        } else {
+            &hist_id
+        };
+        let d = &drafts[id];
+        let fixed: String = d
+            .lines()
+            .map(|l| {
+                if l.starts_with("n = \"TODO\"") {
+                    "n = 1000".to_string()
+                } else if l.starts_with("m = \"TODO\"") {
+                    "m = 500".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        format!("Here it is:\n```toml\n{fixed}\n```\n")
+    };
+    // gather_scale: a good answer at once. histogram: malformed TOML, then one whose
+    // arguments do not match the kernel (fails `harness check`), then the fix.
+    let (url, seen) = serve(move |req, before| {
+        let first = req.body["messages"][1]["content"].as_str().unwrap_or("");
+        let kernel = if first.contains("The kernel `histogram`") {
+            "histogram"
+        } else {
+            "gather_scale"
+        };
+        let turn = req.body["messages"].as_array().map_or(0, |m| m.len());
+        let _ = before;
+        match (kernel, turn) {
+            ("histogram", 2) => "```toml\nthis is = = not toml\n```".into(),
+            ("histogram", 4) => "```toml\n[sizes]\nn = 1000\n\n[[args]]\nname = \"keys\"\ntype = \"i32\"\nlen = \"n\"\ninit = { kind = \"int_range\", lo = 0, hi = 63 }\nrole = \"in\"\n\n[[args]]\nname = \"hist\"\ntype = \"u32\"\nlen = 64\ninit = { kind = \"zeros\" }\nrole = \"inout\"\n\n[[launch]]\nkernel = \"histogram\"\ngrid = [\"4\"]\nblock = [\"256\"]\n```".into(),
+            (k, _) => good(k),
+        }
+    });
+    let llm = t.path().join("llm.toml");
+    std::fs::write(
+        &llm,
+        format!("base_url = \"{url}\"\nmodel = \"scripted\"\napi_key_env = \"KP_HARNESS_TEST_KEY\"\nmax_retries = 0\n"),
+    )
+    .unwrap();
+    let cache = t.path().join("cache");
+    let out = t.path().join("completed");
+    let run = || {
+        kp().args(["harness", "complete"])
+            .arg(&units)
+            .arg("--inferred-dir")
+            .arg(&inferred)
+            .arg("-o")
+            .arg(&out)
+            .arg("--llm")
+            .arg(&llm)
+            .arg("--cache")
+            .arg(&cache)
+            .arg("--root")
+            .arg(&root)
+            .env("KP_HARNESS_TEST_KEY", "sk-secret-test-4242")
+            .assert()
+            .success()
+    };
+    let a = run();
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(
+        stdout.contains("gather/gather_scale: completed (1 answer(s))"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gather/histogram: completed (3 answer(s))"),
+        "{stdout}"
+    );
+    let s = seen.lock().unwrap().clone();
+    assert_eq!(s.len(), 4);
+    assert!(s
+        .iter()
+        .all(|r| r.auth.as_deref() == Some("Bearer sk-secret-test-4242")));
+    // The repair turns carry the errors: the TOML parse error, then the check failure.
+    let repairs: Vec<String> = s
+        .iter()
+        .filter_map(|r| {
+            let m = r.body["messages"].as_array().unwrap();
+            (m.len() > 2).then(|| m.last().unwrap()["content"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(repairs.len(), 2, "{repairs:?}");
+    assert!(repairs[0].contains("not a valid harness"), "{}", repairs[0]);
+    assert!(
+        repairs[1].contains("does not match kernel"),
+        "{}",
+        repairs[1]
+    );
+    // Each completed harness passes `harness check` and has no TODO.
+    for id in [id_of(&ids, "gather_scale"), id_of(&ids, "histogram")] {
+        let f = out.join(format!("{id}.toml"));
+        assert!(std::fs::read_to_string(&f)
+            .unwrap()
+            .contains("# origin: llm"));
+        kp().args(["harness", "check"])
+            .arg(&f)
+            .arg("--units")
+            .arg(&units)
+            .arg("--pair")
+            .arg(id)
+            .assert()
+            .success();
+    }
+    // A rerun sends nothing: every answer comes from the cache.
+    let before =
+        std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "histogram")))).unwrap();
+    let a = run();
+    assert_eq!(seen.lock().unwrap().len(), 4);
+    assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("0 request(s) sent"));
+    assert_eq!(
+        std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "histogram")))).unwrap(),
+        before
+    );
+    // The key is in no written file.
+    for d in [&out, &cache, &inferred] {
+        assert!(
+            !all_text(d).contains("sk-secret-test-4242"),
+            "{}",
+            d.display()
+        );
+    }
+}

@@ -15,6 +15,7 @@ pub mod gen;
 pub mod infer;
 pub mod infer_host;
 pub mod infer_kernel;
+pub mod infer_llm;
 pub mod layout;
 pub mod selfcheck;
 pub mod spec;
@@ -2609,6 +2610,9 @@ pub enum HarnessCommand {
         #[arg(long)]
         assume_size: Option<i64>,
     },
+    /// Let an LLM fill the TODOs of inferred harnesses (synth's client, cache and key
+    /// handling; bounded repair turns): OUT/<pair-id>.toml.
+    Complete(infer_llm::CompleteArgs),
     /// Prove harnesses on the GPU: each pair's fast kernel against itself, 2 seeds × each
     /// size set; pass/fail per check (runs clean, writes every output, deterministic,
     /// non-degenerate, depends on the seed).
