@@ -141,9 +141,7 @@ pub fn category(check: &str, reason: &str) -> String {
             "size from the command line, no run script"
         }
         "harness" if r.contains("no launch site") => "no launch site recorded",
-        "harness" if r.contains("launch") || r.contains("grid") || r.contains("block") => {
-            "launch configuration not translatable"
-        }
+        "harness" if r.starts_with("launch") => "launch configuration not translatable",
         "harness" if r.contains("passed to") => "buffer passed to an opaque call",
         "harness"
             if r.contains("no definition")
@@ -161,6 +159,7 @@ pub fn category(check: &str, reason: &str) -> String {
         {
             "out-of-bounds access (index structure the generator cannot make)"
         }
+        "runs_clean" if r.starts_with("no_gpu") => "not run: no GPU",
         "runs_clean" if r.contains("compile") => "does not compile",
         "runs_clean" if r.contains("timeout") || r.contains("timed out") => {
             "timeout (data-dependent loop)"
@@ -616,6 +615,25 @@ mod tests {
         assert_eq!(
             category("seed_dependent", ""),
             "output independent of the inputs"
+        );
+        // The field decides: a size named `blocks` is not a launch problem.
+        assert_eq!(
+            category(
+                "harness",
+                "sizes.blocks: `nb` has no definition in the host code"
+            ),
+            "size computed at run time (data-dependent host code)"
+        );
+        assert_eq!(
+            category(
+                "harness",
+                "launch.grid: host text \"g\": unknown function divRndUp()"
+            ),
+            "launch configuration not translatable"
+        );
+        assert_eq!(
+            category("runs_clean", "no_gpu: no CUDA driver"),
+            "not run: no GPU"
         );
     }
 }
