@@ -237,11 +237,36 @@ pub struct Pair {
     /// Harness name or path the pair runs under.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<String>,
+    /// Where that harness came from (hand-written, inferred, LLM-completed) and its
+    /// self-check result, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_origin: Option<HarnessProvenance>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
     /// What the synth stage did for this pair's slow slot (accepted or why not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synth: Option<SynthOutcome>,
+}
+
+/// Where a pair's harness came from. `build` prefers hand over inferred over llm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HarnessOrigin {
+    Hand,
+    Inferred,
+    Llm,
+}
+
+/// A pair's harness origin and, once run, its self-check (`kernelpair harness selfcheck`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HarnessProvenance {
+    pub origin: HarnessOrigin,
+    /// Whether the harness passed its self-check; absent when it was not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selfcheck_pass: Option<bool>,
+    /// The failed check and why, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selfcheck_failure: Option<String>,
 }
 
 /// The synth stage's account of one pending pair: kept whether the answer was accepted

@@ -255,6 +255,7 @@ fn write_pair(dir: &Path) -> PathBuf {
         techniques: vec![],
         description: None,
         harness: None,
+        harness_origin: None,
         verification: None,
         synth: None,
     };
@@ -352,6 +353,7 @@ fn locate_finds_fixture_and_parboil_harnesses() {
             techniques: vec![],
             description: None,
             harness: None,
+            harness_origin: None,
             verification: None,
             synth: None,
         }

@@ -58,19 +58,19 @@ pub fn find_pair(path: &Path, id: &str) -> Result<Pair, DraftError> {
 
 /// Functions a host expression may call that map onto expression helpers.
 const CEIL_DIV_NAMES: [&str; 6] = ["iDivUp", "divUp", "DIVUP", "div_up", "ceil_div", "CEIL_DIV"];
-const CAST_WORDS: [&str; 12] = [
+pub(super) const CAST_WORDS: [&str; 12] = [
     "int", "unsigned", "float", "double", "size_t", "long", "short", "char", "const", "signed",
     "uint", "int64_t",
 ];
 
 #[derive(Debug, Clone, PartialEq)]
-enum Tok {
+pub(super) enum Tok {
     Ident(String),
     Num(String),
     Op(String),
 }
 
-fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
+pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
     let mut out = Vec::new();
     let cs: Vec<char> = s.chars().collect();
     let mut i = 0;
@@ -109,7 +109,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
 }
 
 /// A C integer or float literal as an integer expression: `256.0f` → `256`, `64u` → `64`.
-fn int_literal(n: &str) -> Result<String, String> {
+pub(super) fn int_literal(n: &str) -> Result<String, String> {
     let t = n.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         return i64::from_str_radix(hex, 16)
@@ -126,16 +126,16 @@ fn int_literal(n: &str) -> Result<String, String> {
 }
 
 /// What names in host expressions mean.
-struct Names<'a> {
+pub(super) struct Names<'a> {
     /// Host text → size name (from the launch's args bound to int scalar parameters).
-    host_to_size: BTreeMap<String, String>,
-    sizes: &'a [String],
-    definitions: &'a BTreeMap<String, String>,
+    pub(super) host_to_size: BTreeMap<String, String>,
+    pub(super) sizes: &'a [String],
+    pub(super) definitions: &'a BTreeMap<String, String>,
     /// Host variables the launch uses that are neither kernel parameters nor defined
     /// (`m` in `dim3 grid(m / 16)` inside a host wrapper): they become guessed sizes.
-    host_vars: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    pub(super) host_vars: std::cell::RefCell<std::collections::BTreeSet<String>>,
     /// The kernel unit's isolated source, for macros it pulled in.
-    source: &'a str,
+    pub(super) source: &'a str,
 }
 
 impl Names<'_> {
@@ -227,7 +227,7 @@ fn zero_initialized(name: &str, def: &str) -> bool {
 }
 
 /// A C type name's size in bytes, for `sizeof(float)`.
-fn sizeof_type(t: &str) -> Option<usize> {
+pub(super) fn sizeof_type(t: &str) -> Option<usize> {
     let base = c_base_type(t);
     if t.contains('*') {
         return Some(8);
@@ -250,7 +250,7 @@ fn sizeof_type(t: &str) -> Option<usize> {
 }
 
 /// Translate a C host expression into a harness expression.
-fn translate(text: &str, names: &Names, depth: usize) -> Result<String, String> {
+pub(super) fn translate(text: &str, names: &Names, depth: usize) -> Result<String, String> {
     if depth > 8 {
         return Err("definitions nest too deeply".into());
     }
@@ -543,7 +543,7 @@ fn top_level_until_comma(s: &str) -> String {
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)].
-fn split_call_args(s: &str) -> Result<Vec<String>, String> {
+pub(super) fn split_call_args(s: &str) -> Result<Vec<String>, String> {
     let s = s.trim();
     if !s.starts_with('(') {
         return Err(format!("expected `(` in `{s}`"));
@@ -601,7 +601,7 @@ fn dims_of(text: &str, names: &Names) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn tidy(e: &str) -> String {
+pub(super) fn tidy(e: &str) -> String {
     e.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -610,7 +610,7 @@ fn tidy(e: &str) -> String {
 }
 
 /// Whether an expression evaluates with every size at a typical value.
-fn evaluates(e: &str, sizes: &[String]) -> Result<(), String> {
+pub(super) fn evaluates(e: &str, sizes: &[String]) -> Result<(), String> {
     let mut s = Scope::default();
     for n in sizes {
         s.set_int(n, 1024);
@@ -626,12 +626,12 @@ fn evaluates(e: &str, sizes: &[String]) -> Result<(), String> {
     s.eval_int(e).map(|_| ())
 }
 
-fn toml_str(s: &str) -> String {
+pub(super) fn toml_str(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 
 /// Size names: the int scalar parameters of the fast kernel.
-fn int_scalars(u: &KernelUnit) -> Vec<String> {
+pub(super) fn int_scalars(u: &KernelUnit) -> Vec<String> {
     u.params
         .iter()
         .filter(|p| !c_is_pointer(&p.ty))
@@ -640,7 +640,7 @@ fn int_scalars(u: &KernelUnit) -> Vec<String> {
         .collect()
 }
 
-fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
+pub(super) fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
     u.launch_sites
         .iter()
         .find(|s| s.kernel == u.kernel)
@@ -649,7 +649,7 @@ fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
 
 /// Translate one unit's launch into TOML lines (without the table header).
 /// Returns the host variables the translated expressions use (they become sizes).
-fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<String> {
+pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<String> {
     let Some(site) = site_for(u) else {
         writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
         out.push_str("# TODO: extract recorded no launch site for this kernel\n");
@@ -941,6 +941,7 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
             }
             Ok(if failed == 0 { exit::OK } else { exit::PARTIAL })
         }
+        other => super::infer::run(other),
     }
 }
 
@@ -1069,6 +1070,7 @@ mod tests {
             techniques: vec![],
             description: None,
             harness: None,
+            harness_origin: None,
             verification: None,
             synth: None,
         }

@@ -101,6 +101,7 @@ impl Scope {
 
     /// Evaluate to a number (integer or float).
     pub fn eval(&self, expr: &str) -> Result<Num, String> {
+        let expr = &ternary_to_if(&literal_shifts(expr));
         let v = evalexpr::eval_with_context(expr, &self.context()).map_err(|e| e.to_string())?;
         match v {
             Value::Int(i) => Ok(Num::Int(i)),
@@ -124,6 +125,105 @@ impl Scope {
     pub fn eval_bool(&self, expr: &str) -> Result<bool, String> {
         evalexpr::eval_boolean_with_context(expr, &self.context()).map_err(|e| e.to_string())
     }
+}
+
+/// `1 << 5` between integer literals (launch code's block sizes) folded to `32`: evalexpr
+/// has no shift operator.
+pub fn literal_shifts(e: &str) -> String {
+    if !e.contains("<<") {
+        return e.to_string();
+    }
+    let mut s = e.to_string();
+    while let Some(p) = s.find("<<") {
+        let left = s[..p].trim_end();
+        let l_start = left
+            .rfind(|c: char| !c.is_ascii_digit())
+            .map_or(0, |i| i + 1);
+        let right = &s[p + 2..];
+        let skip = right.len() - right.trim_start().len();
+        let r_len = right
+            .trim_start()
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(right.trim_start().len());
+        let (Ok(a), Ok(b)) = (
+            left[l_start..].parse::<i64>(),
+            right.trim_start()[..r_len].parse::<u32>(),
+        ) else {
+            return s;
+        };
+        if b > 62 {
+            return s;
+        }
+        let end = p + 2 + skip + r_len;
+        s = format!("{}{}{}", &s[..l_start], a << b, &s[end..]);
+    }
+    s
+}
+
+/// C's `c ? a : b` (launch code writes `n < 256 ? n : 256`) as evalexpr's `if(c, a, b)`.
+pub fn ternary_to_if(e: &str) -> String {
+    if !e.contains('?') {
+        return e.to_string();
+    }
+    // Parenthesized groups first.
+    let mut s = String::new();
+    let cs: Vec<char> = e.chars().collect();
+    let mut i = 0;
+    while i < cs.len() {
+        if cs[i] == '(' {
+            let mut depth = 0;
+            let mut j = i;
+            while j < cs.len() {
+                match cs[j] {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            let inner: String = cs[i + 1..j.min(cs.len())].iter().collect();
+            s.push('(');
+            s.push_str(&ternary_to_if(&inner));
+            s.push(')');
+            i = j + 1;
+        } else {
+            s.push(cs[i]);
+            i += 1;
+        }
+    }
+    let top = |s: &str, want: char| -> Option<usize> {
+        let mut depth = 0;
+        let mut nested = 0;
+        for (i, c) in s.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                '?' if depth == 0 && want == ':' => nested += 1,
+                c if c == want && depth == 0 => {
+                    if nested == 0 {
+                        return Some(i);
+                    }
+                    nested -= 1;
+                }
+                _ => {}
+            }
+        }
+        None
+    };
+    let Some(q) = top(&s, '?') else { return s };
+    let rest = &s[q + 1..];
+    let Some(c) = top(rest, ':') else { return s };
+    format!(
+        "if({}, {}, {})",
+        s[..q].trim(),
+        ternary_to_if(rest[..c].trim()),
+        ternary_to_if(rest[c + 1..].trim())
+    )
 }
 
 fn two_ints(a: &Value) -> Result<(i64, i64), EvalexprError> {
@@ -180,5 +280,23 @@ mod tests {
         assert_eq!(interpolate("reduce<{b * 2}>", &s).unwrap(), "reduce<256>");
         assert_eq!(interpolate("plain", &s).unwrap(), "plain");
         assert!(interpolate("k<{b>", &s).is_err());
+    }
+
+    #[test]
+    fn literal_shifts_fold() {
+        let sc = Scope::default();
+        assert_eq!(sc.eval_int("((1 << 5)) * 128"), Ok(4096));
+        assert_eq!(literal_shifts("n << 2"), "n << 2");
+    }
+
+    #[test]
+    fn ternaries_evaluate_as_if() {
+        let mut sc = Scope::default();
+        sc.set_int("n", 100);
+        assert_eq!(sc.eval_int("n < 256 ? n : 256"), Ok(100));
+        assert_eq!(
+            sc.eval_int("(n > 50 ? 2 : 3) * (n % 3 == 0 ? 1 : n > 99 ? 7 : 9)"),
+            Ok(14)
+        );
     }
 }

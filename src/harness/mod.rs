@@ -12,7 +12,12 @@
 pub mod draft;
 pub mod expr;
 pub mod gen;
+pub mod infer;
+pub mod infer_host;
+pub mod infer_kernel;
+pub mod infer_llm;
 pub mod layout;
+pub mod selfcheck;
 pub mod spec;
 pub mod template;
 
@@ -2722,6 +2727,63 @@ pub enum HarnessCommand {
         #[arg(long)]
         pair: Option<String>,
     },
+    /// Infer a harness for every pair from the host code and kernel bodies: DIR/<pair-id>.toml.
+    Infer {
+        /// JSONL file holding the pairs (and their units), as extract writes it.
+        units: PathBuf,
+        /// Folder for the inferred harnesses.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Suite root the units' paths are relative to (to read the host code); without
+        /// it only the definitions extract recorded at each launch are used.
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Only the pair with this id (a prefix).
+        #[arg(long)]
+        pair: Option<String>,
+        /// Give sizes the host code does not determine this value (and float scalars 0.5),
+        /// marked ASSUMED in the file, instead of a TODO.
+        #[arg(long)]
+        assume_size: Option<i64>,
+    },
+    /// Let an LLM fill the TODOs of inferred harnesses (synth's client, cache and key
+    /// handling; bounded repair turns): OUT/<pair-id>.toml.
+    Complete(infer_llm::CompleteArgs),
+    /// Prove harnesses on the GPU: each pair's fast kernel against itself, 2 seeds × each
+    /// size set; pass/fail per check (runs clean, writes every output, deterministic,
+    /// non-degenerate, depends on the seed).
+    Selfcheck {
+        /// JSONL file holding the pairs.
+        units: PathBuf,
+        /// Folders with hand-written harnesses (as `verify --harness-dir`).
+        #[arg(long = "harness-dir")]
+        harness_dirs: Vec<PathBuf>,
+        /// Folder of inferred harnesses (`<pair-id>.toml`), used where no hand-written one exists.
+        #[arg(long = "inferred-dir")]
+        inferred_dir: Option<PathBuf>,
+        #[arg(long = "suite-root")]
+        suite_root: Option<PathBuf>,
+        /// Only the pair with this id (a prefix).
+        #[arg(long)]
+        pair: Option<String>,
+        /// Seeds per size set (at least 2: the output must change with the seed).
+        #[arg(long, default_value_t = 2)]
+        seeds: u32,
+        #[arg(long = "timeout-s", default_value_t = 30.0)]
+        timeout_s: f64,
+        /// Write one JSON report per pair here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write the input records here with each pair's harness path and provenance
+        /// (origin + self-check result) set, for `verify --in`.
+        #[arg(long = "records-out")]
+        records_out: Option<PathBuf>,
+        /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
+        #[arg(long = "worker-cmd", hide = true)]
+        worker_cmd: Option<String>,
+        #[arg(long, hide = true)]
+        gpus: Option<usize>,
+    },
 }
 
 pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
@@ -3298,6 +3360,7 @@ args = ["src + margin", "dst + margin"]
             techniques: vec![],
             description: None,
             harness: None,
+            harness_origin: None,
             verification: None,
             synth: None,
         };

@@ -138,6 +138,7 @@ impl Stages for Library {
             shard: None,
             harness_dirs: s.harness_dirs.clone(),
             suite_root: None,
+            inferred_dir: None,
             timeout_s: s.timeout_s as f64,
             seeds: s.seeds,
             min_speedup: s.min_speedup,

@@ -147,6 +147,7 @@ fn make_pair(slow: Option<&KernelUnit>, fast: &KernelUnit, rule: &str, identical
         techniques: Vec::new(),
         description: None,
         harness: None,
+        harness_origin: None,
         verification: None,
         synth: None,
     }

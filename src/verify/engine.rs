@@ -47,6 +47,11 @@ pub struct RunOptions {
     /// of a buffer falls outside its allocation where memcheck can see it.
     #[serde(default)]
     pub check_only: bool,
+    /// A harness self-check (`kernelpair harness selfcheck`): the fast kernel against
+    /// itself, canaries on, no timing, and an element unwritten in both runs counts as
+    /// unwritten (there is no independent reference to excuse it).
+    #[serde(default)]
+    pub selfcheck: bool,
 }
 
 impl Default for RunOptions {
@@ -60,6 +65,7 @@ impl Default for RunOptions {
             max_runs: 400,
             bootstrap_iters: 2000,
             check_only: false,
+            selfcheck: false,
         }
     }
 }
@@ -101,6 +107,16 @@ fn seed_for(seed: u32) -> u64 {
     0x6b70_0000_u64 + seed as u64
 }
 
+/// A 64-bit FNV-1a hash of output bytes, in hex (self-check evidence).
+pub fn output_hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}
+
 /// Bytes of canary on each side of every buffer.
 const CANARY: usize = 64 * 1024;
 
@@ -137,6 +153,10 @@ struct CheckEvidence {
     size_set: String,
     seed: u32,
     output: String,
+    /// Hash of the fast kernel's output (self-checks only): the self-check compares it
+    /// across seeds to see that the output depends on the input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fast_hash: Option<String>,
     #[serde(flatten)]
     comparison: Comparison,
 }
@@ -204,7 +224,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
     ev.phases_ms
         .insert("total", t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
-        Ok(()) if job.options.check_only => (
+        Ok(()) if job.options.check_only || job.options.selfcheck => (
             Status::Verified,
             format!(
                 "check-only run: agrees on {} size set(s) × {} seed(s); not timed",
@@ -443,10 +463,11 @@ fn run_inner(
                 &slow,
                 &fast,
                 ev,
+                job.options.selfcheck,
             )?;
         }
         check_ms += t.elapsed().as_secs_f64() * 1e3;
-        if job.options.check_only {
+        if job.options.check_only || job.options.selfcheck {
             continue;
         }
         let t = Instant::now();
@@ -691,6 +712,7 @@ fn check_seed(
     slow: &Loaded,
     fast: &Loaded,
     ev: &mut Evidence,
+    self_check: bool,
 ) -> Result<(), Stop> {
     let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
@@ -836,9 +858,13 @@ fn check_seed(
         // The three checks are independent scans of large buffers: run them at once.
         let ((df, ds), c) = rayon::join(
             || {
+                let (rs, rf) = match self_check {
+                    true => (None, None),
+                    false => (Some(s), Some(f)),
+                };
                 rayon::join(
-                    || compare::check_degenerate(f, input, Some(s), *allow_degenerate),
-                    || compare::check_degenerate(s, input, Some(f), *allow_degenerate),
+                    || compare::check_degenerate(f, input, rs, *allow_degenerate),
+                    || compare::check_degenerate(s, input, rf, *allow_degenerate),
                 )
             },
             || compare::compare(s, f, tol),
@@ -858,6 +884,7 @@ fn check_seed(
             size_set: ss.size_set.clone(),
             seed,
             output: name.clone(),
+            fast_hash: self_check.then(|| output_hash(&f.bytes)),
             comparison: c,
         });
         if !pass {

@@ -49,6 +49,10 @@ pub struct VerifyArgs {
     /// (as the fixtures keep them) are found there.
     #[arg(long = "suite-root")]
     pub suite_root: Option<PathBuf>,
+    /// Inferred harnesses (`kernelpair harness infer -o DIR`: `<pair-id>.toml`), used for
+    /// pairs no hand-written harness covers; each pair records its harness origin.
+    #[arg(long = "inferred-dir")]
+    pub inferred_dir: Option<PathBuf>,
     /// Seconds one pair may run before its worker is killed (`timeout`).
     #[arg(long = "timeout-s", default_value_t = 60.0)]
     pub timeout_s: f64,
@@ -198,6 +202,16 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    if let Some(d) = &args.inferred_dir {
+        let (hand, inferred) = crate::harness::infer::attach_inferred(
+            &mut records,
+            &base,
+            &args.harness_dirs,
+            args.suite_root.as_deref(),
+            d,
+        );
+        eprintln!("harnesses: {hand} hand-written, {inferred} inferred");
+    }
     let partial = partial_path(&args.output);
     let results = verify_records(&records, &base, &args, Some(&partial))?;
     let out: Vec<Record> = records

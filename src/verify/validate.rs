@@ -317,6 +317,7 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
         techniques: vec![],
         description: None,
         harness: Some(harness.display().to_string()),
+        harness_origin: None,
         verification: None,
         synth: None,
     };
@@ -385,6 +386,7 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
         shard: None,
         harness_dirs: vec![],
         suite_root: None,
+        inferred_dir: None,
         timeout_s: args.timeout_s,
         seeds: args.seeds,
         min_speedup: args.min_speedup,

@@ -1,0 +1,975 @@
+//! `kernelpair harness infer`: a harness inferred from the host code around a pair's launch
+//! site and from the kernel body. Buffer lengths come from allocations (element counts over
+//! named sizes), roles from copies, memsets and the body's writes, size values from
+//! defines, assignments and run scripts, scalars and launches from the launch site,
+//! `__constant__` tables from `cudaMemcpyToSymbol`. Whatever the code does not say is an
+//! [`Unknown`] written as a `TODO` with its reason, so `harness check` fails until someone
+//! (a person or an LLM) completes it.
+
+use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names};
+use super::infer_host::{self, Direction, Host};
+use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
+use super::{c_base_type, c_is_pointer, ElemType};
+use crate::exit;
+use crate::record::{KernelUnit, Pair, Record};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Something inference could not say, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unknown {
+    /// Where in the harness: `sizes.n`, `args[2].len`, `launch.grid`, ….
+    pub field: String,
+    pub reason: String,
+}
+
+/// An inferred harness: its TOML text and what it leaves open.
+#[derive(Debug, Clone)]
+pub struct Inferred {
+    pub toml: String,
+    pub unknowns: Vec<Unknown>,
+    /// What `--assume-size` filled in, with why the code did not say it.
+    pub assumed: Vec<Unknown>,
+    /// Outputs written through float atomics: reruns may differ in the last bits.
+    pub float_atomics: Vec<String>,
+}
+
+impl Inferred {
+    pub fn complete(&self) -> bool {
+        self.unknowns.is_empty()
+    }
+}
+
+/// Read the host context of a unit's launch site from the suite root: the launch file, the
+/// other sources in its folder, and the run command of its folder (or the folder above).
+pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
+    let Some(site) = site_for(unit) else {
+        return Host::default();
+    };
+    let path = root.join(&site.path);
+    let file = std::fs::read_to_string(&path)
+        .map(|t| infer_host::strip_comments(&t))
+        .unwrap_or_default();
+    let mut others = Vec::new();
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        let mut files: Vec<PathBuf> = rd
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p != &path)
+            .filter(|p| {
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| ["c", "cu", "cpp", "cc", "h", "cuh", "hpp"].contains(&e))
+            })
+            .collect();
+        files.sort();
+        for f in files.into_iter().take(32) {
+            if let Ok(t) = std::fs::read_to_string(&f) {
+                if t.len() < 512 * 1024 {
+                    others.push(infer_host::strip_comments(&t));
+                }
+            }
+        }
+    }
+    let run_args =
+        infer_host::run_args(&dir).or_else(|| dir.parent().and_then(infer_host::run_args));
+    Host {
+        file,
+        launch_line: site.line,
+        others,
+        run_args,
+    }
+}
+
+/// Names in a host expression (identifiers not followed by `(`, no members).
+fn idents(e: &str) -> Vec<String> {
+    let Ok(toks) = draft::tokenize(e) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        if let draft::Tok::Ident(w) = t {
+            let call = toks.get(i + 1) == Some(&draft::Tok::Op("(".into()));
+            let member =
+                i > 0 && matches!(&toks[i - 1], draft::Tok::Op(o) if o == "." || o == "->");
+            if !call && !member && !draft::CAST_WORDS.contains(&w.as_str()) {
+                out.push(w.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Add to `defs` the host definitions of the names `expr` uses, recursively, where they are
+/// plain arithmetic: a name set from the command line or a struct field stays a name (it
+/// becomes a size whose value the run script or a person gives).
+pub fn add_definitions(
+    expr: &str,
+    host: &Host,
+    keep: &BTreeSet<String>,
+    defs: &mut BTreeMap<String, String>,
+) {
+    let mut todo = idents(expr);
+    let mut seen = BTreeSet::new();
+    while let Some(w) = todo.pop() {
+        if keep.contains(&w) || !seen.insert(w.clone()) {
+            continue;
+        }
+        if let Some(d) = defs.get(&w) {
+            // Already defined (a recorded launch definition): its names still need theirs.
+            let body = d.split_once('=').map(|x| x.1).unwrap_or(d);
+            let body = body.split_once('(').map(|x| x.1).unwrap_or(body);
+            todo.extend(idents(&body.replace([';', ')'], " ").replace(['.'], " . ")));
+            continue;
+        }
+        let Some(d) = host.definition(&w) else {
+            continue;
+        };
+        let plain = !d.contains("argv")
+            && !d.contains("->")
+            && !d.contains('[')
+            && !d.contains('"')
+            && draft::tokenize(&d)
+                .is_ok_and(|t| !t.iter().any(|x| matches!(x, draft::Tok::Op(o) if o == ".")));
+        if !plain || d.trim() == w {
+            continue;
+        }
+        let text = if infer_host::define_body(host.file.as_str(), &w).is_some()
+            || host
+                .others
+                .iter()
+                .any(|o| infer_host::define_body(o, &w).is_some())
+        {
+            format!("#define {w} {d}")
+        } else {
+            format!("{w} = {d}")
+        };
+        defs.insert(w.clone(), text);
+        todo.extend(idents(&d));
+    }
+}
+
+/// A parameter's element type, through one `#define fp float` or `typedef float fp;` in the
+/// unit or the host code when the type is an alias: (type, the alias name).
+pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option<String>) {
+    if let Some(e) = ElemType::from_c_type(ty) {
+        return (Some(e), None);
+    }
+    let base = c_base_type(ty);
+    let texts = std::iter::once(source).chain(host.texts());
+    for t in texts {
+        let target = infer_host::define_body(t, &base).or_else(|| {
+            t.lines().find_map(|l| {
+                let d = l.trim().strip_prefix("typedef")?.trim().strip_suffix(';')?;
+                let (old, new) = d.rsplit_once(char::is_whitespace)?;
+                (new.trim() == base).then(|| old.trim().to_string())
+            })
+        });
+        if let Some(e) = target.as_deref().and_then(ElemType::from_c_type) {
+            return (Some(e), Some(base));
+        }
+    }
+    (None, None)
+}
+
+/// A buffer's length in elements, as host text, from its allocation or copies.
+pub fn length_text(host: &Host, var: &str, elem_size: usize) -> Result<String, String> {
+    let bytes = host
+        .alloc_bytes(var)
+        .or_else(|| host.copies(var).first().map(|c| c.bytes.clone()))
+        .ok_or_else(|| format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code"))?;
+    Ok(elements_of(&bytes, host, elem_size))
+}
+
+/// Byte-size text → element-count text, following one named byte size (`mem_size`).
+pub fn elements_of(bytes: &str, host: &Host, elem_size: usize) -> String {
+    if let Some(e) = infer_host::strip_sizeof(bytes) {
+        return e;
+    }
+    let b = bytes.trim();
+    if super::is_ident(b) {
+        if let Some(d) = host.definition(b) {
+            if let Some(e) = infer_host::strip_sizeof(&d) {
+                return e;
+            }
+        }
+    }
+    format!("({b}) / {elem_size}")
+}
+
+/// A role from what the body does and what the host copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleGuess {
+    pub role: &'static str,
+    /// Filled with zeros (a memset before the launch, or an atomic accumulator the host
+    /// does not fill).
+    pub zeros: bool,
+}
+
+/// The role rule: written by the body → `out` (or `inout` when the body also reads it, or
+/// the host zeroes it first); atomics → `inout`; not written → `in`; passed to a function
+/// the unit lacks → unknown.
+pub fn role_of(
+    param: &str,
+    facts: &BodyFacts,
+    copied_in: bool,
+    memset_zero: bool,
+) -> Result<RoleGuess, String> {
+    match facts.writes.get(param) {
+        Some(WriteKind::Atomic) => Ok(RoleGuess {
+            role: "inout",
+            zeros: memset_zero || !copied_in,
+        }),
+        Some(WriteKind::Store) => {
+            let reads = facts.reads.contains(param);
+            Ok(RoleGuess {
+                role: if reads || memset_zero { "inout" } else { "out" },
+                zeros: memset_zero && !copied_in,
+            })
+        }
+        None => match facts.opaque.get(param) {
+            Some(why) => Err(format!(
+                "the kernel does not write it visibly, but it is {why}"
+            )),
+            None => Ok(RoleGuess {
+                role: "in",
+                zeros: false,
+            }),
+        },
+    }
+}
+
+/// A non-power-of-two value near `v` for the irregular size set (None for small values).
+pub fn irregular(v: i64) -> Option<i64> {
+    if v < 16 {
+        return None;
+    }
+    let mut x = v - v / 8 + 1;
+    if x.count_ones() == 1 {
+        x += 1;
+    }
+    Some(x)
+}
+
+/// Choices the caller makes for what the code does not say.
+#[derive(Debug, Clone, Default)]
+pub struct InferOptions {
+    /// Give every size the host code does not determine (read from a data file, a struct
+    /// field) this value, and float scalars 0.5, marked `ASSUMED` in the file and listed in
+    /// [`Inferred::assumed`], instead of leaving a TODO.
+    pub assume_size: Option<i64>,
+}
+
+/// Infer a harness for a pair. `host` is the fast unit's launch context (empty when the
+/// suite root is not known: then only the recorded launch definitions are used).
+pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
+    let fast = &pair.fast;
+    let mut unknowns: Vec<Unknown> = Vec::new();
+    let mut assumed: Vec<Unknown> = Vec::new();
+    let mut unknown = |field: String, reason: String| unknowns.push(Unknown { field, reason });
+    let sizes = int_scalars(fast);
+    let site = site_for(fast);
+    let param_names: Vec<String> = fast.params.iter().map(|p| p.name.clone()).collect();
+    let facts = body_facts(&fast.source, &fast.kernel, &param_names).unwrap_or_default();
+
+    // Host text → size name for the launch's args bound to integer parameters.
+    let mut host_to_size = BTreeMap::new();
+    if let Some(s) = site {
+        for (a, p) in s.args.iter().zip(&fast.params) {
+            if sizes.contains(&p.name) {
+                host_to_size.insert(a.trim().to_string(), p.name.clone());
+            }
+        }
+    }
+    let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
+    let mut defs: BTreeMap<String, String> = site
+        .map(|s| {
+            s.definitions
+                .iter()
+                .map(|(k, v)| (k.clone(), last_statement(k, v)))
+                .collect()
+        })
+        .unwrap_or_default();
+
+    // Buffers: length, role, init.
+    struct Buf {
+        len: Result<String, String>,
+        role: Result<RoleGuess, String>,
+        elem: Option<ElemType>,
+        /// The C type name when it is an alias (`fp` for `#define fp float`).
+        alias: Option<String>,
+    }
+    let mut bufs: BTreeMap<usize, Buf> = BTreeMap::new();
+    let mut host_vars: Vec<String> = Vec::new();
+    let mut float_atomics = Vec::new();
+    for (i, p) in fast.params.iter().enumerate() {
+        if !c_is_pointer(&p.ty) {
+            continue;
+        }
+        let (elem, alias) = elem_of(&p.ty, &fast.source, host);
+        let arg = site
+            .and_then(|s| s.args.get(i))
+            .map(|a| a.trim().to_string());
+        let var = arg.as_deref().map(infer_host::pointer_name);
+        let len = match (&var, elem) {
+            (None, _) => Err("no launch site records the argument passed here".to_string()),
+            (Some(v), _) if !super::is_ident(v) => Err(format!(
+                "the launch passes `{v}`, not a plain pointer variable"
+            )),
+            (Some(v), Some(e)) => length_text(host, v, e.size_of()).and_then(|t| {
+                add_definitions(&t, host, &keep, &mut defs);
+                let names = Names {
+                    host_to_size: host_to_size.clone(),
+                    sizes: &sizes,
+                    definitions: &defs,
+                    host_vars: Default::default(),
+                    source: &fast.source,
+                };
+                let e = tidy(&translate(&t, &names, 0)?);
+                for v in names.host_vars.borrow().iter() {
+                    if !host_vars.contains(v) && !sizes.contains(v) {
+                        host_vars.push(v.clone());
+                    }
+                }
+                Ok(e)
+            }),
+            (Some(_), None) => Err(format!("`{}` is not an element type", p.ty)),
+        };
+        let copies = var.as_deref().map(|v| host.copies(v)).unwrap_or_default();
+        let copied_in = copies
+            .iter()
+            .any(|c| c.dir == Direction::ToDevice && (c.line == 0 || c.line <= host.launch_line));
+        let zero = var.as_deref().is_some_and(|v| host.memset_zero(v));
+        let role = role_of(&p.name, &facts, copied_in, zero);
+        if facts.writes.get(&p.name) == Some(&WriteKind::Atomic)
+            && elem.is_some_and(|e| e.is_float())
+        {
+            float_atomics.push(p.name.clone());
+        }
+        bufs.insert(
+            i,
+            Buf {
+                len,
+                role,
+                elem,
+                alias,
+            },
+        );
+    }
+
+    // Launches (the draft's translation, over the definitions found in the host code).
+    let mut patched = fast.clone();
+    if let Some(s) = site {
+        for t in [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            add_definitions(t, host, &keep, &mut defs);
+        }
+        let idx = patched
+            .launch_sites
+            .iter()
+            .position(|x| x.kernel == fast.kernel)
+            .unwrap_or(0);
+        patched.launch_sites[idx].definitions = defs.clone();
+    }
+    let mut launches = String::new();
+    let mut note = |vars: Vec<String>| {
+        for v in vars {
+            if !host_vars.contains(&v) && !sizes.contains(&v) {
+                host_vars.push(v);
+            }
+        }
+    };
+    let slow_differs = pair.slow.as_ref().is_some_and(|s| {
+        let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+        let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+        a != b || s.symbol != fast.symbol
+    });
+    if slow_differs {
+        let slow = pair.slow.as_ref().expect("checked");
+        launches.push_str("\n[[variants.slow.launch]]\n");
+        note(draft::draft_launch(slow, &sizes, &mut launches));
+        launches.push_str("\n[[variants.fast.launch]]\n");
+    } else {
+        launches.push_str("\n[[launch]]\n");
+    }
+    note(draft::draft_launch(&patched, &sizes, &mut launches));
+    for l in launches.lines() {
+        if let Some((k, why)) = l.split_once("= \"TODO\"") {
+            unknown(
+                format!("launch.{}", k.trim()),
+                why.trim().trim_start_matches('#').trim().to_string(),
+            );
+        } else if l.starts_with("# TODO") {
+            unknown(
+                "launch".into(),
+                l.trim_start_matches("# TODO:").trim().to_string(),
+            );
+        }
+    }
+
+    // Size values.
+    let mut o = String::new();
+    writeln!(
+        o,
+        "# Inferred harness for pair {} ({}/{}, kernel {}).\n# Written by `kernelpair harness infer` from the host code and the kernel body;\n# every TODO fails `harness check` until it is resolved.",
+        pair.id, pair.suite, pair.benchmark, fast.kernel
+    )
+    .expect("string");
+    writeln!(
+        o,
+        "description = {}",
+        toml_str(&format!("{} {} (inferred)", pair.benchmark, fast.kernel))
+    )
+    .expect("string");
+    let mut size_lines = String::new();
+    let mut values: BTreeMap<String, i64> = BTreeMap::new();
+    let all_sizes: Vec<String> = sizes.iter().chain(host_vars.iter()).cloned().collect();
+    for s in &all_sizes {
+        let host_text = site
+            .and_then(|st| {
+                fast.params
+                    .iter()
+                    .position(|p| &p.name == s)
+                    .and_then(|i| st.args.get(i))
+            })
+            .cloned()
+            .unwrap_or_else(|| s.clone());
+        match host.int_value(&host_text) {
+            Ok(v) if v >= 0 => {
+                values.insert(s.clone(), v);
+                writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim()).expect("string");
+            }
+            Ok(v) => {
+                writeln!(
+                    size_lines,
+                    "{s} = \"TODO\"  # host `{}` is {v}",
+                    host_text.trim()
+                )
+                .expect("string");
+                unknown(format!("sizes.{s}"), format!("host value {v} is negative"));
+            }
+            Err(why) => match opts.assume_size {
+                Some(a) => {
+                    values.insert(s.clone(), a);
+                    writeln!(size_lines, "{s} = {a}  # ASSUMED (--assume-size): {why}")
+                        .expect("string");
+                    assumed.push(Unknown {
+                        field: format!("sizes.{s}"),
+                        reason: why,
+                    });
+                }
+                None => {
+                    writeln!(size_lines, "{s} = \"TODO\"  # {why}").expect("string");
+                    unknown(format!("sizes.{s}"), why);
+                }
+            },
+        }
+    }
+    o.push_str("\n[sizes]\n");
+    o.push_str(&size_lines);
+    if all_sizes.is_empty() {
+        o.push_str("# (no sizes: the launch and lengths are constants)\n");
+    }
+    // An irregular set over the sizes the kernel bounds-checks.
+    let irregular_set: BTreeMap<String, i64> = values
+        .iter()
+        .filter(|(k, _)| facts.bounded.contains(*k))
+        .filter_map(|(k, v)| irregular(*v).map(|x| (k.clone(), x)))
+        .collect();
+    if !values.is_empty() {
+        o.push_str("\n[[size_sets]]\nname = \"default\"\n");
+    }
+    if !irregular_set.is_empty() {
+        o.push_str(
+            "\n# Non-power-of-two sizes the kernel's bounds checks compare against.\n[[size_sets]]\nname = \"irregular\"\n",
+        );
+        for (k, v) in &irregular_set {
+            writeln!(o, "{k} = {v}").expect("string");
+        }
+    }
+
+    // Arguments.
+    let lens: BTreeMap<String, String> = fast
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            bufs.get(&i)
+                .and_then(|b| b.len.as_ref().ok())
+                .map(|l| (p.name.clone(), l.clone()))
+        })
+        .collect();
+    for (i, p) in fast.params.iter().enumerate() {
+        let name = if p.name.is_empty() {
+            format!("arg{i}")
+        } else {
+            p.name.clone()
+        };
+        o.push_str("\n[[args]]\n");
+        writeln!(o, "name = {}", toml_str(&name)).expect("string");
+        if let Some(b) = bufs.get(&i) {
+            match b.elem {
+                Some(e) => {
+                    writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+                    if let Some(a) = &b.alias {
+                        writeln!(o, "c_type = {}", toml_str(a)).expect("string");
+                    }
+                }
+                None => {
+                    let why = format!(
+                        "`{}` is not an element type (a struct or struct-of-pointers input)",
+                        c_base_type(&p.ty)
+                    );
+                    writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+                    unknown(format!("args.{name}.type"), why);
+                }
+            }
+            match &b.len {
+                Ok(l) => writeln!(o, "len = {}", toml_str(l)).expect("string"),
+                Err(why) => {
+                    writeln!(o, "len = \"TODO\"  # {why}").expect("string");
+                    unknown(format!("args.{name}.len"), why.clone());
+                }
+            }
+            let zeros = b.role.as_ref().is_ok_and(|r| r.zeros);
+            let init = if zeros {
+                "{ kind = \"zeros\" }".to_string()
+            } else if let Some(targets) = facts.indexes.get(&p.name) {
+                // An index buffer: in range of the shortest buffer it subscripts.
+                let bound: Vec<&String> = targets.iter().filter_map(|t| lens.get(t)).collect();
+                match (bound.first(), b.elem.is_some_and(|e| !e.is_float())) {
+                    (Some(l), true) if bound.len() == targets.len() => {
+                        let hi = if bound.len() == 1 {
+                            format!("({l}) - 1")
+                        } else {
+                            format!(
+                                "min({}) - 1",
+                                bound
+                                    .iter()
+                                    .map(|s| s.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        };
+                        format!(
+                            "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}",
+                            toml_str(&hi),
+                            targets.iter().cloned().collect::<Vec<_>>().join(", ")
+                        )
+                    }
+                    _ => {
+                        let why = format!(
+                            "subscripts {} whose length is not known",
+                            targets.iter().cloned().collect::<Vec<_>>().join(", ")
+                        );
+                        unknown(format!("args.{name}.init"), why.clone());
+                        format!("\"TODO\"  # an index buffer: {why}")
+                    }
+                }
+            } else {
+                match b.elem {
+                    Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }".into(),
+                    _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained".into(),
+                }
+            };
+            let is_out = b.role.as_ref().is_ok_and(|r| r.role == "out");
+            if !is_out {
+                writeln!(o, "init = {init}").expect("string");
+            }
+            match &b.role {
+                Ok(r) => writeln!(o, "role = \"{}\"", r.role).expect("string"),
+                Err(why) => {
+                    writeln!(o, "role = \"TODO\"  # {why}").expect("string");
+                    unknown(format!("args.{name}.role"), why.clone());
+                }
+            }
+            if float_atomics.contains(&p.name) {
+                o.push_str("# float atomics: the summation order varies between runs\n");
+            }
+        } else {
+            let (Some(e), alias) = elem_of(&p.ty, &fast.source, host) else {
+                let why = format!("`{}` passed by value is not a scalar type", p.ty);
+                writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+                unknown(format!("args.{name}.type"), why);
+                continue;
+            };
+            writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+            if let Some(a) = &alias {
+                writeln!(o, "c_type = {}", toml_str(a)).expect("string");
+            }
+            if sizes.contains(&p.name) {
+                writeln!(o, "value = {}", toml_str(&p.name)).expect("string");
+                continue;
+            }
+            let host_text = site
+                .and_then(|s| s.args.get(i))
+                .cloned()
+                .unwrap_or_default();
+            match host.value(&host_text, 0) {
+                Ok(v) => {
+                    let text = match v {
+                        super::expr::Num::Int(x) => x.to_string(),
+                        super::expr::Num::Float(f) => format!("{f:?}"),
+                    };
+                    writeln!(
+                        o,
+                        "value = {}  # host `{}`",
+                        toml_str(&text),
+                        host_text.trim()
+                    )
+                    .expect("string");
+                }
+                Err(why) if opts.assume_size.is_some() && e.is_float() => {
+                    writeln!(o, "value = 0.5  # ASSUMED (--assume-size): {why}").expect("string");
+                    assumed.push(Unknown {
+                        field: format!("args.{name}.value"),
+                        reason: why,
+                    });
+                }
+                Err(why) => {
+                    writeln!(o, "value = \"TODO\"  # {why}").expect("string");
+                    unknown(format!("args.{name}.value"), why);
+                }
+            }
+        }
+    }
+
+    // __constant__ tables the host uploads.
+    let uploads = host.symbol_uploads();
+    for (sym, bytes) in &uploads {
+        let Some(ty) = constant_type(&fast.source, sym) else {
+            continue;
+        };
+        o.push_str("\n[[constants]]\n");
+        writeln!(o, "name = {}", toml_str(sym)).expect("string");
+        let Some(e) = ElemType::from_c_type(&ty) else {
+            let why = format!("`__constant__ {ty} {sym}` is not an element type");
+            writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+            unknown(format!("constants.{sym}.type"), why);
+            continue;
+        };
+        writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+        let t = elements_of(bytes, host, e.size_of());
+        add_definitions(&t, host, &keep, &mut defs);
+        let names = Names {
+            host_to_size: host_to_size.clone(),
+            sizes: &all_sizes,
+            definitions: &defs,
+            host_vars: Default::default(),
+            source: &fast.source,
+        };
+        match translate(&t, &names, 0).map(|x| tidy(&x)) {
+            Ok(l) if names.host_vars.borrow().is_empty() => {
+                writeln!(o, "len = {}", toml_str(&l)).expect("string")
+            }
+            Ok(l) => {
+                let why = format!("length `{l}` uses host names that are not sizes");
+                writeln!(o, "len = \"TODO\"  # {why}").expect("string");
+                unknown(format!("constants.{sym}.len"), why);
+            }
+            Err(why) => {
+                writeln!(o, "len = \"TODO\"  # {why}").expect("string");
+                unknown(format!("constants.{sym}.len"), why);
+            }
+        }
+        let init = if e.is_float() {
+            "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }"
+        } else {
+            "{ kind = \"int_range\", lo = 0, hi = 100 }"
+        };
+        writeln!(o, "init = {init}").expect("string");
+    }
+    o.push_str(&launches);
+    let mut head = String::new();
+    if !unknowns.is_empty() {
+        head.push_str("# Unknowns:\n");
+        for u in &unknowns {
+            writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
+        }
+    }
+    if !assumed.is_empty() {
+        head.push_str("# Assumed (review these):\n");
+        for u in &assumed {
+            writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
+        }
+    }
+    Inferred {
+        toml: format!("{head}{o}"),
+        unknowns,
+        assumed,
+        float_atomics,
+    }
+}
+
+/// A recorded definition that is several statements (`int nb = 1; nb = n / 256`): the last
+/// assignment of the name that does not refer to itself; dim3 member forms stay whole.
+pub fn last_statement(name: &str, def: &str) -> String {
+    if !def.contains(';') || def.contains(&format!("{name}.")) || def.contains("dim3") {
+        return def.to_string();
+    }
+    let idents = |r: &str| {
+        draft::tokenize(r).map(|t| {
+            t.iter()
+                .any(|x| matches!(x, draft::Tok::Ident(w) if w == name))
+        })
+    };
+    // Fold the assignments in order: `b = n / 4; b = b + 1` → `b = (n / 4) + 1` (a guarded
+    // `if (n % 4) b++` then rounds up, which is what launch code means by it).
+    let mut value: Option<String> = None;
+    for (_, r) in infer_host::assignments(def, name) {
+        value = match (idents(&r), value) {
+            (Ok(false), _) => Some(r),
+            (Ok(true), Some(v)) => Some(infer_host::replace_word(&r, name, &format!("({v})"))),
+            _ => return def.to_string(),
+        };
+    }
+    value
+        .map(|v| format!("{name} = {v}"))
+        .unwrap_or_else(|| def.to_string())
+}
+
+/// The element type of a `__constant__` array declared in a unit's source.
+pub fn constant_type(source: &str, sym: &str) -> Option<String> {
+    source.lines().find_map(|l| {
+        let l = l.trim();
+        let rest = l.split("__constant__").nth(1)?;
+        let decl = rest.split('[').next()?.trim().trim_end_matches(';');
+        let (ty, name) = decl.rsplit_once(char::is_whitespace)?;
+        (name.trim_start_matches('*') == sym).then(|| ty.trim().to_string())
+    })
+}
+
+/// Infer a harness for every pair in a records file; write `DIR/<pair-id>.toml`.
+/// Returns (pair id, benchmark/kernel, inferred) per pair.
+pub fn infer_all(
+    units: &Path,
+    out: &Path,
+    root: Option<&Path>,
+    only: Option<&str>,
+    opts: &InferOptions,
+) -> anyhow::Result<Vec<(String, String, Inferred)>> {
+    let records = crate::jsonl::read_records(units)?;
+    let pairs: Vec<Pair> = records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(*p),
+            _ => None,
+        })
+        .filter(|p| only.is_none_or(|id| p.id.starts_with(id)))
+        .collect();
+    std::fs::create_dir_all(out)?;
+    let mut cache: HashMap<(String, String), Host> = HashMap::new();
+    let mut results = Vec::new();
+    for p in &pairs {
+        let host = match (root, site_for(&p.fast)) {
+            (Some(r), Some(s)) => cache
+                .entry((s.path.clone(), format!("{}:{}", s.kernel, s.line)))
+                .or_insert_with(|| load_host(r, &p.fast))
+                .clone(),
+            _ => Host {
+                launch_line: site_for(&p.fast).map(|s| s.line).unwrap_or(0),
+                ..Host::default()
+            },
+        };
+        let inf = infer(p, &host, opts);
+        let path = out.join(format!("{}.toml", p.id));
+        crate::jsonl::write_atomic(&path, |w| {
+            use std::io::Write;
+            w.write_all(inf.toml.as_bytes())
+        })?;
+        results.push((p.id.clone(), format!("{}/{}", p.benchmark, p.kernel), inf));
+    }
+    Ok(results)
+}
+
+/// Give each pair its harness origin for verify: a hand-written harness (found as verify
+/// finds them) wins and is marked `hand`; otherwise an inferred `<inferred_dir>/<pair-id>.toml`
+/// becomes the pair's harness, marked `inferred`. Returns (hand, inferred) counts.
+pub fn attach_inferred(
+    records: &mut [Record],
+    base: &Path,
+    hand_dirs: &[PathBuf],
+    suite_root: Option<&Path>,
+    inferred_dir: &Path,
+) -> (usize, usize) {
+    use crate::record::{HarnessOrigin, HarnessProvenance};
+    let (mut hand, mut inferred) = (0, 0);
+    for r in records.iter_mut() {
+        let Record::Pair(p) = r else { continue };
+        if p.slow.is_none() {
+            continue;
+        }
+        let found = crate::verify::resolve::prepare(p, base, hand_dirs, suite_root);
+        let origin = match found {
+            Err((crate::record::Status::NoHarness, _)) => {
+                let f = inferred_dir.join(format!("{}.toml", p.id));
+                if !f.is_file() {
+                    continue;
+                }
+                p.harness = Some(f.display().to_string());
+                inferred += 1;
+                HarnessOrigin::Inferred
+            }
+            _ => {
+                hand += 1;
+                HarnessOrigin::Hand
+            }
+        };
+        let keep = p
+            .harness_origin
+            .as_ref()
+            .filter(|h| h.origin == origin)
+            .cloned();
+        p.harness_origin = Some(keep.unwrap_or(HarnessProvenance {
+            origin,
+            selfcheck_pass: None,
+            selfcheck_failure: None,
+        }));
+    }
+    (hand, inferred)
+}
+
+pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
+    match cmd {
+        super::HarnessCommand::Infer {
+            units,
+            output,
+            root,
+            pair,
+            assume_size,
+        } => {
+            let t0 = std::time::Instant::now();
+            let opts = InferOptions { assume_size };
+            let res = infer_all(&units, &output, root.as_deref(), pair.as_deref(), &opts)?;
+            let complete = res.iter().filter(|r| r.2.complete()).count();
+            for (id, name, inf) in &res {
+                if inf.complete() && !inf.assumed.is_empty() {
+                    println!("{id} {name}: complete, {} assumed", inf.assumed.len());
+                } else if inf.complete() {
+                    println!("{id} {name}: complete");
+                } else {
+                    let first = &inf.unknowns[0];
+                    println!(
+                        "{id} {name}: {} unknown(s), first {}: {}",
+                        inf.unknowns.len(),
+                        first.field,
+                        first.reason
+                    );
+                }
+            }
+            eprintln!(
+                "inferred {} harnesses into {} ({} complete, {} with TODOs) in {:.2} s",
+                res.len(),
+                output.display(),
+                complete,
+                res.len() - complete,
+                t0.elapsed().as_secs_f64()
+            );
+            Ok(exit::OK)
+        }
+        other => super::selfcheck::run(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::infer_kernel::BodyFacts;
+
+    #[test]
+    fn role_rule_covers_stores_atomics_and_opaque_calls() {
+        let mut f = BodyFacts::default();
+        f.writes.insert("o".into(), WriteKind::Store);
+        f.writes.insert("acc".into(), WriteKind::Store);
+        f.reads.insert("acc".into());
+        f.writes.insert("h".into(), WriteKind::Atomic);
+        f.opaque.insert("x".into(), "passed to `f`".into());
+        assert_eq!(role_of("o", &f, false, false).unwrap().role, "out");
+        assert_eq!(role_of("acc", &f, true, false).unwrap().role, "inout");
+        let h = role_of("h", &f, false, false).unwrap();
+        assert_eq!((h.role, h.zeros), ("inout", true));
+        assert!(!role_of("h", &f, true, false).unwrap().zeros);
+        let z = role_of("o", &f, false, true).unwrap();
+        assert_eq!((z.role, z.zeros), ("inout", true));
+        assert_eq!(role_of("a", &f, true, false).unwrap().role, "in");
+        assert!(role_of("x", &f, true, false)
+            .unwrap_err()
+            .contains("passed to"));
+    }
+
+    #[test]
+    fn irregular_values_are_not_powers_of_two() {
+        assert_eq!(irregular(8), None);
+        for v in [16, 64, 1000, 65536, 1 << 20] {
+            let x = irregular(v).unwrap();
+            assert!(x.count_ones() > 1 && x < v && x > v / 2, "{v} -> {x}");
+        }
+    }
+
+    #[test]
+    fn lengths_come_from_allocations_then_copies() {
+        let h = Host {
+            file: "#define WIDTH 16\nint mem = n * sizeof(float);\ncudaMalloc(&a, mem);\n\
+                   cudaMemcpy(b, hb, (n + 1) * sizeof(int), cudaMemcpyHostToDevice);\n\
+                   cudaMalloc(&c, nbytes);\n"
+                .into(),
+            launch_line: 9,
+            ..Host::default()
+        };
+        assert_eq!(length_text(&h, "a", 4).unwrap(), "n");
+        assert_eq!(length_text(&h, "b", 4).unwrap(), "(n + 1)");
+        assert_eq!(length_text(&h, "c", 4).unwrap(), "(nbytes) / 4");
+        assert!(length_text(&h, "d", 4)
+            .unwrap_err()
+            .contains("no cudaMalloc"));
+        let mut defs = BTreeMap::new();
+        add_definitions("blocks * WIDTH", &h, &BTreeSet::new(), &mut defs);
+        assert_eq!(
+            defs.get("WIDTH").map(String::as_str),
+            Some("#define WIDTH 16")
+        );
+        assert!(!defs.contains_key("blocks"));
+    }
+
+    #[test]
+    fn multi_statement_definitions_keep_the_last_assignment() {
+        assert_eq!(
+            last_statement("nb", "int nb = 1; nb = (int)ceil(n / 512.0)"),
+            "nb = (int)ceil(n / 512.0)"
+        );
+        assert_eq!(
+            last_statement("b", "b = n / 4; b = b + 1"),
+            "b = (n / 4) + 1"
+        );
+        assert_eq!(
+            last_statement("g", "dim3 g(4); g.x = n"),
+            "dim3 g(4); g.x = n"
+        );
+    }
+
+    #[test]
+    fn type_aliases_resolve_to_element_types() {
+        let h = Host::default();
+        let (e, a) = elem_of("fp *", "#define fp float\n", &h);
+        assert_eq!((e, a.as_deref()), (Some(ElemType::F32), Some("fp")));
+        let (e, _) = elem_of("const real *", "typedef double real;\n", &h);
+        assert_eq!(e, Some(ElemType::F64));
+        assert_eq!(
+            elem_of("knode *", "struct knode { int a; };", &h),
+            (None, None)
+        );
+        assert_eq!(elem_of("int *", "", &h), (Some(ElemType::I32), None));
+    }
+
+    #[test]
+    fn constant_types_are_read_from_declarations() {
+        let src = "__constant__ float c_mask[16];\nstatic __constant__ int tab[N];\n";
+        assert_eq!(constant_type(src, "c_mask").as_deref(), Some("float"));
+        assert_eq!(constant_type(src, "tab").as_deref(), Some("int"));
+        assert_eq!(constant_type(src, "other"), None);
+    }
+}

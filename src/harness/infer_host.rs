@@ -1,0 +1,1017 @@
+//! Facts from the host code around a launch site, each found by one small rule: a device
+//! pointer's allocation size, the `cudaMemcpy` copies into and out of it, `cudaMemset` to
+//! zero, `cudaMemcpyToSymbol` uploads, `#define`s and assignments of names, argument-parsing
+//! (`atoi(argv[k])`) and the benchmark's run scripts, and integer values of host
+//! expressions. Text rules over comment-free source: the host code is never compiled, and a
+//! rule that cannot tell says why.
+
+use super::draft::{int_literal, sizeof_type, tokenize, Tok};
+use super::expr::{Num, Scope};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The host code one launch lives in: its file (comments removed), the launch's line, the
+/// other source files of its folder, and the benchmark's run command arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    pub file: String,
+    pub launch_line: u32,
+    pub others: Vec<String>,
+    /// Arguments after the program in the first run command found (run scripts, Makefile).
+    pub run_args: Option<Vec<String>>,
+}
+
+/// A C call found in host text: its 1-based line and top-level argument texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub line: u32,
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    ToDevice,
+    ToHost,
+    DeviceToDevice,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copy {
+    pub line: u32,
+    pub dir: Direction,
+    pub bytes: String,
+}
+
+/// Remove `//` and `/* */` comments, keeping line breaks and string literals.
+pub fn strip_comments(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'"' || b[i] == b'\'' {
+            let q = b[i];
+            let st = i;
+            i += 1;
+            while i < b.len() && b[i] != q && b[i] != b'\n' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i = (i + 1).min(b.len());
+            out.push_str(&s[st..i]);
+        } else if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            i += 2;
+            while i < b.len() && !b[i..].starts_with(b"*/") {
+                if b[i] == b'\n' {
+                    out.push('\n');
+                }
+                i += 1;
+            }
+            i = (i + 2).min(b.len());
+        } else {
+            let ch = s[i..].chars().next().expect("in bounds");
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+/// Every call `name(…)` in `text` (whole-word name), with its top-level arguments.
+pub fn calls(text: &str, name: &str) -> Vec<Call> {
+    if name.is_empty() {
+        return Vec::new();
+    }
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = text[from..].find(name).map(|p| p + from) {
+        from = p + name.len();
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+        let rest = &text[from..];
+        let after = rest.trim_start();
+        if !before_ok || !after.starts_with('(') {
+            continue;
+        }
+        let open = from + (rest.len() - after.len());
+        if let Some(args) = split_args(&text[open..]) {
+            let line = text[..p].matches('\n').count() as u32 + 1;
+            out.push(Call { line, args });
+        }
+    }
+    out
+}
+
+/// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
+pub fn split_args(s: &str) -> Option<Vec<String>> {
+    let mut depth = 0;
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth == 1 {
+                    continue;
+                }
+            }
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let last = cur.trim().to_string();
+                    if !last.is_empty() || !parts.is_empty() {
+                        parts.push(last);
+                    }
+                    return Some(parts);
+                }
+            }
+            ',' if depth == 1 => {
+                parts.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    None
+}
+
+/// The variable a pointer argument names: `(void**)&d_a` → `d_a`, `&(x)` → `x`, `d_a` → `d_a`.
+pub fn pointer_name(arg: &str) -> String {
+    let mut a = arg.trim();
+    loop {
+        let before = a;
+        if a.starts_with('(') {
+            // A cast `(void **)` or `(float*)` is dropped; `(x)` is unwrapped.
+            if let Some(close) = a.find(')') {
+                let inner = &a[1..close];
+                if inner.contains('*') || inner.trim() == "void" {
+                    a = a[close + 1..].trim();
+                } else if close == a.len() - 1 {
+                    a = inner.trim();
+                }
+            }
+        }
+        a = a.trim_start_matches('&').trim();
+        if let Some(r) = a.strip_prefix("reinterpret_cast<void **>") {
+            a = r.trim();
+        }
+        if a == before {
+            break;
+        }
+    }
+    a.trim_matches(|c| c == '(' || c == ')').trim().to_string()
+}
+
+impl Host {
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.file.as_str()).chain(self.others.iter().map(String::as_str))
+    }
+
+    /// Calls in the launch file first, nearest before the launch, then the other files.
+    fn ranked_calls(&self, name: &str) -> Vec<Call> {
+        let mut here = calls(&self.file, name);
+        here.sort_by_key(|c| {
+            if c.line <= self.launch_line {
+                (0, self.launch_line - c.line)
+            } else {
+                (1, c.line - self.launch_line)
+            }
+        });
+        for o in &self.others {
+            here.extend(calls(o, name).into_iter().map(|c| Call { line: 0, ..c }));
+        }
+        here
+    }
+
+    /// The byte size of `var`'s device allocation (`cudaMalloc`, `cudaMallocManaged`), or
+    /// `width * height` of a `cudaMallocPitch`.
+    pub fn alloc_bytes(&self, var: &str) -> Option<String> {
+        for f in [
+            "cudaMalloc",
+            "cudaMallocManaged",
+            "cudaMallocHost",
+            "cudaHostAlloc",
+        ] {
+            if let Some(c) = self
+                .ranked_calls(f)
+                .into_iter()
+                .find(|c| c.args.len() >= 2 && pointer_name(&c.args[0]) == var)
+            {
+                return Some(c.args[1].clone());
+            }
+        }
+        self.ranked_calls("cudaMallocPitch")
+            .into_iter()
+            .find(|c| c.args.len() == 4 && pointer_name(&c.args[0]) == var)
+            .map(|c| format!("({}) * ({})", c.args[2], c.args[3]))
+            .or_else(|| self.wrapper_alloc(var))
+    }
+
+    /// `var = alloc<float>(n * 4)` where the host defines `alloc` around a `cudaMalloc`:
+    /// its byte size with the call's arguments (and template type) put in.
+    pub fn wrapper_alloc(&self, var: &str) -> Option<String> {
+        let rhs = assignments(&self.file, var).into_iter().map(|(_, r)| r);
+        for r in rhs {
+            let r = r.trim();
+            let Some(name_end) = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) else {
+                continue;
+            };
+            let fname = &r[..name_end];
+            if fname.is_empty() || fname.contains("malloc") || fname == "new" {
+                continue;
+            }
+            let mut rest = &r[name_end..];
+            let mut targ = None;
+            if let Some(t) = rest.strip_prefix('<') {
+                let close = t.find('>')?;
+                targ = Some(t[..close].trim().to_string());
+                rest = &t[close + 1..];
+            }
+            let Some(args) = split_args(rest.trim_start()) else {
+                continue;
+            };
+            for t in self.texts() {
+                let Some((params, body)) = function_body(t, fname) else {
+                    continue;
+                };
+                let Some(c) = calls(&body, "cudaMalloc")
+                    .into_iter()
+                    .find(|c| c.args.len() >= 2)
+                else {
+                    continue;
+                };
+                let mut bytes = c.args[1].clone();
+                for (p, a) in params.iter().zip(&args) {
+                    bytes = replace_word(&bytes, p, &format!("({a})"));
+                }
+                if let Some(ta) = &targ {
+                    bytes = replace_word(&bytes, "T", ta);
+                }
+                return Some(bytes);
+            }
+        }
+        None
+    }
+
+    /// `cudaMemcpy`/`cudaMemcpyAsync` copies into or out of `var`.
+    pub fn copies(&self, var: &str) -> Vec<Copy> {
+        let mut out = Vec::new();
+        for f in ["cudaMemcpy", "cudaMemcpyAsync"] {
+            for c in self.ranked_calls(f) {
+                if c.args.len() < 4 {
+                    continue;
+                }
+                let (dst, src) = (pointer_name(&c.args[0]), pointer_name(&c.args[1]));
+                let kind = c.args[3].as_str();
+                let dir = if kind.contains("HostToDevice") && dst == var {
+                    Direction::ToDevice
+                } else if kind.contains("DeviceToHost") && src == var {
+                    Direction::ToHost
+                } else if kind.contains("DeviceToDevice") && (dst == var || src == var) {
+                    Direction::DeviceToDevice
+                } else if kind.contains("Default") && dst == var {
+                    Direction::ToDevice
+                } else if kind.contains("Default") && src == var {
+                    Direction::ToHost
+                } else {
+                    continue;
+                };
+                out.push(Copy {
+                    line: c.line,
+                    dir,
+                    bytes: c.args[2].clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether `var` is set to zero bytes by `cudaMemset` in the launch file before the launch.
+    pub fn memset_zero(&self, var: &str) -> bool {
+        ["cudaMemset", "cudaMemsetAsync"].iter().any(|f| {
+            calls(&self.file, f).iter().any(|c| {
+                c.args.len() >= 3
+                    && pointer_name(&c.args[0]) == var
+                    && matches!(c.args[1].trim(), "0" | "0x0" | "'\\0'")
+                    && c.line <= self.launch_line
+            })
+        })
+    }
+
+    /// `cudaMemcpyToSymbol(sym, src, bytes)` uploads: symbol name → byte size.
+    pub fn symbol_uploads(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for f in ["cudaMemcpyToSymbol", "cudaMemcpyToSymbolAsync"] {
+            for c in self.ranked_calls(f) {
+                if c.args.len() >= 3 {
+                    let sym = c.args[0].trim().trim_matches('"').to_string();
+                    out.entry(sym).or_insert_with(|| c.args[2].clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The text a name is defined as: a `#define NAME body`, else its last assignment or
+    /// initialized declaration before the launch in the launch file, else the first in the
+    /// other files. Function-like macros are not values.
+    pub fn definition(&self, name: &str) -> Option<String> {
+        // `#ifdef RD_WG_SIZE #define B RD_WG_SIZE #else #define B 16`: a body that names a
+        // macro defined nowhere (a -D flag) gives way to the next.
+        let bodies: Vec<String> = self.texts().flat_map(|t| define_bodies(t, name)).collect();
+        let defined = |w: &str| {
+            self.texts()
+                .any(|t| !define_bodies(t, w).is_empty() || !assignments(t, w).is_empty())
+        };
+        if let Some(d) = bodies
+            .iter()
+            .find(|d| !super::is_ident(d.trim()) || defined(d.trim()))
+            .or(bodies.first())
+        {
+            return Some(d.clone());
+        }
+        // Assignments before the launch, in order: `n = atoi(argv[1]); n = n + 1` folds to
+        // `(atoi(argv[1])) + 1`.
+        let self_ref = |rhs: &str| draft_idents(rhs).iter().any(|w| w == name);
+        let mut folded: Option<String> = None;
+        for (line, rhs) in assignments(&self.file, name) {
+            if line > self.launch_line {
+                break;
+            }
+            folded = if !self_ref(&rhs) {
+                Some(rhs)
+            } else {
+                folded.map(|v| replace_word(&rhs, name, &format!("({v})")))
+            };
+        }
+        if let Some(d) = folded {
+            return Some(d);
+        }
+        self.texts().find_map(|t| {
+            assignments(t, name)
+                .into_iter()
+                .find(|(_, r)| !self_ref(r))
+                .map(|(_, r)| r)
+        })
+    }
+
+    /// The integer value of a host expression, following definitions, `sizeof` and
+    /// command-line arguments into the run script. The error says why not.
+    pub fn int_value(&self, expr: &str) -> Result<i64, String> {
+        match self.value(expr, 0)? {
+            Num::Int(i) => Ok(i),
+            Num::Float(f) if f.fract() == 0.0 => Ok(f as i64),
+            Num::Float(f) => Err(format!("`{expr}` is not an integer ({f})")),
+        }
+    }
+
+    /// The numeric value of a host expression (integer or float).
+    pub fn value(&self, expr: &str, depth: usize) -> Result<Num, String> {
+        if depth > 10 {
+            return Err(format!("definitions of `{expr}` nest too deeply"));
+        }
+        let e = expr.trim().trim_end_matches(';').trim();
+        let substituted;
+        let e = match self.substitute_argv(e)? {
+            Some(x) => {
+                substituted = x;
+                substituted.as_str()
+            }
+            None => e,
+        };
+        if let Some(k) = argv_index(e) {
+            return match &self.run_args {
+                None => Err(format!("`{e}` is command-line argument {k} and no run script gives it")),
+                Some(a) => match a.get(k - 1) {
+                    Some(v) => parse_num(v).ok_or_else(|| {
+                        format!("`{e}` is command-line argument {k}, `{v}` in the run script, not a number")
+                    }),
+                    None => Err(format!("`{e}` is command-line argument {k}; the run script passes {}", a.len())),
+                },
+            };
+        }
+        if e.contains('[') || e.contains('"') {
+            return Err(format!("`{e}` is not arithmetic on named values"));
+        }
+        let toks = tokenize(e)?;
+        let mut out = String::new();
+        let mut i = 0;
+        while i < toks.len() {
+            match &toks[i] {
+                Tok::Ident(w) if w == "sizeof" => {
+                    let close = toks[i..]
+                        .iter()
+                        .position(|t| *t == Tok::Op(")".into()))
+                        .ok_or("unclosed sizeof(")?
+                        + i;
+                    let ty: Vec<String> = toks[i + 2..close]
+                        .iter()
+                        .map(|t| match t {
+                            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
+                        })
+                        .collect();
+                    let n = sizeof_type(&ty.join(" "))
+                        .ok_or_else(|| format!("sizeof({}) is not known", ty.join(" ")))?;
+                    out.push_str(&n.to_string());
+                    i = close + 1;
+                    continue;
+                }
+                Tok::Ident(w)
+                    if toks.get(i + 1) == Some(&Tok::Op("(".into()))
+                        && matches!(w.as_str(), "min" | "max" | "ceil" | "floor") =>
+                {
+                    out.push_str(w);
+                }
+                Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
+                    if ["int", "float", "double", "unsigned", "long", "size_t"]
+                        .contains(&w.as_str())
+                    {
+                        // A functional cast `int(x)`: the parenthesized value stays.
+                    } else {
+                        return Err(format!("`{e}` calls {w}(), whose result is not known"));
+                    }
+                }
+                Tok::Ident(w) if super::draft::CAST_WORDS.contains(&w.as_str()) => {}
+                Tok::Ident(w) => {
+                    if toks
+                        .get(i + 1)
+                        .is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
+                    {
+                        return Err(format!("`{e}` reads a struct field of `{w}`"));
+                    }
+                    let d = self
+                        .definition(w)
+                        .ok_or_else(|| format!("`{w}` has no definition in the host code"))?;
+                    if d.trim() == w {
+                        return Err(format!("`{w}` is defined only as itself"));
+                    }
+                    let v = self
+                        .value(&d, depth + 1)
+                        .map_err(|why| format!("`{w}` = `{}`: {why}", d.trim()))?;
+                    match v {
+                        Num::Int(x) => out.push_str(&x.to_string()),
+                        Num::Float(f) => out.push_str(&format!("{f:?}")),
+                    }
+                }
+                Tok::Num(n) => match int_literal(n) {
+                    Ok(v) => out.push_str(&v),
+                    Err(_) => {
+                        let f = parse_num(n).ok_or_else(|| format!("cannot read number {n}"))?;
+                        out.push_str(&format!("{:?}", f.as_f64()));
+                    }
+                },
+                Tok::Op(o) if o == "." || o == "->" => {
+                    return Err(format!("`{e}` reads a struct field"));
+                }
+                Tok::Op(o) => {
+                    out.push(' ');
+                    out.push_str(o);
+                    out.push(' ');
+                }
+            }
+            i += 1;
+        }
+        // Drop C casts `(int)` the token loop left as `( )`.
+        let cleaned = out.replace("(  )", "").replace("( )", "");
+        Scope::default()
+            .eval(&cleaned)
+            .map_err(|why| format!("`{e}` → `{}`: {why}", cleaned.trim()))
+    }
+}
+
+/// A host function's parameter names and body text: `T* alloc(int N) { … }`.
+pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    if name.is_empty() {
+        return None;
+    }
+    let b = text.as_bytes();
+    let mut from = 0;
+    while let Some(p) = text[from..].find(name).map(|p| p + from) {
+        from = p + name.len();
+        let before_ok = p > 0 && (b[p - 1] == b' ' || b[p - 1] == b'*' || b[p - 1] == b'\n');
+        let rest = text[from..].trim_start();
+        if !before_ok || !rest.starts_with('(') {
+            continue;
+        }
+        let Some(params) = split_args(rest) else {
+            continue;
+        };
+        let close = matching_close(rest)?;
+        let after = rest[close + 1..].trim_start();
+        if !after.starts_with('{') {
+            continue;
+        }
+        let mut depth = 0;
+        for (i, c) in after.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let names = params
+                            .iter()
+                            .filter_map(|p| {
+                                p.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                                    .rfind(|w| !w.is_empty())
+                                    .map(str::to_string)
+                            })
+                            .collect();
+                        return Some((names, after[..=i].to_string()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        return None;
+    }
+    None
+}
+
+/// Replace whole-word occurrences of `word` in `s`.
+pub fn replace_word(s: &str, word: &str, with: &str) -> String {
+    if word.is_empty() {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < s.len() {
+        if s[i..].starts_with(word)
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+            && b.get(i + word.len())
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        {
+            out.push_str(with);
+            i += word.len();
+        } else {
+            let c = s[i..].chars().next().expect("in bounds");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+impl Host {
+    /// Replace each `atoi(argv[k])`-like call inside a larger expression by the run
+    /// script's value (`atoi(argv[1]) + 1` → `2048 + 1`). None when there is none.
+    fn substitute_argv(&self, e: &str) -> Result<Option<String>, String> {
+        let mut out = e.to_string();
+        let mut changed = false;
+        for f in ARGV_FUNCS {
+            while let Some(p) = find_call(&out, f) {
+                let open = p + f.len() + out[p + f.len()..].find('(').unwrap_or(0);
+                let Some(close) = matching_close(&out[open..]).map(|c| c + open) else {
+                    break;
+                };
+                let call = out[p..=close].to_string();
+                let Some(k) = argv_index(&call) else { break };
+                let v = match self.run_args.as_ref().and_then(|a| a.get(k - 1)) {
+                    Some(v) if parse_num(v).is_some() => v.clone(),
+                    _ => return Ok(None),
+                };
+                out.replace_range(p..=close, &v);
+                changed = true;
+            }
+        }
+        Ok(changed.then_some(out))
+    }
+}
+
+fn find_call(s: &str, f: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(p) = s[from..].find(f).map(|p| p + from) {
+        from = p + f.len();
+        let before_ok =
+            p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] == b':');
+        if before_ok && s[from..].trim_start().starts_with('(') && s[from..].contains("argv[") {
+            return Some(p);
+        }
+    }
+    None
+}
+
+const ARGV_FUNCS: [&str; 10] = [
+    "atoi",
+    "atol",
+    "atoll",
+    "atof",
+    "strtol",
+    "strtoul",
+    "strtod",
+    "std::stoi",
+    "stoi",
+    "stol",
+];
+
+/// `atoi(argv[2])`, `atol`, `atof`, `strtol(argv[2], …)`, `std::stoi(argv[2])` → 2.
+pub fn argv_index(e: &str) -> Option<usize> {
+    let e = e.trim();
+    let p = e.find("argv[")?;
+    let before = e[..p].trim_end().trim_end_matches('(').trim_end();
+    let func_ok = ARGV_FUNCS.iter().any(|f| before.ends_with(f));
+    if !func_ok {
+        return None;
+    }
+    let rest = &e[p + 5..];
+    let close = rest.find(']')?;
+    rest[..close].trim().parse().ok()
+}
+
+fn parse_num(s: &str) -> Option<Num> {
+    let t = s.trim();
+    if let Ok(i) = int_literal(t).and_then(|v| v.parse::<i64>().map_err(|e| e.to_string())) {
+        if !t.contains('.') && !t.contains('e') {
+            return Some(Num::Int(i));
+        }
+    }
+    t.trim_end_matches(['f', 'F'])
+        .parse::<f64>()
+        .ok()
+        .map(Num::Float)
+}
+
+/// Identifiers in a host expression (no member names).
+fn draft_idents(e: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_dot = false;
+    let mut last = ' ';
+    for c in e.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            cur.push(c);
+        } else {
+            if !cur.is_empty() && !cur.starts_with(|x: char| x.is_ascii_digit()) && !prev_dot {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.clear();
+            if !c.is_whitespace() {
+                prev_dot = c == '.' || (c == '>' && last == '-');
+                last = c;
+            }
+        }
+    }
+    out
+}
+
+/// The body of the first object-like `#define name body` in `text`.
+pub fn define_body(text: &str, name: &str) -> Option<String> {
+    define_bodies(text, name).into_iter().next()
+}
+
+/// The bodies of every object-like `#define name body` in `text`, in order.
+pub fn define_bodies(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l
+                .trim()
+                .strip_prefix('#')?
+                .trim_start()
+                .strip_prefix("define")?;
+            let rest = rest.trim_start();
+            let after = rest.strip_prefix(name)?;
+            if after.starts_with('(')
+                || after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            {
+                return None;
+            }
+            Some(after.trim().to_string())
+        })
+        .collect()
+}
+
+/// Every `name = expr` (assignment or initialized declaration, also inside a declaration
+/// list `int a = 1, b = 2;`) in `text`, with its line.
+pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
+    if name.is_empty() {
+        return Vec::new();
+    }
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = text[from..].find(name).map(|p| p + from) {
+        from = p + name.len();
+        let before_ok = p == 0
+            || !(b[p - 1].is_ascii_alphanumeric()
+                || b[p - 1] == b'_'
+                || b[p - 1] == b'.'
+                || b[p - 1] == b'>');
+        let after_ok = b
+            .get(from)
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
+        if !before_ok || !after_ok {
+            continue;
+        }
+        let rest = text[from..].trim_start();
+        let Some(r) = rest.strip_prefix('=') else {
+            continue;
+        };
+        if r.starts_with('=') {
+            continue;
+        }
+        // The value runs to `;` or a top-level `,` (a declaration list).
+        let mut depth = 0i32;
+        let mut end = r.len();
+        for (i, c) in r.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => {
+                    depth -= 1;
+                    if depth < 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                ';' => {
+                    end = i;
+                    break;
+                }
+                ',' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let v = r[..end].trim();
+        if !v.is_empty() {
+            let line = text[..p].matches('\n').count() as u32 + 1;
+            out.push((line, v.to_string()));
+        }
+    }
+    out
+}
+
+/// The arguments after the program of the first run command in a benchmark folder: files
+/// named `run*` (shell scripts), then a Makefile's `run:` target.
+pub fn run_args(dir: &Path) -> Option<Vec<String>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("run") && !n.ends_with(".cu") && !n.ends_with(".c"))
+        })
+        .collect();
+    files.sort();
+    for f in &files {
+        if let Some(a) = std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| command_args(&t))
+        {
+            return Some(a);
+        }
+    }
+    let mk = std::fs::read_to_string(dir.join("Makefile")).ok()?;
+    let target = mk.split("\nrun:").nth(1)?;
+    command_args(
+        &target
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with('\t'))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// The arguments of the first `./program args…` line in a script (comments skipped).
+pub fn command_args(script: &str) -> Option<Vec<String>> {
+    script.lines().find_map(|l| {
+        let l = l.trim();
+        if l.starts_with('#') {
+            return None;
+        }
+        let mut words = l.split_whitespace();
+        let prog = words.find(|w| w.starts_with("./"))?;
+        let _ = prog;
+        Some(
+            words
+                .take_while(|w| !w.starts_with('>') && !w.starts_with('|') && *w != "&&")
+                .map(str::to_string)
+                .collect(),
+        )
+    })
+}
+
+/// Byte-size text → element-count text: drop one `sizeof(T)` factor at the top level
+/// (`(n + 1) * sizeof(float)` → `(n + 1)`). None when there is no such factor.
+pub fn strip_sizeof(bytes: &str) -> Option<String> {
+    let factors = top_level_factors(bytes)?;
+    let pos = factors
+        .iter()
+        .position(|f| f.trim().starts_with("sizeof") && f.trim().ends_with(')'))?;
+    let rest: Vec<&str> = factors
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != pos)
+        .map(|(_, f)| f.trim())
+        .collect();
+    Some(if rest.is_empty() {
+        "1".to_string()
+    } else {
+        rest.join(" * ")
+    })
+}
+
+/// Split at top-level `*` when the expression is a pure product; None when it has a
+/// top-level `+`, `-`, `/` or `%` (then the sizeof is not a factor of the whole).
+fn top_level_factors(e: &str) -> Option<Vec<String>> {
+    let mut e = e.trim();
+    // Unwrap `( … )` around the whole expression.
+    while e.starts_with('(') && e.ends_with(')') && split_args(e).map(|a| a.len()) == Some(1) {
+        let inner = &e[1..e.len() - 1];
+        if matching_close(e) == Some(e.len() - 1) {
+            e = inner.trim();
+        } else {
+            break;
+        }
+    }
+    let mut depth = 0;
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    for c in e.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '*' if depth == 0 => {
+                parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            '+' | '-' | '/' | '%' if depth == 0 => return None,
+            _ => {}
+        }
+        cur.push(c);
+    }
+    parts.push(cur);
+    Some(parts)
+}
+
+fn matching_close(s: &str) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(file: &str, line: u32) -> Host {
+        Host {
+            file: strip_comments(file),
+            launch_line: line,
+            others: vec![],
+            run_args: None,
+        }
+    }
+
+    #[test]
+    fn allocations_copies_and_memsets() {
+        let h = host(
+            "cudaMalloc((void**) &input_cuda, (in + 1) * sizeof(float));\n\
+             cudaMalloc(&out_d, n * sizeof(int)); // cudaMalloc(&out_d, 7);\n\
+             cudaMallocPitch((void**)&img, &pitch, w * sizeof(float), h);\n\
+             cudaMemset(out_d, 0, n * sizeof(int));\n\
+             cudaMemcpy(input_cuda, net->input_units, (in + 1) * sizeof(float), cudaMemcpyHostToDevice);\n\
+             k<<<g, b>>>(input_cuda, out_d);\n\
+             cudaMemcpy(h_out, out_d, n * sizeof(int), cudaMemcpyDeviceToHost);\n",
+            6,
+        );
+        assert_eq!(
+            h.alloc_bytes("input_cuda").as_deref(),
+            Some("(in + 1) * sizeof(float)")
+        );
+        assert_eq!(h.alloc_bytes("out_d").as_deref(), Some("n * sizeof(int)"));
+        assert_eq!(
+            h.alloc_bytes("img").as_deref(),
+            Some("(w * sizeof(float)) * (h)")
+        );
+        assert_eq!(h.alloc_bytes("nothing"), None);
+        assert!(h.memset_zero("out_d") && !h.memset_zero("input_cuda"));
+        let c = h.copies("input_cuda");
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].dir, Direction::ToDevice);
+        let c = h.copies("out_d");
+        assert_eq!((c[0].dir, c[0].line), (Direction::ToHost, 7));
+    }
+
+    #[test]
+    fn allocation_wrappers_are_followed() {
+        let h = host(
+            "template <typename T>\nT* alloc(int N)\n{\n T* t;\n cudaMalloc((void**)&t, sizeof(T)*N);\n return t;\n}\n\
+             void run() {\n float* v = alloc<float>(nelr*NVAR);\n k<<<1, 1>>>(v);\n}\n",
+            10,
+        );
+        let b = h.alloc_bytes("v").unwrap();
+        assert_eq!(b, "sizeof(float)*(nelr*NVAR)");
+        assert_eq!(strip_sizeof(&b).as_deref(), Some("(nelr*NVAR)"));
+        assert_eq!(h.wrapper_alloc("w"), None);
+        // Regression: an assignment from a cast (`(float*)malloc`) once looped forever.
+        let h = host(
+            "float *p = (float*)malloc(n);\nq = (x);\nk<<<1,1>>>(p, q);\n",
+            3,
+        );
+        assert_eq!(h.wrapper_alloc("p"), None);
+        assert_eq!(h.wrapper_alloc("q"), None);
+        assert!(function_body("f() {}", "").is_none() && calls("f()", "").is_empty());
+    }
+
+    #[test]
+    fn sizeof_factor_is_stripped_only_from_products() {
+        assert_eq!(
+            strip_sizeof("(in + 1) * sizeof(float)").as_deref(),
+            Some("(in + 1)")
+        );
+        assert_eq!(
+            strip_sizeof("sizeof(float) * n * m").as_deref(),
+            Some("n * m")
+        );
+        assert_eq!(strip_sizeof("(n * sizeof(int))").as_deref(), Some("n"));
+        assert_eq!(strip_sizeof("n * sizeof(int) + 4"), None);
+        assert_eq!(strip_sizeof("mem_size"), None);
+    }
+
+    #[test]
+    fn values_follow_defines_assignments_and_run_scripts() {
+        let mut h = host(
+            "#define BLOCK 16\n#define SQ(x) ((x)*(x))\nconst int rows = 4 * BLOCK;\n\
+             int main(int argc, char **argv) {\n int n = atoi(argv[2]);\n int cols = rows + 1;\n\
+             int w = net->width;\n launch();\n}\n",
+            8,
+        );
+        assert_eq!(h.int_value("rows * 2"), Ok(128));
+        assert_eq!(h.int_value("cols"), Ok(65));
+        assert_eq!(h.int_value("sizeof(float) * BLOCK"), Ok(64));
+        let e = h.int_value("n").unwrap_err();
+        assert!(e.contains("command-line argument 2"), "{e}");
+        h.run_args = Some(vec!["7".into(), "1000".into()]);
+        assert_eq!(h.int_value("n / 10"), Ok(100));
+        assert_eq!(h.int_value("atoi(argv[2]) + 1"), Ok(1001));
+        assert!(h.int_value("w").unwrap_err().contains("struct field"));
+        assert!(h.int_value("SQ").unwrap_err().contains("no definition"));
+    }
+
+    #[test]
+    fn undefined_macro_branches_and_self_references_give_way() {
+        let h = host(
+            "#ifdef RD_WG\n#define BS RD_WG\n#else\n#define BS 16\n#endif\n\
+             int cols = 64;\ncols = cols + 1;\nlaunch();\ncols = 3;\n",
+            8,
+        );
+        assert_eq!(h.int_value("BS"), Ok(16));
+        assert_eq!(h.int_value("cols"), Ok(65));
+    }
+
+    #[test]
+    fn run_commands_and_argv() {
+        assert_eq!(
+            command_args("#!/bin/bash\n# ./old 1\n./needle 2048 10 > out.txt\n"),
+            Some(vec!["2048".to_string(), "10".to_string()])
+        );
+        assert_eq!(argv_index("atoi(argv[3])"), Some(3));
+        assert_eq!(argv_index("strtol(argv[1], NULL, 10)"), Some(1));
+        assert_eq!(argv_index("argv[1]"), None);
+        assert_eq!(pointer_name("(void**) &d_a"), "d_a");
+        assert_eq!(pointer_name("reinterpret_cast<void **>(&x)"), "x");
+        assert_eq!(
+            assignments("int a = 1, b = f(2, 3);\nb == 4; b = 5;", "b"),
+            vec![(1, "f(2, 3)".to_string()), (2, "5".to_string())]
+        );
+    }
+
+    #[test]
+    fn symbol_uploads_and_comments() {
+        let h = host(
+            "/* cudaMemcpyToSymbol(old, x, 1); */\ncudaMemcpyToSymbol(c_mask, h_mask, MASK * sizeof(float));\n",
+            9,
+        );
+        let u = h.symbol_uploads();
+        assert_eq!(u.len(), 1);
+        assert_eq!(
+            u.get("c_mask").map(String::as_str),
+            Some("MASK * sizeof(float)")
+        );
+    }
+}

@@ -1,0 +1,489 @@
+//! What a kernel body does with its parameters, read from its tree-sitter parse: which
+//! pointers it writes (assignment targets, compound assignments, `++`/`--`, atomics, and
+//! the same through local aliases and device helpers it calls), which it reads, which
+//! integer buffers it uses as subscripts of other buffers, and which names its bounds
+//! checks compare. Harness inference turns these facts into roles, index ranges and
+//! irregular size sets.
+
+use std::collections::{BTreeMap, BTreeSet};
+use tree_sitter::{Node, Parser};
+
+/// How a kernel writes a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WriteKind {
+    /// Only through atomics (`atomicAdd(&p[i], v)`): a read-modify-write, order-dependent
+    /// for floats.
+    Atomic,
+    /// At least one ordinary store (`p[i] = v`, `p[i] += v`, `p[i]++`).
+    Store,
+}
+
+/// What one kernel body does with its parameters (by parameter name).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BodyFacts {
+    pub writes: BTreeMap<String, WriteKind>,
+    /// Parameters whose values the body reads (a load, or the old value of `+=`/atomics).
+    pub reads: BTreeSet<String>,
+    /// Integer buffer → the buffers it subscripts (`x[idx[i]]` gives idx → {x}).
+    pub indexes: BTreeMap<String, BTreeSet<String>>,
+    /// Names compared by `<`, `<=`, `>`, `>=` anywhere in the body (bounds checks).
+    pub bounded: BTreeSet<String>,
+    /// Parameters passed to a function the unit does not define (not an atomic or a
+    /// builtin we know): whether it writes through them is not visible.
+    pub opaque: BTreeMap<String, String>,
+}
+
+/// Calls that neither write through their pointer arguments nor need looking into.
+const PURE_CALLS: [&str; 14] = [
+    "min",
+    "max",
+    "fminf",
+    "fmaxf",
+    "sqrtf",
+    "sqrt",
+    "expf",
+    "exp",
+    "__ldg",
+    "fabsf",
+    "fabs",
+    "abs",
+    "printf",
+    "tex1Dfetch",
+];
+
+/// Facts for kernel `kernel` (a `__global__` or any function) defined in `source`, over the
+/// parameter names `params`. None when the function is not found.
+pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyFacts> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_cuda::LANGUAGE.into())
+        .ok()?;
+    let tree = parser.parse(source, None)?;
+    let root = tree.root_node();
+    let functions = functions(root, source);
+    let body = functions.get(kernel)?.1;
+    let mut facts = BodyFacts::default();
+    let mut w = Walker {
+        src: source,
+        functions: &functions,
+        params: params.iter().cloned().collect(),
+        aliases: BTreeMap::new(),
+        facts: &mut facts,
+        depth: 0,
+    };
+    w.visit(body);
+    // Helper functions see positional names: keep only the kernel's parameters.
+    Some(facts)
+}
+
+/// Function name → (parameter names, body) for every definition in the file.
+fn functions<'t>(root: Node<'t>, src: &str) -> BTreeMap<String, (Vec<String>, Node<'t>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "function_definition" {
+            if let (Some(decl), Some(body)) = (
+                n.child_by_field_name("declarator"),
+                n.child_by_field_name("body"),
+            ) {
+                if let Some(fd) = find_kind(decl, "function_declarator") {
+                    let name = fd
+                        .child_by_field_name("declarator")
+                        .map(|d| text(d, src).to_string())
+                        .unwrap_or_default();
+                    let params = fd
+                        .child_by_field_name("parameters")
+                        .map(|ps| {
+                            let mut c = ps.walk();
+                            ps.named_children(&mut c)
+                                .map(|p| {
+                                    p.child_by_field_name("declarator")
+                                        .and_then(|d| declared_name(d, src))
+                                        .unwrap_or_default()
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    out.entry(name).or_insert((params, body));
+                }
+            }
+            continue;
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    out
+}
+
+fn find_kind<'t>(n: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    if n.kind() == kind {
+        return Some(n);
+    }
+    let mut c = n.walk();
+    let children: Vec<Node<'t>> = n.named_children(&mut c).collect();
+    children.into_iter().find_map(|ch| find_kind(ch, kind))
+}
+
+/// The identifier a declarator declares (`*p`, `p[4]`, `&r`, `p`).
+fn declared_name(n: Node, src: &str) -> Option<String> {
+    match n.kind() {
+        "identifier" => Some(text(n, src).to_string()),
+        _ => n
+            .child_by_field_name("declarator")
+            .and_then(|d| declared_name(d, src))
+            .or_else(|| {
+                let mut c = n.walk();
+                let kids: Vec<Node> = n.named_children(&mut c).collect();
+                kids.into_iter().find_map(|k| declared_name(k, src))
+            }),
+    }
+}
+
+fn text<'s>(n: Node, src: &'s str) -> &'s str {
+    &src[n.byte_range()]
+}
+
+/// The identifier at the base of an lvalue or pointer expression: `p` in `p[i]`, `*(p + i)`,
+/// `p[i].x`, `&p[i]`, `(p)`, `(float*)p`, `p + i`.
+pub(crate) fn base_ident<'t>(n: Node<'t>) -> Option<Node<'t>> {
+    let mut n = n;
+    for _ in 0..32 {
+        n = match n.kind() {
+            "identifier" => return Some(n),
+            "subscript_expression" | "field_expression" | "pointer_expression" => {
+                n.child_by_field_name("argument")?
+            }
+            "parenthesized_expression" => n.named_child(0)?,
+            "cast_expression" => n.child_by_field_name("value")?,
+            "binary_expression" => n.child_by_field_name("left")?,
+            _ => return None,
+        };
+    }
+    None
+}
+
+struct Walker<'a, 't> {
+    src: &'a str,
+    functions: &'a BTreeMap<String, (Vec<String>, Node<'t>)>,
+    params: BTreeSet<String>,
+    /// Local pointer → the parameter it points into (`float *row = a + i * n;`).
+    aliases: BTreeMap<String, String>,
+    facts: &'a mut BodyFacts,
+    depth: usize,
+}
+
+impl<'t> Walker<'_, 't> {
+    fn resolve(&self, name: &str) -> Option<String> {
+        if self.params.contains(name) {
+            Some(name.to_string())
+        } else {
+            self.aliases.get(name).cloned()
+        }
+    }
+
+    fn target(&self, n: Node<'t>) -> Option<String> {
+        base_ident(n).and_then(|b| self.resolve(text(b, self.src)))
+    }
+
+    fn write(&mut self, p: String, kind: WriteKind) {
+        let e = self.facts.writes.entry(p).or_insert(kind);
+        *e = (*e).max(kind);
+    }
+
+    fn visit(&mut self, n: Node<'t>) {
+        match n.kind() {
+            "assignment_expression" => {
+                let left = n.child_by_field_name("left");
+                let op = n
+                    .child_by_field_name("operator")
+                    .map(|o| text(o, self.src))
+                    .unwrap_or("=");
+                if let Some(l) = left {
+                    if l.kind() == "identifier" {
+                        // Re-pointing a local alias (`p = a + k`) or a scalar: not a store.
+                        let name = text(l, self.src).to_string();
+                        if let Some(r) = n.child_by_field_name("right") {
+                            if let Some(t) = self.target(r) {
+                                if !self.params.contains(&name) {
+                                    self.aliases.insert(name, t);
+                                }
+                            }
+                        }
+                    } else if let Some(t) = self.target(l) {
+                        self.write(t.clone(), WriteKind::Store);
+                        if op != "=" {
+                            self.facts.reads.insert(t);
+                        }
+                        // The subscript expressions of the target are reads.
+                        self.visit_except_base(l);
+                        if let Some(r) = n.child_by_field_name("right") {
+                            self.visit(r);
+                        }
+                        return;
+                    }
+                }
+            }
+            "update_expression" => {
+                if let Some(a) = n.child_by_field_name("argument") {
+                    if a.kind() != "identifier" {
+                        if let Some(t) = self.target(a) {
+                            self.write(t.clone(), WriteKind::Store);
+                            self.facts.reads.insert(t);
+                        }
+                    }
+                }
+            }
+            "call_expression" => {
+                self.call(n);
+            }
+            "init_declarator" => {
+                if let (Some(d), Some(v)) = (
+                    n.child_by_field_name("declarator"),
+                    n.child_by_field_name("value"),
+                ) {
+                    if d.kind() == "pointer_declarator" || d.kind() == "reference_declarator" {
+                        if let (Some(name), Some(t)) = (declared_name(d, self.src), self.target(v))
+                        {
+                            self.aliases.insert(name, t);
+                        }
+                    }
+                }
+            }
+            "subscript_expression" => {
+                if let Some(b) = n
+                    .child_by_field_name("argument")
+                    .and_then(|a| self.target(a))
+                {
+                    let mut c = n.walk();
+                    let idx: Vec<Node> = n
+                        .named_children(&mut c)
+                        .filter(|k| Some(*k) != n.child_by_field_name("argument"))
+                        .collect();
+                    for i in idx {
+                        for p in self.subscripted_params(i) {
+                            if p != b {
+                                self.facts.indexes.entry(p).or_default().insert(b.clone());
+                            }
+                        }
+                    }
+                }
+            }
+            "binary_expression" => {
+                let op = n
+                    .child_by_field_name("operator")
+                    .map(|o| text(o, self.src))
+                    .unwrap_or("");
+                if matches!(op, "<" | "<=" | ">" | ">=") {
+                    for side in ["left", "right"] {
+                        if let Some(s) = n.child_by_field_name(side) {
+                            self.names_in(s);
+                        }
+                    }
+                }
+            }
+            "identifier" => {
+                if let Some(t) = self.resolve(text(n, self.src)) {
+                    self.facts.reads.insert(t);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        let kids: Vec<Node<'t>> = n.named_children(&mut c).collect();
+        for k in kids {
+            self.visit(k);
+        }
+    }
+
+    /// Visit an lvalue's parts except its base identifier (its indices are reads).
+    fn visit_except_base(&mut self, l: Node<'t>) {
+        let base = base_ident(l);
+        let mut stack = vec![l];
+        while let Some(n) = stack.pop() {
+            if Some(n) == base {
+                continue;
+            }
+            if n.kind() == "identifier" {
+                self.visit(n);
+                continue;
+            }
+            if matches!(
+                n.kind(),
+                "subscript_expression"
+                    | "field_expression"
+                    | "pointer_expression"
+                    | "parenthesized_expression"
+                    | "cast_expression"
+                    | "binary_expression"
+            ) {
+                let mut c = n.walk();
+                stack.extend(n.named_children(&mut c));
+            } else {
+                self.visit(n);
+            }
+        }
+    }
+
+    /// Parameters read through a subscript inside `n` (`idx` in `idx[i] + 1`).
+    fn subscripted_params(&self, n: Node<'t>) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![n];
+        while let Some(x) = stack.pop() {
+            if x.kind() == "subscript_expression" {
+                if let Some(t) = x
+                    .child_by_field_name("argument")
+                    .and_then(|a| self.target(a))
+                {
+                    out.push(t);
+                }
+            }
+            let mut c = x.walk();
+            stack.extend(x.named_children(&mut c));
+        }
+        out
+    }
+
+    fn names_in(&mut self, n: Node<'t>) {
+        let mut stack = vec![n];
+        while let Some(x) = stack.pop() {
+            if x.kind() == "identifier" {
+                self.facts.bounded.insert(text(x, self.src).to_string());
+            }
+            let mut c = x.walk();
+            stack.extend(x.named_children(&mut c));
+        }
+    }
+
+    fn call(&mut self, n: Node<'t>) {
+        let name = n
+            .child_by_field_name("function")
+            .map(|f| text(f, self.src).to_string())
+            .unwrap_or_default();
+        let name = name.split('<').next().unwrap_or("").trim().to_string();
+        let args: Vec<Node<'t>> = n
+            .child_by_field_name("arguments")
+            .map(|a| {
+                let mut c = a.walk();
+                a.named_children(&mut c).collect()
+            })
+            .unwrap_or_default();
+        if name.starts_with("atomic") || name.starts_with("__atomic") {
+            if let Some(t) = args.first().and_then(|a| self.target(*a)) {
+                self.write(t.clone(), WriteKind::Atomic);
+                self.facts.reads.insert(t);
+            }
+            return;
+        }
+        if let Some((fparams, body)) = self.functions.get(&name).filter(|_| self.depth < 4) {
+            // A device helper: its writes through positional parameters map back.
+            let mut inner = BodyFacts::default();
+            let mut w = Walker {
+                src: self.src,
+                functions: self.functions,
+                params: fparams.iter().cloned().collect(),
+                aliases: BTreeMap::new(),
+                facts: &mut inner,
+                depth: self.depth + 1,
+            };
+            w.visit(*body);
+            for (i, a) in args.iter().enumerate() {
+                let Some(t) = self.target(*a) else { continue };
+                let Some(fp) = fparams.get(i) else { continue };
+                if let Some(k) = inner.writes.get(fp) {
+                    self.write(t.clone(), *k);
+                }
+                if inner.reads.contains(fp) {
+                    self.facts.reads.insert(t.clone());
+                }
+                if let Some(why) = inner.opaque.get(fp) {
+                    self.facts.opaque.insert(t, why.clone());
+                }
+            }
+            for a in args {
+                self.visit(a);
+            }
+            return;
+        }
+        for a in &args {
+            if a.kind() == "identifier" || a.kind() == "binary_expression" {
+                if let Some(t) = self.target(*a) {
+                    if !PURE_CALLS.contains(&name.as_str()) {
+                        self.facts.opaque.insert(
+                            t,
+                            format!("passed to `{name}`, which the unit does not define"),
+                        );
+                    }
+                }
+            }
+        }
+        for a in args {
+            self.visit(a);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(src: &str, params: &[&str]) -> BodyFacts {
+        let ps: Vec<String> = params.iter().map(|s| s.to_string()).collect();
+        body_facts(src, "k", &ps).expect("kernel found")
+    }
+
+    #[test]
+    fn stores_compound_and_increments_are_writes() {
+        let f = facts(
+            "__global__ void k(const float *a, float *b, float *c, int *d, int n) {\n\
+             int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+             if (i < n) { b[i] = a[i]; c[i] += a[i]; d[i]++; }\n}",
+            &["a", "b", "c", "d", "n"],
+        );
+        assert_eq!(f.writes.get("b"), Some(&WriteKind::Store));
+        assert_eq!(f.writes.get("c"), Some(&WriteKind::Store));
+        assert_eq!(f.writes.get("d"), Some(&WriteKind::Store));
+        assert!(!f.writes.contains_key("a"));
+        assert!(f.reads.contains("a") && f.reads.contains("c") && !f.reads.contains("b"));
+        assert!(f.bounded.contains("n") && f.bounded.contains("i"));
+    }
+
+    #[test]
+    fn atomics_aliases_and_helpers_are_seen() {
+        let src = "__device__ void put(float *o, int i, float v) { o[i] = v; }\n\
+                   __global__ void k(float *h, float *out, float *acc, const float *x) {\n\
+                   float *row = out + blockIdx.x * 4;\n\
+                   row[threadIdx.x] = x[0];\n\
+                   atomicAdd(&h[threadIdx.x], 1.0f);\n\
+                   put(acc, threadIdx.x, x[1]);\n}";
+        let f = facts(src, &["h", "out", "acc", "x"]);
+        assert_eq!(f.writes.get("h"), Some(&WriteKind::Atomic));
+        assert_eq!(f.writes.get("out"), Some(&WriteKind::Store));
+        assert_eq!(f.writes.get("acc"), Some(&WriteKind::Store));
+        assert!(!f.writes.contains_key("x"));
+    }
+
+    #[test]
+    fn index_buffers_name_what_they_subscript() {
+        let f = facts(
+            "__global__ void k(const int *idx, const float *v, float *o, int n) {\n\
+             int i = threadIdx.x; if (i < n) o[i] = v[idx[i]];\n}",
+            &["idx", "v", "o", "n"],
+        );
+        assert_eq!(
+            f.indexes
+                .get("idx")
+                .map(|s| s.iter().cloned().collect::<Vec<_>>()),
+            Some(vec!["v".to_string()])
+        );
+        assert!(!f.indexes.contains_key("v"));
+    }
+
+    #[test]
+    fn unknown_callees_are_opaque_and_missing_kernels_none() {
+        let f = facts("__global__ void k(float *a) { mystery(a); }", &["a"]);
+        assert!(f.opaque.contains_key("a"));
+        assert!(f.writes.is_empty());
+        assert!(body_facts("__global__ void j(float *a) {}", "k", &[]).is_none());
+    }
+}

@@ -1,0 +1,639 @@
+//! `kernelpair harness selfcheck`: a harness proves itself before any pair uses it. The fast
+//! kernel runs against itself (an identity control) through the verify workers, for each
+//! seed × size set, with canaries and poisoned outputs, no timing, and zero tolerance except
+//! on outputs the kernel writes through float atomics. Checks: the harness loads and
+//! resolves; the kernel runs clean (compiles, no crash, timeout or canary damage); every
+//! `out` element is written; reruns agree bit for bit; the output is not degenerate; the
+//! output changes with the seed. Hand-written and inferred harnesses get the same check.
+
+use super::infer_kernel::{body_facts, WriteKind};
+use super::{ResolvedArg, Tolerance};
+use crate::exit;
+use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
+use crate::verify::engine::{Job, RunOptions};
+use crate::verify::{pool, resolve};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One check's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckResult {
+    Pass,
+    Fail,
+    /// An earlier check failed, so this one was not reached.
+    NotRun,
+}
+
+/// The checks, in the order they are decided.
+pub const CHECKS: [&str; 6] = [
+    "harness",
+    "runs_clean",
+    "writes_every_output",
+    "deterministic",
+    "non_degenerate",
+    "seed_dependent",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub result: CheckResult,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// One pair's self-check report (a line of `--out`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub pair_id: String,
+    pub benchmark: String,
+    pub kernel: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<HarnessOrigin>,
+    pub pass: bool,
+    /// A named failure category (see [`category`]), when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    pub checks: Vec<Check>,
+    /// The worker's wall time for the pair, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ms: Option<f64>,
+}
+
+/// Check results from the first failing check: the ones before pass, the ones after were
+/// not run. `failed` = None: all of the engine's checks passed.
+pub fn checks_from(failed: Option<(&'static str, String)>) -> Vec<Check> {
+    let mut out = Vec::new();
+    let mut after = false;
+    for name in CHECKS {
+        let (result, detail) = match &failed {
+            _ if after => (CheckResult::NotRun, String::new()),
+            Some((f, why)) if *f == name => {
+                after = true;
+                (CheckResult::Fail, why.clone())
+            }
+            _ => (CheckResult::Pass, String::new()),
+        };
+        out.push(Check {
+            name,
+            result,
+            detail,
+        });
+    }
+    out
+}
+
+/// Which check an engine status fails.
+pub fn failed_check(status: Status) -> Option<&'static str> {
+    Some(match status {
+        Status::Verified | Status::NotFaster => return None,
+        Status::Unwritten => "writes_every_output",
+        Status::Mismatch => "deterministic",
+        Status::Degenerate => "non_degenerate",
+        Status::NoHarness | Status::HarnessError | Status::NeedsHostLoop | Status::MissingSlow => {
+            "harness"
+        }
+        _ => "runs_clean",
+    })
+}
+
+/// Outputs whose fast-kernel hash is the same for every seed of a size set (from the
+/// verification evidence's `checks`): the output does not depend on the input.
+pub fn seed_independent(evidence: &serde_json::Value) -> Vec<String> {
+    let mut hashes: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let mut seeds: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for c in evidence
+        .get("checks")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let (Some(set), Some(out), Some(h)) = (
+            c.get("size_set").and_then(|x| x.as_str()),
+            c.get("output").and_then(|x| x.as_str()),
+            c.get("fast_hash").and_then(|x| x.as_str()),
+        ) else {
+            continue;
+        };
+        let k = (set.to_string(), out.to_string());
+        hashes.entry(k.clone()).or_default().insert(h.to_string());
+        *seeds.entry(k).or_default() += 1;
+    }
+    hashes
+        .into_iter()
+        .filter(|(k, h)| h.len() == 1 && seeds[k] > 1)
+        .map(|((set, out), _)| format!("{out} (size set {set})"))
+        .collect()
+}
+
+/// A failure's named category, from the check and its reason, for the tables.
+pub fn category(check: &str, reason: &str) -> String {
+    let r = reason.to_ascii_lowercase();
+    let c = match check {
+        "harness" if r.contains("struct field") => "size read from a struct filled at run time",
+        "harness" if r.contains("not an element type") => "struct or struct-of-pointers input",
+        "harness" if r.contains("command-line argument") => {
+            "size from the command line, no run script"
+        }
+        "harness" if r.contains("no launch site") => "no launch site recorded",
+        "harness" if r.starts_with("launch") => "launch configuration not translatable",
+        "harness" if r.contains("passed to") => "buffer passed to an opaque call",
+        "harness"
+            if r.contains("no definition")
+                || r.contains("calls ")
+                || r.contains("is not arithmetic") =>
+        {
+            "size computed at run time (data-dependent host code)"
+        }
+        "harness" if r.contains("no cudamalloc") => {
+            "allocation not visible (wrapper or other file)"
+        }
+        "harness" => "harness incomplete or invalid",
+        "runs_clean"
+            if r.contains("out of bounds") || r.contains("wrote") || r.contains("canary") =>
+        {
+            "out-of-bounds access (index structure the generator cannot make)"
+        }
+        "runs_clean" if r.starts_with("no_gpu") => "not run: no GPU",
+        "runs_clean" if r.contains("compile") => "does not compile",
+        "runs_clean" if r.contains("timeout") || r.contains("timed out") => {
+            "timeout (data-dependent loop)"
+        }
+        "runs_clean" => "crash",
+        "writes_every_output" => {
+            "output not fully written (launch covers part, or data-dependent writes)"
+        }
+        "deterministic" => "nondeterministic output (races or atomics)",
+        "non_degenerate" => "degenerate output (inputs the kernel ignores)",
+        "seed_dependent" => "output independent of the inputs",
+        _ => "other",
+    };
+    c.to_string()
+}
+
+/// Turn a pair into its identity control and its resolved sets into self-check sets:
+/// slow launches = fast launches, zero tolerance except outputs written by float atomics.
+pub fn identity_sets(pair: &Pair, sets: &mut [super::Resolved]) {
+    let names: Vec<String> = pair.fast.params.iter().map(|p| p.name.clone()).collect();
+    let facts = body_facts(&pair.fast.source, &pair.fast.kernel, &names).unwrap_or_default();
+    for r in sets.iter_mut() {
+        r.slow = r.fast.clone();
+        for a in r.args.iter_mut() {
+            if let ResolvedArg::Buffer {
+                name, elem, tol, ..
+            } = a
+            {
+                let atomic_float =
+                    facts.writes.get(name.as_str()) == Some(&WriteKind::Atomic) && elem.is_float();
+                if !atomic_float {
+                    *tol = Tolerance {
+                        atol: 0.0,
+                        rtol: 0.0,
+                        l2: 0.0,
+                        scale: 0.0,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Options of a self-check run.
+#[derive(Debug, Clone)]
+pub struct SelfcheckConfig {
+    pub harness_dirs: Vec<PathBuf>,
+    /// Inferred harnesses (`<pair-id>.toml`), used where no hand-written one is found.
+    pub inferred_dir: Option<PathBuf>,
+    pub suite_root: Option<PathBuf>,
+    pub seeds: u32,
+    pub timeout: Duration,
+    pub worker_cmd: Option<String>,
+    pub gpus: Option<usize>,
+}
+
+/// Find a pair's harness (hand first, then inferred) and prepare its identity control.
+fn prepare(
+    pair: &Pair,
+    base: &Path,
+    cfg: &SelfcheckConfig,
+) -> (
+    Pair,
+    Result<resolve::Found, (Status, String)>,
+    Option<HarnessOrigin>,
+) {
+    let mut ip = pair.clone();
+    ip.slow = Some(pair.fast.clone());
+    let hand = resolve::prepare(&ip, base, &cfg.harness_dirs, cfg.suite_root.as_deref());
+    match hand {
+        Err((Status::NoHarness, why)) => {
+            let inferred = cfg
+                .inferred_dir
+                .as_ref()
+                .map(|d| d.join(format!("{}.toml", pair.id)))
+                .filter(|p| p.is_file());
+            match inferred {
+                Some(p) => {
+                    ip.harness = Some(p.display().to_string());
+                    let r = resolve::prepare(&ip, base, &[], None);
+                    (ip, r, Some(HarnessOrigin::Inferred))
+                }
+                None => (ip, Err((Status::NoHarness, why)), None),
+            }
+        }
+        r => (ip, r, Some(HarnessOrigin::Hand)),
+    }
+}
+
+/// Self-check every pair: returns one report per pair, in input order.
+pub fn selfcheck_pairs(pairs: &[Pair], base: &Path, cfg: &SelfcheckConfig) -> Vec<Report> {
+    let mut reports: Vec<Option<Report>> = vec![None; pairs.len()];
+    let mut pending = Vec::new();
+    for (i, p) in pairs.iter().enumerate() {
+        let (ip, found, origin) = prepare(p, base, cfg);
+        match found {
+            Ok(f) => pending.push((i, ip, f, origin)),
+            Err((status, why)) => {
+                let check = failed_check(status).unwrap_or("harness");
+                // An inferred harness says what it left open: that is the reason to report.
+                let why = match (origin, &ip.harness) {
+                    (Some(HarnessOrigin::Inferred), Some(h)) => first_unknown(Path::new(h))
+                        .map(|u| format!("{u} ({why})"))
+                        .unwrap_or(why),
+                    _ => why,
+                };
+                reports[i] = Some(report(
+                    p,
+                    ip.harness.clone(),
+                    origin,
+                    Some((check, why)),
+                    None,
+                ));
+            }
+        }
+    }
+    if !pending.is_empty() {
+        run_on_workers(pairs, pending, cfg, &mut reports);
+    }
+    reports.into_iter().flatten().collect()
+}
+
+/// The first entry of an inferred harness's `# Unknowns:` header.
+pub fn first_unknown(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("# Unknowns:"));
+    lines.next()?;
+    lines
+        .next()
+        .and_then(|l| l.strip_prefix("#   "))
+        .map(str::to_string)
+}
+
+fn report(
+    p: &Pair,
+    harness: Option<String>,
+    origin: Option<HarnessOrigin>,
+    failed: Option<(&'static str, String)>,
+    ms: Option<f64>,
+) -> Report {
+    let category = failed.as_ref().map(|(c, why)| category(c, why));
+    Report {
+        pair_id: p.id.clone(),
+        benchmark: p.benchmark.clone(),
+        kernel: p.kernel.clone(),
+        harness,
+        origin,
+        pass: failed.is_none(),
+        category,
+        checks: checks_from(failed),
+        ms,
+    }
+}
+
+/// Interpret a worker's verification of an identity job.
+pub fn judge(v: &Verification) -> Option<(&'static str, String)> {
+    if let Some(c) = failed_check(v.status) {
+        return Some((c, format!("{}: {}", v.status.as_str(), v.reason)));
+    }
+    let same = seed_independent(&v.evidence);
+    (!same.is_empty()).then(|| {
+        (
+            "seed_dependent",
+            format!("the same output for every seed: {}", same.join(", ")),
+        )
+    })
+}
+
+type Pending = (usize, Pair, resolve::Found, Option<HarnessOrigin>);
+
+fn run_on_workers(
+    pairs: &[Pair],
+    pending: Vec<Pending>,
+    cfg: &SelfcheckConfig,
+    reports: &mut [Option<Report>],
+) {
+    let launch: pool::Launcher = match &cfg.worker_cmd {
+        Some(cmd) => {
+            let cmd = cmd.clone();
+            std::sync::Arc::new(move |device| {
+                let line = cmd.replace("{device}", &device.to_string());
+                let mut parts = line.split_whitespace();
+                let mut c = std::process::Command::new(parts.next().unwrap_or("false"));
+                c.args(parts);
+                c
+            })
+        }
+        None => pool::default_launcher(Vec::new()),
+    };
+    let devices = match cfg.gpus {
+        Some(n) => n,
+        None => match crate::gpu::probe() {
+            crate::gpu::Probe::Ready { devices } => devices,
+            crate::gpu::Probe::NoGpu(reason) => {
+                for (i, _, f, o) in pending {
+                    let why = format!("no_gpu: {reason}");
+                    reports[i] = Some(report(
+                        &pairs[i],
+                        Some(f.path.display().to_string()),
+                        o,
+                        Some(("runs_clean", why)),
+                        None,
+                    ));
+                }
+                return;
+            }
+        },
+    };
+    let hello_timeout = Duration::from_secs(60);
+    let workers: Vec<pool::Worker> = (0..devices)
+        .filter_map(|d| pool::Worker::spawn(&launch, d, hello_timeout).ok())
+        .collect();
+    let Some(hello) = workers.first().map(|w| w.hello.clone()) else {
+        for (i, _, f, o) in pending {
+            reports[i] = Some(report(
+                &pairs[i],
+                Some(f.path.display().to_string()),
+                o,
+                Some(("runs_clean", "no_gpu: no worker could be started".into())),
+                None,
+            ));
+        }
+        return;
+    };
+    let options = RunOptions {
+        seeds: cfg.seeds.max(2),
+        selfcheck: true,
+        ..RunOptions::default()
+    };
+    let mut jobs = Vec::new();
+    let mut meta: BTreeMap<usize, (String, Option<HarnessOrigin>)> = BTreeMap::new();
+    for (i, ip, found, origin) in pending {
+        let path = found.path.display().to_string();
+        match resolve::resolve(&ip, &found, &hello) {
+            Ok((slow, fast, mut sets)) => {
+                identity_sets(&ip, &mut sets);
+                meta.insert(i, (path.clone(), origin));
+                jobs.push((
+                    i,
+                    Job {
+                        pair_id: ip.id.clone(),
+                        slow,
+                        fast,
+                        harness: path,
+                        sets,
+                        options: options.clone(),
+                    },
+                ));
+            }
+            Err((status, why)) => {
+                let c = failed_check(status).unwrap_or("harness");
+                reports[i] = Some(report(&pairs[i], Some(path), origin, Some((c, why)), None));
+            }
+        }
+    }
+    pool::run_all(workers, jobs, launch, cfg.timeout, hello_timeout, |i, v| {
+        let (path, origin) = meta.get(&i).cloned().unwrap_or_default();
+        let ms = v
+            .evidence
+            .get("phases_ms")
+            .and_then(|p| p.get("total"))
+            .and_then(|t| t.as_f64());
+        reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v), ms));
+    });
+}
+
+pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
+    if let super::HarnessCommand::Complete(a) = cmd {
+        return super::infer_llm::run_complete(a);
+    }
+    let super::HarnessCommand::Selfcheck {
+        units,
+        harness_dirs,
+        inferred_dir,
+        suite_root,
+        pair,
+        seeds,
+        timeout_s,
+        out,
+        records_out,
+        worker_cmd,
+        gpus,
+    } = cmd
+    else {
+        anyhow::bail!("not a selfcheck command");
+    };
+    let records = crate::jsonl::read_records(&units)?;
+    let pairs: Vec<Pair> = records
+        .iter()
+        .cloned()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(*p),
+            _ => None,
+        })
+        .filter(|p| pair.as_deref().is_none_or(|id| p.id.starts_with(id)))
+        .collect();
+    let cfg = SelfcheckConfig {
+        harness_dirs,
+        inferred_dir,
+        suite_root,
+        seeds,
+        timeout: Duration::from_secs_f64(timeout_s.max(0.1)),
+        worker_cmd,
+        gpus,
+    };
+    let base = units.parent().map(Path::to_path_buf).unwrap_or_default();
+    let reports = selfcheck_pairs(&pairs, &base, &cfg);
+    for r in &reports {
+        let origin = r
+            .origin
+            .map(|o| format!("{o:?}").to_lowercase())
+            .unwrap_or_else(|| "none".into());
+        match r.checks.iter().find(|c| c.result == CheckResult::Fail) {
+            None => println!(
+                "{} {}/{} [{origin}]: PASS ({} checks{})",
+                &r.pair_id,
+                r.benchmark,
+                r.kernel,
+                CHECKS.len(),
+                r.ms.map(|m| format!(", {m:.0} ms")).unwrap_or_default()
+            ),
+            Some(c) => println!(
+                "{} {}/{} [{origin}]: FAIL {} ({}): {}",
+                &r.pair_id,
+                r.benchmark,
+                r.kernel,
+                c.name,
+                r.category.as_deref().unwrap_or(""),
+                c.detail.lines().next().unwrap_or("")
+            ),
+        }
+    }
+    let passed = reports.iter().filter(|r| r.pass).count();
+    eprintln!("self-check: {passed} of {} harnesses pass", reports.len());
+    if let Some(o) = out {
+        crate::jsonl::write_atomic(&o, |w| {
+            use std::io::Write;
+            for r in &reports {
+                writeln!(
+                    w,
+                    "{}",
+                    serde_json::to_string(r).map_err(std::io::Error::other)?
+                )?;
+            }
+            Ok(())
+        })?;
+    }
+    if let Some(o) = records_out {
+        let out = with_provenance(records, &reports);
+        crate::jsonl::write_records(&o, &out)?;
+    }
+    Ok(if passed == reports.len() {
+        exit::OK
+    } else {
+        exit::PARTIAL
+    })
+}
+
+/// Records with each self-checked pair's harness path and provenance set from its report.
+pub fn with_provenance(records: Vec<Record>, reports: &[Report]) -> Vec<Record> {
+    let by_id: BTreeMap<&str, &Report> = reports.iter().map(|r| (r.pair_id.as_str(), r)).collect();
+    records
+        .into_iter()
+        .map(|r| match r {
+            Record::Pair(mut p) => {
+                if let Some(rep) = by_id.get(p.id.as_str()) {
+                    if let (Some(h), Some(origin)) = (&rep.harness, rep.origin) {
+                        p.harness = Some(h.clone());
+                        let failure = rep
+                            .checks
+                            .iter()
+                            .find(|c| c.result == CheckResult::Fail)
+                            .map(|c| {
+                                format!("{}: {}", c.name, c.detail.lines().next().unwrap_or(""))
+                            });
+                        p.harness_origin = Some(crate::record::HarnessProvenance {
+                            origin,
+                            selfcheck_pass: Some(rep.pass),
+                            selfcheck_failure: failure,
+                        });
+                    }
+                }
+                Record::Pair(p)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn checks_after_the_first_failure_are_not_run() {
+        let c = checks_from(Some(("deterministic", "differs".into())));
+        let r: Vec<CheckResult> = c.iter().map(|c| c.result).collect();
+        assert_eq!(
+            r,
+            [
+                CheckResult::Pass,
+                CheckResult::Pass,
+                CheckResult::Pass,
+                CheckResult::Fail,
+                CheckResult::NotRun,
+                CheckResult::NotRun
+            ]
+        );
+        assert!(checks_from(None)
+            .iter()
+            .all(|c| c.result == CheckResult::Pass));
+    }
+
+    #[test]
+    fn statuses_map_to_checks() {
+        assert_eq!(failed_check(Status::NotFaster), None);
+        assert_eq!(failed_check(Status::Verified), None);
+        assert_eq!(failed_check(Status::Unwritten), Some("writes_every_output"));
+        assert_eq!(failed_check(Status::Mismatch), Some("deterministic"));
+        assert_eq!(failed_check(Status::OutOfBounds), Some("runs_clean"));
+        assert_eq!(failed_check(Status::HarnessError), Some("harness"));
+    }
+
+    #[test]
+    fn seed_independence_is_read_from_hashes() {
+        let ev = json!({"checks": [
+            {"size_set": "default", "seed": 0, "output": "o", "fast_hash": "aa"},
+            {"size_set": "default", "seed": 1, "output": "o", "fast_hash": "aa"},
+            {"size_set": "default", "seed": 0, "output": "p", "fast_hash": "aa"},
+            {"size_set": "default", "seed": 1, "output": "p", "fast_hash": "bb"},
+        ]});
+        assert_eq!(
+            seed_independent(&ev),
+            vec!["o (size set default)".to_string()]
+        );
+        assert!(seed_independent(&json!({})).is_empty());
+    }
+
+    #[test]
+    fn categories_name_the_cause() {
+        assert_eq!(
+            category(
+                "harness",
+                "sizes.in: `net->input_n` reads a struct field of `net`"
+            ),
+            "size read from a struct filled at run time"
+        );
+        assert_eq!(
+            category("runs_clean", "out_of_bounds: fast wrote past the end of x"),
+            "out-of-bounds access (index structure the generator cannot make)"
+        );
+        assert_eq!(
+            category("seed_dependent", ""),
+            "output independent of the inputs"
+        );
+        // The field decides: a size named `blocks` is not a launch problem.
+        assert_eq!(
+            category(
+                "harness",
+                "sizes.blocks: `nb` has no definition in the host code"
+            ),
+            "size computed at run time (data-dependent host code)"
+        );
+        assert_eq!(
+            category(
+                "harness",
+                "launch.grid: host text \"g\": unknown function divRndUp()"
+            ),
+            "launch configuration not translatable"
+        );
+        assert_eq!(
+            category("runs_clean", "no_gpu: no CUDA driver"),
+            "not run: no GPU"
+        );
+    }
+}
