@@ -79,7 +79,7 @@ pub fn is_redefinable(name: &str) -> bool {
 
 /// Provided by NVRTC itself: builtin variables, types, intrinsics, math functions.
 pub fn is_builtin(name: &str) -> bool {
-    if is_keyword(name) || BUILTIN_SET.contains(name) || name.starts_with("__") {
+    if is_keyword(name) || BUILTIN_SET.contains(name) || reserved_builtin(name) {
         return true;
     }
     if let Some(rest) = name.strip_prefix("atomic") {
@@ -145,6 +145,19 @@ const NVRTC_HEADERS: &[&str] = &[
     "cuComplex.h",
 ];
 
+/// `__syncthreads`, `__half`, `__CUDA_ARCH__`: CUDA's reserved names. A suite's own
+/// `__TOptionData` (cuda-samples' option structs: `__` then an upper-case word with
+/// lower-case letters) is not one and is looked up in the scope like any name.
+fn reserved_builtin(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("__") else {
+        return false;
+    };
+    let user_type = rest.starts_with(|c: char| c.is_ascii_uppercase())
+        && rest.chars().any(|c| c.is_ascii_lowercase())
+        && !rest.ends_with("__");
+    !user_type
+}
+
 /// Folders of CUDA's own headers (CCCL: CUB, Thrust, libcu++; cooperative groups) that
 /// NVRTC compiles from the CUDA include path.
 const NVRTC_HEADER_DIRS: &[&str] = &[
@@ -166,6 +179,10 @@ pub fn keep_system_header(target: &str) -> bool {
 /// implicit `cuda_runtime.h`, or a library header such as `cublas_v2.h`, brought it in):
 /// `__nv_bfloat16` → `cuda_bf16.h`, `half` → `cuda_fp16.h`, `__nv_fp8_e4m3` → `cuda_fp8.h`.
 pub fn implied_header(name: &str) -> Option<&'static str> {
+    // `nvcuda::wmma::fragment`: the WMMA API of <mma.h>.
+    if name == "nvcuda" || name == "wmma" {
+        return Some("mma.h");
+    }
     if name.contains("bfloat16") || name.contains("bfloat162") {
         return Some("cuda_bf16.h");
     }
@@ -197,6 +214,9 @@ macro_rules! shims {
 }
 
 pub const SHIMS: &[Shim] = shims![
+    "wmma", "<mma.h>", "using namespace nvcuda;";
+    "CUtexObject", "<cuda.h>", "typedef unsigned long long CUtexObject;";
+    "CUsurfObject", "<cuda.h>", "typedef unsigned long long CUsurfObject;";
     "FLT_MAX", "<float.h>", "#define FLT_MAX 3.402823466e+38F";
     "FLT_MIN", "<float.h>", "#define FLT_MIN 1.175494351e-38F";
     "FLT_EPSILON", "<float.h>", "#define FLT_EPSILON 1.192092896e-07F";
