@@ -251,6 +251,7 @@ mod tests {
             techniques: vec![],
             description: None,
             harness: None,
+            harness_origin: None,
             verification: None,
             synth: None,
         }

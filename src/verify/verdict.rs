@@ -303,7 +303,7 @@ mod tests {
             bandwidth_gbs: Some(1000.0),
             ..cx(None)
         };
-        let mut v = timed(&[("s", gb, 30.0, 1.2, 20.0, 30.0)]);
+        let mut v = timed(&[("s", gb, 60.0, 1.2, 45.0, 55.0)]);
         finish(&mut v, &with_bw);
         assert_eq!(v.status, Status::Verified, "a flag, not a rejection");
         let [Flag::SuspectSlow {
@@ -312,18 +312,22 @@ mod tests {
         else {
             panic!("{:?}", v.flags)
         };
-        assert!((slow_x - 30.0).abs() < 1e-9 && (fast_x - 1.2).abs() < 1e-9);
+        assert!((slow_x - 60.0).abs() < 1e-9 && (fast_x - 1.2).abs() < 1e-9);
         assert_eq!(*k, SUSPECT_SLOW_K);
         assert!(
             (v.evidence["roofline"]["size_sets"][0]["slow_x"]
                 .as_f64()
                 .unwrap()
-                - 30.0)
+                - 60.0)
                 .abs()
                 < 1e-9
         );
         // A compute-bound fast kernel (far from the bound): nothing to suspect.
         let mut v = timed(&[("s", gb, 300.0, 10.0, 25.0, 35.0)]);
+        finish(&mut v, &with_bw);
+        assert!(v.flags.is_empty(), "{:?}", v.flags);
+        // An honest naive kernel as slow as the slowest measured on the H100 (25.9×): nothing.
+        let mut v = timed(&[("s", gb, 25.9, 1.0, 20.0, 30.0)]);
         finish(&mut v, &with_bw);
         assert!(v.flags.is_empty(), "{:?}", v.flags);
         // An honest naive kernel a few times off the bound: nothing either.
