@@ -239,3 +239,35 @@ fn a_header_included_from_500_places_is_read_once_and_yields_its_kernel_once() {
     assert!(k7.source.contains("#define SCALE 3"), "{}", k7.source);
     assert!(ex.skipped.is_empty());
 }
+
+#[test]
+fn a_unit_nested_deep_enough_to_overflow_nvrtc_costs_only_itself() {
+    if kernelpair::gpu::nvrtc::load().is_err() {
+        assert!(
+            std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+            "KERNELPAIR_REQUIRE_NVRTC is set but NVRTC is missing"
+        );
+        eprintln!("skipped: no NVRTC here (pip install nvidia-cuda-nvrtc)");
+        return;
+    }
+    // 400,000-deep parentheses overflowed NVRTC's stack (512 MiB) and aborted the process.
+    let n = 400_000;
+    let deep = format!(
+        "__global__ void deep(int *x) {{ x[0] = {}1{}; }}\n",
+        "(".repeat(n),
+        ")".repeat(n)
+    );
+    let d = tree(&[("a/deep.cu", deep), ("b/good.cu", GOOD.into())]);
+    let root = d.path().to_path_buf();
+    let ex = bounded(Duration::from_secs(300), "extract", move || {
+        let mut cfg = ExtractConfig::new(&root, "generic", None).unwrap();
+        cfg.max_file_size = 10 << 20;
+        cfg.cache = kernelpair::suite::compile::CheckCache::none();
+        extract(&cfg).unwrap()
+    });
+    let unit = |k: &str| ex.units.iter().find(|u| u.kernel == k).unwrap();
+    let deep = unit("deep").compile.clone().unwrap();
+    assert!(!deep.ok);
+    assert!(deep.log.contains("nest 400"), "{}", deep.log);
+    assert!(unit("good").compile.as_ref().unwrap().ok);
+}

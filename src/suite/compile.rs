@@ -137,7 +137,42 @@ fn check_key(u: &KernelUnit, arch: &str, nvrtc_version: &str) -> String {
     ])
 }
 
+/// Deepest bracket nesting NVRTC is given in-process. Real kernels nest a few dozen
+/// levels; NVRTC compiled 100,000-deep parentheses on an extraction worker's 512 MiB stack
+/// and overflowed it at 400,000, which no `catch_unwind` can stop (the process aborts).
+pub const MAX_NESTING: usize = 20_000;
+
+/// The deepest `(`/`[`/`{` nesting of a source, outside comments and literals.
+pub fn nesting_depth(source: &str) -> usize {
+    let masked = crate::cuda::lex::mask(source);
+    let (mut depth, mut max) = (0usize, 0usize);
+    for b in masked.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 fn compile_one(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
+    let depth = nesting_depth(&u.source);
+    if depth > MAX_NESTING {
+        return CompileCheck {
+            ok: false,
+            arch: arch.to_string(),
+            log: format!(
+                "not compiled: brackets nest {depth} deep, over the limit of {MAX_NESTING} \
+                 (NVRTC would overflow its stack and take the whole run down)"
+            ),
+            millis: 0.0,
+            nvrtc_version: version.to_string(),
+        };
+    }
     let name = format!("{}.cu", u.kernel);
     // Asking for the kernel's lowered name proves the symbol the GPU stage will look up
     // exists. A template's symbol is its bare name (the harness supplies `<…>`), which
