@@ -15,37 +15,6 @@ fn trees() -> Option<PathBuf> {
         .then_some(root)
 }
 
-/// `-I` options for CUDA's headers (CCCL included), from the CUDA install or the PyPI
-/// wheels. TODO(lead): `gpu::nvrtc::cuda_include_dirs()` once it lands.
-fn cuda_includes() -> Vec<String> {
-    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(|p| PathBuf::from(p).join("include"))
-        .collect();
-    dirs.push("/usr/local/cuda/include".into());
-    if let Ok(o) = std::process::Command::new("python3")
-        .args(["-c", "import nvidia; print(list(nvidia.__path__)[0])"])
-        .output()
-    {
-        let r = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if !r.is_empty() {
-            dirs.push(PathBuf::from(r).join("cu13/include"));
-        }
-    }
-    let Some(d) = dirs
-        .into_iter()
-        .find(|d| d.join("cooperative_groups.h").is_file())
-    else {
-        return Vec::new();
-    };
-    [d.join("cccl"), d]
-        .iter()
-        .filter(|d| d.is_dir())
-        .map(|d| format!("-I{}", d.display()))
-        .collect()
-}
-
 fn natural_pairs(tree: &Path, out: &Path) -> Vec<Pair> {
     let run = Command::cargo_bin("kernelpair")
         .unwrap()
@@ -81,7 +50,8 @@ fn real_progressions_bind_their_harnesses_and_compile() {
     if !nvrtc {
         eprintln!("skipped: NVRTC compile checks (no NVRTC here)");
     }
-    let includes = cuda_includes();
+    // nvrtc::compile puts CUDA's headers on the include path itself.
+    let includes = kernelpair::gpu::nvrtc::include_options();
     let t = tempfile::tempdir().unwrap();
     let mut harnessed = 0;
     let mut failures = Vec::new();
@@ -133,7 +103,7 @@ fn real_progressions_bind_their_harnesses_and_compile() {
                                 arch: "sm_90",
                                 name_expressions: &names,
                                 cubin: false,
-                                extra_options: &includes,
+                                extra_options: &[],
                             },
                         )
                         .unwrap();
@@ -226,7 +196,6 @@ fn real_sample_files_as_validate_folders() {
             eprintln!("skipped: NVRTC compile of {name} (no NVRTC here)");
             continue;
         }
-        let includes = cuda_includes();
         for (u, ls) in [
             (p.slow.as_ref().unwrap(), &found.harness.slow),
             (&p.fast, &found.harness.fast),
@@ -238,7 +207,7 @@ fn real_sample_files_as_validate_folders() {
                 arch: "sm_90",
                 name_expressions: &names,
                 cubin: false,
-                extra_options: &includes,
+                extra_options: &[],
             })
             .unwrap();
             assert!(c.ok, "{name} {}: {}", u.kernel, c.log);

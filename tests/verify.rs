@@ -238,46 +238,12 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
     );
 }
 
-/// `-I` options for CUDA's own headers (`cooperative_groups.h`): the whole-file planted
-/// samples include them. TODO(lead): replace with `gpu::nvrtc::cuda_include_dirs()`
-/// once include resolution for NVRTC lands.
-fn cuda_include_options() -> Vec<String> {
-    let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(|p| PathBuf::from(p).join("include"))
-        .collect();
-    dirs.push("/usr/local/cuda/include".into());
-    if let Ok(o) = std::process::Command::new("python3")
-        .args(["-c", "import nvidia; print(list(nvidia.__path__)[0])"])
-        .output()
-    {
-        let root = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if !root.is_empty() {
-            dirs.push(PathBuf::from(root).join("cu13/include"));
-        }
-    }
-    let Some(d) = dirs
-        .into_iter()
-        .find(|d| d.join("cooperative_groups.h").is_file())
-    else {
-        return Vec::new();
-    };
-    // CCCL (`cuda/std/…`, which cooperative_groups uses) sits in `cccl/` below it.
-    [d.join("cccl"), d]
-        .iter()
-        .filter(|d| d.is_dir())
-        .map(|d| format!("-I{}", d.display()))
-        .collect()
-}
-
 /// Every fixture kernel compiles for sm_90 (where NVRTC is installed).
 #[test]
 fn planted_kernels_compile() {
     if kernelpair::gpu::nvrtc::load().is_err() {
         return;
     }
-    let includes = cuda_include_options();
     for e in std::fs::read_dir(planted()).unwrap() {
         let d = e.unwrap().path();
         if !d.is_dir() {
@@ -291,7 +257,7 @@ fn planted_kernels_compile() {
                 arch: "sm_90",
                 name_expressions: std::slice::from_ref(&u.symbol),
                 cubin: true,
-                extra_options: &includes,
+                extra_options: &[],
             })
             .unwrap();
             assert!(c.ok, "{}: {}", d.display(), c.log);
@@ -968,7 +934,6 @@ fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
                 eprintln!("skipped: NVRTC compile of {} (no NVRTC here)", p.id);
                 continue;
             }
-            let includes = cuda_include_options();
             for (u, ls) in [(slow, &h.slow), (&p.fast, &h.fast)] {
                 let names: Vec<String> = ls.iter().map(|l| l.kernel.clone()).collect();
                 let c = kernelpair::gpu::nvrtc::compile(&kernelpair::gpu::nvrtc::CompileRequest {
@@ -977,7 +942,7 @@ fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
                     arch: "sm_90",
                     name_expressions: &names,
                     cubin: true,
-                    extra_options: &includes,
+                    extra_options: &[],
                 })
                 .unwrap();
                 assert!(
