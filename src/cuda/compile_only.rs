@@ -67,9 +67,25 @@ pub fn note(original: &str, compiled: &str, kernel: bool) -> Option<Diagnostic> 
 /// A unit's source as the suite wrote it: recorded edits undone, the texture shim's
 /// definition left out, and the kernel's added `extern "C"` dropped.
 pub fn source_text(unit: &crate::record::KernelUnit) -> String {
-    let mut s = unit.source.clone();
+    written_text(
+        &unit.source,
+        &unit.diagnostics,
+        &unit.kernel,
+        !unit.template_params.is_empty(),
+    )
+}
+
+/// [`source_text`] of a unit's parts: its compiled `source`, its diagnostics, its kernel's
+/// name and whether the kernel is a template.
+pub fn written_text(
+    source: &str,
+    diagnostics: &[Diagnostic],
+    kernel: &str,
+    template: bool,
+) -> String {
+    let mut s = source.to_string();
     let mut kernel_edited = false;
-    for d in unit.diagnostics.iter().filter(|d| d.code == CODE) {
+    for d in diagnostics.iter().filter(|d| d.code == CODE) {
         let Ok(e) = serde_json::from_str::<Edit>(&d.message) else {
             continue;
         };
@@ -77,13 +93,13 @@ pub fn source_text(unit: &crate::record::KernelUnit) -> String {
         s = s.replacen(&e.compiled, &e.original, 1);
     }
     s = s.replacen(&format!("{}\n", super::texture::SHIM), "", 1);
-    if !kernel_edited && unit.template_params.is_empty() {
+    if !kernel_edited && !template {
         // The kernel's definition starts a line (isolation writes each item on its own).
         let head = s
             .match_indices(LINKAGE)
             .map(|(i, _)| i)
             .filter(|&i| i == 0 || s.as_bytes()[i - 1] == b'\n')
-            .find(|&i| defines_kernel(&s[i + LINKAGE.len()..], &unit.kernel));
+            .find(|&i| defines_kernel(&s[i + LINKAGE.len()..], kernel));
         if let Some(i) = head {
             s.replace_range(i..i + LINKAGE.len(), "");
         }

@@ -67,6 +67,9 @@ pub(crate) struct Item {
     /// [`lazy_refs`]) only if a kernel ever uses it, which keeps indexing of host-heavy
     /// files cheap.
     pub lazy: bool,
+    /// The item as the suite wrote it, when indexing rewrote `text` for NVRTC (C99
+    /// compound literals); isolation records the difference so export can undo it.
+    pub written: Option<String>,
 }
 
 struct Frame {
@@ -239,6 +242,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                             operator_types: Vec::new(),
                             notes: Vec::new(),
                             lazy: false,
+                            written: None,
                         };
                         push_item(&mut idx, item, &frames);
                     }
@@ -649,6 +653,7 @@ fn index_chunk(
             operator_types: Vec::new(),
             notes: Vec::new(),
             lazy: true,
+            written: None,
         };
         push_item(idx, it, frames);
         return;
@@ -773,6 +778,7 @@ fn index_chunk(
             text.replace_range(a..b, &r);
         }
     }
+    let written = (text != chunk).then(|| chunk.to_string());
     if item.kind == ItemKind::Kernel {
         idx.kernels.push(KernelInfo {
             name: item.names[0].clone(),
@@ -798,6 +804,7 @@ fn index_chunk(
         operator_types,
         notes,
         lazy: false,
+        written,
     };
     push_item(idx, it, frames);
     let last = idx.items.len() - 1;

@@ -713,7 +713,8 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push_str(&self.wrapped(id, &text));
             out.push('\n');
             // What changed only for NVRTC is recorded, so export can give the source back.
-            if let Some(d) = super::compile_only::note(&it.text, &text, is_kernel) {
+            let written = it.written.as_deref().unwrap_or(&it.text);
+            if let Some(d) = super::compile_only::note(written, &text, is_kernel) {
                 diags.push(d.at(it.line));
             }
             let name = it.names[0].clone();
@@ -1509,6 +1510,20 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
         assert!(u.source.contains("p[0] = P{1.0f, 2.0f};"), "{}", u.source);
         assert!(!u.source.contains("(struct P)"));
         assert!(compiles(&u).unwrap_or(true));
+        // The rewrite is for NVRTC only: the text given back for export is the source's,
+        // in the kernel and in a helper it calls.
+        let back = super::super::compile_only::written_text(&u.source, &u.diagnostics, "k", false);
+        assert!(back.contains("p[0] = (struct P){1.0f, 2.0f};"), "{back}");
+        assert!(!back.contains("extern \"C\""), "{back}");
+        let helper = "struct P { float x, y; };\n__device__ P mk(float v) {\n  return (struct P){v, v};\n}\n__global__ void k(P *p) { p[0] = mk(1.0f); }\n";
+        let u = unit(&[("h.cu", helper)], "h.cu", "k");
+        assert!(u.source.contains("return P{v, v};"), "{}", u.source);
+        let back = super::super::compile_only::written_text(&u.source, &u.diagnostics, "k", false);
+        assert!(back.contains("return (struct P){v, v};"), "{back}");
+        assert!(
+            !back.contains("P{v, v}") || back.contains("(struct P){v, v}"),
+            "{back}"
+        );
         // C++ list-initialization is left alone and not flagged.
         let cpp = "struct Q { float x, y; };\n__global__ void k(Q *q) { q[0] = Q{1.0f, 2.0f}; }\n";
         let u = unit(&[("q.cu", cpp)], "q.cu", "k");
