@@ -163,7 +163,7 @@ fn by_default_only_verified_distinct_short_pairs_are_exported_in_kernelcompare_s
     let dir = tempfile::tempdir().unwrap();
     export(dir.path(), &[]).success();
     let rows = all_rows(dir.path(), "chat");
-    // 10 verified pairs − 1 exact duplicate − 1 near duplicate − 1 over 4096 tokens.
+    // 10 verified pairs − 1 exact duplicate − 1 near duplicate − 1 over the 16,384-token default cap.
     assert_eq!(rows.len(), 7);
     assert!(rows.iter().all(|r| r["metadata"]["verified"] == true));
     assert_eq!(

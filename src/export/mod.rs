@@ -33,6 +33,11 @@ use std::path::{Path, PathBuf};
 use template::{TemplateError, Templates};
 use tokens::{Tokenizer, TokenizerError};
 
+/// Default length cap of a sample (system + user + assistant). 16,384 tokens is a common
+/// context for code SFT, and it keeps real kernels with their macros: Parboil's lbm pair is
+/// 12,068 o200k tokens, which the former 4,096 cap silently dropped.
+pub const DEFAULT_MAX_TOKENS: usize = 16_384;
+
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     /// Pairs to export (JSONL records; non-pair records are ignored).
@@ -70,10 +75,11 @@ pub struct ExportArgs {
     #[arg(long, value_delimiter = ',')]
     pub holdout: Vec<String>,
     /// Drop samples longer than this many tokens (system + user + assistant); 0 = no limit.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = DEFAULT_MAX_TOKENS)]
     pub max_tokens: usize,
-    /// `o200k_base` (default), `cl100k_base`, or a Hugging Face tokenizer.json (needs the
-    /// `hf-tokenizers` build feature; otherwise o200k_base counts and the card says so).
+    /// `o200k_base` (default), `cl100k_base`, or a Hugging Face tokenizer.json (counted with
+    /// its own vocabulary; a build without the default `hf-tokenizers` feature falls back to
+    /// o200k_base and the card says so).
     #[arg(long)]
     pub tokenizer: Option<String>,
     /// Leave out pairs whose source files' licence does not allow redistribution (or is unknown).
@@ -115,7 +121,7 @@ impl Default for ExportOptions {
             split: 0.8,
             seed: 42,
             holdout: Vec::new(),
-            max_tokens: 4096,
+            max_tokens: DEFAULT_MAX_TOKENS,
             tokenizer: None,
             exclude_non_redistributable: false,
             near_dup_threshold: 0.85,

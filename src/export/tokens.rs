@@ -1,10 +1,9 @@
 //! Token counting for the length filter: an embedded BPE (tiktoken's o200k_base by default,
-//! cl100k_base on request) or a Hugging Face `tokenizer.json` with the `hf-tokenizers` feature.
+//! cl100k_base on request) or a Hugging Face `tokenizer.json` (the `hf-tokenizers` feature,
+//! on by default) counted with the model's own vocabulary.
 //!
-//! Without that feature a `tokenizer.json` cannot be read (the `tokenizers` crate is heavy to
-//! build), so counting falls back to o200k_base and the fallback is stated in the filter
-//! report and the dataset card: BPE vocabularies of this size agree within a few percent on
-//! code, which is close enough for a length cap.
+//! A build without that feature cannot read a `tokenizer.json`, so counting falls back to
+//! o200k_base and the fallback is stated in the filter report and the dataset card.
 
 use std::path::Path;
 
