@@ -422,7 +422,7 @@ fn declarator_names<'a>(n: Node, src: &'a str, out: &mut Vec<&'a str>) {
 }
 
 /// The function declarator inside a declarator chain (`*f(int)` → `f(int)`).
-fn function_declarator(n: Node) -> Option<Node> {
+pub(crate) fn function_declarator(n: Node) -> Option<Node> {
     let mut cur = n;
     loop {
         if cur.kind() == "function_declarator" {
@@ -489,7 +489,7 @@ fn tokens_for_type(s: &str) -> Vec<String> {
     out
 }
 
-fn params_from_list(list: Node, src: &str) -> Vec<Param> {
+pub(crate) fn params_from_list(list: Node, src: &str) -> Vec<Param> {
     let mut out = Vec::new();
     let mut c = list.walk();
     for p in list.named_children(&mut c) {
@@ -1027,7 +1027,7 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
     classify_text(mchunk, chunk)
 }
 
-fn template_params(tp: Node, src: &str) -> Vec<String> {
+pub(crate) fn template_params(tp: Node, src: &str) -> Vec<String> {
     let mut c = tp.walk();
     tp.named_children(&mut c)
         .filter(|n| n.kind() != "comment")

@@ -890,7 +890,9 @@ fn const_global_text(text: &str) -> String {
     format!("{}constexpr{}", &text[..off], &text[off + "const".len()..])
 }
 
-fn features_of(source: &str, texture: bool, template_kernel: bool) -> Features {
+/// What CUDA features a unit's source uses (the unit's `features`), by the same rules for
+/// extracted units and for synthesized ones.
+pub fn features_of(source: &str, texture: bool, template_kernel: bool) -> Features {
     let m = lex::mask(source);
     let ids = lex::idents(&m);
     let has = |f: &dyn Fn(&str) -> bool| ids.iter().any(|i| f(i.text));

@@ -13,13 +13,14 @@ mod inspect;
 mod isolate;
 pub mod lex;
 mod queries;
+pub mod syntax;
 pub mod texture;
 
 use crate::record::{Diagnostic, Features, LaunchSite, Param, Pulled};
 use std::collections::{BTreeMap, HashMap};
 
 pub use inspect::{run_inspect, InspectArgs};
-pub use isolate::{isolate, isolate_at, resolve_in, resolve_include};
+pub use isolate::{features_of, isolate, isolate_at, resolve_in, resolve_include};
 pub use lex::normalized_tokens;
 
 /// Everything isolation needs from one file. Built once by [`index_file`]; `Send + Sync`.

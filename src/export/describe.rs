@@ -43,7 +43,7 @@ const LAYOUT: &str = "data_layout";
 /// Register rotations inside loops (`d = dn;`: a plain variable takes another's value),
 /// the mark of loads issued an iteration ahead of the arithmetic that uses them.
 fn rotations(src: &str) -> usize {
-    use crate::synth::syntax::{parse, text, visit};
+    use crate::cuda::syntax::{parse, text, visit};
     let tree = parse(src);
     let mut n = 0;
     visit(tree.root_node(), &mut |node| {
@@ -77,7 +77,7 @@ fn rotations(src: &str) -> usize {
 /// new data layout (Parboil lbm: array of structures → structure of arrays).
 fn layout_only(slow: &crate::record::KernelUnit, fast: &crate::record::KernelUnit) -> bool {
     let body = |u: &crate::record::KernelUnit| {
-        crate::synth::syntax::kernels(&u.source)
+        crate::cuda::syntax::kernels(&u.source)
             .into_iter()
             .find(|d| d.name == u.kernel)
             .map(|d| crate::cuda::normalized_tokens(&u.source[d.range]))

@@ -4,7 +4,7 @@
 //! A stripped optimization is what we ask for; padding the runtime (spins, repeated
 //! work, `volatile` tricks) or handing back the fast kernel is what these checks refuse.
 
-use super::syntax::{self, text, visit, KernelDef};
+use crate::cuda::syntax::{self, text, visit, KernelDef, Parsed};
 use crate::gpu::nvrtc::{self, CompileRequest, NvrtcError};
 use crate::record::{CompileCheck, KernelUnit, Param};
 use regex::Regex;
@@ -92,10 +92,12 @@ pub struct Target<'a> {
 /// Run every check on one answer.
 pub fn check_answer(answer: &str, t: &Target) -> Result<Candidate, Rejection> {
     let source = code_block(answer, &t.fast.kernel)?;
-    let def = find_kernel(&source, &t.fast.kernel)?;
+    // The answer is parsed once; every syntactic check reads the same tree.
+    let parsed = Parsed::new(&source);
+    let def = find_kernel(&parsed, &t.fast.kernel)?;
     check_signature(&def, t.fast)?;
-    check_host_code(&source)?;
-    check_slowdowns(&source, &t.fast.source)?;
+    check_host_code(&parsed)?;
+    check_slowdowns(&parsed, &t.fast.source)?;
     let difference = difference_from_fast(&source, &def, t.fast);
     if difference < t.min_difference {
         return Err(Rejection::new(
@@ -115,14 +117,13 @@ pub fn check_answer(answer: &str, t: &Target) -> Result<Candidate, Rejection> {
     })
 }
 
-/// The kernel as the extract stage sees it (`crate::cuda::index_file`: name, parameters
-/// normalized the same way as the fast unit's), located in the answer with tree-sitter,
-/// which must parse it without ERROR nodes.
-fn find_kernel(source: &str, name: &str) -> Result<KernelDef, Rejection> {
-    let index = crate::cuda::index_file("answer.cu", source);
-    let info = index.kernels().iter().find(|k| k.name == name);
-    let tree = syntax::kernels(source).into_iter().find(|d| d.name == name);
-    if let Some(d) = tree.as_ref().filter(|d| d.has_error) {
+/// The kernel `name` in the answer, read by the one CUDA front end (names, parameters and
+/// types normalized by the extract index's rules, as the fast unit's were); its definition
+/// must parse without ERROR nodes.
+fn find_kernel(parsed: &Parsed, name: &str) -> Result<KernelDef, Rejection> {
+    let kernels = parsed.kernels();
+    let tree = kernels.iter().find(|d| d.name == name);
+    if let Some(d) = tree.filter(|d| d.has_error) {
         return Err(Rejection::new(
             Reason::ParseError,
             format!(
@@ -131,22 +132,14 @@ fn find_kernel(source: &str, name: &str) -> Result<KernelDef, Rejection> {
             ),
         ));
     }
-    let parses = !syntax::parse(source).root_node().has_error();
-    match (info, tree) {
-        (Some(k), Some(d)) => Ok(KernelDef {
-            name: k.name.clone(),
-            line: k.line,
-            params: k.params.clone(),
-            template_params: k.template_params.clone(),
-            has_error: false,
-            range: d.range,
-        }),
-        (_, _) if !parses => Err(Rejection::new(
+    match tree {
+        Some(d) => Ok(d.clone()),
+        None if parsed.has_error() => Err(Rejection::new(
             Reason::ParseError,
             "the code block does not parse (tree-sitter ERROR nodes) and has no clean kernel of that name",
         )),
-        (_, _) => {
-            let found: Vec<_> = index.kernels().iter().map(|k| k.name.as_str()).collect();
+        None => {
+            let found: Vec<_> = kernels.iter().map(|k| k.name.as_str()).collect();
             Err(Rejection::new(
                 Reason::KernelMissing,
                 format!(
@@ -229,8 +222,8 @@ static HOST_CALL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(cuda[A-Z]\w*|fopen|fclose|fprintf|fwrite|fread|fputs|fgets|fscanf|scanf|exit|abort|system|getenv)$").unwrap()
 });
 
-fn check_host_code(src: &str) -> Result<(), Rejection> {
-    let tree = syntax::parse(src);
+fn check_host_code(parsed: &Parsed) -> Result<(), Rejection> {
+    let (tree, src) = (&parsed.tree, parsed.src);
     let mut found: Option<String> = None;
     visit(tree.root_node(), &mut |n| {
         if found.is_some() {
@@ -310,8 +303,8 @@ pub struct SlowdownHit {
 
 const TIMERS: &[&str] = &["clock", "clock64", "__nanosleep", "__prof_trigger"];
 
-fn padding(src: &str) -> Padding {
-    let tree = syntax::parse(src);
+fn padding(parsed: &Parsed) -> Padding {
+    let (tree, src) = (&parsed.tree, parsed.src);
     let mut p = Padding::default();
     visit(tree.root_node(), &mut |n| match n.kind() {
         "call_expression" => {
@@ -396,8 +389,8 @@ fn parse_int(t: &str) -> Option<u64> {
     }
 }
 
-fn check_slowdowns(src: &str, fast_src: &str) -> Result<(), Rejection> {
-    match find_slowdown(src, fast_src) {
+fn check_slowdowns(parsed: &Parsed, fast_src: &str) -> Result<(), Rejection> {
+    match slowdown_in(parsed, &Parsed::new(fast_src)) {
         Some(hit) => Err(Rejection::new(Reason::ArtificialSlowdown, hit.message)),
         None => Ok(()),
     }
@@ -408,9 +401,15 @@ fn check_slowdowns(src: &str, fast_src: &str) -> Result<(), Rejection> {
 /// repeated work, huge constant trip counts. Only what the fast kernel lacks counts, so
 /// a pair whose both sides time themselves, say, is not refused for it.
 pub fn find_slowdown(src: &str, fast_src: &str) -> Option<SlowdownHit> {
+    slowdown_in(&Parsed::new(src), &Parsed::new(fast_src))
+}
+
+/// [`find_slowdown`] over texts already parsed.
+fn slowdown_in(parsed: &Parsed, fast_parsed: &Parsed) -> Option<SlowdownHit> {
+    let (src, fast_src) = (parsed.src, fast_parsed.src);
     // Helpers count too: a spin can hide in a __device__ function the kernel calls.
-    let cand = padding(src);
-    let fast = padding(fast_src);
+    let cand = padding(parsed);
+    let fast = padding(fast_parsed);
     let fast_lines: std::collections::HashSet<&str> = fast_src.lines().map(str::trim).collect();
     let line_text = |row: usize| src.lines().nth(row).unwrap_or("").trim().to_string();
     let hit = |check: &str, s: &Seen, message: String| {

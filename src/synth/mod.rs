@@ -11,14 +11,12 @@ pub mod checks;
 pub mod client;
 pub mod config;
 pub mod prompts;
-pub(crate) mod syntax;
 pub mod techniques;
 
 use crate::exit;
 use crate::jsonl::{read_records, write_atomic, write_records};
 use crate::record::{
-    content_id, Features, KernelUnit, Origin, Pair, Record, SynthOutcome, SynthRejection,
-    TokenUsage,
+    content_id, KernelUnit, Origin, Pair, Record, SynthOutcome, SynthRejection, TokenUsage,
 };
 use anyhow::Context;
 use cache::{Cache, Journal};
@@ -607,18 +605,9 @@ fn request(cfg: &Config, messages: Vec<Message>) -> ChatRequest {
 /// symbol and launch sites (the launch configuration is unchanged by design).
 fn slow_unit(fast: &KernelUnit, c: checks::Candidate) -> KernelUnit {
     const VARIANT: &str = "synth";
-    let found = techniques::detect_source(&c.source);
-    let has = |t: &str| found.iter().any(|f| f == t);
-    let features = Features {
-        shared_memory: has("shared_memory"),
-        dynamic_shared_memory: c.source.contains("extern __shared__"),
-        constant_memory: has("constant_memory"),
-        texture_references: c.source.contains("texture<") || c.source.contains("texture <"),
-        atomics: has("atomics"),
-        templates: !c.def.template_params.is_empty(),
-        warp_primitives: has("warp_shuffle") || has("warp_vote"),
-        vector_types: has("vector_types"),
-    };
+    // The same feature rules as extract's units (one front end, `cuda::features_of`).
+    let texture = c.source.contains("texture<") || c.source.contains("texture <");
+    let features = crate::cuda::features_of(&c.source, texture, !c.def.template_params.is_empty());
     KernelUnit {
         id: content_id(&[
             &fast.suite,

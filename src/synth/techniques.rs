@@ -4,7 +4,7 @@
 //!
 //! Names are stable strings, always reported in the order of [`ALL`].
 
-use super::syntax::{parse, text, visit};
+use crate::cuda::syntax::{parse, text, visit};
 use crate::record::KernelUnit;
 use regex::Regex;
 use std::sync::LazyLock;

@@ -19,7 +19,7 @@ pub fn check(pair: &Pair) -> Option<Verification> {
 /// The line in the kernel's own file, when the hit lies in the kernel's body: isolation
 /// keeps the kernel's text as written, so its lines keep their offsets from the definition.
 fn file_line(unit: &KernelUnit, hit: &SlowdownHit) -> Option<u32> {
-    let def = crate::synth::syntax::kernels(&unit.source)
+    let def = crate::cuda::syntax::kernels(&unit.source)
         .into_iter()
         .find(|d| d.name == unit.kernel)?;
     let end = def.line + unit.source[def.range.clone()].lines().count() as u32;

@@ -1,26 +1,49 @@
-//! The tree-sitter-cuda view synth's checks need beyond `crate::cuda`'s index: where a
-//! kernel's definition lies in an answer, whether it has ERROR nodes, and a node walk.
+//! The one CUDA front end's whole-text view: a text parsed once ([`Parsed`]) with its
+//! `__global__` definitions, whose names, parameters, template parameters and types follow
+//! exactly the rules of the extract index (`super::index`), so a kernel read from an LLM
+//! answer, a contributed file or an extracted unit is described the same way. Used by
+//! synth's checks, the slowdown checks, technique detection and descriptions.
 
 use crate::record::Param;
-use std::cell::RefCell;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
-thread_local! {
-    static PARSER: RefCell<Parser> = RefCell::new({
-        let mut p = Parser::new();
-        p.set_language(&tree_sitter_cuda::LANGUAGE.into())
-            .expect("tree-sitter-cuda matches the tree-sitter version");
-        p
-    });
+/// Parse CUDA source with the index's parser. Tree-sitter always yields a tree (errors
+/// become ERROR nodes).
+pub fn parse(src: &str) -> Tree {
+    super::index::parse(src).expect("no timeout or cancellation is set")
 }
 
-/// Parse CUDA source. Tree-sitter always yields a tree (errors become ERROR nodes).
-pub fn parse(src: &str) -> Tree {
-    PARSER.with(|p| {
-        p.borrow_mut()
-            .parse(src, None)
-            .expect("no timeout or cancellation is set")
-    })
+/// A text and its syntax tree, parsed once and shared by every check that reads it.
+pub struct Parsed<'s> {
+    pub src: &'s str,
+    pub tree: Tree,
+}
+
+impl<'s> Parsed<'s> {
+    pub fn new(src: &'s str) -> Parsed<'s> {
+        Parsed {
+            src,
+            tree: parse(src),
+        }
+    }
+
+    /// Every `__global__` kernel defined in the text, in source order.
+    pub fn kernels(&self) -> Vec<KernelDef> {
+        let mut out = Vec::new();
+        visit(self.tree.root_node(), &mut |n| {
+            if n.kind() == "function_definition" && is_global(n) {
+                if let Some(k) = kernel_def(n, self.src) {
+                    out.push(k);
+                }
+            }
+        });
+        out
+    }
+
+    /// The text has ERROR or MISSING nodes somewhere.
+    pub fn has_error(&self) -> bool {
+        self.tree.root_node().has_error()
+    }
 }
 
 /// One `__global__` function definition found in a source.
@@ -37,18 +60,10 @@ pub struct KernelDef {
     pub range: std::ops::Range<usize>,
 }
 
-/// Every `__global__` kernel defined in `src`, in source order.
+/// Every `__global__` kernel defined in `src`, in source order (parses `src`; use
+/// [`Parsed`] when the same text is read more than once).
 pub fn kernels(src: &str) -> Vec<KernelDef> {
-    let tree = parse(src);
-    let mut out = Vec::new();
-    visit(tree.root_node(), &mut |n| {
-        if n.kind() == "function_definition" && is_global(n) {
-            if let Some(k) = kernel_def(n, src) {
-                out.push(k);
-            }
-        }
-    });
-    out
+    Parsed::new(src).kernels()
 }
 
 fn is_global(def: Node) -> bool {
@@ -59,29 +74,19 @@ fn is_global(def: Node) -> bool {
 }
 
 fn kernel_def(def: Node, src: &str) -> Option<KernelDef> {
-    let decl = find_function_declarator(def.child_by_field_name("declarator")?)?;
+    let decl = super::index::function_declarator(def.child_by_field_name("declarator")?)?;
     let name = text(decl.child_by_field_name("declarator")?, src).to_string();
-    let mut params = Vec::new();
-    if let Some(list) = decl.child_by_field_name("parameters") {
-        let mut c = list.walk();
-        for p in list.named_children(&mut c) {
-            if p.kind() != "parameter_declaration" && p.kind() != "optional_parameter_declaration" {
-                continue;
-            }
-            params.push(param(p, src));
-        }
-    }
+    let params = decl
+        .child_by_field_name("parameters")
+        .map(|list| super::index::params_from_list(list, src))
+        .unwrap_or_default();
     let mut outer = def;
     let mut template_params = Vec::new();
     if let Some(parent) = def.parent() {
         if parent.kind() == "template_declaration" {
             outer = parent;
             if let Some(tl) = parent.child_by_field_name("parameters") {
-                let mut c = tl.walk();
-                template_params = tl
-                    .named_children(&mut c)
-                    .map(|t| squash(text(t, src)))
-                    .collect();
+                template_params = super::index::template_params(tl, src);
             }
         }
     }
@@ -95,53 +100,9 @@ fn kernel_def(def: Node, src: &str) -> Option<KernelDef> {
     })
 }
 
-fn find_function_declarator(mut n: Node) -> Option<Node> {
-    loop {
-        if n.kind() == "function_declarator" {
-            return Some(n);
-        }
-        n = n.child_by_field_name("declarator")?;
-    }
-}
-
-/// A parameter's name and its type as written, normalized (`const float * __restrict__`).
-fn param(p: Node, src: &str) -> Param {
-    let full = text(p, src);
-    let mut name = String::new();
-    let mut d = p.child_by_field_name("declarator");
-    while let Some(n) = d {
-        if n.kind() == "identifier" {
-            name = text(n, src).to_string();
-            break;
-        }
-        d = n.child_by_field_name("declarator");
-    }
-    let ty = if name.is_empty() {
-        full.to_string()
-    } else {
-        match full.rfind(name.as_str()) {
-            Some(i) => format!("{}{}", &full[..i], &full[i + name.len()..]),
-            None => full.to_string(),
-        }
-    };
-    Param {
-        name,
-        ty: normalize_type(&ty),
-    }
-}
-
-/// Single spaces, `*`/`&`/`[]` set apart: `const float*a` and `const float * a` agree.
+/// A type as the index normalizes it (single spaces, `*`/`&` runs kept together).
 pub fn normalize_type(t: &str) -> String {
-    let spaced = t
-        .replace('*', " * ")
-        .replace('&', " & ")
-        .replace('[', " [")
-        .replace(']', "] ");
-    squash(&spaced)
-}
-
-fn squash(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    super::index::normalize_type(t)
 }
 
 pub fn text<'a>(n: Node, src: &'a str) -> &'a str {
@@ -187,6 +148,8 @@ __global__ void bad(float* x) { x[0] = ; }
         assert_eq!(names, ["tk", "k", "bad"]);
         let tys: Vec<_> = ks[0].params.iter().map(|p| p.ty.as_str()).collect();
         assert_eq!(tys, ["const T * __restrict__", "T *", "int"]);
+        // The same rules as the extract index: `float**` stays one run.
+        assert_eq!(normalize_type("float * *"), "float **");
         assert_eq!(ks[0].params[0].name, "a");
         assert_eq!(ks[0].template_params, ["typename T", "int B"]);
         assert!(SRC[ks[0].range.clone()].starts_with("template"));
