@@ -4,8 +4,7 @@
 //! a string that fails `harness check` until a person completes it. And `harness check`.
 
 use super::expr::Scope;
-use super::{c_base_type, c_is_pointer, ElemType, HarnessCommand};
-use crate::exit;
+use super::{c_base_type, c_is_pointer, ElemType};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -885,64 +884,6 @@ pub fn draft(pair: &Pair) -> String {
     }
     o.push_str(&launches);
     o
-}
-
-pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
-    match cmd {
-        HarnessCommand::Draft {
-            units,
-            pair_id,
-            output,
-        } => {
-            let pair = find_pair(&units, &pair_id)?;
-            let text = draft(&pair);
-            match output {
-                Some(p) => crate::jsonl::write_atomic(&p, |w| {
-                    use std::io::Write;
-                    w.write_all(text.as_bytes())
-                })?,
-                None => print!("{text}"),
-            }
-            Ok(exit::OK)
-        }
-        HarnessCommand::Check { files, units, pair } => {
-            let pair = match (&units, &pair) {
-                (Some(u), Some(id)) => Some(find_pair(u, id)?),
-                (None, None) => None,
-                _ => anyhow::bail!("--units and --pair go together"),
-            };
-            let mut failed = 0;
-            for f in &files {
-                let result = super::load(f).and_then(|h| {
-                    if let Some(p) = &pair {
-                        // A progression harness: the pair's two sides' launch lists.
-                        let h = h.for_pair(p.slow.as_ref(), &p.fast)?;
-                        h.check_against(p.slow.as_ref(), &p.fast)?;
-                        return Ok(h);
-                    }
-                    Ok(h)
-                });
-                match result {
-                    Ok(h) => {
-                        let sets: Vec<&str> =
-                            h.size_sets().iter().map(|s| s.name.as_str()).collect();
-                        match &h.needs_host_loop {
-                            Some(why) => println!("{}: ok, needs_host_loop: {why}", f.display()),
-                            None => {
-                                println!("{}: ok (size sets: {})", f.display(), sets.join(", "))
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        failed += 1;
-                        eprintln!("{e}");
-                    }
-                }
-            }
-            Ok(if failed == 0 { exit::OK } else { exit::PARTIAL })
-        }
-        other => super::infer::run(other),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,147 @@
+//! The `kernelpair harness` subcommands.
+
+use super::*;
+use crate::exit;
+
+/// The `harness` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum HarnessCommand {
+    /// Draft a harness for a pair from its units and recorded launch sites.
+    Draft {
+        /// JSONL file holding the pair (and its units).
+        units: PathBuf,
+        /// Pair id (a unique prefix is enough).
+        pair_id: String,
+        /// Write the draft here instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Parse and validate harness files, optionally against a pair's units.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// JSONL file holding the pair to check against.
+        #[arg(long)]
+        units: Option<PathBuf>,
+        /// Pair id (a unique prefix) in `--units`.
+        #[arg(long)]
+        pair: Option<String>,
+    },
+    /// Infer a harness for every pair from the host code and kernel bodies: DIR/<pair-id>.toml.
+    Infer {
+        /// JSONL file holding the pairs (and their units), as extract writes it.
+        units: PathBuf,
+        /// Folder for the inferred harnesses.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Suite root the units' paths are relative to (to read the host code); without
+        /// it only the definitions extract recorded at each launch are used.
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Only the pair with this id (a prefix).
+        #[arg(long)]
+        pair: Option<String>,
+        /// Give sizes the host code does not determine this value (and float scalars 0.5),
+        /// marked ASSUMED in the file, instead of a TODO.
+        #[arg(long)]
+        assume_size: Option<i64>,
+    },
+    /// Let an LLM fill the TODOs of inferred harnesses (synth's client, cache and key
+    /// handling; bounded repair turns): OUT/<pair-id>.toml.
+    Complete(infer_llm::CompleteArgs),
+    /// Prove harnesses on the GPU: each pair's fast kernel against itself, 2 seeds × each
+    /// size set; pass/fail per check (runs clean, writes every output, deterministic,
+    /// non-degenerate, depends on the seed).
+    Selfcheck {
+        /// JSONL file holding the pairs.
+        units: PathBuf,
+        /// Folders with hand-written harnesses (as `verify --harness-dir`).
+        #[arg(long = "harness-dir")]
+        harness_dirs: Vec<PathBuf>,
+        /// Folder of inferred harnesses (`<pair-id>.toml`), used where no hand-written one exists.
+        #[arg(long = "inferred-dir")]
+        inferred_dir: Option<PathBuf>,
+        #[arg(long = "suite-root")]
+        suite_root: Option<PathBuf>,
+        /// Only the pair with this id (a prefix).
+        #[arg(long)]
+        pair: Option<String>,
+        /// Seeds per size set (at least 2: the output must change with the seed).
+        #[arg(long, default_value_t = 2)]
+        seeds: u32,
+        #[arg(long = "timeout-s", default_value_t = 30.0)]
+        timeout_s: f64,
+        /// Write one JSON report per pair here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write the input records here with each pair's harness path and provenance
+        /// (origin + self-check result) set, for `verify --in`.
+        #[arg(long = "records-out")]
+        records_out: Option<PathBuf>,
+        /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
+        #[arg(long = "worker-cmd", hide = true)]
+        worker_cmd: Option<String>,
+        #[arg(long, hide = true)]
+        gpus: Option<usize>,
+    },
+}
+
+/// Run one `harness` subcommand (draft and check here; infer, selfcheck and complete in
+/// [`super::infer::run`]).
+pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
+    match cmd {
+        HarnessCommand::Draft {
+            units,
+            pair_id,
+            output,
+        } => {
+            let pair = draft::find_pair(&units, &pair_id)?;
+            let text = draft::draft(&pair);
+            match output {
+                Some(p) => crate::jsonl::write_atomic(&p, |w| {
+                    use std::io::Write;
+                    w.write_all(text.as_bytes())
+                })?,
+                None => print!("{text}"),
+            }
+            Ok(exit::OK)
+        }
+        HarnessCommand::Check { files, units, pair } => {
+            let pair = match (&units, &pair) {
+                (Some(u), Some(id)) => Some(draft::find_pair(u, id)?),
+                (None, None) => None,
+                _ => anyhow::bail!("--units and --pair go together"),
+            };
+            let mut failed = 0;
+            for f in &files {
+                let result = super::load(f).and_then(|h| {
+                    if let Some(p) = &pair {
+                        // A progression harness: the pair's two sides' launch lists.
+                        let h = h.for_pair(p.slow.as_ref(), &p.fast)?;
+                        h.check_against(p.slow.as_ref(), &p.fast)?;
+                        return Ok(h);
+                    }
+                    Ok(h)
+                });
+                match result {
+                    Ok(h) => {
+                        let sets: Vec<&str> =
+                            h.size_sets().iter().map(|s| s.name.as_str()).collect();
+                        match &h.needs_host_loop {
+                            Some(why) => println!("{}: ok, needs_host_loop: {why}", f.display()),
+                            None => {
+                                println!("{}: ok (size sets: {})", f.display(), sets.join(", "))
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("{e}");
+                    }
+                }
+            }
+            Ok(if failed == 0 { exit::OK } else { exit::PARTIAL })
+        }
+        other => super::infer::run(other),
+    }
+}

@@ -1,0 +1,830 @@
+//! The harness data model: element types, roles, tolerances, size sets, inputs, launches,
+//! the checked [`Harness`] and what it resolves to ([`Resolved`]) for one size set.
+
+use super::*;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: not a valid harness: {message}")]
+    Toml { origin: String, message: String },
+    /// A field is missing, malformed or inconsistent; `field` is a path like `args[2].len`.
+    #[error("{origin}: {field}: {message}")]
+    Field {
+        origin: String,
+        field: String,
+        message: String,
+    },
+    /// An expression failed for one size set.
+    #[error("{origin}: {field}: `{expr}` (size set {size_set}): {message}")]
+    Expr {
+        origin: String,
+        field: String,
+        expr: String,
+        size_set: String,
+        message: String,
+    },
+    /// The harness does not fit the kernel it is meant to run.
+    #[error("{origin}: does not match kernel {kernel}: {message}")]
+    Mismatch {
+        origin: String,
+        kernel: String,
+        message: String,
+    },
+    #[error("{origin}: {message}")]
+    Generate { origin: String, message: String },
+}
+
+/// Element type of a buffer or scalar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    F32,
+    F64,
+    F16,
+    BF16,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+}
+
+impl ElemType {
+    pub const ALL: [ElemType; 12] = [
+        ElemType::F32,
+        ElemType::F64,
+        ElemType::F16,
+        ElemType::BF16,
+        ElemType::I8,
+        ElemType::U8,
+        ElemType::I16,
+        ElemType::U16,
+        ElemType::I32,
+        ElemType::U32,
+        ElemType::I64,
+        ElemType::U64,
+    ];
+
+    pub fn size_of(self) -> usize {
+        match self {
+            ElemType::I8 | ElemType::U8 => 1,
+            ElemType::F16 | ElemType::BF16 | ElemType::I16 | ElemType::U16 => 2,
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            ElemType::F32 | ElemType::F64 | ElemType::F16 | ElemType::BF16
+        )
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ElemType::I8 | ElemType::I16 | ElemType::I32 | ElemType::I64
+        ) || self.is_float()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
+            ElemType::I8 => "i8",
+            ElemType::U8 => "u8",
+            ElemType::I16 => "i16",
+            ElemType::U16 => "u16",
+            ElemType::I32 => "i32",
+            ElemType::U32 => "u32",
+            ElemType::I64 => "i64",
+            ElemType::U64 => "u64",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ElemType> {
+        ElemType::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// The element type a C type stands for, ignoring `const`, `volatile`, `__restrict__`
+    /// and pointer stars: `const float *` → F32, `unsigned int` → U32, `float4` → F32
+    /// (vector types count in scalar elements). `None` for structs and unknown names.
+    pub fn from_c_type(c: &str) -> Option<ElemType> {
+        let base = c_base_type(c);
+        let t = match base.as_str() {
+            "float" | "float1" | "float2" | "float3" | "float4" => ElemType::F32,
+            "double" | "double1" | "double2" | "double3" | "double4" => ElemType::F64,
+            "half" | "__half" | "half2" | "__half2" => ElemType::F16,
+            "__nv_bfloat16" | "nv_bfloat16" | "__nv_bfloat162" => ElemType::BF16,
+            "char" | "signed char" | "int8_t" | "char1" | "char2" | "char4" => ElemType::I8,
+            "unsigned char" | "uchar" | "uint8_t" | "uchar1" | "uchar2" | "uchar3" | "uchar4" => {
+                ElemType::U8
+            }
+            "short" | "short int" | "signed short" | "int16_t" | "short2" => ElemType::I16,
+            "unsigned short" | "ushort" | "uint16_t" | "unsigned short int" | "ushort2"
+            | "ushort4" => ElemType::U16,
+            "int" | "signed" | "signed int" | "int32_t" | "int1" | "int2" | "int3" | "int4" => {
+                ElemType::I32
+            }
+            "unsigned" | "unsigned int" | "uint" | "uint32_t" | "uint1" | "uint2" | "uint3"
+            | "uint4" => ElemType::U32,
+            "long long" | "long long int" | "int64_t" | "long" | "long int" | "ptrdiff_t"
+            | "longlong2" => ElemType::I64,
+            "unsigned long long"
+            | "unsigned long long int"
+            | "uint64_t"
+            | "size_t"
+            | "unsigned long"
+            | "unsigned long int" => ElemType::U64,
+            _ => return None,
+        };
+        Some(t)
+    }
+}
+
+/// A C type without qualifiers and pointer stars, single-spaced: `const float *__restrict__` → `float`.
+pub fn c_base_type(c: &str) -> String {
+    c.replace(['*', '&'], " ")
+        .split_whitespace()
+        .filter(|w| {
+            !matches!(
+                *w,
+                "const" | "volatile" | "__restrict__" | "__restrict" | "restrict" | "struct"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether a C parameter type is a pointer (`float *`, `float*`, `const int *__restrict__`).
+pub fn c_is_pointer(c: &str) -> bool {
+    c.contains('*') || c.contains('[')
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    In,
+    Out,
+    Inout,
+}
+
+impl Role {
+    /// Whether the kernel's result is read back and compared.
+    pub fn is_output(self) -> bool {
+        matches!(self, Role::Out | Role::Inout)
+    }
+    /// Whether the buffer is filled from the seed before the launch (else poisoned).
+    pub fn is_input(self) -> bool {
+        matches!(self, Role::In | Role::Inout)
+    }
+}
+
+/// Agreement thresholds for one output (see `verify::compare` for the defaults and why).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    /// Absolute slack per element.
+    pub atol: f64,
+    /// Relative slack per element, times |expected|.
+    pub rtol: f64,
+    /// Bound on ‖actual − expected‖₂ / ‖expected‖₂ over the whole buffer.
+    pub l2: f64,
+    /// Absolute slack per element as a fraction of the largest |expected| in the buffer
+    /// (normwise, as BLAS tests do): covers elements near zero from cancelling sums, whose
+    /// rounding error follows the size of the terms, not of the result.
+    #[serde(default)]
+    pub scale: f64,
+}
+
+impl Tolerance {
+    /// Defaults by element type. Integers compare exactly.
+    ///
+    /// An element passes when `|a − b| <= atol + scale·max|b| + rtol·|b|`; the buffer also
+    /// needs `‖a − b‖₂ / ‖b‖₂ <= l2`.
+    ///
+    /// f32: rtol 1e-3, scale 3e-5, atol 1e-5, L2 1e-4. Measured (docs/harness.md): dot
+    /// products of k uniform terms summed serially vs in 8 partial sums (a tiled kernel's
+    /// order) differ by up to 2e-6·max|b| at k = 4000 and 4.1e-6·max|b| at k = 16000, while
+    /// relative L2 stays near 1e-6. Per element, the difference follows the size of the
+    /// terms, not of the result: where terms cancel, a result near zero differs by 2e-4 at
+    /// k = 4000, so purely elementwise bounds reject correct pairs (1e-3/1e-5 failed 3 of
+    /// 20000 rows at k = 4000, 1e-4/1e-4 2 of 4000 at k = 16000). The scale term admits
+    /// those; rtol 1e-3 admits
+    /// single-op differences (FMA contraction, reciprocal vs divide) on any element; the L2
+    /// bound is what catches small systematic errors (a real bug moves elements by O(1)).
+    /// f64: the same reasoning 2^29 times finer. f16/bf16: 10 and 7 mantissa bits.
+    pub fn default_for(elem: ElemType) -> Tolerance {
+        match elem {
+            ElemType::F32 => Tolerance {
+                atol: 1e-5,
+                rtol: 1e-3,
+                l2: 1e-4,
+                scale: 3e-5,
+            },
+            ElemType::F64 => Tolerance {
+                atol: 1e-12,
+                rtol: 1e-9,
+                l2: 1e-10,
+                scale: 1e-13,
+            },
+            ElemType::F16 => Tolerance {
+                atol: 1e-3,
+                rtol: 1e-2,
+                l2: 5e-3,
+                scale: 5e-3,
+            },
+            ElemType::BF16 => Tolerance {
+                atol: 1e-2,
+                rtol: 5e-2,
+                l2: 2e-2,
+                scale: 2e-2,
+            },
+            _ => Tolerance {
+                atol: 0.0,
+                rtol: 0.0,
+                l2: 0.0,
+                scale: 0.0,
+            },
+        }
+    }
+}
+
+/// Device properties expressions may use (`sm_count`, `max_threads_per_block`,
+/// `warp_size`, `l2_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceProps {
+    pub sm_count: i64,
+    pub max_threads_per_block: i64,
+    pub warp_size: i64,
+    pub l2_bytes: i64,
+}
+
+impl DeviceProps {
+    /// The H100 SXM figures, for drafts and checks made without a GPU.
+    pub fn h100() -> DeviceProps {
+        DeviceProps {
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            warp_size: 32,
+            l2_bytes: 50 * 1024 * 1024,
+        }
+    }
+}
+
+/// A named set of size values (all sizes, with `[sizes]` filling what the set leaves out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeSet {
+    pub name: String,
+    pub values: BTreeMap<String, i64>,
+    /// `primary = true`: the verdict stands on this set (else on the one with the most bytes).
+    #[serde(default)]
+    pub primary: bool,
+}
+
+/// How a buffer is filled, with every expression evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Init {
+    Uniform {
+        lo: f64,
+        hi: f64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+        /// Draws are clamped into `lo..=hi` where given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lo: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hi: Option<f64>,
+    },
+    /// Integers uniform in `lo..=hi`.
+    IntRange {
+        lo: i64,
+        hi: i64,
+    },
+    Zeros,
+    Constant {
+        value: f64,
+    },
+    /// The same bytes as another (earlier or later) buffer arg of the same type and length.
+    CopyOf {
+        arg: String,
+    },
+    /// A random permutation of `0..len`.
+    Permutation,
+    /// The poison pattern ([`poison_pattern`]): what `out` buffers hold before a launch.
+    Poison,
+    /// `len` evenly spaced values from `start` to `stop` inclusive.
+    Linspace {
+        start: f64,
+        stop: f64,
+    },
+    /// Element `i * m + j` is element `i` of buffer `args[j]` (args or constants, same type).
+    Interleave {
+        args: Vec<String>,
+    },
+    /// `start + step * ((i / every) % period)`: `start, start+step, …` by default; `every`
+    /// repeats each value, `period` (when given) wraps.
+    Iota {
+        start: i64,
+        step: i64,
+        #[serde(default = "one_i64", skip_serializing_if = "is_one_i64")]
+        every: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        period: Option<i64>,
+    },
+    /// Each element one of `values`, drawn with `weights` (parallel, non-negative).
+    Choice {
+        values: Vec<f64>,
+        weights: Vec<f64>,
+    },
+    /// Array-of-structs records: element `r·m + k` (m = the sum of the counts) is drawn
+    /// from the init of the field group covering `k`.
+    Fields {
+        fields: Vec<Field>,
+    },
+    /// Points binned into a grid of cells ([`gen`] builds them; boxed: the largest init).
+    Cells(Box<Cells>),
+    /// One part of a generated CSR matrix (see [`SparseMatrix`]).
+    Csr {
+        matrix: String,
+        part: CsrPart,
+    },
+    /// One part of a generated JDS matrix, Parboil's layout (see [`SparseMatrix`]).
+    Jds {
+        matrix: String,
+        part: JdsPart,
+    },
+}
+
+/// A `cells` init: `dims[0]·dims[1]·dims[2]` cells (cell `(k·dims[1] + j)·dims[0] + i`),
+/// each `depth` slots of `(x, y, z, w)`. A cell holds a count drawn from `fill.lo..=fill.hi`
+/// of points uniform in its cube (`origin + (i, j, k)·size`, side `size`), first, with `w`
+/// uniform in `[w.lo, w.hi)` and never 0 (w = 0 ends a bin); its other slots are all zeros.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cells {
+    pub dims: [usize; 3],
+    pub depth: usize,
+    pub size: f64,
+    pub origin: [f64; 3],
+    pub fill: Span<i64>,
+    pub w: Span<f64>,
+}
+
+/// `lo` and `hi` of a range: inclusive for counts, half-open for values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Span<T> {
+    pub lo: T,
+    pub hi: T,
+}
+
+pub(super) fn one_i64() -> i64 {
+    1
+}
+
+pub(super) fn is_one_i64(v: &i64) -> bool {
+    *v == 1
+}
+
+/// One group of consecutive fields of a record ([`Init::Fields`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Field {
+    pub count: usize,
+    /// Values are generated as this type and stored as its bits (same size as the
+    /// buffer's element type), as C code keeps an int flag word in a float array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<ElemType>,
+    pub init: Init,
+}
+
+impl Field {
+    /// The type values are generated in.
+    pub fn value_type(&self, buffer: ElemType) -> ElemType {
+        self.bits.unwrap_or(buffer)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CsrPart {
+    /// `rows + 1` offsets.
+    RowPtr,
+    /// `nnz` column indices.
+    ColIdx,
+    /// `nnz` values.
+    Values,
+}
+
+/// Parboil's JDS layout: rows sorted by length (descending) through `perm`; diagonal `k`
+/// starts at `ptr[k]` and holds one entry per sorted row of every `pad`-row group whose
+/// longest row is longer than `k`; `zcnt[g]` is group `g`'s longest row; padding entries
+/// have value 0 and column 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JdsPart {
+    /// `rows` entries: sorted position → original row.
+    Perm,
+    /// `depth` diagonal start offsets.
+    Ptr,
+    /// `ceil(rows / pad)` longest-row counts.
+    Zcnt,
+    /// `jds_len` column indices.
+    ColIdx,
+    /// `jds_len` values.
+    Values,
+}
+
+/// A sparse matrix shape, resolved for one size set. Its structure depends only on the
+/// shape (fixed seed), so lengths like `A_nnz` are known to expressions; values follow the seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SparseMatrix {
+    pub name: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub nnz_per_row: usize,
+    pub pad: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ResolvedArg {
+    Buffer {
+        name: String,
+        elem: ElemType,
+        len: usize,
+        init: Init,
+        role: Role,
+        tol: Tolerance,
+        allow_degenerate: bool,
+        /// Per-variant layouts; inputs are generated and outputs compared canonically.
+        #[serde(default, skip_serializing_if = "Layouts::is_empty")]
+        layout: Layouts,
+        /// The compared part of an output; all of it when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compare: Option<Window>,
+    },
+    Scalar {
+        name: String,
+        value: ScalarValue,
+    },
+    /// A struct passed by value: the device addresses of these buffer args (indices into
+    /// [`Resolved::args`]), 8 bytes each, in order, as the C struct of pointers lays them out.
+    Struct {
+        name: String,
+        fields: Vec<usize>,
+    },
+}
+
+impl ResolvedArg {
+    pub fn name(&self) -> &str {
+        match self {
+            ResolvedArg::Buffer { name, .. }
+            | ResolvedArg::Scalar { name, .. }
+            | ResolvedArg::Struct { name, .. } => name,
+        }
+    }
+}
+
+/// The bytes of a struct arg: each field's device address, little-endian, in order (a C
+/// struct of pointers has no padding). `addrs` holds at most [`MAX_STRUCT_FIELDS`].
+pub fn struct_arg_bytes(addrs: &[u64]) -> Vec<u8> {
+    addrs.iter().flat_map(|a| a.to_le_bytes()).collect()
+}
+
+/// A scalar kernel argument's value, typed as the kernel takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "lowercase")]
+pub enum ScalarValue {
+    F32(f32),
+    F64(f64),
+    /// IEEE half, as its bit pattern.
+    F16(u16),
+    /// bfloat16, as its bit pattern.
+    BF16(u16),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+}
+
+impl ScalarValue {
+    pub fn elem(&self) -> ElemType {
+        match self {
+            ScalarValue::F32(_) => ElemType::F32,
+            ScalarValue::F64(_) => ElemType::F64,
+            ScalarValue::F16(_) => ElemType::F16,
+            ScalarValue::BF16(_) => ElemType::BF16,
+            ScalarValue::I8(_) => ElemType::I8,
+            ScalarValue::U8(_) => ElemType::U8,
+            ScalarValue::I16(_) => ElemType::I16,
+            ScalarValue::U16(_) => ElemType::U16,
+            ScalarValue::I32(_) => ElemType::I32,
+            ScalarValue::U32(_) => ElemType::U32,
+            ScalarValue::I64(_) => ElemType::I64,
+            ScalarValue::U64(_) => ElemType::U64,
+        }
+    }
+
+    /// Little-endian bytes, as the kernel parameter buffer holds them.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match *self {
+            ScalarValue::F32(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::F64(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::F16(v) | ScalarValue::BF16(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I8(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U8(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I16(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U16(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I32(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U32(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::I64(v) => v.to_le_bytes().to_vec(),
+            ScalarValue::U64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+
+    /// Convert a number to `elem`, failing when it does not fit (or is not integral for an int type).
+    pub fn from_num(elem: ElemType, n: Num) -> Result<ScalarValue, String> {
+        let f = n.as_f64();
+        let int = || -> Result<i128, String> {
+            match n {
+                Num::Int(i) => Ok(i as i128),
+                Num::Float(f) if f.fract() == 0.0 && f.is_finite() => Ok(f as i128),
+                Num::Float(f) => Err(format!("{f} is not an integer")),
+            }
+        };
+        macro_rules! fit {
+            ($t:ty, $v:ident) => {{
+                let i = int()?;
+                <$t>::try_from(i)
+                    .map(ScalarValue::$v)
+                    .map_err(|_| format!("{i} does not fit in {}", elem.name()))
+            }};
+        }
+        match elem {
+            ElemType::F32 => Ok(ScalarValue::F32(f as f32)),
+            ElemType::F64 => Ok(ScalarValue::F64(f)),
+            ElemType::F16 => Ok(ScalarValue::F16(half::f16::from_f64(f).to_bits())),
+            ElemType::BF16 => Ok(ScalarValue::BF16(half::bf16::from_f64(f).to_bits())),
+            ElemType::I8 => fit!(i8, I8),
+            ElemType::U8 => fit!(u8, U8),
+            ElemType::I16 => fit!(i16, I16),
+            ElemType::U16 => fit!(u16, U16),
+            ElemType::I32 => fit!(i32, I32),
+            ElemType::U32 => fit!(u32, U32),
+            ElemType::I64 => fit!(i64, I64),
+            ElemType::U64 => fit!(u64, U64),
+        }
+    }
+}
+
+/// A `__constant__` symbol to upload by name before the launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedConst {
+    pub name: String,
+    pub elem: ElemType,
+    pub len: usize,
+    pub init: Init,
+}
+
+/// Indices `i` of buffer `arg` with `from <= i % period < to` are not compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ignore {
+    pub arg: usize,
+    pub period: usize,
+    pub from: usize,
+    pub to: usize,
+}
+
+impl Ignore {
+    pub fn contains(&self, i: usize) -> bool {
+        (self.from..self.to).contains(&(i % self.period))
+    }
+}
+
+/// A shimmed legacy texture reference to fill before the launches: the device struct
+/// `{ptr, width, height, pitch}` (sizes in elements) of `kernelpair_legacy_texture`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedTexture {
+    pub name: String,
+    /// Index into [`Resolved::args`] of the buffer it reads.
+    pub buffer: usize,
+    pub width: i64,
+    pub height: i64,
+    pub pitch: i64,
+}
+
+impl ResolvedTexture {
+    /// The shim struct's bytes: `const T*` (8), then three `int`s, padded to 24.
+    pub fn struct_bytes(&self, data_ptr: u64) -> Vec<u8> {
+        let mut b = Vec::with_capacity(24);
+        b.extend_from_slice(&data_ptr.to_le_bytes());
+        for v in [self.width, self.height, self.pitch] {
+            b.extend_from_slice(&(v as i32).to_le_bytes());
+        }
+        b.resize(24, 0);
+        b
+    }
+}
+
+/// One kernel launch with every expression evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// Symbol to look up in the module: the plain name, or a template name expression
+    /// with its `{…}` parts evaluated (`reduce<256>`).
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub shared_mem: u32,
+    /// How many times to launch in a row (≥ 1).
+    pub repeat: u32,
+    /// Indices into [`Resolved::args`], one per kernel parameter, in parameter order.
+    pub args: Vec<usize>,
+    /// Element offset at which each bound buffer is passed (`"kx + base"`), parallel to
+    /// `args`; 0 for whole buffers and for scalars.
+    #[serde(default)]
+    pub offsets: Vec<usize>,
+}
+
+/// A harness made concrete for one size set on one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolved {
+    /// Harness origin (file path), for messages.
+    pub origin: String,
+    pub size_set: String,
+    /// Sizes, derived values and sparse figures (`A_nnz` …) this set resolved to.
+    pub values: BTreeMap<String, i64>,
+    pub args: Vec<ResolvedArg>,
+    pub constants: Vec<ResolvedConst>,
+    #[serde(default)]
+    pub textures: Vec<ResolvedTexture>,
+    /// Output indices left out of the comparison, per buffer arg.
+    #[serde(default)]
+    pub ignores: Vec<Ignore>,
+    pub sparse: Vec<SparseMatrix>,
+    pub slow: Vec<Launch>,
+    pub fast: Vec<Launch>,
+}
+
+impl Resolved {
+    /// Indices of the buffer args compared after a run (role `out` or `inout`).
+    pub fn outputs(&self) -> Vec<usize> {
+        self.args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, ResolvedArg::Buffer { role, .. } if role.is_output()))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// A launch as written, kept for resolution per size set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaunchSpec {
+    pub kernel: String,
+    pub grid: Vec<String>,
+    pub block: Vec<String>,
+    pub shared_mem: String,
+    pub repeat: String,
+    pub args: Vec<usize>,
+    /// Offset expressions parallel to `args` ("0" when none).
+    pub offsets: Vec<String>,
+}
+
+/// A buffer or scalar argument as written.
+// A harness holds a handful of args, parsed once: the size of the larger variant is
+// immaterial, and boxing its fields would only add indirection.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ArgSpec {
+    Buffer {
+        name: String,
+        elem: ElemType,
+        len: String,
+        init: RawInitText,
+        role: Role,
+        tol: Tolerance,
+        allow_degenerate: bool,
+        c_type: Option<String>,
+        /// Per-variant layouts as written (`rows`, `cols`, `offset` expressions).
+        layout: Vec<(Variant, LayoutSpec)>,
+        /// Compare window as written: (offset, len) expressions.
+        compare: Option<(String, String)>,
+        /// `[period, from, to]` expressions: indices left out of the comparison.
+        ignore: Option<[String; 3]>,
+    },
+    Scalar {
+        name: String,
+        elem: ElemType,
+        value: String,
+    },
+    /// A struct passed by value holding buffer args' device addresses, in order.
+    Struct {
+        name: String,
+        /// Names of buffer args (checked at parse).
+        fields: Vec<String>,
+        /// The parameter's C type (`sampleArrayStruct`).
+        c_type: String,
+    },
+}
+
+/// A struct arg holds at most this many 8-byte addresses: 16 bytes, what the launcher's
+/// per-argument storage holds.
+pub const MAX_STRUCT_FIELDS: usize = 2;
+
+impl ArgSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            ArgSpec::Buffer { name, .. }
+            | ArgSpec::Scalar { name, .. }
+            | ArgSpec::Struct { name, .. } => name,
+        }
+    }
+}
+
+/// A layout as written, kept for resolution per size set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum LayoutSpec {
+    Transpose {
+        rows: String,
+        cols: String,
+        offset: String,
+    },
+}
+
+/// An init distribution with its parameters still as expression text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RawInitText(#[serde(skip)] pub(crate) RawInit);
+
+impl PartialEq for RawInit {
+    fn eq(&self, other: &Self) -> bool {
+        serde_json::to_value(self).ok() == serde_json::to_value(other).ok()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConstSpec {
+    pub name: String,
+    pub elem: ElemType,
+    pub len: String,
+    pub(crate) init: RawInitText,
+}
+
+/// A `[[textures]]` entry as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TextureSpec {
+    pub name: String,
+    /// Index into [`Harness::args`] (always a buffer).
+    pub buffer: usize,
+    pub width: Option<String>,
+    pub height: Option<String>,
+    pub pitch: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SparseSpec {
+    pub name: String,
+    pub rows: String,
+    pub cols: String,
+    pub nnz_per_row: String,
+    pub pad: String,
+}
+
+/// A parsed and validated harness.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Harness {
+    /// Where it came from (a path or a label), named in every error.
+    pub origin: String,
+    pub description: Option<String>,
+    /// `Some(reason)` when the pair's host code is a data-dependent loop this format cannot express.
+    pub needs_host_loop: Option<String>,
+    pub require: Vec<String>,
+    pub(crate) size_sets: Vec<SizeSet>,
+    pub(crate) derived: Vec<(String, String)>,
+    pub sparse: Vec<SparseSpec>,
+    pub args: Vec<ArgSpec>,
+    pub constants: Vec<ConstSpec>,
+    pub textures: Vec<TextureSpec>,
+    pub slow: Vec<LaunchSpec>,
+    pub fast: Vec<LaunchSpec>,
+    /// Launch sequences by kernel name (`[[variants.reduce3.launch]]`): one harness for
+    /// every member of a progression; [`Harness::for_pair`] picks a pair's two.
+    pub by_kernel: BTreeMap<String, Vec<LaunchSpec>>,
+}

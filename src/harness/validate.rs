@@ -1,0 +1,1154 @@
+//! Reading a harness: TOML → [`RawHarness`](super::spec::RawHarness) → a checked
+//! [`Harness`] (every expression, name and field validated on load, errors naming the file
+//! and field), and checking it against a pair's units ([`Harness::check_against`]).
+
+use super::locate::type_matches;
+use super::*;
+
+/// Read and validate a harness file.
+pub fn load(path: &Path) -> Result<Harness, HarnessError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HarnessError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parse and validate harness TOML; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<Harness, HarnessError> {
+    let raw: RawHarness = toml::from_str(text).map_err(|e| HarnessError::Toml {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })?;
+    build(raw, origin)
+}
+
+/// Parse TOML into the JSON value the schema describes (for schema checks and tooling).
+pub fn to_json(text: &str, origin: &str) -> Result<serde_json::Value, HarnessError> {
+    let v: toml::Value = toml::from_str(text).map_err(|e| HarnessError::Toml {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })?;
+    serde_json::to_value(v).map_err(|e| HarnessError::Toml {
+        origin: origin.to_string(),
+        message: e.to_string(),
+    })
+}
+
+pub(crate) fn is_ident(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+pub(super) const DEVICE_VARS: [&str; 4] =
+    ["sm_count", "max_threads_per_block", "warp_size", "l2_bytes"];
+
+pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
+    let field = |f: &str, m: String| HarnessError::Field {
+        origin: origin.to_string(),
+        field: f.to_string(),
+        message: m,
+    };
+    for name in raw.sizes.keys().chain(raw.derived.keys()) {
+        if !is_ident(name) {
+            return Err(field("sizes", format!("{name:?} is not an identifier")));
+        }
+        if DEVICE_VARS.contains(&name.as_str()) {
+            return Err(field(
+                "sizes",
+                format!("{name:?} is a device property name and cannot be a size"),
+            ));
+        }
+    }
+    if let Some(dup) = raw.derived.keys().find(|k| raw.sizes.contains_key(*k)) {
+        return Err(field(
+            "derived",
+            format!("{dup:?} is both a size and a derived value"),
+        ));
+    }
+
+    // Size sets: [sizes] is the base; each set overrides some of it.
+    let mut size_sets = Vec::new();
+    if raw.size_sets.is_empty() {
+        if raw.sizes.is_empty() && !raw.needs_host_loop {
+            return Err(field("sizes", "no sizes and no size_sets".into()));
+        }
+        size_sets.push(SizeSet {
+            name: "default".into(),
+            values: raw.sizes.clone(),
+            primary: false,
+        });
+    }
+    if raw.size_sets.iter().filter(|s| s.primary).count() > 1 {
+        return Err(field(
+            "size_sets",
+            "more than one size set says primary = true".into(),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, s) in raw.size_sets.iter().enumerate() {
+        let f = format!("size_sets[{i}]");
+        if !seen.insert(s.name.clone()) {
+            return Err(field(&f, format!("duplicate size set name {:?}", s.name)));
+        }
+        let mut values = raw.sizes.clone();
+        for (k, v) in &s.values {
+            if !raw.sizes.contains_key(k) {
+                return Err(field(
+                    &format!("{f}.{k}"),
+                    format!(
+                        "size set {:?} sets {k:?}, which [sizes] does not declare",
+                        s.name
+                    ),
+                ));
+            }
+            values.insert(k.clone(), *v);
+        }
+        size_sets.push(SizeSet {
+            name: s.name.clone(),
+            values,
+            primary: s.primary,
+        });
+    }
+
+    // Args.
+    let mut names = BTreeSet::new();
+    let mut args = Vec::new();
+    for (i, a) in raw.args.iter().enumerate() {
+        let f = format!("args[{i}]");
+        if !is_ident(&a.name) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("{:?} is not an identifier", a.name),
+            ));
+        }
+        if !names.insert(a.name.clone()) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("duplicate arg name {:?}", a.name),
+            ));
+        }
+        if let Some(members) = &a.fields {
+            let mixed = [
+                ("type", !a.ty.is_empty()),
+                ("len", a.len.is_some()),
+                ("value", a.value.is_some()),
+                ("init", a.init.is_some()),
+                ("role", a.role.is_some()),
+                ("layout", !a.layout.is_empty()),
+                ("compare", a.compare.is_some()),
+                ("ignore", a.ignore.is_some()),
+                (
+                    "a tolerance",
+                    a.atol.is_some() || a.rtol.is_some() || a.l2.is_some() || a.scale_tol.is_some(),
+                ),
+                ("allow_degenerate", a.allow_degenerate),
+            ];
+            if let Some((k, _)) = mixed.iter().find(|(_, set)| *set) {
+                return Err(field(
+                    &f,
+                    format!(
+                        "struct arg {:?} (it has `struct`) takes only name, struct and c_type, not {k}",
+                        a.name
+                    ),
+                ));
+            }
+            if members.is_empty() || members.len() > MAX_STRUCT_FIELDS {
+                return Err(field(
+                    &format!("{f}.struct"),
+                    format!(
+                        "a struct arg packs 1 to {MAX_STRUCT_FIELDS} buffer addresses (8 bytes each), not {}",
+                        members.len()
+                    ),
+                ));
+            }
+            let Some(c_type) = a.c_type.clone() else {
+                return Err(field(
+                    &format!("{f}.c_type"),
+                    format!(
+                        "struct arg {:?} needs c_type: the struct's type as the kernel parameter names it",
+                        a.name
+                    ),
+                ));
+            };
+            args.push(ArgSpec::Struct {
+                name: a.name.clone(),
+                fields: members.clone(),
+                c_type,
+            });
+            continue;
+        }
+        let elem = ElemType::from_name(&a.ty).ok_or_else(|| {
+            field(
+                &format!("{f}.type"),
+                format!(
+                    "unknown element type {:?} (one of {})",
+                    a.ty,
+                    ElemType::ALL.map(|e| e.name()).join(", ")
+                ),
+            )
+        })?;
+        match (&a.len, &a.value) {
+            (Some(len), None) => {
+                let role = match a.role.as_deref() {
+                    Some("in") => Role::In,
+                    Some("out") => Role::Out,
+                    Some("inout") => Role::Inout,
+                    Some(r) => {
+                        return Err(field(
+                            &format!("{f}.role"),
+                            format!("{r:?} is not one of in, out, inout"),
+                        ))
+                    }
+                    None => {
+                        return Err(field(
+                            &format!("{f}.role"),
+                            format!("buffer {:?} needs a role (in, out, inout)", a.name),
+                        ))
+                    }
+                };
+                // An `out` buffer is poisoned before each run, so it needs no init.
+                let init = match (&a.init, role) {
+                    (Some(i), _) => i.clone(),
+                    (None, Role::Out) => RawInit::Poison,
+                    (None, _) => {
+                        return Err(field(
+                            &format!("{f}.init"),
+                            format!(
+                                "buffer {:?} is read by the kernel and needs an init",
+                                a.name
+                            ),
+                        ))
+                    }
+                };
+                let mut tol = Tolerance::default_for(elem);
+                for (v, slot, n) in [
+                    (a.atol, &mut tol.atol, "atol"),
+                    (a.rtol, &mut tol.rtol, "rtol"),
+                    (a.l2, &mut tol.l2, "l2"),
+                    (a.scale_tol, &mut tol.scale, "scale_tol"),
+                ] {
+                    if let Some(v) = v {
+                        if !(v >= 0.0 && v.is_finite()) {
+                            return Err(field(
+                                &format!("{f}.{n}"),
+                                format!("{v} is not a finite non-negative number"),
+                            ));
+                        }
+                        *slot = v;
+                    }
+                }
+                let mut layout = Vec::new();
+                for (k, l) in &a.layout {
+                    let v = Variant::from_name(k).ok_or_else(|| {
+                        field(
+                            &format!("{f}.layout.{k}"),
+                            "layouts are per variant: `slow` or `fast`".into(),
+                        )
+                    })?;
+                    let RawLayout::Transpose { rows, cols, offset } = l;
+                    layout.push((
+                        v,
+                        LayoutSpec::Transpose {
+                            rows: rows.text(),
+                            cols: cols.text(),
+                            offset: offset.as_ref().map(Expr::text).unwrap_or("0".into()),
+                        },
+                    ));
+                }
+                if layout.len() == 2 && layout[0].1 == layout[1].1 {
+                    return Err(field(
+                        &format!("{f}.layout"),
+                        "slow and fast have the same layout: that is the canonical one, give neither".into(),
+                    ));
+                }
+                let compare = match &a.compare {
+                    Some(_) if !role.is_output() => {
+                        return Err(field(
+                            &format!("{f}.compare"),
+                            format!("{:?} is an input (role in): nothing to compare", a.name),
+                        ))
+                    }
+                    Some(w) => Some((
+                        w.offset.as_ref().map(Expr::text).unwrap_or("0".into()),
+                        w.len.text(),
+                    )),
+                    None => None,
+                };
+                args.push(ArgSpec::Buffer {
+                    name: a.name.clone(),
+                    elem,
+                    len: len.text(),
+                    init: RawInitText(init),
+                    role,
+                    tol,
+                    allow_degenerate: a.allow_degenerate,
+                    c_type: a.c_type.clone(),
+                    layout,
+                    compare,
+                    ignore: a
+                        .ignore
+                        .as_ref()
+                        .map(|g| [g.period.text(), g.from.text(), g.to.text()]),
+                });
+            }
+            (None, Some(value)) => {
+                if a.init.is_some() || a.role.is_some() {
+                    return Err(field(
+                        &f,
+                        format!("scalar {:?} (it has `value`) takes no init or role", a.name),
+                    ));
+                }
+                if !a.layout.is_empty() || a.compare.is_some() {
+                    return Err(field(
+                        &f,
+                        format!(
+                            "scalar {:?} (it has `value`) takes no layout or compare window",
+                            a.name
+                        ),
+                    ));
+                }
+                args.push(ArgSpec::Scalar {
+                    name: a.name.clone(),
+                    elem,
+                    value: value.text(),
+                });
+            }
+            (Some(_), Some(_)) => {
+                return Err(field(
+                    &f,
+                    format!("{:?} has both `len` (buffer) and `value` (scalar)", a.name),
+                ))
+            }
+            (None, None) => {
+                return Err(field(
+                    &f,
+                    format!("{:?} needs `len` (a buffer) or `value` (a scalar)", a.name),
+                ))
+            }
+        }
+    }
+    let arg_index = |n: &str| args.iter().position(|a| a.name() == n);
+    // A struct's fields are buffers, declared before or after it.
+    for (i, a) in args.iter().enumerate() {
+        if let ArgSpec::Struct { name, fields, .. } = a {
+            for (k, m) in fields.iter().enumerate() {
+                match args.iter().find(|x| x.name() == m) {
+                    Some(ArgSpec::Buffer { .. }) => {}
+                    Some(_) => {
+                        return Err(field(
+                            &format!("args[{i}].struct[{k}]"),
+                            format!("struct {name:?}: {m:?} is not a buffer arg (it has no `len`)"),
+                        ))
+                    }
+                    None => {
+                        return Err(field(
+                            &format!("args[{i}].struct[{k}]"),
+                            format!("struct {name:?}: no arg is named {m:?}"),
+                        ))
+                    }
+                }
+            }
+        }
+    }
+
+    // Inits that name other things.
+    let sparse_names: BTreeSet<&str> = raw.sparse.iter().map(|s| s.name.as_str()).collect();
+    let check_init = |f: &str, init: &RawInit, elem: ElemType| -> Result<(), HarnessError> {
+        match init {
+            RawInit::CopyOf { arg } => match args.iter().find(|a| a.name() == arg) {
+                Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => Ok(()),
+                Some(ArgSpec::Buffer { elem: e, .. }) => Err(field(
+                    f,
+                    format!(
+                        "copy_of {arg:?}: element types differ ({} vs {})",
+                        e.name(),
+                        elem.name()
+                    ),
+                )),
+                _ => Err(field(f, format!("copy_of names no buffer arg {arg:?}"))),
+            },
+            RawInit::Csr { matrix, part } | RawInit::Jds { matrix, part } => {
+                if !sparse_names.contains(matrix.as_str()) {
+                    return Err(field(
+                        f,
+                        format!("matrix {matrix:?} is not declared in [[sparse]]"),
+                    ));
+                }
+                let csr = matches!(init, RawInit::Csr { .. });
+                let (is_index, known) = if csr {
+                    match parse_csr_part(part) {
+                        Some(p) => (p != CsrPart::Values, true),
+                        None => (false, false),
+                    }
+                } else {
+                    match parse_jds_part(part) {
+                        Some(p) => (p != JdsPart::Values, true),
+                        None => (false, false),
+                    }
+                };
+                if !known {
+                    return Err(field(
+                        f,
+                        format!(
+                            "unknown {} part {part:?} (one of {})",
+                            if csr { "csr" } else { "jds" },
+                            if csr {
+                                "row_ptr, col_idx, values"
+                            } else {
+                                "perm, ptr, zcnt, col_idx, values"
+                            }
+                        ),
+                    ));
+                }
+                if is_index && elem.is_float() {
+                    return Err(field(
+                        f,
+                        format!("part {part:?} holds indices; give it an integer type"),
+                    ));
+                }
+                Ok(())
+            }
+            RawInit::Interleave { args: list } => {
+                if list.is_empty() {
+                    return Err(field(f, "interleave needs at least one arg".into()));
+                }
+                for a in list {
+                    match args.iter().find(|x| x.name() == a) {
+                        Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => {}
+                        Some(ArgSpec::Buffer { elem: e, .. }) => {
+                            return Err(field(
+                                f,
+                                format!(
+                                    "interleave {a:?}: element types differ ({} vs {})",
+                                    e.name(),
+                                    elem.name()
+                                ),
+                            ))
+                        }
+                        _ => return Err(field(f, format!("interleave names no buffer arg {a:?}"))),
+                    }
+                }
+                Ok(())
+            }
+            RawInit::Cells { dims, origin, .. } => {
+                if dims.len() != 3 {
+                    return Err(field(
+                        &format!("{f}.dims"),
+                        format!("cells needs 3 dims (x, y, z), not {}", dims.len()),
+                    ));
+                }
+                if let Some(o) = origin.as_ref().filter(|o| o.len() != 3) {
+                    return Err(field(
+                        &format!("{f}.origin"),
+                        format!("cells needs a 3D origin [x, y, z], not {} values", o.len()),
+                    ));
+                }
+                Ok(())
+            }
+            RawInit::Permutation if elem.is_float() => {
+                Err(field(f, "a permutation needs an integer type".into()))
+            }
+            RawInit::Choice { values, weights } => {
+                check_choice(values, weights.as_deref()).map_err(|m| field(f, m))
+            }
+            RawInit::Fields { fields } => {
+                if fields.is_empty() {
+                    return Err(field(f, "fields needs at least one field group".into()));
+                }
+                for (k, fg) in fields.iter().enumerate() {
+                    let ff = format!("{f}.fields[{k}]");
+                    let ty = match &fg.ty {
+                        None => elem,
+                        Some(t) => {
+                            let t = ElemType::from_name(t).ok_or_else(|| {
+                                field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
+                            })?;
+                            if t.size_of() != elem.size_of() {
+                                return Err(field(
+                                    &format!("{ff}.type"),
+                                    format!(
+                                        "{} is {} bytes, the buffer's {} is {}: the bits must fill one element",
+                                        t.name(),
+                                        t.size_of(),
+                                        elem.name(),
+                                        elem.size_of()
+                                    ),
+                                ));
+                            }
+                            t
+                        }
+                    };
+                    match &fg.init {
+                        RawInit::Uniform { .. }
+                        | RawInit::Normal { .. }
+                        | RawInit::IntRange { .. }
+                        | RawInit::Constant { .. }
+                        | RawInit::Zeros => {}
+                        RawInit::Choice { values, weights } => {
+                            check_choice(values, weights.as_deref())
+                                .map_err(|m| field(&format!("{ff}.init"), m))?
+                        }
+                        other => {
+                            return Err(field(
+                                &format!("{ff}.init"),
+                                format!(
+                                    "a field takes an elementwise init (uniform, normal, int_range, constant, zeros, choice), not {}",
+                                    serde_json::to_value(other)
+                                        .ok()
+                                        .and_then(|v| v["kind"].as_str().map(str::to_string))
+                                        .unwrap_or_default()
+                                ),
+                            ))
+                        }
+                    }
+                    if matches!(fg.init, RawInit::IntRange { .. }) && ty.is_float() {
+                        return Err(field(
+                            &format!("{ff}.init"),
+                            "int_range in a float field: give the field an integer `type`".into(),
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    };
+    for (i, a) in args.iter().enumerate() {
+        if let ArgSpec::Buffer {
+            init, elem, role, ..
+        } = a
+        {
+            let f = format!("args[{i}].init");
+            check_init(&f, &init.0, *elem)?;
+            if let RawInit::CopyOf { arg } = &init.0 {
+                if arg == a.name() {
+                    return Err(field(&f, "copy_of names the arg itself".into()));
+                }
+            }
+            // An `out` buffer is poisoned, not filled, so a kernel that accumulates into
+            // it must say so by being `inout`.
+            if *role == Role::Out && matches!(init.0, RawInit::Zeros) {
+                return Err(field(
+                    &f,
+                    format!(
+                        "{:?} starts as zeros, so the kernel reads it: make its role inout",
+                        a.name()
+                    ),
+                ));
+            }
+        }
+    }
+
+    let mut constants = Vec::new();
+    for (i, c) in raw.constants.iter().enumerate() {
+        let f = format!("constants[{i}]");
+        if !is_ident(&c.name) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("{:?} is not an identifier", c.name),
+            ));
+        }
+        let elem = ElemType::from_name(&c.ty).ok_or_else(|| {
+            field(
+                &format!("{f}.type"),
+                format!("unknown element type {:?}", c.ty),
+            )
+        })?;
+        if matches!(c.init, RawInit::CopyOf { .. }) {
+            return Err(field(
+                &format!("{f}.init"),
+                "copy_of is not supported for constants".into(),
+            ));
+        }
+        check_init(&format!("{f}.init"), &c.init, elem)?;
+        constants.push(ConstSpec {
+            name: c.name.clone(),
+            elem,
+            len: c.len.text(),
+            init: RawInitText(c.init.clone()),
+        });
+    }
+
+    let mut textures: Vec<TextureSpec> = Vec::new();
+    for (i, t) in raw.textures.iter().enumerate() {
+        let f = format!("textures[{i}]");
+        if !is_ident(&t.name) || textures.iter().any(|o| o.name == t.name) {
+            return Err(field(
+                &format!("{f}.name"),
+                format!("{:?} is not a new identifier", t.name),
+            ));
+        }
+        let buffer = args
+            .iter()
+            .position(|a| a.name() == t.buffer)
+            .filter(|&k| matches!(args[k], ArgSpec::Buffer { .. }))
+            .ok_or_else(|| {
+                field(
+                    &format!("{f}.buffer"),
+                    format!("{:?} is not a buffer in [[args]]", t.buffer),
+                )
+            })?;
+        if t.pitch.is_some() && t.height.is_none() {
+            return Err(field(
+                &format!("{f}.pitch"),
+                "a pitch needs a height (2D texture)".into(),
+            ));
+        }
+        textures.push(TextureSpec {
+            name: t.name.clone(),
+            buffer,
+            width: t.width.as_ref().map(Expr::text),
+            height: t.height.as_ref().map(Expr::text),
+            pitch: t.pitch.as_ref().map(Expr::text),
+        });
+    }
+
+    let mut sparse = Vec::new();
+    let mut sparse_seen = BTreeSet::new();
+    for (i, s) in raw.sparse.iter().enumerate() {
+        if !is_ident(&s.name) || !sparse_seen.insert(s.name.clone()) {
+            return Err(field(
+                &format!("sparse[{i}].name"),
+                format!("{:?} is not a new identifier", s.name),
+            ));
+        }
+        sparse.push(SparseSpec {
+            name: s.name.clone(),
+            rows: s.rows.text(),
+            cols: s.cols.text(),
+            nnz_per_row: s.nnz_per_row.text(),
+            pad: s
+                .pad
+                .as_ref()
+                .map(Expr::text)
+                .unwrap_or_else(|| "32".into()),
+        });
+    }
+
+    // Launches: shared [[launch]] or per-variant; a variant's own list wins. Other
+    // variant names are kernel (or version) names: a progression's harness gives each
+    // member its launches once, and a pair takes its two sides' lists (`for_pair`).
+    for k in raw.variants.keys() {
+        if !is_ident(k) {
+            return Err(field(
+                &format!("variants.{k}"),
+                "variants are `slow`, `fast` or a kernel name".into(),
+            ));
+        }
+    }
+    let mut by_kernel = BTreeMap::new();
+    for (k, var) in raw
+        .variants
+        .iter()
+        .filter(|(k, _)| *k != "slow" && *k != "fast")
+    {
+        let list = var
+            .launch
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                launch_spec(
+                    l,
+                    &format!("variants.{k}.launch[{i}]"),
+                    &arg_index,
+                    args.len(),
+                    origin,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if list.is_empty() {
+            return Err(field(
+                &format!("variants.{k}"),
+                "a kernel's variant needs at least one launch".into(),
+            ));
+        }
+        by_kernel.insert(k.clone(), list);
+    }
+    let variant_launches = |v: &str| -> Result<Vec<LaunchSpec>, HarnessError> {
+        let (list, prefix) = match raw.variants.get(v) {
+            Some(var) if !var.launch.is_empty() => (&var.launch, format!("variants.{v}.launch")),
+            _ => (&raw.launch, "launch".to_string()),
+        };
+        list.iter()
+            .enumerate()
+            .map(|(i, l)| launch_spec(l, &format!("{prefix}[{i}]"), &arg_index, args.len(), origin))
+            .collect()
+    };
+    let slow = variant_launches("slow")?;
+    let fast = variant_launches("fast")?;
+    if !raw.needs_host_loop && by_kernel.is_empty() && (fast.is_empty() || slow.is_empty()) {
+        return Err(field(
+            "launch",
+            "no launch sequence: give [[launch]] or [[variants.slow.launch]] and [[variants.fast.launch]]"
+                .into(),
+        ));
+    }
+    if !raw.needs_host_loop
+        && !args
+            .iter()
+            .any(|a| matches!(a, ArgSpec::Buffer { role, .. } if role.is_output()))
+    {
+        return Err(field(
+            "args",
+            "no buffer has role out or inout: there would be nothing to compare".into(),
+        ));
+    }
+    let needs_host_loop = if raw.needs_host_loop {
+        Some(
+            raw.host_loop_reason
+                .clone()
+                .filter(|r| !r.trim().is_empty())
+                .ok_or_else(|| {
+                    field(
+                        "host_loop_reason",
+                        "needs_host_loop = true needs a reason".into(),
+                    )
+                })?,
+        )
+    } else {
+        None
+    };
+
+    let h = Harness {
+        origin: origin.to_string(),
+        description: raw.description,
+        needs_host_loop,
+        require: raw.require,
+        size_sets,
+        derived: raw
+            .derived
+            .iter()
+            .map(|(k, v)| (k.clone(), v.text()))
+            .collect(),
+        sparse,
+        args,
+        constants,
+        textures,
+        slow,
+        fast,
+        by_kernel,
+    };
+    // Every expression must evaluate for every size set (on a reference device).
+    if h.needs_host_loop.is_none() {
+        for set in &h.size_sets {
+            h.resolve(set, &DeviceProps::h100())?;
+        }
+    }
+    Ok(h)
+}
+
+/// A `choice` init's lists: values given, weights (if any) one per value, non-negative,
+/// not all zero.
+pub(super) fn check_choice(values: &[Expr], weights: Option<&[f64]>) -> Result<(), String> {
+    if values.is_empty() {
+        return Err("choice needs at least one value".into());
+    }
+    if let Some(w) = weights {
+        if w.len() != values.len() {
+            return Err(format!(
+                "choice has {} values but {} weights",
+                values.len(),
+                w.len()
+            ));
+        }
+        if w.iter().any(|x| !(x.is_finite() && *x >= 0.0)) || w.iter().sum::<f64>() <= 0.0 {
+            return Err("choice weights must be finite, non-negative and not all zero".into());
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn dims_list(d: &Dims) -> Vec<String> {
+    match d {
+        Dims::One(e) => vec![e.text()],
+        Dims::Many(v) => v.iter().map(Expr::text).collect(),
+    }
+}
+
+pub(super) fn launch_spec(
+    l: &RawLaunch,
+    f: &str,
+    arg_index: &dyn Fn(&str) -> Option<usize>,
+    nargs: usize,
+    origin: &str,
+) -> Result<LaunchSpec, HarnessError> {
+    let field = |sub: &str, m: String| HarnessError::Field {
+        origin: origin.to_string(),
+        field: format!("{f}.{sub}"),
+        message: m,
+    };
+    if l.kernel.trim().is_empty() {
+        return Err(field("kernel", "empty kernel name".into()));
+    }
+    let grid = dims_list(&l.grid);
+    let block = dims_list(&l.block);
+    for (n, d) in [("grid", &grid), ("block", &block)] {
+        if d.is_empty() || d.len() > 3 {
+            return Err(field(
+                n,
+                format!("needs 1 to 3 dimensions, has {}", d.len()),
+            ));
+        }
+    }
+    let (args, offsets) = match &l.args {
+        None => ((0..nargs).collect(), vec!["0".to_string(); nargs]),
+        Some(list) => {
+            let mut args = Vec::new();
+            let mut offsets = Vec::new();
+            for entry in list {
+                let (n, off) = match entry.split_once('+') {
+                    Some((n, off)) => (n.trim(), off.trim().to_string()),
+                    None => (entry.trim(), "0".to_string()),
+                };
+                args.push(
+                    arg_index(n)
+                        .ok_or_else(|| field("args", format!("{n:?} is not a declared arg")))?,
+                );
+                offsets.push(off);
+            }
+            (args, offsets)
+        }
+    };
+    Ok(LaunchSpec {
+        kernel: l.kernel.clone(),
+        grid,
+        block,
+        shared_mem: l.shared_mem.as_ref().map(Expr::text).unwrap_or("0".into()),
+        repeat: l.repeat.as_ref().map(Expr::text).unwrap_or("1".into()),
+        args,
+        offsets,
+    })
+}
+
+pub(crate) fn parse_csr_part(s: &str) -> Option<CsrPart> {
+    Some(match s {
+        "row_ptr" => CsrPart::RowPtr,
+        "col_idx" => CsrPart::ColIdx,
+        "values" => CsrPart::Values,
+        _ => return None,
+    })
+}
+
+pub(crate) fn parse_jds_part(s: &str) -> Option<JdsPart> {
+    Some(match s {
+        "perm" => JdsPart::Perm,
+        "ptr" => JdsPart::Ptr,
+        "zcnt" => JdsPart::Zcnt,
+        "col_idx" => JdsPart::ColIdx,
+        "values" => JdsPart::Values,
+        _ => return None,
+    })
+}
+
+impl Harness {
+    /// The harness for one pair: where the file gives launches by kernel name, the slow
+    /// side takes its kernel's list and the fast side its own; `slow`/`fast`/`[[launch]]`
+    /// lists stay the default.
+    pub fn for_pair(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<Harness, HarnessError> {
+        let mut h = self.clone();
+        if self.needs_host_loop.is_some() {
+            return Ok(h);
+        }
+        for (side, unit, list) in [
+            ("slow", slow, &mut h.slow),
+            ("fast", Some(fast), &mut h.fast),
+        ] {
+            if let Some(own) = unit.and_then(|u| self.by_kernel.get(&u.kernel)) {
+                *list = own.clone();
+            }
+            if list.is_empty() {
+                return Err(HarnessError::Mismatch {
+                    origin: self.origin.clone(),
+                    kernel: format!(
+                        "{} ({side})",
+                        unit.map(|u| u.kernel.as_str()).unwrap_or("-")
+                    ),
+                    message: format!(
+                        "no launch sequence for this kernel: the harness has variants for {}",
+                        self.by_kernel
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(h)
+    }
+
+    pub fn size_sets(&self) -> &[SizeSet] {
+        &self.size_sets
+    }
+
+    /// Check the harness against the pair's units: every launch names the unit's kernel, and
+    /// the args bound to it match the parameter list in count, pointer-ness and element type.
+    pub fn check_against(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<(), HarnessError> {
+        if let Some(s) = slow {
+            self.check_variant("slow", &self.slow, s)?;
+        }
+        self.check_variant("fast", &self.fast, fast)?;
+        // Every constant must be a `__constant__` symbol of at least one unit (units without
+        // source text, as in hand-made records, are not checked).
+        let sources: Vec<&str> = slow
+            .into_iter()
+            .chain([fast])
+            .map(|u| u.source.as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !sources.is_empty() {
+            for c in &self.constants {
+                let declared = sources.iter().any(|s| {
+                    s.lines().any(|l| {
+                        l.contains("__constant__")
+                            && l.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                                .any(|w| w == c.name)
+                    })
+                });
+                if !declared {
+                    return Err(HarnessError::Mismatch {
+                        origin: self.origin.clone(),
+                        kernel: fast.kernel.clone(),
+                        message: format!(
+                            "constant {:?} is not a __constant__ symbol of either unit",
+                            c.name
+                        ),
+                    });
+                }
+            }
+        }
+        // Shimmed texture references and `[[textures]]` entries must correspond: an unfilled
+        // shim reads through a null pointer. (A pair that never runs needs none.)
+        if self.needs_host_loop.is_none() {
+            self.check_textures(slow, fast)?;
+        }
+        Ok(())
+    }
+
+    fn check_textures(
+        &self,
+        slow: Option<&KernelUnit>,
+        fast: &KernelUnit,
+    ) -> Result<(), HarnessError> {
+        use crate::cuda::texture::{shimmed_symbols, texel_bytes};
+        let mismatch = |kernel: &str, message: String| HarnessError::Mismatch {
+            origin: self.origin.clone(),
+            kernel: kernel.to_string(),
+            message,
+        };
+        let units: Vec<&KernelUnit> = slow.into_iter().chain([fast]).collect();
+        for u in &units {
+            for d in shimmed_symbols(&u.source) {
+                if !self.textures.iter().any(|t| t.name == d.name) {
+                    return Err(mismatch(
+                        &u.kernel,
+                        format!(
+                            "{} reads legacy texture {:?}: add a [[textures]] entry naming the buffer it reads",
+                            u.variant, d.name
+                        ),
+                    ));
+                }
+            }
+        }
+        if units.iter().all(|u| u.source.is_empty()) {
+            return Ok(());
+        }
+        for t in &self.textures {
+            let Some(d) = units
+                .iter()
+                .flat_map(|u| shimmed_symbols(&u.source))
+                .find(|d| d.name == t.name)
+            else {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!(
+                        "texture {:?} is not a legacy texture reference of either unit",
+                        t.name
+                    ),
+                ));
+            };
+            if d.dim == 1 && t.height.is_some() {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!("texture {:?} is 1D but has a height", t.name),
+                ));
+            }
+            // Widths count texels: a float4 texture over an f32 buffer has len / 4 of them.
+            let ArgSpec::Buffer { elem, name, .. } = &self.args[t.buffer] else {
+                continue;
+            };
+            if t.width.is_none() && texel_bytes(&d.element) != Some(elem.size_of()) {
+                return Err(mismatch(
+                    &fast.kernel,
+                    format!(
+                        "texture {:?} reads {} texels from {name:?} ({} elements): give its width in texels",
+                        t.name,
+                        d.element,
+                        elem.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_variant(
+        &self,
+        variant: &str,
+        launches: &[LaunchSpec],
+        unit: &KernelUnit,
+    ) -> Result<(), HarnessError> {
+        let err = |m: String| HarnessError::Mismatch {
+            origin: self.origin.clone(),
+            kernel: format!("{} ({variant})", unit.kernel),
+            message: m,
+        };
+        // A version unit (a host launcher's kernels, docs/pairing.md) holds several
+        // kernels: a launch naming another kernel is checked against that kernel's
+        // definition in the unit's source.
+        let index = crate::cuda::index_file(&unit.path, &unit.source);
+        let sym_base = unit.symbol.split('<').next().unwrap_or("").trim();
+        let mut kernels: Vec<std::borrow::Cow<KernelUnit>> = Vec::new();
+        for (li, l) in launches.iter().enumerate() {
+            let base = l.kernel.split('<').next().unwrap_or("").trim();
+            if base == unit.kernel || base == sym_base {
+                kernels.push(std::borrow::Cow::Borrowed(unit));
+                continue;
+            }
+            let Some(k) = index.kernels().iter().find(|k| k.name == base) else {
+                return Err(err(format!(
+                    "launch[{li}] runs {:?}, but the {variant} unit's kernel is {:?}",
+                    l.kernel, unit.kernel
+                )));
+            };
+            kernels.push(std::borrow::Cow::Owned(KernelUnit {
+                kernel: k.name.clone(),
+                symbol: k.name.clone(),
+                params: k.params.clone(),
+                template_params: k.template_params.clone(),
+                ..unit.clone()
+            }));
+        }
+        // Outputs some launch of the sequence writes through a non-const pointer: a later
+        // launch may read them through a const one (a version's `mean` feeding `rstd_kernel`).
+        let written: BTreeSet<usize> = launches
+            .iter()
+            .zip(&kernels)
+            .flat_map(|(l, k)| {
+                l.args.iter().zip(&k.params).filter_map(|(&ai, p)| {
+                    let pointee_const =
+                        p.ty.split('*')
+                            .next()
+                            .is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
+                    (c_is_pointer(&p.ty) && !pointee_const).then_some(ai)
+                })
+            })
+            .collect();
+        for (li, (l, unit)) in launches.iter().zip(&kernels).enumerate() {
+            let unit: &KernelUnit = unit;
+            if l.args.len() != unit.params.len() {
+                return Err(err(format!(
+                    "launch[{li}] passes {} args, the kernel takes {} parameters ({})",
+                    l.args.len(),
+                    unit.params.len(),
+                    unit.params
+                        .iter()
+                        .map(|p| format!("{} {}", p.ty, p.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            // `k<int, 256>` binds the kernel's template parameters (`T *` checks as `int *`).
+            let binds = template::bindings(&unit.template_params, &l.kernel);
+            for (pi, (&ai, p)) in l.args.iter().zip(&unit.params).enumerate() {
+                let p = &template::bind_param(p, &binds);
+                let hint = || {
+                    template::unbound_hint(&p.ty, &unit.template_params, &l.kernel)
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default()
+                };
+                let a = &self.args[ai];
+                let ptr = c_is_pointer(&p.ty);
+                match a {
+                    ArgSpec::Buffer {
+                        name,
+                        elem,
+                        c_type,
+                        role,
+                        ..
+                    } => {
+                        let pointee_const =
+                            p.ty.split('*')
+                                .next()
+                                .is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
+                        if pointee_const && role.is_output() && !written.contains(&ai) {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` points to const, but arg {name:?} is an output",
+                                p.ty, p.name
+                            )));
+                        }
+                        if !ptr {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` is a value, but arg {name:?} is a buffer",
+                                p.ty, p.name
+                            )));
+                        }
+                        type_matches(&p.ty, *elem, c_type.as_deref(), &unit.source).map_err(
+                            |m| {
+                                err(format!(
+                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
+                                    p.ty,
+                                    p.name,
+                                    hint()
+                                ))
+                            },
+                        )?;
+                    }
+                    ArgSpec::Struct { name, c_type, .. } => {
+                        if ptr {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` is a pointer, but arg {name:?} is a struct passed by value",
+                                p.ty, p.name
+                            )));
+                        }
+                        let base = c_base_type(&p.ty);
+                        let declared = c_base_type(c_type);
+                        if base != declared {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` vs arg {name:?}: declared c_type {declared:?} but the parameter is {base:?}",
+                                p.ty, p.name
+                            )));
+                        }
+                    }
+                    ArgSpec::Scalar { name, elem, .. } => {
+                        if ptr {
+                            return Err(err(format!(
+                                "parameter {pi} `{} {}` is a pointer, but arg {name:?} is a scalar",
+                                p.ty, p.name
+                            )));
+                        }
+                        type_matches(&p.ty, *elem, None, &unit.source).map_err(|m| {
+                            err(format!(
+                                "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
+                                p.ty,
+                                p.name,
+                                hint()
+                            ))
+                        })?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
