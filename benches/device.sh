@@ -1,12 +1,14 @@
 #!/bin/bash
 # Everything measured on the device machine, in one command (see benches/RESULTS.md).
 # Run from the repository root with the binaries built here and copied into carry/:
-#   carry/kernelpair, carry/verify-test (tests/verify.rs), carry/gpu-bench (benches/gpu.rs),
+#   carry/kernelpair, carry/*-test (every test binary holding #[ignore] GPU tests, e.g.
+#   carry/verify-test from tests/verify.rs; scripts/carry_prep.sh copies them), carry/gpu-bench (benches/gpu.rs),
 #   carry/fixtures (a copy of fixtures/), and optionally carry/real/{fixtures,real}.jsonl
 #   (`kernelpair extract fixtures/parboil` and `kernelpair extract <parboil checkout>`) with
 #   carry/real/harness/ (a copy of extractors/parboil/). Suite code stays out of git.
 set -u
 OUT=${OUT:-/tmp/kp-out}
+rm -f "$OUT/failed" 2>/dev/null
 C=${CARRY:-carry}
 mkdir -p "$OUT"
 export KERNELPAIR_FIXTURES=$PWD/$C/fixtures
@@ -19,8 +21,12 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 step "machine"
 pwd; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw --format=csv
 command -v compute-sanitizer
-step "GPU tests (cargo test --release -- --ignored)"
-$C/verify-test --ignored --test-threads 1 --nocapture
+step "GPU tests (cargo test --release -- --ignored): a failure fails this script"
+for t in $C/*-test; do
+  [ -x "$t" ] || continue
+  echo "--- $t"
+  "$t" --ignored --test-threads 1 --nocapture || { echo "FAILED: $t"; echo 1 >> "$OUT/failed"; }
+done
 step "bench: bandwidth, memory-bound fixture, repeatability"
 $C/gpu-bench --planted $C/fixtures/planted --json "$OUT/bench.json"
 step "planted pairs, then memcheck and racecheck on every pair that ran (the hang costs its 30 s timeout)"
@@ -44,3 +50,7 @@ for set in fixtures:"--suite-root $C/fixtures/parboil" real:"--harness-dir $C/re
 done
 step "done"
 } 2>&1 | tee "$OUT/log.txt"
+if [ -s "$OUT/failed" ]; then
+  echo "device.sh: $(wc -l < "$OUT/failed") GPU test binary(ies) failed"
+  exit 1
+fi
