@@ -393,7 +393,7 @@ fn unreadable_file_is_skipped() {
     let p = s.root.join("blas/saxpy.cu");
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
     if std::fs::read(&p).is_ok() {
-        // Running as root: permissions do not stop reads, nothing to test.
+        eprintln!("skipped: running as root, permissions do not stop reads");
         return;
     }
     let (code, _, recs) = s.extract(&["--no-compile"]);
@@ -510,7 +510,10 @@ fn provenance_records_the_git_commit_of_a_checkout() {
     };
     match git(&["init", "-q"]) {
         Ok(o) if o.status.success() => {}
-        _ => return, // no git here
+        _ => {
+            eprintln!("skipped: no git here");
+            return;
+        }
     }
     git(&["add", "."]).unwrap();
     assert!(git(&["commit", "-qm", "x"]).unwrap().status.success());
@@ -529,6 +532,13 @@ fn compile_check_records_results_or_reports_missing_nvrtc_once() {
     let (code, stderr, recs) = s.extract(&cache_flag);
     let units = of_type(&recs, "unit");
     if stderr.contains("no NVRTC found") {
+        assert!(
+            std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+            "NVRTC required"
+        );
+        eprintln!(
+            "skipped: compile results (no NVRTC here); the one missing-NVRTC line is checked"
+        );
         assert_eq!(code, 3);
         assert_eq!(stderr.matches("no NVRTC found").count(), 1, "{stderr}");
         assert!(units.iter().all(|u| u["compile"].is_null()));

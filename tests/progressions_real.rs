@@ -48,6 +48,10 @@ fn real_progressions_bind_their_harnesses_and_compile() {
     };
     let nvrtc = kernelpair::gpu::nvrtc::load().is_ok();
     if !nvrtc {
+        assert!(
+            std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+            "NVRTC required"
+        );
         eprintln!("skipped: NVRTC compile checks (no NVRTC here)");
     }
     // nvrtc::compile puts CUDA's headers on the include path itself.
@@ -193,6 +197,10 @@ fn real_sample_files_as_validate_folders() {
             .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert_eq!(found.harness.slow[0].kernel, slow, "{name}");
         if kernelpair::gpu::nvrtc::load().is_err() {
+            assert!(
+                std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+                "NVRTC required"
+            );
             eprintln!("skipped: NVRTC compile of {name} (no NVRTC here)");
             continue;
         }

@@ -197,7 +197,8 @@ use predicates::prelude::PredicateBooleanExt;
 #[test]
 fn no_gpu_marks_pairs_and_exits_cleanly() {
     if has_gpu() {
-        return; // a GPU is present: nothing to check here
+        eprintln!("skipped: a GPU is visible; this test checks the no-GPU path (the GPU path has the #[ignore] tests)");
+        return;
     }
     let t = tempfile::tempdir().unwrap();
     let ok = pair_folder(t.path(), "ok");
@@ -242,6 +243,11 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
 #[test]
 fn planted_kernels_compile() {
     if kernelpair::gpu::nvrtc::load().is_err() {
+        assert!(
+            std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+            "KERNELPAIR_REQUIRE_NVRTC is set but NVRTC is missing"
+        );
+        eprintln!("skipped: no NVRTC here (pip install nvidia-cuda-nvrtc)");
         return;
     }
     for e in std::fs::read_dir(planted()).unwrap() {
@@ -395,6 +401,7 @@ fn check_verifications(out: &Path) {
 #[test]
 fn validate_rejects_escaping_manifests_and_reports() {
     if has_gpu() {
+        eprintln!("skipped: a GPU is visible; this test checks the no-GPU path (the GPU path has the #[ignore] tests)");
         return;
     }
     let t = tempfile::tempdir().unwrap();
@@ -803,6 +810,7 @@ fn missing_sanitizer_is_one_line_and_the_batch_goes_on() {
 #[test]
 fn sanitizer_without_a_gpu_is_the_no_gpu_path() {
     if has_gpu() {
+        eprintln!("skipped: a GPU is visible; this test checks the no-GPU path (the GPU path has the #[ignore] tests)");
         return;
     }
     let t = tempfile::tempdir().unwrap();
@@ -931,6 +939,10 @@ fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
             // Every side compiles alone, with every kernel its launches name (merged
             // version units included).
             if kernelpair::gpu::nvrtc::load().is_err() {
+                assert!(
+                    std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+                    "NVRTC required"
+                );
                 eprintln!("skipped: NVRTC compile of {} (no NVRTC here)", p.id);
                 continue;
             }
@@ -1025,5 +1037,98 @@ fn gpu_fixture_progressions_agree() {
                 "{suite} {b}: {s:?}"
             );
         }
+    }
+}
+
+/// On the GPU: the Parboil-layout fixtures, extracted and verified as a user would, each
+/// against its expected status and figures. They cover legacy textures (histo `cuda_tex`),
+/// `__constant__` memory (stencil), templates and several launch shapes; the planted pairs
+/// (`gpu_planted_pairs_get_their_status`) cover layouts and contributed folders. Every
+/// pair of different code must be verified with its 95% CI low at or above 1.1×; every
+/// identical-text control must not be (it is a control, never faster than itself).
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_parboil_fixture_pairs_verify_with_their_features() {
+    let t = tempfile::tempdir().unwrap();
+    let root = planted().parent().unwrap().join("parboil");
+    let units = t.path().join("units.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", "--no-compile"])
+        .arg(&root)
+        .arg("-o")
+        .arg(&units)
+        .assert()
+        .success();
+    let out = t.path().join("out.jsonl");
+    verify_cmd(&units, &out)
+        .arg("--suite-root")
+        .arg(&root)
+        .args(["--timeout-s", "30"])
+        .assert()
+        .code(predicates::ord::eq(0).or(predicates::ord::eq(3)));
+    let mut wrong = vec![];
+    let (mut verified, mut controls) = (0, 0);
+    let mut covered = std::collections::BTreeSet::new();
+    for r in kernelpair::jsonl::read_records(&out).unwrap() {
+        let Record::Pair(p) = r else { continue };
+        let Some(v) = &p.verification else { continue };
+        let Some(slow) = &p.slow else { continue };
+        let what = format!("{}/{} ({})", p.benchmark, p.fast.variant, p.kernel);
+        eprintln!(
+            "{what:<44} {:<12} {}",
+            v.status.as_str(),
+            v.speedup
+                .as_ref()
+                .map(|s| format!("{:.2}x [{:.2}, {:.2}]", s.median, s.ci_low, s.ci_high))
+                .unwrap_or_default()
+        );
+        if v.status == Status::NoHarness {
+            continue;
+        }
+        if p.identical {
+            controls += 1;
+            if v.status == Status::Verified {
+                wrong.push(format!(
+                    "{what}: an identical control verified: {}",
+                    v.reason
+                ));
+            }
+            continue;
+        }
+        let fast_enough = v.speedup.as_ref().is_some_and(|s| s.ci_low >= 1.1);
+        if v.status != Status::Verified || !fast_enough {
+            wrong.push(format!("{what}: {:?}: {}", v.status, v.reason));
+            continue;
+        }
+        verified += 1;
+        for (f, name) in [
+            (
+                p.fast.features.texture_references || slow.features.texture_references,
+                "texture",
+            ),
+            (
+                p.fast.features.constant_memory || slow.features.constant_memory,
+                "constant",
+            ),
+            (
+                p.fast.features.templates || slow.features.templates,
+                "template",
+            ),
+            (p.fast.features.shared_memory, "shared"),
+        ] {
+            if f {
+                covered.insert(name);
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert!(verified >= 7, "only {verified} fixture pairs verified");
+    assert!(controls >= 1, "no identical control ran");
+    for need in ["texture", "constant", "template", "shared"] {
+        assert!(
+            covered.contains(need),
+            "no verified pair uses {need}: {covered:?}"
+        );
     }
 }
