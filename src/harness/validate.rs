@@ -3,6 +3,7 @@
 //! and field), and checking it against a pair's units ([`Harness::check_against`]).
 
 use super::locate::type_matches;
+use super::spec::RawArg;
 use super::*;
 
 /// Read and validate a harness file.
@@ -44,12 +45,67 @@ pub(crate) fn is_ident(s: &str) -> bool {
 pub(super) const DEVICE_VARS: [&str; 4] =
     ["sm_count", "max_threads_per_block", "warp_size", "l2_bytes"];
 
+/// Where a harness came from, for errors that name the file and field.
+pub(super) struct Ctx<'a> {
+    pub(super) origin: &'a str,
+}
+
+impl Ctx<'_> {
+    pub(super) fn field(&self, f: &str, m: String) -> HarnessError {
+        HarnessError::Field {
+            origin: self.origin.to_string(),
+            field: f.to_string(),
+            message: m,
+        }
+    }
+}
+
+/// Check a parsed harness section by section and assemble it; every expression must
+/// then resolve for every size set on a reference device.
 pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessError> {
-    let field = |f: &str, m: String| HarnessError::Field {
+    let c = &Ctx { origin };
+    check_size_names(&raw, c)?;
+    let size_sets = size_sets_of(&raw, c)?;
+    let args = args_of(&raw, c)?;
+    check_struct_fields(&args, c)?;
+    let sparse_names: BTreeSet<&str> = raw.sparse.iter().map(|s| s.name.as_str()).collect();
+    check_buffer_inits(&args, &sparse_names, c)?;
+    let constants = constants_of(&raw, &args, &sparse_names, c)?;
+    let textures = textures_of(&raw, &args, c)?;
+    let sparse = sparse_of(&raw, c)?;
+    let (slow, fast, by_kernel) = launches_of(&raw, &args, c)?;
+    let needs_host_loop = host_loop_of(&raw, &args, c)?;
+    let h = Harness {
         origin: origin.to_string(),
-        field: f.to_string(),
-        message: m,
+        description: raw.description,
+        needs_host_loop,
+        require: raw.require,
+        size_sets,
+        derived: raw
+            .derived
+            .iter()
+            .map(|(k, v)| (k.clone(), v.text()))
+            .collect(),
+        sparse,
+        args,
+        constants,
+        textures,
+        slow,
+        fast,
+        by_kernel,
     };
+    // Every expression must evaluate for every size set (on a reference device).
+    if h.needs_host_loop.is_none() {
+        for set in &h.size_sets {
+            h.resolve(set, &DeviceProps::h100())?;
+        }
+    }
+    Ok(h)
+}
+
+/// Size and derived names are identifiers, not device properties, and not both.
+fn check_size_names(raw: &RawHarness, c: &Ctx) -> Result<(), HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     for name in raw.sizes.keys().chain(raw.derived.keys()) {
         if !is_ident(name) {
             return Err(field("sizes", format!("{name:?} is not an identifier")));
@@ -67,8 +123,12 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
             format!("{dup:?} is both a size and a derived value"),
         ));
     }
+    Ok(())
+}
 
-    // Size sets: [sizes] is the base; each set overrides some of it.
+/// Size sets: [sizes] is the base; each set overrides some of it.
+fn size_sets_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<SizeSet>, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     let mut size_sets = Vec::new();
     if raw.size_sets.is_empty() {
         if raw.sizes.is_empty() && !raw.needs_host_loop {
@@ -111,8 +171,12 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
             primary: s.primary,
         });
     }
+    Ok(size_sets)
+}
 
-    // Args.
+/// The [[args]], in order, each checked alone.
+fn args_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<ArgSpec>, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     let mut names = BTreeSet::new();
     let mut args = Vec::new();
     for (i, a) in raw.args.iter().enumerate() {
@@ -129,208 +193,223 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
                 format!("duplicate arg name {:?}", a.name),
             ));
         }
-        if let Some(members) = &a.fields {
-            let mixed = [
-                ("type", !a.ty.is_empty()),
-                ("len", a.len.is_some()),
-                ("value", a.value.is_some()),
-                ("init", a.init.is_some()),
-                ("role", a.role.is_some()),
-                ("layout", !a.layout.is_empty()),
-                ("compare", a.compare.is_some()),
-                ("ignore", a.ignore.is_some()),
-                (
-                    "a tolerance",
-                    a.atol.is_some() || a.rtol.is_some() || a.l2.is_some() || a.scale_tol.is_some(),
-                ),
-                ("allow_degenerate", a.allow_degenerate),
-            ];
-            if let Some((k, _)) = mixed.iter().find(|(_, set)| *set) {
-                return Err(field(
-                    &f,
-                    format!(
-                        "struct arg {:?} (it has `struct`) takes only name, struct and c_type, not {k}",
-                        a.name
-                    ),
-                ));
-            }
-            if members.is_empty() || members.len() > MAX_STRUCT_FIELDS {
-                return Err(field(
-                    &format!("{f}.struct"),
-                    format!(
-                        "a struct arg packs 1 to {MAX_STRUCT_FIELDS} buffer addresses (8 bytes each), not {}",
-                        members.len()
-                    ),
-                ));
-            }
-            let Some(c_type) = a.c_type.clone() else {
-                return Err(field(
-                    &format!("{f}.c_type"),
-                    format!(
-                        "struct arg {:?} needs c_type: the struct's type as the kernel parameter names it",
-                        a.name
-                    ),
-                ));
-            };
-            args.push(ArgSpec::Struct {
-                name: a.name.clone(),
-                fields: members.clone(),
-                c_type,
-            });
-            continue;
-        }
-        let elem = ElemType::from_name(&a.ty).ok_or_else(|| {
-            field(
-                &format!("{f}.type"),
+        args.push(arg_spec(&f, a, c)?);
+    }
+    Ok(args)
+}
+
+/// One arg (`args[i]` is `f`): a struct of buffer addresses, a buffer or a scalar.
+fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
+    if let Some(members) = &a.fields {
+        let mixed = [
+            ("type", !a.ty.is_empty()),
+            ("len", a.len.is_some()),
+            ("value", a.value.is_some()),
+            ("init", a.init.is_some()),
+            ("role", a.role.is_some()),
+            ("layout", !a.layout.is_empty()),
+            ("compare", a.compare.is_some()),
+            ("ignore", a.ignore.is_some()),
+            (
+                "a tolerance",
+                a.atol.is_some() || a.rtol.is_some() || a.l2.is_some() || a.scale_tol.is_some(),
+            ),
+            ("allow_degenerate", a.allow_degenerate),
+        ];
+        if let Some((k, _)) = mixed.iter().find(|(_, set)| *set) {
+            return Err(field(
+                f,
                 format!(
-                    "unknown element type {:?} (one of {})",
-                    a.ty,
-                    ElemType::ALL.map(|e| e.name()).join(", ")
+                    "struct arg {:?} (it has `struct`) takes only name, struct and c_type, not {k}",
+                    a.name
                 ),
-            )
-        })?;
-        match (&a.len, &a.value) {
-            (Some(len), None) => {
-                let role = match a.role.as_deref() {
-                    Some("in") => Role::In,
-                    Some("out") => Role::Out,
-                    Some("inout") => Role::Inout,
-                    Some(r) => {
-                        return Err(field(
-                            &format!("{f}.role"),
-                            format!("{r:?} is not one of in, out, inout"),
-                        ))
-                    }
-                    None => {
-                        return Err(field(
-                            &format!("{f}.role"),
-                            format!("buffer {:?} needs a role (in, out, inout)", a.name),
-                        ))
-                    }
-                };
-                // An `out` buffer is poisoned before each run, so it needs no init.
-                let init = match (&a.init, role) {
-                    (Some(i), _) => i.clone(),
-                    (None, Role::Out) => RawInit::Poison,
-                    (None, _) => {
-                        return Err(field(
-                            &format!("{f}.init"),
-                            format!(
-                                "buffer {:?} is read by the kernel and needs an init",
-                                a.name
-                            ),
-                        ))
-                    }
-                };
-                let mut tol = Tolerance::default_for(elem);
-                for (v, slot, n) in [
-                    (a.atol, &mut tol.atol, "atol"),
-                    (a.rtol, &mut tol.rtol, "rtol"),
-                    (a.l2, &mut tol.l2, "l2"),
-                    (a.scale_tol, &mut tol.scale, "scale_tol"),
-                ] {
-                    if let Some(v) = v {
-                        if !(v >= 0.0 && v.is_finite()) {
-                            return Err(field(
-                                &format!("{f}.{n}"),
-                                format!("{v} is not a finite non-negative number"),
-                            ));
-                        }
-                        *slot = v;
-                    }
-                }
-                let mut layout = Vec::new();
-                for (k, l) in &a.layout {
-                    let v = Variant::from_name(k).ok_or_else(|| {
-                        field(
-                            &format!("{f}.layout.{k}"),
-                            "layouts are per variant: `slow` or `fast`".into(),
-                        )
-                    })?;
-                    let RawLayout::Transpose { rows, cols, offset } = l;
-                    layout.push((
-                        v,
-                        LayoutSpec::Transpose {
-                            rows: rows.text(),
-                            cols: cols.text(),
-                            offset: offset.as_ref().map(Expr::text).unwrap_or("0".into()),
-                        },
-                    ));
-                }
-                if layout.len() == 2 && layout[0].1 == layout[1].1 {
-                    return Err(field(
-                        &format!("{f}.layout"),
-                        "slow and fast have the same layout: that is the canonical one, give neither".into(),
-                    ));
-                }
-                let compare = match &a.compare {
-                    Some(_) if !role.is_output() => {
-                        return Err(field(
-                            &format!("{f}.compare"),
-                            format!("{:?} is an input (role in): nothing to compare", a.name),
-                        ))
-                    }
-                    Some(w) => Some((
-                        w.offset.as_ref().map(Expr::text).unwrap_or("0".into()),
-                        w.len.text(),
-                    )),
-                    None => None,
-                };
-                args.push(ArgSpec::Buffer {
-                    name: a.name.clone(),
-                    elem,
-                    len: len.text(),
-                    init: RawInitText(init),
-                    role,
-                    tol,
-                    allow_degenerate: a.allow_degenerate,
-                    c_type: a.c_type.clone(),
-                    layout,
-                    compare,
-                    ignore: a
-                        .ignore
-                        .as_ref()
-                        .map(|g| [g.period.text(), g.from.text(), g.to.text()]),
-                });
-            }
-            (None, Some(value)) => {
-                if a.init.is_some() || a.role.is_some() {
-                    return Err(field(
-                        &f,
-                        format!("scalar {:?} (it has `value`) takes no init or role", a.name),
-                    ));
-                }
-                if !a.layout.is_empty() || a.compare.is_some() {
-                    return Err(field(
-                        &f,
-                        format!(
-                            "scalar {:?} (it has `value`) takes no layout or compare window",
-                            a.name
-                        ),
-                    ));
-                }
-                args.push(ArgSpec::Scalar {
-                    name: a.name.clone(),
-                    elem,
-                    value: value.text(),
-                });
-            }
-            (Some(_), Some(_)) => {
+            ));
+        }
+        if members.is_empty() || members.len() > MAX_STRUCT_FIELDS {
+            return Err(field(
+                &format!("{f}.struct"),
+                format!(
+                    "a struct arg packs 1 to {MAX_STRUCT_FIELDS} buffer addresses (8 bytes each), not {}",
+                    members.len()
+                ),
+            ));
+        }
+        let Some(c_type) = a.c_type.clone() else {
+            return Err(field(
+                &format!("{f}.c_type"),
+                format!(
+                    "struct arg {:?} needs c_type: the struct's type as the kernel parameter names it",
+                    a.name
+                ),
+            ));
+        };
+        return Ok(ArgSpec::Struct {
+            name: a.name.clone(),
+            fields: members.clone(),
+            c_type,
+        });
+    }
+    let elem = ElemType::from_name(&a.ty).ok_or_else(|| {
+        field(
+            &format!("{f}.type"),
+            format!(
+                "unknown element type {:?} (one of {})",
+                a.ty,
+                ElemType::ALL.map(|e| e.name()).join(", ")
+            ),
+        )
+    })?;
+    match (&a.len, &a.value) {
+        (Some(len), None) => buffer_arg(f, a, elem, len, c),
+        (None, Some(value)) => {
+            if a.init.is_some() || a.role.is_some() {
                 return Err(field(
-                    &f,
-                    format!("{:?} has both `len` (buffer) and `value` (scalar)", a.name),
-                ))
+                    f,
+                    format!("scalar {:?} (it has `value`) takes no init or role", a.name),
+                ));
             }
-            (None, None) => {
+            if !a.layout.is_empty() || a.compare.is_some() {
                 return Err(field(
-                    &f,
-                    format!("{:?} needs `len` (a buffer) or `value` (a scalar)", a.name),
-                ))
+                    f,
+                    format!(
+                        "scalar {:?} (it has `value`) takes no layout or compare window",
+                        a.name
+                    ),
+                ));
             }
+            Ok(ArgSpec::Scalar {
+                name: a.name.clone(),
+                elem,
+                value: value.text(),
+            })
+        }
+        (Some(_), Some(_)) => Err(field(
+            f,
+            format!("{:?} has both `len` (buffer) and `value` (scalar)", a.name),
+        )),
+        (None, None) => Err(field(
+            f,
+            format!("{:?} needs `len` (a buffer) or `value` (a scalar)", a.name),
+        )),
+    }
+}
+
+/// A buffer arg: its role, init, tolerance, per-variant layout and compare window.
+fn buffer_arg(
+    f: &str,
+    a: &RawArg,
+    elem: ElemType,
+    len: &Expr,
+    c: &Ctx,
+) -> Result<ArgSpec, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
+    let role = match a.role.as_deref() {
+        Some("in") => Role::In,
+        Some("out") => Role::Out,
+        Some("inout") => Role::Inout,
+        Some(r) => {
+            return Err(field(
+                &format!("{f}.role"),
+                format!("{r:?} is not one of in, out, inout"),
+            ))
+        }
+        None => {
+            return Err(field(
+                &format!("{f}.role"),
+                format!("buffer {:?} needs a role (in, out, inout)", a.name),
+            ))
+        }
+    };
+    // An `out` buffer is poisoned before each run, so it needs no init.
+    let init = match (&a.init, role) {
+        (Some(i), _) => i.clone(),
+        (None, Role::Out) => RawInit::Poison,
+        (None, _) => {
+            return Err(field(
+                &format!("{f}.init"),
+                format!(
+                    "buffer {:?} is read by the kernel and needs an init",
+                    a.name
+                ),
+            ))
+        }
+    };
+    let mut tol = Tolerance::default_for(elem);
+    for (v, slot, n) in [
+        (a.atol, &mut tol.atol, "atol"),
+        (a.rtol, &mut tol.rtol, "rtol"),
+        (a.l2, &mut tol.l2, "l2"),
+        (a.scale_tol, &mut tol.scale, "scale_tol"),
+    ] {
+        if let Some(v) = v {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(field(
+                    &format!("{f}.{n}"),
+                    format!("{v} is not a finite non-negative number"),
+                ));
+            }
+            *slot = v;
         }
     }
-    let arg_index = |n: &str| args.iter().position(|a| a.name() == n);
-    // A struct's fields are buffers, declared before or after it.
+    let mut layout = Vec::new();
+    for (k, l) in &a.layout {
+        let v = Variant::from_name(k).ok_or_else(|| {
+            field(
+                &format!("{f}.layout.{k}"),
+                "layouts are per variant: `slow` or `fast`".into(),
+            )
+        })?;
+        let RawLayout::Transpose { rows, cols, offset } = l;
+        layout.push((
+            v,
+            LayoutSpec::Transpose {
+                rows: rows.text(),
+                cols: cols.text(),
+                offset: offset.as_ref().map(Expr::text).unwrap_or("0".into()),
+            },
+        ));
+    }
+    if layout.len() == 2 && layout[0].1 == layout[1].1 {
+        return Err(field(
+            &format!("{f}.layout"),
+            "slow and fast have the same layout: that is the canonical one, give neither".into(),
+        ));
+    }
+    let compare = match &a.compare {
+        Some(_) if !role.is_output() => {
+            return Err(field(
+                &format!("{f}.compare"),
+                format!("{:?} is an input (role in): nothing to compare", a.name),
+            ))
+        }
+        Some(w) => Some((
+            w.offset.as_ref().map(Expr::text).unwrap_or("0".into()),
+            w.len.text(),
+        )),
+        None => None,
+    };
+    Ok(ArgSpec::Buffer {
+        name: a.name.clone(),
+        elem,
+        len: len.text(),
+        init: RawInitText(init),
+        role,
+        tol,
+        allow_degenerate: a.allow_degenerate,
+        c_type: a.c_type.clone(),
+        layout,
+        compare,
+        ignore: a
+            .ignore
+            .as_ref()
+            .map(|g| [g.period.text(), g.from.text(), g.to.text()]),
+    })
+}
+
+/// A struct's fields are buffers, declared before or after it.
+fn check_struct_fields(args: &[ArgSpec], c: &Ctx) -> Result<(), HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     for (i, a) in args.iter().enumerate() {
         if let ArgSpec::Struct { name, fields, .. } = a {
             for (k, m) in fields.iter().enumerate() {
@@ -352,176 +431,193 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
             }
         }
     }
+    Ok(())
+}
 
-    // Inits that name other things.
-    let sparse_names: BTreeSet<&str> = raw.sparse.iter().map(|s| s.name.as_str()).collect();
-    let check_init = |f: &str, init: &RawInit, elem: ElemType| -> Result<(), HarnessError> {
-        match init {
-            RawInit::CopyOf { arg } => match args.iter().find(|a| a.name() == arg) {
-                Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => Ok(()),
-                Some(ArgSpec::Buffer { elem: e, .. }) => Err(field(
+/// An init that names other things (buffers, sparse matrices, fields) names them right.
+fn check_init(
+    f: &str,
+    init: &RawInit,
+    elem: ElemType,
+    args: &[ArgSpec],
+    sparse_names: &BTreeSet<&str>,
+    c: &Ctx,
+) -> Result<(), HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
+    match init {
+        RawInit::CopyOf { arg } => match args.iter().find(|a| a.name() == arg) {
+            Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => Ok(()),
+            Some(ArgSpec::Buffer { elem: e, .. }) => Err(field(
+                f,
+                format!(
+                    "copy_of {arg:?}: element types differ ({} vs {})",
+                    e.name(),
+                    elem.name()
+                ),
+            )),
+            _ => Err(field(f, format!("copy_of names no buffer arg {arg:?}"))),
+        },
+        RawInit::Csr { matrix, part } | RawInit::Jds { matrix, part } => {
+            if !sparse_names.contains(matrix.as_str()) {
+                return Err(field(
+                    f,
+                    format!("matrix {matrix:?} is not declared in [[sparse]]"),
+                ));
+            }
+            let csr = matches!(init, RawInit::Csr { .. });
+            let (is_index, known) = if csr {
+                match parse_csr_part(part) {
+                    Some(p) => (p != CsrPart::Values, true),
+                    None => (false, false),
+                }
+            } else {
+                match parse_jds_part(part) {
+                    Some(p) => (p != JdsPart::Values, true),
+                    None => (false, false),
+                }
+            };
+            if !known {
+                return Err(field(
                     f,
                     format!(
-                        "copy_of {arg:?}: element types differ ({} vs {})",
-                        e.name(),
-                        elem.name()
+                        "unknown {} part {part:?} (one of {})",
+                        if csr { "csr" } else { "jds" },
+                        if csr {
+                            "row_ptr, col_idx, values"
+                        } else {
+                            "perm, ptr, zcnt, col_idx, values"
+                        }
                     ),
-                )),
-                _ => Err(field(f, format!("copy_of names no buffer arg {arg:?}"))),
-            },
-            RawInit::Csr { matrix, part } | RawInit::Jds { matrix, part } => {
-                if !sparse_names.contains(matrix.as_str()) {
-                    return Err(field(
-                        f,
-                        format!("matrix {matrix:?} is not declared in [[sparse]]"),
-                    ));
-                }
-                let csr = matches!(init, RawInit::Csr { .. });
-                let (is_index, known) = if csr {
-                    match parse_csr_part(part) {
-                        Some(p) => (p != CsrPart::Values, true),
-                        None => (false, false),
+                ));
+            }
+            if is_index && elem.is_float() {
+                return Err(field(
+                    f,
+                    format!("part {part:?} holds indices; give it an integer type"),
+                ));
+            }
+            Ok(())
+        }
+        RawInit::Interleave { args: list } => {
+            if list.is_empty() {
+                return Err(field(f, "interleave needs at least one arg".into()));
+            }
+            for a in list {
+                match args.iter().find(|x| x.name() == a) {
+                    Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => {}
+                    Some(ArgSpec::Buffer { elem: e, .. }) => {
+                        return Err(field(
+                            f,
+                            format!(
+                                "interleave {a:?}: element types differ ({} vs {})",
+                                e.name(),
+                                elem.name()
+                            ),
+                        ))
                     }
-                } else {
-                    match parse_jds_part(part) {
-                        Some(p) => (p != JdsPart::Values, true),
-                        None => (false, false),
+                    _ => return Err(field(f, format!("interleave names no buffer arg {a:?}"))),
+                }
+            }
+            Ok(())
+        }
+        RawInit::Cells { dims, origin, .. } => {
+            if dims.len() != 3 {
+                return Err(field(
+                    &format!("{f}.dims"),
+                    format!("cells needs 3 dims (x, y, z), not {}", dims.len()),
+                ));
+            }
+            if let Some(o) = origin.as_ref().filter(|o| o.len() != 3) {
+                return Err(field(
+                    &format!("{f}.origin"),
+                    format!("cells needs a 3D origin [x, y, z], not {} values", o.len()),
+                ));
+            }
+            Ok(())
+        }
+        RawInit::Permutation if elem.is_float() => {
+            Err(field(f, "a permutation needs an integer type".into()))
+        }
+        RawInit::Choice { values, weights } => {
+            check_choice(values, weights.as_deref()).map_err(|m| field(f, m))
+        }
+        RawInit::Fields { fields } => {
+            if fields.is_empty() {
+                return Err(field(f, "fields needs at least one field group".into()));
+            }
+            for (k, fg) in fields.iter().enumerate() {
+                let ff = format!("{f}.fields[{k}]");
+                let ty = match &fg.ty {
+                    None => elem,
+                    Some(t) => {
+                        let t = ElemType::from_name(t).ok_or_else(|| {
+                            field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
+                        })?;
+                        if t.size_of() != elem.size_of() {
+                            return Err(field(
+                                &format!("{ff}.type"),
+                                format!(
+                                    "{} is {} bytes, the buffer's {} is {}: the bits must fill one element",
+                                    t.name(),
+                                    t.size_of(),
+                                    elem.name(),
+                                    elem.size_of()
+                                ),
+                            ));
+                        }
+                        t
                     }
                 };
-                if !known {
-                    return Err(field(
-                        f,
-                        format!(
-                            "unknown {} part {part:?} (one of {})",
-                            if csr { "csr" } else { "jds" },
-                            if csr {
-                                "row_ptr, col_idx, values"
-                            } else {
-                                "perm, ptr, zcnt, col_idx, values"
-                            }
-                        ),
-                    ));
-                }
-                if is_index && elem.is_float() {
-                    return Err(field(
-                        f,
-                        format!("part {part:?} holds indices; give it an integer type"),
-                    ));
-                }
-                Ok(())
-            }
-            RawInit::Interleave { args: list } => {
-                if list.is_empty() {
-                    return Err(field(f, "interleave needs at least one arg".into()));
-                }
-                for a in list {
-                    match args.iter().find(|x| x.name() == a) {
-                        Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => {}
-                        Some(ArgSpec::Buffer { elem: e, .. }) => {
-                            return Err(field(
-                                f,
-                                format!(
-                                    "interleave {a:?}: element types differ ({} vs {})",
-                                    e.name(),
-                                    elem.name()
-                                ),
-                            ))
-                        }
-                        _ => return Err(field(f, format!("interleave names no buffer arg {a:?}"))),
+                match &fg.init {
+                    RawInit::Uniform { .. }
+                    | RawInit::Normal { .. }
+                    | RawInit::IntRange { .. }
+                    | RawInit::Constant { .. }
+                    | RawInit::Zeros => {}
+                    RawInit::Choice { values, weights } => {
+                        check_choice(values, weights.as_deref())
+                            .map_err(|m| field(&format!("{ff}.init"), m))?
                     }
-                }
-                Ok(())
-            }
-            RawInit::Cells { dims, origin, .. } => {
-                if dims.len() != 3 {
-                    return Err(field(
-                        &format!("{f}.dims"),
-                        format!("cells needs 3 dims (x, y, z), not {}", dims.len()),
-                    ));
-                }
-                if let Some(o) = origin.as_ref().filter(|o| o.len() != 3) {
-                    return Err(field(
-                        &format!("{f}.origin"),
-                        format!("cells needs a 3D origin [x, y, z], not {} values", o.len()),
-                    ));
-                }
-                Ok(())
-            }
-            RawInit::Permutation if elem.is_float() => {
-                Err(field(f, "a permutation needs an integer type".into()))
-            }
-            RawInit::Choice { values, weights } => {
-                check_choice(values, weights.as_deref()).map_err(|m| field(f, m))
-            }
-            RawInit::Fields { fields } => {
-                if fields.is_empty() {
-                    return Err(field(f, "fields needs at least one field group".into()));
-                }
-                for (k, fg) in fields.iter().enumerate() {
-                    let ff = format!("{f}.fields[{k}]");
-                    let ty = match &fg.ty {
-                        None => elem,
-                        Some(t) => {
-                            let t = ElemType::from_name(t).ok_or_else(|| {
-                                field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
-                            })?;
-                            if t.size_of() != elem.size_of() {
-                                return Err(field(
-                                    &format!("{ff}.type"),
-                                    format!(
-                                        "{} is {} bytes, the buffer's {} is {}: the bits must fill one element",
-                                        t.name(),
-                                        t.size_of(),
-                                        elem.name(),
-                                        elem.size_of()
-                                    ),
-                                ));
-                            }
-                            t
-                        }
-                    };
-                    match &fg.init {
-                        RawInit::Uniform { .. }
-                        | RawInit::Normal { .. }
-                        | RawInit::IntRange { .. }
-                        | RawInit::Constant { .. }
-                        | RawInit::Zeros => {}
-                        RawInit::Choice { values, weights } => {
-                            check_choice(values, weights.as_deref())
-                                .map_err(|m| field(&format!("{ff}.init"), m))?
-                        }
-                        other => {
-                            return Err(field(
-                                &format!("{ff}.init"),
-                                format!(
-                                    "a field takes an elementwise init (uniform, normal, int_range, constant, zeros, choice), not {}",
-                                    serde_json::to_value(other)
-                                        .ok()
-                                        .and_then(|v| v["kind"].as_str().map(str::to_string))
-                                        .unwrap_or_default()
-                                ),
-                            ))
-                        }
-                    }
-                    if matches!(fg.init, RawInit::IntRange { .. }) && ty.is_float() {
+                    other => {
                         return Err(field(
                             &format!("{ff}.init"),
-                            "int_range in a float field: give the field an integer `type`".into(),
-                        ));
+                            format!(
+                                "a field takes an elementwise init (uniform, normal, int_range, constant, zeros, choice), not {}",
+                                serde_json::to_value(other)
+                                    .ok()
+                                    .and_then(|v| v["kind"].as_str().map(str::to_string))
+                                    .unwrap_or_default()
+                            ),
+                        ))
                     }
                 }
-                Ok(())
+                if matches!(fg.init, RawInit::IntRange { .. }) && ty.is_float() {
+                    return Err(field(
+                        &format!("{ff}.init"),
+                        "int_range in a float field: give the field an integer `type`".into(),
+                    ));
+                }
             }
-            _ => Ok(()),
+            Ok(())
         }
-    };
+        _ => Ok(()),
+    }
+}
+
+/// Every buffer's init, and the `out` buffers that must be `inout`.
+fn check_buffer_inits(
+    args: &[ArgSpec],
+    sparse_names: &BTreeSet<&str>,
+    c: &Ctx,
+) -> Result<(), HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     for (i, a) in args.iter().enumerate() {
         if let ArgSpec::Buffer {
             init, elem, role, ..
         } = a
         {
             let f = format!("args[{i}].init");
-            check_init(&f, &init.0, *elem)?;
+            check_init(&f, &init.0, *elem, args, sparse_names, c)?;
             if let RawInit::CopyOf { arg } = &init.0 {
                 if arg == a.name() {
                     return Err(field(&f, "copy_of names the arg itself".into()));
@@ -540,37 +636,56 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
             }
         }
     }
+    Ok(())
+}
 
+/// The [[constants]] (`__constant__` uploads).
+fn constants_of(
+    raw: &RawHarness,
+    args: &[ArgSpec],
+    sparse_names: &BTreeSet<&str>,
+    c: &Ctx,
+) -> Result<Vec<ConstSpec>, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     let mut constants = Vec::new();
-    for (i, c) in raw.constants.iter().enumerate() {
+    for (i, k) in raw.constants.iter().enumerate() {
         let f = format!("constants[{i}]");
-        if !is_ident(&c.name) {
+        if !is_ident(&k.name) {
             return Err(field(
                 &format!("{f}.name"),
-                format!("{:?} is not an identifier", c.name),
+                format!("{:?} is not an identifier", k.name),
             ));
         }
-        let elem = ElemType::from_name(&c.ty).ok_or_else(|| {
+        let elem = ElemType::from_name(&k.ty).ok_or_else(|| {
             field(
                 &format!("{f}.type"),
-                format!("unknown element type {:?}", c.ty),
+                format!("unknown element type {:?}", k.ty),
             )
         })?;
-        if matches!(c.init, RawInit::CopyOf { .. }) {
+        if matches!(k.init, RawInit::CopyOf { .. }) {
             return Err(field(
                 &format!("{f}.init"),
                 "copy_of is not supported for constants".into(),
             ));
         }
-        check_init(&format!("{f}.init"), &c.init, elem)?;
+        check_init(&format!("{f}.init"), &k.init, elem, args, sparse_names, c)?;
         constants.push(ConstSpec {
-            name: c.name.clone(),
+            name: k.name.clone(),
             elem,
-            len: c.len.text(),
-            init: RawInitText(c.init.clone()),
+            len: k.len.text(),
+            init: RawInitText(k.init.clone()),
         });
     }
+    Ok(constants)
+}
 
+/// The [[textures]], each bound to a buffer arg.
+fn textures_of(
+    raw: &RawHarness,
+    args: &[ArgSpec],
+    c: &Ctx,
+) -> Result<Vec<TextureSpec>, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     let mut textures: Vec<TextureSpec> = Vec::new();
     for (i, t) in raw.textures.iter().enumerate() {
         let f = format!("textures[{i}]");
@@ -604,7 +719,12 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
             pitch: t.pitch.as_ref().map(Expr::text),
         });
     }
+    Ok(textures)
+}
 
+/// The [[sparse]] matrices.
+fn sparse_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<SparseSpec>, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     let mut sparse = Vec::new();
     let mut sparse_seen = BTreeSet::new();
     for (i, s) in raw.sparse.iter().enumerate() {
@@ -626,10 +746,22 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
                 .unwrap_or_else(|| "32".into()),
         });
     }
+    Ok(sparse)
+}
 
-    // Launches: shared [[launch]] or per-variant; a variant's own list wins. Other
-    // variant names are kernel (or version) names: a progression's harness gives each
-    // member its launches once, and a pair takes its two sides' lists (`for_pair`).
+/// Launch lists by variant and by kernel name.
+type Launches = (
+    Vec<LaunchSpec>,
+    Vec<LaunchSpec>,
+    BTreeMap<String, Vec<LaunchSpec>>,
+);
+
+/// Launches: shared [[launch]] or per-variant; a variant's own list wins. Other variant
+/// names are kernel (or version) names: a progression's harness gives each member its
+/// launches once, and a pair takes its two sides' lists (`for_pair`).
+fn launches_of(raw: &RawHarness, args: &[ArgSpec], c: &Ctx) -> Result<Launches, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
+    let arg_index = |n: &str| args.iter().position(|a| a.name() == n);
     for k in raw.variants.keys() {
         if !is_ident(k) {
             return Err(field(
@@ -654,7 +786,7 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
                     &format!("variants.{k}.launch[{i}]"),
                     &arg_index,
                     args.len(),
-                    origin,
+                    c.origin,
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -673,7 +805,15 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
         };
         list.iter()
             .enumerate()
-            .map(|(i, l)| launch_spec(l, &format!("{prefix}[{i}]"), &arg_index, args.len(), origin))
+            .map(|(i, l)| {
+                launch_spec(
+                    l,
+                    &format!("{prefix}[{i}]"),
+                    &arg_index,
+                    args.len(),
+                    c.origin,
+                )
+            })
             .collect()
     };
     let slow = variant_launches("slow")?;
@@ -685,6 +825,16 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
                 .into(),
         ));
     }
+    Ok((slow, fast, by_kernel))
+}
+
+/// Something to compare, or a host loop with its reason.
+fn host_loop_of(
+    raw: &RawHarness,
+    args: &[ArgSpec],
+    c: &Ctx,
+) -> Result<Option<String>, HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
     if !raw.needs_host_loop
         && !args
             .iter()
@@ -695,7 +845,7 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
             "no buffer has role out or inout: there would be nothing to compare".into(),
         ));
     }
-    let needs_host_loop = if raw.needs_host_loop {
+    Ok(if raw.needs_host_loop {
         Some(
             raw.host_loop_reason
                 .clone()
@@ -709,34 +859,7 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
         )
     } else {
         None
-    };
-
-    let h = Harness {
-        origin: origin.to_string(),
-        description: raw.description,
-        needs_host_loop,
-        require: raw.require,
-        size_sets,
-        derived: raw
-            .derived
-            .iter()
-            .map(|(k, v)| (k.clone(), v.text()))
-            .collect(),
-        sparse,
-        args,
-        constants,
-        textures,
-        slow,
-        fast,
-        by_kernel,
-    };
-    // Every expression must evaluate for every size set (on a reference device).
-    if h.needs_host_loop.is_none() {
-        for set in &h.size_sets {
-            h.resolve(set, &DeviceProps::h100())?;
-        }
-    }
-    Ok(h)
+    })
 }
 
 /// A `choice` init's lists: values given, weights (if any) one per value, non-negative,
