@@ -3,7 +3,7 @@
 //! and field), and checking it against a pair's units ([`Harness::check_against`]).
 
 use super::locate::type_matches;
-use super::spec::RawArg;
+use super::spec::{RawArg, RawField};
 use super::*;
 
 /// Read and validate a harness file.
@@ -541,67 +541,76 @@ fn check_init(
         RawInit::Choice { values, weights } => {
             check_choice(values, weights.as_deref()).map_err(|m| field(f, m))
         }
-        RawInit::Fields { fields } => {
-            if fields.is_empty() {
-                return Err(field(f, "fields needs at least one field group".into()));
-            }
-            for (k, fg) in fields.iter().enumerate() {
-                let ff = format!("{f}.fields[{k}]");
-                let ty = match &fg.ty {
-                    None => elem,
-                    Some(t) => {
-                        let t = ElemType::from_name(t).ok_or_else(|| {
-                            field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
-                        })?;
-                        if t.size_of() != elem.size_of() {
-                            return Err(field(
-                                &format!("{ff}.type"),
-                                format!(
-                                    "{} is {} bytes, the buffer's {} is {}: the bits must fill one element",
-                                    t.name(),
-                                    t.size_of(),
-                                    elem.name(),
-                                    elem.size_of()
-                                ),
-                            ));
-                        }
-                        t
-                    }
-                };
-                match &fg.init {
-                    RawInit::Uniform { .. }
-                    | RawInit::Normal { .. }
-                    | RawInit::IntRange { .. }
-                    | RawInit::Constant { .. }
-                    | RawInit::Zeros => {}
-                    RawInit::Choice { values, weights } => {
-                        check_choice(values, weights.as_deref())
-                            .map_err(|m| field(&format!("{ff}.init"), m))?
-                    }
-                    other => {
-                        return Err(field(
-                            &format!("{ff}.init"),
-                            format!(
-                                "a field takes an elementwise init (uniform, normal, int_range, constant, zeros, choice), not {}",
-                                serde_json::to_value(other)
-                                    .ok()
-                                    .and_then(|v| v["kind"].as_str().map(str::to_string))
-                                    .unwrap_or_default()
-                            ),
-                        ))
-                    }
-                }
-                if matches!(fg.init, RawInit::IntRange { .. }) && ty.is_float() {
-                    return Err(field(
-                        &format!("{ff}.init"),
-                        "int_range in a float field: give the field an integer `type`".into(),
-                    ));
-                }
-            }
-            Ok(())
-        }
+        RawInit::Fields { fields } => check_fields_init(f, fields, elem, c),
         _ => Ok(()),
     }
+}
+
+/// A `fields` init: each group's type fills one element, and its init is elementwise.
+fn check_fields_init(
+    f: &str,
+    fields: &[RawField],
+    elem: ElemType,
+    c: &Ctx,
+) -> Result<(), HarnessError> {
+    let field = |f: &str, m: String| c.field(f, m);
+    if fields.is_empty() {
+        return Err(field(f, "fields needs at least one field group".into()));
+    }
+    for (k, fg) in fields.iter().enumerate() {
+        let ff = format!("{f}.fields[{k}]");
+        let ty = match &fg.ty {
+            None => elem,
+            Some(t) => {
+                let t = ElemType::from_name(t).ok_or_else(|| {
+                    field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
+                })?;
+                if t.size_of() != elem.size_of() {
+                    return Err(field(
+                        &format!("{ff}.type"),
+                        format!(
+                            "{} is {} bytes, the buffer's {} is {}: the bits must fill one element",
+                            t.name(),
+                            t.size_of(),
+                            elem.name(),
+                            elem.size_of()
+                        ),
+                    ));
+                }
+                t
+            }
+        };
+        match &fg.init {
+            RawInit::Uniform { .. }
+            | RawInit::Normal { .. }
+            | RawInit::IntRange { .. }
+            | RawInit::Constant { .. }
+            | RawInit::Zeros => {}
+            RawInit::Choice { values, weights } => {
+                check_choice(values, weights.as_deref())
+                    .map_err(|m| field(&format!("{ff}.init"), m))?
+            }
+            other => {
+                return Err(field(
+                    &format!("{ff}.init"),
+                    format!(
+                        "a field takes an elementwise init (uniform, normal, int_range, constant, zeros, choice), not {}",
+                        serde_json::to_value(other)
+                            .ok()
+                            .and_then(|v| v["kind"].as_str().map(str::to_string))
+                            .unwrap_or_default()
+                    ),
+                ))
+            }
+        }
+        if matches!(fg.init, RawInit::IntRange { .. }) && ty.is_float() {
+            return Err(field(
+                &format!("{ff}.init"),
+                "int_range in a float field: give the field an integer `type`".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every buffer's init, and the `out` buffers that must be `inout`.
