@@ -7,7 +7,10 @@
 use super::compare::{self, Comparison};
 use super::stats;
 use crate::gpu::cache::{CacheHit, CachedCompile, CompileCache};
-use crate::gpu::driver::{CudaError, DevBuf, Function, Gpu, KArg, Module, Resources};
+use crate::gpu::driver::{
+    CudaError, DevBuf, DevView, Function, Global, Gpu, KArg, Module, Resources,
+};
+use crate::gpu::nvrtc::NvrtcError;
 use crate::harness::{struct_arg_bytes, HostBuffer, Launch, Resolved, ResolvedArg, Variant};
 use crate::record::{Speedup, Status, Verification};
 use serde::{Deserialize, Serialize};
@@ -280,7 +283,7 @@ struct Loaded {
     _module: Module,
     /// Name expression → function.
     functions: BTreeMap<String, Function>,
-    module_globals: Vec<(String, u64, usize)>,
+    module_globals: Vec<(String, Global)>,
 }
 
 fn launches<'a>(r: &'a Resolved, which: &str) -> &'a [Launch] {
@@ -318,7 +321,7 @@ fn compile_variant(
         .compile(&src.name, &src.source, &arch, &exprs)
         .map_err(|e| {
             // A name the source does not define fails lowering, after a good compile.
-            let status = if e.to_string().contains("nvrtcGetLoweredName") {
+            let status = if matches!(e, NvrtcError::UnknownName { .. }) {
                 Status::HarnessError
             } else {
                 Status::CompileError
@@ -365,9 +368,9 @@ fn compile_variant(
     for ss in sets {
         let names = ss.constants.iter().map(|k| &k.name);
         for name in names.chain(ss.textures.iter().map(|t| &t.name)) {
-            if let Some((p, n)) = module.global(name) {
-                if !module_globals.iter().any(|(g, _, _)| g == name) {
-                    module_globals.push((name.clone(), p, n));
+            if !module_globals.iter().any(|(g, _)| g == name) {
+                if let Some(global) = module.global(name) {
+                    module_globals.push((name.clone(), global));
                 }
             }
         }
@@ -392,8 +395,25 @@ struct Guarded {
 }
 
 impl Guarded {
-    fn data(&self) -> u64 {
-        self.alloc.ptr + self.canary as u64
+    /// The buffer proper, between its canary zones.
+    fn data(&self) -> DevView<'_> {
+        self.zone(self.canary, self.bytes)
+    }
+
+    /// The canary zone before the data.
+    fn before(&self) -> DevView<'_> {
+        self.zone(0, self.canary)
+    }
+
+    /// The canary zone after the data.
+    fn after(&self) -> DevView<'_> {
+        self.zone(self.canary + self.bytes, self.canary)
+    }
+
+    fn zone(&self, start: usize, len: usize) -> DevView<'_> {
+        self.alloc
+            .slice(start..start + len)
+            .expect("alloc_buffers allocates bytes + 2 * canary")
     }
 
     fn pristine_for(&self, which: Variant) -> &DevBuf {
@@ -553,13 +573,17 @@ fn kernel_args(ss: &Resolved, l: &Launch, bufs: &[Option<Guarded>]) -> Result<Ve
                             ),
                         ));
                     }
-                    Ok(KArg::Ptr(g.data() + (offset * elem.size_of()) as u64))
+                    let at = g
+                        .data()
+                        .slice(offset * elem.size_of()..g.bytes)
+                        .map_err(|e| Stop::new(Status::HarnessError, format!("{name}: {e}")))?;
+                    Ok(KArg::ptr(at))
                 }
                 (Some(ResolvedArg::Struct { name, fields }), _) if offset == 0 => {
                     let addrs = fields
                         .iter()
                         .map(|&k| match bufs.get(k) {
-                            Some(Some(g)) => Ok(g.data()),
+                            Some(Some(g)) => Ok(g.data().device_ptr()),
                             _ => Err(Stop::new(
                                 Status::HarnessError,
                                 format!("struct {name}: field {k} is not an allocated buffer"),
@@ -601,7 +625,7 @@ fn launch_offset(l: &Launch, p: usize) -> usize {
 fn restore(gpu: &Gpu, bufs: &[Option<Guarded>], which: &str) -> Result<(), CudaError> {
     let v = variant_of(which);
     for g in bufs.iter().flatten() {
-        gpu.copy(g.data(), g.pristine_for(v).ptr, g.bytes)?;
+        gpu.copy(g.data(), g.pristine_for(v).view())?;
     }
     Ok(())
 }
@@ -632,20 +656,24 @@ fn launch_all(
         })?;
         let args = kernel_args(ss, l, bufs)?;
         for _ in 0..l.repeat.max(1) {
-            gpu.launch(f, l.grid, l.block, l.shared_mem, &args)
-                .map_err(|e| {
-                    if e.name == "ARGUMENT_MISMATCH" {
-                        Stop::new(
-                            Status::HarnessError,
-                            format!("{which} kernel {}: {}", l.kernel, e.message),
-                        )
-                    } else {
-                        Stop::cuda(
-                            e,
-                            &format!("{which} kernel {}, size set {}", l.kernel, ss.size_set),
-                        )
-                    }
-                })?;
+            // SAFETY: every pointer in `args` is a view of a buffer in `bufs` (made by
+            // kernel_args), which the caller keeps allocated until after the stream is
+            // synchronized. That the kernel stays inside its buffers cannot be proven for
+            // code under test: the canary zones detect writes just outside them, and a
+            // wild access raises a sticky error that ends only this worker process.
+            unsafe { gpu.launch(f, l.grid, l.block, l.shared_mem, &args) }.map_err(|e| {
+                if let CudaError::ArgumentMismatch { .. } = e {
+                    Stop::new(
+                        Status::HarnessError,
+                        format!("{which} kernel {}: {e}", l.kernel),
+                    )
+                } else {
+                    Stop::cuda(
+                        e,
+                        &format!("{which} kernel {}, size set {}", l.kernel, ss.size_set),
+                    )
+                }
+            })?;
         }
     }
     Ok(())
@@ -658,8 +686,11 @@ fn upload_constants(
     consts: &[HostBuffer],
 ) -> Result<(), CudaError> {
     for (name, data) in names.iter().zip(consts) {
-        if let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| g == name) {
-            gpu.upload(*p, &data.bytes[..data.bytes.len().min(*n)])?;
+        if let Some((_, global)) = loaded.module_globals.iter().find(|(g, _)| g == name) {
+            gpu.upload(
+                global.view(),
+                &data.bytes[..data.bytes.len().min(global.len())],
+            )?;
         }
     }
     Ok(())
@@ -673,7 +704,7 @@ fn upload_textures(
     bufs: &[Option<Guarded>],
 ) -> Result<(), Stop> {
     for t in &ss.textures {
-        let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| *g == t.name) else {
+        let Some((_, global)) = loaded.module_globals.iter().find(|(g, _)| *g == t.name) else {
             continue;
         };
         let Some(Some(g)) = bufs.get(t.buffer) else {
@@ -685,8 +716,9 @@ fn upload_textures(
                 ),
             ));
         };
-        let bytes = t.struct_bytes(g.data());
-        if *n < 20 {
+        let bytes = t.struct_bytes(g.data().device_ptr());
+        let n = global.len();
+        if n < 20 {
             return Err(Stop::new(
                 Status::HarnessError,
                 format!(
@@ -695,7 +727,7 @@ fn upload_textures(
                 ),
             ));
         }
-        gpu.upload(*p, &bytes[..bytes.len().min(*n)])
+        gpu.upload(global.view(), &bytes[..bytes.len().min(n)])
             .map_err(|e| Stop::cuda(e, &format!("filling texture {}", t.name)))?;
     }
     Ok(())
@@ -717,8 +749,8 @@ fn check_seed(
     let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
     for k in &ss.constants {
-        if !slow.module_globals.iter().any(|(g, _, _)| g == &k.name)
-            && !fast.module_globals.iter().any(|(g, _, _)| g == &k.name)
+        if !slow.module_globals.iter().any(|(g, _)| g == &k.name)
+            && !fast.module_globals.iter().any(|(g, _)| g == &k.name)
         {
             return Err(Stop::new(
                 Status::HarnessError,
@@ -735,10 +767,10 @@ fn check_seed(
                 Some(l) => Cow::Owned(l.apply(h)),
                 None => Cow::Borrowed(h),
             };
-            gpu.upload(g.pristine.ptr, &view(Variant::Slow).bytes)
+            gpu.upload(g.pristine.view(), &view(Variant::Slow).bytes)
                 .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
             if let Some(p) = &g.pristine_fast {
-                gpu.upload(p.ptr, &view(Variant::Fast).bytes)
+                gpu.upload(p.view(), &view(Variant::Fast).bytes)
                     .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
             }
         }
@@ -752,8 +784,8 @@ fn check_seed(
         let t = Instant::now();
         restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
         for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
-            gpu.upload(g.alloc.ptr, &canary)
-                .and_then(|_| gpu.upload(g.data() + g.bytes as u64, &canary))
+            gpu.upload(g.before(), &canary)
+                .and_then(|_| gpu.upload(g.after(), &canary))
                 .map_err(|e| Stop::cuda(e, &ctx))?;
         }
         upload_constants(gpu, loaded, &const_names, consts).map_err(|e| Stop::cuda(e, &ctx))?;
@@ -764,12 +796,8 @@ fn check_seed(
                 if g.canary == 0 {
                     continue;
                 }
-                let before = gpu
-                    .download(g.alloc.ptr, CANARY)
-                    .map_err(|e| Stop::cuda(e, &ctx))?;
-                let after = gpu
-                    .download(g.data() + g.bytes as u64, CANARY)
-                    .map_err(|e| Stop::cuda(e, &ctx))?;
+                let before = gpu.download(g.before()).map_err(|e| Stop::cuda(e, &ctx))?;
+                let after = gpu.download(g.after()).map_err(|e| Stop::cuda(e, &ctx))?;
                 if let Err(d) = compare::check_canary(&after) {
                     return Err(Stop::new(
                         Status::OutOfBounds,
@@ -801,9 +829,7 @@ fn check_seed(
             };
             let raw = HostBuffer {
                 elem: *elem,
-                bytes: gpu
-                    .download(g.data(), g.bytes)
-                    .map_err(|e| Stop::cuda(e, &ctx))?,
+                bytes: gpu.download(g.data()).map_err(|e| Stop::cuda(e, &ctx))?,
             };
             // Compared in the canonical layout (canaries were checked on the device buffer).
             got.push(match layout.get(variant_of(which)) {
@@ -910,6 +936,18 @@ fn check_seed(
     Ok(())
 }
 
+/// A failure inside a timed region: the launches' own verdict, or the timer's error.
+enum Timed {
+    Stop(Stop),
+    Cuda(CudaError),
+}
+
+impl From<CudaError> for Timed {
+    fn from(e: CudaError) -> Timed {
+        Timed::Cuda(e)
+    }
+}
+
 fn time_size_set(
     gpu: &mut Gpu,
     job: &Job,
@@ -954,24 +992,13 @@ fn time_size_set(
             let (which, loaded) = variants[vi];
             restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
             gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
-            let mut stop = None;
             let ms = gpu
-                .timed(|| {
-                    launch_all(gpu, which, loaded, ss, bufs).map_err(|s| {
-                        stop = Some(s);
-                        CudaError {
-                            call: "launch",
-                            code: -1,
-                            name: String::new(),
-                            message: String::new(),
-                        }
-                    })
-                })
-                .map_err(|e| Stop::cuda(e, &ctx));
-            if let Some(s) = stop {
-                return Err(s);
-            }
-            times[vi].push(ms? as f64);
+                .timed(|| launch_all(gpu, which, loaded, ss, bufs).map_err(Timed::Stop))
+                .map_err(|e| match e {
+                    Timed::Stop(s) => s,
+                    Timed::Cuda(e) => Stop::cuda(e, &ctx),
+                })?;
+            times[vi].push(ms as f64);
         }
         round += 1;
     }
