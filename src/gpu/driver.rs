@@ -711,11 +711,7 @@ impl DevBuf {
 
     /// The whole buffer.
     pub fn view(&self) -> DevView<'_> {
-        DevView {
-            ptr: self.ptr,
-            bytes: self.bytes,
-            _owner: PhantomData,
-        }
+        DevView::new(self.ptr, self.bytes)
     }
 
     /// Bytes `range` of the buffer.
@@ -745,6 +741,15 @@ pub struct DevView<'a> {
 }
 
 impl<'a> DevView<'a> {
+    /// Only for memory that lives as long as `'a` (a buffer's or a global's own).
+    fn new(ptr: u64, bytes: usize) -> DevView<'a> {
+        DevView {
+            ptr,
+            bytes,
+            _owner: PhantomData,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.bytes
     }
@@ -768,11 +773,10 @@ impl<'a> DevView<'a> {
                 have: self.bytes,
             });
         }
-        Ok(DevView {
-            ptr: self.ptr + range.start as u64,
-            bytes: range.end - range.start,
-            _owner: PhantomData,
-        })
+        Ok(DevView::new(
+            self.ptr + range.start as u64,
+            range.end - range.start,
+        ))
     }
 }
 
@@ -797,14 +801,7 @@ pub struct Module {
     inner: Rc<ModuleInner>,
 }
 
-/// Resource use the driver reports for one kernel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Resources {
-    pub registers: i32,
-    pub static_shared_bytes: i32,
-    pub local_bytes: i32,
-    pub max_threads_per_block: i32,
-}
+pub use crate::evidence::Resources;
 
 /// A kernel of a loaded module; keeps the module loaded.
 pub struct Function {
@@ -830,20 +827,9 @@ pub struct Global {
 }
 
 impl Global {
-    pub fn len(&self) -> usize {
-        self.bytes
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes == 0
-    }
-
+    /// The variable's memory (its size is the view's length).
     pub fn view(&self) -> DevView<'_> {
-        DevView {
-            ptr: self.ptr,
-            bytes: self.bytes,
-            _owner: PhantomData,
-        }
+        DevView::new(self.ptr, self.bytes)
     }
 }
 
@@ -964,16 +950,11 @@ impl KArg {
 #[cfg(test)]
 mod tests {
     use super::{is_sticky_code, sys, CudaError, DevView, KArg};
-    use std::marker::PhantomData;
 
     #[test]
     fn views_refuse_ranges_outside_what_they_borrow() {
         // A view as DevBuf::view makes it (no GPU needed: slicing is address arithmetic).
-        let v = DevView {
-            ptr: 0x1000,
-            bytes: 100,
-            _owner: PhantomData,
-        };
+        let v = DevView::new(0x1000, 100);
         let s = v.slice(10..30).unwrap();
         assert_eq!((s.device_ptr(), s.len()), (0x100a, 20));
         let inner = s.slice(5..20).unwrap();

@@ -222,21 +222,7 @@ impl Role {
     }
 }
 
-/// Agreement thresholds for one output (see `verify::compare` for the defaults and why).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Tolerance {
-    /// Absolute slack per element.
-    pub atol: f64,
-    /// Relative slack per element, times |expected|.
-    pub rtol: f64,
-    /// Bound on ‖actual − expected‖₂ / ‖expected‖₂ over the whole buffer.
-    pub l2: f64,
-    /// Absolute slack per element as a fraction of the largest |expected| in the buffer
-    /// (normwise, as BLAS tests do): covers elements near zero from cancelling sums, whose
-    /// rounding error follows the size of the terms, not of the result.
-    #[serde(default)]
-    pub scale: f64,
-}
+pub use crate::evidence::Tolerance;
 
 impl Tolerance {
     /// Defaults by element type. Integers compare exactly.

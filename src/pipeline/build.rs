@@ -783,7 +783,7 @@ mod tests {
                                 "no CUDA driver".into()
                             },
                             device: None,
-                            evidence: serde_json::Value::Null,
+                            evidence: Default::default(),
                             speedup: self.gpu.then(|| Speedup {
                                 size_set: "large".into(),
                                 median: 2.5,

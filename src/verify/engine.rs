@@ -4,12 +4,11 @@
 //! and finally time both interleaved with an L2 flush between runs. Produces a
 //! [`Verification`] with its evidence.
 
-use super::compare::{self, Comparison};
+use super::compare;
 use super::stats;
+use crate::evidence::{CheckEvidence, Evidence, KernelEvidence, TimingEvidence, VariantTiming};
 use crate::gpu::cache::{CacheHit, CachedCompile, CompileCache};
-use crate::gpu::driver::{
-    CudaError, DevBuf, DevView, Function, Global, Gpu, KArg, Module, Resources,
-};
+use crate::gpu::driver::{CudaError, DevBuf, DevView, Function, Global, Gpu, KArg, Module};
 use crate::gpu::nvrtc::NvrtcError;
 use crate::harness::{struct_arg_bytes, HostBuffer, Launch, Resolved, ResolvedArg, Variant};
 use crate::record::{Speedup, Status, Verification};
@@ -102,7 +101,7 @@ pub struct Outcome {
 
 /// Add the time since `t` to phase `key` (sub-phases of `check` are summed over seeds).
 fn add_phase(ev: &mut Evidence, key: &'static str, t: Instant) {
-    *ev.phases_ms.entry(key).or_insert(0.0) += t.elapsed().as_secs_f64() * 1e3;
+    *ev.phases_ms.entry(key.into()).or_insert(0.0) += t.elapsed().as_secs_f64() * 1e3;
 }
 
 /// The generator seed of check run `seed` (fixed, so a rerun sees the same data).
@@ -122,66 +121,6 @@ pub fn output_hash(bytes: &[u8]) -> String {
 
 /// Bytes of canary on each side of every buffer.
 const CANARY: usize = 64 * 1024;
-
-#[derive(Default, Serialize)]
-struct Evidence {
-    harness: String,
-    variants: BTreeMap<&'static str, VariantEvidence>,
-    checks: Vec<CheckEvidence>,
-    timings: Vec<TimingEvidence>,
-    phases_ms: BTreeMap<&'static str, f64>,
-}
-
-#[derive(Default, Serialize)]
-struct VariantEvidence {
-    compile_ok: bool,
-    compile_ms: f64,
-    cache: Option<CacheHit>,
-    arch: String,
-    nvrtc_version: String,
-    log: String,
-    kernels: Vec<KernelEvidence>,
-}
-
-#[derive(Serialize)]
-struct KernelEvidence {
-    expression: String,
-    lowered: String,
-    #[serde(flatten)]
-    resources: Resources,
-}
-
-#[derive(Serialize)]
-struct CheckEvidence {
-    size_set: String,
-    seed: u32,
-    output: String,
-    /// Hash of the fast kernel's output (self-checks only): the self-check compares it
-    /// across seeds to see that the output depends on the input.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fast_hash: Option<String>,
-    #[serde(flatten)]
-    comparison: Comparison,
-}
-
-#[derive(Serialize)]
-struct VariantTiming {
-    median_ms: f64,
-    iqr_ms: f64,
-    min_ms: f64,
-    runs: usize,
-}
-
-#[derive(Serialize)]
-struct TimingEvidence {
-    size_set: String,
-    bytes: usize,
-    slow: VariantTiming,
-    fast: VariantTiming,
-    speedup: f64,
-    ci_low: f64,
-    ci_high: f64,
-}
 
 /// Why a pair stopped early.
 struct Stop {
@@ -225,7 +164,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
     ev.harness = job.harness.clone();
     let result = run_inner(gpu, cache, job, &mut ev, &mut speedup);
     ev.phases_ms
-        .insert("total", t0.elapsed().as_secs_f64() * 1e3);
+        .insert("total".into(), t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
         Ok(()) if job.options.check_only || job.options.selfcheck => (
             Status::Verified,
@@ -270,7 +209,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
             status,
             reason,
             device: Some(gpu.info.clone()),
-            evidence: serde_json::to_value(&ev).unwrap_or_default(),
+            evidence: ev,
             speedup,
             tool_version: tool_version(),
             flags: vec![],
@@ -328,7 +267,7 @@ fn compile_variant(
             };
             Stop::new(status, format!("{which}: kernels {exprs:?}: {e}"))
         })?;
-    let ve = ev.variants.entry(which).or_default();
+    let ve = ev.variants.entry(which.into()).or_default();
     ve.compile_ok = c.ok;
     ve.compile_ms = if hit == CacheHit::Miss {
         c.compile_ms
@@ -445,7 +384,7 @@ fn run_inner(
     let slow = compile_variant(gpu, cache, "slow", &job.slow, &job.sets, ev)?;
     let fast = compile_variant(gpu, cache, "fast", &job.fast, &job.sets, ev)?;
     ev.phases_ms
-        .insert("compile", t.elapsed().as_secs_f64() * 1e3);
+        .insert("compile".into(), t.elapsed().as_secs_f64() * 1e3);
     let mut largest: Option<(usize, Speedup)> = None;
     let (mut check_ms, mut time_ms) = (0.0, 0.0);
     for ss in &job.sets {
@@ -504,8 +443,8 @@ fn run_inner(
         }
         ev.timings.push(te);
     }
-    ev.phases_ms.insert("check", check_ms);
-    ev.phases_ms.insert("time", time_ms);
+    ev.phases_ms.insert("check".into(), check_ms);
+    ev.phases_ms.insert("time".into(), time_ms);
     *speedup = largest.map(|(_, s)| s);
     Ok(())
 }
@@ -687,10 +626,8 @@ fn upload_constants(
 ) -> Result<(), CudaError> {
     for (name, data) in names.iter().zip(consts) {
         if let Some((_, global)) = loaded.module_globals.iter().find(|(g, _)| g == name) {
-            gpu.upload(
-                global.view(),
-                &data.bytes[..data.bytes.len().min(global.len())],
-            )?;
+            let dst = global.view();
+            gpu.upload(dst, &data.bytes[..data.bytes.len().min(dst.len())])?;
         }
     }
     Ok(())
@@ -717,7 +654,7 @@ fn upload_textures(
             ));
         };
         let bytes = t.struct_bytes(g.data().device_ptr());
-        let n = global.len();
+        let n = global.view().len();
         if n < 20 {
             return Err(Stop::new(
                 Status::HarnessError,

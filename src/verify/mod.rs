@@ -104,7 +104,7 @@ fn cpu_verdict(status: Status, reason: impl Into<String>) -> Verification {
         status,
         reason: reason.into(),
         device: None,
-        evidence: serde_json::Value::Null,
+        evidence: Default::default(),
         speedup: None,
         tool_version: tool_version(),
         flags: vec![],
