@@ -62,7 +62,7 @@ impl Evidence {
     }
 
     /// Speedup per size set, in the order the worker timed them.
-    pub fn speedups(&self) -> Vec<crate::record::Speedup> {
+    pub fn speedups(&self) -> Vec<Speedup> {
         self.timings.iter().map(TimingEvidence::speedup).collect()
     }
 }
@@ -71,6 +71,14 @@ impl Evidence {
 /// still reads.
 pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Speedup {
+    pub size_set: String,
+    pub median: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
 }
 
 /// Where a compile came from.
@@ -206,8 +214,8 @@ pub struct TimingEvidence {
 }
 
 impl TimingEvidence {
-    pub fn speedup(&self) -> crate::record::Speedup {
-        crate::record::Speedup {
+    pub fn speedup(&self) -> Speedup {
+        Speedup {
             size_set: self.size_set.clone(),
             median: self.speedup,
             ci_low: self.ci_low,

@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod cuda;
+pub mod dataset;
 pub mod evidence;
 pub mod exit;
 pub mod export;

@@ -4,7 +4,7 @@
 //! Each stage reads lines it understands and passes the others through, so a
 //! file can be fed from one stage to the next without loss.
 
-pub use crate::evidence::Evidence;
+pub use crate::evidence::{Evidence, Speedup};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -479,14 +479,6 @@ impl Flag {
             Flag::SuspectSlow { .. } => "suspect_slow",
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Speedup {
-    pub size_set: String,
-    pub median: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

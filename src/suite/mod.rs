@@ -80,7 +80,7 @@ pub struct ExtractArgs {
     /// Keep only the records of shard i of n (0-based, a stable partition by record id).
     /// Extraction is cheap; the split matters for the stages after it.
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::pipeline::Shard>,
+    pub shard: Option<crate::dataset::Shard>,
 }
 
 /// The checked configuration of one extraction.
