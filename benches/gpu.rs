@@ -5,11 +5,12 @@
 //!
 //! Usage: gpu-bench [--planted fixtures/planted] [--json out.json]
 
+use kernelpair::evidence::Evidence;
 use kernelpair::gpu::{self, cache::CompileCache, Gpu, Probe};
 use kernelpair::harness::DeviceProps;
 use kernelpair::verify::engine::{run_job, Job, RunOptions, Source};
 use kernelpair::verify::validate::load_folder;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 fn job_for(dir: &Path, options: RunOptions, g: &Gpu) -> Job {
@@ -42,11 +43,14 @@ fn job_for(dir: &Path, options: RunOptions, g: &Gpu) -> Job {
     }
 }
 
-fn timing<'a>(v: &'a Value, size_set: &str) -> &'a Value {
-    v["timings"]
-        .as_array()
-        .and_then(|a| a.iter().find(|t| t["size_set"] == size_set))
-        .unwrap_or(&Value::Null)
+/// Median milliseconds of (slow, fast) at `size_set`, NaN where it was not timed.
+fn timing(v: &Evidence, size_set: &str) -> (f64, f64) {
+    v.timings
+        .iter()
+        .find(|t| t.size_set == size_set)
+        .map_or((f64::NAN, f64::NAN), |t| {
+            (t.slow.median_ms, t.fast.median_ms)
+        })
 }
 
 fn main() {
@@ -87,8 +91,7 @@ fn main() {
     };
     let copy = job_for(&planted.join("good_copy"), opts.clone(), &g);
     let out = run_job(&mut g, &mut cache, &copy);
-    let t = timing(&out.verification.evidence, "64M");
-    let fast_ms = t["fast"]["median_ms"].as_f64().unwrap_or(f64::NAN);
+    let (_, fast_ms) = timing(&out.verification.evidence, "64M");
     let n = 1u64 << 26;
     let bytes = 2.0 * n as f64 * 4.0;
     let predicted_ms = bytes / bw * 1e3;
@@ -117,10 +120,10 @@ fn main() {
         for _ in 0..5 {
             let o = run_job(&mut g, &mut cache, &job);
             let ev = &o.verification.evidence;
-            let t = timing(ev, set);
-            slow.push(t["slow"]["median_ms"].as_f64().unwrap_or(f64::NAN));
-            fast.push(t["fast"]["median_ms"].as_f64().unwrap_or(f64::NAN));
-            totals.push(ev["phases_ms"]["total"].as_f64().unwrap_or(f64::NAN));
+            let (s, f) = timing(ev, set);
+            slow.push(s);
+            fast.push(f);
+            totals.push(ev.phases_ms.get("total").copied().unwrap_or(f64::NAN));
         }
         let spread = |v: &[f64]| {
             let mx = v.iter().copied().fold(f64::MIN, f64::max);

@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(read_records(&p).unwrap(), recs);
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(
-            text.starts_with(r#"{"version":1,"type":"skipped","data":{"#),
+            text.starts_with(r#"{"version":2,"type":"skipped","data":{"#),
             "{text}"
         );
         std::fs::write(&p, format!("{text}\n{{oops\n")).unwrap();

@@ -8,6 +8,8 @@
 
 pub mod cli;
 pub mod cuda;
+pub mod dataset;
+pub mod evidence;
 pub mod exit;
 pub mod export;
 pub mod gpu;

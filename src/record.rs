@@ -1,15 +1,18 @@
 //! The records every stage reads and writes: one versioned JSONL line per record.
 //!
-//! A line is `{"version":1,"type":"unit"|"pair"|"unpaired"|"skipped","data":{…}}`.
+//! A line is `{"version":2,"type":"unit"|"pair"|"unpaired"|"skipped","data":{…}}`.
 //! Each stage reads lines it understands and passes the others through, so a
 //! file can be fed from one stage to the next without loss.
 
+pub use crate::evidence::{Evidence, Speedup};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Version of the JSONL record format; bumped on any incompatible change.
-pub const RECORD_VERSION: u32 = 1;
+/// 2: `Verification.evidence` is typed ([`Evidence`]). Version 1 files read as they
+/// are: what verify wrote there has the same layout.
+pub const RECORD_VERSION: u32 = 2;
 
 /// One line of a kernelpair JSONL file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -419,6 +422,11 @@ impl Status {
     }
 }
 
+/// Evidence as written, or `null` (never written, but read as empty).
+fn evidence_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Evidence, D::Error> {
+    Ok(Option::<Evidence>::deserialize(d)?.unwrap_or_default())
+}
+
 /// The evidence behind a verification status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
@@ -427,10 +435,14 @@ pub struct Verification {
     pub reason: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceInfo>,
-    /// Free-form evidence: compile logs and resource use per variant, error figures per
-    /// output/seed/size set, timings and speedups. Its shape is in schemas/verification.schema.json.
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub evidence: serde_json::Value,
+    /// Compile logs and resource use per variant, error figures per output/seed/size
+    /// set, timings and speedups ([`Evidence`]; schemas/verification.schema.json).
+    #[serde(
+        default,
+        skip_serializing_if = "Evidence::is_empty",
+        deserialize_with = "evidence_or_null"
+    )]
+    pub evidence: Evidence,
     /// Speedup (median slow / median fast) at the largest size set, with its 95% interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speedup: Option<Speedup>,
@@ -467,14 +479,6 @@ impl Flag {
             Flag::SuspectSlow { .. } => "suspect_slow",
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Speedup {
-    pub size_set: String,
-    pub median: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -105,8 +105,12 @@ fn schema_rejects_damaged_lines() {
     extra["data"]["surprise"] = Value::from(1);
     let mut wrong_type = unit.clone();
     wrong_type["type"] = Value::from("pair");
+    // Files of the previous version are still read, and still valid.
+    let mut old = unit.clone();
+    old["version"] = Value::from(1);
+    assert!(v.is_valid(&old), "a version-1 line is refused");
     let mut future = unit.clone();
-    future["version"] = Value::from(2);
+    future["version"] = Value::from(kernelpair::record::RECORD_VERSION + 1);
     let natural = lines
         .iter()
         .find(|l| l["type"] == "pair" && l["data"]["origin"]["kind"] == "natural")
@@ -120,7 +124,7 @@ fn schema_rejects_damaged_lines() {
         ("missing id", no_id),
         ("unknown field", extra),
         ("unit data under type pair", wrong_type),
-        ("version 2", future),
+        ("a version newer than this tool's", future),
         ("natural pair without slow unit", natural_without_slow),
     ] {
         assert!(!v.is_valid(&bad), "schema accepted a line with {what}");

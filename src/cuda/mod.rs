@@ -8,6 +8,7 @@
 
 mod builtins;
 pub mod compile_only;
+pub mod ctype;
 mod index;
 mod inspect;
 mod isolate;

@@ -173,7 +173,7 @@ pub fn texel_bytes(element: &str) -> Option<usize> {
         Some(c @ ('2' | '3' | '4')) if !e.ends_with("int64_t") => c.to_digit(10)? as usize,
         _ => 1,
     };
-    Some(crate::harness::ElemType::from_c_type(e)?.size_of() * lanes)
+    Some(super::ctype::ElemType::from_c_type(e)?.size_of() * lanes)
 }
 
 /// The shimmed texture references a unit's source declares: every

@@ -298,7 +298,7 @@ mod tests {
                 sm_clock_mhz: None,
                 mem_clock_mhz: None,
             }),
-            evidence: serde_json::json!({ "launch": launch }),
+            evidence: crate::evidence::Evidence::of_launch(launch),
             speedup: Some(Speedup {
                 size_set: "big".into(),
                 median: 3.08,

@@ -128,60 +128,12 @@ pub struct Sample {
     pub metadata: Metadata,
 }
 
-/// Speedup per size set from the verification evidence, accepting the layouts
-/// `evidence.speedups: [Speedup]`, `evidence.size_sets: [{name|size_set, speedup: {median,
-/// ci_low, ci_high}}]` and the verify stage's `evidence.timings: [{size_set, speedup, ci_low,
-/// ci_high}]`; else the single headline speedup.
+/// Speedup per size set from the verification evidence (verify's `timings`), else the
+/// single headline speedup.
 pub fn speedups_per_size_set(v: &Verification) -> Vec<Speedup> {
-    let ev = &v.evidence;
-    if let Some(list) = ev.get("speedups").and_then(|s| s.as_array()) {
-        let parsed: Vec<Speedup> = list
-            .iter()
-            .filter_map(|s| serde_json::from_value(s.clone()).ok())
-            .collect();
-        if !parsed.is_empty() {
-            return parsed;
-        }
-    }
-    if let Some(sets) = ev.get("size_sets").and_then(|s| s.as_array()) {
-        let parsed: Vec<Speedup> = sets
-            .iter()
-            .filter_map(|set| {
-                let name = set
-                    .get("size_set")
-                    .or_else(|| set.get("name"))
-                    .and_then(|n| n.as_str())?;
-                let s = set.get("speedup")?;
-                let f = |k: &str| s.get(k).and_then(|x| x.as_f64());
-                Some(Speedup {
-                    size_set: name.to_string(),
-                    median: f("median")?,
-                    ci_low: f("ci_low")?,
-                    ci_high: f("ci_high")?,
-                })
-            })
-            .collect();
-        if !parsed.is_empty() {
-            return parsed;
-        }
-    }
-    // The verify stage's layout: `timings: [{size_set, speedup, ci_low, ci_high, …}]`.
-    if let Some(list) = ev.get("timings").and_then(|s| s.as_array()) {
-        let parsed: Vec<Speedup> = list
-            .iter()
-            .filter_map(|t| {
-                let f = |k: &str| t.get(k).and_then(|x| x.as_f64());
-                Some(Speedup {
-                    size_set: t.get("size_set")?.as_str()?.to_string(),
-                    median: f("speedup")?,
-                    ci_low: f("ci_low")?,
-                    ci_high: f("ci_high")?,
-                })
-            })
-            .collect();
-        if !parsed.is_empty() {
-            return parsed;
-        }
+    let per_set = v.evidence.speedups();
+    if !per_set.is_empty() {
+        return per_set;
     }
     v.speedup.iter().cloned().collect()
 }
@@ -455,18 +407,37 @@ mod tests {
     }
 
     #[test]
-    fn speedups_per_size_set_read_both_evidence_layouts() {
+    fn speedups_per_size_set_come_from_verify_timings() {
+        use crate::evidence::{Evidence, TimingEvidence, VariantTiming};
+        // Timings as the worker writes them (the same types), through JSON and back.
+        let vt = |ms| VariantTiming {
+            median_ms: ms,
+            iqr_ms: 0.0,
+            min_ms: ms,
+            runs: 20,
+        };
+        let set = |name: &str, bytes, slow, fast, lo, hi| TimingEvidence {
+            size_set: name.into(),
+            bytes,
+            slow: vt(slow),
+            fast: vt(fast),
+            speedup: slow / fast,
+            ci_low: lo,
+            ci_high: hi,
+        };
         let mut v = Verification {
             status: Status::Verified,
             reason: String::new(),
             device: None,
-            evidence: serde_json::json!({"size_sets": [
-                {"name": "small", "speedup": {"median": 1.5, "ci_low": 1.4, "ci_high": 1.6}},
-                {"name": "large", "speedup": {"median": 3.0, "ci_low": 2.9, "ci_high": 3.1}},
-                {"name": "broken"}
-            ]}),
+            evidence: Evidence {
+                timings: vec![
+                    set("s", 10, 2.0, 1.0, 1.9, 2.1),
+                    set("l", 99, 3.0, 1.0, 2.9, 3.1),
+                ],
+                ..Evidence::default()
+            },
             speedup: Some(Speedup {
-                size_set: "large".into(),
+                size_set: "l".into(),
                 median: 3.0,
                 ci_low: 2.9,
                 ci_high: 3.1,
@@ -474,22 +445,16 @@ mod tests {
             tool_version: "0.1.0".into(),
             flags: vec![],
         };
-        let s = speedups_per_size_set(&v);
+        let v2: Verification = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+        let s = speedups_per_size_set(&v2);
         assert_eq!(
-            s.iter().map(|s| s.size_set.as_str()).collect::<Vec<_>>(),
-            ["small", "large"]
+            s.iter()
+                .map(|s| (s.size_set.as_str(), s.median))
+                .collect::<Vec<_>>(),
+            [("s", 2.0), ("l", 3.0)]
         );
-        v.evidence = serde_json::json!({"speedups": [
-            {"size_set": "tiny", "median": 1.1, "ci_low": 1.0, "ci_high": 1.2}
-        ]});
-        assert_eq!(speedups_per_size_set(&v)[0].size_set, "tiny");
-        v.evidence = serde_json::json!({"timings": [
-            {"size_set": "s", "bytes": 10, "speedup": 2.0, "ci_low": 1.9, "ci_high": 2.1, "slow": {}, "fast": {}},
-            {"size_set": "l", "bytes": 99, "speedup": 3.0, "ci_low": 2.9, "ci_high": 3.1, "slow": {}, "fast": {}}
-        ]});
-        let s = speedups_per_size_set(&v);
-        assert_eq!((s[1].size_set.as_str(), s[1].median), ("l", 3.0));
-        v.evidence = serde_json::Value::Null;
+        // Without timings (a verdict from an old tool): the headline speedup alone.
+        v.evidence = Evidence::default();
         assert_eq!(speedups_per_size_set(&v), vec![v.speedup.clone().unwrap()]);
     }
 }

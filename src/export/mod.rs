@@ -326,7 +326,7 @@ fn export_with(
     let mut input_status: BTreeMap<String, usize> = BTreeMap::new();
     // The same pair id twice (e.g. concatenated shard files) counts once, resolved as
     // `merge` resolves it, so the choice does not depend on the input order.
-    let merged = crate::pipeline::merge::merge([records
+    let merged = crate::dataset::merge::merge([records
         .iter()
         .filter(|r| matches!(r, Record::Pair(_)))
         .cloned()

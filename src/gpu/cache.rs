@@ -24,14 +24,7 @@ pub struct CachedCompile {
     pub image: Vec<u8>,
 }
 
-/// Where a compile came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheHit {
-    Miss,
-    Memory,
-    Disk,
-}
+pub use crate::evidence::CacheHit;
 
 #[derive(Default)]
 pub struct CompileCache {

@@ -1,43 +1,91 @@
 //! A small safe layer over the CUDA driver API (cudarc's raw `sys` bindings): probe,
 //! context and stream, modules and functions, device buffers, launches with arbitrary
-//! argument lists, events, and the L2 flush. Every call's return code is checked.
+//! argument lists, events, and the L2 flush. Every call's return code is checked and
+//! kept ([`CudaError::Driver`] holds the `CUresult`).
 //!
-//! The raw API is used instead of cudarc's safe layer because the runner launches
-//! kernels whose argument lists are only known at run time (from a harness) and hands
-//! out sub-ranges of allocations (canary zones around each buffer).
+//! Safe to call: device memory is only reachable through a [`DevBuf`] (owns its
+//! allocation, frees it once on drop; its address cannot be set from outside) or a
+//! [`DevView`] borrowed from one (bounds checked when made, cannot outlive its buffer),
+//! or a module's [`Global`]. Transfers take views and check their lengths. Buffers,
+//! modules and functions hold the context (and functions their module) alive by `Rc`,
+//! so nothing is freed under them. Launching stays `unsafe`: a kernel can do anything.
+//!
+//! The raw API is used instead of cudarc's safe layer (`CudaSlice`, `LaunchArgs`): the
+//! runner checks every argument list against the kernel's parameter sizes
+//! (`cuFuncGetParamInfo`, which the safe layer does not expose), copies through its own
+//! pinned double buffer (RESULTS.md run 12), and times with one stream and no per-buffer
+//! event tracking, whose extra `cuEventRecord`s around each launch would change what the
+//! timings measure. The types here follow the safe layer's shape (owned buffers, views
+//! with lifetimes, functions that keep their module, `unsafe` launch).
 
 use crate::record::DeviceInfo;
 use cudarc::driver::sys;
 use std::ffi::{c_void, CStr, CString};
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::rc::Rc;
 
-/// A failed driver call, with the call's name and CUDA's own error name.
+/// A failed GPU operation. Driver failures keep the driver's own code.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{call} failed: {name} ({message})")]
-pub struct CudaError {
-    pub call: &'static str,
-    pub code: i32,
-    pub name: String,
-    pub message: String,
+pub enum CudaError {
+    /// A driver call returned an error code.
+    #[error("{call} failed: {name} ({message})")]
+    Driver {
+        call: &'static str,
+        code: sys::CUresult,
+        /// CUDA's name for the code (`CUDA_ERROR_ILLEGAL_ADDRESS`).
+        name: String,
+        message: String,
+    },
+    /// The argument list does not match the kernel's parameters (count or sizes);
+    /// nothing was launched.
+    #[error("the harness passes {given} arguments; the kernel takes {} (sizes {sizes:?})", sizes.len())]
+    ArgumentMismatch { given: usize, sizes: Vec<usize> },
+    /// A kernel or symbol name with a NUL byte.
+    #[error("name {0:?} contains a NUL byte")]
+    NulInName(String),
+    /// A range or transfer that does not fit the device memory it names.
+    #[error("{what}: {need} bytes do not fit a device range of {have} bytes")]
+    OutOfRange {
+        what: &'static str,
+        need: usize,
+        have: usize,
+    },
 }
 
 impl CudaError {
+    /// The driver's code, for driver failures.
+    pub fn code(&self) -> Option<sys::CUresult> {
+        match self {
+            CudaError::Driver { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
     /// Errors after which the context is unusable: only a new process recovers.
     pub fn is_sticky(&self) -> bool {
-        matches!(
-            self.name.as_str(),
-            "CUDA_ERROR_ILLEGAL_ADDRESS"
-                | "CUDA_ERROR_LAUNCH_FAILED"
-                | "CUDA_ERROR_ILLEGAL_INSTRUCTION"
-                | "CUDA_ERROR_MISALIGNED_ADDRESS"
-                | "CUDA_ERROR_INVALID_ADDRESS_SPACE"
-                | "CUDA_ERROR_INVALID_PC"
-                | "CUDA_ERROR_HARDWARE_STACK_ERROR"
-                | "CUDA_ERROR_ASSERT"
-                | "CUDA_ERROR_LAUNCH_TIMEOUT"
-                | "CUDA_ERROR_ECC_UNCORRECTABLE"
-                | "CUDA_ERROR_CONTEXT_IS_DESTROYED"
-        )
+        self.code().is_some_and(is_sticky_code)
     }
+}
+
+/// The `CUresult`s that leave the context unusable (CUDA's documentation of each says
+/// "the context cannot be used, so it must be destroyed").
+pub fn is_sticky_code(code: sys::CUresult) -> bool {
+    use sys::CUresult as R;
+    matches!(
+        code,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_LAUNCH_FAILED
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_INVALID_PC
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ASSERT
+            | R::CUDA_ERROR_LAUNCH_TIMEOUT
+            | R::CUDA_ERROR_ECC_UNCORRECTABLE
+            | R::CUDA_ERROR_CONTEXT_IS_DESTROYED
+    )
 }
 
 fn check(call: &'static str, rc: sys::CUresult) -> Result<(), CudaError> {
@@ -60,9 +108,9 @@ fn check(call: &'static str, rc: sys::CUresult) -> Result<(), CudaError> {
         };
         (s(name), s(msg))
     };
-    Err(CudaError {
+    Err(CudaError::Driver {
         call,
-        code: rc as i32,
+        code: rc,
         name: if name.is_empty() {
             format!("CUDA error {}", rc as i32)
         } else {
@@ -120,8 +168,7 @@ pub struct Gpu {
     pub ordinal: usize,
     pub info: DeviceInfo,
     pub props: Props,
-    ctx: sys::CUcontext,
-    dev: sys::CUdevice,
+    ctx: Rc<Context>,
     stream: sys::CUstream,
     flush: Option<DevBuf>,
     /// Page-locked staging for large transfers (two halves, filled alternately).
@@ -174,6 +221,23 @@ impl Drop for Staging {
     }
 }
 
+/// The retained primary context. Every buffer and module holds it by `Rc`, so the
+/// context is released only after the last of them is freed.
+struct Context {
+    dev: sys::CUdevice,
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: retained once in Gpu::open, released once here, after everything
+        // allocated in it (which holds this Rc) is gone; an error after a sticky fault is
+        // ignored since the context is unusable anyway.
+        unsafe {
+            sys::cuDevicePrimaryCtxRelease_v2(self.dev);
+        }
+    }
+}
+
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, CudaError> {
     let mut v = 0;
     // SAFETY: v is a valid out-pointer and dev a device handle from cuDeviceGet.
@@ -199,7 +263,8 @@ impl Gpu {
         check("cuDevicePrimaryCtxRetain", unsafe {
             sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
         })?;
-        // SAFETY: ctx was just retained.
+        let context = Rc::new(Context { dev });
+        // SAFETY: ctx was just retained (and is released when `context` drops).
         check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })?;
         let mut stream: sys::CUstream = std::ptr::null_mut();
         // SAFETY: a context is current; the stream is destroyed in Drop.
@@ -255,8 +320,7 @@ impl Gpu {
             ordinal,
             info,
             props,
-            ctx,
-            dev,
+            ctx: context,
             stream,
             flush: None,
             staging: std::cell::OnceCell::new(),
@@ -283,30 +347,48 @@ impl Gpu {
         check("cuModuleLoadData", unsafe {
             sys::cuModuleLoadData(&mut m, ptr as *const c_void)
         })?;
-        Ok(Module { raw: m })
+        Ok(Module {
+            inner: Rc::new(ModuleInner {
+                raw: m,
+                _ctx: self.ctx.clone(),
+            }),
+        })
     }
 
-    /// Allocate `bytes` of device memory (at least 1 byte).
+    /// Allocate `bytes` of device memory (at least 1 byte is reserved).
     pub fn alloc(&self, bytes: usize) -> Result<DevBuf, CudaError> {
         let mut p = 0;
         // SAFETY: p is a valid out-pointer; a context is current.
         check("cuMemAlloc", unsafe {
             sys::cuMemAlloc_v2(&mut p, bytes.max(1))
         })?;
-        Ok(DevBuf { ptr: p, bytes })
+        Ok(DevBuf {
+            ptr: p,
+            bytes,
+            _ctx: self.ctx.clone(),
+        })
     }
 
-    pub fn upload(&self, dst: u64, data: &[u8]) -> Result<(), CudaError> {
+    /// Copy `data` to the start of `dst` (which must hold at least `data.len()` bytes)
+    /// and wait for the copy.
+    pub fn upload(&self, dst: DevView<'_>, data: &[u8]) -> Result<(), CudaError> {
+        let dst = dst
+            .slice(0..data.len())
+            .map_err(|_| CudaError::OutOfRange {
+                what: "upload",
+                need: data.len(),
+                have: dst.len(),
+            })?;
         if data.is_empty() {
             return Ok(());
         }
         if data.len() < STAGE_MIN {
-            // SAFETY: dst..dst+len lies inside an allocation the caller owns (DevBuf/Guarded
-            // compute it from their sizes); data is a live host slice of that length, and the
+            // SAFETY: dst is a view of data.len() bytes inside a live allocation (checked
+            // when the view was made); data is a live host slice of that length, and the
             // stream is synchronized before returning.
             check("cuMemcpyHtoD", unsafe {
                 sys::cuMemcpyHtoDAsync_v2(
-                    dst,
+                    dst.ptr,
                     data.as_ptr() as *const c_void,
                     data.len(),
                     self.stream,
@@ -322,11 +404,11 @@ impl Gpu {
             let half = &mut st.half(k)[..piece.len()];
             crate::par::copy(half, piece);
             // SAFETY: the half holds piece.len() pinned bytes that stay untouched until
-            // its event completes; the destination range lies inside a caller-owned
-            // allocation.
+            // its event completes; the destination piece lies inside dst, a view of
+            // data.len() bytes of a live allocation.
             check("cuMemcpyHtoD", unsafe {
                 sys::cuMemcpyHtoDAsync_v2(
-                    dst + (k * STAGE) as u64,
+                    dst.ptr + (k * STAGE) as u64,
                     half.as_ptr() as *const c_void,
                     piece.len(),
                     self.stream,
@@ -345,17 +427,19 @@ impl Gpu {
         Ok(self.staging.get().expect("set above"))
     }
 
-    pub fn download(&self, src: u64, len: usize) -> Result<Vec<u8>, CudaError> {
+    /// The bytes of `src`, after all work queued on the stream has finished.
+    pub fn download(&self, src: DevView<'_>) -> Result<Vec<u8>, CudaError> {
+        let len = src.len();
         let mut v = vec![0u8; len];
         if len == 0 {
             return Ok(v);
         }
         self.sync()?;
         if len < STAGE_MIN {
-            // SAFETY: v has len bytes; src..src+len lies inside a caller-owned allocation;
-            // the stream was synchronized so the kernel's writes are complete.
+            // SAFETY: v has len bytes; src is a view of len bytes inside a live
+            // allocation; the stream was synchronized so the kernel's writes are complete.
             check("cuMemcpyDtoH", unsafe {
-                sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, src, len)
+                sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, src.ptr, len)
             })?;
             return Ok(v);
         }
@@ -365,11 +449,11 @@ impl Gpu {
         let issue = |k: usize| -> Result<(), CudaError> {
             let n = STAGE.min(len - k * STAGE);
             // SAFETY: the half holds STAGE >= n pinned bytes, not read until its event
-            // completes; the source range lies inside a caller-owned allocation.
+            // completes; the source piece lies inside src, a view of a live allocation.
             check("cuMemcpyDtoH", unsafe {
                 sys::cuMemcpyDtoHAsync_v2(
                     st.half(k).as_mut_ptr() as *mut c_void,
-                    src + (k * STAGE) as u64,
+                    src.ptr + (k * STAGE) as u64,
                     n,
                     stream,
                 )
@@ -391,23 +475,31 @@ impl Gpu {
         Ok(v)
     }
 
-    pub fn memset(&self, dst: u64, byte: u8, len: usize) -> Result<(), CudaError> {
-        if len == 0 {
+    /// Set every byte of `dst` to `byte` (queued on the stream).
+    pub fn memset(&self, dst: DevView<'_>, byte: u8) -> Result<(), CudaError> {
+        if dst.is_empty() {
             return Ok(());
         }
-        // SAFETY: dst..dst+len lies inside a caller-owned allocation.
+        // SAFETY: dst is a view inside a live allocation.
         check("cuMemsetD8Async", unsafe {
-            sys::cuMemsetD8Async(dst, byte, len, self.stream)
+            sys::cuMemsetD8Async(dst.ptr, byte, dst.len(), self.stream)
         })
     }
 
-    pub fn copy(&self, dst: u64, src: u64, len: usize) -> Result<(), CudaError> {
-        if len == 0 {
+    /// Copy all of `src` to the start of `dst` (queued on the stream); `dst` must hold
+    /// at least `src.len()` bytes.
+    pub fn copy(&self, dst: DevView<'_>, src: DevView<'_>) -> Result<(), CudaError> {
+        let dst = dst.slice(0..src.len()).map_err(|_| CudaError::OutOfRange {
+            what: "device copy",
+            need: src.len(),
+            have: dst.len(),
+        })?;
+        if src.is_empty() {
             return Ok(());
         }
-        // SAFETY: both ranges lie inside caller-owned allocations of at least len bytes.
+        // SAFETY: both are views of src.len() bytes inside live allocations.
         check("cuMemcpyDtoDAsync", unsafe {
-            sys::cuMemcpyDtoDAsync_v2(dst, src, len, self.stream)
+            sys::cuMemcpyDtoDAsync_v2(dst.ptr, src.ptr, src.len(), self.stream)
         })
     }
 
@@ -418,8 +510,22 @@ impl Gpu {
         })
     }
 
-    /// Launch `f`. Each argument is its raw bytes (a device pointer is its 8 bytes).
-    pub fn launch(
+    /// Launch `f` on the stream. Each argument is its raw bytes (a device pointer is
+    /// its 8 bytes). The argument count and each argument's size are checked against
+    /// the kernel's parameters first ([`CudaError::ArgumentMismatch`]).
+    ///
+    /// # Safety
+    /// The kernel runs with the device addresses it is given and may read or write
+    /// anything they reach. The caller must make sure that
+    /// - every pointer argument (and every pointer inside a struct argument) is the
+    ///   address of device memory (a [`DevView`], via [`KArg::ptr`]) that stays
+    ///   allocated until the stream is synchronized, and
+    /// - the kernel, with this grid, block and argument list, only accesses memory
+    ///   inside those allocations.
+    ///
+    /// A kernel that breaks the second rule corrupts device memory or raises a sticky
+    /// error ([`CudaError::is_sticky`]) on a later call; it cannot touch host memory.
+    pub unsafe fn launch(
         &self,
         f: &Function,
         grid: [u32; 3],
@@ -428,7 +534,7 @@ impl Gpu {
         args: &[KArg],
     ) -> Result<(), CudaError> {
         if shared_mem > 48 * 1024 {
-            // SAFETY: f is a live function of a loaded module.
+            // SAFETY: f is a live function; its module is kept loaded by f.
             check("cuFuncSetAttribute", unsafe {
                 sys::cuFuncSetAttribute(
                     f.raw,
@@ -440,16 +546,9 @@ impl Gpu {
         if args.len() != f.param_sizes.len()
             || args.iter().zip(&f.param_sizes).any(|(a, &s)| !a.fits(s))
         {
-            return Err(CudaError {
-                call: "cuLaunchKernel",
-                code: -1,
-                name: "ARGUMENT_MISMATCH".into(),
-                message: format!(
-                    "the harness passes {} arguments; the kernel takes {} (sizes {:?})",
-                    args.len(),
-                    f.param_sizes.len(),
-                    f.param_sizes
-                ),
+            return Err(CudaError::ArgumentMismatch {
+                given: args.len(),
+                sizes: f.param_sizes.clone(),
             });
         }
         // Eight-byte aligned storage per argument; the driver copies each by the size
@@ -459,7 +558,8 @@ impl Gpu {
         // SAFETY: ptrs holds exactly one pointer per kernel parameter (count checked
         // above against cuFuncGetParamInfo), each to 16 readable bytes, at least any
         // parameter's size (checked by `KArg::fits`: scalars <= 8, pointers exactly 8,
-        // structs exactly their own size, at most 16). store outlives the call.
+        // structs exactly their own size, at most 16). store outlives the call. What the
+        // kernel does with the addresses is the caller's contract (see # Safety).
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
                 f.raw,
@@ -477,10 +577,12 @@ impl Gpu {
         })
     }
 
-    /// Run `body` between two events on the stream and return the elapsed milliseconds.
-    pub fn timed<F>(&self, body: F) -> Result<f32, CudaError>
+    /// Run `body` between two events on the stream and return the elapsed
+    /// milliseconds. `body`'s own errors come back unchanged.
+    pub fn timed<F, E>(&self, body: F) -> Result<f32, E>
     where
-        F: FnOnce() -> Result<(), CudaError>,
+        F: FnOnce() -> Result<(), E>,
+        E: From<CudaError>,
     {
         let start = Event::new()?;
         let end = Event::new()?;
@@ -503,7 +605,7 @@ impl Gpu {
             self.flush = Some(self.alloc(bytes)?);
         }
         let f = self.flush.as_ref().expect("allocated above");
-        self.memset(f.ptr, 0x5a, f.bytes)
+        self.memset(f.view(), 0x5a)
     }
 
     /// Measure device-to-device copy bandwidth in bytes/s, counting bytes read plus
@@ -511,11 +613,11 @@ impl Gpu {
     pub fn copy_bandwidth(&self, bytes: usize, runs: usize) -> Result<f64, CudaError> {
         let a = self.alloc(bytes)?;
         let b = self.alloc(bytes)?;
-        self.memset(a.ptr, 1, bytes)?;
-        self.copy(b.ptr, a.ptr, bytes)?;
+        self.memset(a.view(), 1)?;
+        self.copy(b.view(), a.view())?;
         let mut t = Vec::new();
         for _ in 0..runs.max(1) {
-            t.push(self.timed(|| self.copy(b.ptr, a.ptr, bytes))? as f64);
+            t.push(self.timed(|| self.copy(b.view(), a.view()))? as f64);
         }
         t.sort_by(f64::total_cmp);
         let med = t[t.len() / 2];
@@ -524,7 +626,7 @@ impl Gpu {
 
     /// The device handle (for diagnostics).
     pub fn device(&self) -> i32 {
-        self.dev
+        self.ctx.dev
     }
 }
 
@@ -532,13 +634,12 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         self.flush = None;
         self.staging.take();
-        // SAFETY: stream and context were created in open and are released once; errors
-        // (e.g. after a sticky fault) are ignored since the process is ending anyway.
+        // SAFETY: the stream was created in open and is destroyed once; errors (e.g.
+        // after a sticky fault) are ignored since the process is ending anyway. The
+        // context is released when the last buffer or module holding it drops.
         unsafe {
             sys::cuStreamDestroy_v2(self.stream);
-            sys::cuDevicePrimaryCtxRelease_v2(self.dev);
         }
-        let _ = self.ctx;
     }
 }
 
@@ -591,56 +692,155 @@ impl Drop for Event {
     }
 }
 
-/// A device allocation, freed on drop.
+/// A device allocation that owns its memory and frees it once, on drop. Its address
+/// is private: device memory is reached through views borrowed from it.
 pub struct DevBuf {
-    pub ptr: u64,
-    pub bytes: usize,
+    ptr: u64,
+    bytes: usize,
+    _ctx: Rc<Context>,
+}
+
+impl DevBuf {
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// The whole buffer.
+    pub fn view(&self) -> DevView<'_> {
+        DevView::new(self.ptr, self.bytes)
+    }
+
+    /// Bytes `range` of the buffer.
+    pub fn slice(&self, range: Range<usize>) -> Result<DevView<'_>, CudaError> {
+        self.view().slice(range)
+    }
 }
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
-        // SAFETY: ptr came from cuMemAlloc and is freed once; failure after a sticky
-        // error is ignored.
+        // SAFETY: ptr came from cuMemAlloc and is freed once (DevBuf is neither Clone nor
+        // constructible outside this module); the context is alive (self._ctx). Failure
+        // after a sticky error is ignored.
         unsafe {
             sys::cuMemFree_v2(self.ptr);
         }
     }
 }
 
-/// A loaded module, unloaded on drop.
-pub struct Module {
+/// A byte range of device memory borrowed from a [`DevBuf`] or a [`Global`]: in bounds
+/// by construction, and it cannot outlive what it borrows from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevView<'a> {
+    ptr: u64,
+    bytes: usize,
+    _owner: PhantomData<&'a ()>,
+}
+
+impl<'a> DevView<'a> {
+    /// Only for memory that lives as long as `'a` (a buffer's or a global's own).
+    fn new(ptr: u64, bytes: usize) -> DevView<'a> {
+        DevView {
+            ptr,
+            bytes,
+            _owner: PhantomData,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// The device address (for kernel arguments and texture descriptors; it cannot be
+    /// turned back into a view or freed).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Bytes `range` of this view.
+    pub fn slice(&self, range: Range<usize>) -> Result<DevView<'a>, CudaError> {
+        if range.start > range.end || range.end > self.bytes {
+            return Err(CudaError::OutOfRange {
+                what: "device view",
+                need: range.end.max(range.start),
+                have: self.bytes,
+            });
+        }
+        Ok(DevView::new(
+            self.ptr + range.start as u64,
+            range.end - range.start,
+        ))
+    }
+}
+
+struct ModuleInner {
     raw: sys::CUmodule,
+    _ctx: Rc<Context>,
 }
 
-/// Resource use the driver reports for one kernel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Resources {
-    pub registers: i32,
-    pub static_shared_bytes: i32,
-    pub local_bytes: i32,
-    pub max_threads_per_block: i32,
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        // SAFETY: loaded in Gpu::load, unloaded once, after every Function and Global
+        // of it (each holds this Rc) is gone.
+        unsafe {
+            sys::cuModuleUnload(self.raw);
+        }
+    }
 }
 
+/// A loaded module, unloaded when it and every function and global taken from it are
+/// dropped.
+pub struct Module {
+    inner: Rc<ModuleInner>,
+}
+
+pub use crate::evidence::Resources;
+
+/// A kernel of a loaded module; keeps the module loaded.
 pub struct Function {
     raw: sys::CUfunction,
+    _module: Rc<ModuleInner>,
     pub resources: Resources,
     /// Byte size of each kernel parameter, in order (from cuFuncGetParamInfo).
-    pub param_sizes: Vec<usize>,
+    param_sizes: Vec<usize>,
+}
+
+impl Function {
+    /// Byte size of each kernel parameter, in order.
+    pub fn param_sizes(&self) -> &[usize] {
+        &self.param_sizes
+    }
+}
+
+/// A `__device__`/`__constant__` variable of a loaded module; keeps the module loaded.
+pub struct Global {
+    ptr: u64,
+    bytes: usize,
+    _module: Rc<ModuleInner>,
+}
+
+impl Global {
+    /// The variable's memory (its size is the view's length).
+    pub fn view(&self) -> DevView<'_> {
+        DevView::new(self.ptr, self.bytes)
+    }
 }
 
 impl Module {
     pub fn function(&self, lowered: &str) -> Result<Function, CudaError> {
         use sys::CUfunction_attribute as F;
-        let name = CString::new(lowered).map_err(|_| CudaError {
-            call: "cuModuleGetFunction",
-            code: -1,
-            name: "NUL in name".into(),
-            message: lowered.into(),
-        })?;
+        let name = CString::new(lowered).map_err(|_| CudaError::NulInName(lowered.into()))?;
         let mut f: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: the module is loaded; name is NUL-terminated and outlives the call.
         check("cuModuleGetFunction", unsafe {
-            sys::cuModuleGetFunction(&mut f, self.raw, name.as_ptr())
+            sys::cuModuleGetFunction(&mut f, self.inner.raw, name.as_ptr())
         })?;
         let get = |a| {
             let mut v = 0;
@@ -669,45 +869,45 @@ impl Module {
         }
         Ok(Function {
             raw: f,
+            _module: self.inner.clone(),
             resources,
             param_sizes,
         })
     }
 
-    /// A `__device__`/`__constant__` global by (lowered) name: its address and size.
-    pub fn global(&self, name: &str) -> Option<(u64, usize)> {
+    /// A `__device__`/`__constant__` global by (lowered) name, if the module has it.
+    pub fn global(&self, name: &str) -> Option<Global> {
         let cname = CString::new(name).ok()?;
         let (mut p, mut n) = (0u64, 0usize);
         // SAFETY: the module is loaded; out-pointers are valid.
-        let rc = unsafe { sys::cuModuleGetGlobal_v2(&mut p, &mut n, self.raw, cname.as_ptr()) };
-        (rc == sys::CUresult::CUDA_SUCCESS).then_some((p, n))
-    }
-}
-
-impl Drop for Module {
-    fn drop(&mut self) {
-        // SAFETY: loaded in Gpu::load, unloaded once.
-        unsafe {
-            sys::cuModuleUnload(self.raw);
-        }
+        let rc =
+            unsafe { sys::cuModuleGetGlobal_v2(&mut p, &mut n, self.inner.raw, cname.as_ptr()) };
+        (rc == sys::CUresult::CUDA_SUCCESS).then(|| Global {
+            ptr: p,
+            bytes: n,
+            _module: self.inner.clone(),
+        })
     }
 }
 
 /// One kernel argument's bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KArg {
+    /// A device address (see [`KArg::ptr`]).
     Ptr(u64),
     /// A scalar's little-endian bytes (1 to 8 of them).
     Scalar([u8; 8]),
     /// A struct passed by value (a struct of device pointers): its bytes, of which the
     /// first `len` (up to 16) are the struct; the kernel's parameter must be exactly `len`.
-    Struct {
-        bytes: [u8; 16],
-        len: usize,
-    },
+    Struct { bytes: [u8; 16], len: usize },
 }
 
 impl KArg {
+    /// A pointer argument: the start of `view`.
+    pub fn ptr(view: DevView<'_>) -> KArg {
+        KArg::Ptr(view.device_ptr())
+    }
+
     /// A struct argument from its bytes; `None` when there are more than 16.
     pub fn structure(b: &[u8]) -> Option<KArg> {
         if b.len() > 16 {
@@ -749,7 +949,58 @@ impl KArg {
 
 #[cfg(test)]
 mod tests {
-    use super::KArg;
+    use super::{is_sticky_code, sys, CudaError, DevView, KArg};
+
+    #[test]
+    fn views_refuse_ranges_outside_what_they_borrow() {
+        // A view as DevBuf::view makes it (no GPU needed: slicing is address arithmetic).
+        let v = DevView::new(0x1000, 100);
+        let s = v.slice(10..30).unwrap();
+        assert_eq!((s.device_ptr(), s.len()), (0x100a, 20));
+        let inner = s.slice(5..20).unwrap();
+        assert_eq!((inner.device_ptr(), inner.len()), (0x100f, 15));
+        assert!(
+            s.slice(0..21).is_err(),
+            "a sub-view cannot grow past its parent"
+        );
+        assert!(v.slice(90..101).is_err());
+        #[allow(clippy::reversed_empty_ranges)] // the reversed range is what is tested
+        let reversed = v.slice(30..10);
+        assert!(reversed.is_err());
+        assert!(
+            v.slice(100..100).unwrap().is_empty(),
+            "the end is a valid empty view"
+        );
+    }
+
+    #[test]
+    fn sticky_errors_are_classified_by_code() {
+        let err = |code| CudaError::Driver {
+            call: "cuStreamSynchronize",
+            code,
+            // A name that says the opposite: the code decides, not the text.
+            name: "CUDA_ERROR_INVALID_VALUE".into(),
+            message: String::new(),
+        };
+        assert!(err(sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS).is_sticky());
+        assert!(err(sys::CUresult::CUDA_ERROR_LAUNCH_FAILED).is_sticky());
+        assert!(!err(sys::CUresult::CUDA_ERROR_INVALID_VALUE).is_sticky());
+        assert!(!err(sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).is_sticky());
+        assert!(!is_sticky_code(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        let mismatch = CudaError::ArgumentMismatch {
+            given: 2,
+            sizes: vec![8, 4, 4],
+        };
+        assert!(!mismatch.is_sticky() && mismatch.code().is_none());
+        assert_eq!(
+            mismatch.to_string(),
+            "the harness passes 2 arguments; the kernel takes 3 (sizes [8, 4, 4])"
+        );
+        assert_eq!(
+            err(sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS).code(),
+            Some(sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)
+        );
+    }
 
     #[test]
     fn struct_args_fill_both_words_and_fit_only_their_own_size() {

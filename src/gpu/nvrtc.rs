@@ -24,7 +24,20 @@ pub enum NvrtcError {
     #[error("kernel source contains a NUL byte")]
     NulInSource,
     #[error("NVRTC call {call} failed: {message}")]
-    Call { call: &'static str, message: String },
+    Call {
+        call: &'static str,
+        /// NVRTC's own result code.
+        code: sys::nvrtcResult,
+        message: String,
+    },
+    /// The unit compiled, but a kernel name expression did not resolve to a lowered
+    /// name: the source does not define that kernel (or template instance).
+    #[error("NVRTC call nvrtcGetLoweredName failed for `{expression}`: {message}")]
+    UnknownName {
+        expression: String,
+        code: sys::nvrtcResult,
+        message: String,
+    },
 }
 
 /// What was loaded.
@@ -285,7 +298,11 @@ fn check(call: &'static str, rc: sys::nvrtcResult) -> Result<(), NvrtcError> {
         let msg = unsafe { CStr::from_ptr(sys::nvrtcGetErrorString(rc)) }
             .to_string_lossy()
             .into_owned();
-        Err(NvrtcError::Call { call, message: msg })
+        Err(NvrtcError::Call {
+            call,
+            code: rc,
+            message: msg,
+        })
     }
 }
 
@@ -424,6 +441,14 @@ fn compile_program(
         // the returned string lives as long as prog.
         check("nvrtcGetLoweredName", unsafe {
             sys::nvrtcGetLoweredName(prog, ce.as_ptr(), &mut out)
+        })
+        .map_err(|err| match err {
+            NvrtcError::Call { code, message, .. } => NvrtcError::UnknownName {
+                expression: e.clone(),
+                code,
+                message,
+            },
+            other => other,
         })?;
         // SAFETY: NVRTC returned a NUL-terminated string owned by prog.
         let s = unsafe { CStr::from_ptr(out) }

@@ -104,24 +104,15 @@ pub fn failed_check(status: Status) -> Option<&'static str> {
 
 /// Outputs whose fast-kernel hash is the same for every seed of a size set (from the
 /// verification evidence's `checks`): the output does not depend on the input.
-pub fn seed_independent(evidence: &serde_json::Value) -> Vec<String> {
+pub fn seed_independent(evidence: &crate::evidence::Evidence) -> Vec<String> {
     let mut hashes: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     let mut seeds: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for c in evidence
-        .get("checks")
-        .and_then(|c| c.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let (Some(set), Some(out), Some(h)) = (
-            c.get("size_set").and_then(|x| x.as_str()),
-            c.get("output").and_then(|x| x.as_str()),
-            c.get("fast_hash").and_then(|x| x.as_str()),
-        ) else {
+    for c in &evidence.checks {
+        let Some(h) = &c.fast_hash else {
             continue;
         };
-        let k = (set.to_string(), out.to_string());
-        hashes.entry(k.clone()).or_default().insert(h.to_string());
+        let k = (c.size_set.clone(), c.output.clone());
+        hashes.entry(k.clone()).or_default().insert(h.clone());
         *seeds.entry(k).or_default() += 1;
     }
     hashes
@@ -417,11 +408,7 @@ fn run_on_workers(
     }
     pool::run_all(workers, jobs, launch, cfg.timeout, hello_timeout, |i, v| {
         let (path, origin) = meta.get(&i).cloned().unwrap_or_default();
-        let ms = v
-            .evidence
-            .get("phases_ms")
-            .and_then(|p| p.get("total"))
-            .and_then(|t| t.as_f64());
+        let ms = v.evidence.phases_ms.get("total").copied();
         reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v), ms));
     });
 }
@@ -552,7 +539,6 @@ pub fn with_provenance(records: Vec<Record>, reports: &[Report]) -> Vec<Record> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn checks_after_the_first_failure_are_not_run() {
@@ -586,17 +572,38 @@ mod tests {
 
     #[test]
     fn seed_independence_is_read_from_hashes() {
-        let ev = json!({"checks": [
-            {"size_set": "default", "seed": 0, "output": "o", "fast_hash": "aa"},
-            {"size_set": "default", "seed": 1, "output": "o", "fast_hash": "aa"},
-            {"size_set": "default", "seed": 0, "output": "p", "fast_hash": "aa"},
-            {"size_set": "default", "seed": 1, "output": "p", "fast_hash": "bb"},
-        ]});
+        use crate::evidence::{CheckEvidence, Evidence};
+        // Checks as the worker records them: a real comparison of two equal buffers.
+        let buf = crate::harness::HostBuffer {
+            elem: crate::harness::ElemType::F32,
+            bytes: 1.0f32.to_le_bytes().to_vec(),
+        };
+        let cmp = crate::verify::compare::compare(
+            &buf,
+            &buf,
+            &Tolerance::default_for(crate::harness::ElemType::F32),
+        );
+        let check = |seed, output: &str, hash: &str| CheckEvidence {
+            size_set: "default".into(),
+            seed,
+            output: output.into(),
+            fast_hash: Some(hash.into()),
+            comparison: cmp.clone(),
+        };
+        let ev = Evidence {
+            checks: vec![
+                check(0, "o", "aa"),
+                check(1, "o", "aa"),
+                check(0, "p", "aa"),
+                check(1, "p", "bb"),
+            ],
+            ..Evidence::default()
+        };
         assert_eq!(
             seed_independent(&ev),
             vec!["o (size set default)".to_string()]
         );
-        assert!(seed_independent(&json!({})).is_empty());
+        assert!(seed_independent(&Evidence::default()).is_empty());
     }
 
     #[test]

@@ -9,8 +9,8 @@
 
 use super::config::BuildConfig;
 use super::journal::{self, file_sha256, tree_sha256, Journal, Step};
-use super::shard::{shard_filter, Shard};
 use super::stages::{StageError, Stages};
+use crate::dataset::{shard_filter, Shard};
 use crate::export::{self, ExportConfig};
 use crate::jsonl::{self, JsonlError};
 use crate::record::{Pair, Record, Status};
@@ -783,7 +783,7 @@ mod tests {
                                 "no CUDA driver".into()
                             },
                             device: None,
-                            evidence: serde_json::Value::Null,
+                            evidence: Default::default(),
                             speedup: self.gpu.then(|| Speedup {
                                 size_set: "large".into(),
                                 median: 2.5,
@@ -965,8 +965,11 @@ mod tests {
             assert!(!part.is_empty() && part.len() < whole.len());
             parts.push(part);
         }
-        let merged = super::super::merge::merge(parts);
+        let merged = crate::dataset::merge::merge(parts);
         assert_eq!(merged.duplicates, 0);
-        assert_eq!(merged.records, super::super::merge::merge([whole]).records);
+        assert_eq!(
+            merged.records,
+            crate::dataset::merge::merge([whole]).records
+        );
     }
 }

@@ -1,17 +1,15 @@
 //! The resumable end-to-end build and the merge of sharded outputs.
 //!
-//! Library entry points: [`build::build`] (with the stage seams in [`stages`]),
-//! [`merge::merge`], and [`shard::shard_filter`] / [`shard::Shard`] for the stages'
-//! `--shard i/n`.
+//! Library entry points: [`build::build`] (with the stage seams in [`stages`]) and
+//! `kernelpair merge` over [`crate::dataset::merge::merge`]; the stages' `--shard i/n`
+//! is [`crate::dataset::Shard`].
 
 pub mod build;
 pub mod config;
 pub mod journal;
-pub mod merge;
-pub mod shard;
 pub mod stages;
 
-pub use shard::{shard_filter, Shard};
+use crate::dataset::{merge, Shard};
 
 use anyhow::Context;
 use std::path::PathBuf;

@@ -199,10 +199,9 @@ fn compile_one(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
             ok: false,
             arch: arch.to_string(),
             log: match e {
-                NvrtcError::Call {
-                    call: "nvrtcGetLoweredName",
-                    ..
-                } => format!("compiled, but symbol `{}` was not found: {e}", u.symbol),
+                NvrtcError::UnknownName { .. } => {
+                    format!("compiled, but symbol `{}` was not found: {e}", u.symbol)
+                }
                 e => e.to_string(),
             },
             millis: 0.0,

@@ -34,7 +34,7 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Output: JSONL, one record per line ({\"version\":1,\"type\":…,\"data\":…}): every unit,
+Output: JSONL, one record per line ({\"version\":2,\"type\":…,\"data\":…}): every unit,
 every pair (slow + fast units; Rodinia/generic kernels get an empty slow slot), every
 unpaired kernel with the reason, and every skipped input with the reason. Sorted by
 path and line; the same tree gives the same file.
@@ -80,7 +80,7 @@ pub struct ExtractArgs {
     /// Keep only the records of shard i of n (0-based, a stable partition by record id).
     /// Extraction is cheap; the split matters for the stages after it.
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::pipeline::Shard>,
+    pub shard: Option<crate::dataset::Shard>,
 }
 
 /// The checked configuration of one extraction.

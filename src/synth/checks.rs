@@ -287,19 +287,7 @@ impl Seen {
     }
 }
 
-/// An artificial slowdown found in a slow kernel: which check, where, and the line itself.
-/// `synth` turns it into a rejection; `verify`, `validate` and `build` into the status
-/// `artificial_slowdown` before any GPU time (see `crate::verify::slowdown`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SlowdownHit {
-    /// `timer_spin`, `added_volatile`, `empty_loop`, `repeated_work` or `huge_trip_count`.
-    pub check: String,
-    /// 1-based line in the checked source.
-    pub line: u32,
-    /// That line's text, trimmed.
-    pub construct: String,
-    pub message: String,
-}
+pub use crate::evidence::SlowdownHit;
 
 const TIMERS: &[&str] = &["clock", "clock64", "__nanosleep", "__prof_trigger"];
 

@@ -44,7 +44,7 @@ pub struct SynthArgs {
     /// Work on shard i of n only (0-based, a stable partition by record id); join the
     /// shards' outputs with `kernelpair merge`.
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::pipeline::Shard>,
+    pub shard: Option<crate::dataset::Shard>,
     /// Endpoint settings (TOML; see examples/llm.toml). Flags below override it.
     #[arg(long)]
     pub llm: Option<PathBuf>,
@@ -132,7 +132,7 @@ impl SynthArgs {
 /// The checked settings of a run.
 pub struct Config {
     pub input: PathBuf,
-    pub shard: Option<crate::pipeline::Shard>,
+    pub shard: Option<crate::dataset::Shard>,
     pub output: PathBuf,
     pub journal: PathBuf,
     pub report: Option<PathBuf>,

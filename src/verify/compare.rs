@@ -15,34 +15,7 @@ use serde::{Deserialize, Serialize};
 /// How many mismatching indices a [`Comparison`] lists.
 pub const FIRST_MISMATCHES: usize = 8;
 
-/// The evidence of one output comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub pass: bool,
-    /// Elements compared.
-    pub len: usize,
-    /// Exact comparison (integers without a harness tolerance).
-    pub exact: bool,
-    /// Elements outside the elementwise tolerance (NaNs included).
-    pub mismatches: usize,
-    /// Elements where either side is NaN.
-    pub nans: usize,
-    pub max_abs_err: f64,
-    /// Largest |a − b| / |b| over elements with b ≠ 0.
-    pub max_rel_err: f64,
-    /// ‖a − b‖₂ / ‖b‖₂ over elements where both are finite (0 when equal, ∞ when ‖b‖ = 0 ≠ ‖a − b‖).
-    pub l2_rel_err: f64,
-    /// The element furthest outside its tolerance (or with the largest error when all pass).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worst_index: Option<usize>,
-    /// The first few mismatching indices, ascending.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub first_mismatches: Vec<usize>,
-    pub tolerance: Tolerance,
-    /// Set when the buffers cannot be compared at all (type or length differ).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
+pub use crate::evidence::Comparison;
 
 /// Give the elements a harness leaves out of the comparison (`ignore`) the input's value
 /// (zero for `out` buffers), so neither the comparison nor the poison and degenerate checks

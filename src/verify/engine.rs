@@ -4,10 +4,12 @@
 //! and finally time both interleaved with an L2 flush between runs. Produces a
 //! [`Verification`] with its evidence.
 
-use super::compare::{self, Comparison};
+use super::compare;
 use super::stats;
+use crate::evidence::{CheckEvidence, Evidence, KernelEvidence, TimingEvidence, VariantTiming};
 use crate::gpu::cache::{CacheHit, CachedCompile, CompileCache};
-use crate::gpu::driver::{CudaError, DevBuf, Function, Gpu, KArg, Module, Resources};
+use crate::gpu::driver::{CudaError, DevBuf, DevView, Function, Global, Gpu, KArg, Module};
+use crate::gpu::nvrtc::NvrtcError;
 use crate::harness::{struct_arg_bytes, HostBuffer, Launch, Resolved, ResolvedArg, Variant};
 use crate::record::{Speedup, Status, Verification};
 use serde::{Deserialize, Serialize};
@@ -99,7 +101,7 @@ pub struct Outcome {
 
 /// Add the time since `t` to phase `key` (sub-phases of `check` are summed over seeds).
 fn add_phase(ev: &mut Evidence, key: &'static str, t: Instant) {
-    *ev.phases_ms.entry(key).or_insert(0.0) += t.elapsed().as_secs_f64() * 1e3;
+    *ev.phases_ms.entry(key.into()).or_insert(0.0) += t.elapsed().as_secs_f64() * 1e3;
 }
 
 /// The generator seed of check run `seed` (fixed, so a rerun sees the same data).
@@ -119,66 +121,6 @@ pub fn output_hash(bytes: &[u8]) -> String {
 
 /// Bytes of canary on each side of every buffer.
 const CANARY: usize = 64 * 1024;
-
-#[derive(Default, Serialize)]
-struct Evidence {
-    harness: String,
-    variants: BTreeMap<&'static str, VariantEvidence>,
-    checks: Vec<CheckEvidence>,
-    timings: Vec<TimingEvidence>,
-    phases_ms: BTreeMap<&'static str, f64>,
-}
-
-#[derive(Default, Serialize)]
-struct VariantEvidence {
-    compile_ok: bool,
-    compile_ms: f64,
-    cache: Option<CacheHit>,
-    arch: String,
-    nvrtc_version: String,
-    log: String,
-    kernels: Vec<KernelEvidence>,
-}
-
-#[derive(Serialize)]
-struct KernelEvidence {
-    expression: String,
-    lowered: String,
-    #[serde(flatten)]
-    resources: Resources,
-}
-
-#[derive(Serialize)]
-struct CheckEvidence {
-    size_set: String,
-    seed: u32,
-    output: String,
-    /// Hash of the fast kernel's output (self-checks only): the self-check compares it
-    /// across seeds to see that the output depends on the input.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fast_hash: Option<String>,
-    #[serde(flatten)]
-    comparison: Comparison,
-}
-
-#[derive(Serialize)]
-struct VariantTiming {
-    median_ms: f64,
-    iqr_ms: f64,
-    min_ms: f64,
-    runs: usize,
-}
-
-#[derive(Serialize)]
-struct TimingEvidence {
-    size_set: String,
-    bytes: usize,
-    slow: VariantTiming,
-    fast: VariantTiming,
-    speedup: f64,
-    ci_low: f64,
-    ci_high: f64,
-}
 
 /// Why a pair stopped early.
 struct Stop {
@@ -222,7 +164,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
     ev.harness = job.harness.clone();
     let result = run_inner(gpu, cache, job, &mut ev, &mut speedup);
     ev.phases_ms
-        .insert("total", t0.elapsed().as_secs_f64() * 1e3);
+        .insert("total".into(), t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
         Ok(()) if job.options.check_only || job.options.selfcheck => (
             Status::Verified,
@@ -267,7 +209,7 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
             status,
             reason,
             device: Some(gpu.info.clone()),
-            evidence: serde_json::to_value(&ev).unwrap_or_default(),
+            evidence: ev,
             speedup,
             tool_version: tool_version(),
             flags: vec![],
@@ -280,7 +222,7 @@ struct Loaded {
     _module: Module,
     /// Name expression → function.
     functions: BTreeMap<String, Function>,
-    module_globals: Vec<(String, u64, usize)>,
+    module_globals: Vec<(String, Global)>,
 }
 
 fn launches<'a>(r: &'a Resolved, which: &str) -> &'a [Launch] {
@@ -318,14 +260,14 @@ fn compile_variant(
         .compile(&src.name, &src.source, &arch, &exprs)
         .map_err(|e| {
             // A name the source does not define fails lowering, after a good compile.
-            let status = if e.to_string().contains("nvrtcGetLoweredName") {
+            let status = if matches!(e, NvrtcError::UnknownName { .. }) {
                 Status::HarnessError
             } else {
                 Status::CompileError
             };
             Stop::new(status, format!("{which}: kernels {exprs:?}: {e}"))
         })?;
-    let ve = ev.variants.entry(which).or_default();
+    let ve = ev.variants.entry(which.into()).or_default();
     ve.compile_ok = c.ok;
     ve.compile_ms = if hit == CacheHit::Miss {
         c.compile_ms
@@ -365,9 +307,9 @@ fn compile_variant(
     for ss in sets {
         let names = ss.constants.iter().map(|k| &k.name);
         for name in names.chain(ss.textures.iter().map(|t| &t.name)) {
-            if let Some((p, n)) = module.global(name) {
-                if !module_globals.iter().any(|(g, _, _)| g == name) {
-                    module_globals.push((name.clone(), p, n));
+            if !module_globals.iter().any(|(g, _)| g == name) {
+                if let Some(global) = module.global(name) {
+                    module_globals.push((name.clone(), global));
                 }
             }
         }
@@ -392,8 +334,25 @@ struct Guarded {
 }
 
 impl Guarded {
-    fn data(&self) -> u64 {
-        self.alloc.ptr + self.canary as u64
+    /// The buffer proper, between its canary zones.
+    fn data(&self) -> DevView<'_> {
+        self.zone(self.canary, self.bytes)
+    }
+
+    /// The canary zone before the data.
+    fn before(&self) -> DevView<'_> {
+        self.zone(0, self.canary)
+    }
+
+    /// The canary zone after the data.
+    fn after(&self) -> DevView<'_> {
+        self.zone(self.canary + self.bytes, self.canary)
+    }
+
+    fn zone(&self, start: usize, len: usize) -> DevView<'_> {
+        self.alloc
+            .slice(start..start + len)
+            .expect("alloc_buffers allocates bytes + 2 * canary")
     }
 
     fn pristine_for(&self, which: Variant) -> &DevBuf {
@@ -425,7 +384,7 @@ fn run_inner(
     let slow = compile_variant(gpu, cache, "slow", &job.slow, &job.sets, ev)?;
     let fast = compile_variant(gpu, cache, "fast", &job.fast, &job.sets, ev)?;
     ev.phases_ms
-        .insert("compile", t.elapsed().as_secs_f64() * 1e3);
+        .insert("compile".into(), t.elapsed().as_secs_f64() * 1e3);
     let mut largest: Option<(usize, Speedup)> = None;
     let (mut check_ms, mut time_ms) = (0.0, 0.0);
     for ss in &job.sets {
@@ -484,8 +443,8 @@ fn run_inner(
         }
         ev.timings.push(te);
     }
-    ev.phases_ms.insert("check", check_ms);
-    ev.phases_ms.insert("time", time_ms);
+    ev.phases_ms.insert("check".into(), check_ms);
+    ev.phases_ms.insert("time".into(), time_ms);
     *speedup = largest.map(|(_, s)| s);
     Ok(())
 }
@@ -553,13 +512,17 @@ fn kernel_args(ss: &Resolved, l: &Launch, bufs: &[Option<Guarded>]) -> Result<Ve
                             ),
                         ));
                     }
-                    Ok(KArg::Ptr(g.data() + (offset * elem.size_of()) as u64))
+                    let at = g
+                        .data()
+                        .slice(offset * elem.size_of()..g.bytes)
+                        .map_err(|e| Stop::new(Status::HarnessError, format!("{name}: {e}")))?;
+                    Ok(KArg::ptr(at))
                 }
                 (Some(ResolvedArg::Struct { name, fields }), _) if offset == 0 => {
                     let addrs = fields
                         .iter()
                         .map(|&k| match bufs.get(k) {
-                            Some(Some(g)) => Ok(g.data()),
+                            Some(Some(g)) => Ok(g.data().device_ptr()),
                             _ => Err(Stop::new(
                                 Status::HarnessError,
                                 format!("struct {name}: field {k} is not an allocated buffer"),
@@ -601,7 +564,7 @@ fn launch_offset(l: &Launch, p: usize) -> usize {
 fn restore(gpu: &Gpu, bufs: &[Option<Guarded>], which: &str) -> Result<(), CudaError> {
     let v = variant_of(which);
     for g in bufs.iter().flatten() {
-        gpu.copy(g.data(), g.pristine_for(v).ptr, g.bytes)?;
+        gpu.copy(g.data(), g.pristine_for(v).view())?;
     }
     Ok(())
 }
@@ -632,20 +595,24 @@ fn launch_all(
         })?;
         let args = kernel_args(ss, l, bufs)?;
         for _ in 0..l.repeat.max(1) {
-            gpu.launch(f, l.grid, l.block, l.shared_mem, &args)
-                .map_err(|e| {
-                    if e.name == "ARGUMENT_MISMATCH" {
-                        Stop::new(
-                            Status::HarnessError,
-                            format!("{which} kernel {}: {}", l.kernel, e.message),
-                        )
-                    } else {
-                        Stop::cuda(
-                            e,
-                            &format!("{which} kernel {}, size set {}", l.kernel, ss.size_set),
-                        )
-                    }
-                })?;
+            // SAFETY: every pointer in `args` is a view of a buffer in `bufs` (made by
+            // kernel_args), which the caller keeps allocated until after the stream is
+            // synchronized. That the kernel stays inside its buffers cannot be proven for
+            // code under test: the canary zones detect writes just outside them, and a
+            // wild access raises a sticky error that ends only this worker process.
+            unsafe { gpu.launch(f, l.grid, l.block, l.shared_mem, &args) }.map_err(|e| {
+                if let CudaError::ArgumentMismatch { .. } = e {
+                    Stop::new(
+                        Status::HarnessError,
+                        format!("{which} kernel {}: {e}", l.kernel),
+                    )
+                } else {
+                    Stop::cuda(
+                        e,
+                        &format!("{which} kernel {}, size set {}", l.kernel, ss.size_set),
+                    )
+                }
+            })?;
         }
     }
     Ok(())
@@ -658,8 +625,9 @@ fn upload_constants(
     consts: &[HostBuffer],
 ) -> Result<(), CudaError> {
     for (name, data) in names.iter().zip(consts) {
-        if let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| g == name) {
-            gpu.upload(*p, &data.bytes[..data.bytes.len().min(*n)])?;
+        if let Some((_, global)) = loaded.module_globals.iter().find(|(g, _)| g == name) {
+            let dst = global.view();
+            gpu.upload(dst, &data.bytes[..data.bytes.len().min(dst.len())])?;
         }
     }
     Ok(())
@@ -673,7 +641,7 @@ fn upload_textures(
     bufs: &[Option<Guarded>],
 ) -> Result<(), Stop> {
     for t in &ss.textures {
-        let Some((_, p, n)) = loaded.module_globals.iter().find(|(g, _, _)| *g == t.name) else {
+        let Some((_, global)) = loaded.module_globals.iter().find(|(g, _)| *g == t.name) else {
             continue;
         };
         let Some(Some(g)) = bufs.get(t.buffer) else {
@@ -685,8 +653,9 @@ fn upload_textures(
                 ),
             ));
         };
-        let bytes = t.struct_bytes(g.data());
-        if *n < 20 {
+        let bytes = t.struct_bytes(g.data().device_ptr());
+        let n = global.view().len();
+        if n < 20 {
             return Err(Stop::new(
                 Status::HarnessError,
                 format!(
@@ -695,7 +664,7 @@ fn upload_textures(
                 ),
             ));
         }
-        gpu.upload(*p, &bytes[..bytes.len().min(*n)])
+        gpu.upload(global.view(), &bytes[..bytes.len().min(n)])
             .map_err(|e| Stop::cuda(e, &format!("filling texture {}", t.name)))?;
     }
     Ok(())
@@ -717,8 +686,8 @@ fn check_seed(
     let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
     for k in &ss.constants {
-        if !slow.module_globals.iter().any(|(g, _, _)| g == &k.name)
-            && !fast.module_globals.iter().any(|(g, _, _)| g == &k.name)
+        if !slow.module_globals.iter().any(|(g, _)| g == &k.name)
+            && !fast.module_globals.iter().any(|(g, _)| g == &k.name)
         {
             return Err(Stop::new(
                 Status::HarnessError,
@@ -735,10 +704,10 @@ fn check_seed(
                 Some(l) => Cow::Owned(l.apply(h)),
                 None => Cow::Borrowed(h),
             };
-            gpu.upload(g.pristine.ptr, &view(Variant::Slow).bytes)
+            gpu.upload(g.pristine.view(), &view(Variant::Slow).bytes)
                 .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
             if let Some(p) = &g.pristine_fast {
-                gpu.upload(p.ptr, &view(Variant::Fast).bytes)
+                gpu.upload(p.view(), &view(Variant::Fast).bytes)
                     .map_err(|e| Stop::cuda(e, "uploading inputs"))?;
             }
         }
@@ -752,8 +721,8 @@ fn check_seed(
         let t = Instant::now();
         restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
         for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
-            gpu.upload(g.alloc.ptr, &canary)
-                .and_then(|_| gpu.upload(g.data() + g.bytes as u64, &canary))
+            gpu.upload(g.before(), &canary)
+                .and_then(|_| gpu.upload(g.after(), &canary))
                 .map_err(|e| Stop::cuda(e, &ctx))?;
         }
         upload_constants(gpu, loaded, &const_names, consts).map_err(|e| Stop::cuda(e, &ctx))?;
@@ -764,12 +733,8 @@ fn check_seed(
                 if g.canary == 0 {
                     continue;
                 }
-                let before = gpu
-                    .download(g.alloc.ptr, CANARY)
-                    .map_err(|e| Stop::cuda(e, &ctx))?;
-                let after = gpu
-                    .download(g.data() + g.bytes as u64, CANARY)
-                    .map_err(|e| Stop::cuda(e, &ctx))?;
+                let before = gpu.download(g.before()).map_err(|e| Stop::cuda(e, &ctx))?;
+                let after = gpu.download(g.after()).map_err(|e| Stop::cuda(e, &ctx))?;
                 if let Err(d) = compare::check_canary(&after) {
                     return Err(Stop::new(
                         Status::OutOfBounds,
@@ -801,9 +766,7 @@ fn check_seed(
             };
             let raw = HostBuffer {
                 elem: *elem,
-                bytes: gpu
-                    .download(g.data(), g.bytes)
-                    .map_err(|e| Stop::cuda(e, &ctx))?,
+                bytes: gpu.download(g.data()).map_err(|e| Stop::cuda(e, &ctx))?,
             };
             // Compared in the canonical layout (canaries were checked on the device buffer).
             got.push(match layout.get(variant_of(which)) {
@@ -910,6 +873,18 @@ fn check_seed(
     Ok(())
 }
 
+/// A failure inside a timed region: the launches' own verdict, or the timer's error.
+enum Timed {
+    Stop(Stop),
+    Cuda(CudaError),
+}
+
+impl From<CudaError> for Timed {
+    fn from(e: CudaError) -> Timed {
+        Timed::Cuda(e)
+    }
+}
+
 fn time_size_set(
     gpu: &mut Gpu,
     job: &Job,
@@ -954,24 +929,13 @@ fn time_size_set(
             let (which, loaded) = variants[vi];
             restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
             gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
-            let mut stop = None;
             let ms = gpu
-                .timed(|| {
-                    launch_all(gpu, which, loaded, ss, bufs).map_err(|s| {
-                        stop = Some(s);
-                        CudaError {
-                            call: "launch",
-                            code: -1,
-                            name: String::new(),
-                            message: String::new(),
-                        }
-                    })
-                })
-                .map_err(|e| Stop::cuda(e, &ctx));
-            if let Some(s) = stop {
-                return Err(s);
-            }
-            times[vi].push(ms? as f64);
+                .timed(|| launch_all(gpu, which, loaded, ss, bufs).map_err(Timed::Stop))
+                .map_err(|e| match e {
+                    Timed::Stop(s) => s,
+                    Timed::Cuda(e) => Stop::cuda(e, &ctx),
+                })?;
+            times[vi].push(ms as f64);
         }
         round += 1;
     }

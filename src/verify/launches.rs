@@ -5,22 +5,11 @@
 //! needs a grid 8× smaller, and a record that hides it teaches a wrong transformation.
 
 use crate::harness::{Harness, LaunchSpec};
-use crate::record::{Record, Verification};
-use serde::{Deserialize, Serialize};
+use crate::record::{Evidence, Record, Verification};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// One launch of a variant's sequence.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchConfig {
-    pub kernel: String,
-    pub grid: Vec<String>,
-    pub block: Vec<String>,
-    /// Dynamic shared memory in bytes (an expression; `0` when none).
-    pub shared_mem: String,
-    /// Times the launch repeats (`1` when once).
-    pub repeat: String,
-}
+pub use crate::evidence::{LaunchConfig, Launches};
 
 impl LaunchConfig {
     fn of(l: &LaunchSpec) -> LaunchConfig {
@@ -51,23 +40,6 @@ impl LaunchConfig {
             dims(&self.block)
         )
     }
-}
-
-/// Both variants' launches, what the harness says the kernel computes, and the sizes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Launches {
-    /// The harness's `description` (what the pair computes), when it has one.
-    #[serde(default)]
-    pub task: Option<String>,
-    pub slow: Vec<LaunchConfig>,
-    pub fast: Vec<LaunchConfig>,
-    /// Each size set's values, by name.
-    #[serde(default)]
-    pub size_sets: BTreeMap<String, BTreeMap<String, i64>>,
-    /// Per size set, the threads of the largest launch of each variant ([slow, fast]),
-    /// evaluated for an H100 (132 SMs) where an expression uses device properties.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub threads: BTreeMap<String, [u64; 2]>,
 }
 
 impl Launches {
@@ -116,7 +88,7 @@ impl Launches {
 
     /// From a verification's evidence, when verify recorded it.
     pub fn of(v: &Verification) -> Option<Launches> {
-        serde_json::from_value(v.evidence.get("launch")?.clone()).ok()
+        v.evidence.launch.clone()
     }
 
     /// The launch configuration (grid, block, shared memory, repeats) changes; kernel
@@ -162,12 +134,7 @@ pub fn attach(
         let Ok(found) = super::resolve::prepare(p, base, dirs, suite_root) else {
             continue;
         };
-        let l =
-            serde_json::to_value(Launches::of_harness(&found.harness)).expect("launches serialize");
-        if !v.evidence.is_object() {
-            v.evidence = serde_json::json!({});
-        }
-        v.evidence["launch"] = l;
+        v.evidence.launch = Some(Launches::of_harness(&found.harness));
     }
 }
 
@@ -179,10 +146,9 @@ pub fn mark_waiting(records: &[Record], base: &Path, dirs: &[PathBuf]) -> Vec<Re
         .map(|r| match r {
             Record::Pair(p) if p.verification.is_none() && p.slow.is_some() => {
                 let mut p = p.clone();
-                let mut evidence = serde_json::Value::Null;
+                let mut evidence = Evidence::default();
                 if let Ok(found) = super::resolve::prepare(&p, base, dirs, None) {
-                    evidence =
-                        serde_json::json!({ "launch": Launches::of_harness(&found.harness) });
+                    evidence = Evidence::of_launch(Launches::of_harness(&found.harness));
                 }
                 p.verification = Some(Verification {
                     status: crate::record::Status::NoGpu,
@@ -254,7 +220,7 @@ shared_mem = "16 * 4"
             status: crate::record::Status::NoGpu,
             reason: String::new(),
             device: None,
-            evidence: serde_json::json!({ "launch": l }),
+            evidence: Evidence::of_launch(l.clone()),
             speedup: None,
             tool_version: String::new(),
             flags: vec![],

@@ -40,7 +40,7 @@ pub struct VerifyArgs {
     /// Verify shard i of n only (0-based, a stable partition by record id); join the
     /// shards' outputs with `kernelpair merge`.
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::pipeline::Shard>,
+    pub shard: Option<crate::dataset::Shard>,
     /// Folders to look for harnesses in (`<benchmark>.toml`, `<benchmark>/harness.toml`,
     /// `benchmarks/<benchmark>/harness.toml`, and the harness module's naming).
     #[arg(long = "harness-dir")]
@@ -104,7 +104,7 @@ fn cpu_verdict(status: Status, reason: impl Into<String>) -> Verification {
         status,
         reason: reason.into(),
         device: None,
-        evidence: serde_json::Value::Null,
+        evidence: Default::default(),
         speedup: None,
         tool_version: tool_version(),
         flags: vec![],

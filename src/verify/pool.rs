@@ -333,7 +333,10 @@ impl Worker {
             status,
             reason,
             device: Some(device.clone()),
-            evidence: serde_json::json!({ "worker_stderr": tail }),
+            evidence: crate::evidence::Evidence {
+                worker_stderr: tail,
+                ..Default::default()
+            },
             speedup: None,
             tool_version: tool_version(),
             flags: vec![],
@@ -463,7 +466,7 @@ pub fn run_all(
                             status: Status::Crashed,
                             reason: format!("worker {device} could not be restarted: {last}"),
                             device: Some(info.clone()),
-                            evidence: serde_json::Value::Null,
+                            evidence: Default::default(),
                             speedup: None,
                             tool_version: tool_version(),
                             flags: vec![],

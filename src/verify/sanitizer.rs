@@ -451,20 +451,7 @@ impl ToolRun {
 /// and a tool reported errors, make it `sanitizer_error` with the tool, kernel and
 /// first error as its reason.
 pub fn apply(v: &mut Verification, evidence: serde_json::Value, runs: &BTreeMap<Tool, ToolRun>) {
-    match &mut v.evidence {
-        serde_json::Value::Object(m) => {
-            m.insert("sanitizer".into(), evidence);
-        }
-        other => {
-            let old = std::mem::take(other);
-            let mut m = serde_json::Map::new();
-            if !old.is_null() {
-                m.insert("previous".into(), old);
-            }
-            m.insert("sanitizer".into(), evidence);
-            *other = serde_json::Value::Object(m);
-        }
-    }
+    v.evidence.sanitizer = Some(evidence);
     if v.status != Status::Verified {
         return;
     }
@@ -914,7 +901,10 @@ mod tests {
             status: Status::Verified,
             reason: "agrees".into(),
             device: None,
-            evidence: serde_json::json!({ "harness": "h.toml" }),
+            evidence: crate::evidence::Evidence {
+                harness: "h.toml".into(),
+                ..Default::default()
+            },
             speedup: None,
             tool_version: "t".into(),
             flags: vec![],
@@ -935,8 +925,11 @@ mod tests {
         let mut v = verified();
         apply(&mut v, serde_json::json!({"tools": {}}), &runs);
         assert_eq!(v.status, Status::Verified, "warnings only");
-        assert_eq!(v.evidence["harness"], "h.toml");
-        assert!(v.evidence["sanitizer"].is_object());
+        assert_eq!(
+            v.evidence.harness, "h.toml",
+            "the worker's evidence is kept"
+        );
+        assert!(v.evidence.sanitizer.as_ref().is_some_and(|s| s.is_object()));
 
         runs.insert(
             Tool::Memcheck,
@@ -956,10 +949,10 @@ mod tests {
         // A pair that already failed keeps its status; the evidence is added.
         let mut v = verified();
         v.status = Status::OutOfBounds;
-        v.evidence = serde_json::Value::Null;
+        v.evidence = Default::default();
         apply(&mut v, serde_json::json!({"x": 1}), &runs);
         assert_eq!(v.status, Status::OutOfBounds);
-        assert_eq!(v.evidence["sanitizer"]["x"], 1);
+        assert_eq!(v.evidence.sanitizer.as_ref().unwrap()["x"], 1);
     }
 
     #[test]

@@ -30,14 +30,18 @@ fn file_line(unit: &KernelUnit, hit: &SlowdownHit) -> Option<u32> {
 
 fn verdict(pair: &Pair, hit: &SlowdownHit) -> Verification {
     let unit = pair.slow.as_ref().expect("checked by the caller");
-    let mut evidence = serde_json::json!({ "slowdown": hit });
-    evidence["slowdown"]["path"] = unit.path.clone().into();
-    let at = match file_line(unit, hit) {
-        Some(l) => {
-            evidence["slowdown"]["file_line"] = l.into();
-            format!("{} line {l}", unit.path)
-        }
+    let file_line = file_line(unit, hit);
+    let at = match file_line {
+        Some(l) => format!("{} line {l}", unit.path),
         None => format!("line {} of its isolated unit", hit.line),
+    };
+    let evidence = crate::evidence::Evidence {
+        slowdown: Some(crate::evidence::SlowdownEvidence {
+            hit: hit.clone(),
+            path: unit.path.clone(),
+            file_line,
+        }),
+        ..Default::default()
     };
     Verification {
         status: Status::ArtificialSlowdown,
@@ -98,9 +102,10 @@ mod tests {
         for origin in [Origin::Natural, synth] {
             let v = check(&pair(&spun, origin)).expect("rejected");
             assert_eq!(v.status, Status::ArtificialSlowdown);
-            assert_eq!(v.evidence["slowdown"]["check"], "timer_spin");
-            assert_eq!(v.evidence["slowdown"]["line"], 3);
-            assert_eq!(v.evidence["slowdown"]["file_line"], 3);
+            let s = v.evidence.slowdown.as_ref().expect("slowdown evidence");
+            assert_eq!(s.hit.check, "timer_spin");
+            assert_eq!(s.hit.line, 3);
+            assert_eq!(s.file_line, Some(3));
             assert!(v.reason.contains("clock64"), "{}", v.reason);
         }
         // The same kernel without the spin is left for the GPU.

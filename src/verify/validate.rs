@@ -351,7 +351,7 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
                     status: Status::HarnessError,
                     reason: e.to_string(),
                     device: None,
-                    evidence: serde_json::Value::Null,
+                    evidence: Default::default(),
                     speedup: None,
                     tool_version: tool_version(),
                     flags: vec![],

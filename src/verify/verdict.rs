@@ -7,8 +7,8 @@
 //! near that bound, is flagged `suspect_slow` for a human look (never rejected: naive
 //! kernels can honestly be that slow). Flags never change the status.
 
+use crate::evidence::{Roofline, RooflineSet};
 use crate::record::{Flag, Speedup, Status, Verification};
-use serde::Deserialize;
 
 /// `suspect_slow` when the slow kernel takes more than this many times the time its
 /// buffers' bytes need at the measured copy bandwidth ...
@@ -23,34 +23,6 @@ pub const SUSPECT_SLOW_K: f64 = 40.0;
 /// ... while the fast kernel takes at most this many times it (a memory-bound kernel
 /// near the bandwidth: only then is a huge slow multiple unexplained by the work).
 pub const FAST_NEAR_BOUND: f64 = 2.0;
-
-/// One size set's timing as the worker's evidence holds it (`evidence.timings[]`).
-#[derive(Debug, Clone, Deserialize)]
-struct SetTiming {
-    size_set: String,
-    bytes: u64,
-    slow: VariantTiming,
-    fast: VariantTiming,
-    speedup: f64,
-    ci_low: f64,
-    ci_high: f64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct VariantTiming {
-    median_ms: f64,
-}
-
-impl SetTiming {
-    fn speedup(&self) -> Speedup {
-        Speedup {
-            size_set: self.size_set.clone(),
-            median: self.speedup,
-            ci_low: self.ci_low,
-            ci_high: self.ci_high,
-        }
-    }
-}
 
 /// What the parent knows beyond the worker's verification.
 #[derive(Debug, Clone, Default)]
@@ -69,14 +41,10 @@ pub fn finish(v: &mut Verification, cx: &Context) {
     if !matches!(v.status, Status::Verified | Status::NotFaster) {
         return;
     }
-    let Some(sets) = v
-        .evidence
-        .get("timings")
-        .and_then(|t| Vec::<SetTiming>::deserialize(t).ok())
-        .filter(|s| !s.is_empty())
-    else {
+    let sets = v.evidence.timings.clone();
+    if sets.is_empty() {
         return;
-    };
+    }
     let main = cx
         .primary
         .and_then(|p| sets.iter().position(|s| s.size_set == p))
@@ -166,17 +134,17 @@ pub fn finish(v: &mut Verification, cx: &Context) {
                 )
             })
             .collect();
-        if let Some(ev) = v.evidence.as_object_mut() {
-            ev.insert(
-                "roofline".into(),
-                serde_json::json!({
-                    "bandwidth_gbs": bw,
-                    "size_sets": rows.iter().map(|(n, s, f)| serde_json::json!({
-                        "size_set": n, "slow_x": s, "fast_x": f
-                    })).collect::<Vec<_>>(),
-                }),
-            );
-        }
+        v.evidence.roofline = Some(Roofline {
+            bandwidth_gbs: bw,
+            size_sets: rows
+                .iter()
+                .map(|(n, s, f)| RooflineSet {
+                    size_set: n.clone(),
+                    slow_x: *s,
+                    fast_x: *f,
+                })
+                .collect(),
+        });
         let worst = rows
             .iter()
             .filter(|(_, s, f)| *s > SUSPECT_SLOW_K && *f <= FAST_NEAR_BOUND)
@@ -198,25 +166,36 @@ pub fn finish(v: &mut Verification, cx: &Context) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::{Evidence, TimingEvidence, VariantTiming};
 
     /// A timed verification as the engine writes it: (name, bytes, slow ms, fast ms, ci low, ci high).
     fn timed(sets: &[(&str, u64, f64, f64, f64, f64)]) -> Verification {
+        let vt = |ms: f64| VariantTiming {
+            median_ms: ms,
+            iqr_ms: 0.0,
+            min_ms: ms,
+            runs: 20,
+        };
         let timings: Vec<_> = sets
             .iter()
-            .map(|(n, b, s, f, lo, hi)| {
-                serde_json::json!({
-                    "size_set": n, "bytes": b,
-                    "slow": {"median_ms": s, "iqr_ms": 0.0, "min_ms": s, "runs": 20},
-                    "fast": {"median_ms": f, "iqr_ms": 0.0, "min_ms": f, "runs": 20},
-                    "speedup": s / f, "ci_low": lo, "ci_high": hi
-                })
+            .map(|&(n, b, s, f, lo, hi)| TimingEvidence {
+                size_set: n.into(),
+                bytes: b as usize,
+                slow: vt(s),
+                fast: vt(f),
+                speedup: s / f,
+                ci_low: lo,
+                ci_high: hi,
             })
             .collect();
         Verification {
             status: Status::Verified,
             reason: "engine".into(),
             device: None,
-            evidence: serde_json::json!({ "timings": timings }),
+            evidence: Evidence {
+                timings,
+                ..Evidence::default()
+            },
             speedup: None,
             tool_version: "t".into(),
             flags: vec![],
@@ -314,14 +293,7 @@ mod tests {
         };
         assert!((slow_x - 60.0).abs() < 1e-9 && (fast_x - 1.2).abs() < 1e-9);
         assert_eq!(*k, SUSPECT_SLOW_K);
-        assert!(
-            (v.evidence["roofline"]["size_sets"][0]["slow_x"]
-                .as_f64()
-                .unwrap()
-                - 60.0)
-                .abs()
-                < 1e-9
-        );
+        assert!((v.evidence.roofline.as_ref().unwrap().size_sets[0].slow_x - 60.0).abs() < 1e-9);
         // A compute-bound fast kernel (far from the bound): nothing to suspect.
         let mut v = timed(&[("s", gb, 300.0, 10.0, 25.0, 35.0)]);
         finish(&mut v, &with_bw);
@@ -334,7 +306,7 @@ mod tests {
         let mut v = timed(&[("s", gb, 4.0, 1.1, 3.0, 4.0)]);
         finish(&mut v, &with_bw);
         assert!(v.flags.is_empty(), "{:?}", v.flags);
-        assert!(v.evidence.get("roofline").is_some());
+        assert!(v.evidence.roofline.is_some());
     }
 
     #[test]

@@ -35,10 +35,16 @@ def verification(status, median=None):
         v["device"] = DEVICE
     if median is not None:
         v["speedup"] = {"size_set": "large", "median": median, "ci_low": round(median * 0.95, 3), "ci_high": round(median * 1.05, 3)}
-        v["evidence"] = {"size_sets": [
-            {"name": "small", "speedup": {"median": round(median / 2, 3), "ci_low": round(median / 2 * 0.9, 3), "ci_high": round(median / 2 * 1.1, 3)}},
-            {"name": "large", "speedup": v["speedup"] | {}}]}
-        del v["evidence"]["size_sets"][1]["speedup"]["size_set"]
+        # The verify worker's layout (`evidence.timings`, crate::evidence::TimingEvidence):
+        # the fast kernel takes 1 ms, the slow one `speedup` ms.
+        def timing(name, speedup, nbytes):
+            t = lambda ms: {"median_ms": ms, "iqr_ms": 0.0, "min_ms": ms, "runs": 20}
+            return {"size_set": name, "bytes": nbytes, "slow": t(speedup), "fast": t(1.0),
+                    "speedup": speedup, "ci_low": round(speedup * 0.9, 3), "ci_high": round(speedup * 1.1, 3)}
+        small = timing("small", round(median / 2, 3), 1 << 20)
+        large = timing("large", median, 1 << 24)
+        large["ci_low"], large["ci_high"] = v["speedup"]["ci_low"], v["speedup"]["ci_high"]
+        v["evidence"] = {"harness": "harness.toml", "timings": [small, large]}
     return v
 
 def pair(suite, bench, kernel, params, slow_src, fast_src, status="verified", median=2.0,
@@ -52,7 +58,7 @@ def pair(suite, bench, kernel, params, slow_src, fast_src, status="verified", me
     if techniques: p["techniques"] = list(techniques)
     if description: p["description"] = description
     if status: p["verification"] = verification(status, median if status in ("verified", "not_faster") else None)
-    return {"version": 1, "type": "pair", "data": p}
+    return {"version": 2, "type": "pair", "data": p}
 
 SAXPY_P = [("int", "n"), ("float", "a"), ("const float *", "x"), ("float *", "y")]
 SAXPY_SLOW = """__global__ void saxpy(int n, float a, const float *x, float *y)
