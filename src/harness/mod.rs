@@ -18,6 +18,7 @@ pub mod infer_kernel;
 pub mod infer_llm;
 pub mod layout;
 pub mod selfcheck;
+pub mod selfcheck_sanitize;
 pub mod spec;
 pub mod template;
 
@@ -2783,6 +2784,13 @@ pub enum HarnessCommand {
         worker_cmd: Option<String>,
         #[arg(long, hide = true)]
         gpus: Option<usize>,
+        /// Also run each harness whose kernel ran under these compute-sanitizer tools
+        /// (memcheck catches reads past a too-short buffer); one more check per tool.
+        #[arg(long, value_delimiter = ',')]
+        sanitizer: Vec<crate::verify::sanitizer::Tool>,
+        /// compute-sanitizer's path (else PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin).
+        #[arg(long = "compute-sanitizer")]
+        compute_sanitizer: Option<PathBuf>,
     },
 }
 
