@@ -9,6 +9,7 @@
 //! index (`args`) at element offsets (`offsets`). Agreement and speed checks live in
 //! `verify::compare` and `verify::stats`. The format is described in docs/harness.md.
 
+pub mod complete;
 pub mod draft;
 pub mod expr;
 pub mod gen;
@@ -2749,7 +2750,7 @@ pub enum HarnessCommand {
     },
     /// Let an LLM fill the TODOs of inferred harnesses (synth's client, cache and key
     /// handling; bounded repair turns): OUT/<pair-id>.toml.
-    Complete(infer_llm::CompleteArgs),
+    Complete(complete::CompleteCmd),
     /// Prove harnesses on the GPU: each pair's fast kernel against itself, 2 seeds × each
     /// size set; pass/fail per check (runs clean, writes every output, deterministic,
     /// non-degenerate, depends on the seed).

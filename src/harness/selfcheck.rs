@@ -455,7 +455,7 @@ fn run_on_workers(
 
 pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
     if let super::HarnessCommand::Complete(a) = cmd {
-        return super::infer_llm::run_complete(a);
+        return super::complete::run(a);
     }
     let super::HarnessCommand::Selfcheck {
         units,
