@@ -2,6 +2,8 @@
 //! into its output folder for review, records the origin per pair; the dataset card counts
 //! pairs by harness origin from the records.
 
+mod common;
+
 use assert_cmd::Command;
 use kernelpair::record::{HarnessOrigin, Record};
 use std::collections::BTreeMap;
@@ -242,4 +244,82 @@ fn the_card_counts_pairs_by_harness_origin() {
         let row = format!("| {o} | {pairs} | {verified} | {samples} |");
         assert!(card.contains(&row), "{row}\n{card}");
     }
+}
+
+/// With an endpoint (`[synth] llm`), inferred harnesses that still have TODOs are completed
+/// by the LLM into `<output>/harnesses/llm/` and used (origin `llm`); a rerun sends nothing.
+#[test]
+fn build_lets_the_endpoint_complete_inferred_harnesses_with_todos() {
+    let t = tempfile::tempdir().unwrap();
+    // The scripted endpoint: a harness completion gets the draft with every TODO set to
+    // 256; a de-optimization request gets an answer without code (rejected, pair pending).
+    let (url, seen) = common::serve(|req, _| {
+        let user = req.body["messages"][1]["content"].as_str().unwrap_or("");
+        match user.split_once("Draft harness:\n```toml\n") {
+            Some((_, rest)) => {
+                let draft = rest.split("\n```").next().unwrap_or("");
+                format!("```toml\n{}\n```", draft.replace("\"TODO\"", "256"))
+            }
+            None => "I would rather not.".to_string(),
+        }
+    });
+    std::fs::write(
+        t.path().join("llm.toml"),
+        format!("base_url = \"{url}\"\nmodel = \"scripted\"\napi_key_env = \"KP_BUILD_HARNESS_KEY\"\nmax_retries = 0\n"),
+    )
+    .unwrap();
+    let cfg = t.path().join("build.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "output = \"out\"\n[[suite]]\npath = \"{}/rodinia\"\nkind = \"rodinia\"\n[extract]\ncompile = false\n[synth]\nllm = \"llm.toml\"\n",
+            fixtures().display()
+        ),
+    )
+    .unwrap();
+    let run = || {
+        let a = kp()
+            .arg("build")
+            .arg(&cfg)
+            .env("KP_BUILD_HARNESS_KEY", "sk-build-harness-9")
+            .assert();
+        String::from_utf8_lossy(&a.get_output().stderr).to_string()
+    };
+    let stderr = run();
+    let out = t.path().join("out");
+    let pairs = pairs_of(&out.join("verified.jsonl"));
+    let heat = pairs.iter().find(|p| p.kernel == "heat_step").unwrap();
+    assert_eq!(origin_of(heat), Some(HarnessOrigin::Llm), "{stderr}");
+    let f = out.join(format!("harnesses/llm/{}.toml", heat.id));
+    assert_eq!(heat.harness.as_deref(), Some(f.to_str().unwrap()));
+    let text = std::fs::read_to_string(&f).unwrap();
+    assert!(text.contains("# origin: llm\n# selfcheck: "), "{text}");
+    assert!(!text.contains("\"TODO\""), "{text}");
+    // The inferred draft stays for review beside it.
+    assert!(
+        std::fs::read_to_string(out.join(format!("harnesses/inferred/{}.toml", heat.id)))
+            .unwrap()
+            .contains("\"TODO\"")
+    );
+    let row = stderr.lines().find(|l| l.starts_with("harness ")).unwrap();
+    assert!(
+        row.contains("llm=") && row.contains("llm_completed="),
+        "{row}"
+    );
+    let completions = |s: &[common::Seen]| {
+        s.iter()
+            .filter(|r| r.body.to_string().contains("needs a test harness"))
+            .count()
+    };
+    let sent = seen.lock().unwrap().clone();
+    assert!(completions(&sent) >= 1);
+    // A rerun: the completed harness is kept, nothing is asked again for it.
+    run();
+    let again = seen.lock().unwrap().clone();
+    assert_eq!(
+        completions(&again),
+        completions(&sent),
+        "completions come from the cache or the file"
+    );
+    assert!(!common::all_text(&out).contains("sk-build-harness-9"));
 }

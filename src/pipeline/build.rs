@@ -435,13 +435,45 @@ pub fn build(
             .map(|s| s.path.clone()),
     );
     let mut synthesized = synthesized;
-    let chosen = super::harnesses::choose(
+    let mut chosen = super::harnesses::choose(
         &mut synthesized,
         &cfg.suites,
         &hand_dirs,
         &out,
         &cfg.harness,
     );
+    if let (true, Some(llm)) = (cfg.harness.complete, &cfg.synth.llm) {
+        let cache = cfg
+            .synth
+            .cache
+            .clone()
+            .unwrap_or_else(|| cfg.output.join("llm-cache"));
+        let done = super::harnesses::complete_missing(
+            &synthesized,
+            &cfg.suites,
+            &out,
+            &cfg.harness,
+            llm,
+            cfg.synth.offline,
+            &cache,
+        );
+        if done.done > 0 {
+            chosen = super::harnesses::choose(
+                &mut synthesized,
+                &cfg.suites,
+                &hand_dirs,
+                &out,
+                &cfg.harness,
+            );
+        }
+        if done.done + done.failed > 0 {
+            chosen.counts.insert("llm_completed".into(), done.done);
+            chosen
+                .counts
+                .insert("llm_not_completed".into(), done.failed);
+        }
+        chosen.notes.extend(done.notes);
+    }
     let chosen_pairs: usize = chosen.counts.values().sum();
 
     // ---- verify ----

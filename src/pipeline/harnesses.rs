@@ -155,6 +155,120 @@ pub fn choose(
     c
 }
 
+/// What the LLM completion of the build's harness step did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Completed {
+    pub done: usize,
+    pub failed: usize,
+    pub notes: Vec<String>,
+}
+
+/// Let the synth endpoint complete the inferred harnesses that still have TODOs, for pairs
+/// with no harness (`harness complete`: synth's client, cache and key handling; self-checked
+/// in the repair loop when a GPU is visible). Completed harnesses go to
+/// `<out>/harnesses/llm/<pair-id>.toml`; one already there is kept (a person may have
+/// edited it).
+pub fn complete_missing(
+    records: &[Record],
+    suites: &[SuiteSpec],
+    out: &Path,
+    s: &HarnessSettings,
+    llm_file: &Path,
+    offline: bool,
+    cache_dir: &Path,
+) -> Completed {
+    use crate::harness::complete::{self, Endpoint, Outcome};
+    let mut c = Completed::default();
+    let todo: Vec<&Pair> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) if !p.identical && p.harness_origin.is_none() => Some(p.as_ref()),
+            _ => None,
+        })
+        .filter(|p| !out.join(LLM_DIR).join(format!("{}.toml", p.id)).exists())
+        .collect();
+    let drafts: Vec<(&Pair, String)> = todo
+        .into_iter()
+        .filter_map(|p| {
+            let d = std::fs::read_to_string(out.join(INFERRED_DIR).join(format!("{}.toml", p.id)))
+                .ok()?;
+            d.contains("\"TODO\"").then_some((p, d))
+        })
+        .collect();
+    if drafts.is_empty() {
+        return c;
+    }
+    let setup = crate::synth::config::LlmFile::read(llm_file)
+        .and_then(crate::synth::config::LlmConfig::from_file)
+        .and_then(|llm| {
+            let client = if offline {
+                None
+            } else {
+                Some(crate::synth::client::Client::new(&llm)?)
+            };
+            Ok((llm, client))
+        });
+    let (llm, client) = match setup {
+        Ok(x) => x,
+        Err(e) => {
+            c.failed = drafts.len();
+            c.notes.push(format!("harness completion: {e:#}"));
+            return c;
+        }
+    };
+    let cache = crate::synth::cache::Cache::new(cache_dir);
+    let ep = Endpoint {
+        llm: &llm,
+        client: client.as_ref(),
+        cache: &cache,
+    };
+    let gpu = matches!(crate::gpu::probe(), crate::gpu::Probe::Ready { .. });
+    let checker = complete::selfcheck_checker(
+        crate::harness::selfcheck::SelfcheckConfig {
+            harness_dirs: Vec::new(),
+            inferred_dir: None,
+            suite_root: None,
+            seeds: 2,
+            timeout: std::time::Duration::from_secs(30),
+            worker_cmd: None,
+            gpus: None,
+            sanitizer: Vec::new(),
+            compute_sanitizer: None,
+        },
+        out.to_path_buf(),
+    );
+    let check: Option<&complete::Checker> = if gpu { Some(&checker) } else { None };
+    let dir = out.join(LLM_DIR);
+    for (p, draft) in drafts {
+        let host = crate::harness::infer_llm::host_excerpt(root_for(suites, p), p);
+        match complete::complete(p, &draft, &host, &ep, s.max_repairs, check) {
+            Outcome::Done {
+                toml, selfchecked, ..
+            } => {
+                let text = format!("{}{toml}", complete::header(&llm.model, selfchecked));
+                let path = dir.join(format!("{}.toml", p.id));
+                match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, text)) {
+                    Ok(()) => c.done += 1,
+                    Err(e) => {
+                        c.failed += 1;
+                        c.notes.push(format!("{}: {e}", path.display()));
+                    }
+                }
+            }
+            Outcome::Failed { reason, .. } => {
+                c.failed += 1;
+                c.notes.push(format!(
+                    "{}/{}: harness not completed: {}",
+                    p.benchmark,
+                    p.kernel,
+                    reason.lines().next().unwrap_or("")
+                ));
+            }
+        }
+    }
+    c
+}
+
 /// The failed check of a self-check report, as `check: first line of detail`.
 fn failure(r: &Report) -> Option<String> {
     r.checks
