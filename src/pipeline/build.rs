@@ -827,6 +827,16 @@ mod tests {
     }
 
     impl Stages for Fake {
+        /// No self-check, even on a GPU machine: the fake pairs are not real kernels.
+        fn selfcheck(
+            &self,
+            _: &[Pair],
+            _: &[std::path::PathBuf],
+            _: u64,
+        ) -> Option<Vec<crate::harness::selfcheck::Report>> {
+            None
+        }
+
         fn extract(
             &self,
             _: &SuiteSpec,
