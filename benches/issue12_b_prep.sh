@@ -11,5 +11,7 @@ cp $T/release/kernelpair $C/kernelpair
 for t in harness_selfcheck rodinia_e2e; do
   cp "$(ls -t $T/release/deps/$t-* | grep -v '\.d$' | head -1)" $C/$t-test
 done
+# Release builds carry debug info (Cargo.toml); the carried tree must stay under 64 MiB.
+strip $C/kernelpair $C/*-test
 cp -r fixtures $C/fixtures
 du -sh $C
