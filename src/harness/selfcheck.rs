@@ -205,6 +205,9 @@ pub struct SelfcheckConfig {
     pub timeout: Duration,
     pub worker_cmd: Option<String>,
     pub gpus: Option<usize>,
+    /// compute-sanitizer tools to run every harness whose kernel ran under (`--sanitizer`).
+    pub sanitizer: Vec<crate::verify::sanitizer::Tool>,
+    pub compute_sanitizer: Option<PathBuf>,
 }
 
 /// Find a pair's harness (hand first, then inferred) and prepare its identity control.
@@ -406,16 +409,40 @@ fn run_on_workers(
             }
         }
     }
-    pool::run_all(workers, jobs, launch, cfg.timeout, hello_timeout, |i, v| {
-        let (path, origin) = meta.get(&i).cloned().unwrap_or_default();
-        let ms = v.evidence.phases_ms.get("total").copied();
-        reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v), ms));
-    });
+    let sanitize_jobs = (!cfg.sanitizer.is_empty()).then(|| jobs.clone());
+    let mut ran = BTreeSet::new();
+    pool::run_all(
+        workers,
+        jobs,
+        launch.clone(),
+        cfg.timeout,
+        hello_timeout,
+        |i, v| {
+            if crate::verify::sanitizer::worth_sanitizing(v.status) {
+                ran.insert(i);
+            }
+            let (path, origin) = meta.get(&i).cloned().unwrap_or_default();
+            let ms = v.evidence.phases_ms.get("total").copied();
+            reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v), ms));
+        },
+    );
+    if let Some(jobs) = sanitize_jobs {
+        let targets = jobs.into_iter().filter(|(i, _)| ran.contains(i)).collect();
+        let o = super::selfcheck_sanitize::Options {
+            tools: &cfg.sanitizer,
+            binary: cfg.compute_sanitizer.as_deref(),
+            devices,
+            launch,
+            timeout: cfg.timeout,
+            hello_timeout,
+        };
+        super::selfcheck_sanitize::sanitize(&o, targets, reports);
+    }
 }
 
 pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
     if let super::HarnessCommand::Complete(a) = cmd {
-        return super::infer_llm::run_complete(a);
+        return super::complete::run(a);
     }
     let super::HarnessCommand::Selfcheck {
         units,
@@ -429,6 +456,8 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
         records_out,
         worker_cmd,
         gpus,
+        sanitizer,
+        compute_sanitizer,
     } = cmd
     else {
         anyhow::bail!("not a selfcheck command");
@@ -451,6 +480,8 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
         timeout: Duration::from_secs_f64(timeout_s.max(0.1)),
         worker_cmd,
         gpus,
+        sanitizer,
+        compute_sanitizer,
     };
     let base = units.parent().map(Path::to_path_buf).unwrap_or_default();
     let reports = selfcheck_pairs(&pairs, &base, &cfg);
@@ -465,7 +496,7 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
                 &r.pair_id,
                 r.benchmark,
                 r.kernel,
-                CHECKS.len(),
+                r.checks.len(),
                 r.ms.map(|m| format!(", {m:.0} ms")).unwrap_or_default()
             ),
             Some(c) => println!(
