@@ -80,6 +80,7 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         launch_line: site.line,
         others,
         run_args,
+        ..Host::default()
     }
 }
 
@@ -176,11 +177,25 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
 
 /// A buffer's length in elements, as host text, from its allocation or copies.
 pub fn length_text(host: &Host, var: &str, elem_size: usize) -> Result<String, String> {
-    let bytes = host
-        .alloc_bytes(var)
-        .or_else(|| host.copies(var).first().map(|c| c.bytes.clone()))
-        .ok_or_else(|| format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code"))?;
-    Ok(elements_of(&bytes, host, elem_size))
+    let mut v = var.to_string();
+    // A wrapper's pointer parameter: follow it to the argument its call sites pass.
+    for _ in 0..4 {
+        let bytes = host
+            .alloc_bytes(&v)
+            .or_else(|| host.copies(&v).first().map(|c| c.bytes.clone()));
+        if let Some(b) = bytes {
+            return Ok(elements_of(&b, host, elem_size));
+        }
+        match host.bind_param(&v).map(|a| infer_host::pointer_name(&a)) {
+            Some(a) if super::is_ident(&a) && a != v => v = a,
+            _ => break,
+        }
+    }
+    Err(if v == var {
+        format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code")
+    } else {
+        format!("no cudaMalloc or cudaMemcpy of `{var}` (passed as `{v}` by the caller) in the host code")
+    })
 }
 
 /// Byte-size text → element-count text, following one named byte size (`mem_size`).

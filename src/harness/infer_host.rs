@@ -19,6 +19,8 @@ pub struct Host {
     pub others: Vec<String>,
     /// Arguments after the program in the first run command found (run scripts, Makefile).
     pub run_args: Option<Vec<String>>,
+    /// The host function the launch sits in (name, parameters), found once.
+    pub scope: std::cell::OnceCell<Option<(String, Vec<String>)>>,
 }
 
 /// A C call found in host text: its 1-based line and top-level argument texts.
@@ -353,6 +355,9 @@ impl Host {
         }
         if let Some(d) = folded {
             return Some(d);
+        }
+        if let Some(b) = self.bind_param(name) {
+            return Some(b);
         }
         self.texts().find_map(|t| {
             assignments(t, name)
@@ -884,6 +889,7 @@ mod tests {
             launch_line: line,
             others: vec![],
             run_args: None,
+            ..Host::default()
         }
     }
 
@@ -1002,6 +1008,37 @@ mod tests {
     }
 
     #[test]
+    fn launches_inside_wrappers_follow_parameters_to_call_sites() {
+        let kernel_file = "#define B 16\n__global__ void k(float *a, int n) { if (n) { a[0] = 1; } }\n\
+             namespace w {\nvoid run_k(float *buf, int n)\n{\n  dim3 g(n / B);\n  k<<<g, B>>>(buf, n);\n}\n}\n";
+        let main_file = "void run_k(float *buf, int n);\nint main(int argc, char **argv) {\n\
+             int size = atoi(argv[1]);\n float *d_x;\n cudaMalloc((void**)&d_x, size * size * sizeof(float));\n\
+             #endif\n run_k(d_x, size * size);\n return 0;\n}\n";
+        assert_eq!(
+            enclosing_function(kernel_file, 7),
+            Some(("run_k".to_string(), vec!["buf".to_string(), "n".to_string()]))
+        );
+        assert_eq!(
+            enclosing_function(kernel_file, 2).map(|f| f.0).as_deref(),
+            Some("k")
+        );
+        assert_eq!(enclosing_function(kernel_file, 3), None);
+        let calls = call_sites(main_file, "run_k", 2);
+        assert_eq!(calls.len(), 1, "the prototype is not a call");
+        assert_eq!(calls[0].args, vec!["d_x", "size * size"]);
+        let mut h = host(kernel_file, 7);
+        h.others.push(strip_comments(main_file));
+        assert_eq!(h.bind_param("buf").as_deref(), Some("d_x"));
+        assert_eq!(h.bind_param("n").as_deref(), Some("size * size"));
+        assert_eq!(h.bind_param("g"), None, "not a parameter");
+        h.run_args = Some(vec!["8".into()]);
+        assert_eq!(h.int_value("n / B"), Ok(4));
+        // Two callers passing different texts: the value depends on the caller.
+        h.others.push("void f() { run_k(d_y, 7); }".into());
+        assert_eq!(h.bind_param("n"), None);
+    }
+
+    #[test]
     fn symbol_uploads_and_comments() {
         let h = host(
             "/* cudaMemcpyToSymbol(old, x, 1); */\ncudaMemcpyToSymbol(c_mask, h_mask, MASK * sizeof(float));\n",
@@ -1013,5 +1050,172 @@ mod tests {
             u.get("c_mask").map(String::as_str),
             Some("MASK * sizeof(float)")
         );
+    }
+}
+
+/// The function whose body holds 1-based `line` in `text` (comments removed): its name and
+/// parameter names. Blocks not opened by a parameter list (`namespace`, `extern "C"`,
+/// `struct`) are seen through.
+pub fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)> {
+    // (is a function body, name, params, start line)
+    let mut stack: Vec<(bool, String, Vec<String>, u32)> = Vec::new();
+    let b = text.as_bytes();
+    let mut cur_line = 1u32;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\n' => cur_line += 1,
+            b'"' | b'\'' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q && b[i] != b'\n' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' => {
+                let in_function = stack.iter().any(|s| s.0);
+                let head = if in_function {
+                    None
+                } else {
+                    function_head(&text[..i])
+                };
+                match head {
+                    Some((name, params)) => stack.push((true, name, params, cur_line)),
+                    None => stack.push((false, String::new(), Vec::new(), cur_line)),
+                }
+            }
+            b'}' => {
+                if let Some((true, name, params, start)) = stack.pop() {
+                    if (start..=cur_line).contains(&line) {
+                        return Some((name, params));
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `… name(type a, type *b) const` just before a `{`: (name, [a, b]).
+fn function_head(before: &str) -> Option<(String, Vec<String>)> {
+    let t = before.trim_end();
+    let t = t.strip_suffix("const").map(str::trim_end).unwrap_or(t);
+    if !t.ends_with(')') {
+        return None;
+    }
+    // The matching `(` of the final `)`.
+    let bytes = t.as_bytes();
+    let mut depth = 0;
+    let mut open = None;
+    for j in (0..bytes.len()).rev() {
+        match bytes[j] {
+            b')' => depth += 1,
+            b'(' => {
+                depth -= 1;
+                if depth == 0 {
+                    open = Some(j);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let open = open?;
+    let name_part = t[..open].trim_end();
+    let start = name_part
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .map_or(0, |p| p + 1);
+    let name = name_part[start..].rsplit("::").next()?.to_string();
+    if name.is_empty()
+        || ["if", "for", "while", "switch", "catch", "return", "sizeof"].contains(&name.as_str())
+    {
+        return None;
+    }
+    let params = split_args(&t[open..])?
+        .iter()
+        .filter(|p| p.trim() != "void")
+        .map(|p| {
+            let p = p.split('=').next().unwrap_or(p).trim();
+            let p = p.split('[').next().unwrap_or(p);
+            p.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .find(|w| !w.is_empty())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    Some((name, params))
+}
+
+/// Calls of `fname` with `n` arguments that are calls, not its definition or a prototype
+/// (those follow a return type: an identifier, `*` or `&` just before the name).
+pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {
+    if fname.is_empty() {
+        return Vec::new();
+    }
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = text[from..].find(fname).map(|p| p + from) {
+        from = p + fname.len();
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+        let rest = &text[from..];
+        let after = rest.trim_start();
+        if !before_ok || !after.starts_with('(') {
+            continue;
+        }
+        let prev = text[..p].trim_end();
+        let decl = prev
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == '&')
+            && !prev.ends_with("return")
+            // `#endif` on the line before is not a return type.
+            && !prev
+                .rsplit('\n')
+                .next()
+                .is_some_and(|l| l.trim_start().starts_with('#'));
+        if decl {
+            continue;
+        }
+        let open = from + (rest.len() - after.len());
+        if let Some(args) = split_args(&text[open..]).filter(|a| a.len() == n) {
+            let line = text[..p].matches('\n').count() as u32 + 1;
+            out.push(Call { line, args });
+        }
+    }
+    out
+}
+
+impl Host {
+    /// A parameter of the host function the launch sits in (a wrapper such as
+    /// `lud_cuda(float *m, int n)`), bound to the argument text its call sites pass. Only
+    /// when every call site passes the same text: otherwise the value depends on the caller.
+    pub fn bind_param(&self, name: &str) -> Option<String> {
+        let (fname, params) = self
+            .scope
+            .get_or_init(|| enclosing_function(&self.file, self.launch_line))
+            .as_ref()?;
+        let k = params.iter().position(|p| p == name)?;
+        let (fname, params) = (fname.clone(), params.clone());
+        let mut seen: Vec<String> = Vec::new();
+        for t in self.texts() {
+            for c in call_sites(t, &fname, params.len()) {
+                let a = c.args[k].trim().to_string();
+                if !seen.contains(&a) {
+                    seen.push(a);
+                }
+            }
+        }
+        // The same name in the caller (`lud_cuda(d_m, n)` for `n`) says nothing new, and a
+        // text naming the parameter itself would loop.
+        match seen.as_slice() {
+            [one] if !draft_idents(one).iter().any(|w| w == name) => Some(one.clone()),
+            _ => None,
+        }
     }
 }
