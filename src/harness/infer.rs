@@ -137,6 +137,7 @@ pub fn add_definitions(
         if !plain || d.trim() == w {
             continue;
         }
+        let d = host.expand_calls(&d);
         let text = if infer_host::define_body(host.file.as_str(), &w).is_some()
             || host
                 .others
@@ -303,7 +304,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         .map(|s| {
             s.definitions
                 .iter()
-                .map(|(k, v)| (k.clone(), last_statement(k, v)))
+                .map(|(k, v)| (k.clone(), host.expand_calls(&last_statement(k, v))))
                 .collect()
         })
         .unwrap_or_default();
@@ -389,6 +390,13 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
             .position(|x| x.kernel == fast.kernel)
             .unwrap_or(0);
         patched.launch_sites[idx].definitions = defs.clone();
+        let ps = &mut patched.launch_sites[idx];
+        for t in [&mut ps.grid, &mut ps.block] {
+            *t = host.expand_calls(t);
+        }
+        if let Some(t) = ps.shared_mem.as_mut() {
+            *t = host.expand_calls(t);
+        }
     }
     let mut launches = String::new();
     let mut note = |vars: Vec<String>| {

@@ -391,6 +391,13 @@ impl Host {
             }
             None => e,
         };
+        let expanded;
+        let e = if e.contains('(') {
+            expanded = self.expand_calls(e);
+            expanded.as_str()
+        } else {
+            e
+        };
         if let Some(k) = argv_index(e) {
             return match &self.run_args {
                 None => Err(format!("`{e}` is command-line argument {k} and no run script gives it")),
@@ -1039,6 +1046,33 @@ mod tests {
     }
 
     #[test]
+    fn macro_and_one_return_helpers_are_expanded() {
+        let h = host(
+            "#define MIN(a, b) ((a)<=(b) ? (a) : (b))\n#define DIVANDRND(a, b) ((((a) % (b)) != 0) ? ((a) / (b) + 1) : ((a) / (b)))\n\
+             int divRndUp(int n, int d) {\n  return (n + d - 1) / d;\n}\n\
+             int twoSteps(int n) { int m = n; return m; }\n\
+             int main() { int total = 20; int t = 6; int w = 1000; launch(); }\n",
+            6,
+        );
+        assert_eq!(h.int_value("MIN(8, total - t)"), Ok(8));
+        assert_eq!(h.int_value("MIN(total, t)"), Ok(6));
+        assert_eq!(h.int_value("DIVANDRND(w, 64)"), Ok(16));
+        assert_eq!(h.int_value("divRndUp(w, 256) * 2"), Ok(8));
+        // Nested, and an argument naming the other parameter.
+        assert_eq!(h.int_value("MIN(divRndUp(w, 100), MIN(t, total))"), Ok(6));
+        assert_eq!(
+            h.expand_calls("divRndUp(d, n)"),
+            "(((d) + (n) - 1) / (n))"
+        );
+        // A function with more than one statement is not expanded.
+        assert!(h.int_value("twoSteps(3)").unwrap_err().contains("twoSteps"));
+        assert_eq!(
+            function_macro("#define SQ(x) ((x)*(x))", "SQ"),
+            Some((vec!["x".to_string()], "((x)*(x))".to_string()))
+        );
+    }
+
+    #[test]
     fn symbol_uploads_and_comments() {
         let h = host(
             "/* cudaMemcpyToSymbol(old, x, 1); */\ncudaMemcpyToSymbol(c_mask, h_mask, MASK * sizeof(float));\n",
@@ -1218,4 +1252,112 @@ impl Host {
             _ => None,
         }
     }
+}
+
+/// A function-like macro `#define NAME(a, b) body` in `text`: (parameters, body).
+pub fn function_macro(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    text.lines().find_map(|l| {
+        let rest = l
+            .trim()
+            .strip_prefix('#')?
+            .trim_start()
+            .strip_prefix("define")?
+            .trim_start()
+            .strip_prefix(name)?;
+        if !rest.starts_with('(') {
+            return None;
+        }
+        let close = rest.find(')')?;
+        let params = rest[1..close]
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect();
+        Some((params, rest[close + 1..].trim().to_string()))
+    })
+}
+
+/// A host function whose body is one `return <expr>;` (`divRndUp(n, d) { return … }`):
+/// (parameters, expression).
+pub fn return_function(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    let (params, body) = function_body(text, name)?;
+    let inner = body.trim().strip_prefix('{')?.strip_suffix('}')?.trim();
+    let expr = inner.strip_prefix("return")?.trim().strip_suffix(';')?;
+    if expr.contains(';') || expr.is_empty() {
+        return None;
+    }
+    Some((params, expr.to_string()))
+}
+
+impl Host {
+    /// Expand calls of function-like macros (`MIN(a, b)`, `DIVANDRND(a, b)`) and of host
+    /// functions whose body is one `return <expr>;` (`divRndUp`), with each parameter
+    /// replaced by its parenthesized argument; up to 16 calls (nested ones too).
+    pub fn expand_calls(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for _ in 0..16 {
+            let Ok(toks) = tokenize(&out) else {
+                return out;
+            };
+            let names: Vec<String> = toks
+                .windows(2)
+                .filter_map(|w| match (&w[0], &w[1]) {
+                    (Tok::Ident(n), Tok::Op(o)) if o == "(" => Some(n.clone()),
+                    _ => None,
+                })
+                .collect();
+            let mut changed = false;
+            for n in names {
+                let Some((params, body)) = self.texts().find_map(|t| {
+                    function_macro(t, &n).or_else(|| return_function(t, &n))
+                }) else {
+                    continue;
+                };
+                let Some(c) = calls(&out, &n).into_iter().next() else {
+                    continue;
+                };
+                if c.args.len() != params.len() {
+                    continue;
+                }
+                let mut b = body.clone();
+                // Two passes through placeholders so an argument naming another parameter
+                // is not replaced again.
+                for (i, p) in params.iter().enumerate() {
+                    b = replace_word(&b, p, &format!("\u{1}{i}\u{1}"));
+                }
+                for (i, a) in c.args.iter().enumerate() {
+                    b = b.replace(&format!("\u{1}{i}\u{1}"), &format!("({a})"));
+                }
+                // Replace the first call's text.
+                let Some(start) = find_word(&out, &n) else {
+                    continue;
+                };
+                let open = start + n.len() + out[start + n.len()..].find('(').unwrap_or(0);
+                let Some(close) = matching_close(&out[open..]).map(|c| c + open) else {
+                    continue;
+                };
+                out.replace_range(start..=close, &format!("({b})"));
+                changed = true;
+                break;
+            }
+            if !changed {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The byte offset of the first whole-word `w` followed by `(`.
+fn find_word(s: &str, w: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(p) = s[from..].find(w).map(|p| p + from) {
+        from = p + w.len();
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+        if before_ok && s[from..].trim_start().starts_with('(') {
+            return Some(p);
+        }
+    }
+    None
 }
