@@ -1056,6 +1056,10 @@ mod tests {
         );
         assert_eq!(h.int_value("MIN(8, total - t)"), Ok(8));
         assert_eq!(h.int_value("MIN(total, t)"), Ok(6));
+        assert_eq!(
+            h.expand_calls("int a = MIN(x, 2) * 4"),
+            "int a = ((((x))<=((2)) ? ((x)) : ((2)))) * 4"
+        );
         assert_eq!(h.int_value("DIVANDRND(w, 64)"), Ok(16));
         assert_eq!(h.int_value("divRndUp(w, 256) * 2"), Ok(8));
         // Nested, and an argument naming the other parameter.
@@ -1296,16 +1300,7 @@ impl Host {
     pub fn expand_calls(&self, text: &str) -> String {
         let mut out = text.to_string();
         for _ in 0..16 {
-            let Ok(toks) = tokenize(&out) else {
-                return out;
-            };
-            let names: Vec<String> = toks
-                .windows(2)
-                .filter_map(|w| match (&w[0], &w[1]) {
-                    (Tok::Ident(n), Tok::Op(o)) if o == "(" => Some(n.clone()),
-                    _ => None,
-                })
-                .collect();
+            let names = called_names(&out);
             let mut changed = false;
             for n in names {
                 let Some((params, body)) = self.texts().find_map(|t| {
@@ -1346,6 +1341,31 @@ impl Host {
         }
         out
     }
+}
+
+/// Identifiers followed by `(` in a text, in order (any text: no tokenizer that could refuse).
+fn called_names(s: &str) -> Vec<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() || b[i] == b'_' {
+            let st = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            if s[i..].trim_start().starts_with('(') && (st == 0 || b[st - 1] != b'.') {
+                out.push(s[st..i].to_string());
+            }
+        } else if b[i].is_ascii_digit() {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 /// The byte offset of the first whole-word `w` followed by `(`.
