@@ -80,6 +80,14 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         launch_line: site.line,
         others,
         run_args,
+        run_cmds: {
+            let here = infer_host::run_commands(&dir);
+            if here.is_empty() {
+                dir.parent().map(infer_host::run_commands).unwrap_or_default()
+            } else {
+                here
+            }
+        },
         ..Host::default()
     }
 }
@@ -331,7 +339,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         let var = arg.as_deref().map(infer_host::pointer_name);
         let len = match (&var, elem) {
             (None, _) => Err("no launch site records the argument passed here".to_string()),
-            (Some(v), _) if !super::is_ident(v) => Err(format!(
+            (Some(v), _) if !super::is_ident(v) && infer_host::indexed_base(v).is_none() => Err(format!(
                 "the launch passes `{v}`, not a plain pointer variable"
             )),
             (Some(v), Some(e)) => length_text(host, v, e.size_of()).and_then(|t| {

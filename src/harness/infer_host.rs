@@ -19,6 +19,9 @@ pub struct Host {
     pub others: Vec<String>,
     /// Arguments after the program in the first run command found (run scripts, Makefile).
     pub run_args: Option<Vec<String>>,
+    /// Every run command's arguments (run scripts, Makefile), for flags (`-s 16`) that any
+    /// of them passes.
+    pub run_cmds: Vec<Vec<String>>,
     /// The host function the launch sits in (name, parameters), found once.
     pub scope: std::cell::OnceCell<Option<(String, Vec<String>)>>,
 }
@@ -195,6 +198,9 @@ impl Host {
     /// The byte size of `var`'s device allocation (`cudaMalloc`, `cudaMallocManaged`), or
     /// `width * height` of a `cudaMallocPitch`.
     pub fn alloc_bytes(&self, var: &str) -> Option<String> {
+        if let Some(base) = indexed_base(var) {
+            return self.indexed_alloc_bytes(base);
+        }
         for f in [
             "cudaMalloc",
             "cudaMallocManaged",
@@ -271,16 +277,17 @@ impl Host {
                     continue;
                 }
                 let (dst, src) = (pointer_name(&c.args[0]), pointer_name(&c.args[1]));
+                let (dst, src) = (same_buffer(&dst, var), same_buffer(&src, var));
                 let kind = c.args[3].as_str();
-                let dir = if kind.contains("HostToDevice") && dst == var {
+                let dir = if kind.contains("HostToDevice") && dst {
                     Direction::ToDevice
-                } else if kind.contains("DeviceToHost") && src == var {
+                } else if kind.contains("DeviceToHost") && src {
                     Direction::ToHost
-                } else if kind.contains("DeviceToDevice") && (dst == var || src == var) {
+                } else if kind.contains("DeviceToDevice") && (dst || src) {
                     Direction::DeviceToDevice
-                } else if kind.contains("Default") && dst == var {
+                } else if kind.contains("Default") && dst {
                     Direction::ToDevice
-                } else if kind.contains("Default") && src == var {
+                } else if kind.contains("Default") && src {
                     Direction::ToHost
                 } else {
                     continue;
@@ -300,7 +307,7 @@ impl Host {
         ["cudaMemset", "cudaMemsetAsync"].iter().any(|f| {
             calls(&self.file, f).iter().any(|c| {
                 c.args.len() >= 3
-                    && pointer_name(&c.args[0]) == var
+                    && same_buffer(&pointer_name(&c.args[0]), var)
                     && matches!(c.args[1].trim(), "0" | "0x0" | "'\\0'")
                     && c.line <= self.launch_line
             })
@@ -338,6 +345,9 @@ impl Host {
             .or(bodies.first())
         {
             return Some(d.clone());
+        }
+        if let Some(v) = self.command_line_value(name) {
+            return Some(v);
         }
         // Assignments before the launch, in order: `n = atoi(argv[1]); n = n + 1` folds to
         // `(atoi(argv[1])) + 1`.
@@ -805,8 +815,8 @@ pub fn command_args(script: &str) -> Option<Vec<String>> {
             return None;
         }
         let mut words = l.split_whitespace();
-        let prog = words.find(|w| w.starts_with("./"))?;
-        let _ = prog;
+        // The program: `./prog`, or a path into the benchmark (`cuda/lud_cuda`).
+        words.find(|w| is_program(w))?;
         Some(
             words
                 .take_while(|w| !w.starts_with('>') && !w.starts_with('|') && *w != "&&")
@@ -814,6 +824,140 @@ pub fn command_args(script: &str) -> Option<Vec<String>> {
                 .collect(),
         )
     })
+}
+
+fn is_program(w: &str) -> bool {
+    w.starts_with("./")
+        || (w.contains('/')
+            && !w.starts_with(['$', '-', '<', '>', '.', '/'])
+            && !w.contains('=')
+            && w.rsplit('/').next().is_some_and(|n| !n.is_empty() && !n.contains('.')))
+}
+
+/// The arguments of every `./program args…` line in a script (comments skipped).
+pub fn command_lines(script: &str) -> Vec<Vec<String>> {
+    script
+        .lines()
+        .filter_map(|l| command_args(l.trim()))
+        .collect()
+}
+
+/// Every run command of a benchmark folder (files named `run*`, then a Makefile's `run:`).
+pub fn run_commands(dir: &Path) -> Vec<Vec<String>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .filter(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                        n.starts_with("run") && !n.ends_with(".cu") && !n.ends_with(".c")
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut out: Vec<Vec<String>> = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| command_lines(&t))
+        .collect();
+    if let Ok(mk) = std::fs::read_to_string(dir.join("Makefile")) {
+        if let Some(target) = mk.split("\nrun:").nth(1) {
+            let body: Vec<&str> = target
+                .lines()
+                .skip(1)
+                .take_while(|l| l.starts_with('\t'))
+                .collect();
+            out.extend(command_lines(&body.join("\n")));
+        }
+    }
+    out
+}
+
+/// The command-line flag an argument-parsing assignment on 1-based `line` of `text` belongs
+/// to: the nearest `"-s"` literal (`strcmp(argv[i], "-s")`) or `case 's':` (getopt) on that
+/// line or the four before it.
+pub fn flag_near(text: &str, line: u32) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (line as usize).min(lines.len());
+    let start = end.saturating_sub(5);
+    for l in lines[start..end].iter().rev() {
+        if let Some(p) = l.rfind("case '") {
+            let c = l[p + 6..].chars().next()?;
+            if l[p + 6 + c.len_utf8()..].starts_with("':") && c.is_ascii_alphanumeric() {
+                return Some(format!("-{c}"));
+            }
+        }
+        let mut rest = *l;
+        let mut last = None;
+        while let Some(q) = rest.find("\"-") {
+            let lit = &rest[q + 1..];
+            let Some(close) = lit.find('"') else { break };
+            let f = &lit[..close];
+            if f.len() > 1 && f[1..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                last = Some(f.to_string());
+            }
+            rest = &lit[close + 1..];
+        }
+        if last.is_some() {
+            return last;
+        }
+    }
+    None
+}
+
+impl Host {
+    /// The value the run commands give a name set while parsing the command line:
+    /// `x = atoi(argv[i])` / `atoi(optarg)` under a flag (`-s 16`), or
+    /// `sscanf(argv[k], "%d", &x)` (argument k of the first run command).
+    pub fn command_line_value(&self, name: &str) -> Option<String> {
+        for t in self.texts() {
+            for (line, rhs) in assignments(t, name) {
+                let parses = rhs.contains("optarg")
+                    || (rhs.contains("argv[") && argv_index(&rhs).is_none());
+                if !parses || !ARGV_FUNCS.iter().any(|f| rhs.contains(f)) {
+                    continue;
+                }
+                let Some(flag) = flag_near(t, line) else {
+                    continue;
+                };
+                for cmd in &self.run_cmds {
+                    if let Some(p) = cmd.iter().position(|w| *w == flag) {
+                        if let Some(v) = cmd.get(p + 1).filter(|v| parse_num(v).is_some()) {
+                            return Some(v.clone());
+                        }
+                    }
+                }
+            }
+            for c in calls(t, "sscanf") {
+                if c.args.len() < 3 || c.args[2..].iter().all(|a| pointer_name(a) != name) {
+                    continue;
+                }
+                let a0 = c.args[0].trim();
+                let Some(k) = a0
+                    .strip_prefix("argv[")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .and_then(|k| k.trim().parse::<usize>().ok())
+                else {
+                    continue;
+                };
+                if c.args[2..].len() != 1 {
+                    continue;
+                }
+                if let Some(v) = self
+                    .run_args
+                    .as_ref()
+                    .and_then(|a| a.get(k - 1))
+                    .filter(|v| parse_num(v).is_some())
+                {
+                    return Some(v.clone());
+                }
+            }
+        }
+        None
+    }
 }
 
 /// Byte-size text → element-count text: drop one `sizeof(T)` factor at the top level
@@ -1073,6 +1217,53 @@ mod tests {
         assert_eq!(
             function_macro("#define SQ(x) ((x)*(x))", "SQ"),
             Some((vec!["x".to_string()], "((x)*(x))".to_string()))
+        );
+    }
+
+    #[test]
+    fn buffers_picked_from_pointer_arrays() {
+        let h = host(
+            "float *T[2], *P;\ncudaMalloc((void**)&T[0], sizeof(float)*size);\n\
+             cudaMalloc((void**)&T[1], sizeof(float) * size);\n\
+             cudaMemcpy(T[0], h_t, sizeof(float)*size, cudaMemcpyHostToDevice);\n\
+             float *U[2];\ncudaMalloc(&U[0], n);\ncudaMalloc(&U[1], 2 * n);\n\
+             k<<<g, b>>>(T[src], T[dst], U[i]);\n",
+            8,
+        );
+        assert_eq!(indexed_base("T[src]"), Some("T"));
+        assert_eq!(indexed_base("T"), None);
+        assert_eq!(h.alloc_bytes("T[src]").as_deref(), Some("sizeof(float)*size"));
+        assert_eq!(h.copies("T[dst]")[0].dir, Direction::ToDevice);
+        // Differently sized members: which one the launch gets depends on the index.
+        assert_eq!(h.alloc_bytes("U[i]"), None);
+        assert!(same_buffer("T[0]", "T[src]") && !same_buffer("U[0]", "T[src]"));
+    }
+
+    #[test]
+    fn command_line_flags_and_sscanf_take_the_run_scripts_values() {
+        let mut h = host(
+            "int main(int argc, char *argv[]) {\n int size = 32, np = 0;\n\
+             for (int i = 1; i < argc; i++) {\n  if (strcmp(argv[i], \"-s\") == 0) {\n   i++;\n   size = atoi(argv[i]);\n  }\n }\n\
+             while ((c = getopt(argc, argv, \"vn:\")) != -1) {\n  switch (c) {\n  case 'n':\n   np = atoi(optarg);\n   break;\n  }\n }\n\
+             sscanf(argv[4], \"%d\", &frames);\n launch();\n}\n",
+            19,
+        );
+        assert_eq!(flag_near(&h.file, 6).as_deref(), Some("-s"));
+        assert_eq!(flag_near(&h.file, 13).as_deref(), Some("-n"));
+        // No run script: the value depends on a command line nobody gives.
+        assert!(h.int_value("size").unwrap_err().contains("argv"));
+        assert_eq!(h.command_line_value("size"), None);
+        h.run_cmds = vec![
+            vec!["-f".into(), "data.txt".into()],
+            vec!["-s".into(), "16".into(), "-n".into(), "900".into()],
+        ];
+        h.run_args = Some(vec!["-v".into(), "x".into(), "y".into(), "7".into()]);
+        assert_eq!(h.int_value("size * 2"), Ok(32));
+        assert_eq!(h.int_value("np"), Ok(900));
+        assert_eq!(h.int_value("frames"), Ok(7));
+        assert_eq!(
+            command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),
+            vec![vec!["-s", "256", "-v"], vec!["-s", "16"]]
         );
     }
 
@@ -1380,4 +1571,40 @@ fn find_word(s: &str, w: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// `MatrixTemp[src]` → `MatrixTemp`: a buffer picked from an array of device pointers.
+pub fn indexed_base(var: &str) -> Option<&str> {
+    let (base, rest) = var.split_once('[')?;
+    let base = base.trim();
+    (super::is_ident(base) && rest.trim_end().ends_with(']') && !rest.contains('[')).then_some(base)
+}
+
+/// Whether a pointer text names the buffer `var`: the same text, or both pick from the same
+/// array of device pointers (`MatrixTemp[0]` for `MatrixTemp[src]`: ping-pong buffers, whose
+/// allocations [`Host::indexed_alloc_bytes`] requires to be alike).
+pub fn same_buffer(text: &str, var: &str) -> bool {
+    text == var || indexed_base(var).is_some_and(|b| indexed_base(text) == Some(b))
+}
+
+impl Host {
+    /// The byte size shared by every allocation of `base[k]`; None when there is none or
+    /// they differ (then which one a launch gets depends on the index).
+    pub fn indexed_alloc_bytes(&self, base: &str) -> Option<String> {
+        let mut sizes: Vec<String> = Vec::new();
+        for f in ["cudaMalloc", "cudaMallocManaged"] {
+            for c in self.ranked_calls(f) {
+                if c.args.len() >= 2 && indexed_base(&pointer_name(&c.args[0])) == Some(base) {
+                    let b: String = c.args[1].split_whitespace().collect();
+                    if !sizes.contains(&b) {
+                        sizes.push(b);
+                    }
+                }
+            }
+        }
+        match sizes.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        }
+    }
 }
