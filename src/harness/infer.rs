@@ -168,6 +168,11 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
         return (Some(e), None);
     }
     let base = c_base_type(ty);
+    // C++'s `bool` is one byte holding 0 or 1 on every CUDA target: a `u8` element that
+    // keeps its C name (`c_type = "bool"`) and gets 0/1 inputs (see [`bool_init`]).
+    if base == "bool" {
+        return (Some(ElemType::U8), Some(base));
+    }
     let texts = std::iter::once(source).chain(host.texts());
     for t in texts {
         let target = infer_host::define_body(t, &base).or_else(|| {
@@ -182,6 +187,12 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
         }
     }
     (None, None)
+}
+
+/// A `bool` buffer's inputs: only 0 and 1 are `bool` values (other bytes are undefined
+/// behaviour in C++).
+pub fn bool_init() -> &'static str {
+    "{ kind = \"int_range\", lo = 0, hi = 1 }  # bool: 0 or 1"
 }
 
 /// A buffer's length in elements, as host text, from its allocation or copies.
@@ -603,6 +614,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
                 }
             } else {
                 match b.elem {
+                    _ if b.alias.as_deref() == Some("bool") => bool_init().into(),
                     Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }".into(),
                     _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained".into(),
                 }
@@ -994,6 +1006,8 @@ mod tests {
             (None, None)
         );
         assert_eq!(elem_of("int *", "", &h), (Some(ElemType::I32), None));
+        let (e, a) = elem_of("bool *", "", &h);
+        assert_eq!((e, a.as_deref()), (Some(ElemType::U8), Some("bool")));
     }
 
     #[test]
