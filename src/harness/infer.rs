@@ -189,6 +189,19 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
     (None, None)
 }
 
+/// A size the host code gives 0 that a buffer length uses: a declaration's initializer
+/// before the program reads the real value (`int no_of_nodes = 0;` then `fscanf`), not a
+/// size. Error (an unknown) in that case; other values pass through.
+pub fn zero_length_size(name: &str, v: i64, len_texts: &[String]) -> Result<i64, String> {
+    let in_len = len_texts.iter().any(|l| idents(l).iter().any(|w| w == name));
+    if v == 0 && in_len {
+        return Err(format!(
+            "`{name}` is 0 where it is declared, and a buffer length uses it: the real value is set later (read from an input file or computed in a loop)"
+        ));
+    }
+    Ok(v)
+}
+
 /// A `bool` buffer's inputs: only 0 and 1 are `bool` values (other bytes are undefined
 /// behaviour in C++).
 pub fn bool_init() -> &'static str {
@@ -467,6 +480,10 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         toml_str(&format!("{} {} (inferred)", pair.benchmark, fast.kernel))
     )
     .expect("string");
+    let len_texts: Vec<String> = bufs
+        .values()
+        .filter_map(|b| b.len.as_ref().ok().cloned())
+        .collect();
     let mut size_lines = String::new();
     let mut values: BTreeMap<String, i64> = BTreeMap::new();
     let all_sizes: Vec<String> = sizes.iter().chain(host_vars.iter()).cloned().collect();
@@ -480,7 +497,10 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
             })
             .cloned()
             .unwrap_or_else(|| s.clone());
-        match host.int_value(&host_text) {
+        let value = host
+            .int_value(&host_text)
+            .and_then(|v| zero_length_size(s, v, &len_texts));
+        match value {
             Ok(v) if v >= 0 => {
                 values.insert(s.clone(), v);
                 writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim()).expect("string");
@@ -727,6 +747,17 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         writeln!(o, "init = {init}").expect("string");
     }
     o.push_str(&launches);
+    // A harness with no unknown left must also pass `harness check` (load, bind the kernel's
+    // parameters, resolve every size set on an H100): what does not stays an unknown.
+    if unknowns.is_empty() {
+        if let Err(why) = check_complete(&o, fast) {
+            o.push_str(&format!("\n# TODO: harness check fails: {why}\n"));
+            unknowns.push(Unknown {
+                field: "harness".into(),
+                reason: why,
+            });
+        }
+    }
     let mut head = String::new();
     if !unknowns.is_empty() {
         head.push_str("# Unknowns:\n");
@@ -746,6 +777,23 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         assumed,
         float_atomics,
     }
+}
+
+/// Load an inferred harness and check it against the fast unit as `harness check` does, and
+/// resolve every size set for an H100 (block limits, lengths > 0).
+pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
+    let h = crate::harness::parse(toml, "inferred")
+        .and_then(|h| h.for_pair(Some(fast), fast))
+        .map_err(|e| e.to_string())?;
+    if !fast.params.is_empty() {
+        h.check_against(Some(fast), fast)
+            .map_err(|e| e.to_string())?;
+    }
+    for set in h.size_sets() {
+        h.resolve(set, &crate::harness::DeviceProps::h100())
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// A recorded definition that is several statements (`int nb = 1; nb = n / 256`): the last
@@ -942,6 +990,18 @@ mod tests {
         assert!(role_of("x", &f, true, false)
             .unwrap_err()
             .contains("passed to"));
+    }
+
+    #[test]
+    fn zero_sizes_in_lengths_are_unknown() {
+        let lens = vec!["npoints * nfeatures".to_string(), "(n + 1)".to_string()];
+        assert!(zero_length_size("npoints", 0, &lens)
+            .unwrap_err()
+            .contains("set later"));
+        assert_eq!(zero_length_size("npoints", 64, &lens), Ok(64));
+        // An offset or a loop start is 0 legitimately.
+        assert_eq!(zero_length_size("offset", 0, &lens), Ok(0));
+        assert_eq!(zero_length_size("np", 0, &lens), Ok(0));
     }
 
     #[test]
