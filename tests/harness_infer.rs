@@ -604,10 +604,7 @@ fn selfcheck_runs_the_fast_kernel_with_the_fast_sides_launches() {
     let ran = &v["checks"][1];
     assert_eq!(ran["name"], "runs_clean");
     assert!(
-        ran["result"] == "pass"
-            || ran["detail"]
-                .as_str()
-                .is_some_and(|d| d.contains("no_gpu")),
+        ran["result"] == "pass" || ran["detail"].as_str().is_some_and(|d| d.contains("no_gpu")),
         "{v}"
     );
 }

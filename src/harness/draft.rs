@@ -1106,7 +1106,12 @@ mod tests {
     fn the_launch_site_passing_the_kernels_arguments_wins() {
         let mut u = crate::harness::tests::unit(
             "scale",
-            &[("float *", "o"), ("float *", "i"), ("int", "n"), ("float", "a")],
+            &[
+                ("float *", "o"),
+                ("float *", "i"),
+                ("int", "n"),
+                ("float", "a"),
+            ],
         );
         u.path = "b/mine.cu".into();
         let mut short = site("g", "b", &[]);

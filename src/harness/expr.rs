@@ -338,7 +338,10 @@ mod tests {
         assert_eq!(s.eval_int("n % 2 ? 7 : 9"), Ok(7));
         assert_eq!(s.eval_int("n < 256 ? n : 256"), Ok(256));
         assert_eq!(s.eval_int("n != 3 ? 1 : 0"), Ok(1));
-        assert_eq!(c_not("!x + !(a - b) != c"), "c_not(x) + c_not((a - b)) != c");
+        assert_eq!(
+            c_not("!x + !(a - b) != c"),
+            "c_not(x) + c_not((a - b)) != c"
+        );
     }
 
     #[test]

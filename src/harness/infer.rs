@@ -83,7 +83,9 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         run_cmds: {
             let here = infer_host::run_commands(&dir);
             if here.is_empty() {
-                dir.parent().map(infer_host::run_commands).unwrap_or_default()
+                dir.parent()
+                    .map(infer_host::run_commands)
+                    .unwrap_or_default()
             } else {
                 here
             }
@@ -193,7 +195,9 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
 /// before the program reads the real value (`int no_of_nodes = 0;` then `fscanf`), not a
 /// size. Error (an unknown) in that case; other values pass through.
 pub fn zero_length_size(name: &str, v: i64, len_texts: &[String]) -> Result<i64, String> {
-    let in_len = len_texts.iter().any(|l| idents(l).iter().any(|w| w == name));
+    let in_len = len_texts
+        .iter()
+        .any(|l| idents(l).iter().any(|w| w == name));
     if v == 0 && in_len {
         return Err(format!(
             "`{name}` is 0 where it is declared, and a buffer length uses it: the real value is set later (read from an input file or computed in a loop)"
@@ -363,9 +367,9 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         let var = arg.as_deref().map(infer_host::pointer_name);
         let len = match (&var, elem) {
             (None, _) => Err("no launch site records the argument passed here".to_string()),
-            (Some(v), _) if !super::is_ident(v) && infer_host::indexed_base(v).is_none() => Err(format!(
-                "the launch passes `{v}`, not a plain pointer variable"
-            )),
+            (Some(v), _) if !super::is_ident(v) && infer_host::indexed_base(v).is_none() => Err(
+                format!("the launch passes `{v}`, not a plain pointer variable"),
+            ),
             (Some(v), Some(e)) => length_text(host, v, e.size_of()).and_then(|t| {
                 add_definitions(&t, host, &keep, &mut defs);
                 let names = Names {

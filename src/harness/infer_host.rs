@@ -831,7 +831,9 @@ fn is_program(w: &str) -> bool {
         || (w.contains('/')
             && !w.starts_with(['$', '-', '<', '>', '.', '/'])
             && !w.contains('=')
-            && w.rsplit('/').next().is_some_and(|n| !n.is_empty() && !n.contains('.')))
+            && w.rsplit('/')
+                .next()
+                .is_some_and(|n| !n.is_empty() && !n.contains('.')))
 }
 
 /// The arguments of every `./program args…` line in a script (comments skipped).
@@ -896,7 +898,11 @@ pub fn flag_near(text: &str, line: u32) -> Option<String> {
             let lit = &rest[q + 1..];
             let Some(close) = lit.find('"') else { break };
             let f = &lit[..close];
-            if f.len() > 1 && f[1..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            if f.len() > 1
+                && f[1..]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
+            {
                 last = Some(f.to_string());
             }
             rest = &lit[close + 1..];
@@ -915,8 +921,8 @@ impl Host {
     pub fn command_line_value(&self, name: &str) -> Option<String> {
         for t in self.texts() {
             for (line, rhs) in assignments(t, name) {
-                let parses = rhs.contains("optarg")
-                    || (rhs.contains("argv[") && argv_index(&rhs).is_none());
+                let parses =
+                    rhs.contains("optarg") || (rhs.contains("argv[") && argv_index(&rhs).is_none());
                 if !parses || !ARGV_FUNCS.iter().any(|f| rhs.contains(f)) {
                     continue;
                 }
@@ -1028,258 +1034,6 @@ fn matching_close(s: &str) -> Option<usize> {
         }
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn host(file: &str, line: u32) -> Host {
-        Host {
-            file: strip_comments(file),
-            launch_line: line,
-            others: vec![],
-            run_args: None,
-            ..Host::default()
-        }
-    }
-
-    #[test]
-    fn allocations_copies_and_memsets() {
-        let h = host(
-            "cudaMalloc((void**) &input_cuda, (in + 1) * sizeof(float));\n\
-             cudaMalloc(&out_d, n * sizeof(int)); // cudaMalloc(&out_d, 7);\n\
-             cudaMallocPitch((void**)&img, &pitch, w * sizeof(float), h);\n\
-             cudaMemset(out_d, 0, n * sizeof(int));\n\
-             cudaMemcpy(input_cuda, net->input_units, (in + 1) * sizeof(float), cudaMemcpyHostToDevice);\n\
-             k<<<g, b>>>(input_cuda, out_d);\n\
-             cudaMemcpy(h_out, out_d, n * sizeof(int), cudaMemcpyDeviceToHost);\n",
-            6,
-        );
-        assert_eq!(
-            h.alloc_bytes("input_cuda").as_deref(),
-            Some("(in + 1) * sizeof(float)")
-        );
-        assert_eq!(h.alloc_bytes("out_d").as_deref(), Some("n * sizeof(int)"));
-        assert_eq!(
-            h.alloc_bytes("img").as_deref(),
-            Some("(w * sizeof(float)) * (h)")
-        );
-        assert_eq!(h.alloc_bytes("nothing"), None);
-        assert!(h.memset_zero("out_d") && !h.memset_zero("input_cuda"));
-        let c = h.copies("input_cuda");
-        assert_eq!(c.len(), 1);
-        assert_eq!(c[0].dir, Direction::ToDevice);
-        let c = h.copies("out_d");
-        assert_eq!((c[0].dir, c[0].line), (Direction::ToHost, 7));
-    }
-
-    #[test]
-    fn allocation_wrappers_are_followed() {
-        let h = host(
-            "template <typename T>\nT* alloc(int N)\n{\n T* t;\n cudaMalloc((void**)&t, sizeof(T)*N);\n return t;\n}\n\
-             void run() {\n float* v = alloc<float>(nelr*NVAR);\n k<<<1, 1>>>(v);\n}\n",
-            10,
-        );
-        let b = h.alloc_bytes("v").unwrap();
-        assert_eq!(b, "sizeof(float)*(nelr*NVAR)");
-        assert_eq!(strip_sizeof(&b).as_deref(), Some("(nelr*NVAR)"));
-        assert_eq!(h.wrapper_alloc("w"), None);
-        // Regression: an assignment from a cast (`(float*)malloc`) once looped forever.
-        let h = host(
-            "float *p = (float*)malloc(n);\nq = (x);\nk<<<1,1>>>(p, q);\n",
-            3,
-        );
-        assert_eq!(h.wrapper_alloc("p"), None);
-        assert_eq!(h.wrapper_alloc("q"), None);
-        assert!(function_body("f() {}", "").is_none() && calls("f()", "").is_empty());
-    }
-
-    #[test]
-    fn sizeof_factor_is_stripped_only_from_products() {
-        assert_eq!(
-            strip_sizeof("(in + 1) * sizeof(float)").as_deref(),
-            Some("(in + 1)")
-        );
-        assert_eq!(
-            strip_sizeof("sizeof(float) * n * m").as_deref(),
-            Some("n * m")
-        );
-        assert_eq!(strip_sizeof("(n * sizeof(int))").as_deref(), Some("n"));
-        assert_eq!(strip_sizeof("n * sizeof(int) + 4"), None);
-        assert_eq!(strip_sizeof("mem_size"), None);
-    }
-
-    #[test]
-    fn values_follow_defines_assignments_and_run_scripts() {
-        let mut h = host(
-            "#define BLOCK 16\n#define SQ(x) ((x)*(x))\nconst int rows = 4 * BLOCK;\n\
-             int main(int argc, char **argv) {\n int n = atoi(argv[2]);\n int cols = rows + 1;\n\
-             int w = net->width;\n launch();\n}\n",
-            8,
-        );
-        assert_eq!(h.int_value("rows * 2"), Ok(128));
-        assert_eq!(h.int_value("cols"), Ok(65));
-        assert_eq!(h.int_value("sizeof(float) * BLOCK"), Ok(64));
-        let e = h.int_value("n").unwrap_err();
-        assert!(e.contains("command-line argument 2"), "{e}");
-        h.run_args = Some(vec!["7".into(), "1000".into()]);
-        assert_eq!(h.int_value("n / 10"), Ok(100));
-        assert_eq!(h.int_value("atoi(argv[2]) + 1"), Ok(1001));
-        assert!(h.int_value("w").unwrap_err().contains("struct field"));
-        assert!(h.int_value("SQ").unwrap_err().contains("no definition"));
-    }
-
-    #[test]
-    fn undefined_macro_branches_and_self_references_give_way() {
-        let h = host(
-            "#ifdef RD_WG\n#define BS RD_WG\n#else\n#define BS 16\n#endif\n\
-             int cols = 64;\ncols = cols + 1;\nlaunch();\ncols = 3;\n",
-            8,
-        );
-        assert_eq!(h.int_value("BS"), Ok(16));
-        assert_eq!(h.int_value("cols"), Ok(65));
-    }
-
-    #[test]
-    fn run_commands_and_argv() {
-        assert_eq!(
-            command_args("#!/bin/bash\n# ./old 1\n./needle 2048 10 > out.txt\n"),
-            Some(vec!["2048".to_string(), "10".to_string()])
-        );
-        assert_eq!(argv_index("atoi(argv[3])"), Some(3));
-        assert_eq!(argv_index("strtol(argv[1], NULL, 10)"), Some(1));
-        assert_eq!(argv_index("argv[1]"), None);
-        assert_eq!(pointer_name("(void**) &d_a"), "d_a");
-        assert_eq!(pointer_name("reinterpret_cast<void **>(&x)"), "x");
-        assert_eq!(
-            assignments("int a = 1, b = f(2, 3);\nb == 4; b = 5;", "b"),
-            vec![(1, "f(2, 3)".to_string()), (2, "5".to_string())]
-        );
-    }
-
-    #[test]
-    fn launches_inside_wrappers_follow_parameters_to_call_sites() {
-        let kernel_file = "#define B 16\n__global__ void k(float *a, int n) { if (n) { a[0] = 1; } }\n\
-             namespace w {\nvoid run_k(float *buf, int n)\n{\n  dim3 g(n / B);\n  k<<<g, B>>>(buf, n);\n}\n}\n";
-        let main_file = "void run_k(float *buf, int n);\nint main(int argc, char **argv) {\n\
-             int size = atoi(argv[1]);\n float *d_x;\n cudaMalloc((void**)&d_x, size * size * sizeof(float));\n\
-             #endif\n run_k(d_x, size * size);\n return 0;\n}\n";
-        assert_eq!(
-            enclosing_function(kernel_file, 7),
-            Some(("run_k".to_string(), vec!["buf".to_string(), "n".to_string()]))
-        );
-        assert_eq!(
-            enclosing_function(kernel_file, 2).map(|f| f.0).as_deref(),
-            Some("k")
-        );
-        assert_eq!(enclosing_function(kernel_file, 3), None);
-        let calls = call_sites(main_file, "run_k", 2);
-        assert_eq!(calls.len(), 1, "the prototype is not a call");
-        assert_eq!(calls[0].args, vec!["d_x", "size * size"]);
-        let mut h = host(kernel_file, 7);
-        h.others.push(strip_comments(main_file));
-        assert_eq!(h.bind_param("buf").as_deref(), Some("d_x"));
-        assert_eq!(h.bind_param("n").as_deref(), Some("size * size"));
-        assert_eq!(h.bind_param("g"), None, "not a parameter");
-        h.run_args = Some(vec!["8".into()]);
-        assert_eq!(h.int_value("n / B"), Ok(4));
-        // Two callers passing different texts: the value depends on the caller.
-        h.others.push("void f() { run_k(d_y, 7); }".into());
-        assert_eq!(h.bind_param("n"), None);
-    }
-
-    #[test]
-    fn macro_and_one_return_helpers_are_expanded() {
-        let h = host(
-            "#define MIN(a, b) ((a)<=(b) ? (a) : (b))\n#define DIVANDRND(a, b) ((((a) % (b)) != 0) ? ((a) / (b) + 1) : ((a) / (b)))\n\
-             int divRndUp(int n, int d) {\n  return (n + d - 1) / d;\n}\n\
-             int twoSteps(int n) { int m = n; return m; }\n\
-             int main() { int total = 20; int t = 6; int w = 1000; launch(); }\n",
-            6,
-        );
-        assert_eq!(h.int_value("MIN(8, total - t)"), Ok(8));
-        assert_eq!(h.int_value("MIN(total, t)"), Ok(6));
-        assert_eq!(
-            h.expand_calls("int a = MIN(x, 2) * 4"),
-            "int a = ((((x))<=((2)) ? ((x)) : ((2)))) * 4"
-        );
-        assert_eq!(h.int_value("DIVANDRND(w, 64)"), Ok(16));
-        assert_eq!(h.int_value("divRndUp(w, 256) * 2"), Ok(8));
-        // Nested, and an argument naming the other parameter.
-        assert_eq!(h.int_value("MIN(divRndUp(w, 100), MIN(t, total))"), Ok(6));
-        assert_eq!(
-            h.expand_calls("divRndUp(d, n)"),
-            "(((d) + (n) - 1) / (n))"
-        );
-        // A function with more than one statement is not expanded.
-        assert!(h.int_value("twoSteps(3)").unwrap_err().contains("twoSteps"));
-        assert_eq!(
-            function_macro("#define SQ(x) ((x)*(x))", "SQ"),
-            Some((vec!["x".to_string()], "((x)*(x))".to_string()))
-        );
-    }
-
-    #[test]
-    fn buffers_picked_from_pointer_arrays() {
-        let h = host(
-            "float *T[2], *P;\ncudaMalloc((void**)&T[0], sizeof(float)*size);\n\
-             cudaMalloc((void**)&T[1], sizeof(float) * size);\n\
-             cudaMemcpy(T[0], h_t, sizeof(float)*size, cudaMemcpyHostToDevice);\n\
-             float *U[2];\ncudaMalloc(&U[0], n);\ncudaMalloc(&U[1], 2 * n);\n\
-             k<<<g, b>>>(T[src], T[dst], U[i]);\n",
-            8,
-        );
-        assert_eq!(indexed_base("T[src]"), Some("T"));
-        assert_eq!(indexed_base("T"), None);
-        assert_eq!(h.alloc_bytes("T[src]").as_deref(), Some("sizeof(float)*size"));
-        assert_eq!(h.copies("T[dst]")[0].dir, Direction::ToDevice);
-        // Differently sized members: which one the launch gets depends on the index.
-        assert_eq!(h.alloc_bytes("U[i]"), None);
-        assert!(same_buffer("T[0]", "T[src]") && !same_buffer("U[0]", "T[src]"));
-    }
-
-    #[test]
-    fn command_line_flags_and_sscanf_take_the_run_scripts_values() {
-        let mut h = host(
-            "int main(int argc, char *argv[]) {\n int size = 32, np = 0;\n\
-             for (int i = 1; i < argc; i++) {\n  if (strcmp(argv[i], \"-s\") == 0) {\n   i++;\n   size = atoi(argv[i]);\n  }\n }\n\
-             while ((c = getopt(argc, argv, \"vn:\")) != -1) {\n  switch (c) {\n  case 'n':\n   np = atoi(optarg);\n   break;\n  }\n }\n\
-             sscanf(argv[4], \"%d\", &frames);\n launch();\n}\n",
-            19,
-        );
-        assert_eq!(flag_near(&h.file, 6).as_deref(), Some("-s"));
-        assert_eq!(flag_near(&h.file, 13).as_deref(), Some("-n"));
-        // No run script: the value depends on a command line nobody gives.
-        assert!(h.int_value("size").unwrap_err().contains("argv"));
-        assert_eq!(h.command_line_value("size"), None);
-        h.run_cmds = vec![
-            vec!["-f".into(), "data.txt".into()],
-            vec!["-s".into(), "16".into(), "-n".into(), "900".into()],
-        ];
-        h.run_args = Some(vec!["-v".into(), "x".into(), "y".into(), "7".into()]);
-        assert_eq!(h.int_value("size * 2"), Ok(32));
-        assert_eq!(h.int_value("np"), Ok(900));
-        assert_eq!(h.int_value("frames"), Ok(7));
-        assert_eq!(
-            command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),
-            vec![vec!["-s", "256", "-v"], vec!["-s", "16"]]
-        );
-    }
-
-    #[test]
-    fn symbol_uploads_and_comments() {
-        let h = host(
-            "/* cudaMemcpyToSymbol(old, x, 1); */\ncudaMemcpyToSymbol(c_mask, h_mask, MASK * sizeof(float));\n",
-            9,
-        );
-        let u = h.symbol_uploads();
-        assert_eq!(u.len(), 1);
-        assert_eq!(
-            u.get("c_mask").map(String::as_str),
-            Some("MASK * sizeof(float)")
-        );
-    }
 }
 
 /// The function whose body holds 1-based `line` in `text` (comments removed): its name and
@@ -1494,9 +1248,10 @@ impl Host {
             let names = called_names(&out);
             let mut changed = false;
             for n in names {
-                let Some((params, body)) = self.texts().find_map(|t| {
-                    function_macro(t, &n).or_else(|| return_function(t, &n))
-                }) else {
+                let Some((params, body)) = self
+                    .texts()
+                    .find_map(|t| function_macro(t, &n).or_else(|| return_function(t, &n)))
+                else {
                     continue;
                 };
                 let Some(c) = calls(&out, &n).into_iter().next() else {
@@ -1606,5 +1361,260 @@ impl Host {
             [one] => Some(one.clone()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(file: &str, line: u32) -> Host {
+        Host {
+            file: strip_comments(file),
+            launch_line: line,
+            others: vec![],
+            run_args: None,
+            ..Host::default()
+        }
+    }
+
+    #[test]
+    fn allocations_copies_and_memsets() {
+        let h = host(
+            "cudaMalloc((void**) &input_cuda, (in + 1) * sizeof(float));\n\
+             cudaMalloc(&out_d, n * sizeof(int)); // cudaMalloc(&out_d, 7);\n\
+             cudaMallocPitch((void**)&img, &pitch, w * sizeof(float), h);\n\
+             cudaMemset(out_d, 0, n * sizeof(int));\n\
+             cudaMemcpy(input_cuda, net->input_units, (in + 1) * sizeof(float), cudaMemcpyHostToDevice);\n\
+             k<<<g, b>>>(input_cuda, out_d);\n\
+             cudaMemcpy(h_out, out_d, n * sizeof(int), cudaMemcpyDeviceToHost);\n",
+            6,
+        );
+        assert_eq!(
+            h.alloc_bytes("input_cuda").as_deref(),
+            Some("(in + 1) * sizeof(float)")
+        );
+        assert_eq!(h.alloc_bytes("out_d").as_deref(), Some("n * sizeof(int)"));
+        assert_eq!(
+            h.alloc_bytes("img").as_deref(),
+            Some("(w * sizeof(float)) * (h)")
+        );
+        assert_eq!(h.alloc_bytes("nothing"), None);
+        assert!(h.memset_zero("out_d") && !h.memset_zero("input_cuda"));
+        let c = h.copies("input_cuda");
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].dir, Direction::ToDevice);
+        let c = h.copies("out_d");
+        assert_eq!((c[0].dir, c[0].line), (Direction::ToHost, 7));
+    }
+
+    #[test]
+    fn allocation_wrappers_are_followed() {
+        let h = host(
+            "template <typename T>\nT* alloc(int N)\n{\n T* t;\n cudaMalloc((void**)&t, sizeof(T)*N);\n return t;\n}\n\
+             void run() {\n float* v = alloc<float>(nelr*NVAR);\n k<<<1, 1>>>(v);\n}\n",
+            10,
+        );
+        let b = h.alloc_bytes("v").unwrap();
+        assert_eq!(b, "sizeof(float)*(nelr*NVAR)");
+        assert_eq!(strip_sizeof(&b).as_deref(), Some("(nelr*NVAR)"));
+        assert_eq!(h.wrapper_alloc("w"), None);
+        // Regression: an assignment from a cast (`(float*)malloc`) once looped forever.
+        let h = host(
+            "float *p = (float*)malloc(n);\nq = (x);\nk<<<1,1>>>(p, q);\n",
+            3,
+        );
+        assert_eq!(h.wrapper_alloc("p"), None);
+        assert_eq!(h.wrapper_alloc("q"), None);
+        assert!(function_body("f() {}", "").is_none() && calls("f()", "").is_empty());
+    }
+
+    #[test]
+    fn sizeof_factor_is_stripped_only_from_products() {
+        assert_eq!(
+            strip_sizeof("(in + 1) * sizeof(float)").as_deref(),
+            Some("(in + 1)")
+        );
+        assert_eq!(
+            strip_sizeof("sizeof(float) * n * m").as_deref(),
+            Some("n * m")
+        );
+        assert_eq!(strip_sizeof("(n * sizeof(int))").as_deref(), Some("n"));
+        assert_eq!(strip_sizeof("n * sizeof(int) + 4"), None);
+        assert_eq!(strip_sizeof("mem_size"), None);
+    }
+
+    #[test]
+    fn values_follow_defines_assignments_and_run_scripts() {
+        let mut h = host(
+            "#define BLOCK 16\n#define SQ(x) ((x)*(x))\nconst int rows = 4 * BLOCK;\n\
+             int main(int argc, char **argv) {\n int n = atoi(argv[2]);\n int cols = rows + 1;\n\
+             int w = net->width;\n launch();\n}\n",
+            8,
+        );
+        assert_eq!(h.int_value("rows * 2"), Ok(128));
+        assert_eq!(h.int_value("cols"), Ok(65));
+        assert_eq!(h.int_value("sizeof(float) * BLOCK"), Ok(64));
+        let e = h.int_value("n").unwrap_err();
+        assert!(e.contains("command-line argument 2"), "{e}");
+        h.run_args = Some(vec!["7".into(), "1000".into()]);
+        assert_eq!(h.int_value("n / 10"), Ok(100));
+        assert_eq!(h.int_value("atoi(argv[2]) + 1"), Ok(1001));
+        assert!(h.int_value("w").unwrap_err().contains("struct field"));
+        assert!(h.int_value("SQ").unwrap_err().contains("no definition"));
+    }
+
+    #[test]
+    fn undefined_macro_branches_and_self_references_give_way() {
+        let h = host(
+            "#ifdef RD_WG\n#define BS RD_WG\n#else\n#define BS 16\n#endif\n\
+             int cols = 64;\ncols = cols + 1;\nlaunch();\ncols = 3;\n",
+            8,
+        );
+        assert_eq!(h.int_value("BS"), Ok(16));
+        assert_eq!(h.int_value("cols"), Ok(65));
+    }
+
+    #[test]
+    fn run_commands_and_argv() {
+        assert_eq!(
+            command_args("#!/bin/bash\n# ./old 1\n./needle 2048 10 > out.txt\n"),
+            Some(vec!["2048".to_string(), "10".to_string()])
+        );
+        assert_eq!(argv_index("atoi(argv[3])"), Some(3));
+        assert_eq!(argv_index("strtol(argv[1], NULL, 10)"), Some(1));
+        assert_eq!(argv_index("argv[1]"), None);
+        assert_eq!(pointer_name("(void**) &d_a"), "d_a");
+        assert_eq!(pointer_name("reinterpret_cast<void **>(&x)"), "x");
+        assert_eq!(
+            assignments("int a = 1, b = f(2, 3);\nb == 4; b = 5;", "b"),
+            vec![(1, "f(2, 3)".to_string()), (2, "5".to_string())]
+        );
+    }
+
+    #[test]
+    fn launches_inside_wrappers_follow_parameters_to_call_sites() {
+        let kernel_file = "#define B 16\n__global__ void k(float *a, int n) { if (n) { a[0] = 1; } }\n\
+             namespace w {\nvoid run_k(float *buf, int n)\n{\n  dim3 g(n / B);\n  k<<<g, B>>>(buf, n);\n}\n}\n";
+        let main_file = "void run_k(float *buf, int n);\nint main(int argc, char **argv) {\n\
+             int size = atoi(argv[1]);\n float *d_x;\n cudaMalloc((void**)&d_x, size * size * sizeof(float));\n\
+             #endif\n run_k(d_x, size * size);\n return 0;\n}\n";
+        assert_eq!(
+            enclosing_function(kernel_file, 7),
+            Some((
+                "run_k".to_string(),
+                vec!["buf".to_string(), "n".to_string()]
+            ))
+        );
+        assert_eq!(
+            enclosing_function(kernel_file, 2).map(|f| f.0).as_deref(),
+            Some("k")
+        );
+        assert_eq!(enclosing_function(kernel_file, 3), None);
+        let calls = call_sites(main_file, "run_k", 2);
+        assert_eq!(calls.len(), 1, "the prototype is not a call");
+        assert_eq!(calls[0].args, vec!["d_x", "size * size"]);
+        let mut h = host(kernel_file, 7);
+        h.others.push(strip_comments(main_file));
+        assert_eq!(h.bind_param("buf").as_deref(), Some("d_x"));
+        assert_eq!(h.bind_param("n").as_deref(), Some("size * size"));
+        assert_eq!(h.bind_param("g"), None, "not a parameter");
+        h.run_args = Some(vec!["8".into()]);
+        assert_eq!(h.int_value("n / B"), Ok(4));
+        // Two callers passing different texts: the value depends on the caller.
+        h.others.push("void f() { run_k(d_y, 7); }".into());
+        assert_eq!(h.bind_param("n"), None);
+    }
+
+    #[test]
+    fn macro_and_one_return_helpers_are_expanded() {
+        let h = host(
+            "#define MIN(a, b) ((a)<=(b) ? (a) : (b))\n#define DIVANDRND(a, b) ((((a) % (b)) != 0) ? ((a) / (b) + 1) : ((a) / (b)))\n\
+             int divRndUp(int n, int d) {\n  return (n + d - 1) / d;\n}\n\
+             int twoSteps(int n) { int m = n; return m; }\n\
+             int main() { int total = 20; int t = 6; int w = 1000; launch(); }\n",
+            6,
+        );
+        assert_eq!(h.int_value("MIN(8, total - t)"), Ok(8));
+        assert_eq!(h.int_value("MIN(total, t)"), Ok(6));
+        assert_eq!(
+            h.expand_calls("int a = MIN(x, 2) * 4"),
+            "int a = ((((x))<=((2)) ? ((x)) : ((2)))) * 4"
+        );
+        assert_eq!(h.int_value("DIVANDRND(w, 64)"), Ok(16));
+        assert_eq!(h.int_value("divRndUp(w, 256) * 2"), Ok(8));
+        // Nested, and an argument naming the other parameter.
+        assert_eq!(h.int_value("MIN(divRndUp(w, 100), MIN(t, total))"), Ok(6));
+        assert_eq!(h.expand_calls("divRndUp(d, n)"), "(((d) + (n) - 1) / (n))");
+        // A function with more than one statement is not expanded.
+        assert!(h.int_value("twoSteps(3)").unwrap_err().contains("twoSteps"));
+        assert_eq!(
+            function_macro("#define SQ(x) ((x)*(x))", "SQ"),
+            Some((vec!["x".to_string()], "((x)*(x))".to_string()))
+        );
+    }
+
+    #[test]
+    fn buffers_picked_from_pointer_arrays() {
+        let h = host(
+            "float *T[2], *P;\ncudaMalloc((void**)&T[0], sizeof(float)*size);\n\
+             cudaMalloc((void**)&T[1], sizeof(float) * size);\n\
+             cudaMemcpy(T[0], h_t, sizeof(float)*size, cudaMemcpyHostToDevice);\n\
+             float *U[2];\ncudaMalloc(&U[0], n);\ncudaMalloc(&U[1], 2 * n);\n\
+             k<<<g, b>>>(T[src], T[dst], U[i]);\n",
+            8,
+        );
+        assert_eq!(indexed_base("T[src]"), Some("T"));
+        assert_eq!(indexed_base("T"), None);
+        assert_eq!(
+            h.alloc_bytes("T[src]").as_deref(),
+            Some("sizeof(float)*size")
+        );
+        assert_eq!(h.copies("T[dst]")[0].dir, Direction::ToDevice);
+        // Differently sized members: which one the launch gets depends on the index.
+        assert_eq!(h.alloc_bytes("U[i]"), None);
+        assert!(same_buffer("T[0]", "T[src]") && !same_buffer("U[0]", "T[src]"));
+    }
+
+    #[test]
+    fn command_line_flags_and_sscanf_take_the_run_scripts_values() {
+        let mut h = host(
+            "int main(int argc, char *argv[]) {\n int size = 32, np = 0;\n\
+             for (int i = 1; i < argc; i++) {\n  if (strcmp(argv[i], \"-s\") == 0) {\n   i++;\n   size = atoi(argv[i]);\n  }\n }\n\
+             while ((c = getopt(argc, argv, \"vn:\")) != -1) {\n  switch (c) {\n  case 'n':\n   np = atoi(optarg);\n   break;\n  }\n }\n\
+             sscanf(argv[4], \"%d\", &frames);\n launch();\n}\n",
+            19,
+        );
+        assert_eq!(flag_near(&h.file, 6).as_deref(), Some("-s"));
+        assert_eq!(flag_near(&h.file, 13).as_deref(), Some("-n"));
+        // No run script: the value depends on a command line nobody gives.
+        assert!(h.int_value("size").unwrap_err().contains("argv"));
+        assert_eq!(h.command_line_value("size"), None);
+        h.run_cmds = vec![
+            vec!["-f".into(), "data.txt".into()],
+            vec!["-s".into(), "16".into(), "-n".into(), "900".into()],
+        ];
+        h.run_args = Some(vec!["-v".into(), "x".into(), "y".into(), "7".into()]);
+        assert_eq!(h.int_value("size * 2"), Ok(32));
+        assert_eq!(h.int_value("np"), Ok(900));
+        assert_eq!(h.int_value("frames"), Ok(7));
+        assert_eq!(
+            command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),
+            vec![vec!["-s", "256", "-v"], vec!["-s", "16"]]
+        );
+    }
+
+    #[test]
+    fn symbol_uploads_and_comments() {
+        let h = host(
+            "/* cudaMemcpyToSymbol(old, x, 1); */\ncudaMemcpyToSymbol(c_mask, h_mask, MASK * sizeof(float));\n",
+            9,
+        );
+        let u = h.symbol_uploads();
+        assert_eq!(u.len(), 1);
+        assert_eq!(
+            u.get("c_mask").map(String::as_str),
+            Some("MASK * sizeof(float)")
+        );
     }
 }

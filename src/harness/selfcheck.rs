@@ -219,10 +219,7 @@ pub fn identity_harness(mut h: super::Harness) -> super::Harness {
             *layout = fast
                 .iter()
                 .cloned()
-                .chain(
-                    fast.iter()
-                        .map(|(_, l)| (super::Variant::Slow, l.clone())),
-                )
+                .chain(fast.iter().map(|(_, l)| (super::Variant::Slow, l.clone())))
                 .collect();
         }
     }
@@ -713,17 +710,29 @@ shared_mem = "16 * 4 * 4"
         // The file's own plan: the two sides differ (else this test proves nothing).
         assert_ne!(before.slow, before.fast);
         let id = identity_harness(h);
-        let r = vec![id.resolve(&id.size_sets()[0], &DeviceProps::h100()).unwrap()];
-        assert_eq!(r[0].slow, before.fast, "slow side = the fast side's launches");
+        let r = [id
+            .resolve(&id.size_sets()[0], &DeviceProps::h100())
+            .unwrap()];
+        assert_eq!(
+            r[0].slow, before.fast,
+            "slow side = the fast side's launches"
+        );
         assert_eq!(r[0].fast, before.fast);
         assert_eq!(r[0].slow[0].kernel, "tiled");
         assert_eq!(
-            (r[0].slow[0].grid, r[0].slow[0].block, r[0].slow[0].shared_mem),
+            (
+                r[0].slow[0].grid,
+                r[0].slow[0].block,
+                r[0].slow[0].shared_mem
+            ),
             ([4, 1, 1], [16, 4, 1], 256)
         );
         let ResolvedArg::Buffer { layout, .. } = &r[0].args[0] else {
             panic!("x is a buffer")
         };
-        assert!(layout.slow.is_some() && layout.slow == layout.fast, "{layout:?}");
+        assert!(
+            layout.slow.is_some() && layout.slow == layout.fast,
+            "{layout:?}"
+        );
     }
 }
