@@ -369,12 +369,23 @@ impl Host {
         if let Some(b) = self.bind_param(name) {
             return Some(b);
         }
-        self.texts().find_map(|t| {
-            assignments(t, name)
-                .into_iter()
-                .find(|(_, r)| !self_ref(r))
-                .map(|(_, r)| r)
-        })
+        // Elsewhere: an assignment from a command-line argument the run script gives wins
+        // over a declaration's default (`int h = 1;` then `(h = atoi(argv[2])) <= 0 || …`).
+        let all: Vec<String> = self
+            .texts()
+            .flat_map(|t| assignments(t, name))
+            .map(|(_, r)| r)
+            .filter(|r| !self_ref(r))
+            .collect();
+        let from_run = all.iter().find(|r| {
+            argv_index(r).is_some_and(|k| {
+                self.run_args
+                    .as_ref()
+                    .and_then(|a| a.get(k - 1))
+                    .is_some_and(|v| parse_num(v).is_some())
+            })
+        });
+        from_run.or(all.first()).cloned()
     }
 
     /// The integer value of a host expression, following definitions, `sizeof` and
@@ -1598,6 +1609,12 @@ mod tests {
         assert_eq!(h.int_value("size * 2"), Ok(32));
         assert_eq!(h.int_value("np"), Ok(900));
         assert_eq!(h.int_value("frames"), Ok(7));
+        // Elsewhere than before the launch: the run script's argument beats the default.
+        let mut g = host("void k() { launch(); }\n", 1);
+        g.others.push("int main(int c, char **argv) { int ph = 1;\n if ((ph = atoi(argv[2])) <= 0) return 1; }".into());
+        assert_eq!(g.int_value("ph"), Ok(1));
+        g.run_args = Some(vec!["512".into(), "3".into()]);
+        assert_eq!(g.int_value("ph"), Ok(3));
         assert_eq!(
             command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),
             vec![vec!["-s", "256", "-v"], vec!["-s", "16"]]
