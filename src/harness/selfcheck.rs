@@ -194,6 +194,29 @@ pub fn identity_sets(pair: &Pair, sets: &mut [super::Resolved]) {
     }
 }
 
+/// The identity control's harness: the slow side runs the fast kernel, so it takes the fast
+/// side's launch list and the fast side's data layouts. Without this, a harness whose slow
+/// and fast launches differ (sgemm's tiles, stencil's naive kernel) runs the fast kernel
+/// under the slow launches, or is refused because those launches name the slow kernel.
+pub fn identity_harness(mut h: super::Harness) -> super::Harness {
+    h.slow = h.fast.clone();
+    for a in h.args.iter_mut() {
+        if let super::ArgSpec::Buffer { layout, .. } = a {
+            let fast: Vec<_> = layout
+                .iter()
+                .filter(|(v, _)| *v == super::Variant::Fast)
+                .cloned()
+                .collect();
+            *layout = fast
+                .iter()
+                .cloned()
+                .chain(fast.iter().map(|(_, l)| (super::Variant::Slow, l.clone())))
+                .collect();
+        }
+    }
+    h
+}
+
 /// Options of a self-check run.
 #[derive(Debug, Clone)]
 pub struct SelfcheckConfig {
@@ -222,7 +245,13 @@ fn prepare(
 ) {
     let mut ip = pair.clone();
     ip.slow = Some(pair.fast.clone());
-    let hand = resolve::prepare(&ip, base, &cfg.harness_dirs, cfg.suite_root.as_deref());
+    let hand = resolve::prepare_with(
+        &ip,
+        base,
+        &cfg.harness_dirs,
+        cfg.suite_root.as_deref(),
+        identity_harness,
+    );
     match hand {
         Err((Status::NoHarness, why)) => {
             let inferred = cfg
@@ -233,7 +262,7 @@ fn prepare(
             match inferred {
                 Some(p) => {
                     ip.harness = Some(p.display().to_string());
-                    let r = resolve::prepare(&ip, base, &[], None);
+                    let r = resolve::prepare_with(&ip, base, &[], None, identity_harness);
                     (ip, r, Some(HarnessOrigin::Inferred))
                 }
                 None => (ip, Err((Status::NoHarness, why)), None),
@@ -672,6 +701,76 @@ mod tests {
         assert_eq!(
             category("runs_clean", "no_gpu: no CUDA driver"),
             "not run: no GPU"
+        );
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+    use crate::harness::{parse, DeviceProps};
+
+    /// Slow and fast launch differently (another kernel, grid, block, shared memory) and
+    /// the fast side reads a transposed layout: the identity control must run the fast
+    /// kernel with the fast side's launches and layout on both sides.
+    const DIFFERENT_SIDES: &str = r#"
+[sizes]
+n = 64
+[[size_sets]]
+name = "default"
+[[args]]
+name = "x"
+type = "f32"
+len = "n * 4"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+layout.fast = { kind = "transpose", rows = "n", cols = "4", offset = "0" }
+[[args]]
+name = "y"
+type = "f32"
+len = "n * 4"
+role = "out"
+[[variants.slow.launch]]
+kernel = "naive"
+grid = ["n", 1]
+block = 1
+[[variants.fast.launch]]
+kernel = "tiled"
+grid = ["n / 16"]
+block = [16, 4]
+shared_mem = "16 * 4 * 4"
+"#;
+
+    #[test]
+    fn identity_control_runs_the_fast_side_launches_and_layouts() {
+        let h = parse(DIFFERENT_SIDES, "t.toml").unwrap();
+        let before = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        // The file's own plan: the two sides differ (else this test proves nothing).
+        assert_ne!(before.slow, before.fast);
+        let id = identity_harness(h);
+        let r = [id
+            .resolve(&id.size_sets()[0], &DeviceProps::h100())
+            .unwrap()];
+        assert_eq!(
+            r[0].slow, before.fast,
+            "slow side = the fast side's launches"
+        );
+        assert_eq!(r[0].fast, before.fast);
+        assert_eq!(r[0].slow[0].kernel, "tiled");
+        assert_eq!(
+            (
+                r[0].slow[0].grid,
+                r[0].slow[0].block,
+                r[0].slow[0].shared_mem
+            ),
+            ([4, 1, 1], [16, 4, 1], 256)
+        );
+        let ResolvedArg::Buffer { layout, .. } = &r[0].args[0] else {
+            panic!("x is a buffer")
+        };
+        assert!(
+            layout.slow.is_some() && layout.slow == layout.fast,
+            "{layout:?}"
         );
     }
 }
