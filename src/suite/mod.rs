@@ -10,6 +10,7 @@
 pub mod compile;
 pub mod desc;
 mod error;
+pub mod journal;
 pub mod pairing;
 pub mod provenance;
 pub mod summary;
@@ -96,6 +97,9 @@ pub struct ExtractConfig {
     pub cache: compile::CheckCache,
     /// Show progress bars (stderr is a terminal).
     pub progress: bool,
+    /// Where finished scopes are recorded as they finish (and reused from, after a killed
+    /// run); `None`: no journal.
+    pub journal: Option<journal::Journal>,
 }
 
 impl ExtractConfig {
@@ -127,6 +131,7 @@ impl ExtractConfig {
             jobs: None,
             cache: compile::CheckCache::default_location(),
             progress: false,
+            journal: None,
         })
     }
 
@@ -142,6 +147,10 @@ impl ExtractConfig {
             (None, false) => compile::CheckCache::default_location(),
         };
         c.progress = std::io::stderr().is_terminal();
+        if a.output != Path::new("-") {
+            let j = journal::Journal::beside(&a.output);
+            c.journal = Some(if a.no_cache { j.write_only() } else { j });
+        }
         Ok(c)
     }
 }
@@ -180,6 +189,9 @@ pub struct Extraction {
     pub kernel_files: BTreeMap<ScopeKey, usize>,
     /// Skipped inputs per benchmark, for the summary.
     pub skipped_by_benchmark: BTreeMap<String, usize>,
+    /// Scopes (benchmark variants) in the run, and how many came from the journal.
+    pub scopes: usize,
+    pub scopes_from_journal: usize,
 }
 
 impl Extraction {
@@ -221,6 +233,21 @@ fn bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
         .expect("static template")
         .progress_chars("=> ");
     ProgressBar::new(len).with_style(style).with_message(what)
+}
+
+/// Progress of isolation: benchmark scopes done (each is in the journal once counted),
+/// with the kernels they hold and the rate.
+fn scope_bar(show: bool, len: u64) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::default_bar()
+        .template("   isolating [{bar:30}] {pos}/{len} benchmarks, {msg} ({per_sec}) {elapsed} (eta {eta})")
+        .expect("static template")
+        .progress_chars("=> ");
+    ProgressBar::new(len)
+        .with_style(style)
+        .with_message("0 kernels")
 }
 
 /// Run an extraction (the library entry point of `kernelpair extract`).
@@ -294,11 +321,24 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         commit: provenance::git_commit(root),
         licences: &licences,
     };
-    let pb = bar(cfg.progress, 0, "isolating");
-    let iso = units::isolate_all(&ctx, &sources, &scopes, &|n| pb.set_length(n), &|| {
-        pb.inc(1)
-    });
+    let pb = scope_bar(cfg.progress, scopes.len() as u64);
+    let kernels = std::sync::atomic::AtomicUsize::new(0);
+    let stats = journal::JournalStats::default();
+    let iso = units::isolate_all(
+        &ctx,
+        &sources,
+        &scopes,
+        cfg.journal.as_ref(),
+        &stats,
+        &|n| {
+            let k = kernels.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+            pb.set_message(format!("{k} kernels"));
+            pb.inc(1);
+        },
+    );
     pb.finish_and_clear();
+    ex.scopes = scopes.len();
+    ex.scopes_from_journal = stats.reused.load(std::sync::atomic::Ordering::Relaxed);
     ex.units = iso.units;
     ex.skipped.extend(iso.skipped);
     ex.kernel_files = iso.kernel_files;
@@ -545,6 +585,22 @@ pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
         out.flush()?;
     } else {
         crate::jsonl::write_records(&args.output, &records)?;
+        // The output is whole: the journal of this run has served its purpose.
+        if let Some(j) = &cfg.journal {
+            if let Err(e) = j.remove() {
+                eprintln!("warning: could not remove {}: {e}", j.dir().display());
+            }
+        }
+    }
+    if ex.scopes_from_journal > 0 {
+        if let Some(j) = &cfg.journal {
+            eprintln!(
+                "resumed: {} of {} benchmark scopes from {} (an interrupted run)",
+                ex.scopes_from_journal,
+                ex.scopes,
+                j.dir().display()
+            );
+        }
     }
     let short = summary::table_of(&ex, Some(summary::SUMMARY_ROWS));
     eprint!("{short}");
