@@ -130,16 +130,16 @@ fn members<'t>(list: Node<'t>, out: &mut Vec<(Node<'t>, Declared)>) {
     let mut c = list.walk();
     for m in list.children(&mut c) {
         match m.kind() {
-            "function_definition" | "declaration" => {
-                named_field(m, "declarator").into_iter().for_each(&mut field)
-            }
+            "function_definition" | "declaration" => named_field(m, "declarator")
+                .into_iter()
+                .for_each(&mut field),
             "template_declaration" => {
                 let mut c2 = m.walk();
                 for k in m.children(&mut c2) {
                     match k.kind() {
-                        "function_definition" | "declaration" => {
-                            named_field(k, "declarator").into_iter().for_each(&mut field)
-                        }
+                        "function_definition" | "declaration" => named_field(k, "declarator")
+                            .into_iter()
+                            .for_each(&mut field),
                         kind if RECORDS.contains(&kind) => field(k),
                         _ => {}
                     }
@@ -151,7 +151,9 @@ fn members<'t>(list: Node<'t>, out: &mut Vec<(Node<'t>, Declared)>) {
                     .filter(|t| RECORDS.contains(&t.kind()) || t.kind() == "enum_specifier")
                     .for_each(&mut field);
             }
-            "type_definition" => named_field(m, "declarator").into_iter().for_each(&mut field),
+            "type_definition" => named_field(m, "declarator")
+                .into_iter()
+                .for_each(&mut field),
             "alias_declaration" => named_field(m, "name").into_iter().for_each(&mut field),
             _ => {}
         }
@@ -178,9 +180,9 @@ pub(crate) fn top_functions(root: Node) -> Vec<TopFunction> {
     }
     fn definition<'t>(f: Node<'t>, template_params: Option<Node<'t>>) -> Option<TopFunction<'t>> {
         let declarator = named_field(f, "declarator").into_iter().next()?;
-        let body = named_field(f, "body")
-            .into_iter()
-            .find(|b| b.kind() == "compound_statement" && b.start_byte() >= declarator.end_byte())?;
+        let body = named_field(f, "body").into_iter().find(|b| {
+            b.kind() == "compound_statement" && b.start_byte() >= declarator.end_byte()
+        })?;
         Some(TopFunction {
             function: f,
             declarator,
@@ -300,8 +302,11 @@ mod tests {
             .unwrap_or_else(|e| panic!("query {name} does not compile: {e}"))
     }
 
-    /// Each match of `q` on `root` as (capture name, node byte range, node kind) lists.
-    fn matches(q: &Query, root: Node, src: &str) -> Vec<Vec<(String, (usize, usize), String)>> {
+    /// One capture: its name, the node's byte range and kind.
+    type Cap = (String, (usize, usize), String);
+
+    /// Each match of `q` on `root` as a sorted list of captures.
+    fn matches(q: &Query, root: Node, src: &str) -> Vec<Vec<Cap>> {
         let mut cur = QueryCursor::new();
         let mut it = cur.matches(q, root, src.as_bytes());
         let mut out = Vec::new();
@@ -352,13 +357,13 @@ mod tests {
         let mut n = 0;
 
         // Declarators: the set of (node, capture) pairs; enumerators also in order.
-        let want: BTreeSet<(String, (usize, usize), String)> = matches(&q.declarators, root, src)
+        let want: BTreeSet<Cap> = matches(&q.declarators, root, src)
             .into_iter()
             .flatten()
             .map(|(c, r, k)| (if c == "enumerator" { c } else { "local".into() }, r, k))
             .collect();
         let got_list = declarators(root);
-        let got: BTreeSet<(String, (usize, usize), String)> = got_list
+        let got: BTreeSet<Cap> = got_list
             .iter()
             .map(|&(d, what)| {
                 let (r, k) = key(d);
@@ -392,7 +397,11 @@ mod tests {
             .map(|f| {
                 let mut v = vec![
                     ("body".to_string(), key(f.body).0, key(f.body).1),
-                    ("declarator".to_string(), key(f.declarator).0, key(f.declarator).1),
+                    (
+                        "declarator".to_string(),
+                        key(f.declarator).0,
+                        key(f.declarator).1,
+                    ),
                     ("function".to_string(), key(f.function).0, key(f.function).1),
                 ];
                 if let Some(t) = f.template_params {
@@ -568,7 +577,9 @@ void host() { k<<<1, 1>>>(nullptr); }
                                 b.remove(at + p);
                             }
                         }
-                        2 => b.splice(at..at, b"\n#if X\n".iter().copied()).for_each(drop),
+                        2 => b
+                            .splice(at..at, b"\n#if X\n".iter().copied())
+                            .for_each(drop),
                         3 => b[at] = b"(){};<>,*&"[rnd(10)],
                         _ => {
                             let end = (at + rnd(40)).min(b.len());

@@ -100,9 +100,13 @@ impl Journal {
     /// build of the tool is added here.
     pub fn key(&self, parts: &[&str]) -> String {
         let mut h = Sha256::new();
-        for p in ["kernelpair-extract-journal", &JOURNAL_VERSION.to_string(), &self.build]
-            .iter()
-            .chain(parts)
+        for p in [
+            "kernelpair-extract-journal",
+            &JOURNAL_VERSION.to_string(),
+            &self.build,
+        ]
+        .iter()
+        .chain(parts)
         {
             h.update(p.as_bytes());
             h.update([0u8]);
@@ -131,9 +135,7 @@ impl Journal {
     pub fn put(&self, key: &str, r: &ScopeResult) {
         let _ = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(&self.dir)?;
-            let tmp = self
-                .dir
-                .join(format!(".{key}.tmp.{}", std::process::id()));
+            let tmp = self.dir.join(format!(".{key}.tmp.{}", std::process::id()));
             std::fs::write(&tmp, serde_json::to_vec(r).map_err(std::io::Error::other)?)?;
             std::fs::rename(&tmp, self.path(key))
         })();

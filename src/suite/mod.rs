@@ -38,7 +38,10 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
 Output: JSONL, one record per line ({\"version\":1,\"type\":…,\"data\":…}): every unit,
 every pair (slow + fast units; Rodinia/generic kernels get an empty slow slot), every
 unpaired kernel with the reason, and every skipped input with the reason. Sorted by
-path and line; the same tree gives the same file.
+path and line; the same tree gives the same file. OUT is written whole (a temporary
+file, then a rename). Each benchmark's results go to OUT.journal/ as soon as it is done:
+after an interrupted run (kill -9, a crash) the rerun reuses them and gives the same
+output; the journal is removed once OUT is written.
 
 Exit codes:
   0  every file was extracted (an empty output for a tree without kernels is exit 3)
@@ -75,7 +78,8 @@ pub struct ExtractArgs {
     /// or ~/.cache/kernelpair/compile-check).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Compile every unit again instead of reusing cached compile-check results.
+    /// Compile every unit again instead of reusing cached compile-check results, and isolate
+    /// every benchmark again instead of reusing the journal of an interrupted run.
     #[arg(long)]
     pub no_cache: bool,
     /// Keep only the records of shard i of n (0-based, a stable partition by record id).

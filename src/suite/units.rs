@@ -80,12 +80,10 @@ pub fn isolate_all(
     let index = |i: usize| -> &Result<FileIndex, Skipped> {
         indexed[i].get_or_init(|| {
             let f = &sources[i];
-            std::panic::catch_unwind(|| cuda::index_file(&f.path, &f.text)).map_err(|p| {
-                Skipped {
-                    path: f.path.clone(),
-                    reason: "parse_failed".into(),
-                    message: format!("the CUDA front end failed on this file: {}", panic_text(&p)),
-                }
+            std::panic::catch_unwind(|| cuda::index_file(&f.path, &f.text)).map_err(|p| Skipped {
+                path: f.path.clone(),
+                reason: "parse_failed".into(),
+                message: format!("the CUDA front end failed on this file: {}", panic_text(&p)),
             })
         })
     };
