@@ -151,7 +151,9 @@ impl ExtractConfig {
             (None, false) => compile::CheckCache::default_location(),
         };
         c.progress = std::io::stderr().is_terminal();
-        if a.output != Path::new("-") {
+        // No journal beside `-` (stdout) or a device (`-o /dev/null`).
+        let device = std::fs::metadata(&a.output).is_ok_and(|m| !m.is_file());
+        if a.output != Path::new("-") && !device {
             let j = journal::Journal::beside(&a.output);
             c.journal = Some(if a.no_cache { j.write_only() } else { j });
         }
