@@ -737,16 +737,10 @@ fn kill_mid_run(root: &Path, out: &Path, at_least: usize) -> Option<usize> {
     let mut journal = out.as_os_str().to_owned();
     journal.push(".journal");
     let journal = PathBuf::from(journal);
+    // Finished scopes: complete lines of the journal.
     let entries = || {
-        std::fs::read_dir(&journal)
-            .map(|rd| {
-                rd.flatten()
-                    .filter(|e| {
-                        let n = e.file_name().to_string_lossy().into_owned();
-                        n.ends_with(".json") && !n.starts_with('.')
-                    })
-                    .count()
-            })
+        std::fs::read(&journal)
+            .map(|t| t.iter().filter(|&&b| b == b'\n').count())
             .unwrap_or(0)
     };
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kernelpair"))
@@ -786,7 +780,7 @@ fn kill_9_mid_run_keeps_finished_scopes_and_the_rerun_resumes_to_the_same_output
     for n in [300, 1200, 4000] {
         let root = dir.path().join(format!("tree{n}"));
         many_programs(&root, n);
-        let _ = std::fs::remove_dir_all(&journal);
+        let _ = std::fs::remove_file(&journal);
         let _ = std::fs::remove_file(&out);
         if let Some(k) = kill_mid_run(&root, &out, 5) {
             killed = Some((root, k));
@@ -843,27 +837,25 @@ fn kill_9_mid_run_keeps_finished_scopes_and_the_rerun_resumes_to_the_same_output
     std::fs::remove_file(&out).unwrap();
     let kept = kill_mid_run(&root, &out, 5).expect("the second run was killed too");
     assert!(kept >= 2);
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&journal)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    names.sort();
-    let marked = names
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    let marked = lines
         .iter()
-        .find(|p| {
-            let v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
-            !v["units"].as_array().unwrap().is_empty()
+        .position(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| !v["result"]["units"].as_array().unwrap().is_empty())
         })
-        .expect("an entry with units")
-        .clone();
-    let mut v: Value = serde_json::from_slice(&std::fs::read(&marked).unwrap()).unwrap();
-    let src = v["units"][0]["source"].as_str().unwrap().to_string();
-    v["units"][0]["source"] = Value::String(format!("{src}// taken from the journal\n"));
-    std::fs::write(&marked, v.to_string()).unwrap();
-    let damaged = names.iter().find(|p| **p != marked).unwrap();
-    std::fs::write(damaged, b"{\"version\":1,\"units\":[{").unwrap();
+        .expect("an entry with units");
+    let mut v: Value = serde_json::from_str(&lines[marked]).unwrap();
+    let src = v["result"]["units"][0]["source"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    v["result"]["units"][0]["source"] = Value::String(format!("{src}// taken from the journal\n"));
+    lines[marked] = v.to_string();
+    let damaged = if marked == 0 { 1 } else { 0 };
+    lines[damaged] = "{\"key\":\"0\",\"result\":{".to_string();
+    std::fs::write(&journal, lines.join("\n")).unwrap();
     let a = Command::cargo_bin("kernelpair")
         .unwrap()
         .args(["extract", "--no-compile", "-o"])

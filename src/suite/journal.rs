@@ -1,20 +1,24 @@
-//! The extraction journal: each benchmark scope's isolation results, written as soon as
+//! The extraction journal: each benchmark scope's isolation results, recorded as soon as
 //! the scope is done, so a killed run (`kill -9`, a crash, a lost machine) keeps its
 //! work and the rerun reuses it.
 //!
-//! `extract -o OUT` keeps the journal in the folder `OUT.journal/`, one JSON file per
-//! scope, named by a content key over everything the scope's results depend on: this
-//! build of the tool, the suite, the scope, its include folders, and the path, encoding
-//! and text of every file it can see. An entry is written to a temporary name and renamed
-//! into place, so it is whole or absent; an entry that does not read back (a power loss
-//! before the data reached the disk) is computed again. Once OUT itself has been written
-//! (atomically), the journal is removed: only an interrupted run leaves one behind.
+//! `extract -o OUT` keeps the journal in the file `OUT.journal`: one JSON line per finished
+//! scope, appended with a single write, holding a content key over everything the scope's
+//! results depend on (this build of the tool, the suite, the scope, its include folders,
+//! and the path, encoding and text of every file it can see) and the results. A line cut
+//! short by a kill, or damaged in any way, does not parse and is computed again. One file
+//! appended to, rather than a file per scope: on a tree of 1,000 small programs, creating
+//! and renaming a file per scope cost more than the extraction itself. Once OUT has been
+//! written (atomically), the journal is removed: only an interrupted run leaves one.
 
 use crate::record::{KernelUnit, Skipped};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
+use std::sync::Mutex;
 
 /// Bump when what a journal entry holds, or how it is computed, changes.
 const JOURNAL_VERSION: u32 = 1;
@@ -53,10 +57,17 @@ impl Default for ScopeResult {
     }
 }
 
-/// A journal folder, and whether entries already in it may be reused.
+/// One line of the journal.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    key: String,
+    result: ScopeResult,
+}
+
+/// Where a run's journal is, and whether entries already in it may be reused.
 #[derive(Debug, Clone)]
 pub struct Journal {
-    dir: PathBuf,
+    path: PathBuf,
     reuse: bool,
     build: String,
 }
@@ -66,34 +77,34 @@ pub struct Journal {
 pub struct JournalStats {
     /// Scopes whose results came from the journal.
     pub reused: AtomicUsize,
-    /// Scopes computed and written to the journal.
+    /// Scopes computed and recorded in the journal.
     pub written: AtomicUsize,
 }
 
 impl Journal {
-    /// The journal of output file `out`: the folder `OUT.journal` beside it.
+    /// The journal of output file `out`: the file `OUT.journal` beside it.
     pub fn beside(out: &Path) -> Journal {
-        let mut dir = out.as_os_str().to_owned();
-        dir.push(".journal");
-        Journal::at(PathBuf::from(dir))
+        let mut path = out.as_os_str().to_owned();
+        path.push(".journal");
+        Journal::at(PathBuf::from(path))
     }
 
-    pub fn at(dir: PathBuf) -> Journal {
+    pub fn at(path: PathBuf) -> Journal {
         Journal {
-            dir,
+            path,
             reuse: true,
             build: build_identity(),
         }
     }
 
-    /// Write entries but never read old ones (`--no-cache`).
+    /// Record entries but never read old ones (`--no-cache`).
     pub fn write_only(mut self) -> Journal {
         self.reuse = false;
         self
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The key of a scope's entry: `parts` name everything its result depends on; the
@@ -114,51 +125,73 @@ impl Journal {
         hex::encode(&h.finalize()[..16])
     }
 
-    fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{key}.json"))
-    }
-
-    /// A finished scope's results, if this journal has them.
-    pub fn get(&self, key: &str) -> Option<ScopeResult> {
-        if !self.reuse {
-            return None;
+    /// Open for one run: read the entries already there (when reuse is allowed).
+    pub fn open(&self) -> OpenJournal {
+        let mut old = HashMap::new();
+        if self.reuse {
+            if let Ok(text) = std::fs::read(&self.path) {
+                for line in text.split(|&b| b == b'\n') {
+                    if let Ok(e) = serde_json::from_slice::<Entry>(line) {
+                        if e.result.version == JOURNAL_VERSION {
+                            old.insert(e.key, e.result);
+                        }
+                    }
+                }
+            }
         }
-        let text = std::fs::read(self.path(key)).ok()?;
-        let r: ScopeResult = serde_json::from_slice(&text).ok()?;
-        (r.version == JOURNAL_VERSION).then_some(r)
-    }
-
-    /// Record a finished scope: whole or not at all (temp file, then rename). Best effort:
-    /// a journal that cannot be written only costs the work again after a crash. Not
-    /// synced: a killed process loses nothing the kernel already has, and an entry lost
-    /// to a power cut is computed again.
-    pub fn put(&self, key: &str, r: &ScopeResult) {
-        let _ = (|| -> std::io::Result<()> {
-            std::fs::create_dir_all(&self.dir)?;
-            let tmp = self.dir.join(format!(".{key}.tmp.{}", std::process::id()));
-            std::fs::write(&tmp, serde_json::to_vec(r).map_err(std::io::Error::other)?)?;
-            std::fs::rename(&tmp, self.path(key))
-        })();
+        OpenJournal {
+            path: self.path.clone(),
+            old: Mutex::new(old),
+            file: Mutex::new(None),
+        }
     }
 
     /// Remove the journal once the output it was for is complete.
     pub fn remove(&self) -> std::io::Result<()> {
-        match std::fs::remove_dir_all(&self.dir) {
+        match std::fs::remove_file(&self.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             r => r,
         }
     }
+}
 
-    /// Entries present now.
-    pub fn entries(&self) -> usize {
-        std::fs::read_dir(&self.dir)
-            .map(|rd| {
-                rd.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                    .count()
-            })
-            .unwrap_or(0)
+/// A journal in use by one run.
+pub struct OpenJournal {
+    path: PathBuf,
+    old: Mutex<HashMap<String, ScopeResult>>,
+    /// Opened for appending on the first entry.
+    file: Mutex<Option<std::fs::File>>,
+}
+
+impl OpenJournal {
+    /// A finished scope's results, if the journal has them.
+    pub fn get(&self, key: &str) -> Option<ScopeResult> {
+        self.old.lock().ok()?.remove(key)
+    }
+
+    /// Record a finished scope: one line, one write. Best effort: a journal that cannot
+    /// be written only costs the work again after a crash. Not synced: a killed process
+    /// loses nothing the kernel already has, and a line lost to a power cut is computed
+    /// again.
+    pub fn put(&self, key: &str, r: &ScopeResult) {
+        let Ok(mut line) = serde_json::to_vec(&Entry {
+            key: key.to_string(),
+            result: r.clone(),
+        }) else {
+            return;
+        };
+        line.push(b'\n');
+        let Ok(mut f) = self.file.lock() else { return };
+        if f.is_none() {
+            *f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .ok();
+        }
+        if let Some(f) = f.as_mut() {
+            let _ = f.write_all(&line);
+        }
     }
 }
 
@@ -189,15 +222,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entries_round_trip_and_bad_entries_are_misses() {
+    fn entries_round_trip_and_bad_lines_are_misses() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::beside(&dir.path().join("units.jsonl"));
-        assert_eq!(j.dir(), dir.path().join("units.jsonl.journal"));
+        assert_eq!(j.path(), dir.path().join("units.jsonl.journal"));
         let k = j.key(&["scope", "a"]);
         assert_ne!(k, j.key(&["scope", "b"]));
         // Parts are separated: ("ab", "") and ("a", "b") are different scopes.
         assert_ne!(j.key(&["ab", ""]), j.key(&["a", "b"]));
-        assert!(j.get(&k).is_none());
+        assert!(j.open().get(&k).is_none());
         let mut r = ScopeResult::new();
         r.kernel_files = 3;
         r.parse_failed.push(Skipped {
@@ -205,20 +238,36 @@ mod tests {
             reason: "parse_failed".into(),
             message: "m".into(),
         });
-        j.put(&k, &r);
-        assert_eq!(j.entries(), 1);
-        assert_eq!(j.get(&k), Some(r.clone()));
-        assert!(j.clone().write_only().get(&k).is_none());
-        // A damaged entry is computed again, never trusted or fatal.
-        std::fs::write(j.path(&k), b"{\"version\":1,\"units\":[").unwrap();
-        assert!(j.get(&k).is_none());
+        let k2 = j.key(&["scope", "c"]);
+        {
+            let open = j.open();
+            open.put(&k, &r);
+            open.put(&k2, &ScopeResult::new());
+        }
+        let text = std::fs::read_to_string(j.path()).unwrap();
+        assert_eq!(text.lines().count(), 2, "one line per scope");
+        assert_eq!(j.open().get(&k), Some(r.clone()));
+        assert!(j.clone().write_only().open().get(&k).is_none());
+        // A line cut short (a kill in the middle of a write) or damaged is computed
+        // again; the lines around it still count.
+        let first = text.lines().next().unwrap();
+        let cut = format!("{}\n{}", &first[..first.len() / 2], text);
+        std::fs::write(j.path(), cut).unwrap();
+        assert_eq!(j.open().get(&k), Some(r.clone()));
+        std::fs::write(
+            j.path(),
+            format!("{}\n{{\"key\":", text.lines().nth(1).unwrap()),
+        )
+        .unwrap();
+        assert!(j.open().get(&k).is_none());
+        assert!(j.open().get(&k2).is_some());
         // An entry of another journal version is not reused.
-        let mut old = serde_json::to_value(&r).unwrap();
-        old["version"] = 0.into();
-        std::fs::write(j.path(&k), old.to_string()).unwrap();
-        assert!(j.get(&k).is_none());
+        let mut old: serde_json::Value = serde_json::from_str(first).unwrap();
+        old["result"]["version"] = 0.into();
+        std::fs::write(j.path(), format!("{old}\n")).unwrap();
+        assert!(j.open().get(&k).is_none());
         j.remove().unwrap();
-        assert!(!j.dir().exists());
+        assert!(!j.path().exists());
         j.remove().unwrap();
     }
 }

@@ -39,7 +39,7 @@ Output: JSONL, one record per line ({\"version\":1,\"type\":…,\"data\":…}): 
 every pair (slow + fast units; Rodinia/generic kernels get an empty slow slot), every
 unpaired kernel with the reason, and every skipped input with the reason. Sorted by
 path and line; the same tree gives the same file. OUT is written whole (a temporary
-file, then a rename). Each benchmark's results go to OUT.journal/ as soon as it is done:
+file, then a rename). Each benchmark's results go to OUT.journal as soon as it is done:
 after an interrupted run (kill -9, a crash) the rerun reuses them and gives the same
 output; the journal is removed once OUT is written.
 
@@ -594,7 +594,7 @@ pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
         // The output is whole: the journal of this run has served its purpose.
         if let Some(j) = &cfg.journal {
             if let Err(e) = j.remove() {
-                eprintln!("warning: could not remove {}: {e}", j.dir().display());
+                eprintln!("warning: could not remove {}: {e}", j.path().display());
             }
         }
     }
@@ -604,7 +604,7 @@ pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
                 "resumed: {} of {} benchmark scopes from {} (an interrupted run)",
                 ex.scopes_from_journal,
                 ex.scopes,
-                j.dir().display()
+                j.path().display()
             );
         }
     }

@@ -89,10 +89,13 @@ pub fn isolate_all(
     };
     let digests: Vec<OnceLock<String>> = sources.iter().map(|_| OnceLock::new()).collect();
     let digest = |i: usize| digests[i].get_or_init(|| journal::file_digest(&sources[i].text));
+    let open = journal.map(|j| (j, j.open()));
     let results: Vec<ScopeResult> = scopes
         .par_iter()
         .map(|s| {
-            let key = journal.map(|j| (j, scope_key(j, ctx, s, sources, &digest)));
+            let key = open
+                .as_ref()
+                .map(|(j, o)| (o, scope_key(j, ctx, s, sources, &digest)));
             if let Some((j, k)) = &key {
                 if let Some(mut r) = j.get(k) {
                     // Provenance is read from the tree now (a LICENSE file may have
