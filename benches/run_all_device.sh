@@ -42,7 +42,7 @@ harness)
   f=$(grep -l 'kernel gather_scale' $T/inf/*.toml)
   sed -i '0,/len = "m"/s//len = "m \/ 2"/' "$f"
   $K harness selfcheck $T/u.jsonl --inferred-dir $T/inf --sanitizer memcheck --out $T/report.jsonl
-  python3 -c "import json,sys; [print(r['kernel'], r['pass'], [(c['name'], c['result'], c['detail'][:200]) for c in r['checks'] if c['result'] != 'pass']) for r in map(json.loads, open(sys.argv[1]))]" $T/report.jsonl
+  python3 -c "import json,sys; [print(r['kernel'], r['pass'], [(c['name'], c['result'], (c.get('detail') or '')[:200]) for c in r['checks'] if c['result'] != 'pass']) for r in map(json.loads, open(sys.argv[1]))]" $T/report.jsonl
   ;;
 *)
   echo "usage: $0 gpu-tests|honest|harness"; exit 2
