@@ -4,8 +4,8 @@
 //! measured figures, with any size condition. The sentence goes into `metadata.description`
 //! and, with `--with-description`, into the answer.
 
+use crate::harness::launches::Launches;
 use crate::record::{Flag, Pair, Status, Verification};
-use crate::verify::launches::Launches;
 
 /// The pair's techniques: those recorded (synth fills them) or, when none were, detected
 /// now from the slow → fast difference.
@@ -264,7 +264,7 @@ mod tests {
         assert!(t.contains(&"shared_memory".to_string()), "{t:?}");
         assert!(t.contains(&"loop_unrolling".to_string()), "{t:?}");
         assert_eq!(describe(&p, &t), "The fast kernel stages data in shared memory and unrolls loops. Not yet verified on a GPU.");
-        let slow_launch = crate::verify::launches::LaunchConfig {
+        let slow_launch = crate::harness::launches::LaunchConfig {
             kernel: "k".into(),
             grid: vec!["ceil_div(n, 256)".into()],
             block: vec!["256".into()],

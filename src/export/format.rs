@@ -187,13 +187,13 @@ pub fn build_sample_with(
     let fast_text = crate::cuda::compile_only::source_text(&pair.fast);
     let techniques_list = super::describe::techniques(pair);
     let description = super::describe::describe(pair, &techniques_list);
-    let launches = v.and_then(crate::verify::launches::Launches::of);
+    let launches = v.and_then(crate::harness::launches::Launches::of);
     let slow_launch = launches
         .as_ref()
-        .map(|l| crate::verify::launches::Launches::text(&l.slow));
+        .map(|l| crate::harness::launches::Launches::text(&l.slow));
     let fast_launch = launches
         .as_ref()
-        .map(|l| crate::verify::launches::Launches::text(&l.fast));
+        .map(|l| crate::harness::launches::Launches::text(&l.fast));
     let speedup = v.and_then(|v| v.speedup.clone());
     let device = v.and_then(|v| v.device.as_ref()).map(|d| DeviceMeta {
         name: d.name.clone(),

@@ -17,6 +17,7 @@ pub mod infer;
 pub mod infer_host;
 pub mod infer_kernel;
 pub mod infer_llm;
+pub mod launches;
 pub mod layout;
 pub mod selfcheck;
 pub mod selfcheck_sanitize;
