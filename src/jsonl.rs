@@ -1,6 +1,7 @@
 //! Reading and writing record files: JSONL with atomic replacement, so a crash never
 //! leaves a half-written output behind.
 
+use crate::record::upgrade::{self, LineError};
 use crate::record::{Line, Record, RECORD_VERSION};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -43,18 +44,18 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, JsonlError> {
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: Line = serde_json::from_str(&line).map_err(|e| JsonlError::Parse {
-            path: path.to_path_buf(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        if parsed.version > RECORD_VERSION {
-            return Err(JsonlError::Version {
+        let parsed = upgrade::parse_line(&line).map_err(|e| match e {
+            LineError::Newer(found) => JsonlError::Version {
                 path: path.to_path_buf(),
                 line: i + 1,
-                found: parsed.version,
-            });
-        }
+                found,
+            },
+            e => JsonlError::Parse {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message: e.to_string(),
+            },
+        })?;
         out.push(parsed.record);
     }
     Ok(out)

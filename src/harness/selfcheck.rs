@@ -218,7 +218,7 @@ fn prepare(
     Option<HarnessOrigin>,
 ) {
     let mut ip = pair.clone();
-    ip.slow = Some(pair.fast.clone());
+    ip.slow = crate::record::Slow::natural(pair.fast.clone());
     let hand = resolve::prepare(&ip, base, &cfg.harness_dirs, cfg.suite_root.as_deref());
     match hand {
         Err((Status::NoHarness, why)) => {

@@ -332,7 +332,7 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         let files = sources.iter().map(|s| (s.path.as_str(), s.text.as_str()));
         let v = pairing::pair_versions(prog, &ex.units, files, &units::same_code);
         pairs.retain(|p| {
-            p.origin != crate::record::Origin::Pending || !v.members.contains(&p.fast.id)
+            !p.slow.is_pending() || !v.members.contains(&p.fast.id)
         });
         pairs.extend(v.pairs);
         unpaired.extend(v.unpaired);
