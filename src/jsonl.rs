@@ -21,6 +21,13 @@ pub enum JsonlError {
         line: usize,
         message: String,
     },
+    /// An older record version that cannot be converted (the message names the version).
+    #[error("{path}:{line}: {message}")]
+    Old {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     #[error("{path}:{line}: record version {found} is newer than this tool understands ({RECORD_VERSION})")]
     Version {
         path: PathBuf,
@@ -50,7 +57,12 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, JsonlError> {
                 line: i + 1,
                 found,
             },
-            e => JsonlError::Parse {
+            LineError::Parse(message) => JsonlError::Parse {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message,
+            },
+            e @ LineError::Old { .. } => JsonlError::Old {
                 path: path.to_path_buf(),
                 line: i + 1,
                 message: e.to_string(),
@@ -163,12 +175,21 @@ mod tests {
         assert_eq!(read_records(&p).unwrap(), recs);
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(
-            text.starts_with(r#"{"version":2,"type":"skipped","data":{"#),
+            text.starts_with(r#"{"version":3,"type":"skipped","data":{"#),
             "{text}"
         );
         std::fs::write(&p, format!("{text}\n{{oops\n")).unwrap();
         let err = read_records(&p).unwrap_err().to_string();
-        assert!(err.contains("out.jsonl:3:"), "{err}");
+        assert!(err.contains("out.jsonl:3: not a kernelpair record: "), "{err}");
+        assert!(!err.contains("record: not a"), "said once: {err}");
+        // An old pair line that cannot be converted names its line and version.
+        let old = r#"{"version":2,"type":"pair","data":{"id":"x","origin":{"kind":"natural"}}}"#;
+        std::fs::write(&p, format!("{text}{old}\n")).unwrap();
+        let err = read_records(&p).unwrap_err().to_string();
+        assert!(
+            err.contains("out.jsonl:2: record version 2 cannot be converted to version 3"),
+            "{err}"
+        );
         // No temp files left behind.
         let left: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().collect();
         assert_eq!(left.len(), 1);

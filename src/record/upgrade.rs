@@ -113,3 +113,174 @@ fn obj<const N: usize>(fields: [(&str, Value); N]) -> Value {
         fields.into_iter().map(|(k, v)| (k.to_string(), v)),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{
+        KernelUnit, Pair, PairRule, Record, Slow, SynthReason, UnitBody, UnitPlace,
+    };
+    use serde_json::json;
+
+    fn unit(variant: &str, source: &str) -> Value {
+        let place = UnitPlace {
+            suite: "s",
+            benchmark: "b",
+            variant,
+            path: "k.cu",
+        };
+        let body = UnitBody {
+            kernel: "k".into(),
+            line: 1,
+            params: vec![],
+            template_params: vec![],
+            source: source.into(),
+            symbol: "k".into(),
+            pulled: Default::default(),
+            features: Default::default(),
+            diagnostics: vec![],
+        };
+        serde_json::to_value(KernelUnit::new(place, body)).unwrap()
+    }
+
+    /// A pair line as versions 1 and 2 wrote it.
+    fn old_line(version: u32, extra: Value) -> String {
+        let mut data = json!({
+            "id": "0123456789abcdef", "suite": "s", "benchmark": "b", "kernel": "k",
+            "fast": unit("cuda", "__global__ void k() {}"), "rule": "name_and_params",
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            data[k] = v.clone();
+        }
+        json!({"version": version, "type": "pair", "data": data}).to_string()
+    }
+
+    fn pair(line: &str) -> Pair {
+        match parse_line(line).unwrap().record {
+            Record::Pair(p) => *p,
+            r => panic!("{r:?}"),
+        }
+    }
+
+    fn outcome(extra: Value) -> Value {
+        let mut o = json!({
+            "model": "m", "prompt_hash": "h", "attempts": 2, "usage":
+            {"prompt_tokens": 10, "completion_tokens": 20}
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            o[k] = v.clone();
+        }
+        o
+    }
+
+    #[test]
+    fn old_natural_and_pending_pairs_read_as_one_slot() {
+        for version in [1, 2] {
+            let slow = unit("cuda_base", "__global__ void k() { }");
+            let p = pair(&old_line(
+                version,
+                json!({"slow": slow, "origin": {"kind": "natural"}}),
+            ));
+            let Slow::Natural { unit } = &p.slow else {
+                panic!("{:?}", p.slow)
+            };
+            assert_eq!(unit.variant, "cuda_base");
+            assert_eq!(p.rule, PairRule::NameAndParams);
+            assert_eq!(p.id, "0123456789abcdef");
+
+            let p = pair(&old_line(version, json!({"origin": {"kind": "pending"}})));
+            assert_eq!(p.slow, Slow::PENDING);
+        }
+    }
+
+    #[test]
+    fn an_old_rejected_outcome_stays_with_the_pending_slot() {
+        let rejected = outcome(json!({
+            "accepted": false, "reason": "llm_unreachable", "message": "refused",
+            "rejections": [{"attempt": 1, "reason": "host_code", "message": "main()"}],
+            "pending_id": "0123456789abcdef"
+        }));
+        let p = pair(&old_line(
+            2,
+            json!({"origin": {"kind": "pending"}, "synth": rejected}),
+        ));
+        let Slow::Pending {
+            rejected: Some(o),
+        } = &p.slow
+        else {
+            panic!("{:?}", p.slow)
+        };
+        assert_eq!(o.reason, Some(SynthReason::LlmUnreachable));
+        assert_eq!(o.rejections[0].reason, SynthReason::HostCode);
+        assert_eq!(o.attempts, 2);
+        assert_eq!(p.id, "0123456789abcdef");
+    }
+
+    #[test]
+    fn an_old_synthesized_pair_gets_back_its_pending_id() {
+        let origin = json!({"kind": "synthesized", "model": "m", "prompt_hash": "h",
+                            "attempts": 2, "checks": ["compiles"]});
+        let accepted = outcome(json!({
+            "accepted": true, "checks": ["compiles"], "pending_id": "fedcba9876543210"
+        }));
+        let slow = unit("synth", "__global__ void k() { /* naive */ }");
+        let p = pair(&old_line(
+            2,
+            json!({"slow": slow, "origin": origin, "synth": accepted}),
+        ));
+        let Slow::Synthesized { unit, outcome } = &p.slow else {
+            panic!("{:?}", p.slow)
+        };
+        assert_eq!(unit.variant, "synth");
+        assert_eq!((outcome.model.as_str(), outcome.attempts), ("m", 2));
+        assert_eq!(outcome.usage.total(), 30);
+        assert_eq!(p.id, "fedcba9876543210", "the id from before synth");
+        // Without synth's own record (version 1 tools wrote only the origin), the outcome
+        // is rebuilt from the origin's copy of its fields and the id stays.
+        let p = pair(&old_line(1, json!({"slow": slow, "origin": origin})));
+        let Slow::Synthesized { outcome, .. } = &p.slow else {
+            panic!("{:?}", p.slow)
+        };
+        assert_eq!(outcome.checks, ["compiles"]);
+        assert_eq!(outcome.prompt_hash, "h");
+        assert_eq!(p.id, "0123456789abcdef");
+    }
+
+    #[test]
+    fn current_lines_round_trip_and_other_records_pass_unchanged() {
+        let p = pair(&old_line(2, json!({"origin": {"kind": "pending"}})));
+        let line = serde_json::to_string(&Line::new(Record::Pair(Box::new(p.clone())))).unwrap();
+        assert!(line.starts_with(r#"{"version":3,"type":"pair""#), "{line}");
+        assert!(line.contains(r#""slow":{"kind":"pending"}"#), "{line}");
+        assert!(!line.contains("origin"), "{line}");
+        assert_eq!(pair(&line), p);
+        let skipped = r#"{"version":1,"type":"skipped","data":{"path":"a","reason":"binary","message":"m"}}"#;
+        let l = parse_line(skipped).unwrap();
+        assert_eq!(l.version, RECORD_VERSION);
+        assert!(matches!(l.record, Record::Skipped(_)));
+    }
+
+    #[test]
+    fn lines_that_cannot_be_read_are_refused_naming_the_version() {
+        let newer = old_line(RECORD_VERSION + 1, json!({}));
+        let e = parse_line(&newer).unwrap_err().to_string();
+        assert!(e.contains(&format!("record version {}", RECORD_VERSION + 1)), "{e}");
+        assert!(e.contains("newer"), "{e}");
+        // A rule no version ever wrote.
+        let mut bad = old_line(2, json!({"origin": {"kind": "pending"}}));
+        bad = bad.replace("name_and_params", "by_guess");
+        let e = parse_line(&bad).unwrap_err().to_string();
+        assert!(e.contains("record version 2 cannot be converted"), "{e}");
+        assert!(e.contains("by_guess"), "{e}");
+        // A natural origin without its unit: the illegal state version 3 cannot hold.
+        let e = parse_line(&old_line(1, json!({"origin": {"kind": "natural"}})))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("record version 1") && e.contains("origin `natural` with no slow unit"), "{e}");
+        // A version-3 line in the old shape is not guessed at.
+        let e = parse_line(&old_line(3, json!({"origin": {"kind": "pending"}})))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a kernelpair record"), "{e}");
+    }
+}
