@@ -34,7 +34,7 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Output: JSONL, one record per line ({\"version\":2,\"type\":…,\"data\":…}): every unit,
+Output: JSONL, one record per line ({\"version\":3,\"type\":…,\"data\":…}): every unit,
 every pair (slow + fast units; Rodinia/generic kernels get an empty slow slot), every
 unpaired kernel with the reason, and every skipped input with the reason. Sorted by
 path and line; the same tree gives the same file.
