@@ -180,7 +180,10 @@ mod tests {
         );
         std::fs::write(&p, format!("{text}\n{{oops\n")).unwrap();
         let err = read_records(&p).unwrap_err().to_string();
-        assert!(err.contains("out.jsonl:3: not a kernelpair record: "), "{err}");
+        assert!(
+            err.contains("out.jsonl:3: not a kernelpair record: "),
+            "{err}"
+        );
         assert!(!err.contains("record: not a"), "said once: {err}");
         // An old pair line that cannot be converted names its line and version.
         let old = r#"{"version":2,"type":"pair","data":{"id":"x","origin":{"kind":"natural"}}}"#;

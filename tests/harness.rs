@@ -354,7 +354,7 @@ fn locate_finds_fixture_and_parboil_harnesses() {
             harness: None,
             harness_origin: None,
             verification: None,
-            }
+        }
     };
     let fx = root().join("fixtures/parboil");
     let ext = root().join("extractors/parboil");

@@ -152,7 +152,10 @@ fn synthesized_and_rejected_slots_and_old_pairs_match_the_schema() {
         .iter()
         .find(|l| l["type"] == "pair" && l["data"]["slow"]["kind"] == "pending")
         .expect("rodinia pairs are pending");
-    let Record::Pair(p) = serde_json::from_value::<Line>(pending.clone()).unwrap().record else {
+    let Record::Pair(p) = serde_json::from_value::<Line>(pending.clone())
+        .unwrap()
+        .record
+    else {
         panic!("not a pair")
     };
     let outcome = SynthOutcome {

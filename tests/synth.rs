@@ -765,9 +765,7 @@ fn killed_run_resumes_sending_only_unanswered_requests() {
         assert!(!cached.contains(&key), "re-sent an answered request");
     }
     let pairs = pairs_by_kernel(&d.join("out.jsonl"));
-    assert!(names
-        .iter()
-        .all(|k| accepted(&pairs[k])));
+    assert!(names.iter().all(|k| accepted(&pairs[k])));
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["resumed"], journaled);

@@ -970,7 +970,10 @@ fn harness_check_picks_a_progressions_lists() {
     let t = tempfile::tempdir().unwrap();
     let units = t.path().join("llm-c.jsonl");
     let pairs = progression_pairs("llm-c", t.path());
-    let p = pairs.iter().find(|p| p.rule == kernelpair::PairRule::ProgressionStep).unwrap();
+    let p = pairs
+        .iter()
+        .find(|p| p.rule == kernelpair::PairRule::ProgressionStep)
+        .unwrap();
     let good = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/llm-c/dev/cuda/harness.scale_forward.toml");
     let check = |h: &Path| {

@@ -687,9 +687,7 @@ mod tests {
     fn fixture() -> Vec<Record> {
         PAIRS
             .lines()
-            .map(|l| {
-                crate::record::upgrade::parse_line(l).unwrap().record
-            })
+            .map(|l| crate::record::upgrade::parse_line(l).unwrap().record)
             .collect()
     }
 

@@ -76,7 +76,9 @@ fn pair_v2(data: Value) -> Result<Value, String> {
                 }
                 None => {
                     let mut o = origin.clone();
-                    o.as_object_mut().expect("origin is an object").remove("kind");
+                    o.as_object_mut()
+                        .expect("origin is an object")
+                        .remove("kind");
                     o
                 }
             };
@@ -105,7 +107,10 @@ fn outcome_v2(mut o: Value) -> (Value, Option<Value>) {
         m.remove("accepted");
         m.remove("pending_id")
     });
-    (o, pending_id.filter(|v| v.as_str().is_some_and(|s| !s.is_empty())))
+    (
+        o,
+        pending_id.filter(|v| v.as_str().is_some_and(|s| !s.is_empty())),
+    )
 }
 
 fn obj<const N: usize>(fields: [(&str, Value); N]) -> Value {
@@ -204,10 +209,7 @@ mod tests {
             2,
             json!({"origin": {"kind": "pending"}, "synth": rejected}),
         ));
-        let Slow::Pending {
-            rejected: Some(o),
-        } = &p.slow
-        else {
+        let Slow::Pending { rejected: Some(o) } = &p.slow else {
             panic!("{:?}", p.slow)
         };
         assert_eq!(o.reason, Some(SynthReason::LlmUnreachable));
@@ -254,7 +256,8 @@ mod tests {
         assert!(line.contains(r#""slow":{"kind":"pending"}"#), "{line}");
         assert!(!line.contains("origin"), "{line}");
         assert_eq!(pair(&line), p);
-        let skipped = r#"{"version":1,"type":"skipped","data":{"path":"a","reason":"binary","message":"m"}}"#;
+        let skipped =
+            r#"{"version":1,"type":"skipped","data":{"path":"a","reason":"binary","message":"m"}}"#;
         let l = parse_line(skipped).unwrap();
         assert_eq!(l.version, RECORD_VERSION);
         assert!(matches!(l.record, Record::Skipped(_)));
@@ -264,7 +267,10 @@ mod tests {
     fn lines_that_cannot_be_read_are_refused_naming_the_version() {
         let newer = old_line(RECORD_VERSION + 1, json!({}));
         let e = parse_line(&newer).unwrap_err().to_string();
-        assert!(e.contains(&format!("record version {}", RECORD_VERSION + 1)), "{e}");
+        assert!(
+            e.contains(&format!("record version {}", RECORD_VERSION + 1)),
+            "{e}"
+        );
         assert!(e.contains("newer"), "{e}");
         // A rule no version ever wrote.
         let mut bad = old_line(2, json!({"origin": {"kind": "pending"}}));
@@ -276,7 +282,10 @@ mod tests {
         let e = parse_line(&old_line(1, json!({"origin": {"kind": "natural"}})))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("record version 1") && e.contains("origin `natural` with no slow unit"), "{e}");
+        assert!(
+            e.contains("record version 1") && e.contains("origin `natural` with no slow unit"),
+            "{e}"
+        );
         // A version-3 line in the old shape is not guessed at.
         let e = parse_line(&old_line(3, json!({"origin": {"kind": "pending"}})))
             .unwrap_err()

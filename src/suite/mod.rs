@@ -331,9 +331,7 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     if let Some(prog) = &desc.progression {
         let files = sources.iter().map(|s| (s.path.as_str(), s.text.as_str()));
         let v = pairing::pair_versions(prog, &ex.units, files, &units::same_code);
-        pairs.retain(|p| {
-            !p.slow.is_pending() || !v.members.contains(&p.fast.id)
-        });
+        pairs.retain(|p| !p.slow.is_pending() || !v.members.contains(&p.fast.id));
         pairs.extend(v.pairs);
         unpaired.extend(v.unpaired);
     }

@@ -91,12 +91,8 @@ fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Pair
             fast_done[fi] = true;
             used_slow.insert(&slow[si].id);
             let identical = same(slow[si], fast[fi]);
-            out.pairs.push(make_pair(
-                Some(slow[si]),
-                fast[fi],
-                rule.into(),
-                identical,
-            ));
+            out.pairs
+                .push(make_pair(Some(slow[si]), fast[fi], rule.into(), identical));
         }
         for (f, _) in fast.iter().zip(&fast_done).filter(|(_, d)| !**d) {
             out.unpaired.push(unpaired(
@@ -129,7 +125,12 @@ fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Pair
     out
 }
 
-fn make_pair(slow: Option<&KernelUnit>, fast: &KernelUnit, rule: PairRule, identical: bool) -> Pair {
+fn make_pair(
+    slow: Option<&KernelUnit>,
+    fast: &KernelUnit,
+    rule: PairRule,
+    identical: bool,
+) -> Pair {
     Pair {
         id: Pair::make_id(slow, fast),
         suite: fast.suite.clone(),
@@ -1062,7 +1063,10 @@ mod tests {
             "{}",
             p.unpaired[0].reason
         );
-        assert!(p.pairs.iter().all(|p| matches!(p.slow, Slow::Natural { .. })));
+        assert!(p
+            .pairs
+            .iter()
+            .all(|p| matches!(p.slow, Slow::Natural { .. })));
     }
 
     #[test]
@@ -1134,10 +1138,7 @@ mod tests {
         ];
         let p = run(&units);
         for pair in &p.pairs {
-            assert_eq!(
-                role_path(pair.slow.unit().unwrap()),
-                role_path(&pair.fast)
-            );
+            assert_eq!(role_path(pair.slow.unit().unwrap()), role_path(&pair.fast));
         }
         assert_eq!(p.pairs.len(), 2);
     }

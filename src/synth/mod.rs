@@ -417,7 +417,10 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
             .expect("synth_pair always records an outcome");
         report.usage.add(o.usage);
         for r in &o.rejections {
-            *report.rejected_answers.entry(r.reason.to_string()).or_default() += 1;
+            *report
+                .rejected_answers
+                .entry(r.reason.to_string())
+                .or_default() += 1;
         }
         if matches!(pair.slow, Slow::Synthesized { .. }) {
             report.accepted += 1;

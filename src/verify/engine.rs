@@ -809,7 +809,11 @@ fn check_seed(
                 in_part = input.map(|b| w.slice(b));
                 (&s_part, &f_part, in_part.as_ref())
             }
-            None => (&outputs[&Variant::Slow][k], &outputs[&Variant::Fast][k], input),
+            None => (
+                &outputs[&Variant::Slow][k],
+                &outputs[&Variant::Fast][k],
+                input,
+            ),
         };
         let len = window.map_or(*len, |w| w.len);
         // The three checks are independent scans of large buffers: run them at once.

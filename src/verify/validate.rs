@@ -570,7 +570,10 @@ mod tests {
         assert_eq!(p.fast.kernel, "b");
         // `slow_symbol` is the older spelling of the same key; giving both is an error.
         std::fs::write(d.path().join("pair.toml"), "slow_symbol = \"a\"\n").unwrap();
-        assert_eq!(load_folder(d.path()).unwrap().1.slow.unit().unwrap().kernel, "a");
+        assert_eq!(
+            load_folder(d.path()).unwrap().1.slow.unit().unwrap().kernel,
+            "a"
+        );
         std::fs::write(
             d.path().join("pair.toml"),
             "slow_symbol = \"a\"\nslow_kernel = \"a\"\n",
