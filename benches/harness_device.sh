@@ -43,7 +43,10 @@ for r in rows:
 PY
 done
 step "Parboil: hand-written harnesses under the same self-check"
-$K harness selfcheck $C/parboil.jsonl --harness-dir $C/parboil-hand --out "$OUT/parboil-hand.selfcheck.jsonl" --timeout-s 20 | sed 's/^/  /'
+$K harness selfcheck $C/parboil.jsonl --harness-dir $C/parboil-hand --out "$OUT/parboil-hand.selfcheck.jsonl" --timeout-s 20 | tee "$OUT/parboil-hand.selfcheck.txt" | sed 's/^/  /'
+# The identity control runs the fast kernel with the fast side's launches: no harness may
+# be refused because its slow launches name the slow kernel (this was 9 before the fix).
+echo "refused for slow-side launches: $(grep -c "(slow): launch\|(slow): parameter" "$OUT/parboil-hand.selfcheck.txt")"
 step "Parboil statuses: hand-written vs inferred harnesses"
 $K verify --in $C/parboil.jsonl --out "$OUT/parboil-hand.verify.jsonl" --harness-dir $C/parboil-hand --timeout-s 30 > /dev/null
 $K verify --in $C/parboil.jsonl --out "$OUT/parboil-inferred.verify.jsonl" --inferred-dir $C/parboil-inferred --timeout-s 30 > /dev/null

@@ -563,3 +563,48 @@ fn llm_completion_repairs_reruns_from_cache_and_keeps_the_key_out_of_files() {
         );
     }
 }
+
+/// Regression (self-check launch bug): the fixture sgemm harness launches `sgemm_naive` on the
+/// slow side and `sgemm_tiled` on the fast side. The identity control must give both sides
+/// the fast launches: the harness stage passes and (without a GPU) the run stops at
+/// `runs_clean` for want of a GPU, not at `harness` with "the slow unit's kernel is ...".
+#[test]
+fn selfcheck_runs_the_fast_kernel_with_the_fast_sides_launches() {
+    let t = tempfile::tempdir().unwrap();
+    let root = match std::env::var_os("KERNELPAIR_FIXTURES") {
+        Some(d) => PathBuf::from(d).join("parboil"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/parboil"),
+    };
+    let (units, ids) = extract(&root, t.path());
+    let id = id_of(&ids, "sgemm_tiled");
+    let report = t.path().join("report.jsonl");
+    let a = kp()
+        .args(["harness", "selfcheck"])
+        .arg(&units)
+        .arg("--pair")
+        .arg(id)
+        .arg("--harness-dir")
+        .arg(&root)
+        .arg("--out")
+        .arg(&report)
+        .assert();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let v: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["checks"][0]["name"], "harness");
+    assert_eq!(v["checks"][0]["result"], "pass", "{out}\n{v}");
+    // On a GPU the fast kernel runs clean under its own launches; here it stops for want
+    // of one.
+    let ran = &v["checks"][1];
+    assert_eq!(ran["name"], "runs_clean");
+    assert!(
+        ran["result"] == "pass" || ran["detail"].as_str().is_some_and(|d| d.contains("no_gpu")),
+        "{v}"
+    );
+}

@@ -22,6 +22,48 @@ pub struct CardInput<'a> {
     pub excluded_non_redistributable: bool,
     pub options_line: String,
     pub templates_overridden: &'a [String],
+    /// Pairs by harness origin ([`harness_origins`]).
+    pub harness_origins: &'a BTreeMap<String, OriginCount>,
+}
+
+/// How many input pairs ran under a harness of one origin, and how many of them became
+/// samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OriginCount {
+    pub pairs: usize,
+    pub verified: usize,
+    pub samples: usize,
+}
+
+/// Pairs by harness origin (`hand`, `inferred`, `llm`, or `none` where no harness was
+/// recorded), from the records' `harness_origin`, with the verified ones and the samples
+/// exported (by pair id).
+pub fn harness_origins<'p>(
+    pairs: impl IntoIterator<Item = &'p crate::record::Pair>,
+    samples: &[Sample],
+) -> BTreeMap<String, OriginCount> {
+    let exported: BTreeSet<&str> = samples.iter().map(|s| s.metadata.id.as_str()).collect();
+    let mut out: BTreeMap<String, OriginCount> = BTreeMap::new();
+    for p in pairs {
+        let origin = match p.harness_origin.as_ref().map(|h| h.origin) {
+            Some(crate::record::HarnessOrigin::Hand) => "hand",
+            Some(crate::record::HarnessOrigin::Inferred) => "inferred",
+            Some(crate::record::HarnessOrigin::Llm) => "llm",
+            None => "none",
+        };
+        let c = out.entry(origin.to_string()).or_default();
+        c.pairs += 1;
+        if p.verification
+            .as_ref()
+            .is_some_and(|v| v.status == crate::record::Status::Verified)
+        {
+            c.verified += 1;
+        }
+        if exported.contains(p.id.as_str()) {
+            c.samples += 1;
+        }
+    }
+    out
 }
 
 /// A licence as the card lists it.
@@ -307,6 +349,14 @@ pub fn render(c: &CardInput) -> String {
     out.push_str("Status of every pair in the input, before filtering:\n\n| status | pairs |\n| --- | ---: |\n");
     for (st, k) in c.input_status {
         let _ = writeln!(out, "| {st} | {k} |");
+    }
+    out.push_str("\nHarness each input pair ran under, by origin: `hand` (written by a person), `inferred` (`kernelpair harness infer`, from the host code), `llm` (completed by a language model), `none` (no harness recorded):\n\n| harness origin | pairs | verified | samples |\n| --- | ---: | ---: | ---: |\n");
+    for (o, k) in c.harness_origins {
+        let _ = writeln!(
+            out,
+            "| {o} | {} | {} | {} |",
+            k.pairs, k.verified, k.samples
+        );
     }
 
     // ---- Speedups ----

@@ -495,6 +495,7 @@ fn export_with(
         if o.exclude_size_dependent { "excluded" } else { "kept" },
         if o.include_unverified { "yes" } else { "no" },
     );
+    let harness_origins = card::harness_origins(pairs.values().copied(), &samples);
     let card_text = card::render(&card::CardInput {
         samples: &samples,
         formats: &o.formats,
@@ -504,6 +505,7 @@ fn export_with(
         excluded_non_redistributable: o.exclude_non_redistributable,
         options_line,
         templates_overridden: &cfg.templates.overridden,
+        harness_origins: &harness_origins,
     });
     let card_text = match first_line {
         Some(l) => format!("{l}\n\n{card_text}"),

@@ -48,7 +48,7 @@ pub enum HarnessCommand {
     },
     /// Let an LLM fill the TODOs of inferred harnesses (synth's client, cache and key
     /// handling; bounded repair turns): OUT/<pair-id>.toml.
-    Complete(infer_llm::CompleteArgs),
+    Complete(complete::CompleteCmd),
     /// Prove harnesses on the GPU: each pair's fast kernel against itself, 2 seeds × each
     /// size set; pass/fail per check (runs clean, writes every output, deterministic,
     /// non-degenerate, depends on the seed).
@@ -83,6 +83,13 @@ pub enum HarnessCommand {
         worker_cmd: Option<String>,
         #[arg(long, hide = true)]
         gpus: Option<usize>,
+        /// Also run each harness whose kernel ran under these compute-sanitizer tools
+        /// (memcheck catches reads past a too-short buffer); one more check per tool.
+        #[arg(long, value_delimiter = ',')]
+        sanitizer: Vec<crate::verify::sanitizer::Tool>,
+        /// compute-sanitizer's path (else PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin).
+        #[arg(long = "compute-sanitizer")]
+        compute_sanitizer: Option<PathBuf>,
     },
 }
 

@@ -640,9 +640,17 @@ pub(super) fn int_scalars(u: &KernelUnit) -> Vec<String> {
 }
 
 pub(super) fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
+    // A kernel name defined in several files (Rodinia cfd's `cuda_compute_flux` takes 5
+    // parameters in one, 9 in another): the site passing as many arguments as this unit's
+    // kernel takes, in the unit's own file first.
+    let named = |s: &&LaunchSite| s.kernel == u.kernel;
+    let fits = |s: &&LaunchSite| s.args.len() == u.params.len();
     u.launch_sites
         .iter()
-        .find(|s| s.kernel == u.kernel)
+        .filter(named)
+        .filter(fits)
+        .min_by_key(|s| s.path != u.path)
+        .or_else(|| u.launch_sites.iter().find(named))
         .or(u.launch_sites.first())
 }
 
@@ -1031,6 +1039,32 @@ mod tests {
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect(),
         }
+    }
+
+    #[test]
+    fn the_launch_site_passing_the_kernels_arguments_wins() {
+        let mut u = crate::harness::tests::unit(
+            "scale",
+            &[
+                ("float *", "o"),
+                ("float *", "i"),
+                ("int", "n"),
+                ("float", "a"),
+            ],
+        );
+        u.path = "b/mine.cu".into();
+        let mut short = site("g", "b", &[]);
+        short.args.truncate(2);
+        let mut other = site("g2", "b", &[]);
+        other.path = "b/other.cu".into();
+        let mut own = site("g3", "b", &[]);
+        own.path = "b/mine.cu".into();
+        u.launch_sites = vec![short.clone(), other.clone(), own];
+        assert_eq!(site_for(&u).map(|s| s.grid.as_str()), Some("g3"));
+        u.launch_sites = vec![short.clone(), other];
+        assert_eq!(site_for(&u).map(|s| s.grid.as_str()), Some("g2"));
+        u.launch_sites = vec![short];
+        assert_eq!(site_for(&u).map(|s| s.grid.as_str()), Some("g"));
     }
 
     #[test]

@@ -86,6 +86,15 @@ impl Scope {
                 Ok(Value::Int(63 - x.leading_zeros() as i64))
             }),
         );
+        // C truth of a number (a ternary condition, `!`): nonzero is true; `!` gives 0 or 1.
+        let _ = ctx.set_function(
+            "truthy".into(),
+            Function::new(|a| Ok(Value::Boolean(truthy(a)?))),
+        );
+        let _ = ctx.set_function(
+            "c_not".into(),
+            Function::new(|a| Ok(Value::Int(i64::from(!truthy(a)?)))),
+        );
         let _ = ctx.set_function(
             "pow2".into(),
             Function::new(|a| {
@@ -101,7 +110,7 @@ impl Scope {
 
     /// Evaluate to a number (integer or float).
     pub fn eval(&self, expr: &str) -> Result<Num, String> {
-        let expr = &ternary_to_if(&literal_shifts(expr));
+        let expr = &ternary_to_if(&c_not(&literal_shifts(expr)));
         let v = evalexpr::eval_with_context(expr, &self.context()).map_err(|e| e.to_string())?;
         match v {
             Value::Int(i) => Ok(Num::Int(i)),
@@ -219,11 +228,75 @@ pub fn ternary_to_if(e: &str) -> String {
     let rest = &s[q + 1..];
     let Some(c) = top(rest, ':') else { return s };
     format!(
-        "if({}, {}, {})",
+        "if(truthy({}), {}, {})",
         s[..q].trim(),
         ternary_to_if(rest[..c].trim()),
         ternary_to_if(rest[c + 1..].trim())
     )
+}
+
+fn truthy(a: &Value) -> Result<bool, EvalexprError> {
+    match a {
+        Value::Boolean(b) => Ok(*b),
+        Value::Int(i) => Ok(*i != 0),
+        Value::Float(f) => Ok(*f != 0.0),
+        other => Err(EvalexprError::CustomMessage(format!(
+            "{other} is not a condition"
+        ))),
+    }
+}
+
+/// C's logical not on numbers (`!(n % 16) ? 0 : 1` in launch code) as `c_not(…)`: evalexpr's
+/// `!` takes only booleans. The operand is a parenthesized group or a name or number.
+pub fn c_not(e: &str) -> String {
+    if !e.contains('!') {
+        return e.to_string();
+    }
+    let cs: Vec<char> = e.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cs.len() {
+        if cs[i] != '!' || cs.get(i + 1) == Some(&'=') {
+            out.push(cs[i]);
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < cs.len() && cs[j].is_whitespace() {
+            j += 1;
+        }
+        let start = j;
+        if cs.get(j) == Some(&'(') {
+            let mut depth = 0;
+            while j < cs.len() {
+                match cs[j] {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            j += 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        } else {
+            while j < cs.len() && (cs[j].is_ascii_alphanumeric() || cs[j] == '_' || cs[j] == '.') {
+                j += 1;
+            }
+        }
+        if j == start {
+            out.push('!');
+            i += 1;
+            continue;
+        }
+        let operand: String = cs[start..j].iter().collect();
+        out.push_str(&format!("c_not({})", c_not(&operand)));
+        i = j;
+    }
+    out
 }
 
 fn two_ints(a: &Value) -> Result<(i64, i64), EvalexprError> {
@@ -252,6 +325,24 @@ pub fn interpolate(text: &str, scope: &Scope) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_truth_of_numbers_in_not_and_ternaries() {
+        let mut s = Scope::default();
+        s.set_int("n", 1000);
+        // Rodinia gaussian's round-up idioms, both bracketings.
+        assert_eq!(s.eval_int("(n / 512) + (!(n % 512) ? 0 : 1)"), Ok(2));
+        assert_eq!(s.eval_int("(n / 4) + (!(n % 4 ? 0 : 1))"), Ok(250));
+        s.set_int("n", 1001);
+        assert_eq!(s.eval_int("(n / 4) + (!(n % 4 ? 0 : 1))"), Ok(251));
+        assert_eq!(s.eval_int("n % 2 ? 7 : 9"), Ok(7));
+        assert_eq!(s.eval_int("n < 256 ? n : 256"), Ok(256));
+        assert_eq!(s.eval_int("n != 3 ? 1 : 0"), Ok(1));
+        assert_eq!(
+            c_not("!x + !(a - b) != c"),
+            "c_not(x) + c_not((a - b)) != c"
+        );
+    }
 
     #[test]
     fn integer_arithmetic_and_helpers() {

@@ -80,6 +80,17 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         launch_line: site.line,
         others,
         run_args,
+        run_cmds: {
+            let here = infer_host::run_commands(&dir);
+            if here.is_empty() {
+                dir.parent()
+                    .map(infer_host::run_commands)
+                    .unwrap_or_default()
+            } else {
+                here
+            }
+        },
+        ..Host::default()
     }
 }
 
@@ -136,6 +147,7 @@ pub fn add_definitions(
         if !plain || d.trim() == w {
             continue;
         }
+        let d = host.expand_calls(&d);
         let text = if infer_host::define_body(host.file.as_str(), &w).is_some()
             || host
                 .others
@@ -158,6 +170,11 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
         return (Some(e), None);
     }
     let base = c_base_type(ty);
+    // C++'s `bool` is one byte holding 0 or 1 on every CUDA target: a `u8` element that
+    // keeps its C name (`c_type = "bool"`) and gets 0/1 inputs (see [`bool_init`]).
+    if base == "bool" {
+        return (Some(ElemType::U8), Some(base));
+    }
     let texts = std::iter::once(source).chain(host.texts());
     for t in texts {
         let target = infer_host::define_body(t, &base).or_else(|| {
@@ -174,13 +191,48 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
     (None, None)
 }
 
+/// A size the host code gives 0 that a buffer length uses: a declaration's initializer
+/// before the program reads the real value (`int no_of_nodes = 0;` then `fscanf`), not a
+/// size. Error (an unknown) in that case; other values pass through.
+pub fn zero_length_size(name: &str, v: i64, len_texts: &[String]) -> Result<i64, String> {
+    let in_len = len_texts
+        .iter()
+        .any(|l| idents(l).iter().any(|w| w == name));
+    if v == 0 && in_len {
+        return Err(format!(
+            "`{name}` is 0 where it is declared, and a buffer length uses it: the real value is set later (read from an input file or computed in a loop)"
+        ));
+    }
+    Ok(v)
+}
+
+/// A `bool` buffer's inputs: only 0 and 1 are `bool` values (other bytes are undefined
+/// behaviour in C++).
+pub fn bool_init() -> &'static str {
+    "{ kind = \"int_range\", lo = 0, hi = 1 }  # bool: 0 or 1"
+}
+
 /// A buffer's length in elements, as host text, from its allocation or copies.
 pub fn length_text(host: &Host, var: &str, elem_size: usize) -> Result<String, String> {
-    let bytes = host
-        .alloc_bytes(var)
-        .or_else(|| host.copies(var).first().map(|c| c.bytes.clone()))
-        .ok_or_else(|| format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code"))?;
-    Ok(elements_of(&bytes, host, elem_size))
+    let mut v = var.to_string();
+    // A wrapper's pointer parameter: follow it to the argument its call sites pass.
+    for _ in 0..4 {
+        let bytes = host
+            .alloc_bytes(&v)
+            .or_else(|| host.copies(&v).first().map(|c| c.bytes.clone()));
+        if let Some(b) = bytes {
+            return Ok(elements_of(&b, host, elem_size));
+        }
+        match host.bind_param(&v).map(|a| infer_host::pointer_name(&a)) {
+            Some(a) if super::is_ident(&a) && a != v => v = a,
+            _ => break,
+        }
+    }
+    Err(if v == var {
+        format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code")
+    } else {
+        format!("no cudaMalloc or cudaMemcpy of `{var}` (passed as `{v}` by the caller) in the host code")
+    })
 }
 
 /// Byte-size text → element-count text, following one named byte size (`mem_size`).
@@ -288,7 +340,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         .map(|s| {
             s.definitions
                 .iter()
-                .map(|(k, v)| (k.clone(), last_statement(k, v)))
+                .map(|(k, v)| (k.clone(), host.expand_calls(&last_statement(k, v))))
                 .collect()
         })
         .unwrap_or_default();
@@ -315,9 +367,9 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         let var = arg.as_deref().map(infer_host::pointer_name);
         let len = match (&var, elem) {
             (None, _) => Err("no launch site records the argument passed here".to_string()),
-            (Some(v), _) if !super::is_ident(v) => Err(format!(
-                "the launch passes `{v}`, not a plain pointer variable"
-            )),
+            (Some(v), _) if !super::is_ident(v) && infer_host::indexed_base(v).is_none() => Err(
+                format!("the launch passes `{v}`, not a plain pointer variable"),
+            ),
             (Some(v), Some(e)) => length_text(host, v, e.size_of()).and_then(|t| {
                 add_definitions(&t, host, &keep, &mut defs);
                 let names = Names {
@@ -374,6 +426,13 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
             .position(|x| x.kernel == fast.kernel)
             .unwrap_or(0);
         patched.launch_sites[idx].definitions = defs.clone();
+        let ps = &mut patched.launch_sites[idx];
+        for t in [&mut ps.grid, &mut ps.block] {
+            *t = host.expand_calls(t);
+        }
+        if let Some(t) = ps.shared_mem.as_mut() {
+            *t = host.expand_calls(t);
+        }
     }
     let mut launches = String::new();
     let mut note = |vars: Vec<String>| {
@@ -425,6 +484,10 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         toml_str(&format!("{} {} (inferred)", pair.benchmark, fast.kernel))
     )
     .expect("string");
+    let len_texts: Vec<String> = bufs
+        .values()
+        .filter_map(|b| b.len.as_ref().ok().cloned())
+        .collect();
     let mut size_lines = String::new();
     let mut values: BTreeMap<String, i64> = BTreeMap::new();
     let all_sizes: Vec<String> = sizes.iter().chain(host_vars.iter()).cloned().collect();
@@ -438,7 +501,10 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
             })
             .cloned()
             .unwrap_or_else(|| s.clone());
-        match host.int_value(&host_text) {
+        let value = host
+            .int_value(&host_text)
+            .and_then(|v| zero_length_size(s, v, &len_texts));
+        match value {
             Ok(v) if v >= 0 => {
                 values.insert(s.clone(), v);
                 writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim()).expect("string");
@@ -572,6 +638,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
                 }
             } else {
                 match b.elem {
+                    _ if b.alias.as_deref() == Some("bool") => bool_init().into(),
                     Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }".into(),
                     _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained".into(),
                 }
@@ -684,6 +751,17 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         writeln!(o, "init = {init}").expect("string");
     }
     o.push_str(&launches);
+    // A harness with no unknown left must also pass `harness check` (load, bind the kernel's
+    // parameters, resolve every size set on an H100): what does not stays an unknown.
+    if unknowns.is_empty() {
+        if let Err(why) = check_complete(&o, fast) {
+            o.push_str(&format!("\n# TODO: harness check fails: {why}\n"));
+            unknowns.push(Unknown {
+                field: "harness".into(),
+                reason: why,
+            });
+        }
+    }
     let mut head = String::new();
     if !unknowns.is_empty() {
         head.push_str("# Unknowns:\n");
@@ -703,6 +781,23 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
         assumed,
         float_atomics,
     }
+}
+
+/// Load an inferred harness and check it against the fast unit as `harness check` does, and
+/// resolve every size set for an H100 (block limits, lengths > 0).
+pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
+    let h = crate::harness::parse(toml, "inferred")
+        .and_then(|h| h.for_pair(Some(fast), fast))
+        .map_err(|e| e.to_string())?;
+    if !fast.params.is_empty() {
+        h.check_against(Some(fast), fast)
+            .map_err(|e| e.to_string())?;
+    }
+    for set in h.size_sets() {
+        h.resolve(set, &crate::harness::DeviceProps::h100())
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// A recorded definition that is several statements (`int nb = 1; nb = n / 256`): the last
@@ -902,6 +997,18 @@ mod tests {
     }
 
     #[test]
+    fn zero_sizes_in_lengths_are_unknown() {
+        let lens = vec!["npoints * nfeatures".to_string(), "(n + 1)".to_string()];
+        assert!(zero_length_size("npoints", 0, &lens)
+            .unwrap_err()
+            .contains("set later"));
+        assert_eq!(zero_length_size("npoints", 64, &lens), Ok(64));
+        // An offset or a loop start is 0 legitimately.
+        assert_eq!(zero_length_size("offset", 0, &lens), Ok(0));
+        assert_eq!(zero_length_size("np", 0, &lens), Ok(0));
+    }
+
+    #[test]
     fn irregular_values_are_not_powers_of_two() {
         assert_eq!(irregular(8), None);
         for v in [16, 64, 1000, 65536, 1 << 20] {
@@ -963,6 +1070,8 @@ mod tests {
             (None, None)
         );
         assert_eq!(elem_of("int *", "", &h), (Some(ElemType::I32), None));
+        let (e, a) = elem_of("bool *", "", &h);
+        assert_eq!((e, a.as_deref()), (Some(ElemType::U8), Some("bool")));
     }
 
     #[test]

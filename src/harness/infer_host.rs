@@ -19,6 +19,11 @@ pub struct Host {
     pub others: Vec<String>,
     /// Arguments after the program in the first run command found (run scripts, Makefile).
     pub run_args: Option<Vec<String>>,
+    /// Every run command's arguments (run scripts, Makefile), for flags (`-s 16`) that any
+    /// of them passes.
+    pub run_cmds: Vec<Vec<String>>,
+    /// The host function the launch sits in (name, parameters), found once.
+    pub scope: std::cell::OnceCell<Option<(String, Vec<String>)>>,
 }
 
 /// A C call found in host text: its 1-based line and top-level argument texts.
@@ -193,6 +198,9 @@ impl Host {
     /// The byte size of `var`'s device allocation (`cudaMalloc`, `cudaMallocManaged`), or
     /// `width * height` of a `cudaMallocPitch`.
     pub fn alloc_bytes(&self, var: &str) -> Option<String> {
+        if let Some(base) = indexed_base(var) {
+            return self.indexed_alloc_bytes(base);
+        }
         for f in [
             "cudaMalloc",
             "cudaMallocManaged",
@@ -269,16 +277,17 @@ impl Host {
                     continue;
                 }
                 let (dst, src) = (pointer_name(&c.args[0]), pointer_name(&c.args[1]));
+                let (dst, src) = (same_buffer(&dst, var), same_buffer(&src, var));
                 let kind = c.args[3].as_str();
-                let dir = if kind.contains("HostToDevice") && dst == var {
+                let dir = if kind.contains("HostToDevice") && dst {
                     Direction::ToDevice
-                } else if kind.contains("DeviceToHost") && src == var {
+                } else if kind.contains("DeviceToHost") && src {
                     Direction::ToHost
-                } else if kind.contains("DeviceToDevice") && (dst == var || src == var) {
+                } else if kind.contains("DeviceToDevice") && (dst || src) {
                     Direction::DeviceToDevice
-                } else if kind.contains("Default") && dst == var {
+                } else if kind.contains("Default") && dst {
                     Direction::ToDevice
-                } else if kind.contains("Default") && src == var {
+                } else if kind.contains("Default") && src {
                     Direction::ToHost
                 } else {
                     continue;
@@ -298,7 +307,7 @@ impl Host {
         ["cudaMemset", "cudaMemsetAsync"].iter().any(|f| {
             calls(&self.file, f).iter().any(|c| {
                 c.args.len() >= 3
-                    && pointer_name(&c.args[0]) == var
+                    && same_buffer(&pointer_name(&c.args[0]), var)
                     && matches!(c.args[1].trim(), "0" | "0x0" | "'\\0'")
                     && c.line <= self.launch_line
             })
@@ -337,6 +346,9 @@ impl Host {
         {
             return Some(d.clone());
         }
+        if let Some(v) = self.command_line_value(name) {
+            return Some(v);
+        }
         // Assignments before the launch, in order: `n = atoi(argv[1]); n = n + 1` folds to
         // `(atoi(argv[1])) + 1`.
         let self_ref = |rhs: &str| draft_idents(rhs).iter().any(|w| w == name);
@@ -354,12 +366,26 @@ impl Host {
         if let Some(d) = folded {
             return Some(d);
         }
-        self.texts().find_map(|t| {
-            assignments(t, name)
-                .into_iter()
-                .find(|(_, r)| !self_ref(r))
-                .map(|(_, r)| r)
-        })
+        if let Some(b) = self.bind_param(name) {
+            return Some(b);
+        }
+        // Elsewhere: an assignment from a command-line argument the run script gives wins
+        // over a declaration's default (`int h = 1;` then `(h = atoi(argv[2])) <= 0 || …`).
+        let all: Vec<String> = self
+            .texts()
+            .flat_map(|t| assignments(t, name))
+            .map(|(_, r)| r)
+            .filter(|r| !self_ref(r))
+            .collect();
+        let from_run = all.iter().find(|r| {
+            argv_index(r).is_some_and(|k| {
+                self.run_args
+                    .as_ref()
+                    .and_then(|a| a.get(k - 1))
+                    .is_some_and(|v| parse_num(v).is_some())
+            })
+        });
+        from_run.or(all.first()).cloned()
     }
 
     /// The integer value of a host expression, following definitions, `sizeof` and
@@ -385,6 +411,13 @@ impl Host {
                 substituted.as_str()
             }
             None => e,
+        };
+        let expanded;
+        let e = if e.contains('(') {
+            expanded = self.expand_calls(e);
+            expanded.as_str()
+        } else {
+            e
         };
         if let Some(k) = argv_index(e) {
             return match &self.run_args {
@@ -793,8 +826,8 @@ pub fn command_args(script: &str) -> Option<Vec<String>> {
             return None;
         }
         let mut words = l.split_whitespace();
-        let prog = words.find(|w| w.starts_with("./"))?;
-        let _ = prog;
+        // The program: `./prog`, or a path into the benchmark (`cuda/lud_cuda`).
+        words.find(|w| is_program(w))?;
         Some(
             words
                 .take_while(|w| !w.starts_with('>') && !w.starts_with('|') && *w != "&&")
@@ -802,6 +835,146 @@ pub fn command_args(script: &str) -> Option<Vec<String>> {
                 .collect(),
         )
     })
+}
+
+fn is_program(w: &str) -> bool {
+    w.starts_with("./")
+        || (w.contains('/')
+            && !w.starts_with(['$', '-', '<', '>', '.', '/'])
+            && !w.contains('=')
+            && w.rsplit('/')
+                .next()
+                .is_some_and(|n| !n.is_empty() && !n.contains('.')))
+}
+
+/// The arguments of every `./program args…` line in a script (comments skipped).
+pub fn command_lines(script: &str) -> Vec<Vec<String>> {
+    script
+        .lines()
+        .filter_map(|l| command_args(l.trim()))
+        .collect()
+}
+
+/// Every run command of a benchmark folder (files named `run*`, then a Makefile's `run:`).
+pub fn run_commands(dir: &Path) -> Vec<Vec<String>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .filter(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                        n.starts_with("run") && !n.ends_with(".cu") && !n.ends_with(".c")
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut out: Vec<Vec<String>> = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| command_lines(&t))
+        .collect();
+    if let Ok(mk) = std::fs::read_to_string(dir.join("Makefile")) {
+        if let Some(target) = mk.split("\nrun:").nth(1) {
+            let body: Vec<&str> = target
+                .lines()
+                .skip(1)
+                .take_while(|l| l.starts_with('\t'))
+                .collect();
+            out.extend(command_lines(&body.join("\n")));
+        }
+    }
+    out
+}
+
+/// The command-line flag an argument-parsing assignment on 1-based `line` of `text` belongs
+/// to: the nearest `"-s"` literal (`strcmp(argv[i], "-s")`) or `case 's':` (getopt) on that
+/// line or the four before it.
+pub fn flag_near(text: &str, line: u32) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (line as usize).min(lines.len());
+    let start = end.saturating_sub(5);
+    for l in lines[start..end].iter().rev() {
+        if let Some(p) = l.rfind("case '") {
+            let c = l[p + 6..].chars().next()?;
+            if l[p + 6 + c.len_utf8()..].starts_with("':") && c.is_ascii_alphanumeric() {
+                return Some(format!("-{c}"));
+            }
+        }
+        let mut rest = *l;
+        let mut last = None;
+        while let Some(q) = rest.find("\"-") {
+            let lit = &rest[q + 1..];
+            let Some(close) = lit.find('"') else { break };
+            let f = &lit[..close];
+            if f.len() > 1
+                && f[1..]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
+            {
+                last = Some(f.to_string());
+            }
+            rest = &lit[close + 1..];
+        }
+        if last.is_some() {
+            return last;
+        }
+    }
+    None
+}
+
+impl Host {
+    /// The value the run commands give a name set while parsing the command line:
+    /// `x = atoi(argv[i])` / `atoi(optarg)` under a flag (`-s 16`), or
+    /// `sscanf(argv[k], "%d", &x)` (argument k of the first run command).
+    pub fn command_line_value(&self, name: &str) -> Option<String> {
+        for t in self.texts() {
+            for (line, rhs) in assignments(t, name) {
+                let parses =
+                    rhs.contains("optarg") || (rhs.contains("argv[") && argv_index(&rhs).is_none());
+                if !parses || !ARGV_FUNCS.iter().any(|f| rhs.contains(f)) {
+                    continue;
+                }
+                let Some(flag) = flag_near(t, line) else {
+                    continue;
+                };
+                for cmd in &self.run_cmds {
+                    if let Some(p) = cmd.iter().position(|w| *w == flag) {
+                        if let Some(v) = cmd.get(p + 1).filter(|v| parse_num(v).is_some()) {
+                            return Some(v.clone());
+                        }
+                    }
+                }
+            }
+            for c in calls(t, "sscanf") {
+                if c.args.len() < 3 || c.args[2..].iter().all(|a| pointer_name(a) != name) {
+                    continue;
+                }
+                let a0 = c.args[0].trim();
+                let Some(k) = a0
+                    .strip_prefix("argv[")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .and_then(|k| k.trim().parse::<usize>().ok())
+                else {
+                    continue;
+                };
+                if c.args[2..].len() != 1 {
+                    continue;
+                }
+                if let Some(v) = self
+                    .run_args
+                    .as_ref()
+                    .and_then(|a| a.get(k - 1))
+                    .filter(|v| parse_num(v).is_some())
+                {
+                    return Some(v.clone());
+                }
+            }
+        }
+        None
+    }
 }
 
 /// Byte-size text → element-count text: drop one `sizeof(T)` factor at the top level
@@ -874,6 +1047,334 @@ fn matching_close(s: &str) -> Option<usize> {
     None
 }
 
+/// The function whose body holds 1-based `line` in `text` (comments removed): its name and
+/// parameter names. Blocks not opened by a parameter list (`namespace`, `extern "C"`,
+/// `struct`) are seen through.
+pub fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)> {
+    // (is a function body, name, params, start line)
+    let mut stack: Vec<(bool, String, Vec<String>, u32)> = Vec::new();
+    let b = text.as_bytes();
+    let mut cur_line = 1u32;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\n' => cur_line += 1,
+            b'"' | b'\'' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q && b[i] != b'\n' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' => {
+                let in_function = stack.iter().any(|s| s.0);
+                let head = if in_function {
+                    None
+                } else {
+                    function_head(&text[..i])
+                };
+                match head {
+                    Some((name, params)) => stack.push((true, name, params, cur_line)),
+                    None => stack.push((false, String::new(), Vec::new(), cur_line)),
+                }
+            }
+            b'}' => {
+                if let Some((true, name, params, start)) = stack.pop() {
+                    if (start..=cur_line).contains(&line) {
+                        return Some((name, params));
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `… name(type a, type *b) const` just before a `{`: (name, [a, b]).
+fn function_head(before: &str) -> Option<(String, Vec<String>)> {
+    let t = before.trim_end();
+    let t = t.strip_suffix("const").map(str::trim_end).unwrap_or(t);
+    if !t.ends_with(')') {
+        return None;
+    }
+    // The matching `(` of the final `)`.
+    let bytes = t.as_bytes();
+    let mut depth = 0;
+    let mut open = None;
+    for j in (0..bytes.len()).rev() {
+        match bytes[j] {
+            b')' => depth += 1,
+            b'(' => {
+                depth -= 1;
+                if depth == 0 {
+                    open = Some(j);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let open = open?;
+    let name_part = t[..open].trim_end();
+    let start = name_part
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .map_or(0, |p| p + 1);
+    let name = name_part[start..].rsplit("::").next()?.to_string();
+    if name.is_empty()
+        || ["if", "for", "while", "switch", "catch", "return", "sizeof"].contains(&name.as_str())
+    {
+        return None;
+    }
+    let params = split_args(&t[open..])?
+        .iter()
+        .filter(|p| p.trim() != "void")
+        .map(|p| {
+            let p = p.split('=').next().unwrap_or(p).trim();
+            let p = p.split('[').next().unwrap_or(p);
+            p.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .find(|w| !w.is_empty())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    Some((name, params))
+}
+
+/// Calls of `fname` with `n` arguments that are calls, not its definition or a prototype
+/// (those follow a return type: an identifier, `*` or `&` just before the name).
+pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {
+    if fname.is_empty() {
+        return Vec::new();
+    }
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = text[from..].find(fname).map(|p| p + from) {
+        from = p + fname.len();
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+        let rest = &text[from..];
+        let after = rest.trim_start();
+        if !before_ok || !after.starts_with('(') {
+            continue;
+        }
+        let prev = text[..p].trim_end();
+        let decl = prev
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == '&')
+            && !prev.ends_with("return")
+            // `#endif` on the line before is not a return type.
+            && !prev
+                .rsplit('\n')
+                .next()
+                .is_some_and(|l| l.trim_start().starts_with('#'));
+        if decl {
+            continue;
+        }
+        let open = from + (rest.len() - after.len());
+        if let Some(args) = split_args(&text[open..]).filter(|a| a.len() == n) {
+            let line = text[..p].matches('\n').count() as u32 + 1;
+            out.push(Call { line, args });
+        }
+    }
+    out
+}
+
+impl Host {
+    /// A parameter of the host function the launch sits in (a wrapper such as
+    /// `lud_cuda(float *m, int n)`), bound to the argument text its call sites pass. Only
+    /// when every call site passes the same text: otherwise the value depends on the caller.
+    pub fn bind_param(&self, name: &str) -> Option<String> {
+        let (fname, params) = self
+            .scope
+            .get_or_init(|| enclosing_function(&self.file, self.launch_line))
+            .as_ref()?;
+        let k = params.iter().position(|p| p == name)?;
+        let (fname, params) = (fname.clone(), params.clone());
+        let mut seen: Vec<String> = Vec::new();
+        for t in self.texts() {
+            for c in call_sites(t, &fname, params.len()) {
+                let a = c.args[k].trim().to_string();
+                if !seen.contains(&a) {
+                    seen.push(a);
+                }
+            }
+        }
+        // The same name in the caller (`lud_cuda(d_m, n)` for `n`) says nothing new, and a
+        // text naming the parameter itself would loop.
+        match seen.as_slice() {
+            [one] if !draft_idents(one).iter().any(|w| w == name) => Some(one.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A function-like macro `#define NAME(a, b) body` in `text`: (parameters, body).
+pub fn function_macro(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    text.lines().find_map(|l| {
+        let rest = l
+            .trim()
+            .strip_prefix('#')?
+            .trim_start()
+            .strip_prefix("define")?
+            .trim_start()
+            .strip_prefix(name)?;
+        if !rest.starts_with('(') {
+            return None;
+        }
+        let close = rest.find(')')?;
+        let params = rest[1..close]
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect();
+        Some((params, rest[close + 1..].trim().to_string()))
+    })
+}
+
+/// A host function whose body is one `return <expr>;` (`divRndUp(n, d) { return … }`):
+/// (parameters, expression).
+pub fn return_function(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    let (params, body) = function_body(text, name)?;
+    let inner = body.trim().strip_prefix('{')?.strip_suffix('}')?.trim();
+    let expr = inner.strip_prefix("return")?.trim().strip_suffix(';')?;
+    if expr.contains(';') || expr.is_empty() {
+        return None;
+    }
+    Some((params, expr.to_string()))
+}
+
+impl Host {
+    /// Expand calls of function-like macros (`MIN(a, b)`, `DIVANDRND(a, b)`) and of host
+    /// functions whose body is one `return <expr>;` (`divRndUp`), with each parameter
+    /// replaced by its parenthesized argument; up to 16 calls (nested ones too).
+    pub fn expand_calls(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for _ in 0..16 {
+            let names = called_names(&out);
+            let mut changed = false;
+            for n in names {
+                let Some((params, body)) = self
+                    .texts()
+                    .find_map(|t| function_macro(t, &n).or_else(|| return_function(t, &n)))
+                else {
+                    continue;
+                };
+                let Some(c) = calls(&out, &n).into_iter().next() else {
+                    continue;
+                };
+                if c.args.len() != params.len() {
+                    continue;
+                }
+                let mut b = body.clone();
+                // Two passes through placeholders so an argument naming another parameter
+                // is not replaced again.
+                for (i, p) in params.iter().enumerate() {
+                    b = replace_word(&b, p, &format!("\u{1}{i}\u{1}"));
+                }
+                for (i, a) in c.args.iter().enumerate() {
+                    b = b.replace(&format!("\u{1}{i}\u{1}"), &format!("({a})"));
+                }
+                // Replace the first call's text.
+                let Some(start) = find_word(&out, &n) else {
+                    continue;
+                };
+                let open = start + n.len() + out[start + n.len()..].find('(').unwrap_or(0);
+                let Some(close) = matching_close(&out[open..]).map(|c| c + open) else {
+                    continue;
+                };
+                out.replace_range(start..=close, &format!("({b})"));
+                changed = true;
+                break;
+            }
+            if !changed {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// Identifiers followed by `(` in a text, in order (any text: no tokenizer that could refuse).
+fn called_names(s: &str) -> Vec<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() || b[i] == b'_' {
+            let st = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            if s[i..].trim_start().starts_with('(') && (st == 0 || b[st - 1] != b'.') {
+                out.push(s[st..i].to_string());
+            }
+        } else if b[i].is_ascii_digit() {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The byte offset of the first whole-word `w` followed by `(`.
+fn find_word(s: &str, w: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(p) = s[from..].find(w).map(|p| p + from) {
+        from = p + w.len();
+        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+        if before_ok && s[from..].trim_start().starts_with('(') {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// `MatrixTemp[src]` → `MatrixTemp`: a buffer picked from an array of device pointers.
+pub fn indexed_base(var: &str) -> Option<&str> {
+    let (base, rest) = var.split_once('[')?;
+    let base = base.trim();
+    (super::is_ident(base) && rest.trim_end().ends_with(']') && !rest.contains('[')).then_some(base)
+}
+
+/// Whether a pointer text names the buffer `var`: the same text, or both pick from the same
+/// array of device pointers (`MatrixTemp[0]` for `MatrixTemp[src]`: ping-pong buffers, whose
+/// allocations [`Host::indexed_alloc_bytes`] requires to be alike).
+pub fn same_buffer(text: &str, var: &str) -> bool {
+    text == var || indexed_base(var).is_some_and(|b| indexed_base(text) == Some(b))
+}
+
+impl Host {
+    /// The byte size shared by every allocation of `base[k]`; None when there is none or
+    /// they differ (then which one a launch gets depends on the index).
+    pub fn indexed_alloc_bytes(&self, base: &str) -> Option<String> {
+        let mut sizes: Vec<String> = Vec::new();
+        for f in ["cudaMalloc", "cudaMallocManaged"] {
+            for c in self.ranked_calls(f) {
+                if c.args.len() >= 2 && indexed_base(&pointer_name(&c.args[0])) == Some(base) {
+                    let b: String = c.args[1].split_whitespace().collect();
+                    if !sizes.contains(&b) {
+                        sizes.push(b);
+                    }
+                }
+            }
+        }
+        match sizes.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -884,6 +1385,7 @@ mod tests {
             launch_line: line,
             others: vec![],
             run_args: None,
+            ..Host::default()
         }
     }
 
@@ -998,6 +1500,124 @@ mod tests {
         assert_eq!(
             assignments("int a = 1, b = f(2, 3);\nb == 4; b = 5;", "b"),
             vec![(1, "f(2, 3)".to_string()), (2, "5".to_string())]
+        );
+    }
+
+    #[test]
+    fn launches_inside_wrappers_follow_parameters_to_call_sites() {
+        let kernel_file = "#define B 16\n__global__ void k(float *a, int n) { if (n) { a[0] = 1; } }\n\
+             namespace w {\nvoid run_k(float *buf, int n)\n{\n  dim3 g(n / B);\n  k<<<g, B>>>(buf, n);\n}\n}\n";
+        let main_file = "void run_k(float *buf, int n);\nint main(int argc, char **argv) {\n\
+             int size = atoi(argv[1]);\n float *d_x;\n cudaMalloc((void**)&d_x, size * size * sizeof(float));\n\
+             #endif\n run_k(d_x, size * size);\n return 0;\n}\n";
+        assert_eq!(
+            enclosing_function(kernel_file, 7),
+            Some((
+                "run_k".to_string(),
+                vec!["buf".to_string(), "n".to_string()]
+            ))
+        );
+        assert_eq!(
+            enclosing_function(kernel_file, 2).map(|f| f.0).as_deref(),
+            Some("k")
+        );
+        assert_eq!(enclosing_function(kernel_file, 3), None);
+        let calls = call_sites(main_file, "run_k", 2);
+        assert_eq!(calls.len(), 1, "the prototype is not a call");
+        assert_eq!(calls[0].args, vec!["d_x", "size * size"]);
+        let mut h = host(kernel_file, 7);
+        h.others.push(strip_comments(main_file));
+        assert_eq!(h.bind_param("buf").as_deref(), Some("d_x"));
+        assert_eq!(h.bind_param("n").as_deref(), Some("size * size"));
+        assert_eq!(h.bind_param("g"), None, "not a parameter");
+        h.run_args = Some(vec!["8".into()]);
+        assert_eq!(h.int_value("n / B"), Ok(4));
+        // Two callers passing different texts: the value depends on the caller.
+        h.others.push("void f() { run_k(d_y, 7); }".into());
+        assert_eq!(h.bind_param("n"), None);
+    }
+
+    #[test]
+    fn macro_and_one_return_helpers_are_expanded() {
+        let h = host(
+            "#define MIN(a, b) ((a)<=(b) ? (a) : (b))\n#define DIVANDRND(a, b) ((((a) % (b)) != 0) ? ((a) / (b) + 1) : ((a) / (b)))\n\
+             int divRndUp(int n, int d) {\n  return (n + d - 1) / d;\n}\n\
+             int twoSteps(int n) { int m = n; return m; }\n\
+             int main() { int total = 20; int t = 6; int w = 1000; launch(); }\n",
+            6,
+        );
+        assert_eq!(h.int_value("MIN(8, total - t)"), Ok(8));
+        assert_eq!(h.int_value("MIN(total, t)"), Ok(6));
+        assert_eq!(
+            h.expand_calls("int a = MIN(x, 2) * 4"),
+            "int a = ((((x))<=((2)) ? ((x)) : ((2)))) * 4"
+        );
+        assert_eq!(h.int_value("DIVANDRND(w, 64)"), Ok(16));
+        assert_eq!(h.int_value("divRndUp(w, 256) * 2"), Ok(8));
+        // Nested, and an argument naming the other parameter.
+        assert_eq!(h.int_value("MIN(divRndUp(w, 100), MIN(t, total))"), Ok(6));
+        assert_eq!(h.expand_calls("divRndUp(d, n)"), "(((d) + (n) - 1) / (n))");
+        // A function with more than one statement is not expanded.
+        assert!(h.int_value("twoSteps(3)").unwrap_err().contains("twoSteps"));
+        assert_eq!(
+            function_macro("#define SQ(x) ((x)*(x))", "SQ"),
+            Some((vec!["x".to_string()], "((x)*(x))".to_string()))
+        );
+    }
+
+    #[test]
+    fn buffers_picked_from_pointer_arrays() {
+        let h = host(
+            "float *T[2], *P;\ncudaMalloc((void**)&T[0], sizeof(float)*size);\n\
+             cudaMalloc((void**)&T[1], sizeof(float) * size);\n\
+             cudaMemcpy(T[0], h_t, sizeof(float)*size, cudaMemcpyHostToDevice);\n\
+             float *U[2];\ncudaMalloc(&U[0], n);\ncudaMalloc(&U[1], 2 * n);\n\
+             k<<<g, b>>>(T[src], T[dst], U[i]);\n",
+            8,
+        );
+        assert_eq!(indexed_base("T[src]"), Some("T"));
+        assert_eq!(indexed_base("T"), None);
+        assert_eq!(
+            h.alloc_bytes("T[src]").as_deref(),
+            Some("sizeof(float)*size")
+        );
+        assert_eq!(h.copies("T[dst]")[0].dir, Direction::ToDevice);
+        // Differently sized members: which one the launch gets depends on the index.
+        assert_eq!(h.alloc_bytes("U[i]"), None);
+        assert!(same_buffer("T[0]", "T[src]") && !same_buffer("U[0]", "T[src]"));
+    }
+
+    #[test]
+    fn command_line_flags_and_sscanf_take_the_run_scripts_values() {
+        let mut h = host(
+            "int main(int argc, char *argv[]) {\n int size = 32, np = 0;\n\
+             for (int i = 1; i < argc; i++) {\n  if (strcmp(argv[i], \"-s\") == 0) {\n   i++;\n   size = atoi(argv[i]);\n  }\n }\n\
+             while ((c = getopt(argc, argv, \"vn:\")) != -1) {\n  switch (c) {\n  case 'n':\n   np = atoi(optarg);\n   break;\n  }\n }\n\
+             sscanf(argv[4], \"%d\", &frames);\n launch();\n}\n",
+            19,
+        );
+        assert_eq!(flag_near(&h.file, 6).as_deref(), Some("-s"));
+        assert_eq!(flag_near(&h.file, 13).as_deref(), Some("-n"));
+        // No run script: the value depends on a command line nobody gives.
+        assert!(h.int_value("size").unwrap_err().contains("argv"));
+        assert_eq!(h.command_line_value("size"), None);
+        h.run_cmds = vec![
+            vec!["-f".into(), "data.txt".into()],
+            vec!["-s".into(), "16".into(), "-n".into(), "900".into()],
+        ];
+        h.run_args = Some(vec!["-v".into(), "x".into(), "y".into(), "7".into()]);
+        assert_eq!(h.int_value("size * 2"), Ok(32));
+        assert_eq!(h.int_value("np"), Ok(900));
+        assert_eq!(h.int_value("frames"), Ok(7));
+        // Elsewhere than before the launch: the run script's argument beats the default.
+        let mut g = host("void k() { launch(); }\n", 1);
+        g.others.push("int main(int c, char **argv) { int ph = 1;\n if ((ph = atoi(argv[2])) <= 0) return 1; }".into());
+        assert_eq!(g.int_value("ph"), Ok(1));
+        g.run_args = Some(vec!["512".into(), "3".into()]);
+        assert_eq!(g.int_value("ph"), Ok(3));
+        assert_eq!(
+            command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),
+            vec![vec!["-s", "256", "-v"], vec!["-s", "16"]]
         );
     }
 

@@ -33,16 +33,87 @@ pub struct BodyFacts {
     pub opaque: BTreeMap<String, String>,
 }
 
-/// Calls that neither write through their pointer arguments nor need looking into.
-const PURE_CALLS: [&str; 14] = [
+/// Calls that neither write through their pointer arguments nor need looking into: CUDA's
+/// math functions take their operands by value (those with pointer outputs, `sincosf`,
+/// `modf`, `frexp`, `remquo`, are left out on purpose), `__ldg` and texture fetches read.
+const PURE_CALLS: &[&str] = &[
     "min",
     "max",
     "fminf",
     "fmaxf",
+    "fmin",
+    "fmax",
     "sqrtf",
     "sqrt",
+    "rsqrtf",
+    "rsqrt",
+    "cbrtf",
+    "cbrt",
     "expf",
     "exp",
+    "__expf",
+    "exp2f",
+    "exp2",
+    "exp10f",
+    "expm1f",
+    "expm1",
+    "logf",
+    "log",
+    "__logf",
+    "log2f",
+    "log2",
+    "log10f",
+    "log10",
+    "log1pf",
+    "log1p",
+    "powf",
+    "pow",
+    "__powf",
+    "sinf",
+    "sin",
+    "__sinf",
+    "cosf",
+    "cos",
+    "__cosf",
+    "tanf",
+    "tan",
+    "asinf",
+    "asin",
+    "acosf",
+    "acos",
+    "atanf",
+    "atan",
+    "atan2f",
+    "atan2",
+    "sinhf",
+    "sinh",
+    "coshf",
+    "cosh",
+    "tanhf",
+    "tanh",
+    "erff",
+    "erf",
+    "erfcf",
+    "erfc",
+    "floorf",
+    "floor",
+    "ceilf",
+    "ceil",
+    "roundf",
+    "round",
+    "truncf",
+    "trunc",
+    "rintf",
+    "rint",
+    "fmaf",
+    "fma",
+    "fmodf",
+    "fmod",
+    "hypotf",
+    "hypot",
+    "copysignf",
+    "copysign",
+    "__fdividef",
     "__ldg",
     "fabsf",
     "fabs",
@@ -485,5 +556,18 @@ mod tests {
         assert!(f.opaque.contains_key("a"));
         assert!(f.writes.is_empty());
         assert!(body_facts("__global__ void j(float *a) {}", "k", &[]).is_none());
+    }
+
+    #[test]
+    fn math_functions_read_their_operands() {
+        let f = facts(
+            "__global__ void k(float *a, float *o, float *s) { float *p = a; \
+             o[0] = powf(*p, 3) + __expf(a[1]) + atan2f(a[2], a[3]); sincosf(o[1], s, s + 1); }",
+            &["a", "o", "s"],
+        );
+        assert!(!f.opaque.contains_key("a"), "{f:?}");
+        assert!(f.reads.contains("a"));
+        // sincosf writes through its pointers: not a pure call.
+        assert!(f.opaque.contains_key("s"), "{f:?}");
     }
 }

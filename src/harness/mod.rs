@@ -9,6 +9,7 @@
 //! index (`args`) at element offsets (`offsets`). Agreement and speed checks live in
 //! `verify::compare` and `verify::stats`. The format is described in docs/harness.md.
 
+pub mod complete;
 pub mod draft;
 pub mod expr;
 pub mod gen;
@@ -18,6 +19,7 @@ pub mod infer_kernel;
 pub mod infer_llm;
 pub mod layout;
 pub mod selfcheck;
+pub mod selfcheck_sanitize;
 pub mod spec;
 pub mod template;
 

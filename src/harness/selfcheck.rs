@@ -194,6 +194,29 @@ pub fn identity_sets(pair: &Pair, sets: &mut [super::Resolved]) {
     }
 }
 
+/// The identity control's harness: the slow side runs the fast kernel, so it takes the fast
+/// side's launch list and the fast side's data layouts. Without this, a harness whose slow
+/// and fast launches differ (sgemm's tiles, stencil's naive kernel) runs the fast kernel
+/// under the slow launches, or is refused because those launches name the slow kernel.
+pub fn identity_harness(mut h: super::Harness) -> super::Harness {
+    h.slow = h.fast.clone();
+    for a in h.args.iter_mut() {
+        if let super::ArgSpec::Buffer { layout, .. } = a {
+            let fast: Vec<_> = layout
+                .iter()
+                .filter(|(v, _)| *v == super::Variant::Fast)
+                .cloned()
+                .collect();
+            *layout = fast
+                .iter()
+                .cloned()
+                .chain(fast.iter().map(|(_, l)| (super::Variant::Slow, l.clone())))
+                .collect();
+        }
+    }
+    h
+}
+
 /// Options of a self-check run.
 #[derive(Debug, Clone)]
 pub struct SelfcheckConfig {
@@ -205,6 +228,9 @@ pub struct SelfcheckConfig {
     pub timeout: Duration,
     pub worker_cmd: Option<String>,
     pub gpus: Option<usize>,
+    /// compute-sanitizer tools to run every harness whose kernel ran under (`--sanitizer`).
+    pub sanitizer: Vec<crate::verify::sanitizer::Tool>,
+    pub compute_sanitizer: Option<PathBuf>,
 }
 
 /// Find a pair's harness (hand first, then inferred) and prepare its identity control.
@@ -219,7 +245,13 @@ fn prepare(
 ) {
     let mut ip = pair.clone();
     ip.slow = crate::record::Slow::natural(pair.fast.clone());
-    let hand = resolve::prepare(&ip, base, &cfg.harness_dirs, cfg.suite_root.as_deref());
+    let hand = resolve::prepare_with(
+        &ip,
+        base,
+        &cfg.harness_dirs,
+        cfg.suite_root.as_deref(),
+        identity_harness,
+    );
     match hand {
         Err((Status::NoHarness, why)) => {
             let inferred = cfg
@@ -230,7 +262,7 @@ fn prepare(
             match inferred {
                 Some(p) => {
                     ip.harness = Some(p.display().to_string());
-                    let r = resolve::prepare(&ip, base, &[], None);
+                    let r = resolve::prepare_with(&ip, base, &[], None, identity_harness);
                     (ip, r, Some(HarnessOrigin::Inferred))
                 }
                 None => (ip, Err((Status::NoHarness, why)), None),
@@ -406,16 +438,40 @@ fn run_on_workers(
             }
         }
     }
-    pool::run_all(workers, jobs, launch, cfg.timeout, hello_timeout, |i, v| {
-        let (path, origin) = meta.get(&i).cloned().unwrap_or_default();
-        let ms = v.evidence.phases_ms.get("total").copied();
-        reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v), ms));
-    });
+    let sanitize_jobs = (!cfg.sanitizer.is_empty()).then(|| jobs.clone());
+    let mut ran = BTreeSet::new();
+    pool::run_all(
+        workers,
+        jobs,
+        launch.clone(),
+        cfg.timeout,
+        hello_timeout,
+        |i, v| {
+            if crate::verify::sanitizer::worth_sanitizing(v.status) {
+                ran.insert(i);
+            }
+            let (path, origin) = meta.get(&i).cloned().unwrap_or_default();
+            let ms = v.evidence.phases_ms.get("total").copied();
+            reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v), ms));
+        },
+    );
+    if let Some(jobs) = sanitize_jobs {
+        let targets = jobs.into_iter().filter(|(i, _)| ran.contains(i)).collect();
+        let o = super::selfcheck_sanitize::Options {
+            tools: &cfg.sanitizer,
+            binary: cfg.compute_sanitizer.as_deref(),
+            devices,
+            launch,
+            timeout: cfg.timeout,
+            hello_timeout,
+        };
+        super::selfcheck_sanitize::sanitize(&o, targets, reports);
+    }
 }
 
 pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
     if let super::HarnessCommand::Complete(a) = cmd {
-        return super::infer_llm::run_complete(a);
+        return super::complete::run(a);
     }
     let super::HarnessCommand::Selfcheck {
         units,
@@ -429,6 +485,8 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
         records_out,
         worker_cmd,
         gpus,
+        sanitizer,
+        compute_sanitizer,
     } = cmd
     else {
         anyhow::bail!("not a selfcheck command");
@@ -451,6 +509,8 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
         timeout: Duration::from_secs_f64(timeout_s.max(0.1)),
         worker_cmd,
         gpus,
+        sanitizer,
+        compute_sanitizer,
     };
     let base = units.parent().map(Path::to_path_buf).unwrap_or_default();
     let reports = selfcheck_pairs(&pairs, &base, &cfg);
@@ -465,7 +525,7 @@ pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
                 &r.pair_id,
                 r.benchmark,
                 r.kernel,
-                CHECKS.len(),
+                r.checks.len(),
                 r.ms.map(|m| format!(", {m:.0} ms")).unwrap_or_default()
             ),
             Some(c) => println!(
@@ -641,6 +701,76 @@ mod tests {
         assert_eq!(
             category("runs_clean", "no_gpu: no CUDA driver"),
             "not run: no GPU"
+        );
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+    use crate::harness::{parse, DeviceProps};
+
+    /// Slow and fast launch differently (another kernel, grid, block, shared memory) and
+    /// the fast side reads a transposed layout: the identity control must run the fast
+    /// kernel with the fast side's launches and layout on both sides.
+    const DIFFERENT_SIDES: &str = r#"
+[sizes]
+n = 64
+[[size_sets]]
+name = "default"
+[[args]]
+name = "x"
+type = "f32"
+len = "n * 4"
+init = { kind = "uniform", lo = -1.0, hi = 1.0 }
+role = "in"
+layout.fast = { kind = "transpose", rows = "n", cols = "4", offset = "0" }
+[[args]]
+name = "y"
+type = "f32"
+len = "n * 4"
+role = "out"
+[[variants.slow.launch]]
+kernel = "naive"
+grid = ["n", 1]
+block = 1
+[[variants.fast.launch]]
+kernel = "tiled"
+grid = ["n / 16"]
+block = [16, 4]
+shared_mem = "16 * 4 * 4"
+"#;
+
+    #[test]
+    fn identity_control_runs_the_fast_side_launches_and_layouts() {
+        let h = parse(DIFFERENT_SIDES, "t.toml").unwrap();
+        let before = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        // The file's own plan: the two sides differ (else this test proves nothing).
+        assert_ne!(before.slow, before.fast);
+        let id = identity_harness(h);
+        let r = [id
+            .resolve(&id.size_sets()[0], &DeviceProps::h100())
+            .unwrap()];
+        assert_eq!(
+            r[0].slow, before.fast,
+            "slow side = the fast side's launches"
+        );
+        assert_eq!(r[0].fast, before.fast);
+        assert_eq!(r[0].slow[0].kernel, "tiled");
+        assert_eq!(
+            (
+                r[0].slow[0].grid,
+                r[0].slow[0].block,
+                r[0].slow[0].shared_mem
+            ),
+            ([4, 1, 1], [16, 4, 1], 256)
+        );
+        let ResolvedArg::Buffer { layout, .. } = &r[0].args[0] else {
+            panic!("x is a buffer")
+        };
+        assert!(
+            layout.slow.is_some() && layout.slow == layout.fast,
+            "{layout:?}"
         );
     }
 }

@@ -426,6 +426,56 @@ pub fn build(
         )?
     };
 
+    // ---- harnesses: hand-written, else inferred, else LLM-completed ----
+    let mut hand_dirs = cfg.verify.harness_dirs.clone();
+    hand_dirs.extend(
+        cfg.suites
+            .iter()
+            .filter(|s| s.path.is_dir())
+            .map(|s| s.path.clone()),
+    );
+    let mut synthesized = synthesized;
+    let mut chosen = super::harnesses::choose(
+        &mut synthesized,
+        &cfg.suites,
+        &hand_dirs,
+        &out,
+        &cfg.harness,
+    );
+    if let (true, Some(llm)) = (cfg.harness.complete, &cfg.synth.llm) {
+        let cache = cfg
+            .synth
+            .cache
+            .clone()
+            .unwrap_or_else(|| cfg.output.join("llm-cache"));
+        let done = super::harnesses::complete_missing(
+            &synthesized,
+            &cfg.suites,
+            &out,
+            &cfg.harness,
+            llm,
+            cfg.synth.offline,
+            &cache,
+        );
+        if done.done > 0 {
+            chosen = super::harnesses::choose(
+                &mut synthesized,
+                &cfg.suites,
+                &hand_dirs,
+                &out,
+                &cfg.harness,
+            );
+        }
+        if done.done + done.failed > 0 {
+            chosen.counts.insert("llm_completed".into(), done.done);
+            chosen
+                .counts
+                .insert("llm_not_completed".into(), done.failed);
+        }
+        chosen.notes.extend(done.notes);
+    }
+    let chosen_pairs: usize = chosen.counts.values().sum();
+
     // ---- verify ----
     let synthesized_sha = file_sha256(&out.join(SYNTHESIZED)).unwrap_or_default();
     let mut verify_settings = cfg.verify.clone();
@@ -434,10 +484,34 @@ pub fn build(
     for d in &cfg.verify.harness_dirs {
         harness_parts.push(tree_sha256(d, Some(&cfg.output)));
     }
+    // The chosen harnesses' files and the choice settings (inferred and LLM harnesses live
+    // in the output folder, which the suite hashes leave out).
+    let mut harness_settings = cfg.harness.clone();
+    harness_settings.llm_dir = None;
+    harness_parts.push(settings_json(&harness_settings));
+    harness_parts.push(tree_sha256(&out.join("harnesses"), None));
+    if let Some(d) = &cfg.harness.llm_dir {
+        harness_parts.push(tree_sha256(d, None));
+    }
     let verify_settings_key =
         journal::key(&harness_parts.iter().map(String::as_str).collect::<Vec<_>>());
     let verify_key = journal::key(&["verify", &synthesized_sha, &verify_settings_key]);
     delay();
+    let reuse_verify = journal.reusable("verify", &verify_key, &out).is_some();
+    rows.push(StepRow {
+        stage: "harness",
+        state: if reuse_verify { "reused" } else { "ran" },
+        worked: if reuse_verify { 0 } else { chosen_pairs },
+        reused: 0,
+        awaiting: 0,
+        failed: 0,
+        counts: chosen.counts.clone(),
+        notes: if reuse_verify {
+            Vec::new()
+        } else {
+            chosen.notes.clone()
+        },
+    });
     let verified = if let Some(step) = journal.reusable("verify", &verify_key, &out) {
         rows.push(reused_row("verify", step));
         jsonl::read_records(&out.join(VERIFIED))?
@@ -450,6 +524,40 @@ pub fn build(
             }
         }
         let compile_cache = cfg.output.join("cache").join("compile");
+        // Every harness proves itself on the GPU before its pair is timed.
+        let to_verify = |p: &Pair| {
+            p.slow.unit().is_some()
+                && !p.identical
+                && p.verification
+                    .as_ref()
+                    .is_none_or(|v| v.status == Status::NoGpu)
+        };
+        if cfg.harness.selfcheck {
+            let pairs: Vec<Pair> = synthesized
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Pair(p) if to_verify(p) && p.harness_origin.is_some() => {
+                        Some(p.as_ref().clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if let Some(reports) =
+                stages.selfcheck(&pairs, &verify_run.harness_dirs, cfg.verify.timeout_s)
+            {
+                let (pass, fail, stopped) =
+                    super::harnesses::apply_selfcheck(&mut synthesized, &reports);
+                if let Some(row) = rows.iter_mut().find(|r| r.stage == "harness") {
+                    row.counts.insert("selfcheck_pass".into(), pass);
+                    row.counts.insert("selfcheck_fail".into(), fail);
+                    if stopped > 0 {
+                        row.notes.push(format!(
+                            "{stopped} pairs stopped: their inferred or LLM harness failed its self-check (harness_error)"
+                        ));
+                    }
+                }
+            }
+        }
         let c = run_chunked(
             "verify",
             synthesized,
@@ -715,6 +823,16 @@ mod tests {
     }
 
     impl Stages for Fake {
+        /// No self-check, even on a GPU machine: the fake pairs are not real kernels.
+        fn selfcheck(
+            &self,
+            _: &[Pair],
+            _: &[std::path::PathBuf],
+            _: u64,
+        ) -> Option<Vec<crate::harness::selfcheck::Report>> {
+            None
+        }
+
         fn extract(
             &self,
             _: &SuiteSpec,
@@ -818,6 +936,7 @@ mod tests {
                 ..Default::default()
             },
             export: Default::default(),
+            harness: Default::default(),
         }
     }
 

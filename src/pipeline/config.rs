@@ -33,6 +33,40 @@ pub struct BuildConfig {
     pub verify: VerifySettings,
     #[serde(default)]
     pub export: ExportOptions,
+    #[serde(default)]
+    pub harness: HarnessSettings,
+}
+
+/// Harnesses for pairs nobody wrote one for (`pipeline::harnesses`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HarnessSettings {
+    /// Infer a harness from the host code where no hand-written one exists (written to
+    /// `<output>/harnesses/inferred/`); `false` leaves such pairs `no_harness`.
+    pub infer: bool,
+    /// A folder of LLM-completed harnesses (`harness complete -o DIR`), used after the
+    /// inferred ones; `<output>/harnesses/llm/` is always looked in.
+    pub llm_dir: Option<PathBuf>,
+    /// With `[synth] llm` set, let the endpoint complete inferred harnesses that have TODOs
+    /// (`harness complete`, into `<output>/harnesses/llm/`).
+    pub complete: bool,
+    /// Repair turns of a completion after a rejected answer.
+    pub max_repairs: u32,
+    /// Self-check every harness on the GPU before its pair is verified; an inferred or LLM
+    /// harness that fails stops its pair as `harness_error`.
+    pub selfcheck: bool,
+}
+
+impl Default for HarnessSettings {
+    fn default() -> Self {
+        HarnessSettings {
+            infer: true,
+            llm_dir: None,
+            complete: true,
+            max_repairs: 2,
+            selfcheck: true,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,6 +227,9 @@ impl BuildConfig {
         }
         for d in &mut self.verify.harness_dirs {
             fix(d);
+        }
+        if let Some(p) = &mut self.harness.llm_dir {
+            fix(p);
         }
         if let Some(t) = &mut self.export.templates {
             fix(t);

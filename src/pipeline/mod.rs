@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod config;
+pub mod harnesses;
 pub mod journal;
 pub mod stages;
 

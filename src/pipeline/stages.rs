@@ -35,6 +35,15 @@ pub trait Stages {
         s: &VerifySettings,
         cache: &Path,
     ) -> Result<Vec<Record>, StageError>;
+    /// Self-check the pairs' harnesses (`harness selfcheck`); `None` without a GPU.
+    fn selfcheck(
+        &self,
+        pairs: &[crate::record::Pair],
+        harness_dirs: &[std::path::PathBuf],
+        timeout_s: u64,
+    ) -> Option<Vec<crate::harness::selfcheck::Report>> {
+        super::harnesses::selfcheck(pairs, harness_dirs, timeout_s)
+    }
 }
 
 /// The real stages, called through their library modules.

@@ -664,6 +664,9 @@ fn upload_textures(
     Ok(())
 }
 
+/// One seed of the agreement check: inputs uploaded, both variants run from pristine
+/// copies with canaries around every buffer, outputs downloaded in the canonical layout
+/// and compared one by one.
 #[allow(clippy::too_many_arguments)] // the run's context, passed explicitly rather than bundled
 fn check_seed(
     gpu: &mut Gpu,
@@ -679,6 +682,43 @@ fn check_seed(
 ) -> Result<(), Stop> {
     let where_ = |v: Variant| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
+    constants_present(ss, slow, fast)?;
+    upload_inputs(gpu, ss, inputs, bufs, ev)?;
+    let canary = compare::canary_pattern(CANARY);
+    let mut outputs: BTreeMap<Variant, Vec<HostBuffer>> = BTreeMap::new();
+    let outs = ss.outputs();
+    for (which, loaded) in [(Variant::Slow, slow), (Variant::Fast, fast)] {
+        let ctx = where_(which);
+        let t = Instant::now();
+        restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
+        for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
+            gpu.upload(g.before(), &canary)
+                .and_then(|_| gpu.upload(g.after(), &canary))
+                .map_err(|e| Stop::cuda(e, &ctx))?;
+        }
+        upload_constants(gpu, loaded, &const_names, consts).map_err(|e| Stop::cuda(e, &ctx))?;
+        launch_all(gpu, which, loaded, ss, bufs)?;
+        gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
+        check_canaries(gpu, ss, bufs, &ctx)?;
+        add_phase(ev, "check.run", t);
+        let t = Instant::now();
+        outputs.insert(which, download_outputs(gpu, ss, bufs, which, &outs, &ctx)?);
+        add_phase(ev, "check.download", t);
+    }
+    if outs.is_empty() {
+        return Err(Stop::new(
+            Status::HarnessError,
+            "the harness names no out/inout buffer",
+        ));
+    }
+    for (k, &i) in outs.iter().enumerate() {
+        compare_output(ss, seed, inputs, &mut outputs, k, i, ev, self_check)?;
+    }
+    Ok(())
+}
+
+/// Every `__constant__` the harness fills is in one of the two modules.
+fn constants_present(ss: &Resolved, slow: &Loaded, fast: &Loaded) -> Result<(), Stop> {
     for k in &ss.constants {
         if !slow.module_globals.iter().any(|(g, _)| g == &k.name)
             && !fast.module_globals.iter().any(|(g, _)| g == &k.name)
@@ -689,6 +729,17 @@ fn check_seed(
             ));
         }
     }
+    Ok(())
+}
+
+/// Each variant's pristine copy of every input: the canonical input permuted into its layout.
+fn upload_inputs(
+    gpu: &mut Gpu,
+    ss: &Resolved,
+    inputs: &[HostBuffer],
+    bufs: &[Option<Guarded>],
+    ev: &mut Evidence,
+) -> Result<(), Stop> {
     let t = Instant::now();
     for ((h, g), a) in inputs.iter().zip(bufs).zip(&ss.args) {
         if let (Some(g), ResolvedArg::Buffer { layout, .. }) = (g, a) {
@@ -707,166 +758,176 @@ fn check_seed(
         }
     }
     add_phase(ev, "check.upload", t);
-    let canary = compare::canary_pattern(CANARY);
-    let mut outputs: BTreeMap<Variant, Vec<HostBuffer>> = BTreeMap::new();
-    let outs = ss.outputs();
-    for (which, loaded) in [(Variant::Slow, slow), (Variant::Fast, fast)] {
-        let ctx = where_(which);
-        let t = Instant::now();
-        restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
-        for g in bufs.iter().flatten().filter(|g| g.canary > 0) {
-            gpu.upload(g.before(), &canary)
-                .and_then(|_| gpu.upload(g.after(), &canary))
-                .map_err(|e| Stop::cuda(e, &ctx))?;
-        }
-        upload_constants(gpu, loaded, &const_names, consts).map_err(|e| Stop::cuda(e, &ctx))?;
-        launch_all(gpu, which, loaded, ss, bufs)?;
-        gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
-        for (a, g) in ss.args.iter().zip(bufs) {
-            if let (ResolvedArg::Buffer { name, .. }, Some(g)) = (a, g) {
-                if g.canary == 0 {
-                    continue;
-                }
-                let before = gpu.download(g.before()).map_err(|e| Stop::cuda(e, &ctx))?;
-                let after = gpu.download(g.after()).map_err(|e| Stop::cuda(e, &ctx))?;
-                if let Err(d) = compare::check_canary(&after) {
-                    return Err(Stop::new(
-                        Status::OutOfBounds,
-                        format!(
-                            "{ctx} wrote past the end of {name} ({} byte(s) damaged, {}..{} after its {} bytes)",
-                            d.count, d.first, d.last, g.bytes
-                        ),
-                    ));
-                }
-                if let Err(d) = compare::check_canary(&before) {
-                    return Err(Stop::new(
-                        Status::OutOfBounds,
-                        format!(
-                            "{ctx} wrote before the start of {name} ({} byte(s) damaged, from {} bytes before it)",
-                            d.count,
-                            CANARY - d.first
-                        ),
-                    ));
-                }
-            }
-        }
-        add_phase(ev, "check.run", t);
-        let t = Instant::now();
-        let mut got = Vec::new();
-        for &i in &outs {
-            let (ResolvedArg::Buffer { elem, layout, .. }, Some(g)) = (&ss.args[i], &bufs[i])
-            else {
+    Ok(())
+}
+
+/// The canaries before and after every guarded buffer are intact.
+fn check_canaries(
+    gpu: &mut Gpu,
+    ss: &Resolved,
+    bufs: &[Option<Guarded>],
+    ctx: &str,
+) -> Result<(), Stop> {
+    for (a, g) in ss.args.iter().zip(bufs) {
+        if let (ResolvedArg::Buffer { name, .. }, Some(g)) = (a, g) {
+            if g.canary == 0 {
                 continue;
-            };
-            let raw = HostBuffer {
-                elem: *elem,
-                bytes: gpu.download(g.data()).map_err(|e| Stop::cuda(e, &ctx))?,
-            };
-            // Compared in the canonical layout (canaries were checked on the device buffer).
-            got.push(match layout.get(which) {
-                Some(l) => l.invert(&raw),
-                None => raw,
-            });
-        }
-        outputs.insert(which, got);
-        add_phase(ev, "check.download", t);
-    }
-    if outs.is_empty() {
-        return Err(Stop::new(
-            Status::HarnessError,
-            "the harness names no out/inout buffer",
-        ));
-    }
-    for (k, &i) in outs.iter().enumerate() {
-        let ResolvedArg::Buffer {
-            name,
-            role,
-            tol,
-            allow_degenerate,
-            len,
-            compare: window,
-            ..
-        } = &ss.args[i]
-        else {
-            continue;
-        };
-        let t = Instant::now();
-        let input = role.is_input().then_some(&inputs[i]);
-        if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
-            for which in Variant::BOTH {
-                if let Some(out) = outputs.get_mut(&which) {
-                    compare::mask_ignored(&mut out[k], input, ig);
-                }
             }
-        }
-        // A compare window restricts comparison and degenerate checks to the part of the
-        // output the kernels define; the rest is scratch (lbm's ghost margins).
-        let (s_part, f_part, in_part);
-        let (s, f, input) = match window {
-            Some(w) => {
-                s_part = w.slice(&outputs[&Variant::Slow][k]);
-                f_part = w.slice(&outputs[&Variant::Fast][k]);
-                in_part = input.map(|b| w.slice(b));
-                (&s_part, &f_part, in_part.as_ref())
-            }
-            None => (
-                &outputs[&Variant::Slow][k],
-                &outputs[&Variant::Fast][k],
-                input,
-            ),
-        };
-        let len = window.map_or(*len, |w| w.len);
-        // The three checks are independent scans of large buffers: run them at once.
-        let ((df, ds), c) = rayon::join(
-            || {
-                let (rs, rf) = match self_check {
-                    true => (None, None),
-                    false => (Some(s), Some(f)),
-                };
-                rayon::join(
-                    || compare::check_degenerate(f, input, rs, *allow_degenerate),
-                    || compare::check_degenerate(s, input, rf, *allow_degenerate),
-                )
-            },
-            || compare::compare(s, f, tol),
-        );
-        add_phase(ev, "check.compare", t);
-        for (which, d) in [(Variant::Fast, df), (Variant::Slow, ds)] {
-            if let Some(d) = d {
+            let before = gpu.download(g.before()).map_err(|e| Stop::cuda(e, ctx))?;
+            let after = gpu.download(g.after()).map_err(|e| Stop::cuda(e, ctx))?;
+            if let Err(d) = compare::check_canary(&after) {
                 return Err(Stop::new(
-                    d.status(),
-                    format!("{}: output {name}: {}", where_(which), d.describe()),
+                    Status::OutOfBounds,
+                    format!(
+                        "{ctx} wrote past the end of {name} ({} byte(s) damaged, {}..{} after its {} bytes)",
+                        d.count, d.first, d.last, g.bytes
+                    ),
+                ));
+            }
+            if let Err(d) = compare::check_canary(&before) {
+                return Err(Stop::new(
+                    Status::OutOfBounds,
+                    format!(
+                        "{ctx} wrote before the start of {name} ({} byte(s) damaged, from {} bytes before it)",
+                        d.count,
+                        CANARY - d.first
+                    ),
                 ));
             }
         }
-        let pass = c.pass;
-        let (mism, l2, worst) = (c.mismatches, c.l2_rel_err, c.worst_index);
-        ev.checks.push(CheckEvidence {
-            size_set: ss.size_set.clone(),
-            seed,
-            output: name.clone(),
-            fast_hash: self_check.then(|| output_hash(&f.bytes)),
-            comparison: c,
+    }
+    Ok(())
+}
+
+/// The outputs `outs` of the variant that just ran, in the canonical layout.
+fn download_outputs(
+    gpu: &mut Gpu,
+    ss: &Resolved,
+    bufs: &[Option<Guarded>],
+    which: Variant,
+    outs: &[usize],
+    ctx: &str,
+) -> Result<Vec<HostBuffer>, Stop> {
+    let mut got = Vec::new();
+    for &i in outs {
+        let (ResolvedArg::Buffer { elem, layout, .. }, Some(g)) = (&ss.args[i], &bufs[i]) else {
+            continue;
+        };
+        let raw = HostBuffer {
+            elem: *elem,
+            bytes: gpu.download(g.data()).map_err(|e| Stop::cuda(e, ctx))?,
+        };
+        // Compared in the canonical layout (canaries were checked on the device buffer).
+        got.push(match layout.get(which) {
+            Some(l) => l.invert(&raw),
+            None => raw,
         });
-        if !pass {
-            let detail = worst
-                .map(|w| {
-                    format!(
-                        "; worst at index {}: slow {}, fast {}",
-                        w + window.map_or(0, |w| w.offset),
-                        s.get_f64(w),
-                        f.get_f64(w)
-                    )
-                })
-                .unwrap_or_default();
+    }
+    Ok(got)
+}
+
+/// Output `k` (arg `i`) of both variants: ignored ranges masked, the compare window cut,
+/// degenerate checks on each side and the agreement check between them.
+#[allow(clippy::too_many_arguments)] // the seed's context, passed explicitly
+fn compare_output(
+    ss: &Resolved,
+    seed: u32,
+    inputs: &[HostBuffer],
+    outputs: &mut BTreeMap<Variant, Vec<HostBuffer>>,
+    k: usize,
+    i: usize,
+    ev: &mut Evidence,
+    self_check: bool,
+) -> Result<(), Stop> {
+    let where_ = |v: Variant| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
+    let ResolvedArg::Buffer {
+        name,
+        role,
+        tol,
+        allow_degenerate,
+        len,
+        compare: window,
+        ..
+    } = &ss.args[i]
+    else {
+        return Ok(());
+    };
+    let t = Instant::now();
+    let input = role.is_input().then_some(&inputs[i]);
+    if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
+        for which in Variant::BOTH {
+            if let Some(out) = outputs.get_mut(&which) {
+                compare::mask_ignored(&mut out[k], input, ig);
+            }
+        }
+    }
+    // A compare window restricts comparison and degenerate checks to the part of the
+    // output the kernels define; the rest is scratch (lbm's ghost margins).
+    let (s_part, f_part, in_part);
+    let (s, f, input) = match window {
+        Some(w) => {
+            s_part = w.slice(&outputs[&Variant::Slow][k]);
+            f_part = w.slice(&outputs[&Variant::Fast][k]);
+            in_part = input.map(|b| w.slice(b));
+            (&s_part, &f_part, in_part.as_ref())
+        }
+        None => (
+            &outputs[&Variant::Slow][k],
+            &outputs[&Variant::Fast][k],
+            input,
+        ),
+    };
+    let len = window.map_or(*len, |w| w.len);
+    // The three checks are independent scans of large buffers: run them at once.
+    let ((df, ds), c) = rayon::join(
+        || {
+            let (rs, rf) = match self_check {
+                true => (None, None),
+                false => (Some(s), Some(f)),
+            };
+            rayon::join(
+                || compare::check_degenerate(f, input, rs, *allow_degenerate),
+                || compare::check_degenerate(s, input, rf, *allow_degenerate),
+            )
+        },
+        || compare::compare(s, f, tol),
+    );
+    add_phase(ev, "check.compare", t);
+    for (which, d) in [(Variant::Fast, df), (Variant::Slow, ds)] {
+        if let Some(d) = d {
             return Err(Stop::new(
-                Status::Mismatch,
-                format!(
-                    "size set {}, seed {seed}: output {name} differs in {mism} of {len} elements (rel L2 {l2:.3e}){detail}",
-                    ss.size_set
-                ),
+                d.status(),
+                format!("{}: output {name}: {}", where_(which), d.describe()),
             ));
         }
+    }
+    let pass = c.pass;
+    let (mism, l2, worst) = (c.mismatches, c.l2_rel_err, c.worst_index);
+    ev.checks.push(CheckEvidence {
+        size_set: ss.size_set.clone(),
+        seed,
+        output: name.clone(),
+        fast_hash: self_check.then(|| output_hash(&f.bytes)),
+        comparison: c,
+    });
+    if !pass {
+        let detail = worst
+            .map(|w| {
+                format!(
+                    "; worst at index {}: slow {}, fast {}",
+                    w + window.map_or(0, |w| w.offset),
+                    s.get_f64(w),
+                    f.get_f64(w)
+                )
+            })
+            .unwrap_or_default();
+        return Err(Stop::new(
+            Status::Mismatch,
+            format!(
+                "size set {}, seed {seed}: output {name} differs in {mism} of {len} elements (rel L2 {l2:.3e}){detail}",
+                ss.size_set
+            ),
+        ));
     }
     Ok(())
 }

@@ -51,6 +51,18 @@ pub fn prepare(
     dirs: &[PathBuf],
     suite_root: Option<&Path>,
 ) -> Result<Found, Verdict> {
+    prepare_with(pair, base, dirs, suite_root, |h| h)
+}
+
+/// [`prepare`], with the loaded harness adjusted before it is checked against the units
+/// (the self-check's identity control gives the slow side the fast side's launches).
+pub fn prepare_with(
+    pair: &Pair,
+    base: &Path,
+    dirs: &[PathBuf],
+    suite_root: Option<&Path>,
+    adjust: impl FnOnce(Harness) -> Harness,
+) -> Result<Found, Verdict> {
     if pair.slow.is_pending() {
         return Err((
             Status::MissingSlow,
@@ -98,6 +110,7 @@ pub fn prepare(
     })?;
     let harness = crate::harness::load(&path)
         .and_then(|h| h.for_pair(pair.slow.unit(), &pair.fast))
+        .map(adjust)
         .map_err(|e| (Status::HarnessError, e.to_string()))?;
     if let Some(why) = &harness.needs_host_loop {
         return Err((Status::NeedsHostLoop, format!("{}: {why}", path.display())));

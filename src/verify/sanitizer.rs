@@ -458,6 +458,14 @@ pub fn apply(v: &mut Verification, evidence: serde_json::Value, runs: &BTreeMap<
     let Some((tool, run)) = runs.iter().find(|(_, r)| r.errors > 0) else {
         return;
     };
+    v.status = Status::SanitizerError;
+    v.reason = format!("verified, but {}", error_line(*tool, run));
+}
+
+/// The sanitizer's line for a run with errors: the tool, the count, and the first error
+/// with its kernel and address detail (`compute-sanitizer memcheck reported 1 error(s) in
+/// kernel k: Invalid __global__ read of size 4 bytes (Access to 0x… is out of bounds)`).
+pub fn error_line(tool: Tool, run: &ToolRun) -> String {
     let first = run
         .messages
         .iter()
@@ -480,12 +488,11 @@ pub fn apply(v: &mut Verification, evidence: serde_json::Value, runs: &BTreeMap<
         }
         None => format!(": {}", run.problem.as_deref().unwrap_or("no message")),
     };
-    v.status = Status::SanitizerError;
-    v.reason = format!(
-        "verified, but compute-sanitizer {} reported {} error(s){what}",
+    format!(
+        "compute-sanitizer {} reported {} error(s){what}",
         tool.as_str(),
         run.errors
-    );
+    )
 }
 
 /// The evidence of a pass that could not run (compute-sanitizer missing).

@@ -1,0 +1,424 @@
+//! `build`'s harness step: which harness each pair runs under. A hand-written harness (found
+//! as verify finds them) wins; else, with `[harness] infer = true` (the default), one is
+//! inferred from the host code (`harness::infer`) and written to
+//! `<output>/harnesses/inferred/<pair-id>.toml` (every pair's, complete or not, so a person
+//! can review it and promote it beside the kernels as a hand-written one); a complete
+//! inferred harness is used; else an LLM-completed one (`<output>/harnesses/llm/` or
+//! `[harness] llm_dir`, as `harness complete -o DIR` writes them). Each pair records the
+//! origin (`harness_origin`) and, where a GPU ran it, the self-check result; an inferred or
+//! LLM harness that fails its self-check stops its pair as `harness_error` before any
+//! timing (a hand-written one is only reported: a person vouched for it).
+
+use super::config::{HarnessSettings, SuiteKind, SuiteSpec};
+use crate::harness::infer::{self, InferOptions};
+use crate::harness::selfcheck::{CheckResult, Report};
+use crate::record::{HarnessOrigin, HarnessProvenance, Pair, Record, Status, Verification};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where inferred harnesses go, under the build's output folder.
+pub const INFERRED_DIR: &str = "harnesses/inferred";
+/// Where LLM-completed harnesses go (and are looked for), under the output folder.
+pub const LLM_DIR: &str = "harnesses/llm";
+
+/// What the harness step chose, counted for the build table.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Chosen {
+    pub counts: BTreeMap<String, usize>,
+    pub notes: Vec<String>,
+}
+
+/// The suite root a unit's host code lives under: the first folder suite holding its
+/// launch file (or, without a launch site, its own file).
+pub fn root_for<'a>(suites: &'a [SuiteSpec], pair: &Pair) -> Option<&'a Path> {
+    let u = &pair.fast;
+    let mut files: Vec<&str> = u.launch_sites.iter().map(|s| s.path.as_str()).collect();
+    files.push(u.path.as_str());
+    suites
+        .iter()
+        .filter(|s| s.kind != SuiteKind::Records && s.path.is_dir())
+        .find(|s| files.iter().any(|f| s.path.join(f).is_file()))
+        .map(|s| s.path.as_path())
+}
+
+/// A hand-written harness for `pair` exists (or one is named and broken: verify reports it).
+fn has_hand(pair: &Pair, hand_dirs: &[PathBuf]) -> bool {
+    let mut ip = pair.clone();
+    if ip.slow.is_pending() {
+        ip.slow = crate::record::Slow::natural(ip.fast.clone());
+    }
+    // A harness chosen by an earlier build is not a hand-written one.
+    if ip
+        .harness_origin
+        .as_ref()
+        .is_some_and(|h| h.origin != HarnessOrigin::Hand)
+    {
+        ip.harness = None;
+    }
+    let base = hand_dirs.first().cloned().unwrap_or_default();
+    !matches!(
+        crate::verify::resolve::prepare(&ip, &base, hand_dirs, None),
+        Err((Status::NoHarness, _))
+    )
+}
+
+fn set_origin(p: &mut Pair, origin: HarnessOrigin) {
+    let keep = p
+        .harness_origin
+        .as_ref()
+        .filter(|h| h.origin == origin)
+        .cloned();
+    p.harness_origin = Some(keep.unwrap_or(HarnessProvenance {
+        origin,
+        selfcheck_pass: None,
+        selfcheck_failure: None,
+    }));
+}
+
+/// Choose every pair's harness (see the module doc). `hand_dirs`: verify's harness folders
+/// and the suite folders; `out`: the build's output folder.
+pub fn choose(
+    records: &mut [Record],
+    suites: &[SuiteSpec],
+    hand_dirs: &[PathBuf],
+    out: &Path,
+    s: &HarnessSettings,
+) -> Chosen {
+    let mut c = Chosen::default();
+    let inferred_dir = out.join(INFERRED_DIR);
+    let mut llm_dirs = vec![out.join(LLM_DIR)];
+    llm_dirs.extend(s.llm_dir.iter().cloned());
+    let mut write_errors = 0;
+    for r in records.iter_mut() {
+        let Record::Pair(p) = r else { continue };
+        if p.identical {
+            continue;
+        }
+        if has_hand(p, hand_dirs) {
+            if p.harness_origin
+                .as_ref()
+                .is_some_and(|h| h.origin != HarnessOrigin::Hand)
+            {
+                p.harness = None;
+            }
+            set_origin(p, HarnessOrigin::Hand);
+            *c.counts.entry("hand".into()).or_default() += 1;
+            continue;
+        }
+        if s.infer {
+            let host = match root_for(suites, p) {
+                Some(root) => infer::load_host(root, &p.fast),
+                None => crate::harness::infer_host::Host::default(),
+            };
+            let inf = infer::infer(p, &host, &InferOptions::default());
+            let path = inferred_dir.join(format!("{}.toml", p.id));
+            let written = std::fs::create_dir_all(&inferred_dir)
+                .and_then(|_| std::fs::write(&path, inf.toml.as_bytes()));
+            if let Err(e) = written {
+                write_errors += 1;
+                tracing::warn!("{}: {e}", path.display());
+            } else if inf.complete() {
+                p.harness = Some(path.display().to_string());
+                set_origin(p, HarnessOrigin::Inferred);
+                *c.counts.entry("inferred".into()).or_default() += 1;
+                continue;
+            } else {
+                *c.counts.entry("inferred_incomplete".into()).or_default() += 1;
+            }
+        }
+        let llm = llm_dirs
+            .iter()
+            .map(|d| d.join(format!("{}.toml", p.id)))
+            .find(|f| f.is_file());
+        match llm {
+            Some(f) => {
+                p.harness = Some(f.display().to_string());
+                set_origin(p, HarnessOrigin::Llm);
+                *c.counts.entry("llm".into()).or_default() += 1;
+            }
+            None => {
+                p.harness_origin = None;
+                *c.counts.entry("none".into()).or_default() += 1;
+            }
+        }
+    }
+    if let Some(k) = c.counts.get("inferred_incomplete") {
+        c.notes.push(format!(
+            "{k} inferred harnesses have TODOs (review them in {INFERRED_DIR}/, or let `harness complete` fill them)"
+        ));
+    }
+    if write_errors > 0 {
+        c.notes.push(format!(
+            "{write_errors} inferred harnesses could not be written to {INFERRED_DIR}/"
+        ));
+    }
+    c
+}
+
+/// What the LLM completion of the build's harness step did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Completed {
+    pub done: usize,
+    pub failed: usize,
+    pub notes: Vec<String>,
+}
+
+/// Let the synth endpoint complete the inferred harnesses that still have TODOs, for pairs
+/// with no harness (`harness complete`: synth's client, cache and key handling; self-checked
+/// in the repair loop when a GPU is visible). Completed harnesses go to
+/// `<out>/harnesses/llm/<pair-id>.toml`; one already there is kept (a person may have
+/// edited it).
+pub fn complete_missing(
+    records: &[Record],
+    suites: &[SuiteSpec],
+    out: &Path,
+    s: &HarnessSettings,
+    llm_file: &Path,
+    offline: bool,
+    cache_dir: &Path,
+) -> Completed {
+    use crate::harness::complete::{self, Endpoint, Outcome};
+    let mut c = Completed::default();
+    let todo: Vec<&Pair> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) if !p.identical && p.harness_origin.is_none() => Some(p.as_ref()),
+            _ => None,
+        })
+        .filter(|p| !out.join(LLM_DIR).join(format!("{}.toml", p.id)).exists())
+        .collect();
+    let drafts: Vec<(&Pair, String)> = todo
+        .into_iter()
+        .filter_map(|p| {
+            let d = std::fs::read_to_string(out.join(INFERRED_DIR).join(format!("{}.toml", p.id)))
+                .ok()?;
+            d.contains("\"TODO\"").then_some((p, d))
+        })
+        .collect();
+    if drafts.is_empty() {
+        return c;
+    }
+    let setup = crate::synth::config::LlmFile::read(llm_file)
+        .and_then(crate::synth::config::LlmConfig::from_file)
+        .and_then(|llm| {
+            let client = if offline {
+                None
+            } else {
+                Some(crate::synth::client::Client::new(&llm)?)
+            };
+            Ok((llm, client))
+        });
+    let (llm, client) = match setup {
+        Ok(x) => x,
+        Err(e) => {
+            c.failed = drafts.len();
+            c.notes.push(format!("harness completion: {e:#}"));
+            return c;
+        }
+    };
+    let cache = crate::synth::cache::Cache::new(cache_dir);
+    let ep = Endpoint {
+        llm: &llm,
+        client: client.as_ref(),
+        cache: &cache,
+    };
+    let gpu = matches!(crate::gpu::probe(), crate::gpu::Probe::Ready { .. });
+    let checker = complete::selfcheck_checker(
+        crate::harness::selfcheck::SelfcheckConfig {
+            harness_dirs: Vec::new(),
+            inferred_dir: None,
+            suite_root: None,
+            seeds: 2,
+            timeout: std::time::Duration::from_secs(30),
+            worker_cmd: None,
+            gpus: None,
+            sanitizer: Vec::new(),
+            compute_sanitizer: None,
+        },
+        out.to_path_buf(),
+    );
+    let check: Option<&complete::Checker> = if gpu { Some(&checker) } else { None };
+    let dir = out.join(LLM_DIR);
+    for (p, draft) in drafts {
+        let host = crate::harness::infer_llm::host_excerpt(root_for(suites, p), p);
+        match complete::complete(p, &draft, &host, &ep, s.max_repairs, check) {
+            Outcome::Done {
+                toml, selfchecked, ..
+            } => {
+                let text = format!("{}{toml}", complete::header(&llm.model, selfchecked));
+                let path = dir.join(format!("{}.toml", p.id));
+                match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, text)) {
+                    Ok(()) => c.done += 1,
+                    Err(e) => {
+                        c.failed += 1;
+                        c.notes.push(format!("{}: {e}", path.display()));
+                    }
+                }
+            }
+            Outcome::Failed { reason, .. } => {
+                c.failed += 1;
+                c.notes.push(format!(
+                    "{}/{}: harness not completed: {}",
+                    p.benchmark,
+                    p.kernel,
+                    reason.lines().next().unwrap_or("")
+                ));
+            }
+        }
+    }
+    c
+}
+
+/// The failed check of a self-check report, as `check: first line of detail`.
+fn failure(r: &Report) -> Option<String> {
+    r.checks
+        .iter()
+        .find(|c| c.result == CheckResult::Fail)
+        .map(|c| format!("{}: {}", c.name, c.detail.lines().next().unwrap_or("")))
+}
+
+/// Put self-check reports into the records (by pair id): every pair gets the result in its
+/// provenance; an inferred or LLM harness that failed stops the pair (`harness_error`, not
+/// verified). Returns (passed, failed, stopped).
+pub fn apply_selfcheck(records: &mut [Record], reports: &[Report]) -> (usize, usize, usize) {
+    let by_id: BTreeMap<&str, &Report> = reports.iter().map(|r| (r.pair_id.as_str(), r)).collect();
+    let (mut pass, mut fail, mut stopped) = (0, 0, 0);
+    for r in records.iter_mut() {
+        let Record::Pair(p) = r else { continue };
+        let (Some(rep), Some(h)) = (by_id.get(p.id.as_str()), p.harness_origin.as_mut()) else {
+            continue;
+        };
+        h.selfcheck_pass = Some(rep.pass);
+        h.selfcheck_failure = failure(rep);
+        if rep.pass {
+            pass += 1;
+            continue;
+        }
+        fail += 1;
+        if h.origin != HarnessOrigin::Hand && p.slow.unit().is_some() {
+            stopped += 1;
+            let origin = format!("{:?}", h.origin).to_lowercase();
+            p.verification = Some(Verification {
+                status: Status::HarnessError,
+                reason: format!(
+                    "the {origin} harness failed its self-check ({}): {}",
+                    rep.category.as_deref().unwrap_or("failed"),
+                    h.selfcheck_failure.as_deref().unwrap_or("")
+                ),
+                device: None,
+                evidence: Default::default(),
+                speedup: None,
+                tool_version: crate::verify::engine::tool_version(),
+                flags: vec![],
+            });
+        }
+    }
+    (pass, fail, stopped)
+}
+
+/// Self-check the harnesses of the pairs `build` is about to verify, on the GPU; `None`
+/// without one (the provenance then says nothing about a self-check).
+pub fn selfcheck(pairs: &[Pair], hand_dirs: &[PathBuf], timeout_s: u64) -> Option<Vec<Report>> {
+    if pairs.is_empty() {
+        return Some(Vec::new());
+    }
+    if let crate::gpu::Probe::NoGpu(_) = crate::gpu::probe() {
+        return None;
+    }
+    let cfg = crate::harness::selfcheck::SelfcheckConfig {
+        harness_dirs: hand_dirs.to_vec(),
+        inferred_dir: None,
+        suite_root: None,
+        seeds: 2,
+        timeout: std::time::Duration::from_secs(timeout_s.max(1)),
+        worker_cmd: None,
+        gpus: None,
+        sanitizer: Vec::new(),
+        compute_sanitizer: None,
+    };
+    let base = hand_dirs.first().cloned().unwrap_or_default();
+    // Pairs still waiting for synth are checked as their fast kernel's identity control.
+    Some(crate::harness::selfcheck::selfcheck_pairs(
+        pairs, &base, &cfg,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::selfcheck::checks_from;
+
+    fn report(id: &str, failed: Option<(&'static str, String)>) -> Report {
+        Report {
+            pair_id: id.into(),
+            benchmark: "b".into(),
+            kernel: "k".into(),
+            harness: None,
+            origin: None,
+            pass: failed.is_none(),
+            category: failed.as_ref().map(|_| "crash".to_string()),
+            checks: checks_from(failed),
+            ms: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_selfcheck_stops_inferred_pairs_and_only_reports_hand_ones() {
+        let text = include_str!("../../tests/data/pairs.jsonl");
+        let mut recs: Vec<Record> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<crate::record::Line>(l)
+                    .unwrap()
+                    .record
+            })
+            .filter(|r| matches!(r, Record::Pair(p) if p.slow.unit().is_some()))
+            .take(3)
+            .collect();
+        let origins = [
+            HarnessOrigin::Hand,
+            HarnessOrigin::Inferred,
+            HarnessOrigin::Inferred,
+        ];
+        let mut ids = Vec::new();
+        for (r, o) in recs.iter_mut().zip(origins) {
+            let Record::Pair(p) = r else { unreachable!() };
+            p.verification = None;
+            set_origin(p, o);
+            ids.push(p.id.clone());
+        }
+        let broke = || Some(("runs_clean", "crashed: illegal address".to_string()));
+        let reports = vec![
+            report(&ids[0], broke()),
+            report(&ids[1], broke()),
+            report(&ids[2], None),
+        ];
+        assert_eq!(apply_selfcheck(&mut recs, &reports), (1, 2, 1));
+        let p = |i: usize| match &recs[i] {
+            Record::Pair(p) => p.as_ref().clone(),
+            _ => unreachable!(),
+        };
+        let hand = p(0);
+        assert_eq!(
+            hand.harness_origin.as_ref().unwrap().selfcheck_pass,
+            Some(false)
+        );
+        assert!(
+            hand.verification.is_none(),
+            "a hand harness is only reported"
+        );
+        let bad = p(1);
+        let v = bad.verification.unwrap();
+        assert_eq!(v.status, Status::HarnessError);
+        assert!(
+            v.reason.starts_with(
+                "the inferred harness failed its self-check (crash): runs_clean: crashed"
+            ),
+            "{}",
+            v.reason
+        );
+        let good = p(2);
+        assert_eq!(good.harness_origin.unwrap().selfcheck_pass, Some(true));
+        assert!(good.verification.is_none());
+    }
+}
