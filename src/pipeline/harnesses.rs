@@ -367,11 +367,7 @@ mod tests {
         let text = include_str!("../../tests/data/pairs.jsonl");
         let mut recs: Vec<Record> = text
             .lines()
-            .map(|l| {
-                serde_json::from_str::<crate::record::Line>(l)
-                    .unwrap()
-                    .record
-            })
+            .map(|l| crate::record::upgrade::parse_line(l).unwrap().record)
             .filter(|r| matches!(r, Record::Pair(p) if p.slow.unit().is_some()))
             .take(3)
             .collect();
