@@ -1,27 +1,43 @@
 #!/bin/bash
-# Build everything the device scripts run and pack it into carry/ (git-ignored; the
-# device has no Rust and no network). Suite trees are read from $TREES and travel only
-# inside carry/, never in git. Usage, from the repository root on the development machine:
+# Build everything the device scripts run and pack it into carry/pack.tar.xz (git-ignored;
+# the device has no Rust and no network; the packed tree stays far under the 64 MiB carry
+# limit). Suite trees are read from $TREES and travel only inside the pack, never in git.
+# On the development machine, from the repository root:
 #   TREES=/work/trees bash scripts/carry_prep.sh
-# then on the device: `tar -xJf carry/pack.tar.xz` and the bench scripts (benches/*.sh).
+# On the device: `bash benches/run_all_device.sh gpu-tests|honest|harness` (it unpacks).
 set -eu
 TREES=${TREES:-/work/trees}
 T=${CARGO_TARGET_DIR:-target}
 cargo build --release --locked
-cargo test --release --locked --no-run 2>/dev/null
-rm -rf carry/stage && mkdir -p carry/stage/real
+cargo test --release --locked --no-run >/dev/null 2>&1
+rm -rf carry/stage && mkdir -p carry/stage/real carry/stage/harness
 S=carry/stage
 cp $T/release/kernelpair $S/kernelpair
 # Every test binary with #[ignore] GPU tests, named <test>-test.
-for t in verify harness_infer harness_selfcheck; do
+for t in verify harness_infer harness_selfcheck rodinia_e2e; do
   b=$(ls -t $T/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1 || true)
   [ -n "$b" ] && cp "$b" $S/$t-test
 done
 strip $S/kernelpair $S/*-test
-cp -r fixtures $S/fixtures
-cp -r schemas $S/schemas
+K=$S/kernelpair
+# Real Parboil pairs with the hand-written harnesses (benches/honest.sh, benches/device.sh).
 cp -r extractors/parboil $S/real/harness
-$S/kernelpair extract "$TREES/Parboil" -o $S/real/real.jsonl --no-compile >/dev/null
-$S/kernelpair extract fixtures/parboil -o $S/real/fixtures.jsonl --no-compile >/dev/null
+$K extract "$TREES/Parboil" -o $S/real/real.jsonl --no-compile >/dev/null
+$K extract fixtures/parboil -o $S/real/fixtures.jsonl --no-compile >/dev/null
+# Inferred harnesses (benches/harness_device.sh).
+H=$S/harness
+$K extract "$TREES/gpu-rodinia" -o $H/rodinia.jsonl --no-compile >/dev/null
+cp $S/real/real.jsonl $H/parboil.jsonl
+echo "== inference, all of Rodinia (release binary, 3 runs)"
+for i in 1 2 3; do
+  /usr/bin/time -f "rodinia infer wall %e s user %U s" $K harness infer $H/rodinia.jsonl -o $H/rodinia-inferred --root "$TREES/gpu-rodinia" >/dev/null
+done
+$K harness infer $H/rodinia.jsonl -o $H/rodinia-assumed --root "$TREES/gpu-rodinia" --assume-size 4096 >/dev/null
+$K harness infer $H/parboil.jsonl -o $H/parboil-inferred --root "$TREES/Parboil" >/dev/null
+cp -r extractors/parboil $H/parboil-hand
+python3 benches/infer_compare.py $H/parboil.jsonl $H/parboil-inferred $H/parboil-hand > $H/parboil-compare.md
+tail -1 $H/parboil-compare.md
+echo "complete inferred Rodinia harnesses: strict $(grep -L '"TODO"' $H/rodinia-inferred/*.toml | wc -l), assumed $(grep -L '"TODO"' $H/rodinia-assumed/*.toml | wc -l) of $(ls $H/rodinia-inferred | wc -l)"
+rm -f carry/pack.tar.xz
 tar -C carry/stage -cJf carry/pack.tar.xz .
-du -sh carry/pack.tar.xz
+du -sh carry/stage carry/pack.tar.xz

@@ -83,8 +83,9 @@ fn build_infers_harnesses_writes_them_for_review_and_prefers_hand_then_inferred_
             }
         }
     }
-    // gather_scale and histogram (run script) and path_row are complete; heat_step
-    // (argv) and the cluster kernels (sizes from a file) are not.
+    // gather_scale and histogram (run script) and path_row are complete (heat_step too,
+    // since argv values come from the run script); the cluster kernels (sizes read from a
+    // file) are not.
     let kernels_inferred: Vec<&str> = pairs
         .iter()
         .filter(|p| origin_of(p) == Some(HarnessOrigin::Inferred))
@@ -93,7 +94,7 @@ fn build_infers_harnesses_writes_them_for_review_and_prefers_hand_then_inferred_
     for k in ["gather_scale", "histogram", "path_row"] {
         assert!(kernels_inferred.contains(&k), "{kernels_inferred:?}");
     }
-    assert!(hand > 0 && inf >= 3 && none >= 2, "{hand} {inf} {none}");
+    assert!(hand > 0 && inf >= 3 && none >= 1, "{hand} {inf} {none}");
     // The table row counts the same.
     let row = stderr
         .lines()
