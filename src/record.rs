@@ -477,12 +477,6 @@ impl SynthReason {
     }
 }
 
-impl std::fmt::Display for SynthReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Where a pair's harness came from. `build` prefers hand over inferred over llm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

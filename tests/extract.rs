@@ -567,7 +567,12 @@ fn compile_check_records_results_or_reports_missing_nvrtc_once() {
     // A second run reads the cached results and writes the same file; identical units
     // (the two identical pairs) share one entry.
     let first = std::fs::read(&s.out).unwrap();
-    let entries = std::fs::read_dir(&cache).unwrap().count();
+    // (Results are `<key>.json`; the folder also remembers the NVRTC version.)
+    let entries = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .count();
     assert_eq!(entries, units.len() - 2, "one entry per distinct unit");
     let (code2, _, _) = s.extract(&cache_flag);
     assert_eq!(code2, 0);
@@ -700,5 +705,186 @@ fn llm_c_numbered_kernels_pair_when_parameters_agree() {
             && left[2].contains("const float *"),
         "{}",
         left[2]
+    );
+}
+
+/// A tree of `n` small programs, each a benchmark folder with a build file, a kernel file
+/// and a header of helpers, plus one include folder every program reads.
+fn many_programs(root: &Path, n: usize) {
+    let put = |rel: String, text: String| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    put(
+        "common/scale.cuh".into(),
+        "#define SCALE 3\n__device__ inline float scaled(float x) { return SCALE * x; }\n".into(),
+    );
+    for i in 0..n {
+        put(format!("p{i:04}/Makefile"), "all:\n\tnvcc main.cu\n".into());
+        put(
+            format!("p{i:04}/helpers.h"),
+            format!("__device__ float h{i}(float x) {{ return x + {i}; }}\n"),
+        );
+        put(
+            format!("p{i:04}/main.cu"),
+            format!(
+                "#include \"helpers.h\"\n#include \"../common/scale.cuh\"\n\
+                 __global__ void k{i}(float *out, const float *in, int n) {{\n\
+                 \x20   int t = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                 \x20   if (t < n) out[t] = scaled(h{i}(in[t]));\n}}\n\
+                 __global__ void z{i}(float *out, int n) {{ if (threadIdx.x < n) out[threadIdx.x] = 0; }}\n\
+                 int main() {{ k{i}<<<4, 256>>>(0, 0, 1024); return 0; }}\n"
+            ),
+        );
+    }
+}
+
+/// Start `extract` on `root` and `kill -9` it once its journal holds `at_least` finished
+/// scopes. Returns the entries present after the kill, or `None` when the run finished
+/// before it could be killed.
+fn kill_mid_run(root: &Path, out: &Path, at_least: usize) -> Option<usize> {
+    let mut journal = out.as_os_str().to_owned();
+    journal.push(".journal");
+    let journal = PathBuf::from(journal);
+    // Finished scopes: complete lines of the journal.
+    let entries = || {
+        std::fs::read(&journal)
+            .map(|t| t.iter().filter(|&&b| b == b'\n').count())
+            .unwrap_or(0)
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kernelpair"))
+        .args(["extract", "--no-compile", "-j", "1", "-o"])
+        .arg(out)
+        .arg(root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return None;
+        }
+        if entries() >= at_least {
+            child.kill().unwrap(); // SIGKILL: nothing of the process runs after it
+            child.wait().unwrap();
+            return Some(entries());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// `kill -9` in the middle of `extract` loses no finished benchmark: the journal beside
+/// the output holds every scope finished before the kill, the output is never a
+/// half-written file, and the rerun reuses the journal and ends with exactly the output
+/// of an uninterrupted run (then removes the journal).
+#[test]
+fn kill_9_mid_run_keeps_finished_scopes_and_the_rerun_resumes_to_the_same_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let journal = dir.path().join("out.jsonl.journal");
+    let mut killed = None;
+    let mut programs = 0;
+    // The run must still be going when the journal has a few entries: a slow machine
+    // makes that easier, a fast one may need a bigger tree.
+    for n in [300, 1200, 4000] {
+        let root = dir.path().join(format!("tree{n}"));
+        many_programs(&root, n);
+        let _ = std::fs::remove_file(&journal);
+        let _ = std::fs::remove_file(&out);
+        if let Some(k) = kill_mid_run(&root, &out, 5) {
+            killed = Some((root, k));
+            programs = n;
+            break;
+        }
+    }
+    let Some((root, kept)) = killed else {
+        panic!("extract finished every tree before it could be killed");
+    };
+    let scopes = programs + 1; // the programs and the include folder
+    assert!(
+        (5..scopes).contains(&kept),
+        "killed mid-run: {kept} of {scopes}"
+    );
+    assert!(!out.exists(), "a killed run must leave no output file");
+
+    // The uninterrupted run, elsewhere.
+    let reference = dir.path().join("reference.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", "--no-compile", "-o"])
+        .arg(&reference)
+        .arg(&root)
+        .assert()
+        .success();
+    assert!(!dir.path().join("reference.jsonl.journal").exists());
+
+    // The rerun reuses every kept scope and gives the same bytes.
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", "--no-compile", "-o"])
+        .arg(&out)
+        .arg(&root)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!(
+            "resumed: {kept} of {scopes} benchmark scopes from {}",
+            journal.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(&reference).unwrap(),
+        "the resumed output differs from the uninterrupted one"
+    );
+    assert!(!journal.exists(), "the journal outlived a complete output");
+
+    // What the rerun takes from the journal really is the journal's: a marked entry shows
+    // in the output, and a damaged entry is computed again.
+    std::fs::remove_file(&out).unwrap();
+    let kept = kill_mid_run(&root, &out, 5).expect("the second run was killed too");
+    assert!(kept >= 2);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    let marked = lines
+        .iter()
+        .position(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| !v["result"]["units"].as_array().unwrap().is_empty())
+        })
+        .expect("an entry with units");
+    let mut v: Value = serde_json::from_str(&lines[marked]).unwrap();
+    let src = v["result"]["units"][0]["source"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    v["result"]["units"][0]["source"] = Value::String(format!("{src}// taken from the journal\n"));
+    lines[marked] = v.to_string();
+    let damaged = if marked == 0 { 1 } else { 0 };
+    lines[damaged] = "{\"key\":\"0\",\"result\":{".to_string();
+    std::fs::write(&journal, lines.join("\n")).unwrap();
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["extract", "--no-compile", "-o"])
+        .arg(&out)
+        .arg(&root)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("resumed: {} of {scopes}", kept - 1)),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    // The unit record, and the pair that embeds the unit.
+    assert!(text.contains("// taken from the journal"));
+    let reference = std::fs::read_to_string(&reference).unwrap();
+    assert_eq!(
+        text.replace("// taken from the journal\\n", ""),
+        reference,
+        "only the marked unit differs"
     );
 }

@@ -288,7 +288,9 @@ fn pairs_by_kernel(path: &Path) -> std::collections::BTreeMap<String, Pair> {
 }
 
 fn reason(p: &Pair) -> Option<String> {
-    outcome(p).and_then(|s| s.reason).map(|r| r.to_string())
+    outcome(p)
+        .and_then(|s| s.reason)
+        .map(|r| r.as_str().to_string())
 }
 
 /// What synth recorded for the pair, accepted or not.
@@ -885,7 +887,7 @@ fn real_small_model_end_to_end() {
             if accepted(p) {
                 "accepted".to_string()
             } else {
-                o.reason.unwrap().to_string()
+                o.reason.unwrap().as_str().to_string()
             },
             o.message.as_deref().unwrap_or("")
         );

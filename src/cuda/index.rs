@@ -10,7 +10,7 @@ use regex::Regex;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::LazyLock;
-use tree_sitter::{Node, Parser, QueryCursor, StreamingIterator, Tree};
+use tree_sitter::{Node, Parser, Tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ItemKind {
@@ -723,15 +723,8 @@ fn index_chunk(
     // aggregate, which NVRTC accepts): byte ranges in the chunk and their replacements.
     let mut rewrites: Vec<(usize, usize, String)> = Vec::new();
     {
-        let q = &queries::PORTABILITY;
-        let mut cur = QueryCursor::new();
-        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
-        while let Some(m) = it.next() {
-            for cap in m.captures {
-                if cap.index != q.compound_literal {
-                    continue;
-                }
-                let n = cap.node;
+        for n in queries::compound_literals(root) {
+            {
                 // `T{…}` is C++ already; only the parenthesized C form needs work.
                 if !chunk[n.byte_range()].starts_with('(') {
                     continue;
@@ -838,18 +831,13 @@ fn analyze(
     let mut locals: HashSet<&str> = HashSet::new();
     let mut enumerators: Vec<String> = Vec::new();
     {
-        let q = &queries::DECLARATORS;
-        let mut cur = QueryCursor::new();
-        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
-        while let Some(m) = it.next() {
-            for cap in m.captures {
-                let mut found = Vec::new();
-                declarator_names(cap.node, chunk, &mut found);
-                if cap.index == q.enumerator {
-                    enumerators.extend(found.into_iter().map(str::to_string));
-                } else {
-                    locals.extend(found);
-                }
+        for (node, declared) in queries::declarators(root) {
+            let mut found = Vec::new();
+            declarator_names(node, chunk, &mut found);
+            if declared == queries::Declared::Enumerator {
+                enumerators.extend(found.into_iter().map(str::to_string));
+            } else {
+                locals.extend(found);
             }
         }
     }
@@ -955,16 +943,8 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
     };
     // Function definitions first: the query finds them at the chunk's top level.
     {
-        let q = &queries::FUNCTIONS;
-        let mut cur = QueryCursor::new();
-        let mut it = cur.matches(&q.query, root, chunk.as_bytes());
-        while let Some(m) = it.next() {
-            let get = |i: u32| m.captures.iter().find(|c| c.index == i).map(|c| c.node);
-            let (Some(func), Some(decl), Some(body)) =
-                (get(q.function), get(q.declarator), get(q.body))
-            else {
-                continue;
-            };
+        for f in queries::top_functions(root) {
+            let (func, decl, body) = (f.function, f.declarator, f.body);
             let Some(fd) = function_declarator(decl) else {
                 continue;
             };
@@ -996,7 +976,7 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
                     params_from_list(pl, chunk)
                 };
             }
-            if let Some(tp) = get(q.template_params) {
+            if let Some(tp) = f.template_params {
                 out.template = true;
                 out.template_params = template_params(tp, chunk);
             }
@@ -1248,16 +1228,8 @@ fn find_launches(
     // Where each launch tree-sitter found has its `<<<`.
     let mut covered: HashSet<usize> = HashSet::new();
     if let Some(tree) = parse(chunk) {
-        let q = &queries::LAUNCHES;
-        let mut cur = QueryCursor::new();
-        let mut it = cur.matches(&q.query, tree.root_node(), chunk.as_bytes());
-        while let Some(m) = it.next() {
-            let get = |i: u32| m.captures.iter().find(|c| c.index == i).map(|c| c.node);
-            let (Some(k), Some(cfg), Some(args), Some(call)) =
-                (get(q.kernel), get(q.config), get(q.args), get(q.launch))
-            else {
-                continue;
-            };
+        for l in queries::launches(tree.root_node()) {
+            let (k, cfg, args, call) = (l.kernel, l.config, l.args, l.launch);
             let mut c = cfg.walk();
             let cfg_parts: Vec<String> = cfg
                 .named_children(&mut c)
@@ -1277,7 +1249,7 @@ fn find_launches(
                 make_site(
                     idx,
                     t(k, chunk).rsplit("::").next().unwrap_or(""),
-                    get(q.template_args).map(|n| collapse_ws(t(n, chunk))),
+                    l.template_args.map(|n| collapse_ws(t(n, chunk))),
                     cfg_parts,
                     arg_list,
                     lines.line(start + offset),

@@ -2,7 +2,8 @@
 //!
 //! Two steps, so that a suite is parsed once and isolated many times: [`index_file`]
 //! splits a file into top-level declarations (see [`lex`]), parses each with
-//! tree-sitter-cuda (queries in `queries/*.scm`) and records the names each defines and
+//! tree-sitter-cuda (hand-written tree walks in `queries.rs`, specified by the queries in
+//! `queries/*.scm`) and records the names each defines and
 //! uses; [`isolate`] then computes, over a [`Scope`] of indexed files, the closure of
 //! what one kernel needs and writes it out as a unit that NVRTC compiles alone.
 

@@ -44,6 +44,30 @@ impl CheckCache {
         serde_json::from_str(&text).ok()
     }
 
+    /// The version of the NVRTC library at `lib`, as remembered from an earlier run that
+    /// loaded the same file (same size and modification time). Loading NVRTC costs
+    /// 10–15 ms of relocations, more than a whole warm run on a small tree; with every
+    /// result cached, nothing needs it.
+    fn nvrtc_version(&self, lib: &std::path::Path) -> Option<String> {
+        let dir = self.dir.as_ref()?;
+        let memo: NvrtcMemo =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(NVRTC_MEMO)).ok()?).ok()?;
+        (memo.library == library_identity(lib)?).then_some(memo.version)
+    }
+
+    fn remember_nvrtc_version(&self, lib: &std::path::Path, version: &str) {
+        let (Some(dir), Some(library)) = (&self.dir, library_identity(lib)) else {
+            return;
+        };
+        let memo = NvrtcMemo {
+            library,
+            version: version.to_string(),
+        };
+        let _ = crate::jsonl::write_atomic(&dir.join(NVRTC_MEMO), |w| {
+            serde_json::to_writer(w, &memo).map_err(std::io::Error::other)
+        });
+    }
+
     /// Best effort: a cache that cannot be written only costs a compile next time.
     fn put(&self, key: &str, check: &CompileCheck) {
         let Some(dir) = &self.dir else { return };
@@ -63,17 +87,33 @@ pub fn compile_units(
     cache: &CheckCache,
     tick: &(dyn Fn() + Sync),
 ) -> Result<(), NvrtcError> {
-    let info = nvrtc::load()?;
-    let version = info.version_string();
+    // The version is part of every key: take it from the memo of an earlier run when the
+    // library file is the same, and load NVRTC only when something must be compiled.
+    let lib = nvrtc::find_library().ok_or(NvrtcError::Missing)?;
+    let version = match cache.nvrtc_version(&lib) {
+        Some(v) => v,
+        None => {
+            let v = nvrtc::load()?.version_string();
+            cache.remember_nvrtc_version(&lib, &v);
+            v
+        }
+    };
     let keys: Vec<String> = units.iter().map(|u| check_key(u, arch, &version)).collect();
     let mut unique: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, k) in keys.iter().enumerate() {
         unique.entry(k.as_str()).or_insert(i);
     }
+    let cached: BTreeMap<&str, CompileCheck> = unique
+        .keys()
+        .filter_map(|k| cache.get(k).map(|c| (*k, c)))
+        .collect();
+    if cached.len() < unique.len() {
+        nvrtc::load()?;
+    }
     let done: BTreeMap<&str, CompileCheck> = unique
         .into_par_iter()
         .map(|(key, i)| {
-            let check = cache.get(key).unwrap_or_else(|| {
+            let check = cached.get(key).cloned().unwrap_or_else(|| {
                 let c = std::panic::catch_unwind(|| compile_one(&units[i], arch, &version))
                     .unwrap_or_else(|p| CompileCheck {
                         ok: false,
@@ -116,6 +156,28 @@ pub fn compile_units(
         tick();
     }
     Ok(())
+}
+
+/// File of the NVRTC version memo in the cache folder.
+const NVRTC_MEMO: &str = "nvrtc-version.memo";
+
+/// Which NVRTC library a version was read from.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct NvrtcMemo {
+    library: String,
+    version: String,
+}
+
+/// A library file's path, size and modification time: a new install changes it.
+fn library_identity(lib: &std::path::Path) -> Option<String> {
+    let m = std::fs::metadata(lib).ok()?;
+    let t = m
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    Some(format!("{} {} {t}", lib.display(), m.len()))
 }
 
 /// Everything the result of a check depends on.
@@ -257,6 +319,22 @@ mod tests {
         }
     }
 
+    /// The NVRTC version is remembered per library file, and forgotten when the file
+    /// changes (a new install), so a fully cached run never has to load NVRTC.
+    #[test]
+    fn nvrtc_version_memo_follows_the_library_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libnvrtc.so.13");
+        std::fs::write(&lib, b"one").unwrap();
+        let cache = CheckCache::at(dir.path().join("cc"));
+        assert_eq!(cache.nvrtc_version(&lib), None);
+        cache.remember_nvrtc_version(&lib, "13.0");
+        assert_eq!(cache.nvrtc_version(&lib).as_deref(), Some("13.0"));
+        std::fs::write(&lib, b"another build").unwrap();
+        assert_eq!(cache.nvrtc_version(&lib), None);
+        assert_eq!(CheckCache::none().nvrtc_version(&lib), None);
+    }
+
     #[test]
     fn first_error_line() {
         let log = "k.cu(3): warning: x\nk.cu(4): error: identifier \"q\" is undefined\n";
@@ -314,8 +392,14 @@ mod tests {
         let src = "extern \"C\" __global__ void k(float *x) { x[0] = 2; }";
         let mut units = vec![unit(src, "k"), unit(src, "k")];
         compile_units(&mut units, "sm_90", &cache, &|| {}).unwrap();
-        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        let files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .collect();
         assert_eq!(files.len(), 1, "two equal units, one entry");
+        // The NVRTC version is remembered beside the results.
+        assert!(dir.path().join(NVRTC_MEMO).is_file());
         let mut planted: CompileCheck = units[0].compile.clone().unwrap();
         assert!(planted.ok);
         planted.log = "from the cache".into();

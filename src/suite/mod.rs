@@ -10,6 +10,7 @@
 pub mod compile;
 pub mod desc;
 mod error;
+pub mod journal;
 pub mod pairing;
 pub mod provenance;
 pub mod summary;
@@ -37,7 +38,10 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
 Output: JSONL, one record per line ({\"version\":3,\"type\":…,\"data\":…}): every unit,
 every pair (slow + fast units; Rodinia/generic kernels get an empty slow slot), every
 unpaired kernel with the reason, and every skipped input with the reason. Sorted by
-path and line; the same tree gives the same file.
+path and line; the same tree gives the same file. OUT is written whole (a temporary
+file, then a rename). Each benchmark's results go to OUT.journal as soon as it is done:
+after an interrupted run (kill -9, a crash) the rerun reuses them and gives the same
+output; the journal is removed once OUT is written.
 
 Exit codes:
   0  every file was extracted (an empty output for a tree without kernels is exit 3)
@@ -74,7 +78,8 @@ pub struct ExtractArgs {
     /// or ~/.cache/kernelpair/compile-check).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Compile every unit again instead of reusing cached compile-check results.
+    /// Compile every unit again instead of reusing cached compile-check results, and isolate
+    /// every benchmark again instead of reusing the journal of an interrupted run.
     #[arg(long)]
     pub no_cache: bool,
     /// Keep only the records of shard i of n (0-based, a stable partition by record id).
@@ -96,6 +101,9 @@ pub struct ExtractConfig {
     pub cache: compile::CheckCache,
     /// Show progress bars (stderr is a terminal).
     pub progress: bool,
+    /// Where finished scopes are recorded as they finish (and reused from, after a killed
+    /// run); `None`: no journal.
+    pub journal: Option<journal::Journal>,
 }
 
 impl ExtractConfig {
@@ -127,6 +135,7 @@ impl ExtractConfig {
             jobs: None,
             cache: compile::CheckCache::default_location(),
             progress: false,
+            journal: None,
         })
     }
 
@@ -142,6 +151,12 @@ impl ExtractConfig {
             (None, false) => compile::CheckCache::default_location(),
         };
         c.progress = std::io::stderr().is_terminal();
+        // No journal beside `-` (stdout) or a device (`-o /dev/null`).
+        let device = std::fs::metadata(&a.output).is_ok_and(|m| !m.is_file());
+        if a.output != Path::new("-") && !device {
+            let j = journal::Journal::beside(&a.output);
+            c.journal = Some(if a.no_cache { j.write_only() } else { j });
+        }
         Ok(c)
     }
 }
@@ -180,6 +195,9 @@ pub struct Extraction {
     pub kernel_files: BTreeMap<ScopeKey, usize>,
     /// Skipped inputs per benchmark, for the summary.
     pub skipped_by_benchmark: BTreeMap<String, usize>,
+    /// Scopes (benchmark variants) in the run, and how many came from the journal.
+    pub scopes: usize,
+    pub scopes_from_journal: usize,
 }
 
 impl Extraction {
@@ -221,6 +239,21 @@ fn bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
         .expect("static template")
         .progress_chars("=> ");
     ProgressBar::new(len).with_style(style).with_message(what)
+}
+
+/// Progress of isolation: benchmark scopes done (each is in the journal once counted),
+/// with the kernels they hold and the rate.
+fn scope_bar(show: bool, len: u64) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::default_bar()
+        .template("   isolating [{bar:30}] {pos}/{len} benchmarks, {msg} ({per_sec}) {elapsed} (eta {eta})")
+        .expect("static template")
+        .progress_chars("=> ");
+    ProgressBar::new(len)
+        .with_style(style)
+        .with_message("0 kernels")
 }
 
 /// Run an extraction (the library entry point of `kernelpair extract`).
@@ -294,11 +327,24 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         commit: provenance::git_commit(root),
         licences: &licences,
     };
-    let pb = bar(cfg.progress, 0, "isolating");
-    let iso = units::isolate_all(&ctx, &sources, &scopes, &|n| pb.set_length(n), &|| {
-        pb.inc(1)
-    });
+    let pb = scope_bar(cfg.progress, scopes.len() as u64);
+    let kernels = std::sync::atomic::AtomicUsize::new(0);
+    let stats = journal::JournalStats::default();
+    let iso = units::isolate_all(
+        &ctx,
+        &sources,
+        &scopes,
+        cfg.journal.as_ref(),
+        &stats,
+        &|n| {
+            let k = kernels.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+            pb.set_message(format!("{k} kernels"));
+            pb.inc(1);
+        },
+    );
     pb.finish_and_clear();
+    ex.scopes = scopes.len();
+    ex.scopes_from_journal = stats.reused.load(std::sync::atomic::Ordering::Relaxed);
     ex.units = iso.units;
     ex.skipped.extend(iso.skipped);
     ex.kernel_files = iso.kernel_files;
@@ -543,6 +589,22 @@ pub fn run_extract(args: ExtractArgs) -> anyhow::Result<u8> {
         out.flush()?;
     } else {
         crate::jsonl::write_records(&args.output, &records)?;
+        // The output is whole: the journal of this run has served its purpose.
+        if let Some(j) = &cfg.journal {
+            if let Err(e) = j.remove() {
+                eprintln!("warning: could not remove {}: {e}", j.path().display());
+            }
+        }
+    }
+    if ex.scopes_from_journal > 0 {
+        if let Some(j) = &cfg.journal {
+            eprintln!(
+                "resumed: {} of {} benchmark scopes from {} (an interrupted run)",
+                ex.scopes_from_journal,
+                ex.scopes,
+                j.path().display()
+            );
+        }
     }
     let short = summary::table_of(&ex, Some(summary::SUMMARY_ROWS));
     eprint!("{short}");

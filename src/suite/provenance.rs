@@ -9,7 +9,14 @@ use std::sync::Mutex;
 /// The commit of the git checkout holding `root`, read from `.git` (HEAD, loose refs,
 /// packed-refs; worktrees and submodules via `gitdir:`), else from `git rev-parse HEAD`.
 pub fn git_commit(root: &Path) -> Option<String> {
-    read_git_head(root).or_else(|| {
+    let abs = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    read_git_head(&abs).or_else(|| {
+        // Ask git only where it could know more than the files say (a repository whose
+        // HEAD we could not read, or GIT_DIR): starting git costs a few ms per run.
+        let in_repo = abs.ancestors().any(|d| d.join(".git").exists());
+        if !in_repo && std::env::var_os("GIT_DIR").is_none() {
+            return None;
+        }
         let out = std::process::Command::new("git")
             .arg("-C")
             .arg(root)

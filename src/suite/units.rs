@@ -2,12 +2,15 @@
 //! isolate each kernel within its scope, and attach launch sites and provenance.
 
 use super::desc::ScopeKey;
+use super::journal::{self, Journal, JournalStats, ScopeResult};
 use super::provenance::Licences;
 use super::walk::SourceFile;
 use crate::cuda::{self, FileIndex, Scope};
 use crate::record::{KernelUnit, LaunchSite, Provenance, Skipped, UnitPlace};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 /// The files isolation may look at for one benchmark variant.
 #[derive(Debug, Clone)]
@@ -55,120 +58,194 @@ pub struct UnitContext<'a> {
 }
 
 /// Index every file of every scope, then isolate every kernel of every kernel file.
-/// `tick` is called once per kernel (progress).
+///
+/// Scopes are worked on in parallel, each as soon as a thread is free: its files are
+/// indexed (each file once per run, however many scopes see it), its kernels isolated in
+/// parallel, and the scope's results go to the `journal` at once, so a killed run keeps
+/// every finished scope; a scope the journal already holds is not computed again.
+/// `scope_done(kernels)` is called once per scope (progress).
 pub fn isolate_all(
     ctx: &UnitContext,
     sources: &[SourceFile],
     scopes: &[ScopeFiles],
-    total_kernels: &(dyn Fn(u64) + Sync),
-    tick: &(dyn Fn() + Sync),
+    journal: Option<&Journal>,
+    stats: &JournalStats,
+    scope_done: &(dyn Fn(usize) + Sync),
 ) -> Isolated {
-    // Parse every file once; a shared file's index is cloned into each scope using it.
-    let used: Vec<bool> = {
-        let mut u = vec![false; sources.len()];
-        for s in scopes {
-            for &i in s.members.iter().chain(&s.shared) {
-                u[i] = true;
-            }
-        }
-        u
-    };
-    // A parser fault on one file (a panic) becomes a record naming it; the rest goes on.
-    let indexed: Vec<Option<Result<FileIndex, Skipped>>> = sources
-        .par_iter()
-        .zip(used.par_iter())
-        .map(|(f, &used)| {
-            used.then(|| {
-                std::panic::catch_unwind(|| cuda::index_file(&f.path, &f.text)).map_err(|p| {
-                    Skipped {
-                        path: f.path.clone(),
-                        reason: "parse_failed".into(),
-                        message: format!(
-                            "the CUDA front end failed on this file: {}",
-                            panic_text(&p)
-                        ),
-                    }
-                })
+    // Parse every file once, when a scope first needs it; a shared file's index is cloned
+    // (an `Arc`) into each scope using it. A parser fault on one file (a panic) becomes a
+    // record naming it; the rest goes on.
+    let indexed: Vec<OnceLock<Result<FileIndex, Skipped>>> =
+        sources.iter().map(|_| OnceLock::new()).collect();
+    let index = |i: usize| -> &Result<FileIndex, Skipped> {
+        indexed[i].get_or_init(|| {
+            let f = &sources[i];
+            std::panic::catch_unwind(|| cuda::index_file(&f.path, &f.text)).map_err(|p| Skipped {
+                path: f.path.clone(),
+                reason: "parse_failed".into(),
+                message: format!("the CUDA front end failed on this file: {}", panic_text(&p)),
             })
         })
-        .collect();
-    let mut parse_failures: Vec<Skipped> = Vec::new();
-    let indexed: Vec<Option<FileIndex>> = indexed
-        .into_iter()
-        .map(|r| match r {
-            Some(Ok(i)) => Some(i),
-            Some(Err(s)) => {
-                parse_failures.push(s);
-                None
-            }
-            None => None,
-        })
-        .collect();
-    let maps: Vec<BTreeMap<String, FileIndex>> = scopes
+    };
+    let digests: Vec<OnceLock<String>> = sources.iter().map(|_| OnceLock::new()).collect();
+    let digest = |i: usize| digests[i].get_or_init(|| journal::file_digest(&sources[i].text));
+    let open = journal.map(|j| (j, j.open()));
+    let results: Vec<ScopeResult> = scopes
         .par_iter()
         .map(|s| {
-            s.members
-                .iter()
-                .chain(&s.shared)
-                .filter_map(|&i| indexed[i].as_ref())
-                .map(|idx| (idx.path().to_string(), idx.clone()))
-                .collect()
-        })
-        .collect();
-    // One task per kernel of a kernel file inside its own scope (or of a header outside
-    // every scope, in the first scope reaching it).
-    let mut kernel_tasks: Vec<(usize, usize, usize)> = Vec::new();
-    let mut kernel_files = BTreeMap::new();
-    for (si, s) in scopes.iter().enumerate() {
-        let mut n = 0;
-        let kernel_files_of = s
-            .members
-            .iter()
-            .zip(&s.kernel_member)
-            .filter(|(_, k)| **k)
-            .map(|(f, _)| f)
-            .chain(&s.kernel_reached);
-        for &fi in kernel_files_of {
-            let path = &sources[fi].path;
-            let count = maps[si].get(path).map(|i| i.kernels().len()).unwrap_or(0);
-            if count > 0 || path.ends_with(".cu") {
-                n += 1;
+            let key = open
+                .as_ref()
+                .map(|(j, o)| (o, scope_key(j, ctx, s, sources, &digest)));
+            if let Some((j, k)) = &key {
+                if let Some(mut r) = j.get(k) {
+                    // Provenance is read from the tree now (a LICENSE file may have
+                    // changed without touching the scope's sources).
+                    for u in &mut r.units {
+                        let kernel_files = s.members.iter().chain(&s.kernel_reached);
+                        if let Some(f) = kernel_files
+                            .map(|&i| &sources[i])
+                            .find(|f| f.path == u.path)
+                        {
+                            u.provenance = provenance(ctx, f);
+                        }
+                    }
+                    stats.reused.fetch_add(1, Ordering::Relaxed);
+                    scope_done(r.units.len());
+                    return r;
+                }
             }
-            kernel_tasks.extend((0..count).map(|k| (si, fi, k)));
-        }
-        *kernel_files.entry(s.key.clone()).or_insert(0) += n;
-    }
-    total_kernels(kernel_tasks.len() as u64);
-    let results: Vec<Result<KernelUnit, Skipped>> = kernel_tasks
-        .par_iter()
-        .map(|&(si, fi, k)| {
-            let r = std::panic::catch_unwind(|| {
-                make_unit(ctx, &scopes[si], &maps[si], &sources[fi], k)
-            })
-            .unwrap_or_else(|p| {
-                Err(Skipped {
-                    path: sources[fi].path.clone(),
-                    reason: "isolation_failed".into(),
-                    message: format!("kernel #{k}: isolation failed: {}", panic_text(&p)),
-                })
-            });
-            tick();
+            let r = isolate_scope(ctx, s, sources, &index);
+            if let Some((j, k)) = &key {
+                j.put(k, &r);
+                stats.written.fetch_add(1, Ordering::Relaxed);
+            }
+            scope_done(r.units.len());
             r
         })
         .collect();
     let mut units = Vec::new();
-    let mut skipped = parse_failures;
-    for r in results {
-        match r {
-            Ok(u) => units.push(u),
-            Err(s) => skipped.push(s),
+    let mut parse_failed: BTreeMap<String, Skipped> = BTreeMap::new();
+    let mut isolation_failed = Vec::new();
+    let mut kernel_files = BTreeMap::new();
+    for (s, r) in scopes.iter().zip(results) {
+        units.extend(r.units);
+        isolation_failed.extend(r.isolation_failed);
+        for p in r.parse_failed {
+            parse_failed.entry(p.path.clone()).or_insert(p);
         }
+        *kernel_files.entry(s.key.clone()).or_insert(0) += r.kernel_files;
     }
+    let mut skipped: Vec<Skipped> = parse_failed.into_values().collect();
+    skipped.extend(isolation_failed);
     units.sort_by(|a, b| (&a.path, a.line, &a.kernel).cmp(&(&b.path, b.line, &b.kernel)));
     Isolated {
         units,
         skipped,
         kernel_files,
+    }
+}
+
+/// Everything a scope's results depend on, as a journal key.
+fn scope_key<'a>(
+    j: &Journal,
+    ctx: &UnitContext,
+    s: &ScopeFiles,
+    sources: &'a [SourceFile],
+    digest: &(dyn Fn(usize) -> &'a String + Sync),
+) -> String {
+    let mut parts: Vec<String> = vec![
+        ctx.suite.to_string(),
+        s.key.benchmark.clone(),
+        s.key.variant.clone(),
+        s.key.dir.clone(),
+        s.include_dirs.join("\n"),
+    ];
+    let kernel = s
+        .members
+        .iter()
+        .zip(&s.kernel_member)
+        .map(|(&i, &k)| (i, if k { "member kernel" } else { "member" }));
+    let shared = s.shared.iter().map(|&i| (i, "shared"));
+    let reached = s.kernel_reached.iter().map(|&i| (i, "reached kernel"));
+    for (i, role) in kernel.chain(shared).chain(reached) {
+        let f = &sources[i];
+        parts.push(format!(
+            "{role} {} {} {}",
+            f.path,
+            f.decoded_from.unwrap_or("utf-8"),
+            digest(i)
+        ));
+    }
+    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+    j.key(&refs)
+}
+
+/// Index a scope's files and isolate each kernel of its kernel files.
+fn isolate_scope<'a>(
+    ctx: &UnitContext,
+    s: &ScopeFiles,
+    sources: &[SourceFile],
+    index: &(dyn Fn(usize) -> &'a Result<FileIndex, Skipped> + Sync),
+) -> ScopeResult {
+    let files: Vec<usize> = s.members.iter().chain(&s.shared).copied().collect();
+    files.par_iter().for_each(|&i| {
+        index(i);
+    });
+    let mut r = ScopeResult::new();
+    let mut map: BTreeMap<String, FileIndex> = BTreeMap::new();
+    for &i in &files {
+        match index(i) {
+            Ok(idx) => {
+                map.insert(idx.path().to_string(), idx.clone());
+            }
+            Err(skip) => r.parse_failed.push(skip.clone()),
+        }
+    }
+    // One task per kernel of a kernel file inside its own scope (or of a header outside
+    // every scope, in the first scope reaching it).
+    let mut tasks: Vec<(usize, usize)> = Vec::new();
+    let kernel_files_of = s
+        .members
+        .iter()
+        .zip(&s.kernel_member)
+        .filter(|(_, k)| **k)
+        .map(|(f, _)| f)
+        .chain(&s.kernel_reached);
+    for &fi in kernel_files_of {
+        let path = &sources[fi].path;
+        let count = map.get(path).map(|i| i.kernels().len()).unwrap_or(0);
+        if count > 0 || path.ends_with(".cu") {
+            r.kernel_files += 1;
+        }
+        tasks.extend((0..count).map(|k| (fi, k)));
+    }
+    let results: Vec<Result<KernelUnit, Skipped>> = tasks
+        .par_iter()
+        .map(|&(fi, k)| {
+            std::panic::catch_unwind(|| make_unit(ctx, s, &map, &sources[fi], k)).unwrap_or_else(
+                |p| {
+                    Err(Skipped {
+                        path: sources[fi].path.clone(),
+                        reason: "isolation_failed".into(),
+                        message: format!("kernel #{k}: isolation failed: {}", panic_text(&p)),
+                    })
+                },
+            )
+        })
+        .collect();
+    for res in results {
+        match res {
+            Ok(u) => r.units.push(u),
+            Err(skip) => r.isolation_failed.push(skip),
+        }
+    }
+    r
+}
+
+fn provenance(ctx: &UnitContext, file: &SourceFile) -> Provenance {
+    Provenance {
+        commit: ctx.commit.clone(),
+        licence: ctx.licences.for_file(&file.path, &file.text),
     }
 }
 
@@ -204,10 +281,7 @@ fn make_unit(
     };
     let mut unit = KernelUnit::new(place, iso);
     unit.launch_sites = launch_sites;
-    unit.provenance = Provenance {
-        commit: ctx.commit.clone(),
-        licence: ctx.licences.for_file(&file.path, &file.text),
-    };
+    unit.provenance = provenance(ctx, file);
     if let Some(enc) = file.decoded_from {
         unit.diagnostics.push(crate::record::Diagnostic::new(
             crate::record::Level::Info,

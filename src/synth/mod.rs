@@ -419,7 +419,7 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
         for r in &o.rejections {
             *report
                 .rejected_answers
-                .entry(r.reason.to_string())
+                .entry(r.reason.as_str().to_string())
                 .or_default() += 1;
         }
         if matches!(pair.slow, Slow::Synthesized { .. }) {
