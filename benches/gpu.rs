@@ -35,7 +35,7 @@ fn job_for(dir: &Path, options: RunOptions, g: &Gpu) -> Job {
     };
     Job {
         pair_id: p.id.clone(),
-        slow: src(p.slow.as_ref().expect("slow")),
+        slow: src(p.slow.unit().expect("slow")),
         fast: src(&p.fast),
         harness: path,
         sets,

@@ -31,7 +31,7 @@ for line in open(sys.argv[1]):
         continue
     sp = v.get("speedup") or {}
     per = [(t.get("size_set"), t.get("speedup")) for t in (v.get("evidence") or {}).get("timings", [])]
-    rows.append((p["fast"]["path"].split("/")[-1], p["slow"]["kernel"], p["fast"]["kernel"], p["rule"], st,
+    rows.append((p["fast"]["path"].split("/")[-1], p["slow"]["unit"]["kernel"], p["fast"]["kernel"], p["rule"], st,
                  sp.get("median"), sp.get("ci_low"), sp.get("ci_high"), v.get("reason", "")[:120], per))
 print("| file | slow | fast | rule | status | speedup | 95% CI | reason |")
 print("|---|---|---|---|---|---|---|---|")

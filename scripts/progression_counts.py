@@ -25,7 +25,7 @@ def main():
             f = d["fast"]["path"]
             per_file[f][d["rule"]] += 1
             per_file[f]["identical"] += d.get("identical", False)
-            pairs[f].append((d["slow"]["kernel"], d["fast"]["kernel"], d["rule"]))
+            pairs[f].append((d["slow"]["unit"]["kernel"], d["fast"]["kernel"], d["rule"]))
         elif rec["type"] == "unpaired":
             left[d["path"]].append((d["kernel"], d["reason"]))
     total = collections.Counter()

@@ -1,6 +1,7 @@
 //! Reading and writing record files: JSONL with atomic replacement, so a crash never
 //! leaves a half-written output behind.
 
+use crate::record::upgrade::{self, LineError};
 use crate::record::{Line, Record, RECORD_VERSION};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -16,6 +17,13 @@ pub enum JsonlError {
     },
     #[error("{path}:{line}: not a kernelpair record: {message}")]
     Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    /// An older record version that cannot be converted (the message names the version).
+    #[error("{path}:{line}: {message}")]
+    Old {
         path: PathBuf,
         line: usize,
         message: String,
@@ -43,18 +51,23 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, JsonlError> {
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: Line = serde_json::from_str(&line).map_err(|e| JsonlError::Parse {
-            path: path.to_path_buf(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        if parsed.version > RECORD_VERSION {
-            return Err(JsonlError::Version {
+        let parsed = upgrade::parse_line(&line).map_err(|e| match e {
+            LineError::Newer(found) => JsonlError::Version {
                 path: path.to_path_buf(),
                 line: i + 1,
-                found: parsed.version,
-            });
-        }
+                found,
+            },
+            LineError::Parse(message) => JsonlError::Parse {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message,
+            },
+            e @ LineError::Old { .. } => JsonlError::Old {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message: e.to_string(),
+            },
+        })?;
         out.push(parsed.record);
     }
     Ok(out)
@@ -162,12 +175,24 @@ mod tests {
         assert_eq!(read_records(&p).unwrap(), recs);
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(
-            text.starts_with(r#"{"version":2,"type":"skipped","data":{"#),
+            text.starts_with(r#"{"version":3,"type":"skipped","data":{"#),
             "{text}"
         );
         std::fs::write(&p, format!("{text}\n{{oops\n")).unwrap();
         let err = read_records(&p).unwrap_err().to_string();
-        assert!(err.contains("out.jsonl:3:"), "{err}");
+        assert!(
+            err.contains("out.jsonl:3: not a kernelpair record: "),
+            "{err}"
+        );
+        assert!(!err.contains("record: not a"), "said once: {err}");
+        // An old pair line that cannot be converted names its line and version.
+        let old = r#"{"version":2,"type":"pair","data":{"id":"x","origin":{"kind":"natural"}}}"#;
+        std::fs::write(&p, format!("{text}{old}\n")).unwrap();
+        let err = read_records(&p).unwrap_err().to_string();
+        assert!(
+            err.contains("out.jsonl:2: record version 2 cannot be converted to version 3"),
+            "{err}"
+        );
         // No temp files left behind.
         let left: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().collect();
         assert_eq!(left.len(), 1);

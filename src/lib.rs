@@ -23,6 +23,6 @@ pub mod synth;
 pub mod verify;
 
 pub use record::{
-    Diagnostic, Features, KernelUnit, LaunchSite, Line, Origin, Pair, Param, Record, Status,
+    Diagnostic, Features, KernelUnit, LaunchSite, Line, Pair, PairRule, Param, Record, Status,
     Verification,
 };

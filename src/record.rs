@@ -1,8 +1,10 @@
 //! The records every stage reads and writes: one versioned JSONL line per record.
 //!
-//! A line is `{"version":2,"type":"unit"|"pair"|"unpaired"|"skipped","data":{…}}`.
+//! A line is `{"version":3,"type":"unit"|"pair"|"unpaired"|"skipped","data":{…}}`.
 //! Each stage reads lines it understands and passes the others through, so a
 //! file can be fed from one stage to the next without loss.
+
+pub mod upgrade;
 
 pub use crate::evidence::{Evidence, Speedup};
 use serde::{Deserialize, Serialize};
@@ -12,7 +14,10 @@ use std::collections::BTreeMap;
 /// Version of the JSONL record format; bumped on any incompatible change.
 /// 2: `Verification.evidence` is typed ([`Evidence`]). Version 1 files read as they
 /// are: what verify wrote there has the same layout.
-pub const RECORD_VERSION: u32 = 2;
+/// 3: a pair's slow slot is one [`Slow`] (no `origin`, no top-level `synth`), its `rule`
+/// and synth reasons are enums, and synth keeps the pair id. Version 1 and 2 pair lines
+/// are converted on read ([`upgrade`]).
+pub const RECORD_VERSION: u32 = 3;
 
 /// One line of a kernelpair JSONL file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +89,67 @@ pub struct KernelUnit {
     pub compile: Option<CompileCheck>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The parts of a unit that come from the kernel's text: what isolation (extract,
+/// validate) or synth's parse of an answer finds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitBody {
+    pub kernel: String,
+    pub line: u32,
+    pub params: Vec<Param>,
+    pub template_params: Vec<String>,
+    /// The unit: compiles alone under NVRTC (unless a diagnostic says why not).
+    pub source: String,
+    /// Name to look the kernel up by: the plain name (`extern "C"`), or for a template
+    /// kernel its name, to which the verify stage adds `<…>`.
+    pub symbol: String,
+    pub pulled: Pulled,
+    pub features: Features,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Where a unit comes from: with the kernel's name and source, what its id hashes.
+#[derive(Debug, Clone, Copy)]
+pub struct UnitPlace<'a> {
+    pub suite: &'a str,
+    pub benchmark: &'a str,
+    pub variant: &'a str,
+    pub path: &'a str,
+}
+
+impl KernelUnit {
+    /// The one way a unit is made (extract, validate and synth all come here), so the id
+    /// always hashes the same fields. Launch sites, provenance and the compile check are
+    /// the caller's to add.
+    pub fn new(place: UnitPlace, body: UnitBody) -> KernelUnit {
+        KernelUnit {
+            id: content_id(&[
+                place.suite,
+                place.benchmark,
+                place.variant,
+                place.path,
+                &body.kernel,
+                &body.source,
+            ]),
+            suite: place.suite.into(),
+            benchmark: place.benchmark.into(),
+            variant: place.variant.into(),
+            path: place.path.into(),
+            line: body.line,
+            kernel: body.kernel,
+            params: body.params,
+            template_params: body.template_params,
+            source: body.source,
+            symbol: body.symbol,
+            pulled: body.pulled,
+            features: body.features,
+            launch_sites: vec![],
+            provenance: Provenance::default(),
+            compile: None,
+            diagnostics: body.diagnostics,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -218,18 +284,18 @@ impl Diagnostic {
 /// A slow/fast pair (the slow slot may await synthesis).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pair {
-    /// Content hash over the two units' ids (the slow id is empty while the slot is empty).
+    /// Content hash over the two units' ids; a pair made pending keeps its id (over the
+    /// fast unit alone) when synth fills the slot, so a pair is one id through every stage.
     pub id: String,
     pub suite: String,
     pub benchmark: String,
     /// The kernel name of the fast unit.
     pub kernel: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slow: Option<KernelUnit>,
+    /// The slow kernel, or why there is none yet.
+    pub slow: Slow,
     pub fast: KernelUnit,
-    pub origin: Origin,
-    /// Which pairing rule matched (`name_and_params`, `name`, `sole_kernel_in_file_role`, …).
-    pub rule: String,
+    /// Which pairing rule matched.
+    pub rule: PairRule,
     /// The two kernels are identical after normalization: a control, never a training pair.
     #[serde(default)]
     pub identical: bool,
@@ -246,9 +312,169 @@ pub struct Pair {
     pub harness_origin: Option<HarnessProvenance>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
-    /// What the synth stage did for this pair's slow slot (accepted or why not).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub synth: Option<SynthOutcome>,
+}
+
+/// A pair's slow slot: the only ways it can be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Slow {
+    /// No slow kernel yet; the synth stage fills it. `rejected` is synth's account of its
+    /// last try, when one was made and failed.
+    Pending {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rejected: Option<Box<SynthOutcome>>,
+    },
+    /// The slow kernel comes from the suite (or a contributed folder).
+    Natural { unit: Box<KernelUnit> },
+    /// The slow kernel was written by an LLM and passed synth's checks (still unverified).
+    Synthesized {
+        unit: Box<KernelUnit>,
+        outcome: Box<SynthOutcome>,
+    },
+}
+
+impl Slow {
+    /// A slot awaiting synthesis, never tried.
+    pub const PENDING: Slow = Slow::Pending { rejected: None };
+
+    pub fn natural(unit: KernelUnit) -> Slow {
+        Slow::Natural {
+            unit: Box::new(unit),
+        }
+    }
+
+    /// The slow kernel, when there is one.
+    pub fn unit(&self) -> Option<&KernelUnit> {
+        match self {
+            Slow::Pending { .. } => None,
+            Slow::Natural { unit } | Slow::Synthesized { unit, .. } => Some(unit),
+        }
+    }
+
+    pub fn unit_mut(&mut self) -> Option<&mut KernelUnit> {
+        match self {
+            Slow::Pending { .. } => None,
+            Slow::Natural { unit } | Slow::Synthesized { unit, .. } => Some(unit),
+        }
+    }
+
+    pub fn is_pending(&self) -> bool {
+        matches!(self, Slow::Pending { .. })
+    }
+
+    /// What synth did for this slot: its accepted outcome or its last rejection.
+    pub fn synth_outcome(&self) -> Option<&SynthOutcome> {
+        match self {
+            Slow::Pending { rejected } => rejected.as_deref(),
+            Slow::Natural { .. } => None,
+            Slow::Synthesized { outcome, .. } => Some(outcome),
+        }
+    }
+
+    /// The word export and reports use for the slot's origin.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Slow::Pending { .. } => "pending",
+            Slow::Natural { .. } => "natural",
+            Slow::Synthesized { .. } => "synthesized",
+        }
+    }
+}
+
+/// The rule that paired two kernels (or left the slow slot pending).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairRule {
+    /// Variant folders: same kernel name and parameter types.
+    NameAndParams,
+    /// Variant folders: same kernel name.
+    Name,
+    /// Variant folders: the sole kernel of files in the same role.
+    RenamedSoleKernel,
+    /// No naive variant: the slot awaits synthesis.
+    NoNaiveVariant,
+    /// Numbered progression in one folder: each step against the one before.
+    ProgressionStep,
+    /// Numbered progression: each step against the first.
+    ProgressionFromFirst,
+    /// A `naive`/`optimized` naming pair.
+    NamingPair,
+    /// Host launcher versions in one file: each against the one before.
+    VersionStep,
+    /// Host launcher versions: each against the first.
+    VersionFromFirst,
+    /// A contributed folder (`kernelpair validate`).
+    Validate,
+}
+
+impl PairRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PairRule::NameAndParams => "name_and_params",
+            PairRule::Name => "name",
+            PairRule::RenamedSoleKernel => "renamed_sole_kernel",
+            PairRule::NoNaiveVariant => "no_naive_variant",
+            PairRule::ProgressionStep => "progression_step",
+            PairRule::ProgressionFromFirst => "progression_from_first",
+            PairRule::NamingPair => "naming_pair",
+            PairRule::VersionStep => "version_step",
+            PairRule::VersionFromFirst => "version_from_first",
+            PairRule::Validate => "validate",
+        }
+    }
+}
+
+impl std::fmt::Display for PairRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why synth rejected an answer or gave up on a pair: the checks' reasons and the
+/// transport's. The string forms are stable: they are recorded in outputs and counted
+/// in summaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SynthReason {
+    NoCodeBlock,
+    ParseError,
+    KernelMissing,
+    SignatureMismatch,
+    HostCode,
+    ArtificialSlowdown,
+    SameAsFast,
+    CompileError,
+    NvrtcUnavailable,
+    LlmUnreachable,
+    LlmTimeout,
+    LlmRateLimited,
+    LlmServerError,
+    LlmRequestRejected,
+    LlmMalformedResponse,
+    OfflineCacheMiss,
+}
+
+impl SynthReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SynthReason::NoCodeBlock => "no_code_block",
+            SynthReason::ParseError => "parse_error",
+            SynthReason::KernelMissing => "kernel_missing",
+            SynthReason::SignatureMismatch => "signature_mismatch",
+            SynthReason::HostCode => "host_code",
+            SynthReason::ArtificialSlowdown => "artificial_slowdown",
+            SynthReason::SameAsFast => "same_as_fast",
+            SynthReason::CompileError => "compile_error",
+            SynthReason::NvrtcUnavailable => "nvrtc_unavailable",
+            SynthReason::LlmUnreachable => "llm_unreachable",
+            SynthReason::LlmTimeout => "llm_timeout",
+            SynthReason::LlmRateLimited => "llm_rate_limited",
+            SynthReason::LlmServerError => "llm_server_error",
+            SynthReason::LlmRequestRejected => "llm_request_rejected",
+            SynthReason::LlmMalformedResponse => "llm_malformed_response",
+            SynthReason::OfflineCacheMiss => "offline_cache_miss",
+        }
+    }
 }
 
 /// Where a pair's harness came from. `build` prefers hand over inferred over llm.
@@ -273,14 +499,12 @@ pub struct HarnessProvenance {
 }
 
 /// The synth stage's account of one pending pair: kept whether the answer was accepted
-/// or rejected, so every outcome is in the output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// ([`Slow::Synthesized`]) or rejected ([`Slow::Pending`]), so every outcome is in the output.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SynthOutcome {
-    /// A candidate passed every check and fills `slow` (still unverified).
-    pub accepted: bool,
-    /// Reason code of the final failure (`same_as_fast`, `compile_error`, `llm_unreachable`, …).
+    /// Reason of the final failure (a rejected outcome, in [`Slow::Pending`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub reason: Option<SynthReason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     pub model: String,
@@ -301,15 +525,12 @@ pub struct SynthOutcome {
     /// Cost from the configured price table, when one is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
-    /// The pair id before the slot was filled (the journal key of a resumed run).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub pending_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SynthRejection {
     pub attempt: u32,
-    pub reason: String,
+    pub reason: SynthReason,
     pub message: String,
 }
 
@@ -331,25 +552,11 @@ impl TokenUsage {
 }
 
 impl Pair {
+    /// The id of a pair of these units; `None` for a pending slot (the id it keeps once
+    /// synth fills the slot).
     pub fn make_id(slow: Option<&KernelUnit>, fast: &KernelUnit) -> String {
         content_id(&["pair", slow.map(|u| u.id.as_str()).unwrap_or(""), &fast.id])
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Origin {
-    /// Both kernels come from the suite.
-    Natural,
-    /// No slow kernel exists yet; the synth stage fills it.
-    Pending,
-    Synthesized {
-        model: String,
-        prompt_hash: String,
-        attempts: u32,
-        #[serde(default)]
-        checks: Vec<String>,
-    },
 }
 
 /// A kernel that found no partner, and why.

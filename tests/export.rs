@@ -745,7 +745,7 @@ fn source_text_keeps_linkage_the_source_wrote() {
             continue;
         }
         let (_, p) = kernelpair::verify::validate::load_folder(&d).unwrap();
-        for u in [p.slow.as_ref().unwrap(), &p.fast] {
+        for u in [p.slow.unit().unwrap(), &p.fast] {
             let file = std::fs::read_to_string(d.join(&u.path)).unwrap();
             let text = kernelpair::cuda::compile_only::source_text(u);
             let count = |s: &str| s.matches("extern \"C\"").count();

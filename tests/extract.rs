@@ -98,13 +98,13 @@ fn pair_lines(records: &[Value]) -> Vec<String> {
     let mut v: Vec<String> = of_type(records, "pair")
         .iter()
         .map(|p| {
-            let slow = if p["slow"].is_null() {
+            let slow = if p["slow"]["unit"].is_null() {
                 "-".to_string()
             } else {
                 format!(
                     "{}:{}",
-                    p["slow"]["variant"].as_str().unwrap(),
-                    p["slow"]["kernel"].as_str().unwrap()
+                    p["slow"]["unit"]["variant"].as_str().unwrap(),
+                    p["slow"]["unit"]["kernel"].as_str().unwrap()
                 )
             };
             format!(
@@ -179,8 +179,8 @@ fn parboil_fixture_units_pairs_and_unpaired() {
         .all(|u| u["variant"].as_str().unwrap().starts_with("cuda")));
     // Natural pairs carry both units; ids are content hashes.
     for p in of_type(&recs, "pair") {
-        assert_eq!(p["origin"]["kind"], "natural");
-        assert_ne!(p["slow"]["id"], p["fast"]["id"]);
+        assert_eq!(p["slow"]["kind"], "natural");
+        assert_ne!(p["slow"]["unit"]["id"], p["fast"]["id"]);
     }
     // The summary table names every benchmark and the totals.
     for word in ["benchmark", "vecadd", "stencil", "total", "suite: parboil"] {
@@ -257,7 +257,7 @@ fn rodinia_fixture_gives_pending_pairs_only() {
         ]
     );
     for p in of_type(&recs, "pair") {
-        assert_eq!(p["origin"]["kind"], "pending");
+        assert_eq!(p["slow"]["kind"], "pending");
     }
     assert!(of_type(&recs, "unpaired").is_empty());
     // The kernel in a header (.cuh) is found; opencl/ and openmp/ are ignored.
@@ -583,11 +583,11 @@ fn compile_check_records_results_or_reports_missing_nvrtc_once() {
 fn natural_pairs(recs: &[Value]) -> Vec<String> {
     let mut v: Vec<String> = of_type(recs, "pair")
         .iter()
-        .filter(|p| p["origin"]["kind"] == "natural")
+        .filter(|p| p["slow"]["kind"] == "natural")
         .map(|p| {
             format!(
                 "{} -> {} {}",
-                p["slow"]["kernel"].as_str().unwrap(),
+                p["slow"]["unit"]["kernel"].as_str().unwrap(),
                 p["fast"]["kernel"].as_str().unwrap(),
                 p["rule"].as_str().unwrap()
             )
@@ -617,7 +617,7 @@ fn cuda_samples_progressions_pair_inside_files() {
     );
     let pending: Vec<&str> = of_type(&recs, "pair")
         .iter()
-        .filter(|p| p["origin"]["kind"] == "pending")
+        .filter(|p| p["slow"]["kind"] == "pending")
         .map(|p| p["fast"]["kernel"].as_str().unwrap())
         .collect();
     assert_eq!(pending, ["copyMatrix"]);
@@ -681,7 +681,7 @@ fn llm_c_numbered_kernels_pair_when_parameters_agree() {
     // A version's kernels no longer await synthesis; other kernels still do.
     let pending: Vec<&str> = pairs
         .iter()
-        .filter(|p| p["origin"]["kind"] == "pending")
+        .filter(|p| p["slow"]["kind"] == "pending")
         .map(|p| p["fast"]["kernel"].as_str().unwrap())
         .collect();
     assert_eq!(pending, ["scale_forward_kernel4"]);

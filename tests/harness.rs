@@ -3,7 +3,9 @@
 
 use assert_cmd::Command;
 use kernelpair::harness;
-use kernelpair::record::{Features, LaunchSite, Origin, Pair, Param, Provenance, Pulled, Record};
+use kernelpair::record::{
+    Features, LaunchSite, Pair, PairRule, Param, Provenance, Pulled, Record, Slow,
+};
 use kernelpair::KernelUnit;
 use std::path::{Path, PathBuf};
 
@@ -247,17 +249,15 @@ fn write_pair(dir: &Path) -> PathBuf {
         suite: "fixture".into(),
         benchmark: "vadd".into(),
         kernel: "vadd".into(),
-        slow: Some(unit("vadd", "base", site("grid", &defs))),
+        slow: Slow::natural(unit("vadd", "base", site("grid", &defs))),
         fast: unit("vadd", "opt", site("grid", &defs)),
-        origin: Origin::Natural,
-        rule: "name".into(),
+        rule: PairRule::Name,
         identical: false,
         techniques: vec![],
         description: None,
         harness: None,
         harness_origin: None,
         verification: None,
-        synth: None,
     };
     let p = dir.join("pairs.jsonl");
     kernelpair::jsonl::write_records(&p, &[Record::Pair(Box::new(pair))]).unwrap();
@@ -345,17 +345,15 @@ fn locate_finds_fixture_and_parboil_harnesses() {
             suite: "parboil".into(),
             benchmark: bench.into(),
             kernel: kernel.into(),
-            slow: None,
+            slow: Slow::PENDING,
             fast: u,
-            origin: Origin::Natural,
-            rule: "name".into(),
+            rule: PairRule::Name,
             identical: false,
             techniques: vec![],
             description: None,
             harness: None,
             harness_origin: None,
             verification: None,
-            synth: None,
         }
     };
     let fx = root().join("fixtures/parboil");
@@ -481,7 +479,7 @@ fn every_fixture_pair_has_a_harness_that_fits_its_units() {
             None => bad.push(format!("{what}: no harness")),
             Some(f) => {
                 if let Err(e) =
-                    harness::load(&f).and_then(|h| h.check_against(p.slow.as_ref(), &p.fast))
+                    harness::load(&f).and_then(|h| h.check_against(p.slow.unit(), &p.fast))
                 {
                     bad.push(format!("{what}: {e}"));
                 }

@@ -240,7 +240,7 @@ fn verify_uses_inferred_harnesses_where_no_hand_written_one_exists() {
         .into_iter()
         .map(|r| match r {
             Record::Pair(mut p) => {
-                p.slow = Some(p.fast.clone());
+                p.slow = kernelpair::record::Slow::natural(p.fast.clone());
                 Record::Pair(p)
             }
             r => r,

@@ -34,7 +34,7 @@ fn natural_pairs(tree: &Path, out: &Path) -> Vec<Pair> {
         .unwrap()
         .into_iter()
         .filter_map(|r| match r {
-            Record::Pair(p) if p.slow.is_some() => Some(*p),
+            Record::Pair(p) if p.slow.unit().is_some() => Some(*p),
             _ => None,
         })
         .collect()
@@ -74,7 +74,7 @@ fn real_progressions_bind_their_harnesses_and_compile() {
             harnessed += 1;
             let label = format!(
                 "{tree} {} -> {} [{}] ({})",
-                p.slow.as_ref().unwrap().kernel,
+                p.slow.unit().unwrap().kernel,
                 p.fast.kernel,
                 p.rule,
                 path.display()
@@ -95,7 +95,7 @@ fn real_progressions_bind_their_harnesses_and_compile() {
                 continue;
             }
             let h = &found.harness;
-            for (u, ls) in [(p.slow.as_ref().unwrap(), &h.slow), (&p.fast, &h.fast)] {
+            for (u, ls) in [(p.slow.unit().unwrap(), &h.slow), (&p.fast, &h.fast)] {
                 let names: Vec<String> = ls.iter().map(|l| l.kernel.clone()).collect();
                 let err = compiled
                     .entry((u.source.clone(), names.clone()))
@@ -205,7 +205,7 @@ fn real_sample_files_as_validate_folders() {
             continue;
         }
         for (u, ls) in [
-            (p.slow.as_ref().unwrap(), &found.harness.slow),
+            (p.slow.unit().unwrap(), &found.harness.slow),
             (&p.fast, &found.harness.fast),
         ] {
             let names: Vec<String> = ls.iter().map(|l| l.kernel.clone()).collect();

@@ -10,7 +10,7 @@ mod common;
 
 use assert_cmd::Command;
 use common::{all_text, serve};
-use kernelpair::record::{HarnessOrigin, Origin, Pair, Record, Status};
+use kernelpair::record::{HarnessOrigin, Pair, Record, Slow, Status};
 use std::path::{Path, PathBuf};
 
 /// fixtures/rodinia_e2e; `KERNELPAIR_FIXTURES` points at a carried fixtures/ on the device.
@@ -99,23 +99,21 @@ fn gpu_here() -> bool {
 fn assert_up_to_verify(run: &Run, naive_line: &str) -> Pair {
     let out = &run.out;
     let synthesized = the_pair(&out.join("synthesized.jsonl"));
-    let slow = synthesized
-        .slow
-        .as_ref()
-        .expect("synth filled the slow slot");
+    let Slow::Synthesized {
+        unit: slow,
+        outcome,
+    } = &synthesized.slow
+    else {
+        panic!("synth did not fill the slow slot: {:?}", synthesized.slow)
+    };
     assert!(slow.source.contains(naive_line), "{}", slow.source);
-    match &synthesized.origin {
-        Origin::Synthesized {
-            model, attempts, ..
-        } => {
-            assert_eq!(model, "scripted-naive");
-            assert_eq!(
-                *attempts, 1,
-                "accepted at once: it compiled and passed every check"
-            );
-        }
-        o => panic!("origin {o:?}"),
-    }
+    assert_eq!(outcome.model, "scripted-naive");
+    assert_eq!(
+        outcome.attempts, 1,
+        "accepted at once: it compiled and passed every check"
+    );
+    // Filling the slot keeps the pair's id.
+    assert_eq!(synthesized.id, the_pair(&out.join("extracted.jsonl")).id);
     // The harness chosen is the inferred one, written for review, complete.
     let p = the_pair(&out.join("verified.jsonl"));
     let h = p.harness_origin.as_ref().expect("provenance");

@@ -113,20 +113,97 @@ fn schema_rejects_damaged_lines() {
     future["version"] = Value::from(kernelpair::record::RECORD_VERSION + 1);
     let natural = lines
         .iter()
-        .find(|l| l["type"] == "pair" && l["data"]["origin"]["kind"] == "natural")
+        .find(|l| l["type"] == "pair" && l["data"]["slow"]["kind"] == "natural")
         .unwrap();
     let mut natural_without_slow = natural.clone();
-    natural_without_slow["data"]
+    natural_without_slow["data"]["slow"]
         .as_object_mut()
         .unwrap()
-        .remove("slow");
+        .remove("unit");
+    // Version 3 has no `origin`: a current line in the old shape is refused.
+    let mut old_shape = natural.clone();
+    old_shape["data"]["slow"] = natural["data"]["slow"]["unit"].clone();
+    old_shape["data"]["origin"] = serde_json::json!({"kind": "natural"});
+    let mut unknown_rule = natural.clone();
+    unknown_rule["data"]["rule"] = Value::from("by_guess");
     for (what, bad) in [
         ("missing id", no_id),
         ("unknown field", extra),
         ("unit data under type pair", wrong_type),
         ("a version newer than this tool's", future),
         ("natural pair without slow unit", natural_without_slow),
+        ("a version-3 pair in the version-2 shape", old_shape),
+        ("an unknown pairing rule", unknown_rule),
     ] {
         assert!(!v.is_valid(&bad), "schema accepted a line with {what}");
+    }
+}
+
+/// Synth's two outcomes, as the record types write them, are valid version-3 lines; the
+/// version-2 pairs export's fixture was made with are valid too, and read as version 3.
+#[test]
+fn synthesized_and_rejected_slots_and_old_pairs_match_the_schema() {
+    use kernelpair::record::{
+        Line, Record, Slow, SynthOutcome, SynthReason, SynthRejection, RECORD_VERSION,
+    };
+    let v = schema();
+    let lines = extract_lines("rodinia", "rodinia");
+    let pending = lines
+        .iter()
+        .find(|l| l["type"] == "pair" && l["data"]["slow"]["kind"] == "pending")
+        .expect("rodinia pairs are pending");
+    let Record::Pair(p) = serde_json::from_value::<Line>(pending.clone())
+        .unwrap()
+        .record
+    else {
+        panic!("not a pair")
+    };
+    let outcome = SynthOutcome {
+        model: "m".into(),
+        prompt_hash: "h".into(),
+        attempts: 2,
+        rejections: vec![SynthRejection {
+            attempt: 1,
+            reason: SynthReason::CompileError,
+            message: "error: x".into(),
+        }],
+        checks: vec!["compiles".into()],
+        cost_usd: Some(0.01),
+        ..SynthOutcome::default()
+    };
+    let rejected = SynthOutcome {
+        reason: Some(SynthReason::LlmUnreachable),
+        message: Some("connection refused".into()),
+        ..outcome.clone()
+    };
+    for slow in [
+        Slow::Synthesized {
+            unit: Box::new(p.fast.clone()),
+            outcome: Box::new(outcome),
+        },
+        Slow::Pending {
+            rejected: Some(Box::new(rejected)),
+        },
+    ] {
+        let mut q = p.clone();
+        q.slow = slow;
+        let line = serde_json::to_value(Line::new(Record::Pair(q))).unwrap();
+        let errors: Vec<String> = v.iter_errors(&line).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}\n{line}");
+    }
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pairs.jsonl");
+    let text = std::fs::read_to_string(&old).unwrap();
+    for l in text.lines() {
+        let line: Value = serde_json::from_str(l).unwrap();
+        assert_eq!(line["version"], 2);
+        assert!(v.is_valid(&line), "{l}");
+    }
+    let read = kernelpair::jsonl::read_records(&old).unwrap();
+    assert_eq!(read.len(), text.lines().count());
+    // Written again, every line is a valid version-3 line.
+    for r in read {
+        let line = serde_json::to_value(Line::new(r)).unwrap();
+        assert_eq!(line["version"], RECORD_VERSION);
+        assert!(v.is_valid(&line), "{line}");
     }
 }

@@ -4,7 +4,7 @@
 
 use assert_cmd::Command;
 use kernelpair::jsonl::{read_records, write_records};
-use kernelpair::record::{KernelUnit, Origin, Pair, Record, Skipped, Unpaired};
+use kernelpair::record::{KernelUnit, Pair, Record, Skipped, Slow, SynthOutcome, Unpaired};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -207,7 +207,7 @@ fn pending_pair(name: &str) -> Pair {
     let fast = unit(name, "cuda", fast_source(name));
     serde_json::from_value(json!({
         "id": Pair::make_id(None, &fast), "suite": "fixture", "benchmark": "bench",
-        "kernel": name, "fast": fast, "origin": {"kind": "pending"}, "rule": "fixture"
+        "kernel": name, "fast": fast, "slow": {"kind": "pending"}, "rule": "no_naive_variant"
     }))
     .unwrap()
 }
@@ -222,8 +222,7 @@ fn write_input(dir: &Path, names: &[&str]) -> (PathBuf, Vec<Record>) {
     let slow = unit("natural_k", "cuda_base", naive_source("natural_k"));
     let mut natural = pending_pair("natural_k");
     natural.id = Pair::make_id(Some(&slow), &fast);
-    natural.slow = Some(slow);
-    natural.origin = Origin::Natural;
+    natural.slow = Slow::natural(slow);
     recs.push(Record::Pair(Box::new(natural)));
     recs.push(Record::Unit(Box::new(fast)));
     recs.push(Record::Unpaired(Unpaired {
@@ -289,7 +288,18 @@ fn pairs_by_kernel(path: &Path) -> std::collections::BTreeMap<String, Pair> {
 }
 
 fn reason(p: &Pair) -> Option<String> {
-    p.synth.as_ref().and_then(|s| s.reason.clone())
+    outcome(p)
+        .and_then(|s| s.reason)
+        .map(|r| r.as_str().to_string())
+}
+
+/// What synth recorded for the pair, accepted or not.
+fn outcome(p: &Pair) -> Option<&SynthOutcome> {
+    p.slow.synth_outcome()
+}
+
+fn accepted(p: &Pair) -> bool {
+    matches!(p.slow, Slow::Synthesized { .. })
 }
 
 /// Every file under `dir`, recursively.
@@ -430,44 +440,35 @@ fn scripted_server_every_outcome_recorded_retries_cache_and_no_key_leak() {
     ];
     for (k, r) in expect_reason {
         let p = &pairs[k];
-        assert_eq!(reason(p).as_deref(), Some(r), "{k}: {:?}", p.synth);
-        assert!(p.slow.is_none(), "{k}");
-        assert_eq!(p.origin, Origin::Pending, "{k}");
-        assert!(!p.synth.as_ref().unwrap().accepted);
+        assert_eq!(reason(p).as_deref(), Some(r), "{k}: {:?}", p.slow);
+        assert!(p.slow.is_pending(), "{k}");
+        assert!(outcome(p).is_some(), "{k}: the rejection is recorded");
     }
     for k in ["k_good", "k_repair", "k_429", "k_500", "k_timeout"] {
         let p = &pairs[k];
-        let o = p.synth.as_ref().unwrap();
-        assert!(o.accepted, "{k}: {o:?}");
-        let slow = p.slow.as_ref().unwrap();
+        let o = outcome(p).unwrap();
+        assert!(accepted(p), "{k}: {o:?}");
+        let slow = p.slow.unit().unwrap();
         assert_eq!(slow.kernel, k);
         assert_eq!(slow.variant, "synth");
         assert!(slow.compile.as_ref().unwrap().ok);
         assert!(p.verification.is_none(), "synth never verifies");
-        match &p.origin {
-            Origin::Synthesized {
-                model,
-                attempts,
-                checks,
-                prompt_hash,
-            } => {
-                assert_eq!(model, "test-model");
-                assert_eq!(*attempts, if k == "k_repair" { 2 } else { 1 }, "{k}");
-                assert_eq!(checks.last().map(String::as_str), Some("compiles"));
-                assert_eq!(prompt_hash.len(), 16);
-            }
-            o => panic!("{k}: {o:?}"),
-        }
-        assert_eq!(p.id, Pair::make_id(p.slow.as_ref(), &p.fast));
+        assert_eq!(o.model, "test-model");
+        assert_eq!(o.attempts, if k == "k_repair" { 2 } else { 1 }, "{k}");
+        assert_eq!(o.checks.last().map(String::as_str), Some("compiles"));
+        assert_eq!(o.prompt_hash.len(), 16);
+        assert_eq!(o.reason, None, "{k}");
+        // The id is the pending pair's: synth fills the slot, the pair stays one id.
+        assert_eq!(p.id, Pair::make_id(None, &p.fast));
         assert!(
             p.techniques.contains(&"shared_memory".to_string()),
             "{:?}",
             p.techniques
         );
     }
-    let repair = pairs["k_repair"].synth.as_ref().unwrap();
+    let repair = outcome(&pairs["k_repair"]).unwrap();
     assert_eq!(repair.rejections.len(), 1);
-    assert_eq!(repair.rejections[0].reason, "compile_error");
+    assert_eq!(repair.rejections[0].reason.as_str(), "compile_error");
 
     // Retries: per kernel, how many requests the server saw.
     let seen = server.seen();
@@ -627,7 +628,7 @@ fn journal_never_returns_stale_input_fields() {
         pairs["k_good"].fast.provenance.commit.as_deref(),
         Some("0123abc")
     );
-    assert!(pairs["k_good"].synth.as_ref().unwrap().accepted);
+    assert!(accepted(&pairs["k_good"]));
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
     assert_eq!(
@@ -659,9 +660,7 @@ fn unreachable_endpoint_records_every_pair_and_exits_partial() {
     let pairs = pairs_by_kernel(&d.join("out.jsonl"));
     for k in names {
         assert_eq!(reason(&pairs[k]).as_deref(), Some("llm_unreachable"), "{k}");
-        assert!(pairs[k]
-            .synth
-            .as_ref()
+        assert!(outcome(&pairs[k])
             .unwrap()
             .message
             .as_ref()
@@ -768,9 +767,7 @@ fn killed_run_resumes_sending_only_unanswered_requests() {
         assert!(!cached.contains(&key), "re-sent an answered request");
     }
     let pairs = pairs_by_kernel(&d.join("out.jsonl"));
-    assert!(names
-        .iter()
-        .all(|k| pairs[k].synth.as_ref().unwrap().accepted));
+    assert!(names.iter().all(|k| accepted(&pairs[k])));
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["resumed"], journaled);
@@ -834,7 +831,7 @@ fn real_small_model_end_to_end() {
     let pending = read_records(&input)
         .unwrap()
         .iter()
-        .filter(|r| matches!(r, Record::Pair(p) if p.slow.is_none()))
+        .filter(|r| matches!(r, Record::Pair(p) if p.slow.is_pending()))
         .count();
     assert!(pending > 0, "no pending pairs in {}", input.display());
     let llm = d.join("llm.toml");
@@ -872,7 +869,7 @@ fn real_small_model_end_to_end() {
         .unwrap()
         .into_iter()
         .filter_map(|r| match r {
-            Record::Pair(p) if p.synth.is_some() => Some(*p),
+            Record::Pair(p) if outcome(&p).is_some() => Some(*p),
             _ => None,
         })
         .collect();
@@ -882,15 +879,15 @@ fn real_small_model_end_to_end() {
         "every pending pair has a recorded outcome"
     );
     for p in &pairs {
-        let o = p.synth.as_ref().unwrap();
-        assert!(o.accepted || o.reason.is_some(), "{}: {o:?}", p.kernel);
+        let o = outcome(p).unwrap();
+        assert!(accepted(p) || o.reason.is_some(), "{}: {o:?}", p.kernel);
         eprintln!(
             "{:<28} {:<10} {}",
             p.kernel,
-            if o.accepted {
+            if accepted(p) {
                 "accepted".to_string()
             } else {
-                o.reason.clone().unwrap()
+                o.reason.unwrap().as_str().to_string()
             },
             o.message.as_deref().unwrap_or("")
         );

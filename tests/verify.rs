@@ -218,7 +218,7 @@ fn no_gpu_marks_pairs_and_exits_cleanly() {
     recs.push(Record::Pair(Box::new(no_harness.clone())));
     let mut missing = no_harness;
     missing.benchmark = "synth_me".into();
-    missing.slow = None;
+    missing.slow = kernelpair::record::Slow::PENDING;
     recs.push(Record::Pair(Box::new(missing)));
     let input = t.path().join("pairs.jsonl");
     kernelpair::jsonl::write_records(&input, &recs).unwrap();
@@ -256,7 +256,7 @@ fn planted_kernels_compile() {
             continue;
         }
         let (_, p) = load_folder(&d).unwrap();
-        for u in [p.slow.as_ref().unwrap(), &p.fast] {
+        for u in [p.slow.unit().unwrap(), &p.fast] {
             let c = kernelpair::gpu::nvrtc::compile(&kernelpair::gpu::nvrtc::CompileRequest {
                 source: &u.source,
                 name: &u.path,
@@ -366,7 +366,7 @@ fn protocol_and_verification_match_their_schemas() {
     };
     let job = kernelpair::verify::engine::Job {
         pair_id: p.id.clone(),
-        slow: src(p.slow.as_ref().unwrap()),
+        slow: src(p.slow.unit().unwrap()),
         fast: src(&p.fast),
         harness: p.harness.clone().unwrap(),
         sets,
@@ -898,7 +898,7 @@ fn progression_pairs(suite: &str, dir: &Path) -> Vec<kernelpair::record::Pair> {
         .unwrap()
         .into_iter()
         .filter_map(|r| match r {
-            Record::Pair(p) if p.slow.is_some() => Some(*p),
+            Record::Pair(p) if p.slow.unit().is_some() => Some(*p),
             _ => None,
         })
         .collect()
@@ -919,9 +919,9 @@ fn progression_pairs_find_and_pass_their_per_kernel_harnesses() {
             let found = kernelpair::verify::resolve::prepare(p, t.path(), &[], Some(&root))
                 .unwrap_or_else(|e| panic!("{suite} {}: {e:?}", p.id));
             let base = |k: &str| k.split('<').next().unwrap().to_string();
-            let slow = p.slow.as_ref().unwrap();
+            let slow = p.slow.unit().unwrap();
             let h = &found.harness;
-            if p.rule.starts_with("version") {
+            if p.rule.as_str().starts_with("version") {
                 // A version's launches name its kernels, which its unit holds.
                 for (u, ls) in [(slow, &h.slow), (&p.fast, &h.fast)] {
                     for l in ls.iter() {
@@ -970,7 +970,10 @@ fn harness_check_picks_a_progressions_lists() {
     let t = tempfile::tempdir().unwrap();
     let units = t.path().join("llm-c.jsonl");
     let pairs = progression_pairs("llm-c", t.path());
-    let p = pairs.iter().find(|p| p.rule == "progression_step").unwrap();
+    let p = pairs
+        .iter()
+        .find(|p| p.rule == kernelpair::PairRule::ProgressionStep)
+        .unwrap();
     let good = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/llm-c/dev/cuda/harness.scale_forward.toml");
     let check = |h: &Path| {
@@ -1069,7 +1072,7 @@ fn gpu_parboil_fixture_pairs_verify_with_their_features() {
     for r in kernelpair::jsonl::read_records(&out).unwrap() {
         let Record::Pair(p) = r else { continue };
         let Some(v) = &p.verification else { continue };
-        let Some(slow) = &p.slow else { continue };
+        let Some(slow) = p.slow.unit() else { continue };
         let what = format!("{}/{} ({})", p.benchmark, p.fast.variant, p.kernel);
         eprintln!(
             "{what:<44} {:<12} {}",

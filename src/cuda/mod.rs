@@ -18,7 +18,7 @@ mod queries;
 pub mod syntax;
 pub mod texture;
 
-use crate::record::{Diagnostic, Features, LaunchSite, Param, Pulled};
+use crate::record::{Diagnostic, LaunchSite, Param};
 use std::collections::{BTreeMap, HashMap};
 
 pub use inspect::{run_inspect, InspectArgs};
@@ -97,22 +97,8 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// One kernel made self-contained.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IsolatedKernel {
-    pub kernel: String,
-    pub line: u32,
-    pub params: Vec<Param>,
-    pub template_params: Vec<String>,
-    /// The unit: compiles alone under NVRTC (unless a diagnostic says why not).
-    pub source: String,
-    /// Name to look the kernel up by: the plain name (`extern "C"`), or for a template
-    /// kernel its name, to which the verify stage adds `<…>`.
-    pub symbol: String,
-    pub pulled: Pulled,
-    pub features: Features,
-    pub diagnostics: Vec<Diagnostic>,
-}
+/// One kernel made self-contained: the body of a [`crate::record::KernelUnit`].
+pub type IsolatedKernel = crate::record::UnitBody;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CudaError {

@@ -20,7 +20,7 @@ pub struct Merged {
 /// an old unverified copy with a verified one keeps the verified one.
 pub fn progress(r: &Record) -> u8 {
     let Record::Pair(p) = r else { return 0 };
-    match (&p.slow, &p.verification) {
+    match (p.slow.unit(), &p.verification) {
         (_, Some(v)) if v.status == Status::Verified => 5,
         (_, Some(v)) if v.status != Status::NoGpu => 4,
         (_, Some(_)) => 3,

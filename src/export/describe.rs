@@ -18,7 +18,7 @@ pub fn techniques(pair: &Pair) -> Vec<String> {
         source: crate::cuda::compile_only::source_text(u),
         ..u.clone()
     };
-    let slow = pair.slow.as_ref().map(as_written);
+    let slow = pair.slow.unit().map(as_written);
     let fast = as_written(&pair.fast);
     let mut found = crate::synth::techniques::detect_pair(slow.as_ref(), &fast);
     if let Some(slow) = &slow {
@@ -228,7 +228,7 @@ fn measured(v: &Verification, launches: Option<&Launches>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{DeviceInfo, Origin, Speedup};
+    use crate::record::{DeviceInfo, PairRule, Slow, Speedup};
 
     fn unit(src: &str, kernel: &str) -> crate::record::KernelUnit {
         crate::synth::checks::tests::fast_unit(src, kernel)
@@ -243,17 +243,15 @@ mod tests {
             suite: "s".into(),
             benchmark: "b".into(),
             kernel: "k".into(),
-            slow: Some(unit(SLOW, "k")),
+            slow: Slow::natural(unit(SLOW, "k")),
             fast: unit(FAST, "k"),
-            origin: Origin::Natural,
-            rule: "name".into(),
+            rule: PairRule::Name,
             identical: false,
             techniques: vec![],
             description: None,
             harness: None,
             harness_origin: None,
             verification: None,
-            synth: None,
         }
     }
 
@@ -340,14 +338,14 @@ mod tests {
         assert_eq!(rotations(naive), 0);
         assert_eq!(rotations(piped), 2);
         let mut p = pair();
-        p.slow = Some(unit(naive, "k"));
+        p.slow = Slow::natural(unit(naive, "k"));
         p.fast = unit(piped, "k");
         assert_eq!(techniques(&p), ["software_pipelining"]);
         // Same kernel text, the address macro changed: a data layout change.
         let body = "__global__ void k(float* f, int n) {\n  int i = threadIdx.x;\n  f[IDX(i, 1)] = f[IDX(i, 0)];\n}\n";
         let aos = format!("#define IDX(x, e) ((e) + 20 * (x))\n{body}");
         let soa = format!("#define IDX(x, e) ((e) * 4096 + (x))\n{body}");
-        p.slow = Some(unit(&aos, "k"));
+        p.slow = Slow::natural(unit(&aos, "k"));
         p.fast = unit(&soa, "k");
         assert_eq!(techniques(&p), ["data_layout"]);
         let d = describe(&p, &techniques(&p));

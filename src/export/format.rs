@@ -3,7 +3,7 @@
 //! Each format is one serde type; every line carries the same `metadata` object.
 
 use super::template::Templates;
-use crate::record::{Origin, Pair, Speedup, Status, Verification};
+use crate::record::{Pair, Slow, Speedup, Status, Verification};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -249,10 +249,10 @@ pub fn build_sample_with(
     vars.insert("fast_launch", String::new());
     vars.insert("optimization", String::new());
     let rejected = t.assistant.render(&vars);
-    let (origin, model) = match &pair.origin {
-        Origin::Synthesized { model, .. } => ("synthesized", Some(model.clone())),
-        Origin::Natural => ("natural", None),
-        Origin::Pending => ("pending", None),
+    let origin = pair.slow.kind();
+    let model = match &pair.slow {
+        Slow::Synthesized { outcome, .. } => Some(outcome.model.clone()),
+        _ => None,
     };
     Sample {
         system: t.system.render(&vars).trim_end().to_string(),

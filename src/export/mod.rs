@@ -226,7 +226,7 @@ fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
     if p.identical {
         return Some("identical (control pair)".into());
     }
-    let slow = p.slow.as_ref()?;
+    let slow = p.slow.unit()?;
     let status = p.verification.as_ref().map(|v| v.status);
     if status != Some(Status::Verified) && !o.include_unverified {
         return Some(format!(
@@ -289,7 +289,7 @@ pub fn export_preview(
                     .as_ref()
                     .is_none_or(|v| v.status == Status::NoGpu)
                     && !p.identical
-                    && p.slow.as_ref().is_some_and(compiled)
+                    && p.slow.unit().is_some_and(compiled)
                     && compiled(&p.fast)
             }
             _ => false,
@@ -342,7 +342,7 @@ fn export_with(
     let mut samples: Vec<Sample> = Vec::new();
     for p in pairs.values() {
         report.input_pairs += 1;
-        let st = if p.slow.is_none() {
+        let st = if p.slow.is_pending() {
             "missing slow kernel".to_string()
         } else {
             p.verification
@@ -351,7 +351,7 @@ fn export_with(
                 .to_string()
         };
         *input_status.entry(st).or_default() += 1;
-        if p.slow.is_none() && !p.identical {
+        if p.slow.is_pending() && !p.identical {
             *report
                 .excluded
                 .entry("missing slow kernel".into())
@@ -362,7 +362,7 @@ fn export_with(
             *report.excluded.entry(why).or_default() += 1;
             continue;
         }
-        let slow = p.slow.as_ref().expect("checked by exclusion");
+        let slow = p.slow.unit().expect("checked by exclusion");
         samples.push(format::build_sample_with(
             p,
             slow,
@@ -473,7 +473,7 @@ fn export_with(
     for s in &samples {
         let p = pairs[s.metadata.id.as_str()];
         let mut keys = vec![card::LicenceKey::of(p.fast.provenance.licence.as_ref())];
-        if let Some(slow) = &p.slow {
+        if let Some(slow) = p.slow.unit() {
             keys.push(card::LicenceKey::of(slow.provenance.licence.as_ref()));
         }
         keys.sort();

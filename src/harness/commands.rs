@@ -124,8 +124,8 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
                 let result = super::load(f).and_then(|h| {
                     if let Some(p) = &pair {
                         // A progression harness: the pair's two sides' launch lists.
-                        let h = h.for_pair(p.slow.as_ref(), &p.fast)?;
-                        h.check_against(p.slow.as_ref(), &p.fast)?;
+                        let h = h.for_pair(p.slow.unit(), &p.fast)?;
+                        h.check_against(p.slow.unit(), &p.fast)?;
                         return Ok(h);
                     }
                     Ok(h)

@@ -129,7 +129,7 @@ pub fn complete(
             Ok(a) => a,
             Err(e) => {
                 return Outcome::Failed {
-                    reason: format!("{}: {e}", e.reason()),
+                    reason: format!("{}: {e}", e.reason().as_str()),
                     attempts,
                 }
             }

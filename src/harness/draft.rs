@@ -782,7 +782,7 @@ pub fn draft(pair: &Pair) -> String {
             }
         }
     };
-    let same_launch = match &pair.slow {
+    let same_launch = match pair.slow.unit() {
         None => true,
         Some(s) => {
             let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
@@ -790,7 +790,7 @@ pub fn draft(pair: &Pair) -> String {
             a == b && s.symbol == fast.symbol
         }
     };
-    if let Some(slow) = &pair.slow {
+    if let Some(slow) = pair.slow.unit() {
         let same_params = slow.params.len() == fast.params.len()
             && slow
                 .params
@@ -805,7 +805,7 @@ pub fn draft(pair: &Pair) -> String {
         launches.push_str("\n[[launch]]\n");
         note(draft_launch(fast, &sizes, &mut launches));
     } else {
-        if let Some(slow) = &pair.slow {
+        if let Some(slow) = pair.slow.unit() {
             launches.push_str("\n[[variants.slow.launch]]\n");
             note(draft_launch(slow, &sizes, &mut launches));
         }
@@ -898,7 +898,7 @@ pub fn draft(pair: &Pair) -> String {
 mod tests {
     use super::*;
     use crate::harness::tests::unit;
-    use crate::record::Origin;
+    use crate::record::{PairRule, Slow};
 
     fn names<'a>(
         sizes: &'a [String],
@@ -1011,17 +1011,15 @@ mod tests {
             suite: "fixture".into(),
             benchmark: "scale".into(),
             kernel: "scale".into(),
-            slow,
+            slow: slow.map_or(Slow::PENDING, Slow::natural),
             fast,
-            origin: Origin::Natural,
-            rule: "name".into(),
+            rule: PairRule::Name,
             identical: false,
             techniques: vec![],
             description: None,
             harness: None,
             harness_origin: None,
             verification: None,
-            synth: None,
         }
     }
 

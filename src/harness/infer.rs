@@ -442,13 +442,13 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
             }
         }
     };
-    let slow_differs = pair.slow.as_ref().is_some_and(|s| {
+    let slow_differs = pair.slow.unit().is_some_and(|s| {
         let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
         let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
         a != b || s.symbol != fast.symbol
     });
     if slow_differs {
-        let slow = pair.slow.as_ref().expect("checked");
+        let slow = pair.slow.unit().expect("checked");
         launches.push_str("\n[[variants.slow.launch]]\n");
         note(draft::draft_launch(slow, &sizes, &mut launches));
         launches.push_str("\n[[variants.fast.launch]]\n");
@@ -895,7 +895,7 @@ pub fn attach_inferred(
     let (mut hand, mut inferred) = (0, 0);
     for r in records.iter_mut() {
         let Record::Pair(p) = r else { continue };
-        if p.slow.is_none() {
+        if p.slow.is_pending() {
             continue;
         }
         let found = crate::verify::resolve::prepare(p, base, hand_dirs, suite_root);

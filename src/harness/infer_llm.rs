@@ -27,13 +27,13 @@ pub fn reject(toml: &str, pair: &Pair) -> Option<String> {
         return Some("it still has \"TODO\" fields; give each a concrete value".into());
     }
     let mut identity = pair.clone();
-    if identity.slow.is_none() {
-        identity.slow = Some(pair.fast.clone());
+    if identity.slow.is_pending() {
+        identity.slow = crate::record::Slow::natural(pair.fast.clone());
     }
     match super::parse(toml, "the answer") {
         Err(e) => Some(e.to_string()),
         Ok(h) => h
-            .check_against(identity.slow.as_ref(), &identity.fast)
+            .check_against(identity.slow.unit(), &identity.fast)
             .err()
             .map(|e| e.to_string()),
     }

@@ -244,7 +244,7 @@ fn prepare(
     Option<HarnessOrigin>,
 ) {
     let mut ip = pair.clone();
-    ip.slow = Some(pair.fast.clone());
+    ip.slow = crate::record::Slow::natural(pair.fast.clone());
     let hand = resolve::prepare_with(
         &ip,
         base,

@@ -560,17 +560,15 @@ fn locate_prefers_specific_names_then_walks_the_suite_tree() {
         suite: "parboil".into(),
         benchmark: "stencil".into(),
         kernel: fast.kernel.clone(),
-        slow: None,
+        slow: crate::record::Slow::PENDING,
         fast,
-        origin: crate::record::Origin::Natural,
-        rule: "r".into(),
+        rule: crate::record::PairRule::Name,
         identical: false,
         techniques: vec![],
         description: None,
         harness: None,
         harness_origin: None,
         verification: None,
-        synth: None,
     };
     assert_eq!(locate(&pair, Some(&ext), Some(&suite)), None);
     std::fs::write(suite.join("benchmarks/stencil/harness.toml"), "").unwrap();

@@ -120,7 +120,7 @@ fn pair_counts(records: &[Record]) -> BTreeMap<String, usize> {
     for r in records {
         if let Record::Pair(p) = r {
             *c.entry("pairs".to_string()).or_default() += 1;
-            if p.slow.is_none() {
+            if p.slow.is_pending() {
                 *c.entry("pairs_without_slow".to_string()).or_default() += 1;
             }
             if let Some(v) = &p.verification {
@@ -398,7 +398,7 @@ pub fn build(
         let c = run_chunked(
             "synth",
             extracted,
-            |p| p.slow.is_none() && !p.identical,
+            |p| p.slow.is_pending() && !p.identical,
             cfg.synth.chunk,
             &synth_settings_key,
             &cfg.output.join("cache").join("synth"),
@@ -407,7 +407,7 @@ pub fn build(
             |pairs| {
                 if pairs
                     .iter()
-                    .all(|r| matches!(r, Record::Pair(p) if p.slow.is_some()))
+                    .all(|r| matches!(r, Record::Pair(p) if p.slow.unit().is_some()))
                 {
                     Verdict::Final
                 } else {
@@ -526,7 +526,7 @@ pub fn build(
         let compile_cache = cfg.output.join("cache").join("compile");
         // Every harness proves itself on the GPU before its pair is timed.
         let to_verify = |p: &Pair| {
-            p.slow.is_some()
+            p.slow.unit().is_some()
                 && !p.identical
                 && p.verification
                     .as_ref()
@@ -562,7 +562,7 @@ pub fn build(
             "verify",
             synthesized,
             |p| {
-                p.slow.is_some()
+                p.slow.unit().is_some()
                     && !p.identical
                     && p.verification
                         .as_ref()
@@ -787,7 +787,7 @@ fn finish_chunked(
 mod tests {
     use super::*;
     use crate::pipeline::config::{SuiteKind, SuiteSpec, SynthSettings, VerifySettings};
-    use crate::record::{Origin, Speedup, Verification};
+    use crate::record::{Slow, Speedup, Verification};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const PAIRS: &str = include_str!("../../tests/data/pairs.jsonl");
@@ -795,11 +795,7 @@ mod tests {
     fn fixture() -> Vec<Record> {
         PAIRS
             .lines()
-            .map(|l| {
-                serde_json::from_str::<crate::record::Line>(l)
-                    .unwrap()
-                    .record
-            })
+            .map(|l| crate::record::upgrade::parse_line(l).unwrap().record)
             .collect()
     }
 
@@ -859,12 +855,14 @@ mod tests {
                         let mut slow = p.fast.clone();
                         slow.source = slow.source.replace("* 4", "* 1");
                         slow.variant = "synthesized".into();
-                        p.slow = Some(slow);
-                        p.origin = Origin::Synthesized {
-                            model: "fake".into(),
-                            prompt_hash: "h".into(),
-                            attempts: 1,
-                            checks: vec![],
+                        p.slow = Slow::Synthesized {
+                            unit: Box::new(slow),
+                            outcome: Box::new(crate::record::SynthOutcome {
+                                model: "fake".into(),
+                                prompt_hash: "h".into(),
+                                attempts: 1,
+                                ..Default::default()
+                            }),
                         };
                         Record::Pair(p)
                     }

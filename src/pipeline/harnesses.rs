@@ -44,8 +44,8 @@ pub fn root_for<'a>(suites: &'a [SuiteSpec], pair: &Pair) -> Option<&'a Path> {
 /// A hand-written harness for `pair` exists (or one is named and broken: verify reports it).
 fn has_hand(pair: &Pair, hand_dirs: &[PathBuf]) -> bool {
     let mut ip = pair.clone();
-    if ip.slow.is_none() {
-        ip.slow = Some(ip.fast.clone());
+    if ip.slow.is_pending() {
+        ip.slow = crate::record::Slow::natural(ip.fast.clone());
     }
     // A harness chosen by an earlier build is not a hand-written one.
     if ip
@@ -295,7 +295,7 @@ pub fn apply_selfcheck(records: &mut [Record], reports: &[Report]) -> (usize, us
             continue;
         }
         fail += 1;
-        if h.origin != HarnessOrigin::Hand && p.slow.is_some() {
+        if h.origin != HarnessOrigin::Hand && p.slow.unit().is_some() {
             stopped += 1;
             let origin = format!("{:?}", h.origin).to_lowercase();
             p.verification = Some(Verification {
@@ -367,12 +367,8 @@ mod tests {
         let text = include_str!("../../tests/data/pairs.jsonl");
         let mut recs: Vec<Record> = text
             .lines()
-            .map(|l| {
-                serde_json::from_str::<crate::record::Line>(l)
-                    .unwrap()
-                    .record
-            })
-            .filter(|r| matches!(r, Record::Pair(p) if p.slow.is_some()))
+            .map(|l| crate::record::upgrade::parse_line(l).unwrap().record)
+            .filter(|r| matches!(r, Record::Pair(p) if p.slow.unit().is_some()))
             .take(3)
             .collect();
         let origins = [

@@ -136,8 +136,18 @@ impl Rule {
     }
 }
 
-/// The rule name of pairs whose slow slot awaits synthesis.
-pub const RULE_NO_NAIVE: &str = "no_naive_variant";
+impl From<Rule> for crate::record::PairRule {
+    fn from(r: Rule) -> Self {
+        match r {
+            Rule::NameAndParams => crate::record::PairRule::NameAndParams,
+            Rule::Name => crate::record::PairRule::Name,
+            Rule::RenamedSoleKernel => crate::record::PairRule::RenamedSoleKernel,
+        }
+    }
+}
+
+/// The rule of pairs whose slow slot awaits synthesis.
+pub const RULE_NO_NAIVE: crate::record::PairRule = crate::record::PairRule::NoNaiveVariant;
 
 /// A checked, compiled suite description.
 #[derive(Debug, Clone)]

@@ -35,7 +35,7 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 2 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Output: JSONL, one record per line ({\"version\":2,\"type\":…,\"data\":…}): every unit,
+Output: JSONL, one record per line ({\"version\":3,\"type\":…,\"data\":…}): every unit,
 every pair (slow + fast units; Rodinia/generic kernels get an empty slow slot), every
 unpaired kernel with the reason, and every skipped input with the reason. Sorted by
 path and line; the same tree gives the same file. OUT is written whole (a temporary
@@ -377,9 +377,7 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     if let Some(prog) = &desc.progression {
         let files = sources.iter().map(|s| (s.path.as_str(), s.text.as_str()));
         let v = pairing::pair_versions(prog, &ex.units, files, &units::same_code);
-        pairs.retain(|p| {
-            p.origin != crate::record::Origin::Pending || !v.members.contains(&p.fast.id)
-        });
+        pairs.retain(|p| !p.slow.is_pending() || !v.members.contains(&p.fast.id));
         pairs.extend(v.pairs);
         unpaired.extend(v.unpaired);
     }

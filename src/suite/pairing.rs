@@ -2,7 +2,7 @@
 //! description (docs/pairing.md, "## Pairing rules").
 
 use super::desc::{PairingMode, Rule, SuiteDesc, RULE_NO_NAIVE};
-use crate::record::{KernelUnit, Origin, Pair, Unpaired};
+use crate::record::{KernelUnit, Pair, PairRule, Slow, Unpaired};
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +26,7 @@ pub fn pair_benchmark(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -
         let found = prog.pair(units, same);
         // A kernel in a progression has natural partners: it no longer awaits synthesis.
         out.pairs
-            .retain(|p| p.origin != Origin::Pending || !found.members.contains(p.fast.id.as_str()));
+            .retain(|p| !p.slow.is_pending() || !found.members.contains(p.fast.id.as_str()));
         out.pairs.extend(found.pairs);
         out.unpaired.extend(found.unpaired);
         let key = |p: &Pair| {
@@ -34,7 +34,7 @@ pub fn pair_benchmark(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -
                 p.fast.path.clone(),
                 p.fast.line,
                 p.fast.kernel.clone(),
-                p.slow.as_ref().map(|s| (s.path.clone(), s.line)),
+                p.slow.unit().map(|s| (s.path.clone(), s.line)),
             )
         };
         out.pairs.sort_by_key(key);
@@ -91,12 +91,8 @@ fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Pair
             fast_done[fi] = true;
             used_slow.insert(&slow[si].id);
             let identical = same(slow[si], fast[fi]);
-            out.pairs.push(make_pair(
-                Some(slow[si]),
-                fast[fi],
-                rule.as_str(),
-                identical,
-            ));
+            out.pairs
+                .push(make_pair(Some(slow[si]), fast[fi], rule.into(), identical));
         }
         for (f, _) in fast.iter().zip(&fast_done).filter(|(_, d)| !**d) {
             out.unpaired.push(unpaired(
@@ -129,27 +125,26 @@ fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Pair
     out
 }
 
-fn make_pair(slow: Option<&KernelUnit>, fast: &KernelUnit, rule: &str, identical: bool) -> Pair {
+fn make_pair(
+    slow: Option<&KernelUnit>,
+    fast: &KernelUnit,
+    rule: PairRule,
+    identical: bool,
+) -> Pair {
     Pair {
         id: Pair::make_id(slow, fast),
         suite: fast.suite.clone(),
         benchmark: fast.benchmark.clone(),
         kernel: fast.kernel.clone(),
-        slow: slow.cloned(),
+        slow: slow.cloned().map_or(Slow::PENDING, Slow::natural),
         fast: fast.clone(),
-        origin: if slow.is_some() {
-            Origin::Natural
-        } else {
-            Origin::Pending
-        },
-        rule: rule.to_string(),
+        rule,
         identical,
         techniques: Vec::new(),
         description: None,
         harness: None,
         harness_origin: None,
         verification: None,
-        synth: None,
     }
 }
 
@@ -307,11 +302,11 @@ pub enum Steps {
 }
 
 /// Rule of a pair of consecutive series members.
-pub const RULE_STEP: &str = "progression_step";
+pub const RULE_STEP: PairRule = PairRule::ProgressionStep;
 /// Rule of a pair of the series' first member and a later, non-adjacent one.
-pub const RULE_FROM_FIRST: &str = "progression_from_first";
+pub const RULE_FROM_FIRST: PairRule = PairRule::ProgressionFromFirst;
 /// Rule of a naive-named kernel and an optimized-named one with the same stem.
-pub const RULE_NAMING: &str = "naming_pair";
+pub const RULE_NAMING: PairRule = PairRule::NamingPair;
 
 /// Checked progression rules.
 #[derive(Debug, Clone)]
@@ -425,7 +420,7 @@ impl Progression {
         }
         let mut found = Found::default();
         let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
-        let mut push = |found: &mut Found, s: &KernelUnit, f: &KernelUnit, rule: &str| {
+        let mut push = |found: &mut Found, s: &KernelUnit, f: &KernelUnit, rule: PairRule| {
             if s.id == f.id || !seen.insert((s.id.clone(), f.id.clone())) {
                 return;
             }
@@ -540,9 +535,9 @@ fn compatible(a: &KernelUnit, b: &KernelUnit) -> bool {
 // pair side holding all of them; single-kernel versions are the kernel pairs above.
 
 /// Rule of consecutive usable versions of a launcher series.
-pub const RULE_VERSION_STEP: &str = "version_step";
+pub const RULE_VERSION_STEP: PairRule = PairRule::VersionStep;
 /// Rule of the series' first usable version and a later, non-adjacent one.
-pub const RULE_VERSION_FROM_FIRST: &str = "version_from_first";
+pub const RULE_VERSION_FROM_FIRST: PairRule = PairRule::VersionFromFirst;
 
 /// A host function's name, parameter text, first line and body.
 #[derive(Debug, Clone)]
@@ -864,7 +859,7 @@ pub fn pair_versions<'a>(
                 .map(|(f, ks)| version_unit(path, f, ks))
                 .collect();
             let multi = |i: usize| usable[i].1.len() > 1;
-            let mut push = |s: usize, f: usize, rule: &str| {
+            let mut push = |s: usize, f: usize, rule: PairRule| {
                 if multi(s) || multi(f) {
                     // The kernels of a paired version are sides through it.
                     for i in [s, f] {
@@ -1030,8 +1025,8 @@ mod tests {
             .map(|p| {
                 format!(
                     "{}:{}->{}:{} {}{}",
-                    p.slow.as_ref().map(|s| s.variant.as_str()).unwrap_or("-"),
-                    p.slow.as_ref().map(|s| s.kernel.as_str()).unwrap_or("-"),
+                    p.slow.unit().map(|s| s.variant.as_str()).unwrap_or("-"),
+                    p.slow.unit().map(|s| s.kernel.as_str()).unwrap_or("-"),
                     p.fast.variant,
                     p.fast.kernel,
                     p.rule,
@@ -1068,7 +1063,10 @@ mod tests {
             "{}",
             p.unpaired[0].reason
         );
-        assert!(p.pairs.iter().all(|p| p.origin == Origin::Natural));
+        assert!(p
+            .pairs
+            .iter()
+            .all(|p| matches!(p.slow, Slow::Natural { .. })));
     }
 
     #[test]
@@ -1140,10 +1138,7 @@ mod tests {
         ];
         let p = run(&units);
         for pair in &p.pairs {
-            assert_eq!(
-                role_path(pair.slow.as_ref().unwrap()),
-                role_path(&pair.fast)
-            );
+            assert_eq!(role_path(pair.slow.unit().unwrap()), role_path(&pair.fast));
         }
         assert_eq!(p.pairs.len(), 2);
     }
@@ -1165,13 +1160,13 @@ mod tests {
         assert!(p
             .pairs
             .iter()
-            .all(|p| p.origin == Origin::Pending && p.slow.is_none()));
+            .all(|p| p.slow == Slow::PENDING && p.rule == PairRule::NoNaiveVariant));
         // Rodinia: pending mode regardless of variant names.
         let r = SuiteDesc::builtin("rodinia").unwrap();
         let u = unit("cuda_base", "x.cu", "k", &[], "a");
         let p = pair_benchmark(&r, &[&u], &same);
         assert_eq!(p.pairs.len(), 1);
-        assert_eq!(p.pairs[0].origin, Origin::Pending);
+        assert_eq!(p.pairs[0].slow, Slow::PENDING);
         assert!(p.unpaired.is_empty());
     }
 
@@ -1206,7 +1201,7 @@ mod tests {
             .map(|p| {
                 format!(
                     "{}->{} {}{}",
-                    p.slow.as_ref().map(|s| s.kernel.as_str()).unwrap_or("-"),
+                    p.slow.unit().map(|s| s.kernel.as_str()).unwrap_or("-"),
                     p.fast.kernel,
                     p.rule,
                     if p.identical { " identical" } else { "" }
@@ -1272,7 +1267,7 @@ mod tests {
         assert!(p
             .pairs
             .iter()
-            .all(|q| (q.origin == Origin::Natural) == q.slow.is_some()));
+            .all(|q| q.slow.is_pending() == (q.rule == PairRule::NoNaiveVariant)));
         let pred = pair_benchmark(&prog_desc("predecessor"), &refs, &same);
         assert_eq!(
             prog_summary(&pred)

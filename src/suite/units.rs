@@ -6,7 +6,7 @@ use super::journal::{self, Journal, JournalStats, ScopeResult};
 use super::provenance::Licences;
 use super::walk::SourceFile;
 use crate::cuda::{self, FileIndex, Scope};
-use crate::record::{content_id, KernelUnit, LaunchSite, Provenance, Skipped};
+use crate::record::{KernelUnit, LaunchSite, Provenance, Skipped, UnitPlace};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -273,43 +273,23 @@ fn make_unit(
         .cloned()
         .collect();
     launch_sites.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
-    let id = content_id(&[
-        ctx.suite,
-        &key.benchmark,
-        &key.variant,
-        &file.path,
-        &iso.kernel,
-        &iso.source,
-    ]);
-    Ok(KernelUnit {
-        id,
-        suite: ctx.suite.to_string(),
-        benchmark: key.benchmark.clone(),
-        variant: key.variant.clone(),
-        path: file.path.clone(),
-        line: iso.line,
-        kernel: iso.kernel,
-        params: iso.params,
-        template_params: iso.template_params,
-        source: iso.source,
-        symbol: iso.symbol,
-        pulled: iso.pulled,
-        features: iso.features,
-        launch_sites,
-        provenance: provenance(ctx, file),
-        compile: None,
-        diagnostics: {
-            let mut d = iso.diagnostics;
-            if let Some(enc) = file.decoded_from {
-                d.push(crate::record::Diagnostic::new(
-                    crate::record::Level::Info,
-                    "decoded_non_utf8",
-                    format!("{} is not UTF-8; it was read as {enc}", file.path),
-                ));
-            }
-            d
-        },
-    })
+    let place = UnitPlace {
+        suite: ctx.suite,
+        benchmark: &key.benchmark,
+        variant: &key.variant,
+        path: &file.path,
+    };
+    let mut unit = KernelUnit::new(place, iso);
+    unit.launch_sites = launch_sites;
+    unit.provenance = provenance(ctx, file);
+    if let Some(enc) = file.decoded_from {
+        unit.diagnostics.push(crate::record::Diagnostic::new(
+            crate::record::Level::Info,
+            "decoded_non_utf8",
+            format!("{} is not UTF-8; it was read as {enc}", file.path),
+        ));
+    }
+    Ok(unit)
 }
 
 /// The message of a caught panic.

@@ -101,8 +101,9 @@ impl Cache {
 #[derive(Serialize, Deserialize)]
 struct JournalLine {
     /// Content hash of the input pair (see `journal_key` in the stage): what a rerun looks
-    /// pairs up by.
-    pending_id: String,
+    /// pairs up by. (Not a pair id: `pending_id` in journals of record version 2.)
+    #[serde(alias = "pending_id")]
+    input_key: String,
     /// Settings that change outcomes; an entry from other settings is not reused.
     fingerprint: String,
     pair: Pair,
@@ -133,7 +134,7 @@ impl Journal {
                 let line = line.map_err(io)?;
                 match serde_json::from_str::<JournalLine>(&line) {
                     Ok(j) if j.fingerprint == fingerprint => {
-                        done.insert(j.pending_id, j.pair);
+                        done.insert(j.input_key, j.pair);
                     }
                     Ok(_) => {}
                     Err(_) if line.trim().is_empty() => {}
@@ -169,9 +170,9 @@ impl Journal {
         ))
     }
 
-    pub fn record(&self, pending_id: &str, pair: &Pair) -> Result<(), CacheError> {
+    pub fn record(&self, input_key: &str, pair: &Pair) -> Result<(), CacheError> {
         let mut line = serde_json::to_vec(&JournalLine {
-            pending_id: pending_id.to_string(),
+            input_key: input_key.to_string(),
             fingerprint: self.fingerprint.clone(),
             pair: pair.clone(),
         })

@@ -10,36 +10,8 @@ use crate::record::{CompileCheck, KernelUnit, Param};
 use regex::Regex;
 use std::sync::{LazyLock, Mutex};
 
-/// Why an answer was rejected. The string forms are stable: they are recorded in
-/// outputs and counted in summaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
-    NoCodeBlock,
-    ParseError,
-    KernelMissing,
-    SignatureMismatch,
-    HostCode,
-    ArtificialSlowdown,
-    SameAsFast,
-    CompileError,
-    NvrtcUnavailable,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::NoCodeBlock => "no_code_block",
-            Reason::ParseError => "parse_error",
-            Reason::KernelMissing => "kernel_missing",
-            Reason::SignatureMismatch => "signature_mismatch",
-            Reason::HostCode => "host_code",
-            Reason::ArtificialSlowdown => "artificial_slowdown",
-            Reason::SameAsFast => "same_as_fast",
-            Reason::CompileError => "compile_error",
-            Reason::NvrtcUnavailable => "nvrtc_unavailable",
-        }
-    }
-}
+/// Why an answer was rejected (the record's enum: it travels into `SynthOutcome` as is).
+pub use crate::record::SynthReason as Reason;
 
 /// Names of the checks, in the order they run (recorded for an accepted answer).
 pub const CHECKS: &[&str] = &[

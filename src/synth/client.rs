@@ -5,7 +5,7 @@
 //! prints, sent only as a header, and scrubbed from any error text.
 
 use super::config::{ConfigError, LlmConfig};
-use crate::record::TokenUsage;
+use crate::record::{SynthReason, TokenUsage};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -62,15 +62,15 @@ pub enum LlmError {
 
 impl LlmError {
     /// Stable reason code recorded in outputs.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> SynthReason {
         match self {
-            LlmError::Unreachable(_) => "llm_unreachable",
-            LlmError::Timeout(_) => "llm_timeout",
-            LlmError::Http { status: 429, .. } => "llm_rate_limited",
-            LlmError::Http { status, .. } if *status >= 500 => "llm_server_error",
-            LlmError::Http { .. } => "llm_request_rejected",
-            LlmError::Malformed(_) => "llm_malformed_response",
-            LlmError::OfflineMiss { .. } => "offline_cache_miss",
+            LlmError::Unreachable(_) => SynthReason::LlmUnreachable,
+            LlmError::Timeout(_) => SynthReason::LlmTimeout,
+            LlmError::Http { status: 429, .. } => SynthReason::LlmRateLimited,
+            LlmError::Http { status, .. } if *status >= 500 => SynthReason::LlmServerError,
+            LlmError::Http { .. } => SynthReason::LlmRequestRejected,
+            LlmError::Malformed(_) => SynthReason::LlmMalformedResponse,
+            LlmError::OfflineMiss { .. } => SynthReason::OfflineCacheMiss,
         }
     }
 }

@@ -1,9 +1,9 @@
 //! LLM synthesis of naive variants over an OpenAI-compatible API, with checks and a cache.
 //!
-//! For every pair whose slow slot is empty (origin `pending`), ask the model for the
+//! For every pair whose slow slot is empty ([`Slow::Pending`]), ask the model for the
 //! unoptimized kernel, check the answer (see [`checks`]), feed compile errors back for a
 //! bounded number of repair turns, and record the outcome on the pair either way. An
-//! accepted answer fills the slot with origin `synthesized` and stays unverified: only
+//! accepted answer fills the slot ([`Slow::Synthesized`], the pair keeps its id) and stays unverified: only
 //! the verify stage decides whether the pair counts. Every other record passes through.
 
 pub mod cache;
@@ -16,7 +16,8 @@ pub mod techniques;
 use crate::exit;
 use crate::jsonl::{read_records, write_atomic, write_records};
 use crate::record::{
-    content_id, KernelUnit, Origin, Pair, Record, SynthOutcome, SynthRejection, TokenUsage,
+    content_id, KernelUnit, Pair, Record, Slow, SynthOutcome, SynthReason, SynthRejection,
+    TokenUsage, UnitBody, UnitPlace,
 };
 use anyhow::Context;
 use cache::{Cache, Journal};
@@ -411,19 +412,22 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
     for (i, pair, resumed) in results {
         report.resumed += usize::from(resumed);
         let o = pair
-            .synth
-            .as_ref()
+            .slow
+            .synth_outcome()
             .expect("synth_pair always records an outcome");
         report.usage.add(o.usage);
         for r in &o.rejections {
-            *report.rejected_answers.entry(r.reason.clone()).or_default() += 1;
+            *report
+                .rejected_answers
+                .entry(r.reason.as_str().to_string())
+                .or_default() += 1;
         }
-        if o.accepted {
+        if matches!(pair.slow, Slow::Synthesized { .. }) {
             report.accepted += 1;
         } else {
             report.rejected += 1;
-            let reason = o.reason.clone().unwrap_or_else(|| "unknown".into());
-            *report.reasons.entry(reason).or_default() += 1;
+            let reason = o.reason.map_or("unknown", SynthReason::as_str);
+            *report.reasons.entry(reason.into()).or_default() += 1;
         }
         out[i] = Record::Pair(Box::new(pair));
     }
@@ -452,14 +456,14 @@ fn journal_key(p: &Pair) -> String {
 }
 
 fn is_pending(p: &Pair) -> bool {
-    p.slow.is_none() && matches!(p.origin, Origin::Pending)
+    p.slow.is_pending()
 }
 
 fn outcome_word(p: &Pair) -> &str {
-    match &p.synth {
-        Some(o) if o.accepted => "accepted",
-        Some(o) => o.reason.as_deref().unwrap_or("rejected"),
-        None => "",
+    match &p.slow {
+        Slow::Synthesized { .. } => "accepted",
+        Slow::Pending { rejected: Some(o) } => o.reason.map_or("rejected", SynthReason::as_str),
+        _ => "",
     }
 }
 
@@ -470,7 +474,6 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
     let fast = &p.fast;
     let techniques = techniques::detect_pair(None, fast);
     let mut outcome = SynthOutcome {
-        accepted: false,
         reason: None,
         message: None,
         model: cfg.llm.model.clone(),
@@ -481,7 +484,6 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
         cache_keys: vec![],
         usage: TokenUsage::default(),
         cost_usd: None,
-        pending_id: p.id.clone(),
     };
     let target = checks::Target {
         fast,
@@ -501,7 +503,7 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
         let answer = match answer {
             Ok(a) => a,
             Err(e) => {
-                outcome.reason = Some(e.reason().into());
+                outcome.reason = Some(e.reason());
                 outcome.message = Some(e.to_string());
                 final_outcome = false;
                 break;
@@ -517,10 +519,10 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
             Err(r) => {
                 outcome.rejections.push(SynthRejection {
                     attempt: outcome.attempts,
-                    reason: r.reason.as_str().into(),
+                    reason: r.reason,
                     message: r.message.clone(),
                 });
-                outcome.reason = Some(r.reason.as_str().into());
+                outcome.reason = Some(r.reason);
                 outcome.message = Some(r.message.clone());
                 if r.reason == checks::Reason::NvrtcUnavailable {
                     // Not the model's fault: retry on a machine with NVRTC.
@@ -542,19 +544,11 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
     let mut pair = p.clone();
     pair.techniques = techniques;
     if let Some(c) = accepted {
-        outcome.accepted = true;
         outcome.reason = None;
         outcome.message = None;
         outcome.checks = checks::CHECKS.iter().map(|s| s.to_string()).collect();
         let slow = slow_unit(fast, c);
         pair.techniques = techniques::detect_pair(Some(&slow), fast);
-        pair.origin = Origin::Synthesized {
-            model: cfg.llm.model.clone(),
-            prompt_hash: cfg.prompts.hash.clone(),
-            attempts: outcome.attempts,
-            checks: outcome.checks.clone(),
-        };
-        pair.id = Pair::make_id(Some(&slow), fast);
         if cfg.describe {
             let req = request(
                 cfg,
@@ -585,10 +579,17 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
                 }
             }
         }
-        pair.slow = Some(slow);
+        outcome.cost_usd = cfg.llm.cost(outcome.usage);
+        pair.slow = Slow::Synthesized {
+            unit: Box::new(slow),
+            outcome: Box::new(outcome),
+        };
+    } else {
+        outcome.cost_usd = cfg.llm.cost(outcome.usage);
+        pair.slow = Slow::Pending {
+            rejected: Some(Box::new(outcome)),
+        };
     }
-    outcome.cost_usd = cfg.llm.cost(outcome.usage);
-    pair.synth = Some(outcome);
     (pair, final_outcome)
 }
 
@@ -608,31 +609,28 @@ fn slow_unit(fast: &KernelUnit, c: checks::Candidate) -> KernelUnit {
     // The same feature rules as extract's units (one front end, `cuda::features_of`).
     let texture = c.source.contains("texture<") || c.source.contains("texture <");
     let features = crate::cuda::features_of(&c.source, texture, !c.def.template_params.is_empty());
-    KernelUnit {
-        id: content_id(&[
-            &fast.suite,
-            &fast.benchmark,
-            VARIANT,
-            &fast.path,
-            &fast.kernel,
-            &c.source,
-        ]),
-        suite: fast.suite.clone(),
-        benchmark: fast.benchmark.clone(),
-        variant: VARIANT.into(),
-        path: fast.path.clone(),
-        line: c.def.line,
+    let place = UnitPlace {
+        suite: &fast.suite,
+        benchmark: &fast.benchmark,
+        variant: VARIANT,
+        path: &fast.path,
+    };
+    let body = UnitBody {
         kernel: fast.kernel.clone(),
+        line: c.def.line,
         params: c.def.params,
         template_params: c.def.template_params,
         source: c.source,
         symbol: fast.symbol.clone(),
         pulled: Default::default(),
         features,
+        diagnostics: vec![],
+    };
+    KernelUnit {
         launch_sites: fast.launch_sites.clone(),
         provenance: fast.provenance.clone(),
         compile: Some(c.compile),
-        diagnostics: vec![],
+        ..KernelUnit::new(place, body)
     }
 }
 

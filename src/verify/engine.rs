@@ -225,16 +225,15 @@ struct Loaded {
     module_globals: Vec<(String, Global)>,
 }
 
-fn launches<'a>(r: &'a Resolved, which: &str) -> &'a [Launch] {
-    if which == "slow" {
-        &r.slow
-    } else {
-        &r.fast
+fn launches(r: &Resolved, which: Variant) -> &[Launch] {
+    match which {
+        Variant::Slow => &r.slow,
+        Variant::Fast => &r.fast,
     }
 }
 
 /// Name expressions to resolve: every kernel the variant's launches name.
-fn kernel_exprs(sets: &[Resolved], which: &str) -> Vec<String> {
+fn kernel_exprs(sets: &[Resolved], which: Variant) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for r in sets {
         for l in launches(r, which) {
@@ -249,7 +248,7 @@ fn kernel_exprs(sets: &[Resolved], which: &str) -> Vec<String> {
 fn compile_variant(
     gpu: &Gpu,
     cache: &mut CompileCache,
-    which: &'static str,
+    which: Variant,
     src: &Source,
     sets: &[Resolved],
     ev: &mut Evidence,
@@ -267,7 +266,7 @@ fn compile_variant(
             };
             Stop::new(status, format!("{which}: kernels {exprs:?}: {e}"))
         })?;
-    let ve = ev.variants.entry(which.into()).or_default();
+    let ve = ev.variants.entry(which.name().into()).or_default();
     ve.compile_ok = c.ok;
     ve.compile_ms = if hit == CacheHit::Miss {
         c.compile_ms
@@ -363,10 +362,6 @@ impl Guarded {
     }
 }
 
-fn variant_of(which: &str) -> Variant {
-    Variant::from_name(which).expect("variants are named slow and fast")
-}
-
 fn run_inner(
     gpu: &mut Gpu,
     cache: &mut CompileCache,
@@ -381,8 +376,8 @@ fn run_inner(
         ));
     }
     let t = Instant::now();
-    let slow = compile_variant(gpu, cache, "slow", &job.slow, &job.sets, ev)?;
-    let fast = compile_variant(gpu, cache, "fast", &job.fast, &job.sets, ev)?;
+    let slow = compile_variant(gpu, cache, Variant::Slow, &job.slow, &job.sets, ev)?;
+    let fast = compile_variant(gpu, cache, Variant::Fast, &job.fast, &job.sets, ev)?;
     ev.phases_ms
         .insert("compile".into(), t.elapsed().as_secs_f64() * 1e3);
     let mut largest: Option<(usize, Speedup)> = None;
@@ -561,17 +556,16 @@ fn launch_offset(l: &Launch, p: usize) -> usize {
 
 /// Copy pristine contents (inputs, or the poison image of `out` buffers), as variant
 /// `which` lays them out, into place.
-fn restore(gpu: &Gpu, bufs: &[Option<Guarded>], which: &str) -> Result<(), CudaError> {
-    let v = variant_of(which);
+fn restore(gpu: &Gpu, bufs: &[Option<Guarded>], which: Variant) -> Result<(), CudaError> {
     for g in bufs.iter().flatten() {
-        gpu.copy(g.data(), g.pristine_for(v).view())?;
+        gpu.copy(g.data(), g.pristine_for(which).view())?;
     }
     Ok(())
 }
 
 fn launch_all(
     gpu: &Gpu,
-    which: &str,
+    which: Variant,
     loaded: &Loaded,
     ss: &Resolved,
     bufs: &[Option<Guarded>],
@@ -686,14 +680,14 @@ fn check_seed(
     ev: &mut Evidence,
     self_check: bool,
 ) -> Result<(), Stop> {
-    let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
+    let where_ = |v: Variant| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
     constants_present(ss, slow, fast)?;
     upload_inputs(gpu, ss, inputs, bufs, ev)?;
     let canary = compare::canary_pattern(CANARY);
-    let mut outputs: BTreeMap<&'static str, Vec<HostBuffer>> = BTreeMap::new();
+    let mut outputs: BTreeMap<Variant, Vec<HostBuffer>> = BTreeMap::new();
     let outs = ss.outputs();
-    for (which, loaded) in [("slow", slow), ("fast", fast)] {
+    for (which, loaded) in [(Variant::Slow, slow), (Variant::Fast, fast)] {
         let ctx = where_(which);
         let t = Instant::now();
         restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
@@ -810,7 +804,7 @@ fn download_outputs(
     gpu: &mut Gpu,
     ss: &Resolved,
     bufs: &[Option<Guarded>],
-    which: &str,
+    which: Variant,
     outs: &[usize],
     ctx: &str,
 ) -> Result<Vec<HostBuffer>, Stop> {
@@ -824,7 +818,7 @@ fn download_outputs(
             bytes: gpu.download(g.data()).map_err(|e| Stop::cuda(e, ctx))?,
         };
         // Compared in the canonical layout (canaries were checked on the device buffer).
-        got.push(match layout.get(variant_of(which)) {
+        got.push(match layout.get(which) {
             Some(l) => l.invert(&raw),
             None => raw,
         });
@@ -839,13 +833,13 @@ fn compare_output(
     ss: &Resolved,
     seed: u32,
     inputs: &[HostBuffer],
-    outputs: &mut BTreeMap<&'static str, Vec<HostBuffer>>,
+    outputs: &mut BTreeMap<Variant, Vec<HostBuffer>>,
     k: usize,
     i: usize,
     ev: &mut Evidence,
     self_check: bool,
 ) -> Result<(), Stop> {
-    let where_ = |v: &str| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
+    let where_ = |v: Variant| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let ResolvedArg::Buffer {
         name,
         role,
@@ -861,8 +855,8 @@ fn compare_output(
     let t = Instant::now();
     let input = role.is_input().then_some(&inputs[i]);
     if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
-        for which in ["slow", "fast"] {
-            if let Some(out) = outputs.get_mut(which) {
+        for which in Variant::BOTH {
+            if let Some(out) = outputs.get_mut(&which) {
                 compare::mask_ignored(&mut out[k], input, ig);
             }
         }
@@ -872,12 +866,16 @@ fn compare_output(
     let (s_part, f_part, in_part);
     let (s, f, input) = match window {
         Some(w) => {
-            s_part = w.slice(&outputs["slow"][k]);
-            f_part = w.slice(&outputs["fast"][k]);
+            s_part = w.slice(&outputs[&Variant::Slow][k]);
+            f_part = w.slice(&outputs[&Variant::Fast][k]);
             in_part = input.map(|b| w.slice(b));
             (&s_part, &f_part, in_part.as_ref())
         }
-        None => (&outputs["slow"][k], &outputs["fast"][k], input),
+        None => (
+            &outputs[&Variant::Slow][k],
+            &outputs[&Variant::Fast][k],
+            input,
+        ),
     };
     let len = window.map_or(*len, |w| w.len);
     // The three checks are independent scans of large buffers: run them at once.
@@ -895,7 +893,7 @@ fn compare_output(
         || compare::compare(s, f, tol),
     );
     add_phase(ev, "check.compare", t);
-    for (which, d) in [("fast", df), ("slow", ds)] {
+    for (which, d) in [(Variant::Fast, df), (Variant::Slow, ds)] {
         if let Some(d) = d {
             return Err(Stop::new(
                 d.status(),
@@ -955,7 +953,7 @@ fn time_size_set(
     fast: &Loaded,
 ) -> Result<TimingEvidence, Stop> {
     let ctx = format!("timing size set {}", ss.size_set);
-    let variants = [("slow", slow), ("fast", fast)];
+    let variants = [(Variant::Slow, slow), (Variant::Fast, fast)];
     // Warm-up: caches, clocks, lazy module loading.
     for _ in 0..2 {
         for (which, loaded) in variants {

@@ -33,7 +33,7 @@ pub fn mark_waiting(records: &[Record], base: &Path, dirs: &[PathBuf]) -> Vec<Re
     records
         .iter()
         .map(|r| match r {
-            Record::Pair(p) if p.verification.is_none() && p.slow.is_some() => {
+            Record::Pair(p) if p.verification.is_none() && p.slow.unit().is_some() => {
                 let mut p = p.clone();
                 let mut evidence = Evidence::default();
                 if let Ok(found) = super::resolve::prepare(&p, base, dirs, None) {

@@ -455,7 +455,7 @@ fn run_records(
 /// Techniques for every verified-or-not pair, natural ones too: those synth recorded,
 /// else the slow → fast difference ([`crate::synth::techniques::detect_pair`]).
 pub fn fill_techniques(p: &mut Pair) {
-    if p.techniques.is_empty() && p.slow.is_some() {
+    if p.techniques.is_empty() && p.slow.unit().is_some() {
         p.techniques = crate::export::describe::techniques(p);
     }
 }

@@ -63,7 +63,7 @@ pub fn prepare_with(
     suite_root: Option<&Path>,
     adjust: impl FnOnce(Harness) -> Harness,
 ) -> Result<Found, Verdict> {
-    if pair.slow.is_none() {
+    if pair.slow.is_pending() {
         return Err((
             Status::MissingSlow,
             format!(
@@ -109,16 +109,16 @@ pub fn prepare_with(
         )
     })?;
     let harness = crate::harness::load(&path)
-        .and_then(|h| h.for_pair(pair.slow.as_ref(), &pair.fast))
+        .and_then(|h| h.for_pair(pair.slow.unit(), &pair.fast))
         .map(adjust)
         .map_err(|e| (Status::HarnessError, e.to_string()))?;
     if let Some(why) = &harness.needs_host_loop {
         return Err((Status::NeedsHostLoop, format!("{}: {why}", path.display())));
     }
     // Units from extract know their parameters; check the harness binds them right.
-    if pair.slow.as_ref().is_some_and(|u| !u.params.is_empty()) && !pair.fast.params.is_empty() {
+    if pair.slow.unit().is_some_and(|u| !u.params.is_empty()) && !pair.fast.params.is_empty() {
         harness
-            .check_against(pair.slow.as_ref(), &pair.fast)
+            .check_against(pair.slow.unit(), &pair.fast)
             .map_err(|e| (Status::HarnessError, e.to_string()))?;
     }
     Ok(Found { path, harness })
@@ -154,7 +154,7 @@ pub fn resolve(
 ) -> Result<(Source, Source, Vec<Resolved>), Verdict> {
     let slow = pair
         .slow
-        .as_ref()
+        .unit()
         .ok_or((Status::MissingSlow, "no slow kernel".to_string()))?;
     let dev = device_props(hello);
     let sets = found

@@ -11,7 +11,7 @@ use crate::synth::checks::{find_slowdown, SlowdownHit};
 /// The verdict for a pair whose slow kernel pads its runtime; `None` when it does not
 /// (or has no slow kernel yet).
 pub fn check(pair: &Pair) -> Option<Verification> {
-    let slow = pair.slow.as_ref()?;
+    let slow = pair.slow.unit()?;
     let hit = find_slowdown(&slow.source, &pair.fast.source)?;
     Some(verdict(pair, &hit))
 }
@@ -29,7 +29,7 @@ fn file_line(unit: &KernelUnit, hit: &SlowdownHit) -> Option<u32> {
 }
 
 fn verdict(pair: &Pair, hit: &SlowdownHit) -> Verification {
-    let unit = pair.slow.as_ref().expect("checked by the caller");
+    let unit = pair.slow.unit().expect("checked by the caller");
     let file_line = file_line(unit, hit);
     let at = match file_line {
         Some(l) => format!("{} line {l}", unit.path),
@@ -60,11 +60,11 @@ fn verdict(pair: &Pair, hit: &SlowdownHit) -> Verification {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Origin;
+    use crate::record::{KernelUnit, PairRule, Slow, SynthOutcome};
 
     const FAST: &str = "__global__ void scale(float* out, const float* in, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 2.0f * in[i];\n}\n";
 
-    fn pair(slow: &str, origin: Origin) -> Pair {
+    fn pair(slow: &str, origin: fn(KernelUnit) -> Slow) -> Pair {
         let f = crate::synth::checks::tests::fast_unit(FAST, "scale");
         let mut s = crate::synth::checks::tests::fast_unit(slow, "scale");
         s.variant = "slow".into();
@@ -73,17 +73,15 @@ mod tests {
             suite: "t".into(),
             benchmark: "b".into(),
             kernel: "scale".into(),
-            slow: Some(s),
+            slow: origin(s),
             fast: f,
-            origin,
-            rule: "test".into(),
+            rule: PairRule::Name,
             identical: false,
             techniques: vec![],
             description: None,
             harness: None,
             harness_origin: None,
             verification: None,
-            synth: None,
         }
     }
 
@@ -93,13 +91,15 @@ mod tests {
             "if (i < n)",
             "long long t0 = clock64();\n  while (clock64() - t0 < 2000) {}\n  if (i < n)",
         );
-        let synth = Origin::Synthesized {
-            model: "m".into(),
-            prompt_hash: "h".into(),
-            attempts: 1,
-            checks: vec![],
+        let synth = |u| Slow::Synthesized {
+            unit: Box::new(u),
+            outcome: Box::new(SynthOutcome {
+                model: "m".into(),
+                attempts: 1,
+                ..SynthOutcome::default()
+            }),
         };
-        for origin in [Origin::Natural, synth] {
+        for origin in [Slow::natural, synth] {
             let v = check(&pair(&spun, origin)).expect("rejected");
             assert_eq!(v.status, Status::ArtificialSlowdown);
             let s = v.evidence.slowdown.as_ref().expect("slowdown evidence");
@@ -110,6 +110,6 @@ mod tests {
         }
         // The same kernel without the spin is left for the GPU.
         let naive = FAST.replace("2.0f * in[i]", "in[i] + in[i]");
-        assert!(check(&pair(&naive, Origin::Natural)).is_none());
+        assert!(check(&pair(&naive, Slow::natural)).is_none());
     }
 }

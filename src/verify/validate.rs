@@ -8,7 +8,7 @@ use super::engine::tool_version;
 use super::VerifyArgs;
 use crate::exit;
 use crate::record::{
-    content_id, KernelUnit, Origin, Pair, Provenance, Record, Status, Verification,
+    KernelUnit, Pair, PairRule, Record, Slow, Status, UnitBody, UnitPlace, Verification,
 };
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -281,26 +281,14 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
                 path: path.to_path_buf(),
                 message: e.to_string(),
             })?;
-        let id = content_id(&["contrib", &benchmark, variant, file, kernel, &iso.source]);
-        Ok::<KernelUnit, ValidateError>(KernelUnit {
-            id,
-            suite: "contrib".into(),
-            benchmark: benchmark.clone(),
-            variant: variant.into(),
-            path: file.into(),
-            line: iso.line,
-            kernel: kernel.clone(),
-            params: iso.params,
-            template_params: iso.template_params,
-            source: iso.source,
-            symbol: side.symbol.clone().unwrap_or(iso.symbol),
-            pulled: iso.pulled,
-            features: iso.features,
-            launch_sites: vec![],
-            provenance: Provenance::default(),
-            compile: None,
-            diagnostics: iso.diagnostics,
-        })
+        let symbol = side.symbol.clone().unwrap_or(iso.symbol);
+        let place = UnitPlace {
+            suite: "contrib",
+            benchmark: &benchmark,
+            variant,
+            path: file,
+        };
+        Ok::<KernelUnit, ValidateError>(KernelUnit::new(place, UnitBody { symbol, ..iso }))
     };
     let slow = unit("slow", &manifest.slow, &slow_path, slow_src, &slow_side)?;
     let fast = unit("fast", &manifest.fast, &fast_path, fast_src, &fast_side)?;
@@ -309,17 +297,15 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
         suite: "contrib".into(),
         benchmark,
         kernel: fast_side.name.clone(),
-        slow: Some(slow),
+        slow: Slow::natural(slow),
         fast,
-        origin: Origin::Natural,
-        rule: "validate".into(),
+        rule: PairRule::Validate,
         identical: false,
         techniques: vec![],
         description: None,
         harness: Some(harness.display().to_string()),
         harness_origin: None,
         verification: None,
-        synth: None,
     };
     Ok((manifest, pair))
 }
@@ -515,7 +501,7 @@ mod tests {
         ] {
             let (m, p) = load_folder(&root.join(dir)).unwrap();
             assert_eq!(m.slow, m.fast, "{dir}: one file serves both sides");
-            let s = p.slow.as_ref().unwrap();
+            let s = p.slow.unit().unwrap();
             assert_eq!((s.kernel.as_str(), s.symbol.as_str()), (slow, slow_sym));
             assert_eq!(
                 (p.fast.kernel.as_str(), p.fast.symbol.as_str()),
@@ -543,7 +529,7 @@ mod tests {
             );
         let h = crate::harness::parse(&text, "t").unwrap();
         let e = h
-            .check_against(p.slow.as_ref(), &p.fast)
+            .check_against(p.slow.unit(), &p.fast)
             .unwrap_err()
             .to_string();
         assert!(
@@ -563,7 +549,7 @@ mod tests {
         std::fs::write(d.path().join("pair.toml"), text).unwrap();
         let (_, b) = load_folder(d.path()).unwrap();
         assert_ne!(a.id, b.id);
-        assert_eq!(b.slow.unwrap().kernel, "copyMatrix");
+        assert_eq!(b.slow.unit().unwrap().kernel, "copyMatrix");
     }
 
     #[test]
@@ -580,11 +566,14 @@ mod tests {
         );
         std::fs::write(d.path().join("pair.toml"), "slow_kernel = \"a\"\n").unwrap();
         let (_, p) = load_folder(d.path()).unwrap();
-        assert_eq!(p.slow.unwrap().kernel, "a");
+        assert_eq!(p.slow.unit().unwrap().kernel, "a");
         assert_eq!(p.fast.kernel, "b");
         // `slow_symbol` is the older spelling of the same key; giving both is an error.
         std::fs::write(d.path().join("pair.toml"), "slow_symbol = \"a\"\n").unwrap();
-        assert_eq!(load_folder(d.path()).unwrap().1.slow.unwrap().kernel, "a");
+        assert_eq!(
+            load_folder(d.path()).unwrap().1.slow.unit().unwrap().kernel,
+            "a"
+        );
         std::fs::write(
             d.path().join("pair.toml"),
             "slow_symbol = \"a\"\nslow_kernel = \"a\"\n",
@@ -598,7 +587,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted");
         let (m, p) = load_folder(&root.join("good_matvec")).unwrap();
         assert_eq!(m.expect, Some(Status::Verified));
-        assert_eq!(p.slow.as_ref().unwrap().symbol, "matvec<256>");
+        assert_eq!(p.slow.unit().unwrap().symbol, "matvec<256>");
         assert_eq!(p.fast.symbol, "matvec");
         assert!(p.harness.unwrap().ends_with("harness.toml"));
         let (m, _) = load_folder(&root.join("hang")).unwrap();

@@ -58,6 +58,8 @@ def pair(suite, bench, kernel, params, slow_src, fast_src, status="verified", me
     if techniques: p["techniques"] = list(techniques)
     if description: p["description"] = description
     if status: p["verification"] = verification(status, median if status in ("verified", "not_faster") else None)
+    # Record version 2 on purpose: every reader converts it (src/record/upgrade.rs), so the
+    # export tests also prove that old files are read.
     return {"version": 2, "type": "pair", "data": p}
 
 SAXPY_P = [("int", "n"), ("float", "a"), ("const float *", "x"), ("float *", "y")]
