@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+/// The compile check's default target when no device says otherwise: Hopper (the H100 the
+/// project measures on). One default for `extract`, `synth` and `build`; the GPU worker
+/// compiles for its own device's architecture.
+pub const DEFAULT_ARCH: &str = "sm_90";
+
 #[derive(Debug, thiserror::Error)]
 pub enum NvrtcError {
     #[error(

@@ -108,7 +108,7 @@ pub struct ExtractSettings {
 impl Default for ExtractSettings {
     fn default() -> Self {
         ExtractSettings {
-            arch: "sm_90".into(),
+            arch: crate::gpu::nvrtc::DEFAULT_ARCH.into(),
             compile: true,
         }
     }
@@ -127,6 +127,10 @@ pub struct SynthSettings {
     pub max_repairs: u32,
     /// Pairs per journaled chunk: a killed run redoes at most one chunk.
     pub chunk: usize,
+    /// NVRTC target of synth's compile check: the `[extract] arch` of the same config
+    /// (filled on load, not a key of its own).
+    #[serde(skip)]
+    pub arch: String,
 }
 
 impl Default for SynthSettings {
@@ -137,6 +141,7 @@ impl Default for SynthSettings {
             cache: None,
             max_repairs: 2,
             chunk: 8,
+            arch: crate::gpu::nvrtc::DEFAULT_ARCH.into(),
         }
     }
 }
@@ -168,9 +173,9 @@ impl Default for VerifySettings {
     fn default() -> Self {
         VerifySettings {
             harness_dirs: Vec::new(),
-            seeds: 3,
-            min_speedup: 1.1,
-            timeout_s: 120,
+            seeds: crate::verify::DEFAULT_SEEDS,
+            min_speedup: crate::verify::DEFAULT_MIN_SPEEDUP,
+            timeout_s: crate::verify::DEFAULT_TIMEOUT_S as u64,
             time_budget_ms: 250.0,
             precision: crate::verify::engine::DEFAULT_PRECISION,
             chunk: 16,
@@ -196,7 +201,8 @@ impl BuildConfig {
     }
 
     pub fn parse(text: &str) -> Result<BuildConfig, String> {
-        let c: BuildConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut c: BuildConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        c.synth.arch = c.extract.arch.clone();
         if c.suites.is_empty() {
             return Err("at least one [[suite]] is needed".into());
         }

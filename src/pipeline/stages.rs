@@ -113,8 +113,9 @@ impl Stages for Library {
             concurrency: None,
             prompts: None,
             describe: false,
-            min_difference: 0.05,
-            arch: "sm_90".into(),
+            min_difference: crate::synth::DEFAULT_MIN_DIFFERENCE,
+            // The compile check targets the architecture the build's extract stage uses.
+            arch: s.arch.clone(),
             journal: Some(work.join(format!("{key}.journal"))),
             report: None,
             base_url: None,

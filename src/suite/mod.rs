@@ -63,7 +63,7 @@ pub struct ExtractArgs {
     #[arg(short, long, default_value = "units.jsonl")]
     pub output: PathBuf,
     /// GPU architecture for the NVRTC compile check.
-    #[arg(long, default_value = "sm_90")]
+    #[arg(long, default_value = crate::gpu::nvrtc::DEFAULT_ARCH)]
     pub arch: String,
     /// Skip the NVRTC compile check.
     #[arg(long)]
@@ -129,7 +129,7 @@ impl ExtractConfig {
         Ok(ExtractConfig {
             root: root.to_path_buf(),
             desc,
-            arch: "sm_90".into(),
+            arch: crate::gpu::nvrtc::DEFAULT_ARCH.into(),
             compile: true,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             jobs: None,

@@ -34,6 +34,10 @@ use std::sync::Mutex;
 /// Version of the `--report` JSON (schemas/synth-report.schema.json).
 pub const REPORT_VERSION: u32 = 1;
 
+/// Below this normalized-token difference an answer counts as the fast kernel again
+/// (the one default for the CLI and `build`).
+pub const DEFAULT_MIN_DIFFERENCE: f64 = 0.05;
+
 #[derive(Debug, clap::Args)]
 pub struct SynthArgs {
     /// Records to read (pairs with an empty slow slot are synthesized).
@@ -68,10 +72,10 @@ pub struct SynthArgs {
     #[arg(long)]
     pub describe: bool,
     /// Below this normalized-token difference an answer counts as the fast kernel again.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = DEFAULT_MIN_DIFFERENCE)]
     pub min_difference: f64,
     /// Architecture for the NVRTC compile check.
-    #[arg(long, default_value = "sm_90")]
+    #[arg(long, default_value = crate::gpu::nvrtc::DEFAULT_ARCH)]
     pub arch: String,
     /// Journal of finished pairs (default: OUT with `.journal` appended).
     #[arg(long)]

@@ -28,6 +28,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Defaults shared by `verify`, `validate` and `build` (one place each): seconds one pair
+/// may run before its worker is killed, input seeds per size set, and the CI low bound a
+/// speedup must reach.
+pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+pub const DEFAULT_SEEDS: u32 = 3;
+pub const DEFAULT_MIN_SPEEDUP: f64 = 1.1;
+
 pub use validate::{run_validate, ValidateArgs};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -54,13 +61,13 @@ pub struct VerifyArgs {
     #[arg(long = "inferred-dir")]
     pub inferred_dir: Option<PathBuf>,
     /// Seconds one pair may run before its worker is killed (`timeout`).
-    #[arg(long = "timeout-s", default_value_t = 60.0)]
+    #[arg(long = "timeout-s", default_value_t = DEFAULT_TIMEOUT_S)]
     pub timeout_s: f64,
     /// Input seeds per size set.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = DEFAULT_SEEDS)]
     pub seeds: u32,
     /// The speedup's 95% CI low bound must reach this, or the pair is `not_faster`.
-    #[arg(long = "min-speedup", default_value_t = 1.1)]
+    #[arg(long = "min-speedup", default_value_t = DEFAULT_MIN_SPEEDUP)]
     pub min_speedup: f64,
     /// Wall-clock timing budget per size set (both variants), milliseconds.
     #[arg(long = "time-budget-ms", default_value_t = 250.0)]

@@ -28,11 +28,11 @@ pub struct ValidateArgs {
     /// Build and check the folders, write --write-pairs, but run nothing.
     #[arg(long = "no-run")]
     pub no_run: bool,
-    #[arg(long = "timeout-s", default_value_t = 60.0)]
+    #[arg(long = "timeout-s", default_value_t = super::DEFAULT_TIMEOUT_S)]
     pub timeout_s: f64,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = super::DEFAULT_SEEDS)]
     pub seeds: u32,
-    #[arg(long = "min-speedup", default_value_t = 1.1)]
+    #[arg(long = "min-speedup", default_value_t = super::DEFAULT_MIN_SPEEDUP)]
     pub min_speedup: f64,
     #[arg(long = "cache-dir")]
     pub cache_dir: Option<PathBuf>,
