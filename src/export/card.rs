@@ -155,7 +155,21 @@ pub fn render(c: &CardInput) -> String {
     let n = c.samples.len();
     let splits = splits_of(c.samples);
     let mut out = String::new();
-    // ---- YAML header ----
+    section_yaml_header(&mut out, c, n, &splits);
+    section_summary(&mut out, c, n, &splits);
+    section_per_benchmark(&mut out, c);
+    section_techniques_and_origins(&mut out, c);
+    section_verification(&mut out, c);
+    section_speedups(&mut out, c);
+    section_filters(&mut out, c);
+    section_licences(&mut out, c);
+    section_formats(&mut out, c);
+    section_provenance(&mut out, c);
+    out
+}
+
+/// The card's yaml header section.
+fn section_yaml_header(out: &mut String, c: &CardInput, n: usize, splits: &[Split]) {
     let ids: BTreeSet<&str> = c.licences.keys().map(|k| k.id.as_str()).collect();
     let (licence, licence_name) = match (ids.len(), ids.iter().next().and_then(|i| hf_licence(i))) {
         (1, Some(hf)) => (hf.to_string(), None),
@@ -180,7 +194,7 @@ pub fn render(c: &CardInput) -> String {
                 out.push_str("  default: true\n");
             }
             out.push_str("  data_files:\n");
-            for sp in &splits {
+            for sp in splits {
                 let _ = writeln!(
                     out,
                     "  - split: {}\n    path: {}/{}.jsonl",
@@ -192,8 +206,10 @@ pub fn render(c: &CardInput) -> String {
         }
     }
     out.push_str("---\n\n");
+}
 
-    // ---- Summary ----
+/// The card's summary section.
+fn section_summary(out: &mut String, c: &CardInput, n: usize, splits: &[Split]) {
     out.push_str("# kernelpair: slow/fast CUDA kernel pairs\n\n");
     out.push_str(
         "Each sample pairs a naive (\"slow\") CUDA kernel with an optimized (\"fast\") kernel that \
@@ -205,7 +221,7 @@ pub fn render(c: &CardInput) -> String {
     );
     let _ = writeln!(out, "{n} samples.\n");
     out.push_str("| split | samples | benchmarks |\n| --- | ---: | ---: |\n");
-    for sp in &splits {
+    for sp in splits {
         let in_split: Vec<&Sample> = c
             .samples
             .iter()
@@ -224,8 +240,10 @@ pub fn render(c: &CardInput) -> String {
         );
     }
     out.push_str("\nSplits are grouped by benchmark: no benchmark has kernels in both splits.\n\n");
+}
 
-    // ---- Per benchmark ----
+/// The card's per benchmark section.
+fn section_per_benchmark(out: &mut String, c: &CardInput) {
     out.push_str("## Benchmarks\n\n| suite | benchmark | split | samples | natural | synthesized | median speedup |\n| --- | --- | --- | ---: | ---: | ---: | ---: |\n");
     let mut per_bench: BTreeMap<(&str, &str), Vec<&Sample>> = BTreeMap::new();
     for s in c.samples {
@@ -257,8 +275,10 @@ pub fn render(c: &CardInput) -> String {
             ss.len()
         );
     }
+}
 
-    // ---- Techniques and origins ----
+/// The card's techniques and origins section.
+fn section_techniques_and_origins(out: &mut String, c: &CardInput) {
     out.push_str("\n## Techniques\n\nOptimization techniques found in the fast kernel and not in the slow one (a sample can have several).\n\n| technique | samples |\n| --- | ---: |\n");
     let mut tech: BTreeMap<&str, usize> = BTreeMap::new();
     for s in c.samples {
@@ -290,8 +310,10 @@ pub fn render(c: &CardInput) -> String {
     for ((o, m), k) in &origins {
         let _ = writeln!(out, "| {o} | {m} | {k} |");
     }
+}
 
-    // ---- Verification ----
+/// The card's verification section.
+fn section_verification(out: &mut String, c: &CardInput) {
     out.push_str("\n## Verification\n\n");
     let mut devices: BTreeMap<(&str, &str, &str, &str), usize> = BTreeMap::new();
     for s in c.samples {
@@ -358,8 +380,10 @@ pub fn render(c: &CardInput) -> String {
             k.pairs, k.verified, k.samples
         );
     }
+}
 
-    // ---- Speedups ----
+/// The card's speedups section.
+fn section_speedups(out: &mut String, c: &CardInput) {
     out.push_str("\n## Speedups\n\nSpeedup = median time of the slow kernel / median time of the fast kernel at the largest size set, on the verification device.\n\n![Speedup distribution](speedup.svg)\n\n");
     let mut sp = speedups(c.samples);
     sp.sort_by(f64::total_cmp);
@@ -386,8 +410,10 @@ pub fn render(c: &CardInput) -> String {
             }
         }
     }
+}
 
-    // ---- Filters ----
+/// The card's filters section.
+fn section_filters(out: &mut String, c: &CardInput) {
     let r = c.report;
     let exact = r.duplicates.iter().filter(|d| d.kind == "exact").count();
     let near = r.duplicates.len() - exact;
@@ -422,8 +448,10 @@ pub fn render(c: &CardInput) -> String {
         let _ = writeln!(out, "Note: {note}.");
     }
     out.push_str("Every removed pair is listed with its reason in `filter_report.json`.\n");
+}
 
-    // ---- Licences ----
+/// The card's licences section.
+fn section_licences(out: &mut String, c: &CardInput) {
     out.push_str("\n## Licences\n\nThe kernels keep the licences of the files they come from; synthesized slow kernels are derived from the fast kernel's file.\n\n| licence | redistributable | copyright | samples |\n| --- | --- | --- | ---: |\n");
     for (k, count) in c.licences {
         let _ = writeln!(
@@ -448,8 +476,10 @@ pub fn render(c: &CardInput) -> String {
             "\n**Warning**: {not_redist} samples (counted per licence) come from files whose licence does not clearly allow redistribution. Export with `--exclude-non-redistributable` before publishing."
         );
     }
+}
 
-    // ---- Formats ----
+/// The card's formats section.
+fn section_formats(out: &mut String, c: &CardInput) {
     out.push_str("\n## Formats\n\nOne folder per format, one JSON object per line, each with `id` and the same `metadata` object (ids, suite, benchmark, kernel files and licences, origin, techniques, verification status, speedup per size set, device, tool versions, token count).\n\n");
     for f in c.formats {
         let line = match f {
@@ -460,8 +490,10 @@ pub fn render(c: &CardInput) -> String {
         };
         let _ = writeln!(out, "- {line}");
     }
+}
 
-    // ---- Provenance ----
+/// The card's provenance section.
+fn section_provenance(out: &mut String, c: &CardInput) {
     out.push_str("\n## How this export was made\n\n");
     let _ = writeln!(
         out,
@@ -476,7 +508,6 @@ pub fn render(c: &CardInput) -> String {
             c.templates_overridden.join(", ")
         );
     }
-    out
 }
 
 #[cfg(test)]
