@@ -309,36 +309,15 @@ pub fn export_preview(
     export_with(&waiting, out, cfg, &options, Some(PREVIEW_LINE)).map(Some)
 }
 
-fn export_with(
-    records: &[Record],
-    out: &Path,
+/// The pairs that become samples (verified, distinct, with a slow kernel, unless the
+/// options say otherwise), counting every input pair's status and every exclusion.
+fn select_samples(
+    pairs: &BTreeMap<&str, &Pair>,
     cfg: &ExportConfig,
     o: &ExportOptions,
-    first_line: Option<&str>,
-) -> Result<ExportSummary, ExportError> {
-    let mut report = FilterReport {
-        near_duplicate_threshold: o.near_dup_threshold,
-        max_tokens: o.max_tokens,
-        tokenizer: cfg.tokenizer.description.clone(),
-        tokenizer_note: cfg.tokenizer.fallback_note.clone(),
-        ..FilterReport::default()
-    };
-    let mut input_status: BTreeMap<String, usize> = BTreeMap::new();
-    // The same pair id twice (e.g. concatenated shard files) counts once, resolved as
-    // `merge` resolves it, so the choice does not depend on the input order.
-    let merged = crate::dataset::merge::merge([records
-        .iter()
-        .filter(|r| matches!(r, Record::Pair(_)))
-        .cloned()
-        .collect::<Vec<_>>()]);
-    let pairs: BTreeMap<&str, &Pair> = merged
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Pair(p) => Some((p.id.as_str(), p.as_ref())),
-            _ => None,
-        })
-        .collect();
+    report: &mut FilterReport,
+    input_status: &mut BTreeMap<String, usize>,
+) -> Vec<Sample> {
     let mut samples: Vec<Sample> = Vec::new();
     for p in pairs.values() {
         report.input_pairs += 1;
@@ -371,6 +350,18 @@ fn export_with(
             o.with_description,
         ));
     }
+    samples
+}
+
+/// Exact and near duplicates removed (verified samples win), tokens counted, and samples
+/// over the length cap left out; both recorded in the report.
+fn dedup_and_cap(
+    samples: Vec<Sample>,
+    cfg: &ExportConfig,
+    o: &ExportOptions,
+    report: &mut FilterReport,
+) -> Vec<Sample> {
+    let mut samples = samples;
     // Priority for de-duplication: verified first, then by id.
     samples.sort_by(|a, b| {
         b.metadata
@@ -400,7 +391,7 @@ fn export_with(
             + cfg.tokenizer.count(&s.user)
             + cfg.tokenizer.count(&s.chosen);
     });
-    let (mut samples, too_long): (Vec<Sample>, Vec<Sample>) = samples
+    let (samples, too_long): (Vec<Sample>, Vec<Sample>) = samples
         .into_iter()
         .partition(|s| o.max_tokens == 0 || s.metadata.tokens <= o.max_tokens);
     report.too_long = too_long
@@ -411,6 +402,41 @@ fn export_with(
         })
         .collect();
     report.kept = samples.len();
+    samples
+}
+
+fn export_with(
+    records: &[Record],
+    out: &Path,
+    cfg: &ExportConfig,
+    o: &ExportOptions,
+    first_line: Option<&str>,
+) -> Result<ExportSummary, ExportError> {
+    let mut report = FilterReport {
+        near_duplicate_threshold: o.near_dup_threshold,
+        max_tokens: o.max_tokens,
+        tokenizer: cfg.tokenizer.description.clone(),
+        tokenizer_note: cfg.tokenizer.fallback_note.clone(),
+        ..FilterReport::default()
+    };
+    let mut input_status: BTreeMap<String, usize> = BTreeMap::new();
+    // The same pair id twice (e.g. concatenated shard files) counts once, resolved as
+    // `merge` resolves it, so the choice does not depend on the input order.
+    let merged = crate::dataset::merge::merge([records
+        .iter()
+        .filter(|r| matches!(r, Record::Pair(_)))
+        .cloned()
+        .collect::<Vec<_>>()]);
+    let pairs: BTreeMap<&str, &Pair> = merged
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some((p.id.as_str(), p.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let samples = select_samples(&pairs, cfg, o, &mut report, &mut input_status);
+    let mut samples = dedup_and_cap(samples, cfg, o, &mut report);
 
     // Split by benchmark.
     let mut groups: BTreeMap<String, usize> = BTreeMap::new();
