@@ -265,6 +265,80 @@ pub fn verify_records(
     Ok(results)
 }
 
+/// One worker per device; the reason a GPU is missing when a worker says so.
+fn spawn_workers(
+    launch: &pool::Launcher,
+    devices: usize,
+    hello_timeout: Duration,
+) -> (Vec<pool::Worker>, Option<String>) {
+    let mut workers = Vec::new();
+    let mut no_gpu = None;
+    for d in 0..devices {
+        match pool::Worker::spawn(launch, d, hello_timeout) {
+            Ok(w) => workers.push(w),
+            Err(pool::PoolError::NoGpu(r)) => no_gpu = Some(r),
+            Err(e) => eprintln!("warning: {e}"),
+        }
+    }
+    (workers, no_gpu)
+}
+
+/// The worker jobs of the pairs whose harness was found (each pair's units resolved for
+/// the workers' device), with each harness's primary size set; pairs that fail to resolve
+/// go to `rejected` with their CPU verdict.
+fn jobs_for(
+    pending: &[(usize, &Pair, resolve::Found)],
+    hello: &pool::Hello,
+    args: &VerifyArgs,
+    rejected: &mut Vec<(usize, Verification)>,
+) -> (Vec<(usize, Job)>, BTreeMap<usize, String>) {
+    let options = RunOptions {
+        seeds: args.seeds.max(1),
+        min_speedup: args.min_speedup,
+        time_budget_ms: args.time_budget_ms,
+        precision: args.precision,
+        ..RunOptions::default()
+    };
+    let mut jobs: Vec<(usize, Job)> = Vec::new();
+    let primaries: BTreeMap<usize, String> = pending
+        .iter()
+        .filter_map(|(i, _, found)| {
+            let set = found.harness.size_sets().iter().find(|s| s.primary)?;
+            Some((*i, set.name.clone()))
+        })
+        .collect();
+    for (i, p, found) in pending {
+        match resolve::resolve(p, found, hello) {
+            Ok((slow, fast, sets)) => jobs.push((
+                *i,
+                Job {
+                    pair_id: p.id.clone(),
+                    slow,
+                    fast,
+                    harness: found.path.display().to_string(),
+                    sets,
+                    options: options.clone(),
+                },
+            )),
+            Err((status, reason)) => rejected.push((*i, cpu_verdict(status, reason))),
+        }
+    }
+    (jobs, primaries)
+}
+
+/// compute-sanitizer's path when `--sanitizer` asks for a pass (or why it cannot run,
+/// said at once so the line comes before the batch); None without `--sanitizer`.
+fn locate_sanitizer(args: &VerifyArgs) -> Option<Result<PathBuf, String>> {
+    match args.sanitizer.is_empty() {
+        true => None,
+        false => Some(
+            sanitizer::locate(args.compute_sanitizer.as_deref()).inspect_err(|why| {
+                eprintln!("{why}; --sanitizer skipped");
+            }),
+        ),
+    }
+}
+
 fn run_records(
     records: &[Record],
     base: &Path,
@@ -322,15 +396,7 @@ fn run_records(
     };
     let launch = launcher(args);
     let hello_timeout = Duration::from_secs(60);
-    let mut workers = Vec::new();
-    let mut no_gpu = None;
-    for d in 0..devices {
-        match pool::Worker::spawn(&launch, d, hello_timeout) {
-            Ok(w) => workers.push(w),
-            Err(pool::PoolError::NoGpu(r)) => no_gpu = Some(r),
-            Err(e) => eprintln!("warning: {e}"),
-        }
-    }
+    let (workers, no_gpu) = spawn_workers(&launch, devices, hello_timeout);
     if workers.is_empty() {
         let reason = no_gpu.unwrap_or_else(|| "no GPU: no worker could be started".into());
         eprintln!("{reason}; marking {} pair(s) no_gpu", pending.len());
@@ -340,48 +406,15 @@ fn run_records(
         return Ok(results);
     }
     let hello = workers[0].hello.clone();
-    let options = RunOptions {
-        seeds: args.seeds.max(1),
-        min_speedup: args.min_speedup,
-        time_budget_ms: args.time_budget_ms,
-        precision: args.precision,
-        ..RunOptions::default()
-    };
-    let mut jobs: Vec<(usize, Job)> = Vec::new();
-    let primaries: BTreeMap<usize, String> = pending
-        .iter()
-        .filter_map(|(i, _, found)| {
-            let set = found.harness.size_sets().iter().find(|s| s.primary)?;
-            Some((*i, set.name.clone()))
-        })
-        .collect();
-    for (i, p, found) in &pending {
-        match resolve::resolve(p, found, &hello) {
-            Ok((slow, fast, sets)) => jobs.push((
-                *i,
-                Job {
-                    pair_id: p.id.clone(),
-                    slow,
-                    fast,
-                    harness: found.path.display().to_string(),
-                    sets,
-                    options: options.clone(),
-                },
-            )),
-            Err((status, reason)) => record(*i, cpu_verdict(status, reason), &mut results)?,
-        }
+    let mut rejected = Vec::new();
+    let (jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
+    for (i, v) in rejected {
+        record(i, v, &mut results)?;
     }
     let bar = progress("verify", jobs.len());
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
     // Said before the batch runs, so the line comes at once; the pass runs after it.
-    let sanitizer = match args.sanitizer.is_empty() {
-        true => None,
-        false => Some(
-            sanitizer::locate(args.compute_sanitizer.as_deref()).inspect_err(|why| {
-                eprintln!("{why}; --sanitizer skipped");
-            }),
-        ),
-    };
+    let sanitizer = locate_sanitizer(args);
     let sanitize_jobs = sanitizer.as_ref().map(|_| jobs.clone());
     let mut io_err = None;
     pool::run_all(
