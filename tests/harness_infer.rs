@@ -4,6 +4,8 @@
 //! picks inferred harnesses up, and on the GPU (`#[ignore]`) the self-check passes good
 //! harnesses and fails a broken one on the right check.
 
+mod common;
+
 use assert_cmd::Command;
 use kernelpair::record::{HarnessOrigin, Record};
 use std::path::{Path, PathBuf};
@@ -331,85 +333,7 @@ fn gpu_selfcheck_passes_good_harnesses_and_catches_a_short_grid() {
 
 // ------------------------------------------- LLM completion against a scripted loopback server
 
-/// One request the scripted server saw: its Authorization header and JSON body.
-#[derive(Clone)]
-struct Seen {
-    auth: Option<String>,
-    body: serde_json::Value,
-}
-
-/// A loopback OpenAI-style endpoint answering each request with `script(request, earlier)`.
-fn serve(
-    script: impl Fn(&Seen, &[Seen]) -> String + Send + Sync + 'static,
-) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Seen>>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", l.local_addr().unwrap());
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Seen>::new()));
-    let s2 = seen.clone();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let mut r = BufReader::new(conn.try_clone().unwrap());
-            let (mut len, mut auth, mut line) = (0usize, None, String::new());
-            loop {
-                line.clear();
-                if r.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                let t = line.trim_end();
-                if t.is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = t.split_once(':') {
-                    match k.to_ascii_lowercase().as_str() {
-                        "content-length" => len = v.trim().parse().unwrap_or(0),
-                        "authorization" => auth = Some(v.trim().to_string()),
-                        _ => {}
-                    }
-                }
-            }
-            let mut body = vec![0u8; len];
-            if r.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let req = Seen {
-                auth,
-                body: serde_json::from_slice(&body).unwrap_or_default(),
-            };
-            let before = {
-                let mut all = s2.lock().unwrap();
-                let b = all.clone();
-                all.push(req.clone());
-                b
-            };
-            let content = script(&req, &before);
-            let body = serde_json::json!({
-                "id": "x", "object": "chat.completion", "model": "test",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
-            })
-            .to_string();
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    (url, seen)
-}
-
-/// Every file under `dir`, as text (lossy).
-fn all_text(dir: &Path) -> String {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .flatten()
-        .filter(|e| e.file_type().is_file())
-        .map(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+use common::{all_text, serve};
 
 #[test]
 fn llm_completion_repairs_reruns_from_cache_and_keeps_the_key_out_of_files() {
