@@ -498,6 +498,23 @@ pub struct HarnessProvenance {
     pub selfcheck_failure: Option<String>,
 }
 
+impl Pair {
+    /// Record the pair's harness origin, keeping an earlier self-check result when the
+    /// origin is the same.
+    pub fn set_harness_origin(&mut self, origin: HarnessOrigin) {
+        let keep = self
+            .harness_origin
+            .as_ref()
+            .filter(|h| h.origin == origin)
+            .cloned();
+        self.harness_origin = Some(keep.unwrap_or(HarnessProvenance {
+            origin,
+            selfcheck_pass: None,
+            selfcheck_failure: None,
+        }));
+    }
+}
+
 /// The synth stage's account of one pending pair: kept whether the answer was accepted
 /// ([`Slow::Synthesized`]) or rejected ([`Slow::Pending`]), so every outcome is in the output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -9,23 +9,10 @@
 
 use tree_sitter::Node;
 
-/// Every node under `root` (itself included), named or not, in document (pre-)order.
+/// Every node under `root` (itself included), named or not, in document (pre-)order
+/// (the front end's one walk, `syntax::visit`).
 fn preorder<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>)) {
-    let mut c = root.walk();
-    loop {
-        visit(c.node());
-        if c.goto_first_child() {
-            continue;
-        }
-        loop {
-            if c.goto_next_sibling() {
-                break;
-            }
-            if !c.goto_parent() {
-                return;
-            }
-        }
-    }
+    super::syntax::visit(root, &mut visit)
 }
 
 /// The named children of `n` under field `field` (a query's `field: (_)`).

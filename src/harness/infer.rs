@@ -891,7 +891,7 @@ pub fn attach_inferred(
     suite_root: Option<&Path>,
     inferred_dir: &Path,
 ) -> (usize, usize) {
-    use crate::record::{HarnessOrigin, HarnessProvenance};
+    use crate::record::HarnessOrigin;
     let (mut hand, mut inferred) = (0, 0);
     for r in records.iter_mut() {
         let Record::Pair(p) = r else { continue };
@@ -914,16 +914,7 @@ pub fn attach_inferred(
                 HarnessOrigin::Hand
             }
         };
-        let keep = p
-            .harness_origin
-            .as_ref()
-            .filter(|h| h.origin == origin)
-            .cloned();
-        p.harness_origin = Some(keep.unwrap_or(HarnessProvenance {
-            origin,
-            selfcheck_pass: None,
-            selfcheck_failure: None,
-        }));
+        p.set_harness_origin(origin);
     }
     (hand, inferred)
 }

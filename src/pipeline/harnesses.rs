@@ -12,7 +12,7 @@
 use super::config::{HarnessSettings, SuiteKind, SuiteSpec};
 use crate::harness::infer::{self, InferOptions};
 use crate::harness::selfcheck::{CheckResult, Report};
-use crate::record::{HarnessOrigin, HarnessProvenance, Pair, Record, Status, Verification};
+use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -62,19 +62,6 @@ fn has_hand(pair: &Pair, hand_dirs: &[PathBuf]) -> bool {
     )
 }
 
-fn set_origin(p: &mut Pair, origin: HarnessOrigin) {
-    let keep = p
-        .harness_origin
-        .as_ref()
-        .filter(|h| h.origin == origin)
-        .cloned();
-    p.harness_origin = Some(keep.unwrap_or(HarnessProvenance {
-        origin,
-        selfcheck_pass: None,
-        selfcheck_failure: None,
-    }));
-}
-
 /// Choose every pair's harness (see the module doc). `hand_dirs`: verify's harness folders
 /// and the suite folders; `out`: the build's output folder.
 pub fn choose(
@@ -101,7 +88,7 @@ pub fn choose(
             {
                 p.harness = None;
             }
-            set_origin(p, HarnessOrigin::Hand);
+            p.set_harness_origin(HarnessOrigin::Hand);
             *c.counts.entry("hand".into()).or_default() += 1;
             continue;
         }
@@ -119,7 +106,7 @@ pub fn choose(
                 tracing::warn!("{}: {e}", path.display());
             } else if inf.complete() {
                 p.harness = Some(path.display().to_string());
-                set_origin(p, HarnessOrigin::Inferred);
+                p.set_harness_origin(HarnessOrigin::Inferred);
                 *c.counts.entry("inferred".into()).or_default() += 1;
                 continue;
             } else {
@@ -133,7 +120,7 @@ pub fn choose(
         match llm {
             Some(f) => {
                 p.harness = Some(f.display().to_string());
-                set_origin(p, HarnessOrigin::Llm);
+                p.set_harness_origin(HarnessOrigin::Llm);
                 *c.counts.entry("llm".into()).or_default() += 1;
             }
             None => {
@@ -380,7 +367,7 @@ mod tests {
         for (r, o) in recs.iter_mut().zip(origins) {
             let Record::Pair(p) = r else { unreachable!() };
             p.verification = None;
-            set_origin(p, o);
+            p.set_harness_origin(o);
             ids.push(p.id.clone());
         }
         let broke = || Some(("runs_clean", "crashed: illegal address".to_string()));
