@@ -500,15 +500,7 @@ impl<'a> Rx<'a> {
         let f = format!("args[{i}].ignore");
         let period_v = self.pos(&format!("{f}.period"), period)?;
         // `from` may be 0 (a range at the start of each period, or the whole buffer).
-        let from_v = {
-            let field = format!("{f}.from");
-            let v = self
-                .scope
-                .eval_int(from)
-                .map_err(|m| self.err(&field, from, m))?;
-            usize::try_from(v)
-                .map_err(|_| self.err(&field, from, format!("must be >= 0, is {v}")))?
-        };
+        let from_v = self.nonneg(&format!("{f}.from"), from)?;
         let to_v = self.pos(&format!("{f}.to"), to)?;
         if period_v == 0 || from_v >= to_v || to_v > period_v {
             return Err(self.err(
