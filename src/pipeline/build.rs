@@ -878,10 +878,10 @@ mod tests {
         ) -> Result<Vec<Record>, StageError> {
             let n = self.verify_calls.fetch_add(1, Ordering::SeqCst) + 1;
             if self.fail_verify_at == Some(n) {
-                return Err(StageError::Failed {
-                    stage: "verify",
-                    message: "worker died".into(),
-                });
+                return Err(StageError::Verify(crate::verify::VerifyError::Partial {
+                    path: "verified.jsonl.partial".into(),
+                    source: std::io::Error::other("worker died"),
+                }));
             }
             Ok(pairs
                 .into_iter()

@@ -134,14 +134,33 @@ pub struct SynthSettings {
 }
 
 impl Default for SynthSettings {
+    /// The synth library's defaults ([`crate::synth::Settings::default`]), plus the chunk size.
     fn default() -> Self {
+        let d = crate::synth::Settings::default();
         SynthSettings {
-            llm: None,
-            offline: false,
+            llm: d.llm,
+            offline: d.offline,
             cache: None,
-            max_repairs: 2,
+            max_repairs: d.max_repairs,
             chunk: 8,
-            arch: crate::gpu::nvrtc::DEFAULT_ARCH.into(),
+            arch: d.arch,
+        }
+    }
+}
+
+impl SynthSettings {
+    /// The synth library's settings for this build: answers cached in `cache`, the journal
+    /// at `journal`; what the build config cannot set keeps the library default.
+    pub fn to_synth(&self, cache: &Path, journal: Option<PathBuf>) -> crate::synth::Settings {
+        crate::synth::Settings {
+            llm: self.llm.clone(),
+            cache: cache.to_path_buf(),
+            offline: self.offline,
+            max_repairs: self.max_repairs,
+            // The compile check targets the architecture the build's extract stage uses.
+            arch: self.arch.clone(),
+            journal,
+            ..crate::synth::Settings::default()
         }
     }
 }
@@ -170,16 +189,36 @@ pub struct VerifySettings {
 }
 
 impl Default for VerifySettings {
+    /// The verify library's defaults ([`crate::verify::Settings::default`]), plus the chunk size.
     fn default() -> Self {
+        let d = crate::verify::Settings::default();
         VerifySettings {
-            harness_dirs: Vec::new(),
-            seeds: crate::verify::DEFAULT_SEEDS,
-            min_speedup: crate::verify::DEFAULT_MIN_SPEEDUP,
-            timeout_s: crate::verify::DEFAULT_TIMEOUT_S as u64,
-            time_budget_ms: 250.0,
-            precision: crate::verify::engine::DEFAULT_PRECISION,
+            harness_dirs: d.harness_dirs,
+            seeds: d.seeds,
+            min_speedup: d.min_speedup,
+            timeout_s: d.timeout_s.round() as u64,
+            time_budget_ms: d.time_budget_ms,
+            precision: d.precision,
             chunk: 16,
-            sanitizer: Vec::new(),
+            sanitizer: d.sanitizer,
+        }
+    }
+}
+
+impl VerifySettings {
+    /// The verify library's settings for this build, compiling into `compile_cache`; what
+    /// the build config cannot set keeps the library default.
+    pub fn to_verify(&self, compile_cache: &Path) -> crate::verify::Settings {
+        crate::verify::Settings {
+            harness_dirs: self.harness_dirs.clone(),
+            timeout_s: self.timeout_s as f64,
+            seeds: self.seeds,
+            min_speedup: self.min_speedup,
+            time_budget_ms: self.time_budget_ms,
+            precision: self.precision,
+            cache_dir: Some(compile_cache.to_path_buf()),
+            sanitizer: self.sanitizer.clone(),
+            ..crate::verify::Settings::default()
         }
     }
 }
@@ -264,6 +303,32 @@ mod tests {
         assert_eq!(c.suites[0].kind, SuiteKind::Auto);
         assert_eq!(c.verify, VerifySettings::default());
         assert_eq!(c.export, ExportOptions::default());
+    }
+
+    #[test]
+    fn build_defaults_are_the_stage_libraries_defaults() {
+        let cache = Path::new("c");
+        assert_eq!(
+            SynthSettings::default().to_synth(cache, None),
+            crate::synth::Settings {
+                cache: cache.to_path_buf(),
+                ..crate::synth::Settings::default()
+            }
+        );
+        assert_eq!(
+            VerifySettings::default().to_verify(cache),
+            crate::verify::Settings {
+                cache_dir: Some(cache.to_path_buf()),
+                ..crate::verify::Settings::default()
+            }
+        );
+        // A config's own values get through.
+        let c = BuildConfig::parse(
+            "output = \"o\"\n[[suite]]\npath = \"s\"\n[extract]\narch = \"sm_80\"\n[verify]\nseeds = 9\n",
+        )
+        .unwrap();
+        assert_eq!(c.synth.to_synth(cache, None).arch, "sm_80");
+        assert_eq!(c.verify.to_verify(cache).seeds, 9);
     }
 
     #[test]

@@ -10,11 +10,15 @@ pub enum StageError {
     /// The stage's library function is not part of this build yet.
     #[error("{stage}: {what} is not available in this build")]
     NotWired { stage: &'static str, what: String },
-    #[error("{stage}: {message}")]
-    Failed {
-        stage: &'static str,
-        message: String,
-    },
+    #[error("extract: {0}")]
+    Extract(#[from] crate::suite::SuiteError),
+    /// A suite of kind `records` could not be read.
+    #[error("extract: {0}")]
+    Records(#[from] crate::jsonl::JsonlError),
+    #[error("synth: {0}")]
+    Synth(#[from] crate::synth::SynthError),
+    #[error("verify: {0}")]
+    Verify(#[from] crate::verify::VerifyError),
 }
 
 /// One call per stage. `synth` and `verify` receive only pairs that need their work and must
@@ -52,10 +56,7 @@ pub struct Library;
 impl Stages for Library {
     fn extract(&self, suite: &SuiteSpec, s: &ExtractSettings) -> Result<Vec<Record>, StageError> {
         if suite.kind == SuiteKind::Records {
-            return crate::jsonl::read_records(&suite.path).map_err(|e| StageError::Failed {
-                stage: "extract",
-                message: e.to_string(),
-            });
+            return Ok(crate::jsonl::read_records(&suite.path)?);
         }
         let kind = match suite.kind {
             SuiteKind::Auto => "auto",
@@ -70,11 +71,7 @@ impl Stages for Library {
             suite.extractor.as_deref(),
             &s.arch,
             s.compile,
-        )
-        .map_err(|e| StageError::Failed {
-            stage: "extract",
-            message: e.to_string(),
-        })?;
+        )?;
         for w in &ex.warnings {
             eprintln!("extract: {w}");
         }
@@ -87,52 +84,17 @@ impl Stages for Library {
         s: &SynthSettings,
         cache: &Path,
     ) -> Result<Vec<Record>, StageError> {
-        let failed = |message: String| StageError::Failed {
-            stage: "synth",
-            message,
-        };
-        // The synth library works file to file; the chunk goes through a work folder next
-        // to the cache, named by the chunk's content so a rerun finds its synth journal.
+        // The chunk's synth journal is named by the chunk's content, so a rerun after a
+        // kill finds it and asks only what was not answered.
         let text: Vec<String> = pairs
             .iter()
             .map(|r| serde_json::to_string(r).expect("records serialize"))
             .collect();
         let key = super::journal::key(&text.iter().map(String::as_str).collect::<Vec<_>>());
-        let work = cache.join("work");
-        let input = work.join(format!("{key}.in.jsonl"));
-        let output = work.join(format!("{key}.out.jsonl"));
-        crate::jsonl::write_records(&input, &pairs).map_err(|e| failed(e.to_string()))?;
-        let args = crate::synth::SynthArgs {
-            input: input.clone(),
-            output: output.clone(),
-            shard: None,
-            llm: s.llm.clone(),
-            offline: s.offline,
-            cache: cache.to_path_buf(),
-            max_repairs: s.max_repairs,
-            concurrency: None,
-            prompts: None,
-            describe: false,
-            min_difference: crate::synth::DEFAULT_MIN_DIFFERENCE,
-            // The compile check targets the architecture the build's extract stage uses.
-            arch: s.arch.clone(),
-            journal: Some(work.join(format!("{key}.journal"))),
-            report: None,
-            base_url: None,
-            model: None,
-            api_key_env: None,
-            temperature: None,
-            max_tokens: None,
-            timeout: None,
-            max_retries: None,
-            rpm: None,
-        };
-        let cfg = crate::synth::Config::from_args(args).map_err(|e| failed(format!("{e:#}")))?;
-        let report = crate::synth::synthesize(&cfg).map_err(|e| failed(format!("{e:#}")))?;
+        let journal = synth_journal(cache, &key);
+        let cfg = crate::synth::Config::new(s.to_synth(cache, Some(journal)))?;
+        let (out, report) = crate::synth::synthesize_records(pairs, &cfg)?;
         tracing::info!("{}", report.summary());
-        let out = crate::jsonl::read_records(&output).map_err(|e| failed(e.to_string()))?;
-        let _ = std::fs::remove_file(&input);
-        let _ = std::fs::remove_file(&output);
         Ok(out)
     }
 
@@ -142,32 +104,10 @@ impl Stages for Library {
         s: &VerifySettings,
         cache: &Path,
     ) -> Result<Vec<Record>, StageError> {
-        let args = crate::verify::VerifyArgs {
-            input: Default::default(),
-            output: Default::default(),
-            shard: None,
-            harness_dirs: s.harness_dirs.clone(),
-            suite_root: None,
-            inferred_dir: None,
-            timeout_s: s.timeout_s as f64,
-            seeds: s.seeds,
-            min_speedup: s.min_speedup,
-            time_budget_ms: s.time_budget_ms,
-            precision: s.precision,
-            cache_dir: Some(cache.to_path_buf()),
-            gpus: None,
-            worker_cmd: None,
-            sanitizer: s.sanitizer.clone(),
-            compute_sanitizer: None,
-        };
+        let settings = s.to_verify(cache);
         // A pair's own relative `harness` path resolves against the first harness folder.
         let base = s.harness_dirs.first().cloned().unwrap_or_default();
-        let results = crate::verify::verify_records(&pairs, &base, &args, None).map_err(|e| {
-            StageError::Failed {
-                stage: "verify",
-                message: format!("{e:#}"),
-            }
-        })?;
+        let results = crate::verify::verify_records(&pairs, &base, &settings, None)?;
         Ok(pairs
             .into_iter()
             .enumerate()
@@ -181,4 +121,10 @@ impl Stages for Library {
             })
             .collect())
     }
+}
+
+/// Where `build` keeps the synth journal of the chunk with content key `key`: beside the
+/// LLM cache it belongs to.
+pub fn synth_journal(cache: &Path, key: &str) -> std::path::PathBuf {
+    cache.join("journal").join(format!("{key}.journal"))
 }

@@ -568,7 +568,7 @@ pub(crate) mod tests {
         Target {
             fast: f,
             min_difference: 0.05,
-            arch: "sm_90",
+            arch: crate::gpu::nvrtc::DEFAULT_ARCH,
         }
     }
 

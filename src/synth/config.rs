@@ -35,7 +35,7 @@ pub struct Price {
 }
 
 /// What a `--llm` file may hold; every field optional.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmFile {
     pub base_url: Option<String>,

@@ -11,6 +11,7 @@ pub mod checks;
 pub mod client;
 pub mod config;
 pub mod prompts;
+pub mod settings;
 pub mod techniques;
 
 use crate::exit;
@@ -19,11 +20,9 @@ use crate::record::{
     content_id, KernelUnit, Pair, Record, Slow, SynthOutcome, SynthReason, SynthRejection,
     TokenUsage, UnitBody, UnitPlace,
 };
-use anyhow::Context;
-use cache::{Cache, Journal};
+use cache::Journal;
 use client::{ChatAnswer, ChatRequest, Client, LlmError, Message};
-use config::{LlmConfig, LlmFile};
-use prompts::Prompts;
+use config::LlmFile;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,9 +33,9 @@ use std::sync::Mutex;
 /// Version of the `--report` JSON (schemas/synth-report.schema.json).
 pub const REPORT_VERSION: u32 = 1;
 
-/// Below this normalized-token difference an answer counts as the fast kernel again
-/// (the one default for the CLI and `build`).
-pub const DEFAULT_MIN_DIFFERENCE: f64 = 0.05;
+pub use settings::{
+    Config, Settings, SynthError, DEFAULT_CACHE_DIR, DEFAULT_MAX_REPAIRS, DEFAULT_MIN_DIFFERENCE,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct SynthArgs {
@@ -57,10 +56,10 @@ pub struct SynthArgs {
     #[arg(long)]
     pub offline: bool,
     /// Content-addressed request/response cache.
-    #[arg(long, default_value = ".kernelpair/llm-cache")]
+    #[arg(long, default_value = DEFAULT_CACHE_DIR)]
     pub cache: PathBuf,
     /// Compile-error repair turns after the first answer.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = DEFAULT_MAX_REPAIRS)]
     pub max_repairs: u32,
     /// Requests in flight at once (overrides the config).
     #[arg(long)]
@@ -105,112 +104,50 @@ pub struct SynthArgs {
 }
 
 impl SynthArgs {
-    /// The command's defaults for one input and output (what `build` starts from).
-    pub fn new(input: impl Into<PathBuf>, output: impl Into<PathBuf>) -> SynthArgs {
-        SynthArgs {
-            input: input.into(),
-            output: output.into(),
-            shard: None,
-            llm: None,
-            offline: false,
-            cache: PathBuf::from(".kernelpair/llm-cache"),
-            max_repairs: 2,
-            concurrency: None,
-            prompts: None,
-            describe: false,
-            min_difference: 0.05,
-            arch: "sm_90".into(),
-            journal: None,
-            report: None,
-            base_url: None,
-            model: None,
-            api_key_env: None,
-            temperature: None,
-            max_tokens: None,
-            timeout: None,
-            max_retries: None,
-            rpm: None,
+    /// The library settings these flags ask for (the journal defaults to OUT with
+    /// `.journal` appended).
+    pub fn settings(&self) -> Settings {
+        Settings {
+            llm: self.llm.clone(),
+            llm_overrides: LlmFile {
+                base_url: self.base_url.clone(),
+                model: self.model.clone(),
+                api_key_env: self.api_key_env.clone(),
+                temperature: self.temperature,
+                max_tokens: self.max_tokens,
+                timeout_secs: self.timeout,
+                concurrency: self.concurrency,
+                requests_per_minute: self.rpm,
+                max_retries: self.max_retries,
+                ..Default::default()
+            },
+            cache: self.cache.clone(),
+            offline: self.offline,
+            max_repairs: self.max_repairs,
+            describe: self.describe,
+            min_difference: self.min_difference,
+            arch: self.arch.clone(),
+            prompts: self.prompts.clone(),
+            journal: Some(
+                self.journal
+                    .clone()
+                    .unwrap_or_else(|| default_journal(&self.output)),
+            ),
         }
     }
 }
 
-/// The checked settings of a run.
-pub struct Config {
-    pub input: PathBuf,
-    pub shard: Option<crate::dataset::Shard>,
-    pub output: PathBuf,
-    pub journal: PathBuf,
-    pub report: Option<PathBuf>,
-    pub llm: LlmConfig,
-    pub prompts: Prompts,
-    pub cache: Cache,
-    pub offline: bool,
-    pub max_repairs: u32,
-    pub describe: bool,
-    pub min_difference: f64,
-    pub arch: String,
-}
-
-impl Config {
-    pub fn from_args(a: SynthArgs) -> anyhow::Result<Config> {
-        let file = match &a.llm {
-            Some(p) => LlmFile::read(p)?,
-            None => LlmFile::default(),
-        };
-        let llm = LlmConfig::from_file(file.overlay(LlmFile {
-            base_url: a.base_url,
-            model: a.model,
-            api_key_env: a.api_key_env,
-            temperature: a.temperature,
-            max_tokens: a.max_tokens,
-            timeout_secs: a.timeout,
-            concurrency: a.concurrency,
-            requests_per_minute: a.rpm,
-            max_retries: a.max_retries,
-            ..Default::default()
-        }))?;
-        if !(0.0..=1.0).contains(&a.min_difference) {
-            anyhow::bail!("--min-difference must be within 0..=1");
-        }
-        let journal = a.journal.unwrap_or_else(|| default_journal(&a.output));
-        Ok(Config {
-            input: a.input,
-            shard: a.shard,
-            output: a.output,
-            journal,
-            report: a.report,
-            llm,
-            prompts: Prompts::load(a.prompts.as_deref())?,
-            cache: Cache::new(a.cache),
-            offline: a.offline,
-            max_repairs: a.max_repairs,
-            describe: a.describe,
-            min_difference: a.min_difference,
-            arch: a.arch,
-        })
-    }
-
-    /// Everything that changes a pair's outcome; journal entries from other settings are redone.
-    fn fingerprint(&self) -> String {
-        content_id(&[
-            env!("CARGO_PKG_VERSION"),
-            &self.llm.model,
-            &self.llm.temperature.to_string(),
-            &self.llm.max_tokens.to_string(),
-            &self.prompts.hash,
-            &self.max_repairs.to_string(),
-            &self.describe.to_string(),
-            &self.min_difference.to_string(),
-            &self.arch,
-        ])
-    }
-}
-
+/// `kernelpair synth`: read `--in`, synthesize, write `--out` (and `--report`).
 pub fn run_synth(args: SynthArgs) -> anyhow::Result<u8> {
-    let cfg = Config::from_args(args)?;
-    let report = synthesize(&cfg)?;
+    let cfg = Config::new(args.settings())?;
+    let mut records = read_records(&args.input)?;
+    if let Some(sh) = args.shard {
+        records.retain(|r| sh.contains(r));
+    }
+    let (out, report) = synthesize_records(records, &cfg)?;
+    write_records(&args.output, &out)?;
     eprint!("{}", report.summary());
-    if let Some(p) = &cfg.report {
+    if let Some(p) = &args.report {
         write_atomic(p, |w| {
             serde_json::to_writer_pretty(&mut *w, &report)?;
             std::io::Write::write_all(w, b"\n")
@@ -340,14 +277,21 @@ impl Llm<'_> {
     }
 }
 
-/// Run the stage over `cfg.input`, write `cfg.output`, and say what happened.
-pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
-    let mut records = read_records(&cfg.input)?;
-    if let Some(sh) = cfg.shard {
-        records.retain(|r| sh.contains(r));
-    }
-    let (journal, done) = Journal::open(&cfg.journal, &cfg.fingerprint())
-        .with_context(|| format!("opening the journal {}", cfg.journal.display()))?;
+/// Synthesize the pending pairs among `records` in memory (every other record passes
+/// through, in order) and say what happened. Only the journal (`cfg.journal`, when set)
+/// touches the disk, besides the response cache: it is what lets a killed run resume.
+pub fn synthesize_records(
+    records: Vec<Record>,
+    cfg: &Config,
+) -> Result<(Vec<Record>, Report), SynthError> {
+    let (journal, done) = match &cfg.journal {
+        Some(path) => {
+            let (j, done) =
+                Journal::open(path, &cfg.fingerprint()).map_err(SynthError::Journal)?;
+            (Some(j), done)
+        }
+        None => (None, Default::default()),
+    };
     let llm = Llm {
         cfg,
         client: if cfg.offline {
@@ -378,8 +322,7 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
     );
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(cfg.llm.concurrency)
-        .build()
-        .context("starting worker threads")?;
+        .build()?;
     let journal_errors = Mutex::new(Vec::<String>::new());
     let results: Vec<(usize, Pair, bool)> = pool.install(|| {
         pending
@@ -394,7 +337,7 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
                     return (i, prev.clone(), true);
                 }
                 let (pair, final_outcome) = synth_pair(p, cfg, &llm);
-                if final_outcome {
+                if let (true, Some(journal)) = (final_outcome, &journal) {
                     if let Err(e) = journal.record(&key, &pair) {
                         journal_errors
                             .lock()
@@ -435,7 +378,6 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
         }
         out[i] = Record::Pair(Box::new(pair));
     }
-    write_records(&cfg.output, &out)?;
     if let Some(c) = &llm.client {
         report.requests_sent = c.stats.sent.load(Ordering::Relaxed);
         report.retries = c.stats.retries.load(Ordering::Relaxed);
@@ -446,7 +388,7 @@ pub fn synthesize(cfg: &Config) -> anyhow::Result<Report> {
         .missing
         .sort_by(|a, b| (&a.pair, &a.key).cmp(&(&b.pair, &b.key)));
     report.cost_usd = cfg.llm.cost(report.usage);
-    Ok(report)
+    Ok((out, report))
 }
 
 /// A journaled result is reused only for exactly the same input pair: a pair whose id is
@@ -657,12 +599,19 @@ mod tests {
     }
 
     #[test]
-    fn new_matches_the_command_line_defaults() {
+    fn command_line_defaults_are_the_library_defaults() {
         let parsed = Wrap::parse_from(["x", "--in", "a.jsonl", "--out", "b.jsonl"]).a;
         assert_eq!(
-            format!("{parsed:?}"),
-            format!("{:?}", SynthArgs::new("a.jsonl", "b.jsonl"))
+            parsed.settings(),
+            Settings {
+                journal: Some(PathBuf::from("b.jsonl.journal")),
+                ..Settings::default()
+            }
         );
+        // And a flag reaches its setting.
+        let parsed = Wrap::parse_from(["x", "--in", "a", "--out", "b", "--max-repairs", "5"]).a;
+        assert_eq!(parsed.settings().max_repairs, 5);
+        assert_ne!(Settings::default().max_repairs, 5);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod pool;
 pub mod protocol;
 pub mod resolve;
 pub mod sanitizer;
+pub mod settings;
 pub mod slowdown;
 pub mod stats;
 pub mod validate;
@@ -34,6 +35,10 @@ use std::time::Duration;
 pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
 pub const DEFAULT_SEEDS: u32 = 3;
 pub const DEFAULT_MIN_SPEEDUP: f64 = 1.1;
+/// Wall-clock timing budget per size set (both variants), milliseconds.
+pub const DEFAULT_TIME_BUDGET_MS: f64 = 250.0;
+
+pub use settings::{Settings, VerifyError};
 
 pub use validate::{run_validate, ValidateArgs};
 
@@ -70,7 +75,7 @@ pub struct VerifyArgs {
     #[arg(long = "min-speedup", default_value_t = DEFAULT_MIN_SPEEDUP)]
     pub min_speedup: f64,
     /// Wall-clock timing budget per size set (both variants), milliseconds.
-    #[arg(long = "time-budget-ms", default_value_t = 250.0)]
+    #[arg(long = "time-budget-ms", default_value_t = DEFAULT_TIME_BUDGET_MS)]
     pub time_budget_ms: f64,
     /// Stop timing a size set early (after 20 runs of each variant) once both medians'
     /// 95% CI widths are within this fraction of the median; 0 uses the whole budget.
@@ -95,6 +100,27 @@ pub struct VerifyArgs {
     /// $CUDA_PATH/bin, /usr/local/cuda/bin).
     #[arg(long = "compute-sanitizer", value_name = "PATH")]
     pub compute_sanitizer: Option<PathBuf>,
+}
+
+impl VerifyArgs {
+    /// The library settings these flags ask for.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            harness_dirs: self.harness_dirs.clone(),
+            suite_root: self.suite_root.clone(),
+            inferred_dir: self.inferred_dir.clone(),
+            timeout_s: self.timeout_s,
+            seeds: self.seeds,
+            min_speedup: self.min_speedup,
+            time_budget_ms: self.time_budget_ms,
+            precision: self.precision,
+            cache_dir: self.cache_dir.clone(),
+            sanitizer: self.sanitizer.clone(),
+            compute_sanitizer: self.compute_sanitizer.clone(),
+            gpus: self.gpus,
+            worker_cmd: self.worker_cmd.clone(),
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -180,7 +206,7 @@ pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
 }
 
 /// The worker launcher for `args`: this binary, or the test override.
-fn launcher(args: &VerifyArgs) -> pool::Launcher {
+fn launcher(args: &Settings) -> pool::Launcher {
     if let Some(cmd) = &args.worker_cmd {
         let cmd = cmd.clone();
         return std::sync::Arc::new(move |device| {
@@ -200,6 +226,7 @@ fn launcher(args: &VerifyArgs) -> pool::Launcher {
 }
 
 pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
+    let settings = args.settings();
     let mut records = crate::jsonl::read_records(&args.input)?;
     if let Some(sh) = args.shard {
         records.retain(|r| sh.contains(r));
@@ -220,7 +247,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
         eprintln!("harnesses: {hand} hand-written, {inferred} inferred");
     }
     let partial = partial_path(&args.output);
-    let results = verify_records(&records, &base, &args, Some(&partial))?;
+    let results = verify_records(&records, &base, &settings, Some(&partial))?;
     let out: Vec<Record> = records
         .iter()
         .enumerate()
@@ -251,9 +278,9 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
 pub fn verify_records(
     records: &[Record],
     base: &Path,
-    args: &VerifyArgs,
+    args: &Settings,
     partial: Option<&Path>,
-) -> anyhow::Result<BTreeMap<usize, Verification>> {
+) -> Result<BTreeMap<usize, Verification>, VerifyError> {
     let mut results = run_records(records, base, args, partial)?;
     launches::attach(
         records,
@@ -289,7 +316,7 @@ fn spawn_workers(
 fn jobs_for(
     pending: &[(usize, &Pair, resolve::Found)],
     hello: &pool::Hello,
-    args: &VerifyArgs,
+    args: &Settings,
     rejected: &mut Vec<(usize, Verification)>,
 ) -> (Vec<(usize, Job)>, BTreeMap<usize, String>) {
     let options = RunOptions {
@@ -328,7 +355,7 @@ fn jobs_for(
 
 /// compute-sanitizer's path when `--sanitizer` asks for a pass (or why it cannot run,
 /// said at once so the line comes before the batch); None without `--sanitizer`.
-fn locate_sanitizer(args: &VerifyArgs) -> Option<Result<PathBuf, String>> {
+fn locate_sanitizer(args: &Settings) -> Option<Result<PathBuf, String>> {
     match args.sanitizer.is_empty() {
         true => None,
         false => Some(
@@ -342,9 +369,9 @@ fn locate_sanitizer(args: &VerifyArgs) -> Option<Result<PathBuf, String>> {
 fn run_records(
     records: &[Record],
     base: &Path,
-    args: &VerifyArgs,
+    args: &Settings,
     partial: Option<&Path>,
-) -> anyhow::Result<BTreeMap<usize, Verification>> {
+) -> Result<BTreeMap<usize, Verification>, VerifyError> {
     let mut results: BTreeMap<usize, Verification> = BTreeMap::new();
     let mut pending: Vec<(usize, &Pair, resolve::Found)> = Vec::new();
     for (i, r) in records.iter().enumerate() {
@@ -361,15 +388,17 @@ fn run_records(
             }
         }
     }
+    let partial_err = |source| VerifyError::Partial {
+        path: partial.unwrap_or(Path::new("")).to_path_buf(),
+        source,
+    };
     let mut partial_file = match partial {
-        Some(p) => {
-            Some(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
-        }
+        Some(p) => Some(std::fs::File::create(p).map_err(partial_err)?),
         None => None,
     };
     let mut record = |i: usize, v: Verification, results: &mut BTreeMap<usize, Verification>| {
         let r = match partial_file.as_mut() {
-            Some(f) => append_partial(f, i, &v),
+            Some(f) => append_partial(f, i, &v).map_err(partial_err),
             None => Ok(()),
         };
         results.insert(i, v);
@@ -518,7 +547,7 @@ pub fn partial_path(out: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn append_partial(f: &mut std::fs::File, index: usize, v: &Verification) -> anyhow::Result<()> {
+fn append_partial(f: &mut std::fs::File, index: usize, v: &Verification) -> std::io::Result<()> {
     let line = serde_json::json!({ "index": index, "verification": v });
     writeln!(f, "{line}")?;
     f.flush()?;

@@ -5,7 +5,6 @@
 //! folder (no `..`, no absolute paths, no symlinks pointing out).
 
 use super::engine::tool_version;
-use super::VerifyArgs;
 use crate::exit;
 use crate::record::{
     KernelUnit, Pair, PairRule, Record, Slow, Status, UnitBody, UnitPlace, Verification,
@@ -366,23 +365,13 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
             exit::OK
         });
     }
-    let vargs = VerifyArgs {
-        input: PathBuf::new(),
-        output: PathBuf::new(),
-        shard: None,
-        harness_dirs: vec![],
-        suite_root: None,
-        inferred_dir: None,
+    let vargs = super::Settings {
         timeout_s: args.timeout_s,
         seeds: args.seeds,
         min_speedup: args.min_speedup,
-        time_budget_ms: 250.0,
-        precision: super::engine::DEFAULT_PRECISION,
         cache_dir: args.cache_dir.clone(),
-        gpus: None,
-        worker_cmd: None,
         sanitizer: args.sanitizer.clone(),
-        compute_sanitizer: None,
+        ..super::Settings::default()
     };
     let results = super::verify_records(&records, Path::new(""), &vargs, None)?;
     let mut ri = 0;

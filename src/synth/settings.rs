@@ -1,0 +1,146 @@
+//! The synth stage's library settings: [`Settings`] (what the CLI and `build` both fill,
+//! each default held once here), the checked [`Config`] made from them, and [`SynthError`].
+
+use super::cache::{Cache, CacheError};
+use super::config::{ConfigError, LlmConfig, LlmFile};
+use super::prompts::{PromptError, Prompts};
+use crate::record::content_id;
+use std::path::PathBuf;
+
+/// Where LLM answers are cached when nobody says otherwise.
+pub const DEFAULT_CACHE_DIR: &str = ".kernelpair/llm-cache";
+/// Compile-error repair turns after the first answer.
+pub const DEFAULT_MAX_REPAIRS: u32 = 2;
+/// Below this normalized-token difference an answer counts as the fast kernel again.
+pub const DEFAULT_MIN_DIFFERENCE: f64 = 0.05;
+
+/// What a synth run is asked to do, before anything is read or checked. `synth` (the CLI)
+/// and `build` both fill this one struct; [`Config::new`] checks it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Endpoint settings file (TOML; see examples/llm.toml).
+    pub llm: Option<PathBuf>,
+    /// Endpoint settings that win over the file's (the CLI's `--model`, `--base-url`, …).
+    pub llm_overrides: LlmFile,
+    /// Content-addressed request/response cache.
+    pub cache: PathBuf,
+    /// Answer only from the cache; requests that are missing are reported.
+    pub offline: bool,
+    pub max_repairs: u32,
+    /// Also ask for a one-paragraph description of each accepted pair's optimization.
+    pub describe: bool,
+    pub min_difference: f64,
+    /// NVRTC target of the compile check.
+    pub arch: String,
+    /// Prompt templates overriding the built-in ones.
+    pub prompts: Option<PathBuf>,
+    /// Journal of finished pairs, so a killed run resumes without asking again; `None`
+    /// keeps no journal.
+    pub journal: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            llm: None,
+            llm_overrides: LlmFile::default(),
+            cache: PathBuf::from(DEFAULT_CACHE_DIR),
+            offline: false,
+            max_repairs: DEFAULT_MAX_REPAIRS,
+            describe: false,
+            min_difference: DEFAULT_MIN_DIFFERENCE,
+            arch: crate::gpu::nvrtc::DEFAULT_ARCH.into(),
+            prompts: None,
+            journal: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SynthError {
+    /// The endpoint settings (file, overrides, API key variable).
+    #[error(transparent)]
+    Llm(#[from] ConfigError),
+    #[error(transparent)]
+    Prompts(#[from] PromptError),
+    #[error("invalid synth setting: {0}")]
+    Invalid(String),
+    #[error("opening the synth journal: {0}")]
+    Journal(#[source] CacheError),
+    #[error(transparent)]
+    Records(#[from] crate::jsonl::JsonlError),
+    #[error("starting worker threads: {0}")]
+    Threads(#[from] rayon::ThreadPoolBuildError),
+}
+
+/// The checked settings of a run: endpoint, prompts and cache ready to use.
+pub struct Config {
+    pub llm: LlmConfig,
+    pub prompts: Prompts,
+    pub cache: Cache,
+    pub offline: bool,
+    pub max_repairs: u32,
+    pub describe: bool,
+    pub min_difference: f64,
+    pub arch: String,
+    pub journal: Option<PathBuf>,
+}
+
+impl Config {
+    /// Read the endpoint file and the prompt templates, and check every value.
+    pub fn new(s: Settings) -> Result<Config, SynthError> {
+        let file = match &s.llm {
+            Some(p) => LlmFile::read(p)?,
+            None => LlmFile::default(),
+        };
+        let llm = LlmConfig::from_file(file.overlay(s.llm_overrides))?;
+        if !(0.0..=1.0).contains(&s.min_difference) {
+            return Err(SynthError::Invalid(
+                "--min-difference must be within 0..=1".into(),
+            ));
+        }
+        Ok(Config {
+            llm,
+            prompts: Prompts::load(s.prompts.as_deref())?,
+            cache: Cache::new(s.cache),
+            offline: s.offline,
+            max_repairs: s.max_repairs,
+            describe: s.describe,
+            min_difference: s.min_difference,
+            arch: s.arch,
+            journal: s.journal,
+        })
+    }
+
+    /// Everything that changes a pair's outcome; journal entries from other settings are redone.
+    pub(super) fn fingerprint(&self) -> String {
+        content_id(&[
+            env!("CARGO_PKG_VERSION"),
+            &self.llm.model,
+            &self.llm.temperature.to_string(),
+            &self.llm.max_tokens.to_string(),
+            &self.prompts.hash,
+            &self.max_repairs.to_string(),
+            &self.describe.to_string(),
+            &self.min_difference.to_string(),
+            &self.arch,
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_min_difference_outside_0_to_1_is_refused_by_name() {
+        let e = Config::new(Settings {
+            min_difference: 1.5,
+            ..Settings::default()
+        })
+        .err()
+        .expect("refused");
+        assert!(e.to_string().contains("--min-difference"), "{e}");
+        assert!(Config::new(Settings::default()).is_ok());
+    }
+}
