@@ -605,6 +605,108 @@ fn finished_run_reruns_with_zero_requests() {
     assert_eq!(report["requests_sent"], 0);
 }
 
+/// The library call behind `build`: records in, records out, in memory. Besides the
+/// response cache and the journal it is given, it writes nothing: no temporary JSONL (the
+/// stage used to go file to file through `<cache>/work/`). The journal still resumes.
+#[test]
+fn synthesize_records_works_in_memory_writing_only_the_cache_and_the_journal() {
+    use kernelpair::pipeline::stages::{Library, Stages};
+    use kernelpair::synth::{synthesize_records, Config, Settings};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = Server::start(scripted);
+    let (input, recs) = write_input(d, &["k_good", "k_nocode"]);
+    std::fs::remove_file(&input).unwrap();
+    let llm = d.join("llm.toml");
+    std::fs::write(
+        &llm,
+        format!("base_url = \"{}\"\nmodel = \"m\"\n", server.url),
+    )
+    .unwrap();
+    let journal = d.join("cache/journal/chunk.journal");
+    let settings = Settings {
+        llm: Some(llm.clone()),
+        cache: d.join("cache"),
+        journal: Some(journal.clone()),
+        ..Settings::default()
+    };
+    let cfg = Config::new(settings.clone()).unwrap();
+    let (out, report) = synthesize_records(recs.clone(), &cfg).unwrap();
+    assert_eq!(
+        (report.pending, report.accepted, report.rejected),
+        (2, 1, 1)
+    );
+    assert_eq!(out.len(), recs.len(), "every record comes back, in order");
+    for (was, now) in recs.iter().zip(&out) {
+        match (was, now) {
+            (Record::Pair(a), Record::Pair(b)) if a.slow.is_pending() => assert_eq!(a.id, b.id),
+            _ => assert_eq!(
+                was, now,
+                "records synth has nothing to do with pass through"
+            ),
+        }
+    }
+    let by_kernel = |recs: &[Record]| -> std::collections::BTreeMap<String, Pair> {
+        recs.iter()
+            .filter_map(|r| match r {
+                Record::Pair(p) => Some((p.kernel.clone(), (**p).clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let pairs = by_kernel(&out);
+    assert!(accepted(&pairs["k_good"]));
+    assert_eq!(reason(&pairs["k_nocode"]).as_deref(), Some("no_code_block"));
+    let sent = server.count();
+    assert_eq!(sent, 2);
+    // On disk: the endpoint file, one cache entry per request, the journal. Nothing else.
+    let mut written = files(d);
+    written.sort();
+    assert_eq!(written.len(), 1 + sent + 1, "{written:?}");
+    assert!(
+        written.contains(&llm) && written.contains(&journal),
+        "{written:?}"
+    );
+    assert_eq!(cache_files(d).len(), sent, "{written:?}");
+    // Run again over the same records: both outcomes come from the journal, none is asked.
+    let (again, report) = synthesize_records(recs.clone(), &cfg).unwrap();
+    assert_eq!((report.resumed, server.count()), (2, sent));
+    assert_eq!(again, out);
+
+    // `build`'s stage call: the same, with the journal kept beside the cache it is given.
+    let cache = d.join("build-cache");
+    let build = kernelpair::pipeline::config::SynthSettings {
+        llm: Some(llm.clone()),
+        ..Default::default()
+    };
+    let pending: Vec<Record> = recs
+        .iter()
+        .filter(|r| matches!(r, Record::Pair(p) if p.slow.is_pending()))
+        .cloned()
+        .collect();
+    let staged = Library.synth(pending, &build, &cache).unwrap();
+    assert_eq!(by_kernel(&staged), {
+        let mut m = pairs.clone();
+        m.remove("natural_k");
+        m
+    });
+    let staged_files = files(&cache);
+    assert!(!cache.join("work").exists(), "{staged_files:?}");
+    assert!(
+        staged_files
+            .iter()
+            .all(|p| p.extension().is_some_and(|e| e == "json")
+                || p.parent().is_some_and(|d| d.ends_with("journal"))),
+        "only cache entries and the journal: {staged_files:?}"
+    );
+    assert!(
+        staged_files
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "journal")),
+        "{staged_files:?}"
+    );
+}
+
 /// Regression: the journal was keyed by pair id alone, so an input pair with the same id
 /// but newer fields (here its provenance) came back from the journal with the old ones.
 #[test]

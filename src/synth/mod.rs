@@ -286,8 +286,7 @@ pub fn synthesize_records(
 ) -> Result<(Vec<Record>, Report), SynthError> {
     let (journal, done) = match &cfg.journal {
         Some(path) => {
-            let (j, done) =
-                Journal::open(path, &cfg.fingerprint()).map_err(SynthError::Journal)?;
+            let (j, done) = Journal::open(path, &cfg.fingerprint()).map_err(SynthError::Journal)?;
             (Some(j), done)
         }
         None => (None, Default::default()),
