@@ -300,39 +300,84 @@ pub fn build(
         source,
     })?;
     remove_stale_temp_files(&out);
-    let mut journal = Journal::load(&out);
-    let mut rows = Vec::new();
-    let version = env!("CARGO_PKG_VERSION");
-    let shard_text = shard.map(|s| s.to_string()).unwrap_or_default();
+    let mut run = Run {
+        cfg,
+        shard,
+        stages,
+        journal: Journal::load(&out),
+        out,
+        rows: Vec::new(),
+    };
+    let extracted = run.extract()?;
+    let mut synthesized = run.synth(extracted)?;
+    let chosen = run.harnesses(&mut synthesized);
+    let verified = run.verify(synthesized, chosen)?;
+    run.export(&verified)?;
+    Ok(run.summary())
+}
 
-    // ---- extract ----
-    let mut parts = vec![
-        "extract".to_string(),
-        version.to_string(),
-        shard_text.clone(),
-        settings_json(&cfg.extract),
-    ];
-    // Keys hold content hashes, never paths: a moved project keeps its journal and caches.
-    for s in &cfg.suites {
-        parts.push(settings_json(&s.kind));
-        parts.push(tree_sha256(&s.path, Some(&cfg.output)));
-        if let Some(e) = &s.extractor {
-            parts.push(tree_sha256(e, None));
-        }
+/// One build while its steps run: each step reads the journal, does its work (or reuses
+/// it), records itself in the journal and adds its row to the summary.
+struct Run<'a> {
+    cfg: &'a BuildConfig,
+    shard: Option<Shard>,
+    stages: &'a dyn Stages,
+    /// The output folder of this run (the shard's, for a sharded build).
+    out: PathBuf,
+    journal: Journal,
+    rows: Vec<StepRow>,
+}
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Pairs the verify stage works on: a slow side, not identical, and no verdict yet but
+/// `no_gpu`. Every harness proves itself on the GPU before such a pair is timed.
+fn needs_verify(p: &Pair) -> bool {
+    p.slow.unit().is_some()
+        && !p.identical
+        && p.verification
+            .as_ref()
+            .is_none_or(|v| v.status == Status::NoGpu)
+}
+
+impl Run<'_> {
+    /// The LLM response cache: `[synth] cache`, else `<output>/llm-cache`.
+    fn llm_cache(&self) -> PathBuf {
+        self.cfg
+            .synth
+            .cache
+            .clone()
+            .unwrap_or_else(|| self.cfg.output.join("llm-cache"))
     }
-    let extract_key = journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>());
-    delay();
-    let extracted: Vec<Record> = if let Some(step) = journal.reusable("extract", &extract_key, &out)
-    {
-        rows.push(reused_row("extract", step));
-        jsonl::read_records(&out.join(EXTRACTED))?
-    } else {
+
+    fn extract(&mut self) -> Result<Vec<Record>, BuildError> {
+        let cfg = self.cfg;
+        let mut parts = vec![
+            "extract".to_string(),
+            VERSION.to_string(),
+            self.shard.map(|s| s.to_string()).unwrap_or_default(),
+            settings_json(&cfg.extract),
+        ];
+        // Keys hold content hashes, never paths: a moved project keeps its journal and caches.
+        for s in &cfg.suites {
+            parts.push(settings_json(&s.kind));
+            parts.push(tree_sha256(&s.path, Some(&cfg.output)));
+            if let Some(e) = &s.extractor {
+                parts.push(tree_sha256(e, None));
+            }
+        }
+        let extract_key = journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>());
+        delay();
+        if let Some(step) = self.journal.reusable("extract", &extract_key, &self.out) {
+            self.rows.push(reused_row("extract", step));
+            return Ok(jsonl::read_records(&self.out.join(EXTRACTED))?);
+        }
         let mut all = Vec::new();
         let mut failed = 0;
         let mut notes = Vec::new();
         let pb = progress("extract", cfg.suites.len());
         for s in &cfg.suites {
-            match stages.extract(s, &cfg.extract) {
+            match self.stages.extract(s, &cfg.extract) {
                 Ok(recs) => all.extend(recs),
                 Err(e) => {
                     failed += 1;
@@ -342,17 +387,17 @@ pub fn build(
             pb.inc(1);
         }
         pb.finish_and_clear();
-        if let Some(s) = shard {
+        if let Some(s) = self.shard {
             all = shard_filter(all, s.index, s.count);
         }
-        let sha = write_step_output(&out, EXTRACTED, &all)?;
+        let sha = write_step_output(&self.out, EXTRACTED, &all)?;
         let step = Step {
-            key: extract_key.clone(),
+            key: extract_key,
             complete: failed == 0,
             outputs: [(EXTRACTED.to_string(), sha)].into(),
             counts: pair_counts(&all),
         };
-        rows.push(StepRow {
+        self.rows.push(StepRow {
             stage: "extract",
             state: if failed == 0 { "ran" } else { "incomplete" },
             worked: cfg.suites.len() - failed,
@@ -362,39 +407,38 @@ pub fn build(
             counts: step.counts.clone(),
             notes,
         });
-        journal.steps.insert("extract".into(), step);
-        journal.save(&out)?;
-        all
-    };
+        self.journal.steps.insert("extract".into(), step);
+        self.journal.save(&self.out)?;
+        Ok(all)
+    }
 
-    // ---- synth ----
-    let extracted_sha = file_sha256(&out.join(EXTRACTED)).unwrap_or_default();
-    let llm_hash = cfg
-        .synth
-        .llm
-        .as_deref()
-        .map(|p| tree_sha256(p, None))
-        .unwrap_or_default();
-    // The cache folder's location is not part of the key: moving the cache changes nothing.
-    let mut synth_settings = cfg.synth.clone();
-    synth_settings.cache = None;
-    synth_settings.llm = None;
-    let synth_settings_key = journal::key(&[version, &settings_json(&synth_settings), &llm_hash]);
-    let synth_key = journal::key(&["synth", &extracted_sha, &synth_settings_key]);
-    delay();
-    let synthesized = if let Some(step) = journal.reusable("synth", &synth_key, &out) {
-        rows.push(reused_row("synth", step));
-        jsonl::read_records(&out.join(SYNTHESIZED))?
-    } else {
-        let cache = cfg
+    fn synth(&mut self, extracted: Vec<Record>) -> Result<Vec<Record>, BuildError> {
+        let cfg = self.cfg;
+        let extracted_sha = file_sha256(&self.out.join(EXTRACTED)).unwrap_or_default();
+        let llm_hash = cfg
             .synth
-            .cache
-            .clone()
-            .unwrap_or_else(|| cfg.output.join("llm-cache"));
+            .llm
+            .as_deref()
+            .map(|p| tree_sha256(p, None))
+            .unwrap_or_default();
+        // The cache folder's location is not part of the key: moving the cache changes nothing.
+        let mut synth_settings = cfg.synth.clone();
+        synth_settings.cache = None;
+        synth_settings.llm = None;
+        let synth_settings_key =
+            journal::key(&[VERSION, &settings_json(&synth_settings), &llm_hash]);
+        let synth_key = journal::key(&["synth", &extracted_sha, &synth_settings_key]);
+        delay();
+        if let Some(step) = self.journal.reusable("synth", &synth_key, &self.out) {
+            self.rows.push(reused_row("synth", step));
+            return Ok(jsonl::read_records(&self.out.join(SYNTHESIZED))?);
+        }
+        let cache = self.llm_cache();
         let available = match &cfg.synth.llm {
             Some(_) => Ok(()),
             None => Err("no LLM endpoint configured (set `llm = \"llm.toml\"` in [synth])".into()),
         };
+        let stages = self.stages;
         let c = run_chunked(
             "synth",
             extracted,
@@ -415,107 +459,112 @@ pub fn build(
                 }
             },
         )?;
-        finish_chunked(
-            "synth",
-            synth_key,
-            SYNTHESIZED,
-            c,
-            &out,
-            &mut journal,
-            &mut rows,
-        )?
-    };
+        self.finish_chunked("synth", synth_key, SYNTHESIZED, c)
+    }
 
-    // ---- harnesses: hand-written, else inferred, else LLM-completed ----
-    let mut hand_dirs = cfg.verify.harness_dirs.clone();
-    hand_dirs.extend(
-        cfg.suites
-            .iter()
-            .filter(|s| s.path.is_dir())
-            .map(|s| s.path.clone()),
-    );
-    let mut synthesized = synthesized;
-    let mut chosen = super::harnesses::choose(
-        &mut synthesized,
-        &cfg.suites,
-        &hand_dirs,
-        &out,
-        &cfg.harness,
-    );
-    if let (true, Some(llm)) = (cfg.harness.complete, &cfg.synth.llm) {
-        let cache = cfg
-            .synth
-            .cache
-            .clone()
-            .unwrap_or_else(|| cfg.output.join("llm-cache"));
-        let done = super::harnesses::complete_missing(
-            &synthesized,
-            &cfg.suites,
-            &out,
-            &cfg.harness,
-            llm,
-            cfg.synth.offline,
-            &cache,
-        );
-        if done.done > 0 {
-            chosen = super::harnesses::choose(
-                &mut synthesized,
+    /// Harnesses: hand-written, else inferred, else LLM-completed (attached to the pairs).
+    fn harnesses(&self, synthesized: &mut [Record]) -> super::harnesses::Chosen {
+        let cfg = self.cfg;
+        let hand_dirs = self.hand_dirs();
+        let choose = |recs: &mut [Record]| {
+            super::harnesses::choose(recs, &cfg.suites, &hand_dirs, &self.out, &cfg.harness)
+        };
+        let mut chosen = choose(synthesized);
+        if let (true, Some(llm)) = (cfg.harness.complete, &cfg.synth.llm) {
+            let done = super::harnesses::complete_missing(
+                synthesized,
                 &cfg.suites,
-                &hand_dirs,
-                &out,
+                &self.out,
                 &cfg.harness,
+                llm,
+                cfg.synth.offline,
+                &self.llm_cache(),
             );
+            if done.done > 0 {
+                chosen = choose(synthesized);
+            }
+            if done.done + done.failed > 0 {
+                chosen.counts.insert("llm_completed".into(), done.done);
+                chosen
+                    .counts
+                    .insert("llm_not_completed".into(), done.failed);
+            }
+            chosen.notes.extend(done.notes);
         }
-        if done.done + done.failed > 0 {
-            chosen.counts.insert("llm_completed".into(), done.done);
-            chosen
-                .counts
-                .insert("llm_not_completed".into(), done.failed);
-        }
-        chosen.notes.extend(done.notes);
+        chosen
     }
-    let chosen_pairs: usize = chosen.counts.values().sum();
 
-    // ---- verify ----
-    let synthesized_sha = file_sha256(&out.join(SYNTHESIZED)).unwrap_or_default();
-    let mut verify_settings = cfg.verify.clone();
-    verify_settings.harness_dirs.clear();
-    let mut harness_parts = vec![version.to_string(), settings_json(&verify_settings)];
-    for d in &cfg.verify.harness_dirs {
-        harness_parts.push(tree_sha256(d, Some(&cfg.output)));
+    /// `[verify] harness_dirs`, then each suite folder (`benchmarks/<app>/harness.toml`).
+    fn hand_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = self.cfg.verify.harness_dirs.clone();
+        dirs.extend(
+            self.cfg
+                .suites
+                .iter()
+                .filter(|s| s.path.is_dir())
+                .map(|s| s.path.clone()),
+        );
+        dirs
     }
-    // The chosen harnesses' files and the choice settings (inferred and LLM harnesses live
-    // in the output folder, which the suite hashes leave out).
-    let mut harness_settings = cfg.harness.clone();
-    harness_settings.llm_dir = None;
-    harness_parts.push(settings_json(&harness_settings));
-    harness_parts.push(tree_sha256(&out.join("harnesses"), None));
-    if let Some(d) = &cfg.harness.llm_dir {
-        harness_parts.push(tree_sha256(d, None));
+
+    /// The verify step's settings key: the settings, the harness folders' contents and
+    /// the chosen harnesses (inferred and LLM harnesses live in the output folder, which
+    /// the suite hashes leave out).
+    fn verify_settings_key(&self) -> String {
+        let cfg = self.cfg;
+        let mut verify_settings = cfg.verify.clone();
+        verify_settings.harness_dirs.clear();
+        let mut parts = vec![VERSION.to_string(), settings_json(&verify_settings)];
+        for d in &cfg.verify.harness_dirs {
+            parts.push(tree_sha256(d, Some(&cfg.output)));
+        }
+        let mut harness_settings = cfg.harness.clone();
+        harness_settings.llm_dir = None;
+        parts.push(settings_json(&harness_settings));
+        parts.push(tree_sha256(&self.out.join("harnesses"), None));
+        if let Some(d) = &cfg.harness.llm_dir {
+            parts.push(tree_sha256(d, None));
+        }
+        journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>())
     }
-    let verify_settings_key =
-        journal::key(&harness_parts.iter().map(String::as_str).collect::<Vec<_>>());
-    let verify_key = journal::key(&["verify", &synthesized_sha, &verify_settings_key]);
-    delay();
-    let reuse_verify = journal.reusable("verify", &verify_key, &out).is_some();
-    rows.push(StepRow {
-        stage: "harness",
-        state: if reuse_verify { "reused" } else { "ran" },
-        worked: if reuse_verify { 0 } else { chosen_pairs },
-        reused: 0,
-        awaiting: 0,
-        failed: 0,
-        counts: chosen.counts.clone(),
-        notes: if reuse_verify {
-            Vec::new()
-        } else {
-            chosen.notes.clone()
-        },
-    });
-    let verified = if let Some(step) = journal.reusable("verify", &verify_key, &out) {
-        rows.push(reused_row("verify", step));
-        jsonl::read_records(&out.join(VERIFIED))?
-    } else {
+
+    /// The harness row (reported with verify, whose reuse it shares), then verify itself.
+    fn verify(
+        &mut self,
+        mut synthesized: Vec<Record>,
+        chosen: super::harnesses::Chosen,
+    ) -> Result<Vec<Record>, BuildError> {
+        let cfg = self.cfg;
+        let synthesized_sha = file_sha256(&self.out.join(SYNTHESIZED)).unwrap_or_default();
+        let verify_settings_key = self.verify_settings_key();
+        let verify_key = journal::key(&["verify", &synthesized_sha, &verify_settings_key]);
+        delay();
+        let reuse_verify = self
+            .journal
+            .reusable("verify", &verify_key, &self.out)
+            .is_some();
+        self.rows.push(StepRow {
+            stage: "harness",
+            state: if reuse_verify { "reused" } else { "ran" },
+            worked: if reuse_verify {
+                0
+            } else {
+                chosen.counts.values().sum()
+            },
+            reused: 0,
+            awaiting: 0,
+            failed: 0,
+            counts: chosen.counts,
+            notes: if reuse_verify {
+                Vec::new()
+            } else {
+                chosen.notes
+            },
+        });
+        if let Some(step) = self.journal.reusable("verify", &verify_key, &self.out) {
+            self.rows.push(reused_row("verify", step));
+            return Ok(jsonl::read_records(&self.out.join(VERIFIED))?);
+        }
         // Harnesses are also looked for in each suite (`benchmarks/<app>/harness.toml`).
         let mut verify_run = cfg.verify.clone();
         for s in &cfg.suites {
@@ -523,51 +572,15 @@ pub fn build(
                 verify_run.harness_dirs.push(s.path.clone());
             }
         }
-        let compile_cache = cfg.output.join("cache").join("compile");
-        // Every harness proves itself on the GPU before its pair is timed.
-        let to_verify = |p: &Pair| {
-            p.slow.unit().is_some()
-                && !p.identical
-                && p.verification
-                    .as_ref()
-                    .is_none_or(|v| v.status == Status::NoGpu)
-        };
         if cfg.harness.selfcheck {
-            let pairs: Vec<Pair> = synthesized
-                .iter()
-                .filter_map(|r| match r {
-                    Record::Pair(p) if to_verify(p) && p.harness_origin.is_some() => {
-                        Some(p.as_ref().clone())
-                    }
-                    _ => None,
-                })
-                .collect();
-            if let Some(reports) =
-                stages.selfcheck(&pairs, &verify_run.harness_dirs, cfg.verify.timeout_s)
-            {
-                let (pass, fail, stopped) =
-                    super::harnesses::apply_selfcheck(&mut synthesized, &reports);
-                if let Some(row) = rows.iter_mut().find(|r| r.stage == "harness") {
-                    row.counts.insert("selfcheck_pass".into(), pass);
-                    row.counts.insert("selfcheck_fail".into(), fail);
-                    if stopped > 0 {
-                        row.notes.push(format!(
-                            "{stopped} pairs stopped: their inferred or LLM harness failed its self-check (harness_error)"
-                        ));
-                    }
-                }
-            }
+            self.selfcheck(&mut synthesized, &verify_run.harness_dirs);
         }
+        let compile_cache = cfg.output.join("cache").join("compile");
+        let stages = self.stages;
         let c = run_chunked(
             "verify",
             synthesized,
-            |p| {
-                p.slow.unit().is_some()
-                    && !p.identical
-                    && p.verification
-                        .as_ref()
-                        .is_none_or(|v| v.status == Status::NoGpu)
-            },
+            needs_verify,
             cfg.verify.chunk,
             &verify_settings_key,
             &cfg.output.join("cache").join("verify"),
@@ -589,33 +602,128 @@ pub fn build(
                 }
             },
         )?;
-        finish_chunked(
-            "verify",
-            verify_key,
-            VERIFIED,
-            c,
-            &out,
-            &mut journal,
-            &mut rows,
-        )?
-    };
+        self.finish_chunked("verify", verify_key, VERIFIED, c)
+    }
 
-    // ---- export ----
-    if shard.is_some() {
-        rows.push(StepRow {
+    /// Self-check the harness of every pair verify will work on (inferred and LLM harnesses
+    /// that fail stop their pair); the figures go to the harness row.
+    fn selfcheck(&mut self, synthesized: &mut [Record], harness_dirs: &[PathBuf]) {
+        let pairs: Vec<Pair> = synthesized
+            .iter()
+            .filter_map(|r| match r {
+                Record::Pair(p) if needs_verify(p) && p.harness_origin.is_some() => {
+                    Some(p.as_ref().clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(reports) = self
+            .stages
+            .selfcheck(&pairs, harness_dirs, self.cfg.verify.timeout_s)
+        else {
+            return;
+        };
+        let (pass, fail, stopped) = super::harnesses::apply_selfcheck(synthesized, &reports);
+        if let Some(row) = self.rows.iter_mut().find(|r| r.stage == "harness") {
+            row.counts.insert("selfcheck_pass".into(), pass);
+            row.counts.insert("selfcheck_fail".into(), fail);
+            if stopped > 0 {
+                row.notes.push(format!(
+                    "{stopped} pairs stopped: their inferred or LLM harness failed its self-check (harness_error)"
+                ));
+            }
+        }
+    }
+
+    fn export(&mut self, verified: &[Record]) -> Result<(), BuildError> {
+        if self.shard.is_some() {
+            self.rows.push(StepRow {
+                stage: "export",
+                state: "skipped",
+                worked: 0,
+                reused: 0,
+                awaiting: 0,
+                failed: 0,
+                counts: BTreeMap::new(),
+                notes: vec![format!(
+                    "sharded build: merge the shards' {VERIFIED} with `kernelpair merge`, then `kernelpair export`"
+                )],
+            });
+            return Ok(());
+        }
+        let export_key = self.export_key();
+        delay();
+        if let Some(step) = self.journal.reusable("export", &export_key, &self.out) {
+            self.rows.push(reused_row("export", step));
+            return Ok(());
+        }
+        let cfg = self.cfg;
+        let out = &self.out;
+        let ecfg = ExportConfig::new(cfg.export.clone())?;
+        let dataset = out.join(DATASET);
+        let summary = export::export(verified, &dataset, &ecfg)?;
+        // Without a GPU, the pairs waiting for one, as they would be exported.
+        let mut harness_dirs = cfg.verify.harness_dirs.clone();
+        harness_dirs.extend(cfg.suites.iter().map(|s| s.path.clone()));
+        let base = harness_dirs.first().cloned().unwrap_or_default();
+        let waiting = crate::verify::launches::mark_waiting(verified, &base, &harness_dirs);
+        let preview = export::export_preview(&waiting, &dataset.join(PREVIEW), &ecfg)?;
+        let mut outputs = BTreeMap::new();
+        let preview_files = preview
+            .iter()
+            .flat_map(|p| &p.files)
+            .map(|f| format!("{PREVIEW}/{f}"));
+        for f in summary.files.iter().cloned().chain(preview_files) {
+            let rel = format!("{DATASET}/{f}");
+            outputs.insert(
+                rel.clone(),
+                file_sha256(&out.join(&rel)).unwrap_or_default(),
+            );
+        }
+        let mut counts = BTreeMap::new();
+        counts.insert("input_pairs".to_string(), summary.report.input_pairs);
+        counts.insert("exported".to_string(), summary.report.kept);
+        counts.insert("train".to_string(), summary.train);
+        counts.insert("test".to_string(), summary.test);
+        let mut notes = Vec::new();
+        if summary.report.kept == 0 {
+            notes.push("no verified pairs yet: the dataset is empty".to_string());
+        }
+        if let Some(p) = &preview {
+            counts.insert("preview".to_string(), p.report.kept);
+            notes.push(format!(
+                "{} unverified pairs (compiled, waiting for a GPU) previewed in {DATASET}/{PREVIEW}/",
+                p.report.kept
+            ));
+        }
+        self.rows.push(StepRow {
             stage: "export",
-            state: "skipped",
-            worked: 0,
+            state: "ran",
+            worked: summary.report.input_pairs,
             reused: 0,
             awaiting: 0,
             failed: 0,
-            counts: BTreeMap::new(),
-            notes: vec![format!(
-                "sharded build: merge the shards' {VERIFIED} with `kernelpair merge`, then `kernelpair export`"
-            )],
+            counts: counts.clone(),
+            notes,
         });
-    } else {
-        let verified_sha = file_sha256(&out.join(VERIFIED)).unwrap_or_default();
+        self.journal.steps.insert(
+            "export".into(),
+            Step {
+                key: export_key,
+                complete: true,
+                outputs,
+                counts,
+            },
+        );
+        self.journal.save(&self.out)?;
+        Ok(())
+    }
+
+    /// The export step's key: the verified records, the export settings, and the contents
+    /// of the templates and tokenizer they name.
+    fn export_key(&self) -> String {
+        let cfg = self.cfg;
+        let verified_sha = file_sha256(&self.out.join(VERIFIED)).unwrap_or_default();
         let templates_hash = cfg
             .export
             .templates
@@ -634,87 +742,63 @@ pub fn build(
         let mut export_settings = cfg.export.clone();
         export_settings.templates = None;
         export_settings.tokenizer = None;
-        let export_key = journal::key(&[
+        journal::key(&[
             "export",
-            version,
+            VERSION,
             &verified_sha,
             &settings_json(&export_settings),
             &templates_hash,
             &tokenizer_hash,
-        ]);
-        delay();
-        if let Some(step) = journal.reusable("export", &export_key, &out) {
-            rows.push(reused_row("export", step));
+        ])
+    }
+
+    /// The report: every step's row, and a partial exit when any step failed items.
+    fn summary(self) -> BuildReport {
+        let exit = if self.rows.iter().any(|r| r.failed > 0) {
+            crate::exit::PARTIAL
         } else {
-            let ecfg = ExportConfig::new(cfg.export.clone())?;
-            let dataset = out.join(DATASET);
-            let summary = export::export(&verified, &dataset, &ecfg)?;
-            // Without a GPU, the pairs waiting for one, as they would be exported.
-            let mut harness_dirs = cfg.verify.harness_dirs.clone();
-            harness_dirs.extend(cfg.suites.iter().map(|s| s.path.clone()));
-            let base = harness_dirs.first().cloned().unwrap_or_default();
-            let waiting = crate::verify::launches::mark_waiting(&verified, &base, &harness_dirs);
-            let preview = export::export_preview(&waiting, &dataset.join(PREVIEW), &ecfg)?;
-            let mut outputs = BTreeMap::new();
-            let preview_files = preview
-                .iter()
-                .flat_map(|p| &p.files)
-                .map(|f| format!("{PREVIEW}/{f}"));
-            for f in summary.files.iter().cloned().chain(preview_files) {
-                let rel = format!("{DATASET}/{f}");
-                outputs.insert(
-                    rel.clone(),
-                    file_sha256(&out.join(&rel)).unwrap_or_default(),
-                );
-            }
-            let mut counts = BTreeMap::new();
-            counts.insert("input_pairs".to_string(), summary.report.input_pairs);
-            counts.insert("exported".to_string(), summary.report.kept);
-            counts.insert("train".to_string(), summary.train);
-            counts.insert("test".to_string(), summary.test);
-            let mut notes = Vec::new();
-            if summary.report.kept == 0 {
-                notes.push("no verified pairs yet: the dataset is empty".to_string());
-            }
-            if let Some(p) = &preview {
-                counts.insert("preview".to_string(), p.report.kept);
-                notes.push(format!(
-                    "{} unverified pairs (compiled, waiting for a GPU) previewed in {DATASET}/{PREVIEW}/",
-                    p.report.kept
-                ));
-            }
-            rows.push(StepRow {
-                stage: "export",
-                state: "ran",
-                worked: summary.report.input_pairs,
-                reused: 0,
-                awaiting: 0,
-                failed: 0,
-                counts: counts.clone(),
-                notes,
-            });
-            journal.steps.insert(
-                "export".into(),
-                Step {
-                    key: export_key,
-                    complete: true,
-                    outputs,
-                    counts,
-                },
-            );
-            journal.save(&out)?;
+            crate::exit::OK
+        };
+        BuildReport {
+            rows: self.rows,
+            output: self.out,
+            exit,
         }
     }
-    let exit = if rows.iter().any(|r| r.failed > 0) {
-        crate::exit::PARTIAL
-    } else {
-        crate::exit::OK
-    };
-    Ok(BuildReport {
-        rows,
-        output: out,
-        exit,
-    })
+
+    /// Write a chunked step's output, journal it, and add its row.
+    fn finish_chunked(
+        &mut self,
+        stage: &'static str,
+        key: String,
+        file: &str,
+        c: Chunked,
+    ) -> Result<Vec<Record>, BuildError> {
+        let sha = write_step_output(&self.out, file, &c.records)?;
+        let complete = c.awaiting == 0 && c.failed == 0 && c.retry == 0;
+        let counts = pair_counts(&c.records);
+        self.journal.steps.insert(
+            stage.into(),
+            Step {
+                key,
+                complete,
+                outputs: [(file.to_string(), sha)].into(),
+                counts: counts.clone(),
+            },
+        );
+        self.journal.save(&self.out)?;
+        self.rows.push(StepRow {
+            stage,
+            state: if complete { "ran" } else { "incomplete" },
+            worked: c.worked,
+            reused: c.reused,
+            awaiting: c.awaiting,
+            failed: c.failed,
+            counts,
+            notes: c.notes,
+        });
+        Ok(c.records)
+    }
 }
 
 /// A killed run can leave the temp file of an atomic write (`.<name>.tmp.<pid>`) behind;
@@ -746,41 +830,6 @@ fn reused_row(stage: &'static str, step: &Step) -> StepRow {
         counts: step.counts.clone(),
         notes: Vec::new(),
     }
-}
-
-fn finish_chunked(
-    stage: &'static str,
-    key: String,
-    file: &str,
-    c: Chunked,
-    out: &Path,
-    journal: &mut Journal,
-    rows: &mut Vec<StepRow>,
-) -> Result<Vec<Record>, BuildError> {
-    let sha = write_step_output(out, file, &c.records)?;
-    let complete = c.awaiting == 0 && c.failed == 0 && c.retry == 0;
-    let counts = pair_counts(&c.records);
-    journal.steps.insert(
-        stage.into(),
-        Step {
-            key,
-            complete,
-            outputs: [(file.to_string(), sha)].into(),
-            counts: counts.clone(),
-        },
-    );
-    journal.save(out)?;
-    rows.push(StepRow {
-        stage,
-        state: if complete { "ran" } else { "incomplete" },
-        worked: c.worked,
-        reused: c.reused,
-        awaiting: c.awaiting,
-        failed: c.failed,
-        counts,
-        notes: c.notes,
-    });
-    Ok(c.records)
 }
 
 #[cfg(test)]

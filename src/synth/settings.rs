@@ -63,7 +63,7 @@ pub enum SynthError {
     Llm(#[from] ConfigError),
     #[error(transparent)]
     Prompts(#[from] PromptError),
-    #[error("invalid synth setting: {0}")]
+    #[error("{0}")]
     Invalid(String),
     #[error("opening the synth journal: {0}")]
     Journal(#[source] CacheError),

@@ -388,19 +388,9 @@ fn run_records(
             }
         }
     }
-    let partial_err = |source| VerifyError::Partial {
-        path: partial.unwrap_or(Path::new("")).to_path_buf(),
-        source,
-    };
-    let mut partial_file = match partial {
-        Some(p) => Some(std::fs::File::create(p).map_err(partial_err)?),
-        None => None,
-    };
+    let mut partial_file = partial.map(Partial::create).transpose()?;
     let mut record = |i: usize, v: Verification, results: &mut BTreeMap<usize, Verification>| {
-        let r = match partial_file.as_mut() {
-            Some(f) => append_partial(f, i, &v).map_err(partial_err),
-            None => Ok(()),
-        };
+        let r = partial_file.as_mut().map_or(Ok(()), |f| f.append(i, &v));
         results.insert(i, v);
         r
     };
@@ -547,11 +537,33 @@ pub fn partial_path(out: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn append_partial(f: &mut std::fs::File, index: usize, v: &Verification) -> std::io::Result<()> {
-    let line = serde_json::json!({ "index": index, "verification": v });
-    writeln!(f, "{line}")?;
-    f.flush()?;
-    Ok(())
+/// The `.partial` file: each result as it finishes, so a crash loses nothing done.
+struct Partial {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl Partial {
+    fn create(path: &Path) -> Result<Partial, VerifyError> {
+        let file = std::fs::File::create(path).map_err(|source| VerifyError::Partial {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Partial {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    fn append(&mut self, index: usize, v: &Verification) -> Result<(), VerifyError> {
+        let line = serde_json::json!({ "index": index, "verification": v });
+        writeln!(self.file, "{line}")
+            .and_then(|_| self.file.flush())
+            .map_err(|source| VerifyError::Partial {
+                path: self.path.clone(),
+                source,
+            })
+    }
 }
 
 fn print_summary(n_pairs: usize, results: &BTreeMap<usize, Verification>) {
