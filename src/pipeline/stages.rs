@@ -128,3 +128,46 @@ impl Stages for Library {
 pub fn synth_journal(cache: &Path, key: &str) -> std::path::PathBuf {
     cache.join("journal").join(format!("{key}.journal"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::config::ConfigError;
+    use crate::synth::SynthError;
+
+    #[test]
+    fn stage_errors_name_the_stage_and_keep_the_typed_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let llm = dir.path().join("llm.toml");
+        std::fs::write(&llm, "api_key = \"sk-secret\"\n").unwrap();
+        let s = SynthSettings {
+            llm: Some(llm),
+            ..Default::default()
+        };
+        let e = Library.synth(vec![], &s, dir.path()).unwrap_err();
+        assert!(e.to_string().starts_with("synth: "), "{e}");
+        assert!(!e.to_string().contains("sk-secret"), "{e}");
+        assert!(
+            matches!(
+                &e,
+                StageError::Synth(SynthError::Llm(ConfigError::KeyInConfig { .. }))
+            ),
+            "{e:?}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        let missing = SuiteSpec {
+            path: dir.path().join("none.jsonl"),
+            kind: SuiteKind::Records,
+            extractor: None,
+        };
+        let e = Library
+            .extract(&missing, &ExtractSettings::default())
+            .unwrap_err();
+        assert!(matches!(e, StageError::Records(_)), "{e:?}");
+        assert!(e.to_string().starts_with("extract: "), "{e}");
+        assert!(
+            !dir.path().join("journal").exists(),
+            "nothing written on failure"
+        );
+    }
+}

@@ -567,7 +567,7 @@ pub(crate) mod tests {
     fn target(f: &KernelUnit) -> Target<'_> {
         Target {
             fast: f,
-            min_difference: 0.05,
+            min_difference: crate::synth::DEFAULT_MIN_DIFFERENCE,
             arch: crate::gpu::nvrtc::DEFAULT_ARCH,
         }
     }

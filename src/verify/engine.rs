@@ -59,9 +59,9 @@ pub struct RunOptions {
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
-            seeds: 3,
-            min_speedup: 1.1,
-            time_budget_ms: 250.0,
+            seeds: super::DEFAULT_SEEDS,
+            min_speedup: super::DEFAULT_MIN_SPEEDUP,
+            time_budget_ms: super::DEFAULT_TIME_BUDGET_MS,
             precision: DEFAULT_PRECISION,
             min_runs: 20,
             max_runs: 400,
