@@ -138,10 +138,19 @@ fn graph(src: &Path) -> Graph {
 /// One cycle (`a -> b -> ... -> a`), if the graph has any.
 fn find_cycle(g: &Graph) -> Option<Vec<String>> {
     // 0 unseen, 1 on the stack, 2 done.
-    fn dfs(g: &Graph, n: &str, state: &mut BTreeMap<String, u8>, stack: &mut Vec<String>) -> Option<Vec<String>> {
+    fn dfs(
+        g: &Graph,
+        n: &str,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
         state.insert(n.to_string(), 1);
         stack.push(n.to_string());
-        for m in g.get(n).map(|e| e.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+        for m in g
+            .get(n)
+            .map(|e| e.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+        {
             match state.get(&m).copied().unwrap_or(0) {
                 1 => {
                     let from = stack.iter().position(|s| *s == m).unwrap();
@@ -175,7 +184,14 @@ fn find_cycle(g: &Graph) -> Option<Vec<String>> {
 fn explain(g: &Graph, cycle: &[String]) -> String {
     cycle
         .windows(2)
-        .map(|w| format!("  {} -> {}  (in {})", w[0], w[1], g[&w[0]][&w[1]].join(", ")))
+        .map(|w| {
+            format!(
+                "  {} -> {}  (in {})",
+                w[0],
+                w[1],
+                g[&w[0]][&w[1]].join(", ")
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -186,11 +202,22 @@ fn top_level_modules_have_no_import_cycle() {
     let g = graph(&src);
     // The reader must see the real modules, or the test would pass on an empty graph.
     for m in ["cuda", "harness", "verify", "pipeline", "record"] {
-        assert!(g.contains_key(m), "module {m} not read from {}", src.display());
+        assert!(
+            g.contains_key(m),
+            "module {m} not read from {}",
+            src.display()
+        );
     }
-    assert!(g["verify"].contains_key("harness"), "verify's use of harness not seen");
+    assert!(
+        g["verify"].contains_key("harness"),
+        "verify's use of harness not seen"
+    );
     if let Some(c) = find_cycle(&g) {
-        panic!("import cycle between top-level modules: {}\n{}", c.join(" -> "), explain(&g, &c));
+        panic!(
+            "import cycle between top-level modules: {}\n{}",
+            c.join(" -> "),
+            explain(&g, &c)
+        );
     }
 }
 
@@ -201,7 +228,11 @@ fn the_graph_reader_sees_groups_and_skips_comments_and_tests() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path();
     std::fs::create_dir_all(src.join("a")).unwrap();
-    std::fs::write(src.join("a/mod.rs"), "use crate::{b::X, c};\n#[cfg(test)]\nmod tests;\n").unwrap();
+    std::fs::write(
+        src.join("a/mod.rs"),
+        "use crate::{b::X, c};\n#[cfg(test)]\nmod tests;\n",
+    )
+    .unwrap();
     std::fs::write(src.join("a/tests.rs"), "use crate::d::Y;\n").unwrap();
     std::fs::write(
         src.join("b.rs"),
