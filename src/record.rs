@@ -4,7 +4,10 @@
 //! Each stage reads lines it understands and passes the others through, so a
 //! file can be fed from one stage to the next without loss.
 
+mod reasons;
 pub mod upgrade;
+
+pub use reasons::{SkipReason, UnpairedReason};
 
 pub use crate::evidence::{Evidence, Speedup, Status};
 use serde::{Deserialize, Serialize};
@@ -585,7 +588,7 @@ pub struct Unpaired {
     pub path: String,
     pub kernel: String,
     pub unit_id: String,
-    pub reason: String,
+    pub reason: UnpairedReason,
 }
 
 /// An input that could not be processed; the rest of the run went on.
@@ -593,8 +596,7 @@ pub struct Unpaired {
 pub struct Skipped {
     /// The file or folder, relative to the suite root where possible.
     pub path: String,
-    /// `not_utf8`, `binary`, `too_large`, `unreadable`, `symlink_loop`, `parse_failed`, …
-    pub reason: String,
+    pub reason: SkipReason,
     pub message: String,
 }
 
