@@ -150,15 +150,14 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                 }
                 mark_not_fresh(&mut frames);
                 let before = idx.items.len();
-                index_chunk(
-                    &mut idx,
+                let at = Span {
                     text,
-                    &masked,
-                    piece.start,
-                    piece.end,
-                    &lines,
-                    &frames,
-                );
+                    masked: &masked,
+                    lines: &lines,
+                    start: piece.start,
+                    end: piece.end,
+                };
+                index_chunk(&mut idx, at, &frames);
                 let host = idx.items[before..]
                     .iter()
                     .all(|i| i.kind != ItemKind::Kernel)
@@ -169,8 +168,15 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
             }
         }
     }
-    for (s, e) in host_chunks {
-        find_launches(&mut idx, text, &masked, s, e, &lines);
+    for (start, end) in host_chunks {
+        let at = Span {
+            text,
+            masked: &masked,
+            lines: &lines,
+            start,
+            end,
+        };
+        find_launches(&mut idx, at);
     }
     FileIndex(std::sync::Arc::new(idx))
 }
@@ -649,18 +655,30 @@ fn top_paren_groups(s: &str) -> Vec<(usize, usize)> {
     out
 }
 
-#[allow(clippy::too_many_arguments)] // one call site; the pieces are the chunk's context
-fn index_chunk(
-    idx: &mut FileData,
-    text: &str,
-    masked: &str,
+/// A top-level piece of a file (`start..end`), with the whole file's text, its masked
+/// text (comments and literals blanked) and its line table.
+#[derive(Clone, Copy)]
+struct Span<'t> {
+    text: &'t str,
+    masked: &'t str,
+    lines: &'t Lines,
     start: usize,
     end: usize,
-    lines: &Lines,
-    frames: &[Frame],
-) {
-    let chunk = &text[start..end];
-    let mchunk = &masked[start..end];
+}
+
+impl<'t> Span<'t> {
+    fn chunk(&self) -> &'t str {
+        &self.text[self.start..self.end]
+    }
+
+    fn masked_chunk(&self) -> &'t str {
+        &self.masked[self.start..self.end]
+    }
+}
+
+fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
+    let (chunk, mchunk) = (at.chunk(), at.masked_chunk());
+    let (start, lines) = (at.start, at.lines);
     let line = lines.line(start);
     if let Some(c) = lazy_host_function(mchunk, chunk) {
         let it = Item {
@@ -694,17 +712,7 @@ fn index_chunk(
     if item.names.is_empty() {
         // Nothing we can name (a stray statement or macro call at file scope).
         if let Some(l) = error_line {
-            idx.diagnostics.push(
-                Diagnostic::new(
-                    Level::Info,
-                    "parse_error_recovered",
-                    format!(
-                        "{}:{l}: skipped an unparsable top-level statement",
-                        idx.path
-                    ),
-                )
-                .at(l),
-            );
+            recovered(idx, l, "skipped an unparsable top-level statement".into());
         }
         return;
     }
@@ -718,17 +726,11 @@ fn index_chunk(
     let chunk_cond_refs = analysis.cond_refs;
 
     if let Some(l) = error_line {
-        idx.diagnostics.push(
-            Diagnostic::new(
-                Level::Info,
-                "parse_error_recovered",
-                format!(
-                    "{}:{l}: parse error inside `{}`; indexed it from its text",
-                    idx.path, item.names[0]
-                ),
-            )
-            .at(l),
+        let what = format!(
+            "parse error inside `{}`; indexed it from its text",
+            item.names[0]
         );
+        recovered(idx, l, what);
     }
 
     let operator_types = operator_types(&item.names[0], &item.params);
@@ -768,6 +770,13 @@ fn index_chunk(
             idx.items[last].cond_refs.push(c);
         }
     }
+}
+
+/// A parse error in the file that indexing got past: `{path}:{line}: {what}`.
+fn recovered(idx: &mut FileData, line: u32, what: String) {
+    let message = format!("{}:{line}: {what}", idx.path);
+    idx.diagnostics
+        .push(Diagnostic::new(Level::Info, "parse_error_recovered", message).at(line));
 }
 
 /// The types an `operator…` overload's parameters name (it is pulled in with them).
@@ -967,16 +976,23 @@ struct Classified {
     header_len: Option<usize>,
 }
 
+impl Classified {
+    /// Nothing found yet; `kind` until something says otherwise.
+    fn of(kind: ItemKind) -> Classified {
+        Classified {
+            kind,
+            names: Vec::new(),
+            params: Vec::new(),
+            template_params: Vec::new(),
+            template: false,
+            device: false,
+            header_len: None,
+        }
+    }
+}
+
 fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
-    let mut out = Classified {
-        kind: ItemKind::Global,
-        names: Vec::new(),
-        params: Vec::new(),
-        template_params: Vec::new(),
-        template: false,
-        device: false,
-        header_len: None,
-    };
+    let mut out = Classified::of(ItemKind::Global);
     // Function definitions first: the query finds them at the chunk's top level.
     {
         for f in queries::top_functions(root) {
@@ -1052,15 +1068,7 @@ pub(crate) fn template_params(tp: Node, src: &str) -> Vec<String> {
 }
 
 fn classify_node(n: Node, src: &str) -> Option<Classified> {
-    let mut out = Classified {
-        kind: ItemKind::Type,
-        names: Vec::new(),
-        params: Vec::new(),
-        template_params: Vec::new(),
-        template: false,
-        device: false,
-        header_len: None,
-    };
+    let mut out = Classified::of(ItemKind::Type);
     let mut node = n;
     if n.kind() == "template_declaration" {
         out.template = true;
@@ -1150,15 +1158,7 @@ fn classify_node(n: Node, src: &str) -> Option<Classified> {
 
 /// Classify a chunk tree-sitter could not make sense of, from its text alone.
 fn classify_text(mchunk: &str, chunk: &str) -> Classified {
-    let mut out = Classified {
-        kind: ItemKind::Global,
-        names: Vec::new(),
-        params: Vec::new(),
-        template_params: Vec::new(),
-        template: false,
-        device: false,
-        header_len: None,
-    };
+    let mut out = Classified::of(ItemKind::Global);
     let body = top_level_brace(mchunk);
     let head = &mchunk[..body.unwrap_or(mchunk.len())];
     let words: Vec<lex::Ident> = lex::idents(head);
@@ -1250,16 +1250,9 @@ fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn find_launches(
-    idx: &mut FileData,
-    text: &str,
-    masked: &str,
-    start: usize,
-    end: usize,
-    lines: &Lines,
-) {
-    let chunk = &text[start..end];
-    let mchunk = &masked[start..end];
+fn find_launches(idx: &mut FileData, at: Span) {
+    let (chunk, mchunk) = (at.chunk(), at.masked_chunk());
+    let (start, lines) = (at.start, at.lines);
     let mut found: Vec<(usize, LaunchSite)> = Vec::new();
     // Where each launch tree-sitter found has its `<<<`.
     let mut covered: HashSet<usize> = HashSet::new();

@@ -11,12 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Isolate the first kernel named `kernel` in `file`.
 pub fn isolate(scope: &Scope, file: &str, kernel: &str) -> Result<IsolatedKernel, CudaError> {
-    let fi = scope
-        .files
-        .get(file)
-        .ok_or_else(|| CudaError::FileNotInScope {
-            file: file.to_string(),
-        })?;
+    let fi = file_in(scope, file)?;
     let i = fi
         .kernels
         .iter()
@@ -37,6 +32,16 @@ pub fn isolate(scope: &Scope, file: &str, kernel: &str) -> Result<IsolatedKernel
     isolate_at(scope, file, i)
 }
 
+/// The index of `file`, which must be in the scope.
+fn file_in<'a>(scope: &Scope<'a>, file: &str) -> Result<&'a FileIndex, CudaError> {
+    scope
+        .files
+        .get(file)
+        .ok_or_else(|| CudaError::FileNotInScope {
+            file: file.to_string(),
+        })
+}
+
 /// Isolate the `kernel_index`-th kernel of `file` (an index into `kernels()`): for
 /// overloads and same-named kernels in one file.
 pub fn isolate_at(
@@ -44,12 +49,7 @@ pub fn isolate_at(
     file: &str,
     kernel_index: usize,
 ) -> Result<IsolatedKernel, CudaError> {
-    let fi = scope
-        .files
-        .get(file)
-        .ok_or_else(|| CudaError::FileNotInScope {
-            file: file.to_string(),
-        })?;
+    let fi = file_in(scope, file)?;
     let info = fi
         .kernels
         .get(kernel_index)
