@@ -66,7 +66,14 @@ pub struct SanitizerRun {
     pub seeds: u32,
     /// The size set the check-only job ran (the smallest).
     pub size_set: Option<String>,
+    /// Written in the order of the tools' names, as the untyped object was.
+    #[serde(serialize_with = "by_name")]
     pub tools: BTreeMap<Tool, ToolRun>,
+}
+
+fn by_name<S: serde::Serializer>(tools: &BTreeMap<Tool, ToolRun>, s: S) -> Result<S::Ok, S::Error> {
+    let named: BTreeMap<&str, &ToolRun> = tools.iter().map(|(t, r)| (t.as_str(), r)).collect();
+    named.serialize(s)
 }
 
 impl SanitizerEvidence {
@@ -150,6 +157,15 @@ mod tests {
         assert_eq!(tools[&Tool::Memcheck].messages[0].severity, Severity::Error);
         assert_eq!(tools[&Tool::Racecheck].errors, 0);
         assert_eq!(serde_json::to_string(&r).unwrap(), ran);
+        // Tools are written by name (initcheck before memcheck), whatever the enum's order.
+        let SanitizerEvidence::Ran(mut run) = r else {
+            unreachable!()
+        };
+        let init = run.tools[&Tool::Racecheck].clone();
+        run.tools.insert(Tool::Initcheck, init);
+        let text = serde_json::to_string(&run).unwrap();
+        let at = |t: &str| text.find(&format!("\"{t}\":{{")).unwrap();
+        assert!(at("initcheck") < at("memcheck") && at("memcheck") < at("racecheck"));
         assert!(serde_json::from_str::<SanitizerEvidence>(r#"{"tools":{}}"#).is_err());
     }
 }
