@@ -25,7 +25,7 @@ pub enum Command {
     Inspect(crate::cuda::InspectArgs),
     /// Draft or check harness files.
     #[command(subcommand)]
-    Harness(crate::harness::HarnessCommand),
+    Harness(crate::selfcheck::HarnessCommand),
     /// Fill empty slow slots with LLM-synthesized naive variants.
     Synth(Box<crate::synth::SynthArgs>),
     /// Compile, run and time pairs on the GPU(s).
@@ -59,7 +59,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Extract(a) => crate::suite::run_extract(a),
         Command::Inspect(a) => crate::cuda::run_inspect(a),
-        Command::Harness(c) => crate::harness::run(c),
+        Command::Harness(c) => crate::selfcheck::commands::run(c),
         Command::Synth(a) => crate::synth::run_synth(*a),
         Command::Verify(a) => crate::verify::run_verify(a),
         Command::Worker(a) => crate::verify::run_worker(a),

@@ -3,8 +3,14 @@
 //! export reads back; schemas/verification.schema.json (`$defs/evidence`) describes it.
 //! It sits below the stages (it imports none of them), so every stage can share it.
 //!
-//! Fields the worker measures are typed here; the sanitizer pass's report stays a JSON
-//! object of its own (`sanitizer`), written and read only by `verify::sanitizer`.
+//! The sanitizer pass's report is typed in [`sanitizer`]; the verification [`Status`] is
+//! here too, because a sanitizer run keeps the worker's own status.
+
+pub mod sanitizer;
+mod status;
+
+pub use sanitizer::SanitizerEvidence;
+pub use status::Status;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -42,7 +48,7 @@ pub struct Evidence {
     pub slowdown: Option<SlowdownEvidence>,
     /// The compute-sanitizer pass (see `verify::sanitizer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sanitizer: Option<serde_json::Value>,
+    pub sanitizer: Option<SanitizerEvidence>,
     /// The last lines a crashed or hung worker wrote to stderr.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worker_stderr: Vec<String>,

@@ -153,7 +153,7 @@ mod tests {
         };
         let recs = vec![Record::Skipped(Skipped {
             path: "a.cu".into(),
-            reason: "binary".into(),
+            reason: crate::record::SkipReason::Binary,
             message: "NUL byte".into(),
         })];
         write_records(&fifo, &recs).unwrap();
@@ -168,7 +168,7 @@ mod tests {
         let p = dir.path().join("sub/out.jsonl");
         let recs = vec![Record::Skipped(Skipped {
             path: "a.cu".into(),
-            reason: "binary".into(),
+            reason: crate::record::SkipReason::Binary,
             message: "NUL byte".into(),
         })];
         write_records(&p, &recs).unwrap();

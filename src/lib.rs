@@ -18,6 +18,7 @@ pub mod jsonl;
 pub mod par;
 pub mod pipeline;
 pub mod record;
+pub mod selfcheck;
 pub mod suite;
 pub mod synth;
 pub mod verify;

@@ -4,9 +4,12 @@
 //! Each stage reads lines it understands and passes the others through, so a
 //! file can be fed from one stage to the next without loss.
 
+mod reasons;
 pub mod upgrade;
 
-pub use crate::evidence::{Evidence, Speedup};
+pub use reasons::{SkipReason, UnpairedReason};
+
+pub use crate::evidence::{Evidence, Speedup, Status};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -585,7 +588,7 @@ pub struct Unpaired {
     pub path: String,
     pub kernel: String,
     pub unit_id: String,
-    pub reason: String,
+    pub reason: UnpairedReason,
 }
 
 /// An input that could not be processed; the rest of the run went on.
@@ -593,57 +596,8 @@ pub struct Unpaired {
 pub struct Skipped {
     /// The file or folder, relative to the suite root where possible.
     pub path: String,
-    /// `not_utf8`, `binary`, `too_large`, `unreadable`, `symlink_loop`, `parse_failed`, …
-    pub reason: String,
+    pub reason: SkipReason,
     pub message: String,
-}
-
-/// Outcome of running a pair on a GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Verified,
-    Mismatch,
-    CompileError,
-    Timeout,
-    Crashed,
-    OutOfBounds,
-    Unwritten,
-    Degenerate,
-    NotFaster,
-    NoHarness,
-    NeedsHostLoop,
-    HarnessError,
-    NoGpu,
-    MissingSlow,
-    /// Verified, but a `compute-sanitizer` pass (`verify --sanitizer`) reported errors.
-    SanitizerError,
-    /// The slow kernel pads its runtime (timer spin, busy loop, added `volatile`, …):
-    /// found by the static checks before any GPU time.
-    ArtificialSlowdown,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Verified => "verified",
-            Status::Mismatch => "mismatch",
-            Status::CompileError => "compile_error",
-            Status::Timeout => "timeout",
-            Status::Crashed => "crashed",
-            Status::OutOfBounds => "out_of_bounds",
-            Status::Unwritten => "unwritten",
-            Status::Degenerate => "degenerate",
-            Status::NotFaster => "not_faster",
-            Status::NoHarness => "no_harness",
-            Status::NeedsHostLoop => "needs_host_loop",
-            Status::HarnessError => "harness_error",
-            Status::NoGpu => "no_gpu",
-            Status::MissingSlow => "missing_slow",
-            Status::SanitizerError => "sanitizer_error",
-            Status::ArtificialSlowdown => "artificial_slowdown",
-        }
-    }
 }
 
 /// Evidence as written, or `null` (never written, but read as empty).

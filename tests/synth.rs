@@ -232,11 +232,13 @@ fn write_input(dir: &Path, names: &[&str]) -> (PathBuf, Vec<Record>) {
         path: "bench/cuda/lonely.cu".into(),
         kernel: "lonely".into(),
         unit_id: "0".into(),
-        reason: "no_partner".into(),
+        reason: kernelpair::record::UnpairedReason::NoMatch {
+            variants: vec!["cuda_base".into()],
+        },
     }));
     recs.push(Record::Skipped(Skipped {
         path: "bench/bin.cu".into(),
-        reason: "binary".into(),
+        reason: kernelpair::record::SkipReason::Binary,
         message: "NUL byte".into(),
     }));
     let p = dir.join("pairs.jsonl");

@@ -327,6 +327,72 @@ fn assert_valid(v: &jsonschema::Validator, x: &serde_json::Value) {
     assert!(errs.is_empty(), "{errs:#?}\n{x:#}");
 }
 
+/// The sanitizer pass's evidence, both shapes as the types write them, matches the
+/// verification schema (`$defs/sanitizer`), and the schema refuses a key the type does not
+/// have or a worker status that is no status.
+#[test]
+fn sanitizer_evidence_from_the_types_matches_the_schema() {
+    use kernelpair::evidence::sanitizer::{Message, Severity, Tool, ToolRun};
+    use kernelpair::verify::sanitizer::{apply, skipped, SanitizerEvidence, SanitizerRun};
+    let vs = schema("verification.schema.json");
+    let base = Verification {
+        status: Status::Verified,
+        reason: "agrees".into(),
+        device: None,
+        evidence: Default::default(),
+        speedup: None,
+        tool_version: "t".into(),
+        flags: vec![],
+    };
+    let run = ToolRun {
+        ran: true,
+        errors: 1,
+        messages: vec![Message {
+            severity: Severity::Error,
+            text: "Invalid __global__ read of size 4 bytes".into(),
+            kernel: Some("k".into()),
+            detail: vec!["Access to 0x7f is out of bounds".into()],
+        }],
+        summary: Some("ERROR SUMMARY: 1 error".into()),
+        wall_ms: 812.5,
+        exit_code: Some(86),
+        worker_status: Some(Status::Crashed),
+        ..ToolRun::default()
+    };
+    let runs = std::collections::BTreeMap::from([(Tool::Memcheck, run)]);
+    let ran = SanitizerEvidence::Ran(SanitizerRun {
+        binary: "/usr/local/cuda/bin/compute-sanitizer".into(),
+        deadline_s: 40.0,
+        seeds: 1,
+        size_set: Some("small".into()),
+        tools: runs.clone(),
+    });
+    let mut v = base.clone();
+    apply(&mut v, ran, &runs);
+    assert_eq!(v.status, Status::SanitizerError, "{}", v.reason);
+    let json = serde_json::to_value(&v).unwrap();
+    assert_valid(&vs, &json);
+    let mut s = base.clone();
+    apply(&mut s, skipped("compute-sanitizer not found"), &runs);
+    assert_valid(&vs, &serde_json::to_value(&s).unwrap());
+    for (path, bad) in [
+        (
+            "/evidence/sanitizer/tools/memcheck/worker_status",
+            serde_json::json!("sick"),
+        ),
+        (
+            "/evidence/sanitizer/tools/memcheck/errs",
+            serde_json::json!(1),
+        ),
+        ("/evidence/sanitizer/binaries", serde_json::json!("x")),
+    ] {
+        let mut j = json.clone();
+        let (parent, key) = path.rsplit_once('/').unwrap();
+        j.pointer_mut(parent).unwrap()[key] = bad;
+        assert!(!vs.is_valid(&j), "{path} accepted");
+    }
+}
+
 /// Real protocol lines validate: the worker's first line on this machine (no_gpu here,
 /// hello on a GPU), a job built from a planted folder, and the verifications written.
 #[test]
@@ -672,7 +738,8 @@ fn fake_sanitizer_flags_pairs_and_the_batch_goes_on() {
     ] {
         assert!(oob.reason.contains(want), "{}", oob.reason);
     }
-    let mem = &san(&oob)["tools"]["memcheck"];
+    let mem_ev = san(&oob);
+    let mem = &mem_ev["tools"]["memcheck"];
     assert_eq!(mem["errors"], 1, "{mem}");
     assert_eq!(mem["exit_code"], 86, "{mem}");
     assert_eq!(mem["worker_status"], "crashed", "{mem}");
@@ -687,7 +754,8 @@ fn fake_sanitizer_flags_pairs_and_the_batch_goes_on() {
     );
     let ok = pair_verification(&out, "ok1");
     for tool in ["memcheck", "racecheck"] {
-        let r = &san(&ok)["tools"][tool];
+        let r_ev = san(&ok);
+        let r = &r_ev["tools"][tool];
         assert_eq!(r["ran"], true, "{r}");
         assert_eq!(r["errors"], 0, "{r}");
         assert_eq!(r["worker_status"], "verified", "check job is one seed: {r}");
@@ -737,7 +805,8 @@ fn a_hanging_sanitized_job_is_killed_with_its_process_group() {
     assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
     let v = pair_verification(&out, "slowsan");
     assert_eq!(v.status, Status::Verified);
-    let mem = &san(&v)["tools"]["memcheck"];
+    let mem_ev = san(&v);
+    let mem = &mem_ev["tools"]["memcheck"];
     assert_eq!(mem["ran"], false, "{mem}");
     let problem = mem["problem"].as_str().unwrap();
     assert!(problem.contains("did not finish within 20 s"), "{problem}");
@@ -797,7 +866,8 @@ fn missing_sanitizer_is_one_line_and_the_batch_goes_on() {
         assert_eq!(s, Status::Verified);
     }
     let v = pair_verification(&out, "ok2");
-    let skipped = san(&v)["skipped"].as_str().unwrap();
+    let ev = san(&v);
+    let skipped = ev["skipped"].as_str().unwrap();
     assert!(skipped.contains("not found"), "{skipped}");
     check_verifications(&out);
 }
@@ -862,12 +932,14 @@ fn gpu_sanitizer_flags_the_off_by_one_and_passes_good_copy() {
     );
     assert_eq!(good.status, Status::Verified, "{}", good.reason);
     for tool in ["memcheck", "racecheck"] {
-        let r = &san(&good)["tools"][tool];
+        let r_ev = san(&good);
+        let r = &r_ev["tools"][tool];
         assert_eq!(r["ran"], true, "{r}");
         assert_eq!(r["errors"], 0, "{r}");
     }
     assert_eq!(oob.status, Status::OutOfBounds, "{}", oob.reason);
-    let mem = &san(&oob)["tools"]["memcheck"];
+    let mem_ev = san(&oob);
+    let mem = &mem_ev["tools"]["memcheck"];
     assert!(mem["errors"].as_u64().unwrap() > 0, "{mem}");
     assert_eq!(mem["messages"][0]["kernel"], "affine", "{mem}");
     assert!(
@@ -1132,8 +1204,8 @@ fn gpu_parboil_fixture_pairs_verify_with_their_features() {
     }
 }
 
-/// The sanitizer pass's evidence of a verification (`null` when there was none).
-fn san(v: &Verification) -> &serde_json::Value {
-    static NONE: serde_json::Value = serde_json::Value::Null;
-    v.evidence.sanitizer.as_ref().unwrap_or(&NONE)
+/// The sanitizer pass's evidence of a verification as its JSON (`null` when there was
+/// none): the tests check the shape verify writes.
+fn san(v: &Verification) -> serde_json::Value {
+    serde_json::to_value(&v.evidence.sanitizer).unwrap()
 }

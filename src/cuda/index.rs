@@ -134,134 +134,15 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                 let ctext = cmask[piece.start..piece.end]
                     .replace("\r\n", "\n")
                     .replace("\\\n", " ");
-                let word = lex::directive_word(&ctext).to_string();
-                let rest = ctext
-                    .trim_start()
-                    .trim_start_matches('#')
-                    .trim_start()
-                    .strip_prefix(word.as_str())
-                    .unwrap_or("")
-                    .trim()
-                    .to_string();
-                match word.as_str() {
-                    "if" | "ifdef" | "ifndef" => {
-                        let (expr, guard_candidate) = match word.as_str() {
-                            "ifdef" => (format!("defined({rest})"), None),
-                            "ifndef" => (format!("!defined({rest})"), Some(rest.clone())),
-                            _ => {
-                                let gc = GUARD_IF_RE.captures(&rest).map(|c| c[1].to_string());
-                                (rest.clone(), gc)
-                            }
-                        };
-                        let mut f = Frame {
-                            id: next_frame,
-                            branch: 0,
-                            exprs: vec![expr],
-                            current: None,
-                            guard: false,
-                            fresh: true,
-                            guard_candidate,
-                        };
-                        next_frame += 1;
-                        f.current = branch_condition(&f.exprs, false);
-                        frames.push(f);
-                    }
-                    "elif" | "else" => {
-                        if let Some(f) = frames.last_mut() {
-                            f.branch += 1;
-                            if word == "elif" {
-                                f.exprs.push(rest.clone());
-                                f.current = branch_condition(&f.exprs, false);
-                            } else {
-                                f.current = branch_condition(&f.exprs, true);
-                                // `#else` of an include guard: no longer a guard.
-                                f.guard = false;
-                            }
-                            f.fresh = false;
-                        }
-                    }
-                    "endif" => {
-                        frames.pop();
-                    }
-                    "define" => {
-                        if dead(&frames) {
-                            continue;
-                        }
-                        let Some(c) = DEFINE_RE.captures(&ctext) else {
-                            continue;
-                        };
-                        let name = c[1].to_string();
-                        let value = c.get(3).map(|m| m.as_str().trim()).unwrap_or("");
-                        if let Some(f) = frames.last_mut() {
-                            // `#ifndef X_H` then `#define X_H` (or `X_H 1`): a guard.
-                            if f.fresh
-                                && f.guard_candidate.as_deref() == Some(name.as_str())
-                                && (value.is_empty() || value == "1")
-                            {
-                                f.guard = true;
-                                f.fresh = false;
-                                continue;
-                            }
-                        }
-                        mark_not_fresh(&mut frames);
-                        let params: HashSet<&str> = c
-                            .get(2)
-                            .map(|m| {
-                                m.as_str()
-                                    .trim_matches(|c| c == '(' || c == ')')
-                                    .split(',')
-                                    .map(str::trim)
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        let body_masked = lex::mask(value);
-                        let refs = lex::idents(&body_masked)
-                            .into_iter()
-                            .filter(|i| {
-                                !i.member
-                                    && !builtins::is_keyword(i.text)
-                                    && !params.contains(i.text)
-                                    && i.text != "__VA_ARGS__"
-                                    && i.text != name
-                            })
-                            .map(|i| (i.text.to_string(), line))
-                            .collect();
-                        let item = Item {
-                            kind: ItemKind::Macro,
-                            names: vec![name],
-                            text: ctext.trim_end().to_string(),
-                            offset: piece.start,
-                            line,
-                            refs: dedup(refs),
-                            cond_refs: Vec::new(),
-                            cond: Vec::new(),
-                            template: false,
-                            device: false,
-                            header_len: None,
-                            error_line: None,
-                            operator_types: Vec::new(),
-                            notes: Vec::new(),
-                            lazy: false,
-                            written: None,
-                        };
-                        push_item(&mut idx, item, &frames);
-                    }
-                    "include" => {
-                        if dead(&frames) {
-                            continue;
-                        }
-                        mark_not_fresh(&mut frames);
-                        if let Some(c) = INCLUDE_RE.captures(raw) {
-                            idx.includes.push(Include {
-                                target: c[2].trim().to_string(),
-                                system: &c[1] == "<",
-                                line,
-                            });
-                            idx.include_conds.push(cond_of(&frames));
-                        }
-                    }
-                    _ => {}
-                }
+                directive(
+                    &mut idx,
+                    &mut frames,
+                    &mut next_frame,
+                    raw,
+                    &ctext,
+                    piece.start,
+                    line,
+                );
             }
             PieceKind::Chunk => {
                 if dead(&frames) {
@@ -269,15 +150,14 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                 }
                 mark_not_fresh(&mut frames);
                 let before = idx.items.len();
-                index_chunk(
-                    &mut idx,
+                let at = Span {
                     text,
-                    &masked,
-                    piece.start,
-                    piece.end,
-                    &lines,
-                    &frames,
-                );
+                    masked: &masked,
+                    lines: &lines,
+                    start: piece.start,
+                    end: piece.end,
+                };
+                index_chunk(&mut idx, at, &frames);
                 let host = idx.items[before..]
                     .iter()
                     .all(|i| i.kind != ItemKind::Kernel)
@@ -288,10 +168,162 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
             }
         }
     }
-    for (s, e) in host_chunks {
-        find_launches(&mut idx, text, &masked, s, e, &lines);
+    for (start, end) in host_chunks {
+        let at = Span {
+            text,
+            masked: &masked,
+            lines: &lines,
+            start,
+            end,
+        };
+        find_launches(&mut idx, at);
     }
     FileIndex(std::sync::Arc::new(idx))
+}
+
+/// One preprocessor directive: conditionals move the frame stack; a live `#define` becomes a
+/// macro item (unless it is an include guard's), a live `#include` an include.
+fn directive(
+    idx: &mut FileData,
+    frames: &mut Vec<Frame>,
+    next_frame: &mut u32,
+    raw: &str,
+    ctext: &str,
+    start: usize,
+    line: u32,
+) {
+    let word = lex::directive_word(ctext).to_string();
+    let rest = ctext
+        .trim_start()
+        .trim_start_matches('#')
+        .trim_start()
+        .strip_prefix(word.as_str())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    match word.as_str() {
+        "if" | "ifdef" | "ifndef" => {
+            let (expr, guard_candidate) = match word.as_str() {
+                "ifdef" => (format!("defined({rest})"), None),
+                "ifndef" => (format!("!defined({rest})"), Some(rest.clone())),
+                _ => {
+                    let gc = GUARD_IF_RE.captures(&rest).map(|c| c[1].to_string());
+                    (rest.clone(), gc)
+                }
+            };
+            let mut f = Frame {
+                id: *next_frame,
+                branch: 0,
+                exprs: vec![expr],
+                current: None,
+                guard: false,
+                fresh: true,
+                guard_candidate,
+            };
+            *next_frame += 1;
+            f.current = branch_condition(&f.exprs, false);
+            frames.push(f);
+        }
+        "elif" | "else" => {
+            if let Some(f) = frames.last_mut() {
+                f.branch += 1;
+                if word == "elif" {
+                    f.exprs.push(rest.clone());
+                    f.current = branch_condition(&f.exprs, false);
+                } else {
+                    f.current = branch_condition(&f.exprs, true);
+                    // `#else` of an include guard: no longer a guard.
+                    f.guard = false;
+                }
+                f.fresh = false;
+            }
+        }
+        "endif" => {
+            frames.pop();
+        }
+        "define" => {
+            if dead(frames) {
+                return;
+            }
+            if let Some(item) = macro_item(ctext, frames, start, line) {
+                push_item(idx, item, frames);
+            }
+        }
+        "include" => {
+            if dead(frames) {
+                return;
+            }
+            mark_not_fresh(frames);
+            if let Some(c) = INCLUDE_RE.captures(raw) {
+                idx.includes.push(Include {
+                    target: c[2].trim().to_string(),
+                    system: &c[1] == "<",
+                    line,
+                });
+                idx.include_conds.push(cond_of(frames));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A `#define` as a macro item with the names its body uses; `None` for an include
+/// guard's define (`#ifndef X_H` then `#define X_H`, or `X_H 1`), which marks the guard.
+fn macro_item(ctext: &str, frames: &mut [Frame], start: usize, line: u32) -> Option<Item> {
+    let c = DEFINE_RE.captures(ctext)?;
+    let name = c[1].to_string();
+    let value = c.get(3).map(|m| m.as_str().trim()).unwrap_or("");
+    if let Some(f) = frames.last_mut() {
+        if f.fresh
+            && f.guard_candidate.as_deref() == Some(name.as_str())
+            && (value.is_empty() || value == "1")
+        {
+            f.guard = true;
+            f.fresh = false;
+            return None;
+        }
+    }
+    mark_not_fresh(frames);
+    let params: HashSet<&str> = c
+        .get(2)
+        .map(|m| {
+            m.as_str()
+                .trim_matches(|c| c == '(' || c == ')')
+                .split(',')
+                .map(str::trim)
+                .collect()
+        })
+        .unwrap_or_default();
+    let body_masked = lex::mask(value);
+    let refs = lex::idents(&body_masked)
+        .into_iter()
+        .filter(|i| {
+            !i.member
+                && !builtins::is_keyword(i.text)
+                && !params.contains(i.text)
+                && i.text != "__VA_ARGS__"
+                && i.text != name
+        })
+        .map(|i| (i.text.to_string(), line))
+        .collect();
+    Some(Item {
+        kind: ItemKind::Macro,
+        names: vec![name],
+        text: ctext.trim_end().to_string(),
+        offset: start,
+        line,
+        refs: dedup(refs),
+        cond_refs: Vec::new(),
+        cond: Vec::new(),
+        template: false,
+        device: false,
+        header_len: None,
+        error_line: None,
+        operator_types: Vec::new(),
+        notes: Vec::new(),
+        lazy: false,
+        written: None,
+    })
 }
 
 static GUARD_IF_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -623,18 +655,30 @@ fn top_paren_groups(s: &str) -> Vec<(usize, usize)> {
     out
 }
 
-#[allow(clippy::too_many_arguments)] // one call site; the pieces are the chunk's context
-fn index_chunk(
-    idx: &mut FileData,
-    text: &str,
-    masked: &str,
+/// A top-level piece of a file (`start..end`), with the whole file's text, its masked
+/// text (comments and literals blanked) and its line table.
+#[derive(Clone, Copy)]
+struct Span<'t> {
+    text: &'t str,
+    masked: &'t str,
+    lines: &'t Lines,
     start: usize,
     end: usize,
-    lines: &Lines,
-    frames: &[Frame],
-) {
-    let chunk = &text[start..end];
-    let mchunk = &masked[start..end];
+}
+
+impl<'t> Span<'t> {
+    fn chunk(&self) -> &'t str {
+        &self.text[self.start..self.end]
+    }
+
+    fn masked_chunk(&self) -> &'t str {
+        &self.masked[self.start..self.end]
+    }
+}
+
+fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
+    let (chunk, mchunk) = (at.chunk(), at.masked_chunk());
+    let (start, lines) = (at.start, at.lines);
     let line = lines.line(start);
     if let Some(c) = lazy_host_function(mchunk, chunk) {
         let it = Item {
@@ -668,17 +712,7 @@ fn index_chunk(
     if item.names.is_empty() {
         // Nothing we can name (a stray statement or macro call at file scope).
         if let Some(l) = error_line {
-            idx.diagnostics.push(
-                Diagnostic::new(
-                    Level::Info,
-                    "parse_error_recovered",
-                    format!(
-                        "{}:{l}: skipped an unparsable top-level statement",
-                        idx.path
-                    ),
-                )
-                .at(l),
-            );
+            recovered(idx, l, "skipped an unparsable top-level statement".into());
         }
         return;
     }
@@ -692,85 +726,15 @@ fn index_chunk(
     let chunk_cond_refs = analysis.cond_refs;
 
     if let Some(l) = error_line {
-        idx.diagnostics.push(
-            Diagnostic::new(
-                Level::Info,
-                "parse_error_recovered",
-                format!(
-                    "{}:{l}: parse error inside `{}`; indexed it from its text",
-                    idx.path, item.names[0]
-                ),
-            )
-            .at(l),
+        let what = format!(
+            "parse error inside `{}`; indexed it from its text",
+            item.names[0]
         );
+        recovered(idx, l, what);
     }
 
-    let operator_types: Vec<String> = if item.names[0].starts_with("operator") {
-        let mut v: Vec<String> = Vec::new();
-        for p in &item.params {
-            for i in lex::idents(&p.ty) {
-                if !builtins::is_keyword(i.text) && !v.iter().any(|x| x == i.text) {
-                    v.push(i.text.to_string());
-                }
-            }
-        }
-        v
-    } else {
-        Vec::new()
-    };
-    let mut notes = Vec::new();
-    // C99 compound literals `(struct T){…}` become C++ list-initialization `T{…}` (the same
-    // aggregate, which NVRTC accepts): byte ranges in the chunk and their replacements.
-    let mut rewrites: Vec<(usize, usize, String)> = Vec::new();
-    {
-        for n in queries::compound_literals(root) {
-            {
-                // `T{…}` is C++ already; only the parenthesized C form needs work.
-                if !chunk[n.byte_range()].starts_with('(') {
-                    continue;
-                }
-                let line = lines.line(start + n.start_byte());
-                let ty = n
-                    .child_by_field_name("type")
-                    .map(|t| chunk[t.byte_range()].trim());
-                let value = n
-                    .child_by_field_name("value")
-                    .map(|v| &chunk[v.byte_range()]);
-                let name = ty.map(|t| {
-                    ["struct ", "union "]
-                        .iter()
-                        .find_map(|k| t.strip_prefix(k))
-                        .unwrap_or(t)
-                        .trim()
-                });
-                match (name, value) {
-                    (Some(name), Some(value))
-                        if !name.is_empty()
-                            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') =>
-                    {
-                        rewrites.push((n.start_byte(), n.end_byte(), format!("{name}{value}")));
-                        notes.push((
-                            "c_compound_literal",
-                            format!("a C99 compound literal `({})…`, which NVRTC (C++) rejects, rewritten as the list-initialization `{name}{{…}}`", ty.unwrap_or_default()),
-                            line,
-                        ));
-                    }
-                    _ => notes.push((
-                        "c_compound_literal",
-                        "a C99 compound literal `(T){…}`: nvcc accepts it as a GNU extension, NVRTC (C++) does not".to_string(),
-                        line,
-                    )),
-                }
-            }
-        }
-    }
-    let mut text = chunk.to_string();
-    rewrites.sort_by_key(|r| std::cmp::Reverse(r.0));
-    for (a, b, r) in rewrites {
-        if b <= text.len() {
-            text.replace_range(a..b, &r);
-        }
-    }
+    let operator_types = operator_types(&item.names[0], &item.params);
+    let (text, notes) = rewrite_compound_literals(root, chunk, |o| lines.line(start + o));
     let written = (text != chunk).then(|| chunk.to_string());
     if item.kind == ItemKind::Kernel {
         idx.kernels.push(KernelInfo {
@@ -806,6 +770,87 @@ fn index_chunk(
             idx.items[last].cond_refs.push(c);
         }
     }
+}
+
+/// A parse error in the file that indexing got past: `{path}:{line}: {what}`.
+fn recovered(idx: &mut FileData, line: u32, what: String) {
+    let message = format!("{}:{line}: {what}", idx.path);
+    idx.diagnostics
+        .push(Diagnostic::new(Level::Info, "parse_error_recovered", message).at(line));
+}
+
+/// The types an `operator…` overload's parameters name (it is pulled in with them).
+fn operator_types(name: &str, params: &[Param]) -> Vec<String> {
+    if !name.starts_with("operator") {
+        return Vec::new();
+    }
+    let mut v: Vec<String> = Vec::new();
+    for p in params {
+        for i in lex::idents(&p.ty) {
+            if !builtins::is_keyword(i.text) && !v.iter().any(|x| x == i.text) {
+                v.push(i.text.to_string());
+            }
+        }
+    }
+    v
+}
+
+/// C99 compound literals `(struct T){…}` become C++ list-initialization `T{…}` (the same
+/// aggregate, which NVRTC accepts): the chunk's text with them rewritten, and a note for
+/// each (rewritten or not).
+fn rewrite_compound_literals(
+    root: Node,
+    chunk: &str,
+    line_of: impl Fn(usize) -> u32,
+) -> (String, Vec<(&'static str, String, u32)>) {
+    let mut notes = Vec::new();
+    let mut rewrites: Vec<(usize, usize, String)> = Vec::new();
+    for n in queries::compound_literals(root) {
+        // `T{…}` is C++ already; only the parenthesized C form needs work.
+        if !chunk[n.byte_range()].starts_with('(') {
+            continue;
+        }
+        let line = line_of(n.start_byte());
+        let ty = n
+            .child_by_field_name("type")
+            .map(|t| chunk[t.byte_range()].trim());
+        let value = n
+            .child_by_field_name("value")
+            .map(|v| &chunk[v.byte_range()]);
+        let name = ty.map(|t| {
+            ["struct ", "union "]
+                .iter()
+                .find_map(|k| t.strip_prefix(k))
+                .unwrap_or(t)
+                .trim()
+        });
+        match (name, value) {
+            (Some(name), Some(value))
+                if !name.is_empty()
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') =>
+            {
+                rewrites.push((n.start_byte(), n.end_byte(), format!("{name}{value}")));
+                notes.push((
+                    "c_compound_literal",
+                    format!("a C99 compound literal `({})…`, which NVRTC (C++) rejects, rewritten as the list-initialization `{name}{{…}}`", ty.unwrap_or_default()),
+                    line,
+                ));
+            }
+            _ => notes.push((
+                "c_compound_literal",
+                "a C99 compound literal `(T){…}`: nvcc accepts it as a GNU extension, NVRTC (C++) does not".to_string(),
+                line,
+            )),
+        }
+    }
+    let mut text = chunk.to_string();
+    rewrites.sort_by_key(|r| std::cmp::Reverse(r.0));
+    for (a, b, r) in rewrites {
+        if b <= text.len() {
+            text.replace_range(a..b, &r);
+        }
+    }
+    (text, notes)
 }
 
 /// What a chunk uses and declares.
@@ -931,16 +976,23 @@ struct Classified {
     header_len: Option<usize>,
 }
 
+impl Classified {
+    /// Nothing found yet; `kind` until something says otherwise.
+    fn of(kind: ItemKind) -> Classified {
+        Classified {
+            kind,
+            names: Vec::new(),
+            params: Vec::new(),
+            template_params: Vec::new(),
+            template: false,
+            device: false,
+            header_len: None,
+        }
+    }
+}
+
 fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
-    let mut out = Classified {
-        kind: ItemKind::Global,
-        names: Vec::new(),
-        params: Vec::new(),
-        template_params: Vec::new(),
-        template: false,
-        device: false,
-        header_len: None,
-    };
+    let mut out = Classified::of(ItemKind::Global);
     // Function definitions first: the query finds them at the chunk's top level.
     {
         for f in queries::top_functions(root) {
@@ -1016,15 +1068,7 @@ pub(crate) fn template_params(tp: Node, src: &str) -> Vec<String> {
 }
 
 fn classify_node(n: Node, src: &str) -> Option<Classified> {
-    let mut out = Classified {
-        kind: ItemKind::Type,
-        names: Vec::new(),
-        params: Vec::new(),
-        template_params: Vec::new(),
-        template: false,
-        device: false,
-        header_len: None,
-    };
+    let mut out = Classified::of(ItemKind::Type);
     let mut node = n;
     if n.kind() == "template_declaration" {
         out.template = true;
@@ -1114,15 +1158,7 @@ fn classify_node(n: Node, src: &str) -> Option<Classified> {
 
 /// Classify a chunk tree-sitter could not make sense of, from its text alone.
 fn classify_text(mchunk: &str, chunk: &str) -> Classified {
-    let mut out = Classified {
-        kind: ItemKind::Global,
-        names: Vec::new(),
-        params: Vec::new(),
-        template_params: Vec::new(),
-        template: false,
-        device: false,
-        header_len: None,
-    };
+    let mut out = Classified::of(ItemKind::Global);
     let body = top_level_brace(mchunk);
     let head = &mchunk[..body.unwrap_or(mchunk.len())];
     let words: Vec<lex::Ident> = lex::idents(head);
@@ -1214,16 +1250,9 @@ fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn find_launches(
-    idx: &mut FileData,
-    text: &str,
-    masked: &str,
-    start: usize,
-    end: usize,
-    lines: &Lines,
-) {
-    let chunk = &text[start..end];
-    let mchunk = &masked[start..end];
+fn find_launches(idx: &mut FileData, at: Span) {
+    let (chunk, mchunk) = (at.chunk(), at.masked_chunk());
+    let (start, lines) = (at.start, at.lines);
     let mut found: Vec<(usize, LaunchSite)> = Vec::new();
     // Where each launch tree-sitter found has its `<<<`.
     let mut covered: HashSet<usize> = HashSet::new();

@@ -11,12 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Isolate the first kernel named `kernel` in `file`.
 pub fn isolate(scope: &Scope, file: &str, kernel: &str) -> Result<IsolatedKernel, CudaError> {
-    let fi = scope
-        .files
-        .get(file)
-        .ok_or_else(|| CudaError::FileNotInScope {
-            file: file.to_string(),
-        })?;
+    let fi = file_in(scope, file)?;
     let i = fi
         .kernels
         .iter()
@@ -37,6 +32,16 @@ pub fn isolate(scope: &Scope, file: &str, kernel: &str) -> Result<IsolatedKernel
     isolate_at(scope, file, i)
 }
 
+/// The index of `file`, which must be in the scope.
+fn file_in<'a>(scope: &Scope<'a>, file: &str) -> Result<&'a FileIndex, CudaError> {
+    scope
+        .files
+        .get(file)
+        .ok_or_else(|| CudaError::FileNotInScope {
+            file: file.to_string(),
+        })
+}
+
 /// Isolate the `kernel_index`-th kernel of `file` (an index into `kernels()`): for
 /// overloads and same-named kernels in one file.
 pub fn isolate_at(
@@ -44,12 +49,7 @@ pub fn isolate_at(
     file: &str,
     kernel_index: usize,
 ) -> Result<IsolatedKernel, CudaError> {
-    let fi = scope
-        .files
-        .get(file)
-        .ok_or_else(|| CudaError::FileNotInScope {
-            file: file.to_string(),
-        })?;
+    let fi = file_in(scope, file)?;
     let info = fi
         .kernels
         .get(kernel_index)
@@ -572,24 +572,64 @@ impl<'s, 'a> Closure<'s, 'a> {
         let mut out = String::new();
         let mut pulled = Pulled::default();
         let mut diags: Vec<Diagnostic> = Vec::new();
-        let own_path = self.files[0].0;
 
         // Files that contributed, kernel's first.
+        let contributing = self.contributing();
+        pulled.local_files = contributing[1..]
+            .iter()
+            .map(|&r| self.files[r].0.to_string())
+            .collect();
+        self.emit_headers(&contributing, &mut out, &mut pulled, &mut diags);
+
+        // Legacy texture references the shim can replace (before the macros, so that no
+        // macro of the suite rewrites the shim's names).
+        let textures: HashMap<ItemId, Result<texture::Shimmed, String>> = self
+            .order
+            .iter()
+            .filter(|&&id| self.item(id).kind == ItemKind::Texture)
+            .map(|&id| (id, texture::rewrite(&self.item(id).text)))
+            .collect();
+        if textures.values().any(|r| r.is_ok()) {
+            out.push_str(texture::SHIM);
+            out.push('\n');
+        }
+
+        let macros = self.emit_macros(&contributing, &mut out, &mut pulled);
+
+        let mut texture = false;
+        let order = std::mem::take(&mut self.order);
+        for &id in &order {
+            self.emit_item(id, &textures, &mut out, &mut diags);
+            texture |= self.note_item(id, &textures, &mut pulled, &mut diags);
+        }
+        self.closing_diagnostics(&macros, &mut diags);
+        let source = format!("{}\n", out.trim_end());
+        (source, pulled, diags, texture)
+    }
+
+    /// The files that contributed an item or a macro, the kernel's first.
+    fn contributing(&self) -> Vec<usize> {
         let mut contributing: Vec<usize> = vec![0];
         for id in self.macros.iter().chain(&self.order) {
             if !contributing.contains(&id.0) {
                 contributing.push(id.0);
             }
         }
-        pulled.local_files = contributing[1..]
-            .iter()
-            .map(|&r| self.files[r].0.to_string())
-            .collect();
+        contributing
+    }
 
-        // System headers: keep those NVRTC ships, drop host ones.
+    /// System headers (keep those NVRTC ships, drop host ones, say which) and the shims for
+    /// host-header names the unit uses.
+    fn emit_headers(
+        &mut self,
+        contributing: &[usize],
+        out: &mut String,
+        pulled: &mut Pulled,
+        diags: &mut Vec<Diagnostic>,
+    ) {
         let mut kept: Vec<String> = Vec::new();
         let mut dropped: BTreeMap<String, String> = BTreeMap::new();
-        for &r in &contributing {
+        for &r in contributing {
             let (path, _, fi) = self.files[r];
             for inc in fi.includes.iter().filter(|i| i.system) {
                 if resolve_include(self.scope, path, &inc.target).is_some() {
@@ -649,22 +689,16 @@ impl<'s, 'a> Closure<'s, 'a> {
         if !kept.is_empty() || !self.shims.is_empty() {
             out.push('\n');
         }
+    }
 
-        // Legacy texture references the shim can replace (before the macros, so that no
-        // macro of the suite rewrites the shim's names).
-        let textures: HashMap<ItemId, Result<texture::Shimmed, String>> = self
-            .order
-            .iter()
-            .filter(|&&id| self.item(id).kind == ItemKind::Texture)
-            .map(|&id| (id, texture::rewrite(&self.item(id).text)))
-            .collect();
-        if textures.values().any(|r| r.is_ok()) {
-            out.push_str(texture::SHIM);
-            out.push('\n');
-        }
-
-        // Macros in the order the preprocessor meets them: `#if defined(X)` in one header
-        // must see `#define X` from a header included before it.
+    /// Macros in the order the preprocessor meets them: `#if defined(X)` in one header
+    /// must see `#define X` from a header included before it. Returns that order.
+    fn emit_macros(
+        &self,
+        contributing: &[usize],
+        out: &mut String,
+        pulled: &mut Pulled,
+    ) -> Vec<ItemId> {
         let tu = self.tu_keys();
         let mut macros = self.macros.clone();
         macros.sort_by_key(|&(r, i)| {
@@ -687,114 +721,107 @@ impl<'s, 'a> Closure<'s, 'a> {
         if !macros.is_empty() {
             out.push('\n');
         }
+        macros
+    }
 
-        let mut texture = false;
-        let order = std::mem::take(&mut self.order);
-        for &id in &order {
-            let it = self.item(id);
-            let path = self.files[id.0].0;
-            for &p in self.protos.get(&id).into_iter().flatten() {
-                let pi = self.item(p);
-                if let Some(h) = pi.header_len {
-                    let proto = format!("{};", pi.text[..h].trim_end());
-                    out.push_str(&self.wrapped(p, &proto));
-                }
-            }
-            let is_kernel = id == (0, self.kernel_item);
-            let text = if is_kernel {
-                kernel_text(it)
-            } else if it.kind == ItemKind::Global {
-                const_global_text(&it.text)
-            } else if let Some(Ok(t)) = textures.get(&id) {
-                t.text.clone()
-            } else {
-                it.text.clone()
-            };
-            out.push_str(&self.wrapped(id, &text));
-            out.push('\n');
-            // What changed only for NVRTC is recorded, so export can give the source back.
-            let written = it.written.as_deref().unwrap_or(&it.text);
-            if let Some(d) = super::compile_only::note(written, &text, is_kernel) {
-                diags.push(d.at(it.line));
-            }
-            let name = it.names[0].clone();
-            match it.kind {
-                ItemKind::Kernel if is_kernel => {}
-                ItemKind::Kernel | ItemKind::Function | ItemKind::Prototype => {
-                    if !pulled.helpers.contains(&name) {
-                        pulled.helpers.push(name.clone())
-                    }
-                }
-                ItemKind::Global => pulled.globals.extend(it.names.iter().cloned()),
-                ItemKind::Texture => {
-                    texture = true;
-                    pulled.globals.extend(it.names.iter().cloned());
-                    let names = it.names.join("`, `");
-                    let message = match textures.get(&id) {
-                        Some(Ok(t)) => {
-                            let sizes = if t.dim == 2 {
-                                "width, height and pitch (in elements; pitch 0 = width)"
-                            } else {
-                                "width (in elements; 0 = unchecked)"
-                            };
-                            diags.push(
-                                Diagnostic::new(
-                                    Level::Info,
-                                    "texture_shim",
-                                    format!(
-                                        "harness: upload {{ptr, width, height, pitch}} to the `__device__` symbol `{names}` ({}<{}, {}>) before launch: ptr = a device pointer to the {} elements bound to the texture, and {sizes}",
-                                        texture::SHIM_TYPE, t.element, t.dim, t.element
-                                    ),
-                                )
-                                .at(it.line),
-                            );
-                            format!(
-                                "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12: the kernelpair_legacy_texture shim was applied (global-memory reads; unnormalized coordinates, point filtering, clamp addressing assumed)",
-                                it.line
-                            )
-                        }
-                        other => format!(
-                            "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12, and the shim cannot replace it ({}): the unit does not compile on CUDA 12+ until it is ported to cudaTextureObject_t",
-                            it.line,
-                            other.and_then(|r| r.as_ref().err()).map_or("unrecognized declaration", String::as_str)
-                        ),
-                    };
-                    diags.push(
-                        Diagnostic::new(Level::Warning, "legacy_texture_reference", message)
-                            .at(it.line),
-                    );
-                }
-                ItemKind::Type => {
-                    if !pulled.types.contains(&name) {
-                        pulled.types.push(name.clone())
-                    }
-                }
-                ItemKind::Macro => {}
-            }
-            for (code, msg, l) in &it.notes {
-                diags.push(
-                    Diagnostic::new(
-                        Level::Warning,
-                        code,
-                        format!("{msg} (`{name}`, {path}:{l})"),
-                    )
-                    .at(*l),
-                );
-            }
-            if let Some(l) = it.error_line {
-                diags.push(
-                    Diagnostic::new(
-                        if is_kernel { Level::Warning } else { Level::Info },
-                        "parse_error_recovered",
-                        format!(
-                            "tree-sitter could not fully parse `{name}` ({path}:{l}); it was isolated from its text"
-                        ),
-                    )
-                    .at(l),
-                );
+    /// One item's text (after its prototypes), as NVRTC gets it; what changed only for
+    /// NVRTC is recorded, so export can give the source back.
+    fn emit_item(
+        &self,
+        id: ItemId,
+        textures: &HashMap<ItemId, Result<texture::Shimmed, String>>,
+        out: &mut String,
+        diags: &mut Vec<Diagnostic>,
+    ) {
+        let it = self.item(id);
+        for &p in self.protos.get(&id).into_iter().flatten() {
+            let pi = self.item(p);
+            if let Some(h) = pi.header_len {
+                let proto = format!("{};", pi.text[..h].trim_end());
+                out.push_str(&self.wrapped(p, &proto));
             }
         }
-        for &id in &macros {
+        let is_kernel = id == (0, self.kernel_item);
+        let text = if is_kernel {
+            kernel_text(it)
+        } else if it.kind == ItemKind::Global {
+            const_global_text(&it.text)
+        } else if let Some(Ok(t)) = textures.get(&id) {
+            t.text.clone()
+        } else {
+            it.text.clone()
+        };
+        out.push_str(&self.wrapped(id, &text));
+        out.push('\n');
+        let written = it.written.as_deref().unwrap_or(&it.text);
+        if let Some(d) = super::compile_only::note(written, &text, is_kernel) {
+            diags.push(d.at(it.line));
+        }
+    }
+
+    /// What one emitted item pulled in, and its diagnostics; true for a texture reference.
+    fn note_item(
+        &self,
+        id: ItemId,
+        textures: &HashMap<ItemId, Result<texture::Shimmed, String>>,
+        pulled: &mut Pulled,
+        diags: &mut Vec<Diagnostic>,
+    ) -> bool {
+        let it = self.item(id);
+        let path = self.files[id.0].0;
+        let is_kernel = id == (0, self.kernel_item);
+        let name = it.names[0].clone();
+        let mut texture = false;
+        match it.kind {
+            ItemKind::Kernel if is_kernel => {}
+            ItemKind::Kernel | ItemKind::Function | ItemKind::Prototype => {
+                if !pulled.helpers.contains(&name) {
+                    pulled.helpers.push(name.clone())
+                }
+            }
+            ItemKind::Global => pulled.globals.extend(it.names.iter().cloned()),
+            ItemKind::Texture => {
+                texture = true;
+                pulled.globals.extend(it.names.iter().cloned());
+                texture_diagnostics(it, path, textures.get(&id), diags);
+            }
+            ItemKind::Type => {
+                if !pulled.types.contains(&name) {
+                    pulled.types.push(name.clone())
+                }
+            }
+            ItemKind::Macro => {}
+        }
+        for (code, msg, l) in &it.notes {
+            diags.push(
+                Diagnostic::new(
+                    Level::Warning,
+                    code,
+                    format!("{msg} (`{name}`, {path}:{l})"),
+                )
+                .at(*l),
+            );
+        }
+        if let Some(l) = it.error_line {
+            diags.push(
+                Diagnostic::new(
+                    if is_kernel { Level::Warning } else { Level::Info },
+                    "parse_error_recovered",
+                    format!(
+                        "tree-sitter could not fully parse `{name}` ({path}:{l}); it was isolated from its text"
+                    ),
+                )
+                .at(l),
+            );
+        }
+        texture
+    }
+
+    /// Diagnostics about the unit as a whole: macros parsed with errors, names resolved
+    /// nowhere, declarations without definitions, names found outside the includes.
+    fn closing_diagnostics(&self, macros: &[ItemId], diags: &mut Vec<Diagnostic>) {
+        let own_path = self.files[0].0;
+        for &id in macros {
             let it = self.item(id);
             if let Some(l) = it.error_line {
                 diags.push(Diagnostic::new(
@@ -830,9 +857,49 @@ impl<'s, 'a> Closure<'s, 'a> {
                 format!("`{name}` was taken from {path}, which no include connects to {own_path}"),
             ));
         }
-        let source = format!("{}\n", out.trim_end());
-        (source, pulled, diags, texture)
     }
+}
+
+/// A legacy texture reference's diagnostics: what the harness must upload when the shim
+/// replaced it, and either way a warning that says what was done.
+fn texture_diagnostics(
+    it: &Item,
+    path: &str,
+    shimmed: Option<&Result<texture::Shimmed, String>>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let name = &it.names[0];
+    let names = it.names.join("`, `");
+    let message = match shimmed {
+        Some(Ok(t)) => {
+            let sizes = if t.dim == 2 {
+                "width, height and pitch (in elements; pitch 0 = width)"
+            } else {
+                "width (in elements; 0 = unchecked)"
+            };
+            diags.push(
+                Diagnostic::new(
+                    Level::Info,
+                    "texture_shim",
+                    format!(
+                        "harness: upload {{ptr, width, height, pitch}} to the `__device__` symbol `{names}` ({}<{}, {}>) before launch: ptr = a device pointer to the {} elements bound to the texture, and {sizes}",
+                        texture::SHIM_TYPE, t.element, t.dim, t.element
+                    ),
+                )
+                .at(it.line),
+            );
+            format!(
+                "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12: the kernelpair_legacy_texture shim was applied (global-memory reads; unnormalized coordinates, point filtering, clamp addressing assumed)",
+                it.line
+            )
+        }
+        other => format!(
+            "texture reference `{name}` ({path}:{}) is a legacy texture<…> reference, removed in CUDA 12, and the shim cannot replace it ({}): the unit does not compile on CUDA 12+ until it is ported to cudaTextureObject_t",
+            it.line,
+            other.and_then(|r| r.as_ref().err()).map_or("unrecognized declaration", String::as_str)
+        ),
+    };
+    diags.push(Diagnostic::new(Level::Warning, "legacy_texture_reference", message).at(it.line));
 }
 
 /// The kernel's own text, with `extern "C"` linkage unless it is a template.

@@ -74,7 +74,7 @@ mod tests {
     fn sk(path: &str, msg: &str) -> Record {
         Record::Skipped(Skipped {
             path: path.into(),
-            reason: "binary".into(),
+            reason: crate::record::SkipReason::Binary,
             message: msg.into(),
         })
     }

@@ -78,7 +78,7 @@ mod tests {
     fn skipped(i: usize) -> Record {
         Record::Skipped(Skipped {
             path: format!("f{i}.cu"),
-            reason: "binary".into(),
+            reason: crate::record::SkipReason::Binary,
             message: String::new(),
         })
     }

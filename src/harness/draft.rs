@@ -299,22 +299,9 @@ fn translate_tokens<'t>(
                 i = toks.len() - rest.len() + 1;
             }
             Tok::Ident(w) if w == "sizeof" && toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
-                let close = toks[i + 2..]
-                    .iter()
-                    .position(|t| *t == Tok::Op(")".into()))
-                    .ok_or("unclosed sizeof(")?
-                    + i
-                    + 2;
-                let ty: Vec<String> = toks[i + 2..close]
-                    .iter()
-                    .map(|t| match t {
-                        Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
-                    })
-                    .collect();
-                let ty = ty.join(" ");
-                let n = sizeof_type(&ty).ok_or_else(|| format!("sizeof({ty}) is not known"))?;
-                write!(out, "{n}").expect("string");
-                i = close + 1;
+                let (n, next) = sizeof_at(toks, i)?;
+                out.push_str(&n);
+                i = next;
             }
             Tok::Ident(_)
                 if toks.get(i + 1) == Some(&Tok::Op(".".into()))
@@ -333,96 +320,16 @@ fn translate_tokens<'t>(
                 let Some(Tok::Ident(c)) = toks.get(i + 2) else {
                     unreachable!("matched above")
                 };
-                let d = match c.as_str() {
-                    "x" => 0,
-                    "y" => 1,
-                    _ => 2,
-                };
-                match names.components(w) {
-                    Some(Ok(comps)) => {
-                        let t = match comps.get(d) {
-                            Some(e) => tidy(&translate(e, names, depth + 1)?),
-                            None => "1".to_string(),
-                        };
-                        if t.contains(' ') {
-                            write!(out, "({t})").expect("string");
-                        } else {
-                            out.push_str(&t);
-                        }
-                    }
-                    Some(Err(e)) => return Err(e),
-                    None => {
-                        let v = format!("{w}_{c}");
-                        names.host_vars.borrow_mut().insert(v.clone());
-                        out.push_str(&v);
-                    }
-                }
+                out.push_str(&component(w, c, names, depth)?);
                 i += 3;
             }
             Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
-                // A call: collect its top-level arguments.
-                let mut args = Vec::new();
-                let mut rest = &toks[i + 2..];
-                loop {
-                    let (a, r) = translate_tokens(rest, names, depth)?;
-                    args.push(a.trim().to_string());
-                    match r.first() {
-                        Some(Tok::Op(o)) if o == "," => rest = &r[1..],
-                        Some(Tok::Op(o)) if o == ")" => {
-                            rest = &r[1..];
-                            break;
-                        }
-                        _ => return Err(format!("unclosed call to {w}")),
-                    }
-                }
-                let call = match (w.as_str(), args.as_slice()) {
-                    ("ceil" | "ceilf", [a]) => ceil_of(a)?,
-                    ("floor" | "floorf", [a]) => format!("({a})"),
-                    (f, [a, b]) if CEIL_DIV_NAMES.contains(&f) => format!("ceil_div({a}, {b})"),
-                    ("min" | "MIN" | "std::min" | "fminf", [a, b]) => format!("min({a}, {b})"),
-                    ("max" | "MAX" | "std::max" | "fmaxf", [a, b]) => format!("max({a}, {b})"),
-                    ("dim3", _) => return Err("nested dim3".into()),
-                    (f, _) => return Err(format!("unknown function {f}()")),
-                };
+                let (call, next) = call_at(toks, i, w, names, depth)?;
                 out.push_str(&call);
-                i = toks.len() - rest.len();
+                i = next;
             }
             Tok::Ident(w) => {
-                let zero_init = names
-                    .definitions
-                    .get(w)
-                    .is_some_and(|d| zero_initialized(w, d));
-                if let Some(s) = names.host_to_size.get(w) {
-                    out.push_str(s);
-                } else if let Some(dp) = device_property(w)
-                    .filter(|_| zero_init || !names.definitions.contains_key(w.as_str()))
-                {
-                    out.push_str(dp);
-                } else if zero_init {
-                    names.host_vars.borrow_mut().insert(w.clone());
-                    out.push_str(w);
-                } else if names.sizes.contains(w) {
-                    out.push_str(w);
-                } else if let Some(comps) = names.components(w) {
-                    let comps = comps?;
-                    if comps.len() != 1 {
-                        return Err(format!(
-                            "{w} is a {}-component dim3 used as a number",
-                            comps.len()
-                        ));
-                    }
-                    let t = tidy(&translate(&comps[0], names, depth + 1)?);
-                    if t.contains(' ') {
-                        write!(out, "({t})").expect("string");
-                    } else {
-                        out.push_str(&t);
-                    }
-                } else if CAST_WORDS.contains(&w.as_str()) || w.starts_with("__") {
-                    return Err(format!("unknown name {w}"));
-                } else {
-                    names.host_vars.borrow_mut().insert(w.clone());
-                    out.push_str(w);
-                }
+                out.push_str(&name(w, names, depth)?);
                 i += 1;
             }
             Tok::Num(n) => {
@@ -439,6 +346,126 @@ fn translate_tokens<'t>(
         }
     }
     Ok((out, &toks[toks.len()..]))
+}
+
+/// `sizeof(T)` at `toks[i]`: its size in bytes, and the index after the `)`.
+fn sizeof_at(toks: &[Tok], i: usize) -> Result<(String, usize), String> {
+    let close = toks[i + 2..]
+        .iter()
+        .position(|t| *t == Tok::Op(")".into()))
+        .ok_or("unclosed sizeof(")?
+        + i
+        + 2;
+    let ty: Vec<String> = toks[i + 2..close]
+        .iter()
+        .map(|t| match t {
+            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
+        })
+        .collect();
+    let ty = ty.join(" ");
+    let n = sizeof_type(&ty).ok_or_else(|| format!("sizeof({ty}) is not known"))?;
+    Ok((n.to_string(), close + 1))
+}
+
+/// `w.x` / `w.y` / `w.z`: the component of a known `dim3` (1 where it has fewer), else a
+/// host variable `w_x`.
+fn component(w: &str, c: &str, names: &Names, depth: usize) -> Result<String, String> {
+    let d = match c {
+        "x" => 0,
+        "y" => 1,
+        _ => 2,
+    };
+    match names.components(w) {
+        Some(Ok(comps)) => {
+            let t = match comps.get(d) {
+                Some(e) => tidy(&translate(e, names, depth + 1)?),
+                None => "1".to_string(),
+            };
+            Ok(if t.contains(' ') { format!("({t})") } else { t })
+        }
+        Some(Err(e)) => Err(e),
+        None => {
+            let v = format!("{w}_{c}");
+            names.host_vars.borrow_mut().insert(v.clone());
+            Ok(v)
+        }
+    }
+}
+
+/// A call `w(…)` at `toks[i]` as the harness's arithmetic (`ceil_div`, `min`, `max`), and
+/// the index after its `)`.
+fn call_at(
+    toks: &[Tok],
+    i: usize,
+    w: &str,
+    names: &Names,
+    depth: usize,
+) -> Result<(String, usize), String> {
+    // Collect its top-level arguments.
+    let mut args = Vec::new();
+    let mut rest = &toks[i + 2..];
+    loop {
+        let (a, r) = translate_tokens(rest, names, depth)?;
+        args.push(a.trim().to_string());
+        match r.first() {
+            Some(Tok::Op(o)) if o == "," => rest = &r[1..],
+            Some(Tok::Op(o)) if o == ")" => {
+                rest = &r[1..];
+                break;
+            }
+            _ => return Err(format!("unclosed call to {w}")),
+        }
+    }
+    let call = match (w, args.as_slice()) {
+        ("ceil" | "ceilf", [a]) => ceil_of(a)?,
+        ("floor" | "floorf", [a]) => format!("({a})"),
+        (f, [a, b]) if CEIL_DIV_NAMES.contains(&f) => format!("ceil_div({a}, {b})"),
+        ("min" | "MIN" | "std::min" | "fminf", [a, b]) => format!("min({a}, {b})"),
+        ("max" | "MAX" | "std::max" | "fmaxf", [a, b]) => format!("max({a}, {b})"),
+        ("dim3", _) => return Err("nested dim3".into()),
+        (f, _) => return Err(format!("unknown function {f}()")),
+    };
+    Ok((call, toks.len() - rest.len()))
+}
+
+/// A plain name: a size, a device property, a one-component `dim3`'s value, or a host
+/// variable (recorded, for the draft to ask about).
+fn name(w: &str, names: &Names, depth: usize) -> Result<String, String> {
+    let zero_init = names
+        .definitions
+        .get(w)
+        .is_some_and(|d| zero_initialized(w, d));
+    Ok(if let Some(s) = names.host_to_size.get(w) {
+        s.clone()
+    } else if let Some(dp) =
+        device_property(w).filter(|_| zero_init || !names.definitions.contains_key(w))
+    {
+        dp.to_string()
+    } else if zero_init {
+        names.host_vars.borrow_mut().insert(w.to_string());
+        w.to_string()
+    } else if names.sizes.iter().any(|s| s == w) {
+        w.to_string()
+    } else if let Some(comps) = names.components(w) {
+        let comps = comps?;
+        if comps.len() != 1 {
+            return Err(format!(
+                "{w} is a {}-component dim3 used as a number",
+                comps.len()
+            ));
+        }
+        let t = tidy(&translate(&comps[0], names, depth + 1)?);
+        if t.contains(' ') {
+            format!("({t})")
+        } else {
+            t
+        }
+    } else if CAST_WORDS.contains(&w) || w.starts_with("__") {
+        return Err(format!("unknown name {w}"));
+    } else {
+        names.host_vars.borrow_mut().insert(w.to_string());
+        w.to_string()
+    })
 }
 
 /// `ceil(a / b)` → `ceil_div(a, b)`; anything else in a ceil is not integer arithmetic.

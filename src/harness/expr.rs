@@ -58,23 +58,11 @@ impl Scope {
         }
         let _ = ctx.set_function(
             "ceil_div".into(),
-            Function::new(|a| {
-                let (x, y) = two_ints(a)?;
-                if y == 0 {
-                    return Err(EvalexprError::CustomMessage("ceil_div by zero".into()));
-                }
-                Ok(Value::Int((x + y - 1).div_euclid(y)))
-            }),
+            by_nonzero("ceil_div by zero", |x, y| (x + y - 1).div_euclid(y)),
         );
         let _ = ctx.set_function(
             "round_up".into(),
-            Function::new(|a| {
-                let (x, y) = two_ints(a)?;
-                if y == 0 {
-                    return Err(EvalexprError::CustomMessage("round_up to zero".into()));
-                }
-                Ok(Value::Int((x + y - 1).div_euclid(y) * y))
-            }),
+            by_nonzero("round_up to zero", |x, y| (x + y - 1).div_euclid(y) * y),
         );
         let _ = ctx.set_function(
             "log2".into(),
@@ -180,21 +168,7 @@ pub fn ternary_to_if(e: &str) -> String {
     let mut i = 0;
     while i < cs.len() {
         if cs[i] == '(' {
-            let mut depth = 0;
-            let mut j = i;
-            while j < cs.len() {
-                match cs[j] {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
+            let j = matching_paren(&cs, i);
             let inner: String = cs[i + 1..j.min(cs.len())].iter().collect();
             s.push('(');
             s.push_str(&ternary_to_if(&inner));
@@ -267,21 +241,7 @@ pub fn c_not(e: &str) -> String {
         }
         let start = j;
         if cs.get(j) == Some(&'(') {
-            let mut depth = 0;
-            while j < cs.len() {
-                match cs[j] {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            j += 1;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
+            j = (matching_paren(&cs, j) + 1).min(cs.len());
         } else {
             while j < cs.len() && (cs[j].is_ascii_alphanumeric() || cs[j] == '_' || cs[j] == '.') {
                 j += 1;
@@ -297,6 +257,35 @@ pub fn c_not(e: &str) -> String {
         i = j;
     }
     out
+}
+
+/// The index of the `)` that closes the `(` at `open`, or the length when none does.
+fn matching_paren(cs: &[char], open: usize) -> usize {
+    let mut depth = 0;
+    for (j, &c) in cs.iter().enumerate().skip(open) {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j;
+                }
+            }
+            _ => {}
+        }
+    }
+    cs.len()
+}
+
+/// A function of two integers whose second must not be zero (`error` when it is).
+fn by_nonzero(error: &'static str, f: fn(i64, i64) -> i64) -> Function<DefaultNumericTypes> {
+    Function::new(move |a| {
+        let (x, y) = two_ints(a)?;
+        if y == 0 {
+            return Err(EvalexprError::CustomMessage(error.into()));
+        }
+        Ok(Value::Int(f(x, y)))
+    })
 }
 
 fn two_ints(a: &Value) -> Result<(i64, i64), EvalexprError> {

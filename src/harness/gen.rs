@@ -643,58 +643,11 @@ fn fill(
         }
         Init::Csr { matrix, part } => {
             let (_, s) = find_matrix(sparse, matrix, origin)?;
-            match part {
-                CsrPart::RowPtr => {
-                    let mut off = 0i64;
-                    push_i64(&mut bytes, elem, 0);
-                    for r in &s.rows {
-                        off += r.len() as i64;
-                        push_i64(&mut bytes, elem, off);
-                    }
-                }
-                CsrPart::ColIdx => {
-                    for c in s.rows.iter().flatten() {
-                        push_i64(&mut bytes, elem, *c as i64);
-                    }
-                }
-                CsrPart::Values => {
-                    for v in s.values.iter().flatten() {
-                        push_f64(&mut bytes, elem, *v);
-                    }
-                }
-            }
+            bytes = csr_bytes(s, *part, elem);
         }
         Init::Jds { matrix, part } => {
             let (m, s) = find_matrix(sparse, matrix, origin)?;
-            let (perm, ptr, zcnt, jds_len) = jds_layout(&s.rows, m.pad);
-            match part {
-                JdsPart::Perm => perm
-                    .iter()
-                    .for_each(|&p| push_i64(&mut bytes, elem, p as i64)),
-                JdsPart::Ptr => ptr
-                    .iter()
-                    .for_each(|&p| push_i64(&mut bytes, elem, p as i64)),
-                JdsPart::Zcnt => zcnt
-                    .iter()
-                    .for_each(|&z| push_i64(&mut bytes, elem, z as i64)),
-                JdsPart::ColIdx | JdsPart::Values => {
-                    let mut cols = vec![0i64; jds_len];
-                    let mut vals = vec![0f64; jds_len];
-                    for (k, &start) in ptr.iter().enumerate() {
-                        for (ix, &row) in perm.iter().enumerate() {
-                            if k < s.rows[row].len() {
-                                cols[start + ix] = s.rows[row][k] as i64;
-                                vals[start + ix] = s.values[row][k];
-                            }
-                        }
-                    }
-                    if *part == JdsPart::ColIdx {
-                        cols.iter().for_each(|&c| push_i64(&mut bytes, elem, c));
-                    } else {
-                        vals.iter().for_each(|&v| push_f64(&mut bytes, elem, v));
-                    }
-                }
-            }
+            bytes = jds_bytes(m, s, *part, elem);
         }
         Init::Linspace { start, stop } => {
             let step = if len > 1 {
@@ -723,6 +676,67 @@ fn fill(
         });
     }
     Ok(buf)
+}
+
+/// One part of a sparse matrix in CSR form.
+fn csr_bytes(s: &Sparse, part: CsrPart, elem: ElemType) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    match part {
+        CsrPart::RowPtr => {
+            let mut off = 0i64;
+            push_i64(&mut bytes, elem, 0);
+            for r in &s.rows {
+                off += r.len() as i64;
+                push_i64(&mut bytes, elem, off);
+            }
+        }
+        CsrPart::ColIdx => {
+            for c in s.rows.iter().flatten() {
+                push_i64(&mut bytes, elem, *c as i64);
+            }
+        }
+        CsrPart::Values => {
+            for v in s.values.iter().flatten() {
+                push_f64(&mut bytes, elem, *v);
+            }
+        }
+    }
+    bytes
+}
+
+/// One part of a sparse matrix in JDS form (rows sorted by length, stored by diagonal).
+fn jds_bytes(m: &SparseMatrix, s: &Sparse, part: JdsPart, elem: ElemType) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let (perm, ptr, zcnt, jds_len) = jds_layout(&s.rows, m.pad);
+    match part {
+        JdsPart::Perm => perm
+            .iter()
+            .for_each(|&p| push_i64(&mut bytes, elem, p as i64)),
+        JdsPart::Ptr => ptr
+            .iter()
+            .for_each(|&p| push_i64(&mut bytes, elem, p as i64)),
+        JdsPart::Zcnt => zcnt
+            .iter()
+            .for_each(|&z| push_i64(&mut bytes, elem, z as i64)),
+        JdsPart::ColIdx | JdsPart::Values => {
+            let mut cols = vec![0i64; jds_len];
+            let mut vals = vec![0f64; jds_len];
+            for (k, &start) in ptr.iter().enumerate() {
+                for (ix, &row) in perm.iter().enumerate() {
+                    if k < s.rows[row].len() {
+                        cols[start + ix] = s.rows[row][k] as i64;
+                        vals[start + ix] = s.values[row][k];
+                    }
+                }
+            }
+            if part == JdsPart::ColIdx {
+                cols.iter().for_each(|&c| push_i64(&mut bytes, elem, c));
+            } else {
+                vals.iter().for_each(|&v| push_f64(&mut bytes, elem, v));
+            }
+        }
+    }
+    bytes
 }
 
 /// Records per generation chunk of a `fields` buffer: chunks are filled in parallel, each

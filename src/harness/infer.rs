@@ -10,7 +10,6 @@ use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
 use super::{c_base_type, c_is_pointer, ElemType};
-use crate::exit;
 use crate::record::{KernelUnit, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -898,7 +897,7 @@ pub fn attach_inferred(
         if p.slow.is_pending() {
             continue;
         }
-        let found = crate::verify::resolve::prepare(p, base, hand_dirs, suite_root);
+        let found = super::prepare(p, base, hand_dirs, suite_root);
         let origin = match found {
             Err((crate::record::Status::NoHarness, _)) => {
                 let f = inferred_dir.join(format!("{}.toml", p.id));
@@ -917,48 +916,6 @@ pub fn attach_inferred(
         p.set_harness_origin(origin);
     }
     (hand, inferred)
-}
-
-pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
-    match cmd {
-        super::HarnessCommand::Infer {
-            units,
-            output,
-            root,
-            pair,
-            assume_size,
-        } => {
-            let t0 = std::time::Instant::now();
-            let opts = InferOptions { assume_size };
-            let res = infer_all(&units, &output, root.as_deref(), pair.as_deref(), &opts)?;
-            let complete = res.iter().filter(|r| r.2.complete()).count();
-            for (id, name, inf) in &res {
-                if inf.complete() && !inf.assumed.is_empty() {
-                    println!("{id} {name}: complete, {} assumed", inf.assumed.len());
-                } else if inf.complete() {
-                    println!("{id} {name}: complete");
-                } else {
-                    let first = &inf.unknowns[0];
-                    println!(
-                        "{id} {name}: {} unknown(s), first {}: {}",
-                        inf.unknowns.len(),
-                        first.field,
-                        first.reason
-                    );
-                }
-            }
-            eprintln!(
-                "inferred {} harnesses into {} ({} complete, {} with TODOs) in {:.2} s",
-                res.len(),
-                output.display(),
-                complete,
-                res.len() - complete,
-                t0.elapsed().as_secs_f64()
-            );
-            Ok(exit::OK)
-        }
-        other => super::selfcheck::run(other),
-    }
 }
 
 #[cfg(test)]

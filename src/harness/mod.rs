@@ -9,7 +9,6 @@
 //! index (`args`) at element offsets (`offsets`). Agreement and speed checks live in
 //! `verify::compare` and `verify::stats`. The format is described in docs/harness.md.
 
-pub mod complete;
 pub mod draft;
 pub mod expr;
 pub mod gen;
@@ -19,19 +18,15 @@ pub mod infer_kernel;
 pub mod infer_llm;
 pub mod launches;
 pub mod layout;
-pub mod selfcheck;
-pub mod selfcheck_sanitize;
 pub mod spec;
 pub mod template;
 
-mod commands;
 mod locate;
 mod model;
 mod resolve;
 mod validate;
 
-pub use commands::{run, HarnessCommand};
-pub use locate::{candidate_names, locate};
+pub use locate::{candidate_names, locate, prepare, prepare_with, Found};
 pub use model::*;
 pub(crate) use validate::is_ident;
 pub use validate::{load, parse, to_json};

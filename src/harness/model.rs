@@ -81,37 +81,18 @@ impl Tolerance {
     /// bound is what catches small systematic errors (a real bug moves elements by O(1)).
     /// f64: the same reasoning 2^29 times finer. f16/bf16: 10 and 7 mantissa bits.
     pub fn default_for(elem: ElemType) -> Tolerance {
-        match elem {
-            ElemType::F32 => Tolerance {
-                atol: 1e-5,
-                rtol: 1e-3,
-                l2: 1e-4,
-                scale: 3e-5,
-            },
-            ElemType::F64 => Tolerance {
-                atol: 1e-12,
-                rtol: 1e-9,
-                l2: 1e-10,
-                scale: 1e-13,
-            },
-            ElemType::F16 => Tolerance {
-                atol: 1e-3,
-                rtol: 1e-2,
-                l2: 5e-3,
-                scale: 5e-3,
-            },
-            ElemType::BF16 => Tolerance {
-                atol: 1e-2,
-                rtol: 5e-2,
-                l2: 2e-2,
-                scale: 2e-2,
-            },
-            _ => Tolerance {
-                atol: 0.0,
-                rtol: 0.0,
-                l2: 0.0,
-                scale: 0.0,
-            },
+        let (atol, rtol, l2, scale) = match elem {
+            ElemType::F32 => (1e-5, 1e-3, 1e-4, 3e-5),
+            ElemType::F64 => (1e-12, 1e-9, 1e-10, 1e-13),
+            ElemType::F16 => (1e-3, 1e-2, 5e-3, 5e-3),
+            ElemType::BF16 => (1e-2, 5e-2, 2e-2, 2e-2),
+            _ => (0.0, 0.0, 0.0, 0.0),
+        };
+        Tolerance {
+            atol,
+            rtol,
+            l2,
+            scale,
         }
     }
 }

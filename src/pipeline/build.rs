@@ -878,7 +878,7 @@ mod tests {
             _: &[Pair],
             _: &[std::path::PathBuf],
             _: u64,
-        ) -> Option<Vec<crate::harness::selfcheck::Report>> {
+        ) -> Option<Vec<crate::selfcheck::Report>> {
             None
         }
 

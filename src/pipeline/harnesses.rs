@@ -11,8 +11,8 @@
 
 use super::config::{HarnessSettings, SuiteKind, SuiteSpec};
 use crate::harness::infer::{self, InferOptions};
-use crate::harness::selfcheck::{CheckResult, Report};
 use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
+use crate::selfcheck::{CheckResult, Report};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -164,7 +164,7 @@ pub fn complete_missing(
     offline: bool,
     cache_dir: &Path,
 ) -> Completed {
-    use crate::harness::complete::{self, Endpoint, Outcome};
+    use crate::selfcheck::complete::{self, Endpoint, Outcome};
     let mut c = Completed::default();
     let todo: Vec<&Pair> = records
         .iter()
@@ -211,7 +211,7 @@ pub fn complete_missing(
     };
     let gpu = matches!(crate::gpu::probe(), crate::gpu::Probe::Ready { .. });
     let checker = complete::selfcheck_checker(
-        crate::harness::selfcheck::SelfcheckConfig {
+        crate::selfcheck::SelfcheckConfig {
             harness_dirs: Vec::new(),
             inferred_dir: None,
             suite_root: None,
@@ -312,7 +312,7 @@ pub fn selfcheck(pairs: &[Pair], hand_dirs: &[PathBuf], timeout_s: u64) -> Optio
     if let crate::gpu::Probe::NoGpu(_) = crate::gpu::probe() {
         return None;
     }
-    let cfg = crate::harness::selfcheck::SelfcheckConfig {
+    let cfg = crate::selfcheck::SelfcheckConfig {
         harness_dirs: hand_dirs.to_vec(),
         inferred_dir: None,
         suite_root: None,
@@ -325,15 +325,13 @@ pub fn selfcheck(pairs: &[Pair], hand_dirs: &[PathBuf], timeout_s: u64) -> Optio
     };
     let base = hand_dirs.first().cloned().unwrap_or_default();
     // Pairs still waiting for synth are checked as their fast kernel's identity control.
-    Some(crate::harness::selfcheck::selfcheck_pairs(
-        pairs, &base, &cfg,
-    ))
+    Some(crate::selfcheck::selfcheck_pairs(pairs, &base, &cfg))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::selfcheck::checks_from;
+    use crate::selfcheck::checks_from;
 
     fn report(id: &str, failed: Option<(&'static str, String)>) -> Report {
         Report {

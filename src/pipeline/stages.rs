@@ -45,7 +45,7 @@ pub trait Stages {
         pairs: &[crate::record::Pair],
         harness_dirs: &[std::path::PathBuf],
         timeout_s: u64,
-    ) -> Option<Vec<crate::harness::selfcheck::Report>> {
+    ) -> Option<Vec<crate::selfcheck::Report>> {
         super::harnesses::selfcheck(pairs, harness_dirs, timeout_s)
     }
 }

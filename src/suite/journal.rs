@@ -235,7 +235,7 @@ mod tests {
         r.kernel_files = 3;
         r.parse_failed.push(Skipped {
             path: "a/b.cu".into(),
-            reason: "parse_failed".into(),
+            reason: crate::record::SkipReason::ParseFailed,
             message: "m".into(),
         });
         let k2 = j.key(&["scope", "c"]);

@@ -392,7 +392,7 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     ex.pairs = pairs;
     ex.unpaired = unpaired;
     ex.skipped
-        .sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+        .sort_by(|a, b| (&a.path, a.reason.as_str()).cmp(&(&b.path, b.reason.as_str())));
     for s in &ex.skipped {
         let bench = desc
             .scope_of(&s.path)

@@ -2,7 +2,7 @@
 //! description (docs/pairing.md, "## Pairing rules").
 
 use super::desc::{PairingMode, Rule, SuiteDesc, RULE_NO_NAIVE};
-use crate::record::{KernelUnit, Pair, PairRule, Slow, Unpaired};
+use crate::record::{KernelUnit, Pair, PairRule, Slow, Unpaired, UnpairedReason};
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,15 +70,14 @@ fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Pair
             for f in fast {
                 out.unpaired.push(unpaired(
                     f,
-                    format!(
-                        "no naive variant pairs with `{opt}` (naive variants here: {})",
-                        present
+                    UnpairedReason::NoNaive {
+                        optimized: opt.to_string(),
+                        naive_here: present
                             .iter()
                             .filter(|v| desc.is_naive(v))
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
+                            .map(|v| v.to_string())
+                            .collect(),
+                    },
                 ));
             }
             continue;
@@ -97,18 +96,21 @@ fn pair_by_mode(desc: &SuiteDesc, units: &[&KernelUnit], same: SameCode) -> Pair
         for (f, _) in fast.iter().zip(&fast_done).filter(|(_, d)| !**d) {
             out.unpaired.push(unpaired(
                 f,
-                format!("no kernel in {naive} matches by name, parameters or file role"),
+                UnpairedReason::NoMatch {
+                    variants: vec![naive.to_string()],
+                },
             ));
         }
     }
     for (naive, slow) in by_variant.iter().filter(|(v, _)| desc.is_naive(v)) {
         for s in slow.iter().filter(|s| !used_slow.contains(s.id.as_str())) {
             let reason = match served.get(naive) {
-                Some(opts) => format!(
-                    "no kernel in {} matches by name, parameters or file role",
-                    opts.join(", ")
-                ),
-                None => format!("no optimized variant pairs with `{naive}`"),
+                Some(opts) => UnpairedReason::NoMatch {
+                    variants: opts.iter().map(|o| o.to_string()).collect(),
+                },
+                None => UnpairedReason::NoOptimizedVariant {
+                    naive: naive.to_string(),
+                },
             };
             out.unpaired.push(unpaired(s, reason));
         }
@@ -148,7 +150,7 @@ fn make_pair(
     }
 }
 
-fn unpaired(u: &KernelUnit, reason: String) -> Unpaired {
+fn unpaired(u: &KernelUnit, reason: UnpairedReason) -> Unpaired {
     Unpaired {
         suite: u.suite.clone(),
         benchmark: u.benchmark.clone(),
@@ -455,14 +457,15 @@ impl Progression {
                         if main >= 2 {
                             found.unpaired.push(unpaired(
                                 g[0],
-                                format!(
-                                    "in the series {stem}N{rest}, but its parameters ({}) differ from the other members'",
-                                    g[0].params
+                                UnpairedReason::SeriesParamsDiffer {
+                                    series: format!("{stem}N{rest}"),
+                                    params: g[0]
+                                        .params
                                         .iter()
                                         .map(|p| p.ty.as_str())
                                         .collect::<Vec<_>>()
-                                        .join(", ")
-                                ),
+                                        .join(", "),
+                                },
                             ));
                         }
                         continue;
@@ -499,10 +502,10 @@ impl Progression {
                     } else {
                         found.unpaired.push(unpaired(
                             f,
-                            format!(
-                                "named as an optimized {ss} beside the naive {}, but the parameters differ",
-                                s.kernel
-                            ),
+                            UnpairedReason::NamingParamsDiffer {
+                                stem: ss.clone(),
+                                naive: s.kernel.clone(),
+                            },
                         ));
                     }
                 }
@@ -806,12 +809,18 @@ pub fn pair_versions<'a>(
                 if sizes[&(stem.clone(), rest.clone())] >= 2 {
                     let f = &members[0].1;
                     // A library call or a host loop says more than the parameters.
+                    let (version, series) = (f.name.clone(), format!("{stem}N{rest}"));
                     let why = match version_launches(f.body) {
-                        Err(r) => format!("version {} of {stem}N{rest} {r}", f.name),
-                        Ok(_) => format!(
-                            "version {} of {stem}N{rest}: its parameters ({}) differ from the other versions'",
-                            f.name, f.params
-                        ),
+                        Err(why) => UnpairedReason::VersionUnusable {
+                            version,
+                            series,
+                            why,
+                        },
+                        Ok(_) => UnpairedReason::VersionParamsDiffer {
+                            version,
+                            series,
+                            params: f.params.clone(),
+                        },
                     };
                     found.unpaired.push(Unpaired {
                         suite: first.suite.clone(),
@@ -850,7 +859,11 @@ pub fn pair_versions<'a>(
                         path: path.to_string(),
                         kernel: f.name.clone(),
                         unit_id: crate::record::content_id(&["version", path, &f.name]),
-                        reason: format!("version {} of {stem}N{rest} {reason}", f.name),
+                        reason: UnpairedReason::VersionUnusable {
+                            version: f.name.clone(),
+                            series: format!("{stem}N{rest}"),
+                            why: reason,
+                        },
                     }),
                 }
             }
@@ -1058,11 +1071,16 @@ mod tests {
         );
         assert_eq!(p.unpaired.len(), 1);
         assert_eq!(p.unpaired[0].kernel, "only_base");
-        assert!(
-            p.unpaired[0].reason.contains("no kernel in cuda matches"),
-            "{}",
-            p.unpaired[0].reason
+        assert_eq!(
+            p.unpaired[0].reason,
+            UnpairedReason::NoMatch {
+                variants: vec!["cuda".into()]
+            }
         );
+        assert!(p.unpaired[0]
+            .reason
+            .to_string()
+            .starts_with("no kernel in cuda matches"));
         assert!(p
             .pairs
             .iter()
@@ -1176,9 +1194,13 @@ mod tests {
         let p = run(&units);
         assert!(p.pairs.is_empty());
         assert_eq!(
-            p.unpaired[0].reason,
+            p.unpaired[0].reason.to_string(),
             "no optimized variant pairs with `cuda_base`"
         );
+        assert!(matches!(
+            &p.unpaired[0].reason,
+            UnpairedReason::NoOptimizedVariant { naive } if naive == "cuda_base"
+        ));
     }
 
     fn prog_desc(steps: &str) -> SuiteDesc {
@@ -1259,8 +1281,11 @@ mod tests {
         assert_eq!(p.unpaired.len(), 1);
         assert_eq!(p.unpaired[0].kernel, "reduce3");
         assert!(
-            p.unpaired[0].reason.contains("series reduceN")
-                && p.unpaired[0].reason.contains("T *, int"),
+            matches!(
+                &p.unpaired[0].reason,
+                UnpairedReason::SeriesParamsDiffer { series, params }
+                    if series == "reduceN" && params.contains("T *, int")
+            ),
             "{}",
             p.unpaired[0].reason
         );
@@ -1322,10 +1347,8 @@ mod tests {
         assert!(!got.iter().any(|s| s.starts_with("transposeCoalesced->")));
         // mm: the parameters differ, so no pair; the reason is recorded.
         assert!(!got.iter().any(|s| s.starts_with("mm_naive->")));
-        assert!(p
-            .unpaired
-            .iter()
-            .any(|u| u.kernel == "mm_tiled" && u.reason.contains("parameters differ")));
+        assert!(p.unpaired.iter().any(|u| u.kernel == "mm_tiled"
+            && matches!(u.reason, UnpairedReason::NamingParamsDiffer { .. })));
         assert_eq!(
             got.iter()
                 .filter(|s| s.contains("no_naive_variant"))

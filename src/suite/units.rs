@@ -6,7 +6,7 @@ use super::journal::{self, Journal, JournalStats, ScopeResult};
 use super::provenance::Licences;
 use super::walk::SourceFile;
 use crate::cuda::{self, FileIndex, Scope};
-use crate::record::{KernelUnit, LaunchSite, Provenance, Skipped, UnitPlace};
+use crate::record::{KernelUnit, LaunchSite, Provenance, SkipReason, Skipped, UnitPlace};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -82,7 +82,7 @@ pub fn isolate_all(
             let f = &sources[i];
             std::panic::catch_unwind(|| cuda::index_file(&f.path, &f.text)).map_err(|p| Skipped {
                 path: f.path.clone(),
-                reason: "parse_failed".into(),
+                reason: SkipReason::ParseFailed,
                 message: format!("the CUDA front end failed on this file: {}", panic_text(&p)),
             })
         })
@@ -226,7 +226,7 @@ fn isolate_scope<'a>(
                 |p| {
                     Err(Skipped {
                         path: sources[fi].path.clone(),
-                        reason: "isolation_failed".into(),
+                        reason: SkipReason::IsolationFailed,
                         message: format!("kernel #{k}: isolation failed: {}", panic_text(&p)),
                     })
                 },
@@ -263,7 +263,7 @@ fn make_unit(
     };
     let iso = cuda::isolate_at(&scope, &file.path, kernel_index).map_err(|e| Skipped {
         path: file.path.clone(),
-        reason: "isolation_failed".into(),
+        reason: SkipReason::IsolationFailed,
         message: format!("kernel #{kernel_index}: {e}"),
     })?;
     let mut launch_sites: Vec<LaunchSite> = files

@@ -2,7 +2,7 @@
 //! contents of the files the description cares about, read in parallel. Anything that
 //! cannot be used becomes a `Skipped` record; the walk always goes on.
 
-use crate::record::Skipped;
+use crate::record::{SkipReason, Skipped};
 use rayon::prelude::*;
 use std::path::Path;
 
@@ -60,7 +60,7 @@ pub fn walk(root: &Path) -> Walked {
                 let skipped = if let Some(anc) = err.loop_ancestor() {
                     Skipped {
                         path,
-                        reason: "symlink_loop".into(),
+                        reason: SkipReason::SymlinkLoop,
                         message: format!(
                             "symbolic link loops back to {}; not followed",
                             display_rel(root, anc)
@@ -73,12 +73,12 @@ pub fn walk(root: &Path) -> Walked {
                         .unwrap_or_else(|| err.to_string());
                     // A dangling symlink is a missing file, not an unreadable one.
                     let reason = match err.io_error().map(|e| e.kind()) {
-                        Some(std::io::ErrorKind::NotFound) => "dangling_symlink",
-                        _ => "unreadable",
+                        Some(std::io::ErrorKind::NotFound) => SkipReason::DanglingSymlink,
+                        _ => SkipReason::Unreadable,
                     };
                     Skipped {
                         path,
-                        reason: reason.into(),
+                        reason,
                         message,
                     }
                 };
@@ -108,26 +108,26 @@ fn display_rel(root: &Path, p: &Path) -> String {
 
 /// Read one file, refusing what is not usable source text.
 pub fn read_source(root: &Path, rel_path: &str, max_size: u64) -> Result<SourceFile, Skipped> {
-    let skip = |reason: &str, message: String| Skipped {
+    let skip = |reason: SkipReason, message: String| Skipped {
         path: rel_path.to_string(),
-        reason: reason.to_string(),
+        reason,
         message,
     };
     let abs = root.join(rel_path);
-    let meta = std::fs::metadata(&abs).map_err(|e| skip("unreadable", e.to_string()))?;
+    let meta = std::fs::metadata(&abs).map_err(|e| skip(SkipReason::Unreadable, e.to_string()))?;
     if meta.len() > max_size {
         return Err(skip(
-            "too_large",
+            SkipReason::TooLarge,
             format!(
                 "{} bytes, over the limit of {max_size} bytes (--max-file-size)",
                 meta.len()
             ),
         ));
     }
-    let bytes = std::fs::read(&abs).map_err(|e| skip("unreadable", e.to_string()))?;
+    let bytes = std::fs::read(&abs).map_err(|e| skip(SkipReason::Unreadable, e.to_string()))?;
     if let Some(pos) = bytes.iter().position(|&b| b == 0) {
         return Err(skip(
-            "binary",
+            SkipReason::Binary,
             format!("NUL byte at offset {pos}: not a source file"),
         ));
     }
@@ -176,7 +176,7 @@ mod tests {
         let w = walk(r);
         assert_eq!(w.files, ["a/k.cu"]);
         assert_eq!(w.skipped.len(), 1, "{:?}", w.skipped);
-        assert_eq!(w.skipped[0].reason, "symlink_loop");
+        assert_eq!(w.skipped[0].reason, SkipReason::SymlinkLoop);
         assert_eq!(w.skipped[0].path, "a/loop");
     }
 
@@ -190,13 +190,13 @@ mod tests {
         std::fs::write(r.join("big.cu"), "x".repeat(100)).unwrap();
         let got = |p: &str| read_source(r, p, 64).map_err(|s| s.reason);
         assert_eq!(got("ok.cu").unwrap().text, "__global__ void k() {}");
-        assert_eq!(got("bin.cu").unwrap_err(), "binary");
+        assert_eq!(got("bin.cu").unwrap_err(), SkipReason::Binary);
         // Not UTF-8: decoded as Windows-1252, and the file says so.
         let latin = got("latin1.cu").unwrap();
         assert_eq!(latin.text, "// café\n");
         assert_eq!(latin.decoded_from, Some("windows-1252"));
         assert_eq!(got("ok.cu").unwrap().decoded_from, None);
-        assert_eq!(got("big.cu").unwrap_err(), "too_large");
-        assert_eq!(got("missing.cu").unwrap_err(), "unreadable");
+        assert_eq!(got("big.cu").unwrap_err(), SkipReason::TooLarge);
+        assert_eq!(got("missing.cu").unwrap_err(), SkipReason::Unreadable);
     }
 }

@@ -16,6 +16,7 @@ pub mod sanitizer;
 pub mod settings;
 pub mod slowdown;
 pub mod stats;
+pub mod techniques;
 pub mod validate;
 pub mod verdict;
 
@@ -515,7 +516,7 @@ fn run_records(
 /// else the slow → fast difference ([`crate::synth::techniques::detect_pair`]).
 pub fn fill_techniques(p: &mut Pair) {
     if p.techniques.is_empty() && p.slow.unit().is_some() {
-        p.techniques = crate::export::describe::techniques(p);
+        p.techniques = techniques::techniques(p);
     }
 }
 

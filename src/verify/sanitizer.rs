@@ -7,7 +7,7 @@
 //! canary zones). The pass runs after the batch, never beside it, so an instrumented
 //! process never shares the GPU with a pair being timed. The tool writes its report to
 //! a log file, so it stays off the worker's JSON stdout; [`parse`] turns the report
-//! into evidence (`evidence.sanitizer`), and [`apply`] turns a verified pair with
+//! into evidence (`evidence.sanitizer`, typed in [`crate::evidence::sanitizer`]), and [`apply`] turns a verified pair with
 //! errors into `sanitizer_error`. Warnings alone leave a pair verified.
 //!
 //! Instrumented runs are 10–100× slower than plain ones, so the watchdog deadline of a
@@ -15,9 +15,12 @@
 
 use super::engine::Job;
 use super::pool::{Launcher, Worker};
+pub use crate::evidence::sanitizer::{
+    Message, SanitizerEvidence, SanitizerRun, Severity, Tool, ToolRun,
+};
 use crate::harness::{Resolved, ResolvedArg};
 use crate::record::{Status, Verification};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -41,42 +44,7 @@ const MAX_MESSAGES: usize = 5;
 /// Detail lines kept per message (address, thread, allocation).
 const MAX_DETAIL: usize = 4;
 
-/// A compute-sanitizer tool.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Tool {
-    /// Out-of-bounds and misaligned accesses to global, local and shared memory.
-    Memcheck,
-    /// Shared-memory data races.
-    Racecheck,
-    /// Reads of uninitialized global memory.
-    Initcheck,
-    /// Invalid uses of synchronization primitives (divergent barriers).
-    Synccheck,
-}
-
 impl Tool {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tool::Memcheck => "memcheck",
-            Tool::Racecheck => "racecheck",
-            Tool::Initcheck => "initcheck",
-            Tool::Synccheck => "synccheck",
-        }
-    }
-
     /// Flags for this tool besides `--tool`.
     fn flags(self) -> &'static [&'static str] {
         match self {
@@ -140,29 +108,6 @@ pub fn locate_in(
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// Errors or warnings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-/// One report of the tool (a headline and its indented lines).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Message {
-    pub severity: Severity,
-    /// The headline without the `=========` prefix and `Error:`/`Warning:` (`Invalid
-    /// __global__ write of size 4 bytes`, `Race reported between Write access at k+0x90`).
-    pub text: String,
-    /// The kernel the report names (`at k+0x90`, `at k(float *, int)+0x70 in f.cu:6`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    /// The first indented lines (thread, block, address, allocation), host frames left out.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub detail: Vec<String>,
 }
 
 /// A parsed compute-sanitizer report.
@@ -394,31 +339,6 @@ pub fn worth_sanitizing(status: Status) -> bool {
     )
 }
 
-/// One tool's run over one pair, as kept in the evidence.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ToolRun {
-    /// The tool ran the pair to its summary.
-    pub ran: bool,
-    pub errors: u64,
-    pub warnings: u64,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub messages: Vec<Message>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    pub wall_ms: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// The check-only worker's own verdict under the tool (a memcheck error ends
-    /// the kernel, so `crashed` is usual when errors were found).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker_status: Option<Status>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker_reason: Option<String>,
-    /// Why the run gave no usable report (did not start, timed out, no GPU).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-}
-
 impl ToolRun {
     /// Build from the parsed report and how the process ended.
     pub fn from_report(rep: Report, exit_code: Option<i32>, problem: Option<String>) -> ToolRun {
@@ -450,7 +370,7 @@ impl ToolRun {
 /// Put the pass's evidence into `v` (`evidence.sanitizer`) and, when `v` was verified
 /// and a tool reported errors, make it `sanitizer_error` with the tool, kernel and
 /// first error as its reason.
-pub fn apply(v: &mut Verification, evidence: serde_json::Value, runs: &BTreeMap<Tool, ToolRun>) {
+pub fn apply(v: &mut Verification, evidence: SanitizerEvidence, runs: &BTreeMap<Tool, ToolRun>) {
     v.evidence.sanitizer = Some(evidence);
     if v.status != Status::Verified {
         return;
@@ -496,8 +416,10 @@ pub fn error_line(tool: Tool, run: &ToolRun) -> String {
 }
 
 /// The evidence of a pass that could not run (compute-sanitizer missing).
-pub fn skipped(why: &str) -> serde_json::Value {
-    serde_json::json!({ "skipped": format!("{why}; --sanitizer skipped") })
+pub fn skipped(why: &str) -> SanitizerEvidence {
+    SanitizerEvidence::Skipped {
+        skipped: format!("{why}; --sanitizer skipped"),
+    }
 }
 
 /// What one pair's pass did, for the evidence.
@@ -506,13 +428,13 @@ pub fn pass_evidence(
     job: &Job,
     deadline: Duration,
     runs: &BTreeMap<Tool, ToolRun>,
-) -> serde_json::Value {
-    serde_json::json!({
-        "binary": binary.display().to_string(),
-        "size_set": job.sets.first().map(|s| s.size_set.clone()),
-        "seeds": job.options.seeds,
-        "deadline_s": deadline.as_secs_f64(),
-        "tools": runs,
+) -> SanitizerEvidence {
+    SanitizerEvidence::Ran(SanitizerRun {
+        binary: binary.display().to_string(),
+        deadline_s: deadline.as_secs_f64(),
+        seeds: job.options.seeds,
+        size_set: job.sets.first().map(|s| s.size_set.clone()),
+        tools: runs.clone(),
     })
 }
 
@@ -929,21 +851,30 @@ mod tests {
                 None,
             ),
         );
+        let ev = |runs: &BTreeMap<Tool, ToolRun>| {
+            SanitizerEvidence::Ran(SanitizerRun {
+                binary: "cs".into(),
+                deadline_s: 40.0,
+                seeds: 1,
+                size_set: None,
+                tools: runs.clone(),
+            })
+        };
         let mut v = verified();
-        apply(&mut v, serde_json::json!({"tools": {}}), &runs);
+        apply(&mut v, ev(&runs), &runs);
         assert_eq!(v.status, Status::Verified, "warnings only");
         assert_eq!(
             v.evidence.harness, "h.toml",
             "the worker's evidence is kept"
         );
-        assert!(v.evidence.sanitizer.as_ref().is_some_and(|s| s.is_object()));
+        assert_eq!(v.evidence.sanitizer, Some(ev(&runs)));
 
         runs.insert(
             Tool::Memcheck,
             ToolRun::from_report(parse(MEMCHECK_OOB), Some(ERROR_EXIT), None),
         );
         let mut v = verified();
-        apply(&mut v, serde_json::json!({}), &runs);
+        apply(&mut v, ev(&runs), &runs);
         assert_eq!(v.status, Status::SanitizerError);
         assert!(v.reason.contains("memcheck"), "{}", v.reason);
         assert!(v.reason.contains("kernel affine"), "{}", v.reason);
@@ -957,9 +888,9 @@ mod tests {
         let mut v = verified();
         v.status = Status::OutOfBounds;
         v.evidence = Default::default();
-        apply(&mut v, serde_json::json!({"x": 1}), &runs);
+        apply(&mut v, skipped("x"), &runs);
         assert_eq!(v.status, Status::OutOfBounds);
-        assert_eq!(v.evidence.sanitizer.as_ref().unwrap()["x"], 1);
+        assert_eq!(v.evidence.sanitizer, Some(skipped("x")));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! Each tool becomes one more check of the report, named after the tool: a tool that
 //! reports errors fails it with the sanitizer's line (kernel, access, address).
 
-use super::selfcheck::{Check, CheckResult, Report};
+use super::{Check, CheckResult, Report};
 use crate::verify::engine::Job;
 use crate::verify::pool::Launcher;
 use crate::verify::sanitizer::{self, Tool, ToolRun};
@@ -141,7 +141,7 @@ mod tests {
             origin: None,
             pass: true,
             category: None,
-            checks: super::super::selfcheck::checks_from(None),
+            checks: super::super::checks_from(None),
             ms: None,
         }
     }

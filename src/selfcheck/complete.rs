@@ -7,10 +7,10 @@
 //! number of repair turns (`--max-repairs`, default 2). Requests go through synth's client
 //! and response cache, so a rerun sends nothing; the key only ever travels as a header.
 
-use super::infer_llm::{
+use super::{CheckResult, SelfcheckConfig};
+use crate::harness::infer_llm::{
     extract_toml, host_excerpt, reject, CompleteArgs, COMPLETE_PROMPT, REPAIR_PROMPT,
 };
-use super::selfcheck::{CheckResult, SelfcheckConfig};
 use crate::record::Pair;
 use crate::synth::cache::{self, Cache};
 use crate::synth::client::{ChatAnswer, ChatRequest, Client, LlmError, Message};
@@ -206,7 +206,7 @@ pub fn selfcheck_checker(
             })?;
         let mut p = pair.clone();
         p.harness = Some(path.display().to_string());
-        let reports = super::selfcheck::selfcheck_pairs(&[p], &base, &cfg);
+        let reports = super::selfcheck_pairs(&[p], &base, &cfg);
         let _ = std::fs::remove_dir_all(&dir);
         let Some(r) = reports.first() else {
             return Err(CheckFailure {
@@ -386,7 +386,7 @@ mod tests {
             assert!(SELFCHECK_REPAIR_PROMPT.contains(f), "{f}");
         }
         let generic = meaning("no such check");
-        for c in super::super::selfcheck::CHECKS.iter().chain(&["memcheck"]) {
+        for c in super::super::CHECKS.iter().chain(&["memcheck"]) {
             assert_ne!(meaning(c), generic, "{c}");
         }
         assert!(header("m", true).contains("# selfcheck: pass"));

@@ -1,7 +1,10 @@
-//! The `kernelpair harness` subcommands.
+//! The `kernelpair harness` subcommands: draft, check and infer (the harness module's work)
+//! and selfcheck and complete (this module's, on the GPU).
 
-use super::*;
+use super::complete;
 use crate::exit;
+use crate::harness::draft;
+use std::path::{Path, PathBuf};
 
 /// The `harness` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -93,8 +96,7 @@ pub enum HarnessCommand {
     },
 }
 
-/// Run one `harness` subcommand (draft and check here; infer, selfcheck and complete in
-/// [`super::infer::run`]).
+/// Run one `harness` subcommand.
 pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
     match cmd {
         HarnessCommand::Draft {
@@ -121,7 +123,7 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
             };
             let mut failed = 0;
             for f in &files {
-                let result = super::load(f).and_then(|h| {
+                let result = crate::harness::load(f).and_then(|h| {
                     if let Some(p) = &pair {
                         // A progression harness: the pair's two sides' launch lists.
                         let h = h.for_pair(p.slow.unit(), &p.fast)?;
@@ -149,6 +151,59 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
             }
             Ok(if failed == 0 { exit::OK } else { exit::PARTIAL })
         }
-        other => super::infer::run(other),
+        HarnessCommand::Infer {
+            units,
+            output,
+            root,
+            pair,
+            assume_size,
+        } => infer(
+            &units,
+            &output,
+            root.as_deref(),
+            pair.as_deref(),
+            assume_size,
+        ),
+        c @ HarnessCommand::Selfcheck { .. } => super::run(c),
+        HarnessCommand::Complete(c) => complete::run(c),
     }
+}
+
+/// `harness infer`: one line per pair (complete, or its first unknown), a summary on stderr.
+fn infer(
+    units: &Path,
+    output: &Path,
+    root: Option<&Path>,
+    pair: Option<&str>,
+    assume_size: Option<i64>,
+) -> anyhow::Result<u8> {
+    use crate::harness::infer::{infer_all, InferOptions};
+    let t0 = std::time::Instant::now();
+    let opts = InferOptions { assume_size };
+    let res = infer_all(units, output, root, pair, &opts)?;
+    let complete = res.iter().filter(|r| r.2.complete()).count();
+    for (id, name, inf) in &res {
+        if inf.complete() && !inf.assumed.is_empty() {
+            println!("{id} {name}: complete, {} assumed", inf.assumed.len());
+        } else if inf.complete() {
+            println!("{id} {name}: complete");
+        } else {
+            let first = &inf.unknowns[0];
+            println!(
+                "{id} {name}: {} unknown(s), first {}: {}",
+                inf.unknowns.len(),
+                first.field,
+                first.reason
+            );
+        }
+    }
+    eprintln!(
+        "inferred {} harnesses into {} ({} complete, {} with TODOs) in {:.2} s",
+        res.len(),
+        output.display(),
+        complete,
+        res.len() - complete,
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(exit::OK)
 }

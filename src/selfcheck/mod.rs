@@ -5,13 +5,22 @@
 //! resolves; the kernel runs clean (compiles, no crash, timeout or canary damage); every
 //! `out` element is written; reruns agree bit for bit; the output is not degenerate; the
 //! output changes with the seed. Hand-written and inferred harnesses get the same check.
+//!
+//! This module sits above both `harness` (the file model) and `verify` (the workers): the
+//! GPU-proving parts of harness work live here, with [`complete`] (an LLM fills a draft's
+//! TODOs, repaired from its self-check) and the `kernelpair harness` [`commands`].
 
-use super::infer_kernel::{body_facts, WriteKind};
-use super::{ResolvedArg, Tolerance};
+pub mod commands;
+pub mod complete;
+pub mod sanitize;
+
 use crate::exit;
+use crate::harness::infer_kernel::{body_facts, WriteKind};
+use crate::harness::{ResolvedArg, Tolerance};
 use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
 use crate::verify::engine::{Job, RunOptions};
 use crate::verify::{pool, resolve};
+pub use commands::HarnessCommand;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -169,7 +178,7 @@ pub fn category(check: &str, reason: &str) -> String {
 
 /// Turn a pair into its identity control and its resolved sets into self-check sets:
 /// slow launches = fast launches, zero tolerance except outputs written by float atomics.
-pub fn identity_sets(pair: &Pair, sets: &mut [super::Resolved]) {
+pub fn identity_sets(pair: &Pair, sets: &mut [crate::harness::Resolved]) {
     let names: Vec<String> = pair.fast.params.iter().map(|p| p.name.clone()).collect();
     let facts = body_facts(&pair.fast.source, &pair.fast.kernel, &names).unwrap_or_default();
     for r in sets.iter_mut() {
@@ -198,19 +207,22 @@ pub fn identity_sets(pair: &Pair, sets: &mut [super::Resolved]) {
 /// side's launch list and the fast side's data layouts. Without this, a harness whose slow
 /// and fast launches differ (sgemm's tiles, stencil's naive kernel) runs the fast kernel
 /// under the slow launches, or is refused because those launches name the slow kernel.
-pub fn identity_harness(mut h: super::Harness) -> super::Harness {
+pub fn identity_harness(mut h: crate::harness::Harness) -> crate::harness::Harness {
     h.slow = h.fast.clone();
     for a in h.args.iter_mut() {
-        if let super::ArgSpec::Buffer { layout, .. } = a {
+        if let crate::harness::ArgSpec::Buffer { layout, .. } = a {
             let fast: Vec<_> = layout
                 .iter()
-                .filter(|(v, _)| *v == super::Variant::Fast)
+                .filter(|(v, _)| *v == crate::harness::Variant::Fast)
                 .cloned()
                 .collect();
             *layout = fast
                 .iter()
                 .cloned()
-                .chain(fast.iter().map(|(_, l)| (super::Variant::Slow, l.clone())))
+                .chain(
+                    fast.iter()
+                        .map(|(_, l)| (crate::harness::Variant::Slow, l.clone())),
+                )
                 .collect();
         }
     }
@@ -457,7 +469,7 @@ fn run_on_workers(
     );
     if let Some(jobs) = sanitize_jobs {
         let targets = jobs.into_iter().filter(|(i, _)| ran.contains(i)).collect();
-        let o = super::selfcheck_sanitize::Options {
+        let o = sanitize::Options {
             tools: &cfg.sanitizer,
             binary: cfg.compute_sanitizer.as_deref(),
             devices,
@@ -465,15 +477,12 @@ fn run_on_workers(
             timeout: cfg.timeout,
             hello_timeout,
         };
-        super::selfcheck_sanitize::sanitize(&o, targets, reports);
+        sanitize::sanitize(&o, targets, reports);
     }
 }
 
-pub fn run(cmd: super::HarnessCommand) -> anyhow::Result<u8> {
-    if let super::HarnessCommand::Complete(a) = cmd {
-        return super::complete::run(a);
-    }
-    let super::HarnessCommand::Selfcheck {
+pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
+    let HarnessCommand::Selfcheck {
         units,
         harness_dirs,
         inferred_dir,
