@@ -2,9 +2,11 @@
 //! agree numerically and differ in speed.
 //!
 //! Stages (one module each): [`suite`] walks suites and pairs kernels, [`cuda`] isolates
-//! kernels with tree-sitter, [`synth`] asks an LLM for naive variants, [`harness`] and
-//! [`verify`] run pairs on a GPU through [`gpu`], [`export`] writes training files, and
-//! [`pipeline`] chains them resumably.
+//! kernels with tree-sitter, [`synth`] asks an LLM for naive variants, [`harness`] describes
+//! how a pair runs (no GPU), [`verify`] runs pairs on a GPU through [`gpu`], [`selfcheck`]
+//! proves harnesses there, [`export`] writes training files, and [`pipeline`] chains them
+//! resumably. Layers, lowest first: evidence, record → cuda, dataset, gpu, harness → synth,
+//! suite → verify → export, selfcheck → pipeline → cli (`tests/module_graph.rs` fails on a cycle).
 
 pub mod cli;
 pub mod cuda;

@@ -166,7 +166,7 @@ pub struct Declared {
 }
 
 /// Bytes of a texel type the shim reads (`float4` → 16); None for types it does not know.
-/// The scalar comes from [`ElemType::from_c_type`], the lanes from the vector suffix.
+/// The scalar comes from [`ElemType::from_c_type`](crate::cuda::ctype::ElemType::from_c_type), the lanes from the vector suffix.
 pub fn texel_bytes(element: &str) -> Option<usize> {
     let e = element.trim();
     let lanes = match e.chars().last() {

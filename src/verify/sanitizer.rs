@@ -120,7 +120,7 @@ pub struct Report {
     /// the error reports that name a kernel.
     pub errors: u64,
     pub warnings: u64,
-    /// The first [`MAX_MESSAGES`] reports.
+    /// The first `MAX_MESSAGES` reports.
     pub messages: Vec<Message>,
     /// All reports seen, including those not kept.
     pub total_messages: usize,
