@@ -3,6 +3,8 @@
 #   bash benches/run_all_device.sh gpu-tests   every carried #[ignore] GPU test binary
 #   bash benches/run_all_device.sh honest      benches/honest.sh (planted, real Parboil, export)
 #   bash benches/run_all_device.sh harness     benches/harness_device.sh + selfcheck --sanitizer
+#   bash benches/run_all_device.sh sanitizer-same   benches/sanitizer_same.sh (needs BASE_BIN
+#                                                  given to carry_prep.sh: the binary to compare with)
 # Writes under $OUT; exits non-zero when a GPU test binary fails.
 set -u
 OUT=${OUT:-/tmp/kp-out}
@@ -44,8 +46,12 @@ harness)
   $K harness selfcheck $T/u.jsonl --inferred-dir $T/inf --sanitizer memcheck --out $T/report.jsonl
   python3 -c "import json,sys; [print(r['kernel'], r['pass'], [(c['name'], c['result'], (c.get('detail') or '')[:200]) for c in r['checks'] if c['result'] != 'pass']) for r in map(json.loads, open(sys.argv[1]))]" $T/report.jsonl
   ;;
+sanitizer-same)
+  [ -x carry/kernelpair-base ] || { echo "no carry/kernelpair-base: run carry_prep.sh with BASE_BIN"; exit 2; }
+  OUT=$OUT/sanitizer-same bash benches/sanitizer_same.sh || fail=1
+  ;;
 *)
-  echo "usage: $0 gpu-tests|honest|harness"; exit 2
+  echo "usage: $0 gpu-tests|honest|harness|sanitizer-same"; exit 2
   ;;
 esac
 exit $fail

@@ -13,12 +13,15 @@ cargo test --release --locked --no-run >/dev/null 2>&1
 rm -rf carry/stage && mkdir -p carry/stage/real carry/stage/harness
 S=carry/stage
 cp $T/release/kernelpair $S/kernelpair
+# An older binary to compare with (benches/sanitizer_same.sh), when BASE_BIN names one.
+[ -n "${BASE_BIN:-}" ] && cp "$BASE_BIN" $S/kernelpair-base
 # Every test binary with #[ignore] GPU tests, named <test>-test.
 for t in verify harness_infer harness_selfcheck rodinia_e2e; do
   b=$(ls -t $T/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1 || true)
   [ -n "$b" ] && cp "$b" $S/$t-test
 done
 strip $S/kernelpair $S/*-test
+[ -f $S/kernelpair-base ] && strip $S/kernelpair-base || true
 K=$S/kernelpair
 # Real Parboil pairs with the hand-written harnesses (benches/honest.sh, benches/device.sh).
 cp -r extractors/parboil $S/real/harness
