@@ -502,6 +502,26 @@ pub struct HarnessProvenance {
 }
 
 impl Pair {
+    /// A pair as a stage first makes it: id over the two units, suite, benchmark and
+    /// kernel from the fast unit, nothing described, harnessed or verified yet.
+    pub fn new(slow: Slow, fast: KernelUnit, rule: PairRule) -> Pair {
+        Pair {
+            id: Pair::make_id(slow.unit(), &fast),
+            suite: fast.suite.clone(),
+            benchmark: fast.benchmark.clone(),
+            kernel: fast.kernel.clone(),
+            slow,
+            fast,
+            rule,
+            identical: false,
+            techniques: Vec::new(),
+            description: None,
+            harness: None,
+            harness_origin: None,
+            verification: None,
+        }
+    }
+
     /// Record the pair's harness origin, keeping an earlier self-check result when the
     /// origin is the same.
     pub fn set_harness_origin(&mut self, origin: HarnessOrigin) {

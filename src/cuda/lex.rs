@@ -631,10 +631,9 @@ mod tests {
     #[test]
     fn splits_functions_types_and_directives() {
         let t = "#define A 1\nstruct S { int a; } s;\n__global__ void k(int *x) { if (1) { x[0] = 1; } }\nint g = 3;\ntypedef struct {\n int b;\n} T;\n";
-        let p = pieces(t);
         assert_eq!(
-            p,
-            vec![
+            pieces(t),
+            [
                 (PieceKind::Directive, "#define A 1"),
                 (PieceKind::Chunk, "struct S { int a; } s;"),
                 (
@@ -650,10 +649,9 @@ mod tests {
     #[test]
     fn extern_c_and_namespace_blocks_are_transparent() {
         let t = "extern \"C\" {\n__global__ void k() { }\n}\nnamespace ns { __device__ int f() { return 1; } }";
-        let p = pieces(t);
         assert_eq!(
-            p,
-            vec![
+            pieces(t),
+            [
                 (PieceKind::Chunk, "__global__ void k() { }"),
                 (PieceKind::Chunk, "__device__ int f() { return 1; }"),
             ]

@@ -1037,16 +1037,11 @@ mod tests {
             id: "abc123".into(),
             suite: "fixture".into(),
             benchmark: "scale".into(),
-            kernel: "scale".into(),
-            slow: slow.map_or(Slow::PENDING, Slow::natural),
-            fast,
-            rule: PairRule::Name,
-            identical: false,
-            techniques: vec![],
-            description: None,
-            harness: None,
-            harness_origin: None,
-            verification: None,
+            ..Pair::new(
+                slow.map_or(Slow::PENDING, Slow::natural),
+                fast,
+                PairRule::Name,
+            )
         }
     }
 

@@ -556,19 +556,13 @@ fn locate_prefers_specific_names_then_walks_the_suite_tree() {
     fast.variant = "cuda_fermi".into();
     fast.path = "benchmarks/stencil/src/cuda_fermi/kernels.cu".into();
     let pair = Pair {
-        id: "p".into(),
         suite: "parboil".into(),
         benchmark: "stencil".into(),
-        kernel: fast.kernel.clone(),
-        slow: crate::record::Slow::PENDING,
-        fast,
-        rule: crate::record::PairRule::Name,
-        identical: false,
-        techniques: vec![],
-        description: None,
-        harness: None,
-        harness_origin: None,
-        verification: None,
+        ..Pair::new(
+            crate::record::Slow::PENDING,
+            fast,
+            crate::record::PairRule::Name,
+        )
     };
     assert_eq!(locate(&pair, Some(&ext), Some(&suite)), None);
     std::fs::write(suite.join("benchmarks/stencil/harness.toml"), "").unwrap();

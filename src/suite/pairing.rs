@@ -133,20 +133,10 @@ fn make_pair(
     rule: PairRule,
     identical: bool,
 ) -> Pair {
+    let slow = slow.cloned().map_or(Slow::PENDING, Slow::natural);
     Pair {
-        id: Pair::make_id(slow, fast),
-        suite: fast.suite.clone(),
-        benchmark: fast.benchmark.clone(),
-        kernel: fast.kernel.clone(),
-        slow: slow.cloned().map_or(Slow::PENDING, Slow::natural),
-        fast: fast.clone(),
-        rule,
         identical,
-        techniques: Vec::new(),
-        description: None,
-        harness: None,
-        harness_origin: None,
-        verification: None,
+        ..Pair::new(slow, fast.clone(), rule)
     }
 }
 
@@ -1217,6 +1207,13 @@ mod tests {
         u
     }
 
+    /// The progression rows of `prog_summary`.
+    fn progressions(p: &Paired) -> Vec<String> {
+        let mut rows = prog_summary(p);
+        rows.retain(|s| s.contains("progression"));
+        rows
+    }
+
     fn prog_summary(p: &Paired) -> Vec<String> {
         p.pairs
             .iter()
@@ -1295,10 +1292,7 @@ mod tests {
             .all(|q| q.slow.is_pending() == (q.rule == PairRule::NoNaiveVariant)));
         let pred = pair_benchmark(&prog_desc("predecessor"), &refs, &same);
         assert_eq!(
-            prog_summary(&pred)
-                .iter()
-                .filter(|s| s.contains("progression"))
-                .collect::<Vec<_>>(),
+            progressions(&pred),
             [
                 "reduce0->reduce1 progression_step",
                 "reduce1->reduce2 progression_step",
@@ -1307,10 +1301,7 @@ mod tests {
         );
         let first = pair_benchmark(&prog_desc("first"), &refs, &same);
         assert_eq!(
-            prog_summary(&first)
-                .iter()
-                .filter(|s| s.contains("progression"))
-                .collect::<Vec<_>>(),
+            progressions(&first),
             [
                 "reduce0->reduce1 progression_step",
                 "reduce0->reduce2 progression_from_first",

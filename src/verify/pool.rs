@@ -61,7 +61,7 @@ pub struct Worker {
     grouped: bool,
 }
 
-/// How a worker started by [`Worker::spawn_grouped`] ended its one job.
+/// How a worker started in [`ProcessGroup::Own`] ended its one job.
 #[derive(Debug)]
 pub struct OneJob {
     /// The worker's answer, if it gave one before its deadline.
@@ -76,31 +76,23 @@ pub struct OneJob {
 
 const STDERR_LINES: usize = 20;
 
+/// Where a worker's process stands: in its parent's process group, or in one of its own
+/// (for wrappers such as compute-sanitizer whose child is the real worker, so that the
+/// whole group can be ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessGroup {
+    Parent,
+    Own,
+}
+
 impl Worker {
     pub fn spawn(
         launcher: &Launcher,
         device: usize,
         hello_timeout: Duration,
+        group: ProcessGroup,
     ) -> Result<Worker, PoolError> {
-        Self::spawn_inner(launcher, device, hello_timeout, false)
-    }
-
-    /// As [`Worker::spawn`], in a process group of its own, for wrappers such as
-    /// compute-sanitizer whose child is the real worker.
-    pub fn spawn_grouped(
-        launcher: &Launcher,
-        device: usize,
-        hello_timeout: Duration,
-    ) -> Result<Worker, PoolError> {
-        Self::spawn_inner(launcher, device, hello_timeout, true)
-    }
-
-    fn spawn_inner(
-        launcher: &Launcher,
-        device: usize,
-        hello_timeout: Duration,
-        grouped: bool,
-    ) -> Result<Worker, PoolError> {
+        let grouped = group == ProcessGroup::Own;
         let mut cmd = launcher(device);
         if grouped {
             cmd.process_group(0);
@@ -453,7 +445,8 @@ pub fn run_all(
                     // job an answer anyway so the batch completes.
                     let mut last = String::new();
                     for _ in 0..3 {
-                        match Worker::spawn(&launcher, device, hello_timeout) {
+                        match Worker::spawn(&launcher, device, hello_timeout, ProcessGroup::Parent)
+                        {
                             Ok(w) => {
                                 worker = Some(w);
                                 break;
