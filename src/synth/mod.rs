@@ -293,11 +293,7 @@ pub fn synthesize_records(
     };
     let llm = Llm {
         cfg,
-        client: if cfg.offline {
-            None
-        } else {
-            Some(Client::new(&cfg.llm)?)
-        },
+        client: cfg.client()?,
         hits: AtomicU64::new(0),
         missing: Mutex::new(Vec::new()),
     };
