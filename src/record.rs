@@ -691,3 +691,37 @@ pub struct DeviceInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_clock_mhz: Option<u32>,
 }
+
+#[cfg(test)]
+impl KernelUnit {
+    /// The unit tests' builder: `kernel` taking `params` (type, name) with `source`; every
+    /// other field a placeholder (suite `test`, benchmark `b`, variant `v`, `k.cu` line 1)
+    /// that a test overrides where it matters to it.
+    pub(crate) fn for_test(kernel: &str, params: &[(&str, &str)], source: &str) -> KernelUnit {
+        KernelUnit {
+            id: format!("id-{kernel}"),
+            suite: "test".into(),
+            benchmark: "b".into(),
+            variant: "v".into(),
+            path: "k.cu".into(),
+            line: 1,
+            kernel: kernel.into(),
+            params: params
+                .iter()
+                .map(|(t, n)| Param {
+                    name: n.to_string(),
+                    ty: t.to_string(),
+                })
+                .collect(),
+            template_params: vec![],
+            source: source.into(),
+            symbol: kernel.into(),
+            pulled: Pulled::default(),
+            features: Features::default(),
+            launch_sites: vec![],
+            provenance: Provenance::default(),
+            compile: None,
+            diagnostics: vec![],
+        }
+    }
+}

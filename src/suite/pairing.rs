@@ -980,35 +980,21 @@ fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Features, Param, Provenance, Pulled};
 
     fn unit(variant: &str, file: &str, kernel: &str, types: &[&str], source: &str) -> KernelUnit {
         let path = format!("benchmarks/b/src/{variant}/{file}");
+        let names: Vec<String> = (0..types.len()).map(|i| format!("p{i}")).collect();
+        let params: Vec<(&str, &str)> = types
+            .iter()
+            .copied()
+            .zip(names.iter().map(String::as_str))
+            .collect();
         KernelUnit {
             id: crate::record::content_id(&[variant, &path, kernel, source]),
             suite: "parboil".into(),
-            benchmark: "b".into(),
             variant: variant.into(),
             path,
-            line: 1,
-            kernel: kernel.into(),
-            params: types
-                .iter()
-                .enumerate()
-                .map(|(i, t)| Param {
-                    name: format!("p{i}"),
-                    ty: t.to_string(),
-                })
-                .collect(),
-            template_params: vec![],
-            source: source.into(),
-            symbol: kernel.into(),
-            pulled: Pulled::default(),
-            features: Features::default(),
-            launch_sites: vec![],
-            provenance: Provenance::default(),
-            compile: None,
-            diagnostics: vec![],
+            ..KernelUnit::for_test(kernel, &params, source)
         }
     }
 
