@@ -45,15 +45,8 @@ pub use validate::{run_validate, ValidateArgs};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct VerifyArgs {
-    /// Pairs (JSONL records; non-pair records pass through unchanged).
-    #[arg(long = "in")]
-    pub input: PathBuf,
-    #[arg(long = "out")]
-    pub output: PathBuf,
-    /// Verify shard i of n only (0-based, a stable partition by record id); join the
-    /// shards' outputs with `kernelpair merge`.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::dataset::Shard>,
+    #[command(flatten)]
+    pub files: crate::dataset::StageFiles,
     /// Folders to look for harnesses in (`<benchmark>.toml`, `<benchmark>/harness.toml`,
     /// `benchmarks/<benchmark>/harness.toml`, and the harness module's naming).
     #[arg(long = "harness-dir")]
@@ -228,11 +221,9 @@ fn launcher(args: &Settings) -> pool::Launcher {
 
 pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
     let settings = args.settings();
-    let mut records = crate::jsonl::read_records(&args.input)?;
-    if let Some(sh) = args.shard {
-        records.retain(|r| sh.contains(r));
-    }
+    let mut records = args.files.read()?;
     let base = args
+        .files
         .input
         .parent()
         .map(Path::to_path_buf)
@@ -247,7 +238,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
         );
         eprintln!("harnesses: {hand} hand-written, {inferred} inferred");
     }
-    let partial = partial_path(&args.output);
+    let partial = partial_path(&args.files.output);
     let results = verify_records(&records, &base, &settings, Some(&partial))?;
     let out: Vec<Record> = records
         .iter()
@@ -262,7 +253,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
             _ => r.clone(),
         })
         .collect();
-    crate::jsonl::write_records(&args.output, &out)?;
+    crate::jsonl::write_records(&args.files.output, &out)?;
     let _ = std::fs::remove_file(&partial);
     let n_pairs = records
         .iter()

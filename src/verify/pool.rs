@@ -248,30 +248,11 @@ impl Worker {
             job: Box::new(job.clone()),
         });
         let _ = writeln!(self.stdin, "{line}").and_then(|_| self.stdin.flush());
-        let deadline = Instant::now() + timeout;
-        let mut verification = None;
-        let mut timed_out = false;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => match decode::<Response>(&l) {
-                    Ok(Response::Result {
-                        pair_id,
-                        verification: v,
-                        ..
-                    }) if pair_id == job.pair_id => {
-                        verification = Some(*v);
-                        break;
-                    }
-                    _ => continue,
-                },
-                Err(RecvTimeoutError::Timeout) => {
-                    timed_out = true;
-                    break;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
+        let (verification, timed_out) = match self.answer(&job.pair_id, timeout) {
+            Answer::Result { verification, .. } => (Some(*verification), false),
+            Answer::Timeout => (None, true),
+            Answer::Gone => (None, false),
+        };
         let mut exit = None;
         if timed_out {
             self.kill();
@@ -352,67 +333,96 @@ impl Worker {
             );
             return (v, false);
         }
+        match self.answer(&job.pair_id, timeout) {
+            Answer::Result {
+                verification,
+                sticky,
+            } => {
+                if sticky {
+                    // It exits on its own after a sticky error; make sure.
+                    self.kill();
+                }
+                (*verification, !sticky)
+            }
+            Answer::Timeout => {
+                self.kill();
+                let v = fail(
+                    Status::Timeout,
+                    format!(
+                        "pair {} did not finish within {:.0} s; worker {} killed and restarted",
+                        job.pair_id,
+                        timeout.as_secs_f64(),
+                        self.device
+                    ),
+                    self.tail(),
+                    &self.hello.device,
+                );
+                (v, false)
+            }
+            Answer::Gone => {
+                let status = self.child.wait().ok();
+                // Give the stderr reader a moment to drain the last lines.
+                std::thread::sleep(Duration::from_millis(50));
+                let tail = self.tail();
+                let last = tail.last().cloned().unwrap_or_default();
+                let v = fail(
+                    Status::Crashed,
+                    format!(
+                        "worker {} died while running pair {} ({}){}",
+                        self.device,
+                        job.pair_id,
+                        status.map(|s| s.to_string()).unwrap_or_default(),
+                        if last.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {last}")
+                        }
+                    ),
+                    tail,
+                    &self.hello.device,
+                );
+                (v, false)
+            }
+        }
+    }
+
+    /// Wait up to `timeout` for the result of pair `pair_id`, skipping stray output (a
+    /// kernel's printf reaching stdout, say) and other pairs' lines.
+    fn answer(&self, pair_id: &str, timeout: Duration) -> Answer {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(l) => match decode::<Response>(&l) {
                     Ok(Response::Result {
-                        pair_id,
+                        pair_id: id,
                         verification,
                         sticky,
-                    }) if pair_id == job.pair_id => {
-                        if sticky {
-                            // It exits on its own after a sticky error; make sure.
-                            self.kill();
+                    }) if id == pair_id => {
+                        return Answer::Result {
+                            verification,
+                            sticky,
                         }
-                        return (*verification, !sticky);
                     }
-                    // Stray output (a kernel's printf reaching stdout, say): skip it.
                     _ => continue,
                 },
-                Err(RecvTimeoutError::Timeout) => {
-                    self.kill();
-                    let v = fail(
-                        Status::Timeout,
-                        format!(
-                            "pair {} did not finish within {:.0} s; worker {} killed and restarted",
-                            job.pair_id,
-                            timeout.as_secs_f64(),
-                            self.device
-                        ),
-                        self.tail(),
-                        &self.hello.device,
-                    );
-                    return (v, false);
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    let status = self.child.wait().ok();
-                    // Give the stderr reader a moment to drain the last lines.
-                    std::thread::sleep(Duration::from_millis(50));
-                    let tail = self.tail();
-                    let last = tail.last().cloned().unwrap_or_default();
-                    let v = fail(
-                        Status::Crashed,
-                        format!(
-                            "worker {} died while running pair {} ({}){}",
-                            self.device,
-                            job.pair_id,
-                            status.map(|s| s.to_string()).unwrap_or_default(),
-                            if last.is_empty() {
-                                String::new()
-                            } else {
-                                format!(": {last}")
-                            }
-                        ),
-                        tail,
-                        &self.hello.device,
-                    );
-                    return (v, false);
-                }
+                Err(RecvTimeoutError::Timeout) => return Answer::Timeout,
+                Err(RecvTimeoutError::Disconnected) => return Answer::Gone,
             }
         }
     }
+}
+
+/// How waiting for a job's result ended.
+enum Answer {
+    Result {
+        verification: Box<Verification>,
+        sticky: bool,
+    },
+    /// Nothing came within the timeout.
+    Timeout,
+    /// The worker's stdout closed: it died.
+    Gone,
 }
 
 /// Run every job on the given workers; `on_done(index, verification)` is called on
