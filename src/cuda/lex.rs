@@ -103,6 +103,15 @@ pub struct Piece {
 /// (brace depth, paren depth) at a nested `#if`, and after its first branch.
 type NestedIf = (i32, i32, Option<(i32, i32)>);
 
+/// White space, for the scanners below; a newline also starts a line (where a `#`
+/// begins a directive).
+fn blank(c: u8, line_start: &mut bool) -> bool {
+    if c == b'\n' {
+        *line_start = true;
+    }
+    c.is_ascii_whitespace()
+}
+
 /// Split masked text into file-scope directives and chunks. `extern "C" { … }` and
 /// `namespace x { … }` are transparent: their contents become chunks of their own.
 pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
@@ -133,12 +142,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
 
     while i < b.len() {
         let c = b[i];
-        if c == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if c == b' ' || c == b'\t' || c == b'\r' || c == b'\x0c' {
+        if blank(c, &mut line_start) {
             i += 1;
             continue;
         }
@@ -436,12 +440,7 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
     let mut cond_end = 0;
     while i < b.len() {
         let c = b[i];
-        if c == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if c.is_ascii_whitespace() {
+        if blank(c, &mut line_start) {
             i += 1;
             continue;
         }
@@ -631,19 +630,20 @@ mod tests {
     #[test]
     fn splits_functions_types_and_directives() {
         let t = "#define A 1\nstruct S { int a; } s;\n__global__ void k(int *x) { if (1) { x[0] = 1; } }\nint g = 3;\ntypedef struct {\n int b;\n} T;\n";
-        assert_eq!(
-            pieces(t),
-            [
-                (PieceKind::Directive, "#define A 1"),
-                (PieceKind::Chunk, "struct S { int a; } s;"),
-                (
-                    PieceKind::Chunk,
-                    "__global__ void k(int *x) { if (1) { x[0] = 1; } }"
-                ),
-                (PieceKind::Chunk, "int g = 3;"),
-                (PieceKind::Chunk, "typedef struct {\n int b;\n} T;"),
-            ]
+        let want = [
+            "#define A 1",
+            "struct S { int a; } s;",
+            "__global__ void k(int *x) { if (1) { x[0] = 1; } }",
+            "int g = 3;",
+            "typedef struct {\n int b;\n} T;",
+        ];
+        let kinds: Vec<PieceKind> = pieces(t).iter().map(|p| p.0).collect();
+        assert_eq!(kinds[0], PieceKind::Directive);
+        assert!(
+            kinds[1..].iter().all(|k| *k == PieceKind::Chunk),
+            "{kinds:?}"
         );
+        assert_eq!(pieces(t).iter().map(|p| p.1).collect::<Vec<_>>(), want);
     }
 
     #[test]

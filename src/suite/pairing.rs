@@ -152,6 +152,25 @@ fn unpaired(u: &KernelUnit, reason: UnpairedReason) -> Unpaired {
     }
 }
 
+/// A host launcher version of `path` that found no partner; `unit` is one of the file's
+/// kernels (for the suite, benchmark and variant it shares with the version).
+fn unpaired_version(
+    unit: &KernelUnit,
+    path: &str,
+    version: &str,
+    reason: UnpairedReason,
+) -> Unpaired {
+    Unpaired {
+        suite: unit.suite.clone(),
+        benchmark: unit.benchmark.clone(),
+        variant: unit.variant.clone(),
+        path: path.to_string(),
+        kernel: version.to_string(),
+        unit_id: crate::record::content_id(&["version", path, version]),
+        reason,
+    }
+}
+
 /// The file's path inside its variant folder (`sub/kernel.cu`): files in the same
 /// role have the same one in both variants.
 fn role_path(u: &KernelUnit) -> &str {
@@ -812,15 +831,9 @@ pub fn pair_versions<'a>(
                             params: f.params.clone(),
                         },
                     };
-                    found.unpaired.push(Unpaired {
-                        suite: first.suite.clone(),
-                        benchmark: first.benchmark.clone(),
-                        variant: first.variant.clone(),
-                        path: path.to_string(),
-                        kernel: f.name.clone(),
-                        unit_id: crate::record::content_id(&["version", path, &f.name]),
-                        reason: why,
-                    });
+                    found
+                        .unpaired
+                        .push(unpaired_version(first, path, &f.name, why));
                 }
                 continue;
             }
@@ -842,19 +855,16 @@ pub fn pair_versions<'a>(
                 });
                 match why {
                     Ok(ks) => usable.push((f, ks)),
-                    Err(reason) => found.unpaired.push(Unpaired {
-                        suite: first.suite.clone(),
-                        benchmark: first.benchmark.clone(),
-                        variant: first.variant.clone(),
-                        path: path.to_string(),
-                        kernel: f.name.clone(),
-                        unit_id: crate::record::content_id(&["version", path, &f.name]),
-                        reason: UnpairedReason::VersionUnusable {
+                    Err(reason) => {
+                        let why = UnpairedReason::VersionUnusable {
                             version: f.name.clone(),
                             series: format!("{stem}N{rest}"),
                             why: reason,
-                        },
-                    }),
+                        };
+                        found
+                            .unpaired
+                            .push(unpaired_version(first, path, &f.name, why));
+                    }
                 }
             }
             let units: Vec<KernelUnit> = usable
