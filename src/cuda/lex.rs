@@ -103,13 +103,19 @@ pub struct Piece {
 /// (brace depth, paren depth) at a nested `#if`, and after its first branch.
 type NestedIf = (i32, i32, Option<(i32, i32)>);
 
-/// White space, for the scanners below; a newline also starts a line (where a `#`
-/// begins a directive).
-fn blank(c: u8, line_start: &mut bool) -> bool {
-    if c == b'\n' {
-        *line_start = true;
+/// For the scanners below: skip white space from `i` (a newline starts a line, where a
+/// `#` begins a directive) and give the byte there; None at the end of the text.
+fn next_nonblank(b: &[u8], i: &mut usize, line_start: &mut bool) -> Option<u8> {
+    while let Some(&c) = b.get(*i) {
+        if !c.is_ascii_whitespace() {
+            return Some(c);
+        }
+        if c == b'\n' {
+            *line_start = true;
+        }
+        *i += 1;
     }
-    c.is_ascii_whitespace()
+    None
 }
 
 /// Split masked text into file-scope directives and chunks. `extern "C" { … }` and
@@ -140,12 +146,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
         }
     };
 
-    while i < b.len() {
-        let c = b[i];
-        if blank(c, &mut line_start) {
-            i += 1;
-            continue;
-        }
+    while let Some(c) = next_nonblank(b, &mut i, &mut line_start) {
         if c == b'#' && line_start {
             let end = directive_end(b, i);
             if brace == 0 && paren == 0 {
@@ -438,12 +439,7 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
     let mut line_start = true;
     // End of the `#if`-family directive being scanned.
     let mut cond_end = 0;
-    while i < b.len() {
-        let c = b[i];
-        if blank(c, &mut line_start) {
-            i += 1;
-            continue;
-        }
+    while let Some(c) = next_nonblank(b, &mut i, &mut line_start) {
         if c == b'#' && line_start {
             // `#pragma …`, `#include …`, `#error …` carry no references; the condition
             // of `#if`/`#ifdef`/`#elif` and a `#define` body do.
