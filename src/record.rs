@@ -502,6 +502,26 @@ pub struct HarnessProvenance {
 }
 
 impl Pair {
+    /// A pair as a stage first makes it: id over the two units, suite, benchmark and
+    /// kernel from the fast unit, nothing described, harnessed or verified yet.
+    pub fn new(slow: Slow, fast: KernelUnit, rule: PairRule) -> Pair {
+        Pair {
+            id: Pair::make_id(slow.unit(), &fast),
+            suite: fast.suite.clone(),
+            benchmark: fast.benchmark.clone(),
+            kernel: fast.kernel.clone(),
+            slow,
+            fast,
+            rule,
+            identical: false,
+            techniques: Vec::new(),
+            description: None,
+            harness: None,
+            harness_origin: None,
+            verification: None,
+        }
+    }
+
     /// Record the pair's harness origin, keeping an earlier self-check result when the
     /// origin is the same.
     pub fn set_harness_origin(&mut self, origin: HarnessOrigin) {
@@ -670,4 +690,38 @@ pub struct DeviceInfo {
     pub sm_clock_mhz: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_clock_mhz: Option<u32>,
+}
+
+#[cfg(test)]
+impl KernelUnit {
+    /// The unit tests' builder: `kernel` taking `params` (type, name) with `source`; every
+    /// other field a placeholder (suite `test`, benchmark `b`, variant `v`, `k.cu` line 1)
+    /// that a test overrides where it matters to it.
+    pub(crate) fn for_test(kernel: &str, params: &[(&str, &str)], source: &str) -> KernelUnit {
+        KernelUnit {
+            id: format!("id-{kernel}"),
+            suite: "test".into(),
+            benchmark: "b".into(),
+            variant: "v".into(),
+            path: "k.cu".into(),
+            line: 1,
+            kernel: kernel.into(),
+            params: params
+                .iter()
+                .map(|(t, n)| Param {
+                    name: n.to_string(),
+                    ty: t.to_string(),
+                })
+                .collect(),
+            template_params: vec![],
+            source: source.into(),
+            symbol: kernel.into(),
+            pulled: Pulled::default(),
+            features: Features::default(),
+            launch_sites: vec![],
+            provenance: Provenance::default(),
+            compile: None,
+            diagnostics: vec![],
+        }
+    }
 }

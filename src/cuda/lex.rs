@@ -103,6 +103,21 @@ pub struct Piece {
 /// (brace depth, paren depth) at a nested `#if`, and after its first branch.
 type NestedIf = (i32, i32, Option<(i32, i32)>);
 
+/// For the scanners below: skip white space from `i` (a newline starts a line, where a
+/// `#` begins a directive) and give the byte there; None at the end of the text.
+fn next_nonblank(b: &[u8], i: &mut usize, line_start: &mut bool) -> Option<u8> {
+    while let Some(&c) = b.get(*i) {
+        if !c.is_ascii_whitespace() {
+            return Some(c);
+        }
+        if c == b'\n' {
+            *line_start = true;
+        }
+        *i += 1;
+    }
+    None
+}
+
 /// Split masked text into file-scope directives and chunks. `extern "C" { … }` and
 /// `namespace x { … }` are transparent: their contents become chunks of their own.
 pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
@@ -131,17 +146,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
         }
     };
 
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if c == b' ' || c == b'\t' || c == b'\r' || c == b'\x0c' {
-            i += 1;
-            continue;
-        }
+    while let Some(c) = next_nonblank(b, &mut i, &mut line_start) {
         if c == b'#' && line_start {
             let end = directive_end(b, i);
             if brace == 0 && paren == 0 {
@@ -434,17 +439,7 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
     let mut line_start = true;
     // End of the `#if`-family directive being scanned.
     let mut cond_end = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
-        }
+    while let Some(c) = next_nonblank(b, &mut i, &mut line_start) {
         if c == b'#' && line_start {
             // `#pragma …`, `#include …`, `#error …` carry no references; the condition
             // of `#if`/`#ifdef`/`#elif` and a `#define` body do.
@@ -631,29 +626,28 @@ mod tests {
     #[test]
     fn splits_functions_types_and_directives() {
         let t = "#define A 1\nstruct S { int a; } s;\n__global__ void k(int *x) { if (1) { x[0] = 1; } }\nint g = 3;\ntypedef struct {\n int b;\n} T;\n";
-        let p = pieces(t);
-        assert_eq!(
-            p,
-            vec![
-                (PieceKind::Directive, "#define A 1"),
-                (PieceKind::Chunk, "struct S { int a; } s;"),
-                (
-                    PieceKind::Chunk,
-                    "__global__ void k(int *x) { if (1) { x[0] = 1; } }"
-                ),
-                (PieceKind::Chunk, "int g = 3;"),
-                (PieceKind::Chunk, "typedef struct {\n int b;\n} T;"),
-            ]
+        let want = [
+            "#define A 1",
+            "struct S { int a; } s;",
+            "__global__ void k(int *x) { if (1) { x[0] = 1; } }",
+            "int g = 3;",
+            "typedef struct {\n int b;\n} T;",
+        ];
+        let kinds: Vec<PieceKind> = pieces(t).iter().map(|p| p.0).collect();
+        assert_eq!(kinds[0], PieceKind::Directive);
+        assert!(
+            kinds[1..].iter().all(|k| *k == PieceKind::Chunk),
+            "{kinds:?}"
         );
+        assert_eq!(pieces(t).iter().map(|p| p.1).collect::<Vec<_>>(), want);
     }
 
     #[test]
     fn extern_c_and_namespace_blocks_are_transparent() {
         let t = "extern \"C\" {\n__global__ void k() { }\n}\nnamespace ns { __device__ int f() { return 1; } }";
-        let p = pieces(t);
         assert_eq!(
-            p,
-            vec![
+            pieces(t),
+            [
                 (PieceKind::Chunk, "__global__ void k() { }"),
                 (PieceKind::Chunk, "__device__ int f() { return 1; }"),
             ]

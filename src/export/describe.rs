@@ -129,21 +129,11 @@ mod tests {
     const FAST: &str = "__global__ void k(const float* a, float* b, int n) {\n  __shared__ float s[256];\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  #pragma unroll 4\n  for (int j = 0; j < 4; ++j) { if (i < n) s[threadIdx.x] = a[i]; }\n  __syncthreads();\n  if (i < n) b[i] = s[threadIdx.x] * 2.0f;\n}\n";
 
     fn pair() -> Pair {
-        Pair {
-            id: "p".into(),
-            suite: "s".into(),
-            benchmark: "b".into(),
-            kernel: "k".into(),
-            slow: Slow::natural(unit(SLOW, "k")),
-            fast: unit(FAST, "k"),
-            rule: PairRule::Name,
-            identical: false,
-            techniques: vec![],
-            description: None,
-            harness: None,
-            harness_origin: None,
-            verification: None,
-        }
+        Pair::new(
+            Slow::natural(unit(SLOW, "k")),
+            unit(FAST, "k"),
+            PairRule::Name,
+        )
     }
 
     #[test]

@@ -4,25 +4,14 @@
 
 use super::template::Templates;
 use crate::record::{Pair, Slow, Speedup, Status, Verification};
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the exported line layout (`metadata.schema_version`); bumped on incompatible change.
 pub const EXPORT_VERSION: u32 = 1;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     Chat,

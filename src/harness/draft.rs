@@ -652,6 +652,18 @@ pub(super) fn evaluates(e: &str, sizes: &[String]) -> Result<(), String> {
     s.eval_int(e).map(|_| ())
 }
 
+/// Start the `[[args]]` table of parameter `i` (an unnamed one is `arg{i}`), as drafts
+/// and inferred harnesses both write it; the name written.
+pub(super) fn begin_arg(o: &mut String, i: usize, p: &crate::record::Param) -> String {
+    let name = match p.name.is_empty() {
+        true => format!("arg{i}"),
+        false => p.name.clone(),
+    };
+    o.push_str("\n[[args]]\n");
+    writeln!(o, "name = {}", toml_str(&name)).expect("string");
+    name
+}
+
 pub(super) fn toml_str(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
@@ -875,13 +887,7 @@ pub fn draft(pair: &Pair) -> String {
     o.push_str("# Add [[size_sets]] with an irregular (non-power-of-two) set where the kernel allows it.\n");
 
     for (i, p) in fast.params.iter().enumerate() {
-        let name = if p.name.is_empty() {
-            format!("arg{i}")
-        } else {
-            p.name.clone()
-        };
-        o.push_str("\n[[args]]\n");
-        writeln!(o, "name = {}", toml_str(&name)).expect("string");
+        begin_arg(&mut o, i, p);
         let elem = ElemType::from_c_type(&p.ty);
         let base = c_base_type(&p.ty);
         match elem {
@@ -1037,16 +1043,11 @@ mod tests {
             id: "abc123".into(),
             suite: "fixture".into(),
             benchmark: "scale".into(),
-            kernel: "scale".into(),
-            slow: slow.map_or(Slow::PENDING, Slow::natural),
-            fast,
-            rule: PairRule::Name,
-            identical: false,
-            techniques: vec![],
-            description: None,
-            harness: None,
-            harness_origin: None,
-            verification: None,
+            ..Pair::new(
+                slow.map_or(Slow::PENDING, Slow::natural),
+                fast,
+                PairRule::Name,
+            )
         }
     }
 

@@ -2,35 +2,10 @@
 
 use super::locate::type_matches;
 use super::*;
-use crate::record::{Features, Param, Provenance, Pulled};
 
 /// A unit with just what `check_against` reads.
 pub(crate) fn unit(kernel: &str, params: &[(&str, &str)]) -> KernelUnit {
-    KernelUnit {
-        id: format!("id-{kernel}"),
-        suite: "test".into(),
-        benchmark: "b".into(),
-        variant: "v".into(),
-        path: "k.cu".into(),
-        line: 1,
-        kernel: kernel.into(),
-        params: params
-            .iter()
-            .map(|(t, n)| Param {
-                name: n.to_string(),
-                ty: t.to_string(),
-            })
-            .collect(),
-        template_params: vec![],
-        source: String::new(),
-        symbol: kernel.into(),
-        pulled: Pulled::default(),
-        features: Features::default(),
-        launch_sites: vec![],
-        provenance: Provenance::default(),
-        compile: None,
-        diagnostics: vec![],
-    }
+    KernelUnit::for_test(kernel, params, "")
 }
 
 pub(crate) const SAXPY: &str = r#"
@@ -556,19 +531,13 @@ fn locate_prefers_specific_names_then_walks_the_suite_tree() {
     fast.variant = "cuda_fermi".into();
     fast.path = "benchmarks/stencil/src/cuda_fermi/kernels.cu".into();
     let pair = Pair {
-        id: "p".into(),
         suite: "parboil".into(),
         benchmark: "stencil".into(),
-        kernel: fast.kernel.clone(),
-        slow: crate::record::Slow::PENDING,
-        fast,
-        rule: crate::record::PairRule::Name,
-        identical: false,
-        techniques: vec![],
-        description: None,
-        harness: None,
-        harness_origin: None,
-        verification: None,
+        ..Pair::new(
+            crate::record::Slow::PENDING,
+            fast,
+            crate::record::PairRule::Name,
+        )
     };
     assert_eq!(locate(&pair, Some(&ext), Some(&suite)), None);
     std::fs::write(suite.join("benchmarks/stencil/harness.toml"), "").unwrap();

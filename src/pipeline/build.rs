@@ -470,15 +470,13 @@ impl Run<'_> {
             super::harnesses::choose(recs, &cfg.suites, &hand_dirs, &self.out, &cfg.harness)
         };
         let mut chosen = choose(synthesized);
-        if let (true, Some(llm)) = (cfg.harness.complete, &cfg.synth.llm) {
+        if cfg.harness.complete && cfg.synth.llm.is_some() {
             let done = super::harnesses::complete_missing(
                 synthesized,
                 &cfg.suites,
                 &self.out,
                 &cfg.harness,
-                llm,
-                cfg.synth.offline,
-                &self.llm_cache(),
+                cfg.synth.to_synth(&self.llm_cache(), None),
             );
             if done.done > 0 {
                 chosen = choose(synthesized);

@@ -154,17 +154,16 @@ pub struct Completed {
 /// with no harness (`harness complete`: synth's client, cache and key handling; self-checked
 /// in the repair loop when a GPU is visible). Completed harnesses go to
 /// `<out>/harnesses/llm/<pair-id>.toml`; one already there is kept (a person may have
-/// edited it).
+/// edited it). `synth`: the settings the build's synth stage runs with (endpoint file,
+/// offline, response cache); the repair turns are `[harness] max_repairs`.
 pub fn complete_missing(
     records: &[Record],
     suites: &[SuiteSpec],
     out: &Path,
     s: &HarnessSettings,
-    llm_file: &Path,
-    offline: bool,
-    cache_dir: &Path,
+    synth: crate::synth::Settings,
 ) -> Completed {
-    use crate::selfcheck::complete::{self, Endpoint, Outcome};
+    use crate::selfcheck::complete::{self, Llm, Outcome};
     let mut c = Completed::default();
     let todo: Vec<&Pair> = records
         .iter()
@@ -185,30 +184,15 @@ pub fn complete_missing(
     if drafts.is_empty() {
         return c;
     }
-    let setup = crate::synth::config::LlmFile::read(llm_file)
-        .and_then(crate::synth::config::LlmConfig::from_file)
-        .and_then(|llm| {
-            let client = if offline {
-                None
-            } else {
-                Some(crate::synth::client::Client::new(&llm)?)
-            };
-            Ok((llm, client))
-        });
-    let (llm, client) = match setup {
-        Ok(x) => x,
+    let llm = match Llm::new(synth) {
+        Ok(llm) => llm,
         Err(e) => {
             c.failed = drafts.len();
             c.notes.push(format!("harness completion: {e:#}"));
             return c;
         }
     };
-    let cache = crate::synth::cache::Cache::new(cache_dir);
-    let ep = Endpoint {
-        llm: &llm,
-        client: client.as_ref(),
-        cache: &cache,
-    };
+    let ep = llm.endpoint();
     let gpu = matches!(crate::gpu::probe(), crate::gpu::Probe::Ready { .. });
     let checker = complete::selfcheck_checker(
         crate::selfcheck::SelfcheckConfig {
@@ -232,7 +216,10 @@ pub fn complete_missing(
             Outcome::Done {
                 toml, selfchecked, ..
             } => {
-                let text = format!("{}{toml}", complete::header(&llm.model, selfchecked));
+                let text = format!(
+                    "{}{toml}",
+                    complete::header(&llm.cfg.llm.model, selfchecked)
+                );
                 let path = dir.join(format!("{}.toml", p.id));
                 match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, text)) {
                     Ok(()) => c.done += 1,

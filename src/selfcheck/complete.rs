@@ -15,6 +15,7 @@ use crate::record::Pair;
 use crate::synth::cache::{self, Cache};
 use crate::synth::client::{ChatAnswer, ChatRequest, Client, LlmError, Message};
 use crate::synth::config::LlmConfig;
+use crate::synth::{Config, Settings, SynthError};
 use std::path::{Path, PathBuf};
 
 pub const SELFCHECK_REPAIR_PROMPT: &str = include_str!("../../prompts/harness_selfcheck_repair.md");
@@ -89,6 +90,37 @@ pub struct Endpoint<'a> {
     pub llm: &'a LlmConfig,
     pub client: Option<&'a Client>,
     pub cache: &'a Cache,
+}
+
+/// Synth's checked settings and client, which harness completion talks through: the same
+/// endpoint file, key handling and response cache as `synth` (no synth journal: a rerun
+/// finds its answers in the cache).
+pub struct Llm {
+    pub cfg: Config,
+    pub client: Option<Client>,
+}
+
+impl Llm {
+    pub fn new(s: Settings) -> Result<Llm, SynthError> {
+        let cfg = Config::new(s)?;
+        let client = cfg.client()?;
+        Ok(Llm { cfg, client })
+    }
+
+    pub fn endpoint(&self) -> Endpoint<'_> {
+        Endpoint {
+            llm: &self.cfg.llm,
+            client: self.client.as_ref(),
+            cache: &self.cfg.cache,
+        }
+    }
+
+    /// HTTP requests sent so far, retries included.
+    pub fn sent(&self) -> u64 {
+        self.client.as_ref().map_or(0, |c| {
+            c.stats.sent.load(std::sync::atomic::Ordering::Relaxed)
+        })
+    }
 }
 
 /// Complete one inferred draft; `host` is the host code around the launch; `check` the
@@ -281,17 +313,13 @@ pub fn run(c: CompleteCmd) -> anyhow::Result<u8> {
     use crate::record::Record;
     let selfcheck = want_selfcheck(&c);
     let a = &c.base;
-    let file = match &a.llm {
-        Some(p) => crate::synth::config::LlmFile::read(p)?,
-        None => crate::synth::config::LlmFile::default(),
-    };
-    let llm = LlmConfig::from_file(file)?;
-    let client = if a.offline {
-        None
-    } else {
-        Some(Client::new(&llm)?)
-    };
-    let cache = Cache::new(&a.cache);
+    let llm = Llm::new(Settings {
+        llm: a.llm.clone(),
+        cache: a.cache.clone(),
+        offline: a.offline,
+        max_repairs: a.max_repairs,
+        ..Settings::default()
+    })?;
     std::fs::create_dir_all(&a.output)?;
     let base = a.units.parent().map(Path::to_path_buf).unwrap_or_default();
     let checker = selfcheck_checker(
@@ -309,11 +337,7 @@ pub fn run(c: CompleteCmd) -> anyhow::Result<u8> {
         base,
     );
     let check: Option<&Checker> = if selfcheck { Some(&checker) } else { None };
-    let ep = Endpoint {
-        llm: &llm,
-        client: client.as_ref(),
-        cache: &cache,
-    };
+    let ep = llm.endpoint();
     let (mut done, mut failed) = (0, 0);
     for r in crate::jsonl::read_records(&a.units)? {
         let Record::Pair(p) = r else { continue };
@@ -325,14 +349,14 @@ pub fn run(c: CompleteCmd) -> anyhow::Result<u8> {
             continue;
         }
         let host = host_excerpt(a.root.as_deref(), &p);
-        match complete(&p, &draft, &host, &ep, a.max_repairs, check) {
+        match complete(&p, &draft, &host, &ep, llm.cfg.max_repairs, check) {
             Outcome::Done {
                 toml,
                 attempts,
                 selfchecked,
             } => {
                 done += 1;
-                let text = format!("{}{toml}", header(&llm.model, selfchecked));
+                let text = format!("{}{toml}", header(&llm.cfg.llm.model, selfchecked));
                 crate::jsonl::write_atomic(&a.output.join(format!("{}.toml", p.id)), |w| {
                     use std::io::Write;
                     w.write_all(text.as_bytes())
@@ -361,10 +385,7 @@ pub fn run(c: CompleteCmd) -> anyhow::Result<u8> {
             }
         }
     }
-    let sent = client
-        .as_ref()
-        .map(|c| c.stats.sent.load(std::sync::atomic::Ordering::Relaxed))
-        .unwrap_or(0);
+    let sent = llm.sent();
     eprintln!(
         "harness complete: {done} completed, {failed} not; {sent} request(s) sent; self-check {}",
         if selfcheck { "on" } else { "off (no GPU)" }

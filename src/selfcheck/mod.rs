@@ -405,7 +405,9 @@ fn run_on_workers(
     };
     let hello_timeout = Duration::from_secs(60);
     let workers: Vec<pool::Worker> = (0..devices)
-        .filter_map(|d| pool::Worker::spawn(&launch, d, hello_timeout).ok())
+        .filter_map(|d| {
+            pool::Worker::spawn(&launch, d, hello_timeout, pool::ProcessGroup::Parent).ok()
+        })
         .collect();
     let Some(hello) = workers.first().map(|w| w.hello.clone()) else {
         for (i, _, f, o) in pending {

@@ -295,27 +295,14 @@ pub fn first_error(log: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Features, Provenance, Pulled};
 
     fn unit(source: &str, symbol: &str) -> KernelUnit {
         KernelUnit {
             id: "x".into(),
             suite: "s".into(),
-            benchmark: "b".into(),
-            variant: "v".into(),
             path: "p.cu".into(),
-            line: 1,
-            kernel: "k".into(),
-            params: vec![],
-            template_params: vec![],
-            source: source.into(),
             symbol: symbol.into(),
-            pulled: Pulled::default(),
-            features: Features::default(),
-            launch_sites: vec![],
-            provenance: Provenance::default(),
-            compile: None,
-            diagnostics: vec![],
+            ..KernelUnit::for_test("k", &[], source)
         }
     }
 

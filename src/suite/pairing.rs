@@ -133,20 +133,10 @@ fn make_pair(
     rule: PairRule,
     identical: bool,
 ) -> Pair {
+    let slow = slow.cloned().map_or(Slow::PENDING, Slow::natural);
     Pair {
-        id: Pair::make_id(slow, fast),
-        suite: fast.suite.clone(),
-        benchmark: fast.benchmark.clone(),
-        kernel: fast.kernel.clone(),
-        slow: slow.cloned().map_or(Slow::PENDING, Slow::natural),
-        fast: fast.clone(),
-        rule,
         identical,
-        techniques: Vec::new(),
-        description: None,
-        harness: None,
-        harness_origin: None,
-        verification: None,
+        ..Pair::new(slow, fast.clone(), rule)
     }
 }
 
@@ -158,6 +148,25 @@ fn unpaired(u: &KernelUnit, reason: UnpairedReason) -> Unpaired {
         path: u.path.clone(),
         kernel: u.kernel.clone(),
         unit_id: u.id.clone(),
+        reason,
+    }
+}
+
+/// A host launcher version of `path` that found no partner; `unit` is one of the file's
+/// kernels (for the suite, benchmark and variant it shares with the version).
+fn unpaired_version(
+    unit: &KernelUnit,
+    path: &str,
+    version: &str,
+    reason: UnpairedReason,
+) -> Unpaired {
+    Unpaired {
+        suite: unit.suite.clone(),
+        benchmark: unit.benchmark.clone(),
+        variant: unit.variant.clone(),
+        path: path.to_string(),
+        kernel: version.to_string(),
+        unit_id: crate::record::content_id(&["version", path, version]),
         reason,
     }
 }
@@ -822,15 +831,9 @@ pub fn pair_versions<'a>(
                             params: f.params.clone(),
                         },
                     };
-                    found.unpaired.push(Unpaired {
-                        suite: first.suite.clone(),
-                        benchmark: first.benchmark.clone(),
-                        variant: first.variant.clone(),
-                        path: path.to_string(),
-                        kernel: f.name.clone(),
-                        unit_id: crate::record::content_id(&["version", path, &f.name]),
-                        reason: why,
-                    });
+                    found
+                        .unpaired
+                        .push(unpaired_version(first, path, &f.name, why));
                 }
                 continue;
             }
@@ -852,19 +855,16 @@ pub fn pair_versions<'a>(
                 });
                 match why {
                     Ok(ks) => usable.push((f, ks)),
-                    Err(reason) => found.unpaired.push(Unpaired {
-                        suite: first.suite.clone(),
-                        benchmark: first.benchmark.clone(),
-                        variant: first.variant.clone(),
-                        path: path.to_string(),
-                        kernel: f.name.clone(),
-                        unit_id: crate::record::content_id(&["version", path, &f.name]),
-                        reason: UnpairedReason::VersionUnusable {
+                    Err(reason) => {
+                        let why = UnpairedReason::VersionUnusable {
                             version: f.name.clone(),
                             series: format!("{stem}N{rest}"),
                             why: reason,
-                        },
-                    }),
+                        };
+                        found
+                            .unpaired
+                            .push(unpaired_version(first, path, &f.name, why));
+                    }
                 }
             }
             let units: Vec<KernelUnit> = usable
@@ -990,35 +990,21 @@ fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Features, Param, Provenance, Pulled};
 
     fn unit(variant: &str, file: &str, kernel: &str, types: &[&str], source: &str) -> KernelUnit {
         let path = format!("benchmarks/b/src/{variant}/{file}");
+        let names: Vec<String> = (0..types.len()).map(|i| format!("p{i}")).collect();
+        let params: Vec<(&str, &str)> = types
+            .iter()
+            .copied()
+            .zip(names.iter().map(String::as_str))
+            .collect();
         KernelUnit {
             id: crate::record::content_id(&[variant, &path, kernel, source]),
             suite: "parboil".into(),
-            benchmark: "b".into(),
             variant: variant.into(),
             path,
-            line: 1,
-            kernel: kernel.into(),
-            params: types
-                .iter()
-                .enumerate()
-                .map(|(i, t)| Param {
-                    name: format!("p{i}"),
-                    ty: t.to_string(),
-                })
-                .collect(),
-            template_params: vec![],
-            source: source.into(),
-            symbol: kernel.into(),
-            pulled: Pulled::default(),
-            features: Features::default(),
-            launch_sites: vec![],
-            provenance: Provenance::default(),
-            compile: None,
-            diagnostics: vec![],
+            ..KernelUnit::for_test(kernel, &params, source)
         }
     }
 
@@ -1217,6 +1203,13 @@ mod tests {
         u
     }
 
+    /// The progression rows of `prog_summary`.
+    fn progressions(p: &Paired) -> Vec<String> {
+        let mut rows = prog_summary(p);
+        rows.retain(|s| s.contains("progression"));
+        rows
+    }
+
     fn prog_summary(p: &Paired) -> Vec<String> {
         p.pairs
             .iter()
@@ -1295,10 +1288,7 @@ mod tests {
             .all(|q| q.slow.is_pending() == (q.rule == PairRule::NoNaiveVariant)));
         let pred = pair_benchmark(&prog_desc("predecessor"), &refs, &same);
         assert_eq!(
-            prog_summary(&pred)
-                .iter()
-                .filter(|s| s.contains("progression"))
-                .collect::<Vec<_>>(),
+            progressions(&pred),
             [
                 "reduce0->reduce1 progression_step",
                 "reduce1->reduce2 progression_step",
@@ -1307,10 +1297,7 @@ mod tests {
         );
         let first = pair_benchmark(&prog_desc("first"), &refs, &same);
         assert_eq!(
-            prog_summary(&first)
-                .iter()
-                .filter(|s| s.contains("progression"))
-                .collect::<Vec<_>>(),
+            progressions(&first),
             [
                 "reduce0->reduce1 progression_step",
                 "reduce0->reduce2 progression_from_first",

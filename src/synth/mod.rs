@@ -15,7 +15,7 @@ pub mod settings;
 pub mod techniques;
 
 use crate::exit;
-use crate::jsonl::{read_records, write_atomic, write_records};
+use crate::jsonl::{write_atomic, write_records};
 use crate::record::{
     content_id, KernelUnit, Pair, Record, Slow, SynthOutcome, SynthReason, SynthRejection,
     TokenUsage, UnitBody, UnitPlace,
@@ -39,16 +39,8 @@ pub use settings::{
 
 #[derive(Debug, clap::Args)]
 pub struct SynthArgs {
-    /// Records to read (pairs with an empty slow slot are synthesized).
-    #[arg(long = "in")]
-    pub input: PathBuf,
-    /// Where to write every record, synthesized or passed through (atomically, at the end).
-    #[arg(long = "out")]
-    pub output: PathBuf,
-    /// Work on shard i of n only (0-based, a stable partition by record id); join the
-    /// shards' outputs with `kernelpair merge`.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::dataset::Shard>,
+    #[command(flatten)]
+    pub files: crate::dataset::StageFiles,
     /// Endpoint settings (TOML; see examples/llm.toml). Flags below override it.
     #[arg(long)]
     pub llm: Option<PathBuf>,
@@ -131,7 +123,7 @@ impl SynthArgs {
             journal: Some(
                 self.journal
                     .clone()
-                    .unwrap_or_else(|| default_journal(&self.output)),
+                    .unwrap_or_else(|| default_journal(&self.files.output)),
             ),
         }
     }
@@ -140,12 +132,9 @@ impl SynthArgs {
 /// `kernelpair synth`: read `--in`, synthesize, write `--out` (and `--report`).
 pub fn run_synth(args: SynthArgs) -> anyhow::Result<u8> {
     let cfg = Config::new(args.settings())?;
-    let mut records = read_records(&args.input)?;
-    if let Some(sh) = args.shard {
-        records.retain(|r| sh.contains(r));
-    }
+    let records = args.files.read()?;
     let (out, report) = synthesize_records(records, &cfg)?;
-    write_records(&args.output, &out)?;
+    write_records(&args.files.output, &out)?;
     eprint!("{}", report.summary());
     if let Some(p) = &args.report {
         write_atomic(p, |w| {
@@ -293,11 +282,7 @@ pub fn synthesize_records(
     };
     let llm = Llm {
         cfg,
-        client: if cfg.offline {
-            None
-        } else {
-            Some(Client::new(&cfg.llm)?)
-        },
+        client: cfg.client()?,
         hits: AtomicU64::new(0),
         missing: Mutex::new(Vec::new()),
     };

@@ -2,6 +2,7 @@
 //! each default held once here), the checked [`Config`] made from them, and [`SynthError`].
 
 use super::cache::{Cache, CacheError};
+use super::client::Client;
 use super::config::{ConfigError, LlmConfig, LlmFile};
 use super::prompts::{PromptError, Prompts};
 use crate::record::content_id;
@@ -110,6 +111,15 @@ impl Config {
             arch: s.arch,
             journal: s.journal,
         })
+    }
+
+    /// The run's HTTP client (the API key read from `api_key_env`); none offline, where
+    /// every answer must come from the cache.
+    pub fn client(&self) -> Result<Option<Client>, SynthError> {
+        match self.offline {
+            true => Ok(None),
+            false => Ok(Some(Client::new(&self.llm)?)),
+        }
     }
 
     /// Everything that changes a pair's outcome; journal entries from other settings are redone.

@@ -45,15 +45,8 @@ pub use validate::{run_validate, ValidateArgs};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct VerifyArgs {
-    /// Pairs (JSONL records; non-pair records pass through unchanged).
-    #[arg(long = "in")]
-    pub input: PathBuf,
-    #[arg(long = "out")]
-    pub output: PathBuf,
-    /// Verify shard i of n only (0-based, a stable partition by record id); join the
-    /// shards' outputs with `kernelpair merge`.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::dataset::Shard>,
+    #[command(flatten)]
+    pub files: crate::dataset::StageFiles,
     /// Folders to look for harnesses in (`<benchmark>.toml`, `<benchmark>/harness.toml`,
     /// `benchmarks/<benchmark>/harness.toml`, and the harness module's naming).
     #[arg(long = "harness-dir")]
@@ -228,11 +221,9 @@ fn launcher(args: &Settings) -> pool::Launcher {
 
 pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
     let settings = args.settings();
-    let mut records = crate::jsonl::read_records(&args.input)?;
-    if let Some(sh) = args.shard {
-        records.retain(|r| sh.contains(r));
-    }
+    let mut records = args.files.read()?;
     let base = args
+        .files
         .input
         .parent()
         .map(Path::to_path_buf)
@@ -247,7 +238,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
         );
         eprintln!("harnesses: {hand} hand-written, {inferred} inferred");
     }
-    let partial = partial_path(&args.output);
+    let partial = partial_path(&args.files.output);
     let results = verify_records(&records, &base, &settings, Some(&partial))?;
     let out: Vec<Record> = records
         .iter()
@@ -262,7 +253,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
             _ => r.clone(),
         })
         .collect();
-    crate::jsonl::write_records(&args.output, &out)?;
+    crate::jsonl::write_records(&args.files.output, &out)?;
     let _ = std::fs::remove_file(&partial);
     let n_pairs = records
         .iter()
@@ -302,7 +293,7 @@ fn spawn_workers(
     let mut workers = Vec::new();
     let mut no_gpu = None;
     for d in 0..devices {
-        match pool::Worker::spawn(launch, d, hello_timeout) {
+        match pool::Worker::spawn(launch, d, hello_timeout, pool::ProcessGroup::Parent) {
             Ok(w) => workers.push(w),
             Err(pool::PoolError::NoGpu(r)) => no_gpu = Some(r),
             Err(e) => eprintln!("warning: {e}"),
@@ -315,7 +306,7 @@ fn spawn_workers(
 /// the workers' device), with each harness's primary size set; pairs that fail to resolve
 /// go to `rejected` with their CPU verdict.
 fn jobs_for(
-    pending: &[(usize, &Pair, resolve::Found)],
+    pending: &[Waiting],
     hello: &pool::Hello,
     args: &Settings,
     rejected: &mut Vec<(usize, Verification)>,
@@ -367,50 +358,98 @@ fn locate_sanitizer(args: &Settings) -> Option<Result<PathBuf, String>> {
     }
 }
 
+/// A pair that waits for the GPU: its record index, the pair and its harness.
+type Waiting<'a> = (usize, &'a Pair, resolve::Found);
+
+/// The pairs settled before any GPU time (a padded slow kernel, no harness, …) with
+/// their verdicts, in record order, and the pairs that go on, each with its harness.
+fn triage<'a>(
+    records: &'a [Record],
+    base: &Path,
+    args: &Settings,
+) -> (Vec<(usize, Verification)>, Vec<Waiting<'a>>) {
+    let mut settled = Vec::new();
+    let mut pending = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let Record::Pair(p) = r else { continue };
+        // Before anything else, and before any GPU time: a padded slow kernel is refused.
+        if let Some(v) = slowdown::check(p) {
+            settled.push((i, v));
+            continue;
+        }
+        match resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref()) {
+            Ok(found) => pending.push((i, &**p, found)),
+            Err((status, reason)) => settled.push((i, cpu_verdict(status, reason))),
+        }
+    }
+    (settled, pending)
+}
+
+/// Every verdict as it comes, by record index, appended to the `.partial` file when
+/// there is one. Within a batch the first write error is kept and returned when the
+/// batch ends ([`Verdicts::settle`]), so the batch still runs to its end.
+struct Verdicts {
+    results: BTreeMap<usize, Verification>,
+    partial: Option<Partial>,
+    io_err: Option<VerifyError>,
+}
+
+impl Verdicts {
+    fn record(&mut self, i: usize, v: Verification) -> Result<(), VerifyError> {
+        let r = self.partial.as_mut().map_or(Ok(()), |f| f.append(i, &v));
+        self.results.insert(i, v);
+        r
+    }
+
+    /// A verdict inside a batch, its status shown on the batch's bar.
+    fn record_in_batch(&mut self, i: usize, v: Verification, bar: &indicatif::ProgressBar) {
+        bar.set_message(v.status.as_str());
+        if let Err(e) = self.record(i, v) {
+            self.io_err.get_or_insert(e);
+        }
+    }
+
+    /// The end of a batch: its bar cleared, its first write error returned.
+    fn settle(&mut self, bar: indicatif::ProgressBar) -> Result<(), VerifyError> {
+        bar.finish_and_clear();
+        self.io_err.take().map_or(Ok(()), Err)
+    }
+
+    /// Every pair that waits for a GPU is `no_gpu`, for `reason`.
+    fn no_gpu(&mut self, pending: &[Waiting], reason: &str) -> Result<(), VerifyError> {
+        eprintln!("{reason}; marking {} pair(s) no_gpu", pending.len());
+        for (i, _, _) in pending {
+            self.record(*i, cpu_verdict(Status::NoGpu, reason))?;
+        }
+        Ok(())
+    }
+}
+
 fn run_records(
     records: &[Record],
     base: &Path,
     args: &Settings,
     partial: Option<&Path>,
 ) -> Result<BTreeMap<usize, Verification>, VerifyError> {
-    let mut results: BTreeMap<usize, Verification> = BTreeMap::new();
-    let mut pending: Vec<(usize, &Pair, resolve::Found)> = Vec::new();
-    for (i, r) in records.iter().enumerate() {
-        let Record::Pair(p) = r else { continue };
-        // Before anything else, and before any GPU time: a padded slow kernel is refused.
-        if let Some(v) = slowdown::check(p) {
-            results.insert(i, v);
-            continue;
-        }
-        match resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref()) {
-            Ok(found) => pending.push((i, p, found)),
-            Err((status, reason)) => {
-                results.insert(i, cpu_verdict(status, reason));
-            }
-        }
-    }
-    let mut partial_file = partial.map(Partial::create).transpose()?;
-    let mut record = |i: usize, v: Verification, results: &mut BTreeMap<usize, Verification>| {
-        let r = partial_file.as_mut().map_or(Ok(()), |f| f.append(i, &v));
-        results.insert(i, v);
-        r
+    let (settled, pending) = triage(records, base, args);
+    let mut verdicts = Verdicts {
+        results: BTreeMap::new(),
+        partial: partial.map(Partial::create).transpose()?,
+        io_err: None,
     };
-    for (i, v) in results.clone() {
-        record(i, v, &mut results)?;
+    for (i, v) in settled {
+        verdicts.record(i, v)?;
     }
     if pending.is_empty() {
-        return Ok(results);
+        return Ok(verdicts.results);
     }
     let devices = match args.gpus {
         Some(n) => n,
         None => match gpu::probe() {
             Probe::Ready { devices } => devices,
             Probe::NoGpu(reason) => {
-                eprintln!("{reason}; marking {} pair(s) no_gpu", pending.len());
-                for (i, _, _) in &pending {
-                    record(*i, cpu_verdict(Status::NoGpu, reason.clone()), &mut results)?;
-                }
-                return Ok(results);
+                verdicts.no_gpu(&pending, &reason)?;
+                return Ok(verdicts.results);
             }
         },
     };
@@ -419,24 +458,20 @@ fn run_records(
     let (workers, no_gpu) = spawn_workers(&launch, devices, hello_timeout);
     if workers.is_empty() {
         let reason = no_gpu.unwrap_or_else(|| "no GPU: no worker could be started".into());
-        eprintln!("{reason}; marking {} pair(s) no_gpu", pending.len());
-        for (i, _, _) in &pending {
-            record(*i, cpu_verdict(Status::NoGpu, reason.clone()), &mut results)?;
-        }
-        return Ok(results);
+        verdicts.no_gpu(&pending, &reason)?;
+        return Ok(verdicts.results);
     }
     let hello = workers[0].hello.clone();
     let mut rejected = Vec::new();
     let (jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
     for (i, v) in rejected {
-        record(i, v, &mut results)?;
+        verdicts.record(i, v)?;
     }
     let bar = progress("verify", jobs.len());
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
     // Said before the batch runs, so the line comes at once; the pass runs after it.
     let sanitizer = locate_sanitizer(args);
     let sanitize_jobs = sanitizer.as_ref().map(|_| jobs.clone());
-    let mut io_err = None;
     pool::run_all(
         workers,
         jobs,
@@ -454,62 +489,61 @@ fn run_records(
                 },
             );
             bar.inc(1);
-            bar.set_message(v.status.as_str());
-            if let Err(e) = record(i, v, &mut results) {
-                io_err.get_or_insert(e);
-            }
+            verdicts.record_in_batch(i, v, &bar);
         },
     );
-    bar.finish_and_clear();
-    if let Some(e) = io_err {
-        return Err(e);
-    }
+    verdicts.settle(bar)?;
     if let (Some(found), Some(sjobs)) = (sanitizer, sanitize_jobs) {
-        let targets: Vec<(usize, Job)> = sjobs
-            .into_iter()
-            .filter(|(i, _)| {
-                results
-                    .get(i)
-                    .is_some_and(|v| sanitizer::worth_sanitizing(v.status))
-            })
-            .collect();
-        match found {
-            Err(why) => {
-                for (i, _) in &targets {
-                    let mut v = results[i].clone();
-                    sanitizer::apply(&mut v, sanitizer::skipped(&why), &BTreeMap::new());
-                    record(*i, v, &mut results)?;
-                }
-            }
-            Ok(binary) => {
-                let pass = sanitizer::Pass {
-                    binary,
-                    tools: args.sanitizer.clone(),
-                    devices,
-                    worker: launch,
-                    timeout: timeout.mul_f64(sanitizer::SLOWDOWN),
-                    hello_timeout: hello_timeout * 2,
-                };
-                let bar = progress("sanitize", targets.len() * pass.tools.len());
-                let mut io_err = None;
-                sanitizer::run_pass(&pass, targets, |i, job, runs| {
-                    bar.inc(runs.len() as u64);
-                    let mut v = results[&i].clone();
-                    let ev = sanitizer::pass_evidence(&pass.binary, job, pass.timeout, &runs);
-                    sanitizer::apply(&mut v, ev, &runs);
-                    bar.set_message(v.status.as_str());
-                    if let Err(e) = record(i, v, &mut results) {
-                        io_err.get_or_insert(e);
-                    }
-                });
-                bar.finish_and_clear();
-                if let Some(e) = io_err {
-                    return Err(e);
-                }
-            }
-        }
+        let pass = |binary| sanitizer::Pass {
+            binary,
+            tools: args.sanitizer.clone(),
+            devices,
+            worker: launch,
+            timeout: timeout.mul_f64(sanitizer::SLOWDOWN),
+            hello_timeout: hello_timeout * 2,
+        };
+        sanitize(found, sjobs, pass, &mut verdicts)?;
     }
-    Ok(results)
+    Ok(verdicts.results)
+}
+
+/// The compute-sanitizer pass over the jobs whose verdict is worth it, or, when
+/// compute-sanitizer was not found, why it was skipped, on each of them.
+fn sanitize(
+    found: Result<PathBuf, String>,
+    jobs: Vec<(usize, Job)>,
+    pass: impl FnOnce(PathBuf) -> sanitizer::Pass,
+    verdicts: &mut Verdicts,
+) -> Result<(), VerifyError> {
+    let targets: Vec<(usize, Job)> = jobs
+        .into_iter()
+        .filter(|(i, _)| {
+            verdicts
+                .results
+                .get(i)
+                .is_some_and(|v| sanitizer::worth_sanitizing(v.status))
+        })
+        .collect();
+    let pass = match found {
+        Ok(binary) => pass(binary),
+        Err(why) => {
+            for (i, _) in &targets {
+                let mut v = verdicts.results[i].clone();
+                sanitizer::apply(&mut v, sanitizer::skipped(&why), &BTreeMap::new());
+                verdicts.record(*i, v)?;
+            }
+            return Ok(());
+        }
+    };
+    let bar = progress("sanitize", targets.len() * pass.tools.len());
+    sanitizer::run_pass(&pass, targets, |i, job, runs| {
+        bar.inc(runs.len() as u64);
+        let mut v = verdicts.results[&i].clone();
+        let ev = sanitizer::pass_evidence(&pass.binary, job, pass.timeout, &runs);
+        sanitizer::apply(&mut v, ev, &runs);
+        verdicts.record_in_batch(i, v, &bar);
+    });
+    verdicts.settle(bar)
 }
 
 /// Techniques for every verified-or-not pair, natural ones too: those synth recorded,

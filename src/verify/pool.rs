@@ -61,7 +61,7 @@ pub struct Worker {
     grouped: bool,
 }
 
-/// How a worker started by [`Worker::spawn_grouped`] ended its one job.
+/// How a worker started in [`ProcessGroup::Own`] ended its one job.
 #[derive(Debug)]
 pub struct OneJob {
     /// The worker's answer, if it gave one before its deadline.
@@ -76,31 +76,23 @@ pub struct OneJob {
 
 const STDERR_LINES: usize = 20;
 
+/// Where a worker's process stands: in its parent's process group, or in one of its own
+/// (for wrappers such as compute-sanitizer whose child is the real worker, so that the
+/// whole group can be ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessGroup {
+    Parent,
+    Own,
+}
+
 impl Worker {
     pub fn spawn(
         launcher: &Launcher,
         device: usize,
         hello_timeout: Duration,
+        group: ProcessGroup,
     ) -> Result<Worker, PoolError> {
-        Self::spawn_inner(launcher, device, hello_timeout, false)
-    }
-
-    /// As [`Worker::spawn`], in a process group of its own, for wrappers such as
-    /// compute-sanitizer whose child is the real worker.
-    pub fn spawn_grouped(
-        launcher: &Launcher,
-        device: usize,
-        hello_timeout: Duration,
-    ) -> Result<Worker, PoolError> {
-        Self::spawn_inner(launcher, device, hello_timeout, true)
-    }
-
-    fn spawn_inner(
-        launcher: &Launcher,
-        device: usize,
-        hello_timeout: Duration,
-        grouped: bool,
-    ) -> Result<Worker, PoolError> {
+        let grouped = group == ProcessGroup::Own;
         let mut cmd = launcher(device);
         if grouped {
             cmd.process_group(0);
@@ -256,30 +248,11 @@ impl Worker {
             job: Box::new(job.clone()),
         });
         let _ = writeln!(self.stdin, "{line}").and_then(|_| self.stdin.flush());
-        let deadline = Instant::now() + timeout;
-        let mut verification = None;
-        let mut timed_out = false;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => match decode::<Response>(&l) {
-                    Ok(Response::Result {
-                        pair_id,
-                        verification: v,
-                        ..
-                    }) if pair_id == job.pair_id => {
-                        verification = Some(*v);
-                        break;
-                    }
-                    _ => continue,
-                },
-                Err(RecvTimeoutError::Timeout) => {
-                    timed_out = true;
-                    break;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
+        let (verification, timed_out) = match self.answer(&job.pair_id, timeout) {
+            Answer::Result { verification, .. } => (Some(*verification), false),
+            Answer::Timeout => (None, true),
+            Answer::Gone => (None, false),
+        };
         let mut exit = None;
         if timed_out {
             self.kill();
@@ -360,67 +333,96 @@ impl Worker {
             );
             return (v, false);
         }
+        match self.answer(&job.pair_id, timeout) {
+            Answer::Result {
+                verification,
+                sticky,
+            } => {
+                if sticky {
+                    // It exits on its own after a sticky error; make sure.
+                    self.kill();
+                }
+                (*verification, !sticky)
+            }
+            Answer::Timeout => {
+                self.kill();
+                let v = fail(
+                    Status::Timeout,
+                    format!(
+                        "pair {} did not finish within {:.0} s; worker {} killed and restarted",
+                        job.pair_id,
+                        timeout.as_secs_f64(),
+                        self.device
+                    ),
+                    self.tail(),
+                    &self.hello.device,
+                );
+                (v, false)
+            }
+            Answer::Gone => {
+                let status = self.child.wait().ok();
+                // Give the stderr reader a moment to drain the last lines.
+                std::thread::sleep(Duration::from_millis(50));
+                let tail = self.tail();
+                let last = tail.last().cloned().unwrap_or_default();
+                let v = fail(
+                    Status::Crashed,
+                    format!(
+                        "worker {} died while running pair {} ({}){}",
+                        self.device,
+                        job.pair_id,
+                        status.map(|s| s.to_string()).unwrap_or_default(),
+                        if last.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {last}")
+                        }
+                    ),
+                    tail,
+                    &self.hello.device,
+                );
+                (v, false)
+            }
+        }
+    }
+
+    /// Wait up to `timeout` for the result of pair `pair_id`, skipping stray output (a
+    /// kernel's printf reaching stdout, say) and other pairs' lines.
+    fn answer(&self, pair_id: &str, timeout: Duration) -> Answer {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(l) => match decode::<Response>(&l) {
                     Ok(Response::Result {
-                        pair_id,
+                        pair_id: id,
                         verification,
                         sticky,
-                    }) if pair_id == job.pair_id => {
-                        if sticky {
-                            // It exits on its own after a sticky error; make sure.
-                            self.kill();
+                    }) if id == pair_id => {
+                        return Answer::Result {
+                            verification,
+                            sticky,
                         }
-                        return (*verification, !sticky);
                     }
-                    // Stray output (a kernel's printf reaching stdout, say): skip it.
                     _ => continue,
                 },
-                Err(RecvTimeoutError::Timeout) => {
-                    self.kill();
-                    let v = fail(
-                        Status::Timeout,
-                        format!(
-                            "pair {} did not finish within {:.0} s; worker {} killed and restarted",
-                            job.pair_id,
-                            timeout.as_secs_f64(),
-                            self.device
-                        ),
-                        self.tail(),
-                        &self.hello.device,
-                    );
-                    return (v, false);
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    let status = self.child.wait().ok();
-                    // Give the stderr reader a moment to drain the last lines.
-                    std::thread::sleep(Duration::from_millis(50));
-                    let tail = self.tail();
-                    let last = tail.last().cloned().unwrap_or_default();
-                    let v = fail(
-                        Status::Crashed,
-                        format!(
-                            "worker {} died while running pair {} ({}){}",
-                            self.device,
-                            job.pair_id,
-                            status.map(|s| s.to_string()).unwrap_or_default(),
-                            if last.is_empty() {
-                                String::new()
-                            } else {
-                                format!(": {last}")
-                            }
-                        ),
-                        tail,
-                        &self.hello.device,
-                    );
-                    return (v, false);
-                }
+                Err(RecvTimeoutError::Timeout) => return Answer::Timeout,
+                Err(RecvTimeoutError::Disconnected) => return Answer::Gone,
             }
         }
     }
+}
+
+/// How waiting for a job's result ended.
+enum Answer {
+    Result {
+        verification: Box<Verification>,
+        sticky: bool,
+    },
+    /// Nothing came within the timeout.
+    Timeout,
+    /// The worker's stdout closed: it died.
+    Gone,
 }
 
 /// Run every job on the given workers; `on_done(index, verification)` is called on
@@ -453,7 +455,8 @@ pub fn run_all(
                     // job an answer anyway so the batch completes.
                     let mut last = String::new();
                     for _ in 0..3 {
-                        match Worker::spawn(&launcher, device, hello_timeout) {
+                        match Worker::spawn(&launcher, device, hello_timeout, ProcessGroup::Parent)
+                        {
                             Ok(w) => {
                                 worker = Some(w);
                                 break;

@@ -14,7 +14,7 @@
 //! sanitized job is the pair's deadline × [`SLOWDOWN`].
 
 use super::engine::Job;
-use super::pool::{Launcher, Worker};
+use super::pool::{Launcher, ProcessGroup, Worker};
 pub use crate::evidence::sanitizer::{
     Message, SanitizerEvidence, SanitizerRun, Severity, Tool, ToolRun,
 };
@@ -482,7 +482,7 @@ pub fn run_tool(pass: &Pass, tool: Tool, device: usize, job: &Job) -> ToolRun {
     let launcher: Launcher = Arc::new(move |d| sanitized_command(&binary, tool, &log2, &worker(d)));
     let t0 = Instant::now();
     let (mut exit_code, mut problem, mut verdict) = (None, None, None);
-    match Worker::spawn_grouped(&launcher, device, pass.hello_timeout) {
+    match Worker::spawn(&launcher, device, pass.hello_timeout, ProcessGroup::Own) {
         Err(e) => problem = Some(format!("the worker did not start under {BINARY}: {e}")),
         Ok(w) => {
             let one = w.run_to_exit(job, pass.timeout, Duration::from_secs(120));

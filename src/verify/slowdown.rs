@@ -68,21 +68,7 @@ mod tests {
         let f = crate::synth::checks::tests::fast_unit(FAST, "scale");
         let mut s = crate::synth::checks::tests::fast_unit(slow, "scale");
         s.variant = "slow".into();
-        Pair {
-            id: "p".into(),
-            suite: "t".into(),
-            benchmark: "b".into(),
-            kernel: "scale".into(),
-            slow: origin(s),
-            fast: f,
-            rule: PairRule::Name,
-            identical: false,
-            techniques: vec![],
-            description: None,
-            harness: None,
-            harness_origin: None,
-            verification: None,
-        }
+        Pair::new(origin(s), f, PairRule::Name)
     }
 
     #[test]

@@ -292,19 +292,11 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
     let slow = unit("slow", &manifest.slow, &slow_path, slow_src, &slow_side)?;
     let fast = unit("fast", &manifest.fast, &fast_path, fast_src, &fast_side)?;
     let pair = Pair {
-        id: Pair::make_id(Some(&slow), &fast),
         suite: "contrib".into(),
         benchmark,
         kernel: fast_side.name.clone(),
-        slow: Slow::natural(slow),
-        fast,
-        rule: PairRule::Validate,
-        identical: false,
-        techniques: vec![],
-        description: None,
         harness: Some(harness.display().to_string()),
-        harness_origin: None,
-        verification: None,
+        ..Pair::new(Slow::natural(slow), fast, PairRule::Validate)
     };
     Ok((manifest, pair))
 }
