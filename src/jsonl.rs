@@ -9,12 +9,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum JsonlError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
     #[error("{path}:{line}: not a kernelpair record: {message}")]
     Parse {
         path: PathBuf,
@@ -38,15 +34,13 @@ pub enum JsonlError {
 
 /// Read every record of a JSONL file (blank lines are skipped).
 pub fn read_records(path: &Path) -> Result<Vec<Record>, JsonlError> {
-    let f = File::open(path).map_err(|source| JsonlError::Io {
-        path: path.to_path_buf(),
-        source,
+    let f = File::open(path).map_err(|source| {
+        JsonlError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source))
     })?;
     let mut out = Vec::new();
     for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(|source| JsonlError::Io {
-            path: path.to_path_buf(),
-            source,
+        let line = line.map_err(|source| {
+            JsonlError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source))
         })?;
         if line.trim().is_empty() {
             continue;
@@ -90,10 +84,7 @@ pub fn write_atomic<F>(path: &Path, fill: F) -> Result<(), JsonlError>
 where
     F: FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
 {
-    let io = |source| JsonlError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| JsonlError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source));
     // A device or pipe (`-o /dev/null`, `-o /dev/stdout`, a FIFO) is written in place:
     // renaming a temp file over it would replace the device node with a regular file.
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {

@@ -18,6 +18,7 @@ pub mod gpu;
 pub mod harness;
 pub mod jsonl;
 pub mod par;
+pub mod path_io;
 pub mod pipeline;
 pub mod record;
 pub mod selfcheck;

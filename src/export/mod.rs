@@ -159,12 +159,8 @@ pub enum ExportError {
     Tokenizer(#[from] TokenizerError),
     #[error(transparent)]
     Jsonl(#[from] JsonlError),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
 }
 
 /// Checked options with their templates and tokenizer loaded.
@@ -215,10 +211,7 @@ pub struct ExportSummary {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
-    move |source| ExportError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| ExportError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source))
 }
 
 /// Why a pair is not a candidate at all, or None when it is.

@@ -5,12 +5,8 @@ use super::*;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
     #[error("{origin}: not a valid harness: {message}")]
     Toml { origin: String, message: String },
     /// A field is missing, malformed or inconsistent; `field` is a path like `args[2].len`.

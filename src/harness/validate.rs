@@ -8,9 +8,8 @@ use super::*;
 
 /// Read and validate a harness file.
 pub fn load(path: &Path) -> Result<Harness, HarnessError> {
-    let text = std::fs::read_to_string(path).map_err(|source| HarnessError::Io {
-        path: path.to_path_buf(),
-        source,
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        HarnessError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source))
     })?;
     parse(&text, &path.display().to_string())
 }

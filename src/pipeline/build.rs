@@ -34,12 +34,8 @@ pub enum BuildError {
     Jsonl(#[from] JsonlError),
     #[error(transparent)]
     Export(#[from] export::ExportError),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
 }
 
 /// One row of the final summary table.
@@ -295,10 +291,8 @@ pub fn build(
             .join(format!("{}-of-{}", s.index, s.count)),
         None => cfg.output.clone(),
     };
-    std::fs::create_dir_all(&out).map_err(|source| BuildError::Io {
-        path: out.clone(),
-        source,
-    })?;
+    std::fs::create_dir_all(&out)
+        .map_err(|source| BuildError::Io(crate::path_io::PathIo::new(out.clone(), source)))?;
     remove_stale_temp_files(&out);
     let mut run = Run {
         cfg,

@@ -8,12 +8,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -226,9 +222,8 @@ impl VerifySettings {
 impl BuildConfig {
     /// Read, check, and make every relative path relative to the config file's folder.
     pub fn load(path: &Path) -> Result<BuildConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-            path: path.to_path_buf(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            ConfigError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source))
         })?;
         let mut c = Self::parse(&text).map_err(|message| ConfigError::Invalid {
             path: path.to_path_buf(),

@@ -24,12 +24,8 @@ pub const CACHE_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
     #[error(transparent)]
     Write(#[from] crate::jsonl::JsonlError),
 }
@@ -123,10 +119,7 @@ impl Journal {
         path: &Path,
         fingerprint: &str,
     ) -> Result<(Journal, HashMap<String, Pair>), CacheError> {
-        let io = |source| CacheError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let io = |source| CacheError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source));
         let mut done = HashMap::new();
         if path.exists() {
             let f = File::open(path).map_err(io)?;
@@ -181,9 +174,8 @@ impl Journal {
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
         f.write_all(&line)
             .and_then(|_| f.flush())
-            .map_err(|source| CacheError::Io {
-                path: self.path.clone(),
-                source,
+            .map_err(|source| {
+                CacheError::Io(crate::path_io::PathIo::new(self.path.clone(), source))
             })
     }
 }

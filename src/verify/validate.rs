@@ -49,12 +49,8 @@ pub enum ValidateError {
         path: String,
         why: &'static str,
     },
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
     #[error("{path}: {message}")]
     Manifest { path: PathBuf, message: String },
     #[error("{path}: no sole __global__ kernel ({found}); name it with `{key}` (or `kernel`) in pair.toml")]
@@ -116,9 +112,8 @@ pub fn inside(dir: &Path, rel: &str) -> Result<PathBuf, ValidateError> {
     {
         return Err(esc("leaves the folder (`..`)"));
     }
-    let root = dir.canonicalize().map_err(|source| ValidateError::Io {
-        path: dir.to_path_buf(),
-        source,
+    let root = dir.canonicalize().map_err(|source| {
+        ValidateError::Io(crate::path_io::PathIo::new(dir.to_path_buf(), source))
     })?;
     let full = root.join(p);
     if let Ok(real) = full.canonicalize() {
@@ -131,18 +126,16 @@ pub fn inside(dir: &Path, rel: &str) -> Result<PathBuf, ValidateError> {
 }
 
 fn read(path: &Path) -> Result<String, ValidateError> {
-    std::fs::read_to_string(path).map_err(|source| ValidateError::Io {
-        path: path.to_path_buf(),
-        source,
+    std::fs::read_to_string(path).map_err(|source| {
+        ValidateError::Io(crate::path_io::PathIo::new(path.to_path_buf(), source))
     })
 }
 
 /// Local headers a pair folder's kernels may include (`*.cuh`, `*.h`, `*.hpp`), read
 /// through [`inside`] so a symlink cannot pull in a file from elsewhere.
 fn folder_sources(dir: &Path) -> Result<Vec<(String, String)>, ValidateError> {
-    let rd = std::fs::read_dir(dir).map_err(|source| ValidateError::Io {
-        path: dir.to_path_buf(),
-        source,
+    let rd = std::fs::read_dir(dir).map_err(|source| {
+        ValidateError::Io(crate::path_io::PathIo::new(dir.to_path_buf(), source))
     })?;
     let mut out = Vec::new();
     for e in rd.flatten() {
