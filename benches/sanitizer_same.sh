@@ -31,7 +31,17 @@ def load(name):
 def san_text(v):
     s = (v.get("evidence") or {}).get("sanitizer")
     t = json.dumps(s, separators=(",", ":"))   # key order as written
-    return re.sub(r'"wall_ms":[0-9.e+-]+', '"wall_ms":_', re.sub(r'"deadline_s":[0-9.e+-]+', '"deadline_s":_', t))
+    t = re.sub(r'"wall_ms":[0-9.e+-]+', '"wall_ms":_', re.sub(r'"deadline_s":[0-9.e+-]+', '"deadline_s":_', t))
+    return masked(t)
+def masked(t):
+    # What changes from run to run, not with the format: timings in reasons, device addresses,
+    # process ids and thread/block coordinates in sanitizer messages.
+    t = re.sub(r'0x[0-9a-fA-F]+', '0x_', t)
+    t = re.sub(r'\d+\.\d+', '_._', t)
+    return re.sub(r'(process id|pid|thread|block)( [(]?[0-9, ]+[)]?)', r'\1 _', t)
+def first_diff(a, b):
+    i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    return f"at {i}: before …{a[max(0, i-80):i+120]}… after …{b[max(0, i-80):i+120]}…"
 base, new = load("base"), load("new")
 bad = 0
 print(f"{len(base)} pairs before, {len(new)} after")
@@ -39,11 +49,12 @@ for pid in sorted(set(base) | set(new)):
     b, n = base.get(pid), new.get(pid)
     if b is None or n is None:
         print("MISSING", pid); bad += 1; continue
-    same = (b["status"], b["reason"]) == (n["status"], n["reason"]) and san_text(b) == san_text(n)
+    same = (b["status"], masked(b["reason"])) == (n["status"], masked(n["reason"])) and san_text(b) == san_text(n)
     print(f"{'same' if same else 'DIFF'} {pid[:12]} {b['status']:>16} -> {n['status']:<16} sanitizer: {'present' if (b.get('evidence') or {}).get('sanitizer') else 'none'}")
     if not same:
         bad += 1
-        print("  before:", b["reason"], san_text(b)[:400]); print("  after: ", n["reason"], san_text(n)[:400])
+        print("  reason:", first_diff(masked(b["reason"]), masked(n["reason"])))
+        print("  sanitizer:", first_diff(san_text(b), san_text(n)))
 try:
     again = load("base.reread")
     for pid, v in base.items():
