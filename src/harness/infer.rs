@@ -7,6 +7,7 @@
 //! (a person or an LLM) completes it.
 
 use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names};
+use super::infer_asof;
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
 use super::{c_base_type, c_is_pointer, ElemType};
@@ -354,6 +355,9 @@ struct Cx<'a> {
     keep: BTreeSet<String>,
     /// Host definitions the launch and lengths use.
     defs: BTreeMap<String, String>,
+    /// Recorded launch definitions whose value at the launch the code does not fix (set in
+    /// a loop that ended, or through a pointer), with why.
+    loop_dependent: BTreeMap<String, String>,
     bufs: BTreeMap<usize, Buf>,
     /// Host names lengths or launches use that become sizes of their own.
     host_vars: Vec<String>,
@@ -378,7 +382,7 @@ impl<'a> Cx<'a> {
             }
         }
         let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
-        let defs: BTreeMap<String, String> = site
+        let mut defs: BTreeMap<String, String> = site
             .map(|s| {
                 s.definitions
                     .iter()
@@ -386,6 +390,7 @@ impl<'a> Cx<'a> {
                     .collect()
             })
             .unwrap_or_default();
+        let loop_dependent = definitions_as_of_launch(host, &mut defs);
         Cx {
             pair,
             fast,
@@ -397,6 +402,7 @@ impl<'a> Cx<'a> {
             host_to_size,
             keep,
             defs,
+            loop_dependent,
             bufs: BTreeMap::new(),
             host_vars: Vec::new(),
             float_atomics: Vec::new(),
@@ -491,6 +497,17 @@ impl<'a> Cx<'a> {
                 .flatten()
             {
                 add_definitions(t, host, &self.keep, &mut self.defs);
+            }
+            let texts = [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()];
+            let used = names_used(texts.into_iter().flatten(), &self.defs);
+            // Sizes take their values by the size rules, not from these definitions.
+            let unsettled: Vec<String> = used
+                .iter()
+                .filter(|n| !self.keep.contains(*n))
+                .filter_map(|n| self.loop_dependent.get(n).cloned())
+                .collect();
+            for why in unsettled {
+                self.unknown("launch".into(), why);
             }
             let idx = patched
                 .launch_sites
@@ -917,6 +934,75 @@ impl<'a> Cx<'a> {
             float_atomics: self.float_atomics,
         }
     }
+}
+
+/// Rewrite each recorded launch definition as of the launch line (see [`infer_asof`]): a
+/// name written again after its use (srad's `blocks_x`) keeps the value it had there.
+/// Returns the names whose value at the launch is not fixed by the code, with why.
+pub fn definitions_as_of_launch(
+    host: &Host,
+    defs: &mut BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut unsettled = BTreeMap::new();
+    if host.file.is_empty() || host.launch_line == 0 {
+        return unsettled;
+    }
+    let defined = |m: &str| {
+        host.texts().any(|t| {
+            t.lines().any(|l| {
+                l.trim_start()
+                    .strip_prefix("#define")
+                    .is_some_and(|r| r.split_whitespace().next() == Some(m))
+            })
+        })
+    };
+    let filtered = infer_asof::active_text(&host.file, &defined);
+    // A launch inside a branch whose macro the files do not define (a `-D` flag) is built
+    // with that flag: then every branch stays.
+    fn line(t: &str, n: u32) -> Option<&str> {
+        t.lines().nth(n as usize - 1).map(str::trim)
+    }
+    let text = if line(&filtered, host.launch_line) == line(&host.file, host.launch_line) {
+        filtered
+    } else {
+        host.file.clone()
+    };
+    let names: Vec<String> = defs.keys().cloned().collect();
+    let found = infer_asof::definitions_at_launch(&text, &names, host.launch_line);
+    for (k, d) in names.into_iter().zip(found) {
+        match d {
+            Ok(Some(d)) => {
+                defs.insert(k, host.expand_calls(&d));
+            }
+            Ok(None) => {}
+            Err(why) => {
+                unsettled.insert(k, why);
+            }
+        }
+    }
+    unsettled
+}
+
+/// The names host texts use, following `defs` (a launch's grid → its definitions' names).
+pub fn names_used<'t>(
+    texts: impl Iterator<Item = &'t String>,
+    defs: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    let mut todo: Vec<String> = texts.flat_map(|t| idents(t)).collect();
+    let mut seen = BTreeSet::new();
+    while let Some(w) = todo.pop() {
+        if !seen.insert(w.clone()) {
+            continue;
+        }
+        if let Some(d) = defs.get(&w) {
+            todo.extend(
+                idents(&d.replace(';', " ; "))
+                    .into_iter()
+                    .filter(|x| x != &w),
+            );
+        }
+    }
+    seen
 }
 
 /// Load an inferred harness and check it against the fast unit as `harness check` does, and
