@@ -499,7 +499,7 @@ impl<'a> Cx<'a> {
                 add_definitions(t, host, &self.keep, &mut self.defs);
             }
             let texts = [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()];
-            let used = names_used(texts.into_iter().flatten(), &self.defs);
+            let used = names_used(texts.into_iter().flatten(), &self.defs, &self.keep);
             // Sizes take their values by the size rules, not from these definitions.
             let unsettled: Vec<String> = used
                 .iter()
@@ -983,23 +983,24 @@ pub fn definitions_as_of_launch(
     unsettled
 }
 
-/// The names host texts use, following `defs` (a launch's grid → its definitions' names).
+/// The names host texts use, following `defs` (a launch's grid → its definitions' names),
+/// but not into the definitions of `keep` (sizes: their values come from the size rules).
 pub fn names_used<'t>(
     texts: impl Iterator<Item = &'t String>,
     defs: &BTreeMap<String, String>,
+    keep: &BTreeSet<String>,
 ) -> BTreeSet<String> {
     let mut todo: Vec<String> = texts.flat_map(|t| idents(t)).collect();
     let mut seen = BTreeSet::new();
     while let Some(w) = todo.pop() {
-        if !seen.insert(w.clone()) {
+        if !seen.insert(w.clone()) || keep.contains(&w) {
             continue;
         }
         if let Some(d) = defs.get(&w) {
-            todo.extend(
-                idents(&d.replace(';', " ; "))
-                    .into_iter()
-                    .filter(|x| x != &w),
-            );
+            // Definitions are statements (`dim3 g; g.x = n / 8`): their names, not their
+            // syntax.
+            let plain = d.replace(['=', ';', '#', '{', '}', '"'], " ");
+            todo.extend(idents(&plain).into_iter().filter(|x| x != &w));
         }
     }
     seen
@@ -1207,6 +1208,28 @@ mod tests {
         assert!(role_of("x", &f, true, false)
             .unwrap_err()
             .contains("passed to"));
+    }
+
+    #[test]
+    fn names_used_follow_definitions_through_statements() {
+        let mut defs = BTreeMap::new();
+        defs.insert(
+            "g".to_string(),
+            "dim3 g; g.x = nb * nb; g.y = 1".to_string(),
+        );
+        defs.insert("nb".to_string(), "nb = sqrt((double) n)".to_string());
+        defs.insert("B".to_string(), "#define B 16".to_string());
+        defs.insert("n".to_string(), "n = rows * cols".to_string());
+        let texts = [&"g".to_string(), &"B".to_string()];
+        let used = names_used(texts.into_iter(), &defs, &BTreeSet::new());
+        assert!(
+            used.contains("nb") && used.contains("rows") && used.contains("B"),
+            "{used:?}"
+        );
+        // A size's own definition is not followed.
+        let keep = BTreeSet::from(["n".to_string()]);
+        let used = names_used(texts.into_iter(), &defs, &keep);
+        assert!(used.contains("n") && !used.contains("rows"), "{used:?}");
     }
 
     #[test]
