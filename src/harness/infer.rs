@@ -325,6 +325,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
     let all_sizes = cx.size_values(&mut o);
     cx.args(&mut o);
     cx.constants(&all_sizes, &mut o);
+    cx.textures(&mut o);
     o.push_str(&launches);
     cx.finish(o)
 }
@@ -391,6 +392,9 @@ impl<'a> Cx<'a> {
             })
             .unwrap_or_default();
         let loop_dependent = definitions_as_of_launch(host, &mut defs);
+        for d in defs.values_mut() {
+            *d = rounded_division(d);
+        }
         Cx {
             pair,
             fast,
@@ -517,10 +521,10 @@ impl<'a> Cx<'a> {
             patched.launch_sites[idx].definitions = self.defs.clone();
             let ps = &mut patched.launch_sites[idx];
             for t in [&mut ps.grid, &mut ps.block] {
-                *t = host.expand_calls(t);
+                *t = rounded_division(&host.expand_calls(t));
             }
             if let Some(t) = ps.shared_mem.as_mut() {
-                *t = host.expand_calls(t);
+                *t = rounded_division(&host.expand_calls(t));
             }
         }
         let mut launches = String::new();
@@ -904,6 +908,42 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// `[[textures]]`: each 1-D legacy texture the unit declares that the host binds
+    /// (`cudaBindTexture(0, t, d_x, bytes)`) to a buffer the launch passes, with the same
+    /// element type (the texture's width is then the buffer's length).
+    fn textures(&mut self, o: &mut String) {
+        for (tex, texel, var) in texture_binds(&self.fast.source, self.host) {
+            let site = self.site;
+            let param = self.fast.params.iter().enumerate().find(|(i, p)| {
+                c_is_pointer(&p.ty)
+                    && site
+                        .and_then(|s| s.args.get(*i))
+                        .is_some_and(|a| infer_host::pointer_name(a) == var)
+            });
+            let Some((i, p)) = param else {
+                continue;
+            };
+            let same_type = self.bufs.get(&i).and_then(|b| b.elem) == ElemType::from_c_type(&texel);
+            o.push_str("\n[[textures]]\n");
+            writeln!(o, "name = {}", toml_str(&tex)).expect("string");
+            if same_type {
+                writeln!(
+                    o,
+                    "buffer = {}  # cudaBindTexture(…, {tex}, {var}, …)",
+                    toml_str(&p.name)
+                )
+                .expect("string");
+            } else {
+                let why = format!(
+                    "texture `{tex}` holds `{texel}`, the buffer `{}` another type: its width in texels is not known",
+                    p.name
+                );
+                writeln!(o, "buffer = \"TODO\"  # {why}").expect("string");
+                self.unknown(format!("textures.{tex}"), why);
+            }
+        }
+    }
+
     /// A harness with no unknown left must also pass `harness check` (load, bind the
     /// kernel's parameters, resolve every size set on an H100): what does not stays an
     /// unknown. Then the `# Unknowns:` / `# Assumed` head.
@@ -981,6 +1021,70 @@ pub fn definitions_as_of_launch(
         }
     }
     unsettled
+}
+
+/// The 1-D legacy textures a unit declares (extract's `kernelpair_legacy_texture<T, 1> name`)
+/// that the host binds with `cudaBindTexture(offset, [&]name, ptr, …)`: (name, texel type,
+/// the bound pointer variable).
+pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for l in source.lines() {
+        let Some(rest) = l
+            .trim()
+            .strip_prefix("__device__ kernelpair_legacy_texture<")
+        else {
+            continue;
+        };
+        let Some((targs, name)) = rest.split_once('>') else {
+            continue;
+        };
+        let Some((texel, dim)) = targs.rsplit_once(',') else {
+            continue;
+        };
+        let name = name.trim().trim_end_matches(';').trim();
+        if dim.trim() != "1" || !super::is_ident(name) {
+            continue;
+        }
+        let bound = host.texts().find_map(|t| {
+            infer_host::calls(t, "cudaBindTexture")
+                .into_iter()
+                .find_map(|c| {
+                    (c.args.len() >= 3 && infer_host::pointer_name(&c.args[1]) == name)
+                        .then(|| infer_host::pointer_name(&c.args[2]))
+                })
+        });
+        if let Some(var) = bound.filter(|v| super::is_ident(v)) {
+            out.push((name.to_string(), texel.trim().to_string(), var));
+        }
+    }
+    out
+}
+
+/// C's round-to-nearest idiom for a launch size, `(int)((float) a / (float) b + 0.5)`, as
+/// integer arithmetic: `(2 * a + b) / (2 * b)` (the same for non-negative a and b > 0, which
+/// counts of threads and blocks are). Other texts are returned unchanged.
+pub fn rounded_division(text: &str) -> String {
+    static CASTS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\(\s*(?:float|double|int|unsigned|unsigned int|long|size_t)\s*\)")
+            .expect("valid")
+    });
+    static HALF: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\(\s*\(?\s*([A-Za-z_]\w*|\d+)\s*/\s*([A-Za-z_]\w*|\d+)\s*\)?\s*\+\s*0?\.5[fF]?\s*\)",
+        )
+        .expect("valid")
+    });
+    if !text.contains(".5") {
+        return text.to_string();
+    }
+    let plain = CASTS.replace_all(text, " ");
+    if !HALF.is_match(&plain) {
+        return text.to_string();
+    }
+    HALF.replace_all(&plain, "((2 * $1 + $2) / (2 * $2))")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The names host texts use, following `defs` (a launch's grid → its definitions' names),
@@ -1230,6 +1334,47 @@ mod tests {
         let keep = BTreeSet::from(["n".to_string()]);
         let used = names_used(texts.into_iter(), &defs, &keep);
         assert!(used.contains("n") && !used.contains("rows"), "{used:?}");
+    }
+
+    #[test]
+    fn rounding_to_nearest_becomes_integer_division() {
+        let r = rounded_division(
+            "int num_blocks = (int) (((float) num_threads / (float) threads_per_block) + 0.5);",
+        );
+        assert_eq!(
+            r,
+            "int num_blocks = ((2 * num_threads + threads_per_block) / (2 * threads_per_block));"
+        );
+        // The same numbers as the float rounding.
+        for (a, b) in [(1000, 176), (1056, 176), (87, 176), (263, 176)] {
+            let mut sc = crate::harness::expr::Scope::default();
+            sc.set_int("num_threads", a);
+            sc.set_int("threads_per_block", b);
+            let e = r.split_once('=').unwrap().1.trim_end_matches(';');
+            let want = ((a as f32 / b as f32) + 0.5) as i64;
+            assert_eq!(sc.eval_int(e).unwrap(), want, "{a} / {b}");
+        }
+        // Anything else stays as written.
+        assert_eq!(rounded_division("n * 0.5 + 1"), "n * 0.5 + 1");
+        assert_eq!(rounded_division("(n / 2)"), "(n / 2)");
+    }
+
+    #[test]
+    fn textures_bound_by_the_host_name_their_buffer() {
+        let source = "__device__ kernelpair_legacy_texture<float, 1> t_in;\n\
+                      __device__ kernelpair_legacy_texture<float4, 2> t_img;\n\
+                      __device__ kernelpair_legacy_texture<int, 1> t_unbound;\n";
+        let h = Host {
+            file: "cudaBindTexture(0, t_in, d_in, n * sizeof(float));\n\
+                   cudaBindTexture2D(0, &t_img, d_img, &desc, w, h, pitch);\n"
+                .into(),
+            others: vec!["cudaBindTexture(NULL, &t_other, d_o, &c, 4);".into()],
+            ..Host::default()
+        };
+        assert_eq!(
+            texture_binds(source, &h),
+            vec![("t_in".to_string(), "float".to_string(), "d_in".to_string())]
+        );
     }
 
     #[test]
