@@ -14,7 +14,7 @@ rm -rf carry/stage && mkdir -p carry/stage/real carry/stage/harness
 S=carry/stage
 cp $T/release/kernelpair $S/kernelpair
 # Every test binary with #[ignore] GPU tests, named <test>-test.
-for t in verify harness_infer harness_selfcheck rodinia_e2e; do
+for t in verify harness_infer harness_infer_asof harness_selfcheck rodinia_e2e; do
   b=$(ls -t $T/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1 || true)
   [ -n "$b" ] && cp "$b" $S/$t-test
 done

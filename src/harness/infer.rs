@@ -495,6 +495,7 @@ impl<'a> Cx<'a> {
     fn launches(&mut self) -> String {
         let (fast, host) = (self.fast, self.host);
         let mut patched = fast.clone();
+        let mut unsettled: Vec<(&str, String)> = Vec::new();
         if let Some(s) = self.site {
             for t in [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()]
                 .into_iter()
@@ -502,16 +503,23 @@ impl<'a> Cx<'a> {
             {
                 add_definitions(t, host, &self.keep, &mut self.defs);
             }
-            let texts = [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()];
-            let used = names_used(texts.into_iter().flatten(), &self.defs, &self.keep);
-            // Sizes take their values by the size rules, not from these definitions.
-            let unsettled: Vec<String> = used
-                .iter()
-                .filter(|n| !self.keep.contains(*n))
-                .filter_map(|n| self.loop_dependent.get(n).cloned())
-                .collect();
-            for why in unsettled {
-                self.unknown("launch".into(), why);
+            // A launch field whose names the code does not settle (set in a loop that ended,
+            // through a pointer, under a condition) becomes a TODO with that reason. Sizes
+            // take their values by the size rules, not from these definitions.
+            for (key, text) in [
+                ("grid", Some(&s.grid)),
+                ("block", Some(&s.block)),
+                ("shared_mem", s.shared_mem.as_ref()),
+            ] {
+                let Some(text) = text else { continue };
+                let used = names_used(std::iter::once(text), &self.defs, &self.keep);
+                if let Some(why) = used
+                    .iter()
+                    .filter(|n| !self.keep.contains(*n))
+                    .find_map(|n| self.loop_dependent.get(n))
+                {
+                    unsettled.push((key, why.clone()));
+                }
             }
             let idx = patched
                 .launch_sites
@@ -542,8 +550,12 @@ impl<'a> Cx<'a> {
         } else {
             launches.push_str("\n[[launch]]\n");
         }
+        let fast_from = launches.len();
         let vars = draft::draft_launch(&patched, &self.sizes, &mut launches);
         self.note_host_vars(vars);
+        let tail = unsettle_fields(&launches[fast_from..], &unsettled);
+        launches.truncate(fast_from);
+        launches.push_str(&tail);
         for l in launches.lines() {
             if let Some((k, why)) = l.split_once("= \"TODO\"") {
                 self.unknown(
@@ -1023,6 +1035,25 @@ pub fn definitions_as_of_launch(
     unsettled
 }
 
+/// A drafted launch table with each `(field, reason)` in `fields` turned into a TODO with
+/// that reason (fields the draft left TODO already keep theirs).
+pub fn unsettle_fields(table: &str, fields: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(table.len());
+    for l in table.split_inclusive('\n') {
+        let todo = fields.iter().find(|(k, _)| {
+            l.strip_prefix(k)
+                .is_some_and(|r| r.trim_start().starts_with('=') && !r.contains("\"TODO\""))
+        });
+        match todo {
+            Some((k, why)) => {
+                writeln!(out, "{k} = \"TODO\"  # {why}").expect("string");
+            }
+            None => out.push_str(l),
+        }
+    }
+    out
+}
+
 /// The 1-D legacy textures a unit declares (extract's `kernelpair_legacy_texture<T, 1> name`)
 /// that the host binds with `cudaBindTexture(offset, [&]name, ptr, …)`: (name, texel type,
 /// the bound pointer variable).
@@ -1374,6 +1405,19 @@ mod tests {
         assert_eq!(
             texture_binds(source, &h),
             vec![("t_in".to_string(), "float".to_string(), "d_in".to_string())]
+        );
+    }
+
+    #[test]
+    fn unsettled_launch_fields_become_todos() {
+        let table =
+            "kernel = \"k\"\ngrid = [\"1\"]\nblock = [\"256\"]\nshared_mem = \"TODO\"  # other\n";
+        let why = "`parts` is changed in a loop (line 9) before it is used".to_string();
+        let t = unsettle_fields(table, &[("grid", why.clone()), ("shared_mem", why.clone())]);
+        assert!(t.contains(&format!("grid = \"TODO\"  # {why}\n")), "{t}");
+        assert!(
+            t.contains("block = [\"256\"]") && t.contains("shared_mem = \"TODO\"  # other"),
+            "{t}"
         );
     }
 
