@@ -1020,7 +1020,15 @@ pub fn definitions_as_of_launch(
         host.file.clone()
     };
     let names: Vec<String> = defs.keys().cloned().collect();
-    let found = infer_asof::definitions_at_launch(&text, &names, host.launch_line);
+    // A recorded definition of several statements may join declarations of other scopes
+    // (`dim3 block(…)` in each of three loops): the as-of one replaces it.
+    let statements: BTreeSet<String> = defs
+        .iter()
+        .filter(|(_, d)| d.contains(';'))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let always = |k: &str| statements.contains(k);
+    let found = infer_asof::definitions_at_launch(&text, &names, host.launch_line, &always);
     for (k, d) in names.into_iter().zip(found) {
         match d {
             Ok(Some(d)) => {

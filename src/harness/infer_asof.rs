@@ -873,16 +873,19 @@ pub fn definition_at_launch(
     name: &str,
     launch_line: u32,
 ) -> Result<Option<String>, String> {
-    definitions_at_launch(text, &[name.to_string()], launch_line)
+    definitions_at_launch(text, &[name.to_string()], launch_line, &|_| false)
         .pop()
         .expect("one name")
 }
 
-/// [`definition_at_launch`] for several names of one launch, sharing what is found.
+/// [`definition_at_launch`] for several names of one launch, sharing what is found. For the
+/// names `always` picks (a recorded definition that is several statements, some of them
+/// other scopes' declarations) the definition is given even when it says nothing new.
 pub fn definitions_at_launch(
     text: &str,
     names: &[String],
     launch_line: u32,
+    always: &dyn Fn(&str) -> bool,
 ) -> Vec<Result<Option<String>, String>> {
     let use_pos = line_offset(text, launch_line);
     let fn_start = function_start(text, use_pos);
@@ -899,7 +902,7 @@ pub fn definitions_at_launch(
             memo.changed.set(false);
             let def = one_definition(text, name, at)?;
             // The same value as every write folded in order: the recorded definition says it.
-            Ok(def.filter(|_| memo.changed.get()))
+            Ok(def.filter(|_| memo.changed.get() || always(name)))
         })
         .collect()
 }
@@ -918,9 +921,10 @@ fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, Stri
         for m in ['x', 'y', 'z'] {
             comps.push((m, value_as_of(text, name, Some(m), at, 0)?));
         }
-        while comps
-            .last()
-            .is_some_and(|(_, v)| v.as_deref().is_none_or(|v| v.trim() == "1"))
+        while comps.len() > 1
+            && comps
+                .last()
+                .is_some_and(|(_, v)| v.as_deref().is_none_or(|v| v.trim() == "1"))
         {
             comps.pop();
         }
@@ -1118,6 +1122,17 @@ mod tests {
         assert_eq!(
             definition_at_launch(t, "i", 3).unwrap().as_deref(),
             Some("i = 2")
+        );
+    }
+
+    #[test]
+    fn a_declaration_in_each_loop_is_its_own_variable() {
+        // Two loops declare their own `g`; the launch in the second sees only its own.
+        let t = "void f(int n, int m) {\n for (int i = 0; i < 4; i++) {\n  dim3 g(m / 2);\n  a<<<g, 32>>>(m);\n }\n for (int j = 0; j < 4; j++) {\n  dim3 g(n / 8);\n  b<<<g, 32>>>(n);\n }\n}\n";
+        let d = definitions_at_launch(t, &["g".to_string()], 8, &|_| true);
+        assert_eq!(
+            d[0].as_ref().unwrap().as_deref(),
+            Some("dim3 g; g.x = n / 8")
         );
     }
 
