@@ -25,6 +25,65 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
+def ternary(e):
+    """C's `c ? a : b` (nested, parenthesized) as Python's `(a if c else b)`; None if unbalanced."""
+    e = e.strip()
+    # Parenthesized groups first, innermost out.
+    out, depth, start = "", 0, None
+    i = 0
+    while i < len(e):
+        ch = e[i]
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0:
+                inner = ternary(e[start + 1:i])
+                if inner is None:
+                    return None
+                out += "(" + inner + ")"
+                i += 1
+                continue
+        elif depth == 0:
+            out += ch
+        i += 1
+    if depth != 0:
+        return None
+    # Now no parentheses at the top level hold a `?`: split at the first `?` and its `:`.
+    depth, q = 0, None
+    for j, ch in enumerate(out):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "?" and depth == 0:
+            q = j
+            break
+    if q is None:
+        return out
+    depth, nested = 0, 0
+    for j in range(q + 1, len(out)):
+        ch = out[j]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and ch == "?":
+            nested += 1
+        elif depth == 0 and ch == ":":
+            if nested == 0:
+                c, a, b = out[:q], ternary(out[q + 1:j]), ternary(out[j + 1:])
+                if a is None or b is None:
+                    return None
+                return f"(({a}) if ({c}) else ({b}))"
+            nested -= 1
+    return None
+
+
 def evaluate(expr, scope):
     if isinstance(expr, (int, float)):
         return expr
@@ -32,9 +91,11 @@ def evaluate(expr, scope):
         return None
     e = expr.replace("&&", " and ").replace("||", " or ")
     e = re.sub(r"(?<![=!<>])!(?!=)", " not ", e)
-    # C ternary c ? a : b has no Python spelling short of a rewrite; leave those unevaluated.
+    # C ternary c ? a : b → Python (a if c else b).
     if "?" in e:
-        return None
+        e = ternary(e)
+        if e is None:
+            return None
     e = re.sub(r"(?<![/])/(?![/])", "//", e)
     env = dict(scope)
     env.update(ceil_div=ceil_div, min=min, max=max, round_up=lambda a, b: ceil_div(a, b) * b,

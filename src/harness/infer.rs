@@ -7,10 +7,11 @@
 //! (a person or an LLM) completes it.
 
 use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names};
+use super::infer_asof;
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
 use super::{c_base_type, c_is_pointer, ElemType};
-use crate::record::{KernelUnit, Pair, Record};
+use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -316,470 +317,835 @@ pub struct InferOptions {
 /// Infer a harness for a pair. `host` is the fast unit's launch context (empty when the
 /// suite root is not known: then only the recorded launch definitions are used).
 pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
-    let fast = &pair.fast;
-    let mut unknowns: Vec<Unknown> = Vec::new();
-    let mut assumed: Vec<Unknown> = Vec::new();
-    let mut unknown = |field: String, reason: String| unknowns.push(Unknown { field, reason });
-    let sizes = int_scalars(fast);
-    let site = site_for(fast);
-    let param_names: Vec<String> = fast.params.iter().map(|p| p.name.clone()).collect();
-    let facts = body_facts(&fast.source, &fast.kernel, &param_names).unwrap_or_default();
+    let mut cx = Cx::new(pair, host, opts);
+    cx.buffers();
+    let launches = cx.launches();
+    let mut o = cx.header();
+    let all_sizes = cx.size_values(&mut o);
+    cx.args(&mut o);
+    cx.constants(&all_sizes, &mut o);
+    cx.textures(&mut o);
+    o.push_str(&launches);
+    cx.finish(o)
+}
 
-    // Host text → size name for the launch's args bound to integer parameters.
-    let mut host_to_size = BTreeMap::new();
-    if let Some(s) = site {
-        for (a, p) in s.args.iter().zip(&fast.params) {
-            if sizes.contains(&p.name) {
-                host_to_size.insert(a.trim().to_string(), p.name.clone());
-            }
-        }
-    }
-    let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
-    let mut defs: BTreeMap<String, String> = site
-        .map(|s| {
-            s.definitions
-                .iter()
-                .map(|(k, v)| (k.clone(), host.expand_calls(&last_statement(k, v))))
-                .collect()
-        })
-        .unwrap_or_default();
+/// A pointer parameter's inferred facts.
+struct Buf {
+    len: Result<String, String>,
+    role: Result<RoleGuess, String>,
+    elem: Option<ElemType>,
+    /// The C type name when it is an alias (`fp` for `#define fp float`).
+    alias: Option<String>,
+}
 
-    // Buffers: length, role, init.
-    struct Buf {
-        len: Result<String, String>,
-        role: Result<RoleGuess, String>,
-        elem: Option<ElemType>,
-        /// The C type name when it is an alias (`fp` for `#define fp float`).
-        alias: Option<String>,
-    }
-    let mut bufs: BTreeMap<usize, Buf> = BTreeMap::new();
-    let mut host_vars: Vec<String> = Vec::new();
-    let mut float_atomics = Vec::new();
-    for (i, p) in fast.params.iter().enumerate() {
-        if !c_is_pointer(&p.ty) {
-            continue;
-        }
-        let (elem, alias) = elem_of(&p.ty, &fast.source, host);
-        let arg = site
-            .and_then(|s| s.args.get(i))
-            .map(|a| a.trim().to_string());
-        let var = arg.as_deref().map(infer_host::pointer_name);
-        let len = match (&var, elem) {
-            (None, _) => Err("no launch site records the argument passed here".to_string()),
-            (Some(v), _) if !super::is_ident(v) && infer_host::indexed_base(v).is_none() => Err(
-                format!("the launch passes `{v}`, not a plain pointer variable"),
-            ),
-            (Some(v), Some(e)) => length_text(host, v, e.size_of()).and_then(|t| {
-                add_definitions(&t, host, &keep, &mut defs);
-                let names = Names {
-                    host_to_size: host_to_size.clone(),
-                    sizes: &sizes,
-                    definitions: &defs,
-                    host_vars: Default::default(),
-                    source: &fast.source,
-                };
-                let e = tidy(&translate(&t, &names, 0)?);
-                for v in names.host_vars.borrow().iter() {
-                    if !host_vars.contains(v) && !sizes.contains(v) {
-                        host_vars.push(v.clone());
-                    }
+/// One inference in progress: what the kernel and launch site say, and what has been found
+/// and left open so far. Each step of [`infer`] is one method.
+struct Cx<'a> {
+    pair: &'a Pair,
+    fast: &'a KernelUnit,
+    host: &'a Host,
+    opts: &'a InferOptions,
+    /// The kernel's integer scalar parameters (the sizes).
+    sizes: Vec<String>,
+    site: Option<&'a LaunchSite>,
+    facts: BodyFacts,
+    /// Host text → size name for the launch's args bound to integer parameters.
+    host_to_size: BTreeMap<String, String>,
+    /// Names add_definitions must not follow (they are sizes already).
+    keep: BTreeSet<String>,
+    /// Host definitions the launch and lengths use.
+    defs: BTreeMap<String, String>,
+    /// Recorded launch definitions whose value at the launch the code does not fix (set in
+    /// a loop that ended, or through a pointer), with why.
+    loop_dependent: BTreeMap<String, String>,
+    bufs: BTreeMap<usize, Buf>,
+    /// Host names lengths or launches use that become sizes of their own.
+    host_vars: Vec<String>,
+    float_atomics: Vec<String>,
+    unknowns: Vec<Unknown>,
+    assumed: Vec<Unknown>,
+}
+
+impl<'a> Cx<'a> {
+    fn new(pair: &'a Pair, host: &'a Host, opts: &'a InferOptions) -> Self {
+        let fast = &pair.fast;
+        let sizes = int_scalars(fast);
+        let site = site_for(fast);
+        let param_names: Vec<String> = fast.params.iter().map(|p| p.name.clone()).collect();
+        let facts = body_facts(&fast.source, &fast.kernel, &param_names).unwrap_or_default();
+        let mut host_to_size = BTreeMap::new();
+        if let Some(s) = site {
+            for (a, p) in s.args.iter().zip(&fast.params) {
+                if sizes.contains(&p.name) {
+                    host_to_size.insert(a.trim().to_string(), p.name.clone());
                 }
-                Ok(e)
-            }),
-            (Some(_), None) => Err(format!("`{}` is not an element type", p.ty)),
-        };
-        let copies = var.as_deref().map(|v| host.copies(v)).unwrap_or_default();
-        let copied_in = copies
-            .iter()
-            .any(|c| c.dir == Direction::ToDevice && (c.line == 0 || c.line <= host.launch_line));
-        let zero = var.as_deref().is_some_and(|v| host.memset_zero(v));
-        let role = role_of(&p.name, &facts, copied_in, zero);
-        if facts.writes.get(&p.name) == Some(&WriteKind::Atomic)
-            && elem.is_some_and(|e| e.is_float())
-        {
-            float_atomics.push(p.name.clone());
-        }
-        bufs.insert(
-            i,
-            Buf {
-                len,
-                role,
-                elem,
-                alias,
-            },
-        );
-    }
-
-    // Launches (the draft's translation, over the definitions found in the host code).
-    let mut patched = fast.clone();
-    if let Some(s) = site {
-        for t in [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            add_definitions(t, host, &keep, &mut defs);
-        }
-        let idx = patched
-            .launch_sites
-            .iter()
-            .position(|x| x.kernel == fast.kernel)
-            .unwrap_or(0);
-        patched.launch_sites[idx].definitions = defs.clone();
-        let ps = &mut patched.launch_sites[idx];
-        for t in [&mut ps.grid, &mut ps.block] {
-            *t = host.expand_calls(t);
-        }
-        if let Some(t) = ps.shared_mem.as_mut() {
-            *t = host.expand_calls(t);
-        }
-    }
-    let mut launches = String::new();
-    let mut note = |vars: Vec<String>| {
-        for v in vars {
-            if !host_vars.contains(&v) && !sizes.contains(&v) {
-                host_vars.push(v);
             }
         }
-    };
-    let slow_differs = pair.slow.unit().is_some_and(|s| {
-        let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
-        let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
-        a != b || s.symbol != fast.symbol
-    });
-    if slow_differs {
-        let slow = pair.slow.unit().expect("checked");
-        launches.push_str("\n[[variants.slow.launch]]\n");
-        note(draft::draft_launch(slow, &sizes, &mut launches));
-        launches.push_str("\n[[variants.fast.launch]]\n");
-    } else {
-        launches.push_str("\n[[launch]]\n");
-    }
-    note(draft::draft_launch(&patched, &sizes, &mut launches));
-    for l in launches.lines() {
-        if let Some((k, why)) = l.split_once("= \"TODO\"") {
-            unknown(
-                format!("launch.{}", k.trim()),
-                why.trim().trim_start_matches('#').trim().to_string(),
-            );
-        } else if l.starts_with("# TODO") {
-            unknown(
-                "launch".into(),
-                l.trim_start_matches("# TODO:").trim().to_string(),
-            );
-        }
-    }
-
-    // Size values.
-    let mut o = String::new();
-    writeln!(
-        o,
-        "# Inferred harness for pair {} ({}/{}, kernel {}).\n# Written by `kernelpair harness infer` from the host code and the kernel body;\n# every TODO fails `harness check` until it is resolved.",
-        pair.id, pair.suite, pair.benchmark, fast.kernel
-    )
-    .expect("string");
-    writeln!(
-        o,
-        "description = {}",
-        toml_str(&format!("{} {} (inferred)", pair.benchmark, fast.kernel))
-    )
-    .expect("string");
-    let len_texts: Vec<String> = bufs
-        .values()
-        .filter_map(|b| b.len.as_ref().ok().cloned())
-        .collect();
-    let mut size_lines = String::new();
-    let mut values: BTreeMap<String, i64> = BTreeMap::new();
-    let all_sizes: Vec<String> = sizes.iter().chain(host_vars.iter()).cloned().collect();
-    for s in &all_sizes {
-        let host_text = site
-            .and_then(|st| {
-                fast.params
+        let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
+        let mut defs: BTreeMap<String, String> = site
+            .map(|s| {
+                s.definitions
                     .iter()
-                    .position(|p| &p.name == s)
-                    .and_then(|i| st.args.get(i))
+                    .map(|(k, v)| (k.clone(), host.expand_calls(&last_statement(k, v))))
+                    .collect()
             })
-            .cloned()
-            .unwrap_or_else(|| s.clone());
-        let value = host
-            .int_value(&host_text)
-            .and_then(|v| zero_length_size(s, v, &len_texts));
-        match value {
-            Ok(v) if v >= 0 => {
-                values.insert(s.clone(), v);
-                writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim()).expect("string");
-            }
-            Ok(v) => {
-                writeln!(
-                    size_lines,
-                    "{s} = \"TODO\"  # host `{}` is {v}",
-                    host_text.trim()
-                )
-                .expect("string");
-                unknown(format!("sizes.{s}"), format!("host value {v} is negative"));
-            }
-            Err(why) => match opts.assume_size {
-                Some(a) => {
-                    values.insert(s.clone(), a);
-                    writeln!(size_lines, "{s} = {a}  # ASSUMED (--assume-size): {why}")
-                        .expect("string");
-                    assumed.push(Unknown {
-                        field: format!("sizes.{s}"),
-                        reason: why,
-                    });
-                }
-                None => {
-                    writeln!(size_lines, "{s} = \"TODO\"  # {why}").expect("string");
-                    unknown(format!("sizes.{s}"), why);
-                }
-            },
+            .unwrap_or_default();
+        let loop_dependent = definitions_as_of_launch(host, &mut defs);
+        for d in defs.values_mut() {
+            *d = rounded_division(d);
         }
-    }
-    o.push_str("\n[sizes]\n");
-    o.push_str(&size_lines);
-    if all_sizes.is_empty() {
-        o.push_str("# (no sizes: the launch and lengths are constants)\n");
-    }
-    // An irregular set over the sizes the kernel bounds-checks.
-    let irregular_set: BTreeMap<String, i64> = values
-        .iter()
-        .filter(|(k, _)| facts.bounded.contains(*k))
-        .filter_map(|(k, v)| irregular(*v).map(|x| (k.clone(), x)))
-        .collect();
-    if !values.is_empty() {
-        o.push_str("\n[[size_sets]]\nname = \"default\"\n");
-    }
-    if !irregular_set.is_empty() {
-        o.push_str(
-            "\n# Non-power-of-two sizes the kernel's bounds checks compare against.\n[[size_sets]]\nname = \"irregular\"\n",
-        );
-        for (k, v) in &irregular_set {
-            writeln!(o, "{k} = {v}").expect("string");
+        Cx {
+            pair,
+            fast,
+            host,
+            opts,
+            sizes,
+            site,
+            facts,
+            host_to_size,
+            keep,
+            defs,
+            loop_dependent,
+            bufs: BTreeMap::new(),
+            host_vars: Vec::new(),
+            float_atomics: Vec::new(),
+            unknowns: Vec::new(),
+            assumed: Vec::new(),
         }
     }
 
-    // Arguments.
-    let lens: BTreeMap<String, String> = fast
-        .params
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            bufs.get(&i)
-                .and_then(|b| b.len.as_ref().ok())
-                .map(|l| (p.name.clone(), l.clone()))
-        })
-        .collect();
-    for (i, p) in fast.params.iter().enumerate() {
-        let name = if p.name.is_empty() {
-            format!("arg{i}")
-        } else {
-            p.name.clone()
-        };
-        o.push_str("\n[[args]]\n");
-        writeln!(o, "name = {}", toml_str(&name)).expect("string");
-        if let Some(b) = bufs.get(&i) {
-            match b.elem {
-                Some(e) => {
-                    writeln!(o, "type = {}", toml_str(e.name())).expect("string");
-                    if let Some(a) = &b.alias {
-                        writeln!(o, "c_type = {}", toml_str(a)).expect("string");
-                    }
-                }
-                None => {
-                    let why = format!(
-                        "`{}` is not an element type (a struct or struct-of-pointers input)",
-                        c_base_type(&p.ty)
-                    );
-                    writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-                    unknown(format!("args.{name}.type"), why);
-                }
+    fn unknown(&mut self, field: String, reason: String) {
+        self.unknowns.push(Unknown { field, reason });
+    }
+
+    /// Host names found while translating that are not sizes yet become sizes.
+    fn note_host_vars(&mut self, vars: impl IntoIterator<Item = String>) {
+        for v in vars {
+            if !self.host_vars.contains(&v) && !self.sizes.contains(&v) {
+                self.host_vars.push(v);
             }
-            match &b.len {
-                Ok(l) => writeln!(o, "len = {}", toml_str(l)).expect("string"),
-                Err(why) => {
-                    writeln!(o, "len = \"TODO\"  # {why}").expect("string");
-                    unknown(format!("args.{name}.len"), why.clone());
-                }
-            }
-            let zeros = b.role.as_ref().is_ok_and(|r| r.zeros);
-            let init = if zeros {
-                "{ kind = \"zeros\" }".to_string()
-            } else if let Some(targets) = facts.indexes.get(&p.name) {
-                // An index buffer: in range of the shortest buffer it subscripts.
-                let bound: Vec<&String> = targets.iter().filter_map(|t| lens.get(t)).collect();
-                match (bound.first(), b.elem.is_some_and(|e| !e.is_float())) {
-                    (Some(l), true) if bound.len() == targets.len() => {
-                        let hi = if bound.len() == 1 {
-                            format!("({l}) - 1")
-                        } else {
-                            format!(
-                                "min({}) - 1",
-                                bound
-                                    .iter()
-                                    .map(|s| s.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        };
-                        format!(
-                            "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}",
-                            toml_str(&hi),
-                            targets.iter().cloned().collect::<Vec<_>>().join(", ")
-                        )
-                    }
-                    _ => {
-                        let why = format!(
-                            "subscripts {} whose length is not known",
-                            targets.iter().cloned().collect::<Vec<_>>().join(", ")
-                        );
-                        unknown(format!("args.{name}.init"), why.clone());
-                        format!("\"TODO\"  # an index buffer: {why}")
-                    }
-                }
-            } else {
-                match b.elem {
-                    _ if b.alias.as_deref() == Some("bool") => bool_init().into(),
-                    Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }".into(),
-                    _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained".into(),
-                }
-            };
-            let is_out = b.role.as_ref().is_ok_and(|r| r.role == "out");
-            if !is_out {
-                writeln!(o, "init = {init}").expect("string");
-            }
-            match &b.role {
-                Ok(r) => writeln!(o, "role = \"{}\"", r.role).expect("string"),
-                Err(why) => {
-                    writeln!(o, "role = \"TODO\"  # {why}").expect("string");
-                    unknown(format!("args.{name}.role"), why.clone());
-                }
-            }
-            if float_atomics.contains(&p.name) {
-                o.push_str("# float atomics: the summation order varies between runs\n");
-            }
-        } else {
-            let (Some(e), alias) = elem_of(&p.ty, &fast.source, host) else {
-                let why = format!("`{}` passed by value is not a scalar type", p.ty);
-                writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-                unknown(format!("args.{name}.type"), why);
-                continue;
-            };
-            writeln!(o, "type = {}", toml_str(e.name())).expect("string");
-            if let Some(a) = &alias {
-                writeln!(o, "c_type = {}", toml_str(a)).expect("string");
-            }
-            if sizes.contains(&p.name) {
-                writeln!(o, "value = {}", toml_str(&p.name)).expect("string");
+        }
+    }
+
+    /// Buffers: length, role, init facts for every pointer parameter.
+    fn buffers(&mut self) {
+        let (fast, host, site) = (self.fast, self.host, self.site);
+        for (i, p) in fast.params.iter().enumerate() {
+            if !c_is_pointer(&p.ty) {
                 continue;
             }
-            let host_text = site
+            let (elem, alias) = elem_of(&p.ty, &fast.source, host);
+            let arg = site
                 .and_then(|s| s.args.get(i))
+                .map(|a| a.trim().to_string());
+            let var = arg.as_deref().map(infer_host::pointer_name);
+            let len = match (&var, elem) {
+                (None, _) => Err("no launch site records the argument passed here".to_string()),
+                (Some(v), _) if !super::is_ident(v) && infer_host::indexed_base(v).is_none() => {
+                    Err(format!(
+                        "the launch passes `{v}`, not a plain pointer variable"
+                    ))
+                }
+                (Some(v), Some(e)) => self.buffer_length(v, e),
+                (Some(_), None) => Err(format!("`{}` is not an element type", p.ty)),
+            };
+            let copies = var.as_deref().map(|v| host.copies(v)).unwrap_or_default();
+            let copied_in = copies.iter().any(|c| {
+                c.dir == Direction::ToDevice && (c.line == 0 || c.line <= host.launch_line)
+            });
+            let zero = var.as_deref().is_some_and(|v| host.memset_zero(v));
+            let role = role_of(&p.name, &self.facts, copied_in, zero);
+            if self.facts.writes.get(&p.name) == Some(&WriteKind::Atomic)
+                && elem.is_some_and(|e| e.is_float())
+            {
+                self.float_atomics.push(p.name.clone());
+            }
+            self.bufs.insert(
+                i,
+                Buf {
+                    len,
+                    role,
+                    elem,
+                    alias,
+                },
+            );
+        }
+    }
+
+    /// A buffer's length as a harness expression over the sizes.
+    fn buffer_length(&mut self, var: &str, e: ElemType) -> Result<String, String> {
+        let t = length_text(self.host, var, e.size_of())?;
+        add_definitions(&t, self.host, &self.keep, &mut self.defs);
+        let names = Names {
+            host_to_size: self.host_to_size.clone(),
+            sizes: &self.sizes,
+            definitions: &self.defs,
+            host_vars: Default::default(),
+            source: &self.fast.source,
+        };
+        let e = tidy(&translate(&t, &names, 0)?);
+        let found: Vec<String> = names.host_vars.borrow().iter().cloned().collect();
+        self.note_host_vars(found);
+        Ok(e)
+    }
+
+    /// Launches (the draft's translation, over the definitions found in the host code): the
+    /// TOML text of the launch tables; their TODOs become unknowns.
+    fn launches(&mut self) -> String {
+        let (fast, host) = (self.fast, self.host);
+        let mut patched = fast.clone();
+        let mut unsettled: Vec<(&str, String)> = Vec::new();
+        if let Some(s) = self.site {
+            for t in [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                add_definitions(t, host, &self.keep, &mut self.defs);
+            }
+            // A launch field whose names the code does not settle (set in a loop that ended,
+            // through a pointer, under a condition) becomes a TODO with that reason. Sizes
+            // take their values by the size rules, not from these definitions.
+            for (key, text) in [
+                ("grid", Some(&s.grid)),
+                ("block", Some(&s.block)),
+                ("shared_mem", s.shared_mem.as_ref()),
+            ] {
+                let Some(text) = text else { continue };
+                let used = names_used(std::iter::once(text), &self.defs, &self.keep);
+                if let Some(why) = used
+                    .iter()
+                    .filter(|n| !self.keep.contains(*n))
+                    .find_map(|n| self.loop_dependent.get(n))
+                {
+                    unsettled.push((key, why.clone()));
+                }
+            }
+            let idx = patched
+                .launch_sites
+                .iter()
+                .position(|x| x.kernel == fast.kernel)
+                .unwrap_or(0);
+            patched.launch_sites[idx].definitions = self.defs.clone();
+            let ps = &mut patched.launch_sites[idx];
+            for t in [&mut ps.grid, &mut ps.block] {
+                *t = rounded_division(&host.expand_calls(t));
+            }
+            if let Some(t) = ps.shared_mem.as_mut() {
+                *t = rounded_division(&host.expand_calls(t));
+            }
+        }
+        let mut launches = String::new();
+        let slow_differs = self.pair.slow.unit().is_some_and(|s| {
+            let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+            let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
+            a != b || s.symbol != fast.symbol
+        });
+        if slow_differs {
+            let slow = self.pair.slow.unit().expect("checked");
+            launches.push_str("\n[[variants.slow.launch]]\n");
+            let vars = draft::draft_launch(slow, &self.sizes, &mut launches);
+            self.note_host_vars(vars);
+            launches.push_str("\n[[variants.fast.launch]]\n");
+        } else {
+            launches.push_str("\n[[launch]]\n");
+        }
+        let fast_from = launches.len();
+        let vars = draft::draft_launch(&patched, &self.sizes, &mut launches);
+        self.note_host_vars(vars);
+        let tail = unsettle_fields(&launches[fast_from..], &unsettled);
+        launches.truncate(fast_from);
+        launches.push_str(&tail);
+        for l in launches.lines() {
+            if let Some((k, why)) = l.split_once("= \"TODO\"") {
+                self.unknown(
+                    format!("launch.{}", k.trim()),
+                    why.trim().trim_start_matches('#').trim().to_string(),
+                );
+            } else if l.starts_with("# TODO") {
+                self.unknown(
+                    "launch".into(),
+                    l.trim_start_matches("# TODO:").trim().to_string(),
+                );
+            }
+        }
+        launches
+    }
+
+    /// The file's opening comment and description.
+    fn header(&self) -> String {
+        let (pair, fast) = (self.pair, self.fast);
+        let mut o = String::new();
+        writeln!(
+            o,
+            "# Inferred harness for pair {} ({}/{}, kernel {}).\n# Written by `kernelpair harness infer` from the host code and the kernel body;\n# every TODO fails `harness check` until it is resolved.",
+            pair.id, pair.suite, pair.benchmark, fast.kernel
+        )
+        .expect("string");
+        writeln!(
+            o,
+            "description = {}",
+            toml_str(&format!("{} {} (inferred)", pair.benchmark, fast.kernel))
+        )
+        .expect("string");
+        o
+    }
+
+    /// Size values (`[sizes]`) and the size sets; returns every size name (parameters, then
+    /// host names).
+    fn size_values(&mut self, o: &mut String) -> Vec<String> {
+        let len_texts: Vec<String> = self
+            .bufs
+            .values()
+            .filter_map(|b| b.len.as_ref().ok().cloned())
+            .collect();
+        let mut size_lines = String::new();
+        let mut values: BTreeMap<String, i64> = BTreeMap::new();
+        let all_sizes: Vec<String> = self
+            .sizes
+            .iter()
+            .chain(self.host_vars.iter())
+            .cloned()
+            .collect();
+        for s in &all_sizes {
+            let host_text = self
+                .site
+                .and_then(|st| {
+                    self.fast
+                        .params
+                        .iter()
+                        .position(|p| &p.name == s)
+                        .and_then(|i| st.args.get(i))
+                })
                 .cloned()
-                .unwrap_or_default();
-            match host.value(&host_text, 0) {
+                .unwrap_or_else(|| s.clone());
+            let value = self
+                .host
+                .int_value(&host_text)
+                .and_then(|v| zero_length_size(s, v, &len_texts));
+            match value {
+                Ok(v) if v >= 0 => {
+                    values.insert(s.clone(), v);
+                    writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim())
+                        .expect("string");
+                }
                 Ok(v) => {
-                    let text = match v {
-                        super::expr::Num::Int(x) => x.to_string(),
-                        super::expr::Num::Float(f) => format!("{f:?}"),
-                    };
                     writeln!(
-                        o,
-                        "value = {}  # host `{}`",
-                        toml_str(&text),
+                        size_lines,
+                        "{s} = \"TODO\"  # host `{}` is {v}",
                         host_text.trim()
                     )
                     .expect("string");
+                    self.unknown(format!("sizes.{s}"), format!("host value {v} is negative"));
                 }
-                Err(why) if opts.assume_size.is_some() && e.is_float() => {
-                    writeln!(o, "value = 0.5  # ASSUMED (--assume-size): {why}").expect("string");
-                    assumed.push(Unknown {
-                        field: format!("args.{name}.value"),
-                        reason: why,
-                    });
-                }
-                Err(why) => {
-                    writeln!(o, "value = \"TODO\"  # {why}").expect("string");
-                    unknown(format!("args.{name}.value"), why);
-                }
+                Err(why) => match self.opts.assume_size {
+                    Some(a) => {
+                        values.insert(s.clone(), a);
+                        writeln!(size_lines, "{s} = {a}  # ASSUMED (--assume-size): {why}")
+                            .expect("string");
+                        self.assumed.push(Unknown {
+                            field: format!("sizes.{s}"),
+                            reason: why,
+                        });
+                    }
+                    None => {
+                        writeln!(size_lines, "{s} = \"TODO\"  # {why}").expect("string");
+                        self.unknown(format!("sizes.{s}"), why);
+                    }
+                },
+            }
+        }
+        o.push_str("\n[sizes]\n");
+        o.push_str(&size_lines);
+        if all_sizes.is_empty() {
+            o.push_str("# (no sizes: the launch and lengths are constants)\n");
+        }
+        self.size_sets(&values, o);
+        all_sizes
+    }
+
+    /// The default size set, and an irregular one over the sizes the kernel bounds-checks.
+    fn size_sets(&self, values: &BTreeMap<String, i64>, o: &mut String) {
+        let irregular_set: BTreeMap<String, i64> = values
+            .iter()
+            .filter(|(k, _)| self.facts.bounded.contains(*k))
+            .filter_map(|(k, v)| irregular(*v).map(|x| (k.clone(), x)))
+            .collect();
+        if !values.is_empty() {
+            o.push_str("\n[[size_sets]]\nname = \"default\"\n");
+        }
+        if !irregular_set.is_empty() {
+            o.push_str(
+                "\n# Non-power-of-two sizes the kernel's bounds checks compare against.\n[[size_sets]]\nname = \"irregular\"\n",
+            );
+            for (k, v) in &irregular_set {
+                writeln!(o, "{k} = {v}").expect("string");
             }
         }
     }
 
-    // __constant__ tables the host uploads.
-    let uploads = host.symbol_uploads();
-    for (sym, bytes) in &uploads {
-        let Some(ty) = constant_type(&fast.source, sym) else {
-            continue;
-        };
-        o.push_str("\n[[constants]]\n");
-        writeln!(o, "name = {}", toml_str(sym)).expect("string");
-        let Some(e) = ElemType::from_c_type(&ty) else {
-            let why = format!("`__constant__ {ty} {sym}` is not an element type");
-            writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-            unknown(format!("constants.{sym}.type"), why);
-            continue;
-        };
-        writeln!(o, "type = {}", toml_str(e.name())).expect("string");
-        let t = elements_of(bytes, host, e.size_of());
-        add_definitions(&t, host, &keep, &mut defs);
-        let names = Names {
-            host_to_size: host_to_size.clone(),
-            sizes: &all_sizes,
-            definitions: &defs,
-            host_vars: Default::default(),
-            source: &fast.source,
-        };
-        match translate(&t, &names, 0).map(|x| tidy(&x)) {
-            Ok(l) if names.host_vars.borrow().is_empty() => {
-                writeln!(o, "len = {}", toml_str(&l)).expect("string")
+    /// `[[args]]`, one per kernel parameter.
+    fn args(&mut self, o: &mut String) {
+        let fast = self.fast;
+        let lens: BTreeMap<String, String> = fast
+            .params
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                self.bufs
+                    .get(&i)
+                    .and_then(|b| b.len.as_ref().ok())
+                    .map(|l| (p.name.clone(), l.clone()))
+            })
+            .collect();
+        for (i, p) in fast.params.iter().enumerate() {
+            let name = if p.name.is_empty() {
+                format!("arg{i}")
+            } else {
+                p.name.clone()
+            };
+            o.push_str("\n[[args]]\n");
+            writeln!(o, "name = {}", toml_str(&name)).expect("string");
+            if self.bufs.contains_key(&i) {
+                self.buffer_arg(i, &name, &lens, o);
+            } else {
+                self.scalar_arg(i, &name, o);
             }
-            Ok(l) => {
-                let why = format!("length `{l}` uses host names that are not sizes");
-                writeln!(o, "len = \"TODO\"  # {why}").expect("string");
-                unknown(format!("constants.{sym}.len"), why);
+        }
+    }
+
+    /// A pointer argument's type, length, init and role.
+    fn buffer_arg(
+        &mut self,
+        i: usize,
+        name: &str,
+        lens: &BTreeMap<String, String>,
+        o: &mut String,
+    ) {
+        let p = &self.fast.params[i];
+        let b = &self.bufs[&i];
+        let mut unknowns = Vec::new();
+        match b.elem {
+            Some(e) => {
+                writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+                if let Some(a) = &b.alias {
+                    writeln!(o, "c_type = {}", toml_str(a)).expect("string");
+                }
             }
+            None => {
+                let why = format!(
+                    "`{}` is not an element type (a struct or struct-of-pointers input)",
+                    c_base_type(&p.ty)
+                );
+                writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+                unknowns.push((format!("args.{name}.type"), why));
+            }
+        }
+        match &b.len {
+            Ok(l) => writeln!(o, "len = {}", toml_str(l)).expect("string"),
             Err(why) => {
                 writeln!(o, "len = \"TODO\"  # {why}").expect("string");
-                unknown(format!("constants.{sym}.len"), why);
+                unknowns.push((format!("args.{name}.len"), why.clone()));
             }
         }
-        let init = if e.is_float() {
-            "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }"
-        } else {
-            "{ kind = \"int_range\", lo = 0, hi = 100 }"
+        let init = match self.buffer_init(b, &p.name, lens) {
+            Ok(init) => init,
+            Err(why) => {
+                unknowns.push((format!("args.{name}.init"), why.clone()));
+                format!("\"TODO\"  # an index buffer: {why}")
+            }
         };
-        writeln!(o, "init = {init}").expect("string");
+        let is_out = b.role.as_ref().is_ok_and(|r| r.role == "out");
+        if !is_out {
+            writeln!(o, "init = {init}").expect("string");
+        }
+        match &b.role {
+            Ok(r) => writeln!(o, "role = \"{}\"", r.role).expect("string"),
+            Err(why) => {
+                writeln!(o, "role = \"TODO\"  # {why}").expect("string");
+                unknowns.push((format!("args.{name}.role"), why.clone()));
+            }
+        }
+        if self.float_atomics.contains(&p.name) {
+            o.push_str("# float atomics: the summation order varies between runs\n");
+        }
+        for (f, why) in unknowns {
+            self.unknown(f, why);
+        }
     }
-    o.push_str(&launches);
-    // A harness with no unknown left must also pass `harness check` (load, bind the kernel's
-    // parameters, resolve every size set on an H100): what does not stays an unknown.
-    if unknowns.is_empty() {
-        if let Err(why) = check_complete(&o, fast) {
-            o.push_str(&format!("\n# TODO: harness check fails: {why}\n"));
-            unknowns.push(Unknown {
-                field: "harness".into(),
-                reason: why,
+
+    /// A buffer's initial values: zeros, an index range bounded by the buffers it
+    /// subscripts, or the element type's default distribution. Err: an index buffer whose
+    /// bound is not known.
+    fn buffer_init(
+        &self,
+        b: &Buf,
+        param: &str,
+        lens: &BTreeMap<String, String>,
+    ) -> Result<String, String> {
+        let zeros = b.role.as_ref().is_ok_and(|r| r.zeros);
+        if zeros {
+            return Ok("{ kind = \"zeros\" }".to_string());
+        }
+        if let Some(targets) = self.facts.indexes.get(param) {
+            // An index buffer: in range of the shortest buffer it subscripts.
+            let bound: Vec<&String> = targets.iter().filter_map(|t| lens.get(t)).collect();
+            return match (bound.first(), b.elem.is_some_and(|e| !e.is_float())) {
+                (Some(l), true) if bound.len() == targets.len() => {
+                    let hi = if bound.len() == 1 {
+                        format!("({l}) - 1")
+                    } else {
+                        format!(
+                            "min({}) - 1",
+                            bound
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    };
+                    Ok(format!(
+                        "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}",
+                        toml_str(&hi),
+                        targets.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ))
+                }
+                _ => Err(format!(
+                    "subscripts {} whose length is not known",
+                    targets.iter().cloned().collect::<Vec<_>>().join(", ")
+                )),
+            };
+        }
+        Ok(match b.elem {
+            _ if b.alias.as_deref() == Some("bool") => bool_init().into(),
+            Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }".into(),
+            _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained"
+                .into(),
+        })
+    }
+
+    /// A scalar argument's type and value (a size, or the host expression at the launch).
+    fn scalar_arg(&mut self, i: usize, name: &str, o: &mut String) {
+        let p = &self.fast.params[i];
+        let (Some(e), alias) = elem_of(&p.ty, &self.fast.source, self.host) else {
+            let why = format!("`{}` passed by value is not a scalar type", p.ty);
+            writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+            self.unknown(format!("args.{name}.type"), why);
+            return;
+        };
+        writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+        if let Some(a) = &alias {
+            writeln!(o, "c_type = {}", toml_str(a)).expect("string");
+        }
+        if self.sizes.contains(&p.name) {
+            writeln!(o, "value = {}", toml_str(&p.name)).expect("string");
+            return;
+        }
+        let host_text = self
+            .site
+            .and_then(|s| s.args.get(i))
+            .cloned()
+            .unwrap_or_default();
+        match self.host.value(&host_text, 0) {
+            Ok(v) => {
+                let text = match v {
+                    super::expr::Num::Int(x) => x.to_string(),
+                    super::expr::Num::Float(f) => format!("{f:?}"),
+                };
+                writeln!(
+                    o,
+                    "value = {}  # host `{}`",
+                    toml_str(&text),
+                    host_text.trim()
+                )
+                .expect("string");
+            }
+            Err(why) if self.opts.assume_size.is_some() && e.is_float() => {
+                writeln!(o, "value = 0.5  # ASSUMED (--assume-size): {why}").expect("string");
+                self.assumed.push(Unknown {
+                    field: format!("args.{name}.value"),
+                    reason: why,
+                });
+            }
+            Err(why) => {
+                writeln!(o, "value = \"TODO\"  # {why}").expect("string");
+                self.unknown(format!("args.{name}.value"), why);
+            }
+        }
+    }
+
+    /// `[[constants]]`: the `__constant__` tables the host uploads.
+    fn constants(&mut self, all_sizes: &[String], o: &mut String) {
+        let uploads = self.host.symbol_uploads();
+        for (sym, bytes) in &uploads {
+            let Some(ty) = constant_type(&self.fast.source, sym) else {
+                continue;
+            };
+            o.push_str("\n[[constants]]\n");
+            writeln!(o, "name = {}", toml_str(sym)).expect("string");
+            let Some(e) = ElemType::from_c_type(&ty) else {
+                let why = format!("`__constant__ {ty} {sym}` is not an element type");
+                writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+                self.unknown(format!("constants.{sym}.type"), why);
+                continue;
+            };
+            writeln!(o, "type = {}", toml_str(e.name())).expect("string");
+            let t = elements_of(bytes, self.host, e.size_of());
+            add_definitions(&t, self.host, &self.keep, &mut self.defs);
+            let names = Names {
+                host_to_size: self.host_to_size.clone(),
+                sizes: all_sizes,
+                definitions: &self.defs,
+                host_vars: Default::default(),
+                source: &self.fast.source,
+            };
+            let len = match translate(&t, &names, 0).map(|x| tidy(&x)) {
+                Ok(l) if names.host_vars.borrow().is_empty() => Ok(l),
+                Ok(l) => Err(format!("length `{l}` uses host names that are not sizes")),
+                Err(why) => Err(why),
+            };
+            match len {
+                Ok(l) => writeln!(o, "len = {}", toml_str(&l)).expect("string"),
+                Err(why) => {
+                    writeln!(o, "len = \"TODO\"  # {why}").expect("string");
+                    self.unknown(format!("constants.{sym}.len"), why);
+                }
+            }
+            let init = if e.is_float() {
+                "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }"
+            } else {
+                "{ kind = \"int_range\", lo = 0, hi = 100 }"
+            };
+            writeln!(o, "init = {init}").expect("string");
+        }
+    }
+
+    /// `[[textures]]`: each 1-D legacy texture the unit declares that the host binds
+    /// (`cudaBindTexture(0, t, d_x, bytes)`) to a buffer the launch passes, with the same
+    /// element type (the texture's width is then the buffer's length).
+    fn textures(&mut self, o: &mut String) {
+        for (tex, texel, var) in texture_binds(&self.fast.source, self.host) {
+            let site = self.site;
+            let param = self.fast.params.iter().enumerate().find(|(i, p)| {
+                c_is_pointer(&p.ty)
+                    && site
+                        .and_then(|s| s.args.get(*i))
+                        .is_some_and(|a| infer_host::pointer_name(a) == var)
             });
+            let Some((i, p)) = param else {
+                continue;
+            };
+            let same_type = self.bufs.get(&i).and_then(|b| b.elem) == ElemType::from_c_type(&texel);
+            o.push_str("\n[[textures]]\n");
+            writeln!(o, "name = {}", toml_str(&tex)).expect("string");
+            if same_type {
+                writeln!(
+                    o,
+                    "buffer = {}  # cudaBindTexture(…, {tex}, {var}, …)",
+                    toml_str(&p.name)
+                )
+                .expect("string");
+            } else {
+                let why = format!(
+                    "texture `{tex}` holds `{texel}`, the buffer `{}` another type: its width in texels is not known",
+                    p.name
+                );
+                writeln!(o, "buffer = \"TODO\"  # {why}").expect("string");
+                self.unknown(format!("textures.{tex}"), why);
+            }
         }
     }
-    let mut head = String::new();
-    if !unknowns.is_empty() {
-        head.push_str("# Unknowns:\n");
-        for u in &unknowns {
-            writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
+
+    /// A harness with no unknown left must also pass `harness check` (load, bind the
+    /// kernel's parameters, resolve every size set on an H100): what does not stays an
+    /// unknown. Then the `# Unknowns:` / `# Assumed` head.
+    fn finish(mut self, mut o: String) -> Inferred {
+        if self.unknowns.is_empty() {
+            if let Err(why) = check_complete(&o, self.fast) {
+                o.push_str(&format!("\n# TODO: harness check fails: {why}\n"));
+                self.unknown("harness".into(), why);
+            }
+        }
+        let mut head = String::new();
+        if !self.unknowns.is_empty() {
+            head.push_str("# Unknowns:\n");
+            for u in &self.unknowns {
+                writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
+            }
+        }
+        if !self.assumed.is_empty() {
+            head.push_str("# Assumed (review these):\n");
+            for u in &self.assumed {
+                writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
+            }
+        }
+        Inferred {
+            toml: format!("{head}{o}"),
+            unknowns: self.unknowns,
+            assumed: self.assumed,
+            float_atomics: self.float_atomics,
         }
     }
-    if !assumed.is_empty() {
-        head.push_str("# Assumed (review these):\n");
-        for u in &assumed {
-            writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
+}
+
+/// Rewrite each recorded launch definition as of the launch line (see [`infer_asof`]): a
+/// name written again after its use (srad's `blocks_x`) keeps the value it had there.
+/// Returns the names whose value at the launch is not fixed by the code, with why.
+pub fn definitions_as_of_launch(
+    host: &Host,
+    defs: &mut BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut unsettled = BTreeMap::new();
+    if host.file.is_empty() || host.launch_line == 0 {
+        return unsettled;
+    }
+    let defined = |m: &str| {
+        host.texts().any(|t| {
+            t.lines().any(|l| {
+                l.trim_start()
+                    .strip_prefix("#define")
+                    .is_some_and(|r| r.split_whitespace().next() == Some(m))
+            })
+        })
+    };
+    let filtered = infer_asof::active_text(&host.file, &defined);
+    // A launch inside a branch whose macro the files do not define (a `-D` flag) is built
+    // with that flag: then every branch stays.
+    fn line(t: &str, n: u32) -> Option<&str> {
+        t.lines().nth(n as usize - 1).map(str::trim)
+    }
+    let text = if line(&filtered, host.launch_line) == line(&host.file, host.launch_line) {
+        filtered
+    } else {
+        host.file.clone()
+    };
+    let names: Vec<String> = defs.keys().cloned().collect();
+    // A recorded definition of several statements may join declarations of other scopes
+    // (`dim3 block(…)` in each of three loops): the as-of one replaces it.
+    let statements: BTreeSet<String> = defs
+        .iter()
+        .filter(|(_, d)| d.contains(';'))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let always = |k: &str| statements.contains(k);
+    let found = infer_asof::definitions_at_launch(&text, &names, host.launch_line, &always);
+    for (k, d) in names.into_iter().zip(found) {
+        match d {
+            Ok(Some(d)) => {
+                defs.insert(k, host.expand_calls(&d));
+            }
+            Ok(None) => {}
+            Err(why) => {
+                unsettled.insert(k, why);
+            }
         }
     }
-    Inferred {
-        toml: format!("{head}{o}"),
-        unknowns,
-        assumed,
-        float_atomics,
+    unsettled
+}
+
+/// A drafted launch table with each `(field, reason)` in `fields` turned into a TODO with
+/// that reason (fields the draft left TODO already keep theirs).
+pub fn unsettle_fields(table: &str, fields: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(table.len());
+    for l in table.split_inclusive('\n') {
+        let todo = fields.iter().find(|(k, _)| {
+            l.strip_prefix(k)
+                .is_some_and(|r| r.trim_start().starts_with('=') && !r.contains("\"TODO\""))
+        });
+        match todo {
+            Some((k, why)) => {
+                writeln!(out, "{k} = \"TODO\"  # {why}").expect("string");
+            }
+            None => out.push_str(l),
+        }
     }
+    out
+}
+
+/// The 1-D legacy textures a unit declares (extract's `kernelpair_legacy_texture<T, 1> name`)
+/// that the host binds with `cudaBindTexture(offset, [&]name, ptr, …)`: (name, texel type,
+/// the bound pointer variable).
+pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for l in source.lines() {
+        let Some(rest) = l
+            .trim()
+            .strip_prefix("__device__ kernelpair_legacy_texture<")
+        else {
+            continue;
+        };
+        let Some((targs, name)) = rest.split_once('>') else {
+            continue;
+        };
+        let Some((texel, dim)) = targs.rsplit_once(',') else {
+            continue;
+        };
+        let name = name.trim().trim_end_matches(';').trim();
+        if dim.trim() != "1" || !super::is_ident(name) {
+            continue;
+        }
+        let bound = host.texts().find_map(|t| {
+            infer_host::calls(t, "cudaBindTexture")
+                .into_iter()
+                .find_map(|c| {
+                    (c.args.len() >= 3 && infer_host::pointer_name(&c.args[1]) == name)
+                        .then(|| infer_host::pointer_name(&c.args[2]))
+                })
+        });
+        if let Some(var) = bound.filter(|v| super::is_ident(v)) {
+            out.push((name.to_string(), texel.trim().to_string(), var));
+        }
+    }
+    out
+}
+
+/// C's round-to-nearest idiom for a launch size, `(int)((float) a / (float) b + 0.5)`, as
+/// integer arithmetic: `(2 * a + b) / (2 * b)` (the same for non-negative a and b > 0, which
+/// counts of threads and blocks are). Other texts are returned unchanged.
+pub fn rounded_division(text: &str) -> String {
+    static CASTS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\(\s*(?:float|double|int|unsigned|unsigned int|long|size_t)\s*\)")
+            .expect("valid")
+    });
+    static HALF: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\(\s*\(?\s*([A-Za-z_]\w*|\d+)\s*/\s*([A-Za-z_]\w*|\d+)\s*\)?\s*\+\s*0?\.5[fF]?\s*\)",
+        )
+        .expect("valid")
+    });
+    if !text.contains(".5") {
+        return text.to_string();
+    }
+    let plain = CASTS.replace_all(text, " ");
+    if !HALF.is_match(&plain) {
+        return text.to_string();
+    }
+    HALF.replace_all(&plain, "((2 * $1 + $2) / (2 * $2))")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The names host texts use, following `defs` (a launch's grid → its definitions' names),
+/// but not into the definitions of `keep` (sizes: their values come from the size rules).
+pub fn names_used<'t>(
+    texts: impl Iterator<Item = &'t String>,
+    defs: &BTreeMap<String, String>,
+    keep: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let mut todo: Vec<String> = texts.flat_map(|t| idents(t)).collect();
+    let mut seen = BTreeSet::new();
+    while let Some(w) = todo.pop() {
+        if !seen.insert(w.clone()) || keep.contains(&w) {
+            continue;
+        }
+        if let Some(d) = defs.get(&w) {
+            // Definitions are statements (`dim3 g; g.x = n / 8`): their names, not their
+            // syntax.
+            let plain = d.replace(['=', ';', '#', '{', '}', '"'], " ");
+            todo.extend(idents(&plain).into_iter().filter(|x| x != &w));
+        }
+    }
+    seen
 }
 
 /// Load an inferred harness and check it against the fast unit as `harness check` does, and
@@ -942,6 +1308,82 @@ mod tests {
         assert!(role_of("x", &f, true, false)
             .unwrap_err()
             .contains("passed to"));
+    }
+
+    #[test]
+    fn names_used_follow_definitions_through_statements() {
+        let mut defs = BTreeMap::new();
+        defs.insert(
+            "g".to_string(),
+            "dim3 g; g.x = nb * nb; g.y = 1".to_string(),
+        );
+        defs.insert("nb".to_string(), "nb = sqrt((double) n)".to_string());
+        defs.insert("B".to_string(), "#define B 16".to_string());
+        defs.insert("n".to_string(), "n = rows * cols".to_string());
+        let texts = [&"g".to_string(), &"B".to_string()];
+        let used = names_used(texts.into_iter(), &defs, &BTreeSet::new());
+        assert!(
+            used.contains("nb") && used.contains("rows") && used.contains("B"),
+            "{used:?}"
+        );
+        // A size's own definition is not followed.
+        let keep = BTreeSet::from(["n".to_string()]);
+        let used = names_used(texts.into_iter(), &defs, &keep);
+        assert!(used.contains("n") && !used.contains("rows"), "{used:?}");
+    }
+
+    #[test]
+    fn rounding_to_nearest_becomes_integer_division() {
+        let r = rounded_division(
+            "int num_blocks = (int) (((float) num_threads / (float) threads_per_block) + 0.5);",
+        );
+        assert_eq!(
+            r,
+            "int num_blocks = ((2 * num_threads + threads_per_block) / (2 * threads_per_block));"
+        );
+        // The same numbers as the float rounding.
+        for (a, b) in [(1000, 176), (1056, 176), (87, 176), (263, 176)] {
+            let mut sc = crate::harness::expr::Scope::default();
+            sc.set_int("num_threads", a);
+            sc.set_int("threads_per_block", b);
+            let e = r.split_once('=').unwrap().1.trim_end_matches(';');
+            let want = ((a as f32 / b as f32) + 0.5) as i64;
+            assert_eq!(sc.eval_int(e).unwrap(), want, "{a} / {b}");
+        }
+        // Anything else stays as written.
+        assert_eq!(rounded_division("n * 0.5 + 1"), "n * 0.5 + 1");
+        assert_eq!(rounded_division("(n / 2)"), "(n / 2)");
+    }
+
+    #[test]
+    fn textures_bound_by_the_host_name_their_buffer() {
+        let source = "__device__ kernelpair_legacy_texture<float, 1> t_in;\n\
+                      __device__ kernelpair_legacy_texture<float4, 2> t_img;\n\
+                      __device__ kernelpair_legacy_texture<int, 1> t_unbound;\n";
+        let h = Host {
+            file: "cudaBindTexture(0, t_in, d_in, n * sizeof(float));\n\
+                   cudaBindTexture2D(0, &t_img, d_img, &desc, w, h, pitch);\n"
+                .into(),
+            others: vec!["cudaBindTexture(NULL, &t_other, d_o, &c, 4);".into()],
+            ..Host::default()
+        };
+        assert_eq!(
+            texture_binds(source, &h),
+            vec![("t_in".to_string(), "float".to_string(), "d_in".to_string())]
+        );
+    }
+
+    #[test]
+    fn unsettled_launch_fields_become_todos() {
+        let table =
+            "kernel = \"k\"\ngrid = [\"1\"]\nblock = [\"256\"]\nshared_mem = \"TODO\"  # other\n";
+        let why = "`parts` is changed in a loop (line 9) before it is used".to_string();
+        let t = unsettle_fields(table, &[("grid", why.clone()), ("shared_mem", why.clone())]);
+        assert!(t.contains(&format!("grid = \"TODO\"  # {why}\n")), "{t}");
+        assert!(
+            t.contains("block = [\"256\"]") && t.contains("shared_mem = \"TODO\"  # other"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod draft;
 pub mod expr;
 pub mod gen;
 pub mod infer;
+pub mod infer_asof;
 pub mod infer_host;
 pub mod infer_kernel;
 pub mod infer_llm;

@@ -1,0 +1,1192 @@
+//! The value of a host variable as of a line: the writes to it before that line in the
+//! function, folded in order, each write's right-hand side read as of its own line. A name
+//! assigned once for a first launch and again later (Rodinia srad's `blocks_x`, reused for a
+//! reduction grid after `blocks.x = blocks_x`) then means what it meant where it was used,
+//! and a definition that only looked circular is not. A write inside a loop that ends before
+//! the use, or through a pointer (`&n` passed to a call), leaves the value unknown, with the
+//! reason: the number of iterations or the call decides it.
+
+use super::draft::{self, Tok};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// One write to a host variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostWrite {
+    /// Byte offset of the written name in the text.
+    pub pos: usize,
+    pub line: u32,
+    /// `x`, `y` or `z` for a dim3 member write (`g.x = …`).
+    pub member: Option<char>,
+    /// The value after the write, as an expression that may name the previous value
+    /// (`n + 1` for `n++`); None for a write through a pointer (`f(&n)`).
+    pub value: Option<String>,
+    /// `n++`, `n += e`: a step from the previous value.
+    pub compound: bool,
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The right-hand side starting at `r`: up to `;`, a top-level `,` or an unmatched `)`.
+fn rhs_at(r: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in r.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return r[..i].trim();
+                }
+            }
+            ';' => return r[..i].trim(),
+            ',' if depth == 0 => return r[..i].trim(),
+            _ => {}
+        }
+    }
+    r.trim()
+}
+
+/// `b = c` in a chained `a = b = c`: the value is what follows the last top-level `=`.
+fn chained_value(rhs: &str) -> &str {
+    let b = rhs.as_bytes();
+    let mut depth = 0i32;
+    let mut last = None;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'=' if depth == 0 => {
+                let prev = if i > 0 { b[i - 1] } else { b' ' };
+                let next = b.get(i + 1).copied().unwrap_or(b' ');
+                if !matches!(prev, b'=' | b'!' | b'<' | b'>') && next != b'=' {
+                    last = Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    last.map_or(rhs, |i| rhs[i + 1..].trim())
+}
+
+/// Every write to `name` in `text`: `name = e` (also in a declaration), `name.x = e`,
+/// compound assignments (`name += e` → `name + (e)`), `name++` / `++name` / `name--`, and
+/// `&name` passed somewhere (value unknown).
+pub fn host_writes(text: &str, name: &str) -> Vec<HostWrite> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    if name.is_empty() {
+        return out;
+    }
+    let mut from = 0;
+    while let Some(p) = text[from..].find(name).map(|p| p + from) {
+        from = p + name.len();
+        let prev = text[..p].trim_end();
+        let before_ok = p == 0 || !(is_word(b[p - 1]) || b[p - 1] == b'.');
+        let after_ok = b.get(from).is_none_or(|c| !is_word(*c));
+        if !before_ok || !after_ok || prev.ends_with("->") {
+            continue;
+        }
+        let line = text[..p].matches('\n').count() as u32 + 1;
+        let mut rest = text[from..].trim_start();
+        let mut member = None;
+        if let Some(m) = rest.strip_prefix('.') {
+            let m = m.trim_start();
+            let c = m.chars().next();
+            match c {
+                Some(c @ ('x' | 'y' | 'z'))
+                    if !m[1..].starts_with(|x: char| x.is_alphanumeric() || x == '_') =>
+                {
+                    member = Some(c);
+                    rest = m[1..].trim_start();
+                }
+                _ => continue,
+            }
+        }
+        let cur = match member {
+            Some(m) => format!("{name}.{m}"),
+            None => name.to_string(),
+        };
+        // `dim3 g(a, b)` and `g = dim3(a, b)`: one write per member (missing ones are 1).
+        let ctor = if member.is_none() && rest.starts_with('(') && ends_with_word(prev, "dim3") {
+            Some(rest)
+        } else {
+            rest.strip_prefix('=')
+                .map(str::trim_start)
+                .and_then(|r| r.strip_prefix("dim3"))
+                .map(str::trim_start)
+                .filter(|r| r.starts_with('('))
+        };
+        // `dim3 g;` is (1, 1, 1).
+        let default_ctor = member.is_none()
+            && ends_with_word(prev, "dim3")
+            && (rest.starts_with(';') || rest.starts_with(','));
+        let args = if default_ctor {
+            Some(Vec::new())
+        } else {
+            ctor.and_then(|c| draft::split_call_args(c).ok())
+        };
+        if let Some(args) = args {
+            for (k, m) in ['x', 'y', 'z'].into_iter().enumerate() {
+                out.push(HostWrite {
+                    pos: p,
+                    line,
+                    member: Some(m),
+                    value: Some(args.get(k).cloned().unwrap_or_else(|| "1".into())),
+                    compound: false,
+                });
+            }
+            continue;
+        }
+        let compound = prev.ends_with("++")
+            || prev.ends_with("--")
+            || rest.starts_with("++")
+            || rest.starts_with("--")
+            || !(rest.starts_with('=') || prev.ends_with('&'));
+        let value = if prev.ends_with('&') && !prev.ends_with("&&") && member.is_none() {
+            // `f(&n)`: the call may set it (an address-of, not a bitwise and: the text
+            // before `&` is an opening or a separator).
+            let pp = prev[..prev.len() - 1].trim_end();
+            // Device queries fill what the launch translation reads as device properties
+            // (`prop.multiProcessorCount` → `sm_count`).
+            let query = matches!(
+                called_at(pp).as_deref(),
+                Some("cudaGetDeviceProperties" | "cudaDeviceGetAttribute")
+            );
+            if pp.ends_with(['(', ',']) && !query {
+                Some(None)
+            } else {
+                None
+            }
+        } else if prev.ends_with("++") || prev.ends_with("--") {
+            let op = &prev[prev.len() - 1..];
+            Some(Some(format!("{cur} {op} 1")))
+        } else if rest.starts_with("++") || rest.starts_with("--") {
+            Some(Some(format!("{cur} {} 1", &rest[..1])))
+        } else if let Some(r) = rest.strip_prefix('=').filter(|r| !r.starts_with('=')) {
+            Some(Some(chained_value(rhs_at(r)).to_string()))
+        } else {
+            ["+=", "-=", "*=", "/=", "%=", "<<=", ">>="]
+                .iter()
+                .find_map(|op| rest.strip_prefix(op).map(|r| (op, r)))
+                .map(|(op, r)| {
+                    Some(format!(
+                        "{cur} {} ({})",
+                        op.trim_end_matches('='),
+                        rhs_at(r)
+                    ))
+                })
+        };
+        if let Some(value) = value {
+            if value.as_deref().is_some_and(str::is_empty) {
+                continue;
+            }
+            out.push(HostWrite {
+                pos: p,
+                line,
+                member,
+                value,
+                compound,
+            });
+        }
+    }
+    out
+}
+
+/// The function whose argument list `before` (the text up to an argument) is inside.
+fn called_at(before: &str) -> Option<String> {
+    let mut depth = 0;
+    for (i, c) in before.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth > 0 => depth -= 1,
+            '(' => {
+                let head = before[..i].trim_end();
+                let start = head
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(0, |x| x + 1);
+                return Some(head[start..].to_string());
+            }
+            ';' | '{' | '}' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Byte offset of the start of 1-based `line` (the text's end past the last line).
+pub fn line_offset(text: &str, line: u32) -> usize {
+    if line <= 1 {
+        return 0;
+    }
+    text.match_indices('\n')
+        .nth(line as usize - 2)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(text.len())
+}
+
+/// The opening brace of the function body around `pos`: the outermost open `{` before it
+/// that follows a `)` (`extern "C" {` and `namespace x {` do not).
+pub fn function_start(text: &str, pos: usize) -> usize {
+    let mut open: Vec<usize> = Vec::new();
+    for (i, c) in text[..pos.min(text.len())].char_indices() {
+        match c {
+            '{' => open.push(i),
+            '}' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    open.into_iter()
+        .find(|&i| {
+            let head = text[..i].trim_end();
+            let head = head.strip_suffix("const").unwrap_or(head).trim_end();
+            head.ends_with(')')
+        })
+        .unwrap_or(0)
+}
+
+/// The offset just past the `}` matching the `{` at `open` (the text's end if unmatched).
+fn matching_brace(text: &str, open: usize) -> usize {
+    let mut depth = 0;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return open + i + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    text.len()
+}
+
+/// What kind of head a `{` or a one-statement body follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Head {
+    Loop,
+    /// `if (cond)`: the condition when it alone decides (not an `else` or `else if`
+    /// branch, not a `switch`).
+    If(Option<String>),
+    Other,
+}
+
+/// The head just before `at` (a `{` or a statement's start): `for (…)`, `while (…)`, `do`
+/// are loops; `if (…)`, `else`, `switch (…)` conditions.
+fn head_before(text: &str, at: usize) -> Head {
+    let head = text[..at].trim_end();
+    if ends_with_word(head, "do") {
+        return Head::Loop;
+    }
+    if ends_with_word(head, "else") {
+        let before = head.strip_suffix("else").unwrap_or(head);
+        return Head::If(else_condition(text, before.trim_end().len()));
+    }
+    let Some(h) = head.strip_suffix(')') else {
+        return Head::Other;
+    };
+    // Back to the matching `(`.
+    let mut depth = 1;
+    for (i, c) in h.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    let kw = &h[..i];
+                    return if ends_with_word(kw, "for") || ends_with_word(kw, "while") {
+                        Head::Loop
+                    } else if ends_with_word(kw, "if") {
+                        let before = kw.trim_end().strip_suffix("if").unwrap_or("");
+                        if ends_with_word(before, "else") {
+                            Head::If(None)
+                        } else {
+                            Head::If(Some(h[i + 1..].trim().to_string()))
+                        }
+                    } else if ends_with_word(kw, "switch") {
+                        Head::If(None)
+                    } else {
+                        Head::Other
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    Head::Other
+}
+
+/// The condition of an `else` branch whose `if` branch is a block ending just before `end`
+/// (`if (c) { … } else`): `!(c)`. None for an `else if` chain or a one-statement `if`.
+fn else_condition(text: &str, end: usize) -> Option<String> {
+    let before = text[..end].trim_end();
+    if !before.ends_with('}') {
+        return None;
+    }
+    let close = before.len() - 1;
+    let mut depth = 0;
+    for (i, c) in text[..=close].char_indices().rev() {
+        match c {
+            '}' => depth += 1,
+            '{' => {
+                depth -= 1;
+                if depth == 0 {
+                    return match head_before(text, i) {
+                        Head::If(Some(c)) => Some(format!("!({c})")),
+                        _ => None,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where a write sits relative to the use it feeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteAt {
+    /// Runs once before the use.
+    Straight,
+    /// In a loop that is over before the use: it ran a number of times the code decides
+    /// at run time.
+    FinishedLoop,
+    /// A `for` header's condition or step, for a use in that loop's body: on the first
+    /// pass it has not run yet.
+    NextIteration,
+    /// Under an `if`/`else` that does not also hold the use: the conditions (joined with
+    /// `&&`) when plain `if`s alone decide it.
+    Conditional(Option<String>),
+}
+
+/// Where the write at `pos` sits relative to a use at `use_pos` in the function whose body
+/// opens at `fn_start`: in a loop that ended (a braced body that closed before the use, a
+/// one-statement body `while (c) n++;`), a `for` header, under a condition, or straight.
+pub fn write_at(text: &str, pos: usize, use_pos: usize, fn_start: usize) -> WriteAt {
+    let b = text.as_bytes();
+    let (mut paren, mut brace) = (0i32, 0i32);
+    // Whether the start of the write's own statement has been passed.
+    let mut statement_seen = false;
+    let mut conds: Vec<Option<String>> = Vec::new();
+    let mut i = pos;
+    while i > fn_start {
+        i -= 1;
+        let boundary = match b[i] {
+            b')' => {
+                paren += 1;
+                false
+            }
+            b'(' if paren > 0 => {
+                paren -= 1;
+                false
+            }
+            b'(' => {
+                // An open parenthesis around the write: a `for (init; cond; step)` header or
+                // a `while ((n = f()))` condition.
+                if ends_with_word(&text[..i], "for") {
+                    return for_header(text, i, pos, use_pos);
+                }
+                if ends_with_word(&text[..i], "while") {
+                    return WriteAt::FinishedLoop;
+                }
+                false
+            }
+            b'}' => {
+                brace += 1;
+                brace == 1 && paren == 0
+            }
+            b'{' if brace > 0 => {
+                brace -= 1;
+                false
+            }
+            b'{' => {
+                let first = !statement_seen;
+                statement_seen = true;
+                if first {
+                    match one_statement_head(text, i + 1, pos) {
+                        Head::Loop => return WriteAt::FinishedLoop,
+                        Head::If(c) => conds.push(c),
+                        Head::Other => {}
+                    }
+                }
+                let encloses_use = matching_brace(text, i) > use_pos;
+                match head_before(text, i) {
+                    Head::Loop if !encloses_use => return WriteAt::FinishedLoop,
+                    Head::If(c) if !encloses_use => conds.push(c),
+                    _ => {}
+                }
+                false
+            }
+            b';' => paren == 0 && brace == 0,
+            _ => false,
+        };
+        if boundary && !statement_seen {
+            statement_seen = true;
+            match one_statement_head(text, i + 1, pos) {
+                Head::Loop => return WriteAt::FinishedLoop,
+                Head::If(c) => conds.push(c),
+                Head::Other => {}
+            }
+        }
+    }
+    if !statement_seen {
+        match one_statement_head(text, fn_start.min(pos), pos) {
+            Head::Loop => return WriteAt::FinishedLoop,
+            Head::If(c) => conds.push(c),
+            Head::Other => {}
+        }
+    }
+    if conds.is_empty() {
+        return WriteAt::Straight;
+    }
+    let all: Option<Vec<String>> = conds.into_iter().rev().collect();
+    WriteAt::Conditional(all.map(|c| {
+        c.iter()
+            .map(|x| format!("({x})"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    }))
+}
+
+/// A write inside the `for (` at `open`: its init runs once before the body; its condition
+/// and step run after the first pass. Straight or NextIteration when the loop's body holds
+/// the use, FinishedLoop otherwise.
+fn for_header(text: &str, open: usize, pos: usize, use_pos: usize) -> WriteAt {
+    let b = text.as_bytes();
+    let mut depth = 0;
+    let mut semis = 0;
+    let mut close = text.len();
+    for (k, &c) in b.iter().enumerate().skip(open) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = k;
+                    break;
+                }
+            }
+            b';' if depth == 1 && k < pos => semis += 1,
+            _ => {}
+        }
+    }
+    let body = text[close.min(text.len())..].trim_start_matches(')');
+    let body_at = text.len() - body.trim_start().len();
+    let body_end = if body.trim_start().starts_with('{') {
+        matching_brace(text, body_at)
+    } else {
+        text[body_at..]
+            .find(';')
+            .map_or(text.len(), |x| body_at + x + 1)
+    };
+    let holds_use = use_pos > close && use_pos < body_end;
+    match (holds_use, semis) {
+        (true, 0) => WriteAt::Straight,
+        (true, _) => WriteAt::NextIteration,
+        (false, _) => WriteAt::FinishedLoop,
+    }
+}
+
+/// Whether `s` (trimmed at the end) ends with the whole word `w`.
+fn ends_with_word(s: &str, w: &str) -> bool {
+    let t = s.trim_end();
+    t.strip_suffix(w)
+        .is_some_and(|r| !r.ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+}
+
+/// The head a statement's text before the write starts with: `while (c) n++;` → loop,
+/// `if (c) n = 8;` / `else n = 8;` → condition.
+fn one_statement_head(text: &str, from: usize, pos: usize) -> Head {
+    let t = text[from..pos].trim_start();
+    let starts = |t: &str, k: &str| {
+        t.strip_prefix(k)
+            .is_some_and(|r| r.starts_with(|c: char| c == '(' || c.is_whitespace()))
+    };
+    if starts(t, "for") || starts(t, "while") || starts(t, "do") {
+        return Head::Loop;
+    }
+    if starts(t, "else") {
+        let t2 = t[4..].trim_start();
+        let nested = ["if", "for", "while", "do", "switch"]
+            .iter()
+            .any(|kw| starts(t2, kw));
+        let before = text[..from].trim_end().len();
+        return Head::If(if nested {
+            None
+        } else {
+            else_condition(text, before)
+        });
+    }
+    if starts(t, "switch") || starts(t, "case") {
+        return Head::If(None);
+    }
+    if !starts(t, "if") {
+        return Head::Other;
+    }
+    // `if (cond) body`: the condition, when the write is in a plain body.
+    let Some(open) = t.find('(') else {
+        return Head::If(None);
+    };
+    let mut depth = 0;
+    for (k, c) in t[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    let body = t[open + k + 1..].trim_start();
+                    let nested = ["if", "for", "while", "do", "else", "switch"]
+                        .iter()
+                        .any(|kw| starts(body, kw));
+                    return Head::If((!nested).then(|| t[open + 1..open + k].trim().to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    Head::If(None)
+}
+
+/// Where a value is wanted: before `pos`, within the function starting at `fn_start`, for a
+/// use at `use_pos` (the launch).
+#[derive(Debug, Clone, Copy)]
+pub struct At<'c> {
+    pub pos: usize,
+    pub use_pos: usize,
+    pub fn_start: usize,
+    pub cx: &'c Memo,
+}
+
+/// What one evaluation shares: whether the value differs from folding every write in
+/// order (a name replaced by an earlier value, a step or a loop's next pass left out), and
+/// the writes and values found so far (a name's value is asked for many times).
+#[derive(Debug, Default)]
+pub struct Memo {
+    pub changed: Cell<bool>,
+    /// Set when an evaluation hit the depth limit: its result depends on the depth it
+    /// started at, so it is not remembered.
+    too_deep: Cell<bool>,
+    /// Values being worked out: asking for one again is a cycle.
+    busy: RefCell<std::collections::HashSet<(String, Option<char>, usize)>>,
+    #[allow(clippy::type_complexity)] // (name, member, position) → (value, changed)
+    values: RefCell<HashMap<(String, Option<char>, usize), (Result<Option<String>, String>, bool)>>,
+    writes: RefCell<HashMap<String, Rc<Vec<HostWrite>>>>,
+}
+
+impl Memo {
+    fn writes_of(&self, text: &str, name: &str) -> Rc<Vec<HostWrite>> {
+        self.writes
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| Rc::new(host_writes(text, name)))
+            .clone()
+    }
+}
+
+/// [`value_as_of_uncached`], remembered per (name, member, position).
+pub fn value_as_of(
+    text: &str,
+    name: &str,
+    member: Option<char>,
+    at: At,
+    depth: usize,
+) -> Result<Option<String>, String> {
+    let key = (name.to_string(), member, at.pos);
+    if let Some((v, changed)) = at.cx.values.borrow().get(&key).cloned() {
+        if changed {
+            at.cx.changed.set(true);
+        }
+        return v;
+    }
+    if !at.cx.busy.borrow_mut().insert(key.clone()) {
+        // A cycle (`g.x = b + 1` where `b = g.x / t`): not a value, and not remembered.
+        at.cx.too_deep.set(true);
+        return Err(format!("the writes to `{name}` refer to each other"));
+    }
+    let before = at.cx.changed.replace(false);
+    let deep_before = at.cx.too_deep.replace(false);
+    let v = value_as_of_uncached(text, name, member, at, depth);
+    at.cx.busy.borrow_mut().remove(&key);
+    let changed = at.cx.changed.get();
+    at.cx.changed.set(before || changed);
+    if !at.cx.too_deep.get() {
+        at.cx.values.borrow_mut().insert(key, (v.clone(), changed));
+    }
+    at.cx.too_deep.set(deep_before || at.cx.too_deep.get());
+    v
+}
+
+/// The value of `name` (or of its member) as of `at.pos`: its writes folded in order, each
+/// right-hand side with the names written again before the use replaced by their values as
+/// of that write. Ok(None): no write in the function (a macro, a global, a parameter).
+fn value_as_of_uncached(
+    text: &str,
+    name: &str,
+    member: Option<char>,
+    at: At,
+    depth: usize,
+) -> Result<Option<String>, String> {
+    if depth > 8 {
+        at.cx.too_deep.set(true);
+        return Err(format!("the writes to `{name}` nest too deeply"));
+    }
+    let shown = match member {
+        Some(m) => format!("{name}.{m}"),
+        None => name.to_string(),
+    };
+    let mut folded: Result<Option<String>, String> = Ok(None);
+    // An `if` branch's value with nothing before it, waiting for its `else`: (the raw
+    // condition, the condition read here, the value).
+    let mut pending: Option<(String, String, String)> = None;
+    for w in at.cx.writes_of(text, name).iter() {
+        if w.pos < at.fn_start || w.pos >= at.pos || w.member != member {
+            continue;
+        }
+        let Some(v) = &w.value else {
+            folded = Err(format!(
+                "`{shown}` is set through a pointer at line {}: the call decides its value",
+                w.line
+            ));
+            continue;
+        };
+        let self_ref = mentions(v, &shown);
+        match write_at(text, w.pos, at.pos, at.fn_start) {
+            WriteAt::NextIteration => {
+                at.cx.changed.set(true);
+                continue;
+            }
+            WriteAt::FinishedLoop => {
+                folded = Err(format!(
+                    "`{shown}` is changed in a loop (line {}) before it is used: its value depends on the iterations",
+                    w.line
+                ));
+                continue;
+            }
+            // A write under plain `if`s: `cond ? new : previous` (`if (n % b) blocks++`
+            // rounds up exactly); under an `else` or a `switch` it stays unknown.
+            WriteAt::Conditional(cond) => {
+                let here = At { pos: w.pos, ..at };
+                at.cx.changed.set(true);
+                let other = pending.take();
+                folded = match (cond, folded, other) {
+                    (_, Err(e), _) => Err(e),
+                    // `if (c) n = a; else n = b;` → `c ? a : b`.
+                    (Some(c), Ok(None), Some((raw, pc, pv))) if c == format!("(!({raw}))") => {
+                        resolve_rhs(text, v, &shown, None, here, depth)
+                            .map(|v| Some(format!("({pc}) ? ({pv}) : ({v})")))
+                    }
+                    (Some(c), Ok(None), None) if !self_ref && !c.contains(" && ") => {
+                        let raw = c[1..c.len() - 1].to_string();
+                        let pc = resolve_rhs(text, &c, &shown, None, here, depth)?;
+                        let pv = resolve_rhs(text, v, &shown, None, here, depth)?;
+                        pending = Some((raw, pc, pv));
+                        Ok(None)
+                    }
+                    (Some(c), Ok(Some(prev)), None) => {
+                        guarded(text, &c, v, &shown, &prev, here, depth)
+                    }
+                    _ => Err(format!(
+                        "`{shown}` is set under a condition (line {}) before it is used: the value depends on it",
+                        w.line
+                    )),
+                };
+                continue;
+            }
+            WriteAt::Straight => {
+                pending = None;
+            }
+        }
+        if w.compound {
+            at.cx.changed.set(true);
+        }
+        let here = At { pos: w.pos, ..at };
+        folded = match (self_ref, folded) {
+            (true, Err(e)) => Err(e),
+            (true, Ok(prev)) => {
+                resolve_rhs(text, v, &shown, prev.as_deref(), here, depth).map(Some)
+            }
+            (false, _) => resolve_rhs(text, v, &shown, None, here, depth).map(Some),
+        };
+    }
+    if let Some((_, _, _)) = pending {
+        return Err(format!(
+            "`{shown}` is set only under a condition before it is used: the value depends on it"
+        ));
+    }
+    folded
+}
+
+/// `(cond) ? (new) : (prev)`, both read as of the write.
+fn guarded(
+    text: &str,
+    cond: &str,
+    rhs: &str,
+    shown: &str,
+    prev: &str,
+    at: At,
+    depth: usize,
+) -> Result<Option<String>, String> {
+    let c = resolve_rhs(text, cond, shown, Some(prev), at, depth)?;
+    let v = resolve_rhs(text, rhs, shown, Some(prev), at, depth)?;
+    Ok(Some(format!("({c}) ? ({v}) : ({prev})")))
+}
+
+/// Whether `rhs` names `shown` (`n`, or `g.x` for a member).
+fn mentions(rhs: &str, shown: &str) -> bool {
+    let Ok(toks) = draft::tokenize(rhs) else {
+        return true;
+    };
+    let words: Vec<String> = toks
+        .iter()
+        .map(|t| match t {
+            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
+        })
+        .collect();
+    let parts: Vec<&str> = shown.split('.').collect();
+    words
+        .windows(parts.len() * 2 - 1)
+        .enumerate()
+        .any(|(i, w)| {
+            let before_ok = i == 0 || !matches!(words[i - 1].as_str(), "." | "->");
+            before_ok && w[0] == parts[0] && (parts.len() == 1 || (w[1] == "." && w[2] == parts[1]))
+        })
+}
+
+/// A write's right-hand side with its own name replaced by the previous value and every
+/// name written again between this write and the use replaced by its value here.
+fn resolve_rhs(
+    text: &str,
+    rhs: &str,
+    shown: &str,
+    prev: Option<&str>,
+    at: At,
+    depth: usize,
+) -> Result<String, String> {
+    let Ok(toks) = draft::tokenize(rhs) else {
+        return Ok(rhs.to_string());
+    };
+    let mut out: Vec<String> = Vec::new();
+    // Untouched text stays as written.
+    let mut changed = false;
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        let member_access = i > 0 && matches!(&toks[i - 1], Tok::Op(o) if o == "." || o == "->");
+        let call = toks.get(i + 1) == Some(&Tok::Op("(".into()));
+        let (word, member, next) = match t {
+            Tok::Ident(w) if !member_access && !call => {
+                let m = match (toks.get(i + 1), toks.get(i + 2)) {
+                    (Some(Tok::Op(o)), Some(Tok::Ident(c)))
+                        if o == "." && matches!(c.as_str(), "x" | "y" | "z") =>
+                    {
+                        c.chars().next()
+                    }
+                    _ => None,
+                };
+                (w.as_str(), m, if m.is_some() { i + 3 } else { i + 1 })
+            }
+            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => {
+                out.push(w.clone());
+                i += 1;
+                continue;
+            }
+        };
+        let this = match member {
+            Some(m) => format!("{word}.{m}"),
+            None => word.to_string(),
+        };
+        if this == shown {
+            changed = true;
+            match prev {
+                Some(p) => out.push(format!("({p})")),
+                None => return Err(format!("`{shown}` is updated before it is given a value")),
+            }
+        } else if at.pos < at.use_pos && unsettled_at_use_only(text, word, member, at, depth) {
+            // Unknown at the launch (set under a condition there) but known where this
+            // write reads it (under the same condition).
+            let v = value_as_of(text, word, member, at, depth + 1)?.unwrap_or_default();
+            changed = true;
+            at.cx.changed.set(true);
+            out.push(format!("({v})"));
+        } else if written_between(text, word, member, at) {
+            let later = At { pos: at.pos, ..at };
+            match value_as_of(text, word, member, later, depth + 1)? {
+                Some(v) => {
+                    changed = true;
+                    at.cx.changed.set(true);
+                    out.push(format!("({v})"))
+                }
+                None => out.push(this),
+            }
+        } else {
+            out.push(this);
+        }
+        i = next;
+    }
+    Ok(if changed {
+        out.join(" ")
+    } else {
+        rhs.to_string()
+    })
+}
+
+/// Whether a name's value is unknown at the use but known at `at.pos`.
+fn unsettled_at_use_only(
+    text: &str,
+    name: &str,
+    member: Option<char>,
+    at: At,
+    depth: usize,
+) -> bool {
+    let at_use = At {
+        pos: at.use_pos,
+        ..at
+    };
+    // A probe: what it finds does not count as a change.
+    let before = at.cx.changed.get();
+    let yes = value_as_of(text, name, member, at_use, depth + 1).is_err()
+        && matches!(value_as_of(text, name, member, at, depth + 1), Ok(Some(_)));
+    at.cx.changed.set(before);
+    yes
+}
+
+/// Whether `name` (or its member) is written between `at.pos` and the use.
+fn written_between(text: &str, name: &str, member: Option<char>, at: At) -> bool {
+    at.cx
+        .writes_of(text, name)
+        .iter()
+        .any(|w| w.member == member && w.pos >= at.pos && w.pos < at.use_pos)
+}
+
+/// A launch definition of `name` as of the launch line, in the form the launch translation
+/// reads: `name = v`, or `dim3 name; name.x = v; …` for member writes. Ok(None): the writes
+/// say nothing new (none in the function, or a `dim3 name(…)` constructor).
+pub fn definition_at_launch(
+    text: &str,
+    name: &str,
+    launch_line: u32,
+) -> Result<Option<String>, String> {
+    definitions_at_launch(text, &[name.to_string()], launch_line, &|_| false)
+        .pop()
+        .expect("one name")
+}
+
+/// [`definition_at_launch`] for several names of one launch, sharing what is found. For the
+/// names `always` picks (a recorded definition that is several statements, some of them
+/// other scopes' declarations) the definition is given even when it says nothing new.
+pub fn definitions_at_launch(
+    text: &str,
+    names: &[String],
+    launch_line: u32,
+    always: &dyn Fn(&str) -> bool,
+) -> Vec<Result<Option<String>, String>> {
+    let use_pos = line_offset(text, launch_line);
+    let fn_start = function_start(text, use_pos);
+    let memo = Memo::default();
+    let at = At {
+        pos: use_pos,
+        use_pos,
+        fn_start,
+        cx: &memo,
+    };
+    names
+        .iter()
+        .map(|name| {
+            memo.changed.set(false);
+            let def = one_definition(text, name, at)?;
+            // The same value as every write folded in order: the recorded definition says it.
+            Ok(def.filter(|_| memo.changed.get() || always(name)))
+        })
+        .collect()
+}
+
+fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, String> {
+    let writes = at.cx.writes_of(text, name);
+    let mut writes = writes
+        .iter()
+        .filter(|w| w.pos >= at.fn_start && w.pos < at.use_pos)
+        .peekable();
+    if writes.peek().is_none() {
+        return Ok(None);
+    }
+    if writes.any(|w| w.member.is_some()) {
+        let mut comps = Vec::new();
+        for m in ['x', 'y', 'z'] {
+            comps.push((m, value_as_of(text, name, Some(m), at, 0)?));
+        }
+        while comps.len() > 1
+            && comps
+                .last()
+                .is_some_and(|(_, v)| v.as_deref().is_none_or(|v| v.trim() == "1"))
+        {
+            comps.pop();
+        }
+        let mut parts = vec![format!("dim3 {name}")];
+        for (m, v) in comps {
+            parts.push(format!("{name}.{m} = {}", v.as_deref().unwrap_or("1")));
+        }
+        return Ok(Some(parts.join("; ")));
+    }
+    Ok(value_as_of(text, name, None, at, 0)?.map(|v| format!("{name} = {v}")))
+}
+
+/// The host text with the lines of `#ifdef`/`#ifndef` branches that are off blanked (line
+/// numbers kept): a branch is on when `defined(macro)` says so; `#if` with an expression
+/// keeps every branch (its value is not known here).
+pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
+    // Per open conditional: (the enclosing region is on, this branch is on, the condition
+    // is known).
+    let mut stack: Vec<(bool, bool, bool)> = Vec::new();
+    let on = |st: &Vec<(bool, bool, bool)>| st.last().is_none_or(|x| x.0 && x.1);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        let directive = t.strip_prefix('#').map(str::trim_start);
+        let word = |d: &str, k: &str| {
+            d.strip_prefix(k)
+                .map(|r| r.split_whitespace().next().unwrap_or("").to_string())
+        };
+        let mut keep = on(&stack);
+        match directive {
+            Some(d) if d.starts_with("ifdef") || d.starts_with("ifndef") => {
+                let neg = d.starts_with("ifndef");
+                let m = word(d, if neg { "ifndef" } else { "ifdef" }).unwrap_or_default();
+                let parent = on(&stack);
+                stack.push((parent, defined(&m) != neg, true));
+                keep = true;
+            }
+            Some(d) if d.starts_with("if") => {
+                let parent = on(&stack);
+                stack.push((parent, true, false));
+                keep = true;
+            }
+            Some(d) if d.starts_with("elif") => {
+                if let Some(top) = stack.last_mut() {
+                    top.1 = true;
+                    top.2 = false;
+                }
+                keep = true;
+            }
+            Some(d) if d.starts_with("else") => {
+                if let Some(top) = stack.last_mut() {
+                    if top.2 {
+                        top.1 = !top.1;
+                    }
+                }
+                keep = true;
+            }
+            Some(d) if d.starts_with("endif") => {
+                stack.pop();
+                keep = true;
+            }
+            _ => {}
+        }
+        if keep {
+            out.push_str(line);
+        } else if line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A host function written for these tests: a grid computed once for a first launch,
+    // then the same counter reused for a shrinking second grid in a loop.
+    const TWO_GRIDS: &str = "void run(int n) {\n\
+        dim3 threads;\n\
+        int bx;\n\
+        dim3 grid;\n\
+        threads.x = 128;\n\
+        bx = n / threads.x;\n\
+        if (n % threads.x != 0)\n\
+            bx = bx + 1;\n\
+        grid.x = bx;\n\
+        grid.y = 1;\n\
+        first<<<grid, threads>>>(n);\n\
+        dim3 g2;\n\
+        g2.x = grid.x;\n\
+        while (g2.x > 1) {\n\
+            bx = g2.x / threads.x;\n\
+            g2.x = bx + 1;\n\
+            step<<<g2, threads>>>(n);\n\
+        }\n\
+        last<<<grid, threads>>>(n);\n\
+    }\n";
+
+    #[test]
+    fn writes_cover_assignments_members_increments_and_pointers() {
+        let t = "int a = 4; a += b * 2; a++; --a; g.x = a; f(&a, 1); c = a & m; x.a = 9; p->a = 3; cudaGetDeviceProperties(&a, 0);";
+        let w = host_writes(t, "a");
+        let vals: Vec<Option<&str>> = w.iter().map(|w| w.value.as_deref()).collect();
+        assert_eq!(
+            vals,
+            vec![
+                Some("4"),
+                Some("a + (b * 2)"),
+                Some("a + 1"),
+                Some("a - 1"),
+                None
+            ]
+        );
+        let c = host_writes("x = y = n > 2 ? n : 2; if (x == y) z = 1;", "x");
+        assert_eq!(c[0].value.as_deref(), Some("n > 2 ? n : 2"));
+        let g = host_writes(t, "g");
+        assert_eq!((g[0].member, g[0].value.as_deref()), (Some('x'), Some("a")));
+    }
+
+    #[test]
+    fn a_name_reused_after_its_use_keeps_the_value_it_had_there() {
+        let d = definition_at_launch(TWO_GRIDS, "grid", 19)
+            .unwrap()
+            .unwrap();
+        // bx as of `grid.x = bx` (line 9), not the loop's later value.
+        assert_eq!(
+            d,
+            "dim3 grid; grid.x = (((n % threads.x != 0)) ? ((n / threads.x) + 1) : (n / threads.x))"
+        );
+        assert!(!d.contains("g2"));
+    }
+
+    #[test]
+    fn a_value_changed_in_a_finished_loop_is_unknown() {
+        // At the last launch, bx was last set inside the while loop.
+        let e = definition_at_launch(TWO_GRIDS, "bx", 19).unwrap_err();
+        assert!(e.contains("changed in a loop (line 15)"), "{e}");
+        // Inside the loop, at the launch it encloses, the loop's own writes count.
+        let d = definition_at_launch(TWO_GRIDS, "bx", 17).unwrap().unwrap();
+        // (g2.x as of line 15 is still grid.x: it changes on line 16.)
+        assert_eq!(d, "bx = (grid.x) / threads.x");
+        let t = "void f(int n) {\n int b = n / 8;\n int s = 1;\n while (s * s < b) s++;\n k<<<s * s, 8>>>(n);\n}\n";
+        let e = definition_at_launch(t, "s", 5).unwrap_err();
+        assert!(e.contains("`s` is changed in a loop (line 4)"), "{e}");
+        // A for loop's counter.
+        let t = "void f(int n) {\n int i = 0;\n for (i = 0; i < n; i++) { }\n k<<<i, 8>>>(n);\n}\n";
+        assert!(definition_at_launch(t, "i", 4).is_err());
+    }
+
+    #[test]
+    fn a_conditional_round_up_folds_and_pointers_are_unknown() {
+        let t = "void f(int n) {\n int b = n / 8;\n if (n % 8) b++;\n int m = 0;\n read(&m);\n k<<<b, m>>>(n);\n}\n";
+        let b = definition_at_launch(t, "b", 6).unwrap().unwrap();
+        assert_eq!(b, "b = ((n % 8)) ? ((n / 8) + 1) : (n / 8)");
+        // It rounds up exactly: 16 → 2 blocks, 17 → 3.
+        for (n, want) in [(16, 2), (17, 3)] {
+            let mut sc = crate::harness::expr::Scope::default();
+            sc.set_int("n", n);
+            let v = sc.eval(b.trim_start_matches("b = ")).unwrap();
+            assert_eq!(v, crate::harness::expr::Num::Int(want), "n = {n}");
+        }
+        let e = definition_at_launch(t, "m", 6).unwrap_err();
+        assert!(e.contains("set through a pointer at line 5"), "{e}");
+        // Writes in another function do not count (g's step would have no value to
+        // start from); a definition the plain fold gives already is left as recorded.
+        let t = "void g() { b++; }\nvoid f(int n) {\n int b = n;\n k<<<b, B>>>(n);\n}\n";
+        assert_eq!(definition_at_launch(t, "b", 4), Ok(None));
+        assert_eq!(definition_at_launch(t, "B", 4).unwrap(), None);
+    }
+
+    #[test]
+    fn a_guarded_assignment_is_a_ternary_an_else_branch_unknown() {
+        let t = "void f(int n) {\n dim3 g(n / 64, 2);\n if (g.x < 8) {\n  g.x = 8;\n }\n k<<<g, 64>>>(n);\n}\n";
+        assert_eq!(
+            definition_at_launch(t, "g", 6).unwrap().as_deref(),
+            Some("dim3 g; g.x = (( (n / 64) < 8 )) ? (8) : (n / 64); g.y = 2")
+        );
+        let t = "void f(int n) {\n int b = 4;\n if (n > 512) b = 2;\n else b = n;\n k<<<b, 64>>>(n);\n}\n";
+        let e = definition_at_launch(t, "b", 5).unwrap_err();
+        assert!(e.contains("`b` is set under a condition (line 4)"), "{e}");
+        // A condition that holds the launch too is no condition for it.
+        let t =
+            "void f(int n) {\n int b = 4;\n if (n > 0) {\n  b = n;\n  k<<<b, 64>>>(n);\n }\n}\n";
+        assert_eq!(definition_at_launch(t, "b", 5).unwrap(), None);
+        // No value before the guarded one: unknown.
+        let t = "void f(int n) {\n int b;\n if (n > 0) b = n;\n k<<<b, 64>>>(n);\n}\n";
+        assert!(definition_at_launch(t, "b", 4).is_err());
+    }
+
+    #[test]
+    fn a_for_loops_first_pass_sees_its_init_not_its_step() {
+        let t =
+            "void f(int n) {\n for (int i = 2; i < n; i *= 2) {\n  k<<<n / i, 64>>>(n);\n }\n}\n";
+        assert_eq!(
+            definition_at_launch(t, "i", 3).unwrap().as_deref(),
+            Some("i = 2")
+        );
+    }
+
+    #[test]
+    fn a_declaration_in_each_loop_is_its_own_variable() {
+        // Two loops declare their own `g`; the launch in the second sees only its own.
+        let t = "void f(int n, int m) {\n for (int i = 0; i < 4; i++) {\n  dim3 g(m / 2);\n  a<<<g, 32>>>(m);\n }\n for (int j = 0; j < 4; j++) {\n  dim3 g(n / 8);\n  b<<<g, 32>>>(n);\n }\n}\n";
+        let d = definitions_at_launch(t, &["g".to_string()], 8, &|_| true);
+        assert_eq!(
+            d[0].as_ref().unwrap().as_deref(),
+            Some("dim3 g; g.x = n / 8")
+        );
+    }
+
+    #[test]
+    fn a_constructor_gives_every_member() {
+        // `dim3 g;` is 1 × 1 × 1 until a branch sets it.
+        let t = "void f(int n) {\n dim3 g;\n if (n > 1024) {\n  g.x = n / 512;\n }\n k<<<g, 512>>>(n);\n}\n";
+        assert_eq!(
+            definition_at_launch(t, "g", 6).unwrap().as_deref(),
+            Some("dim3 g; g.x = ((n > 1024)) ? (n / 512) : (1)")
+        );
+        let t = "void f(int n) {\n dim3 g(n / 16, n / 8);\n int m = n;\n g.y = m;\n m = 0;\n k<<<g, 64>>>(n);\n}\n";
+        // g.y = m as of line 4 (m is zeroed after it).
+        assert_eq!(
+            definition_at_launch(t, "g", 6).unwrap().as_deref(),
+            Some("dim3 g; g.x = n / 16; g.y = (n)")
+        );
+    }
+
+    #[test]
+    fn branches_of_undefined_macros_are_off() {
+        let t = "a = 1;\n#ifdef WIDE\na = 2;\n#else\na = 3;\n#endif\n#ifndef WIDE\nb = 1;\n#endif\n#if X > 2\nc = 1;\n#endif\n";
+        let off = active_text(t, &|m| m == "NARROW");
+        assert_eq!(off.lines().count(), t.lines().count());
+        assert!(!off.contains("a = 2") && off.contains("a = 3") && off.contains("b = 1"));
+        assert!(off.contains("c = 1"), "an #if expression keeps its branch");
+        let on = active_text(t, &|m| m == "WIDE");
+        assert!(on.contains("a = 2") && !on.contains("a = 3") && !on.contains("b = 1"));
+    }
+
+    #[test]
+    fn if_and_else_branches_make_one_ternary() {
+        // Written for this test: a launch shaped by a branch on the workload.
+        let t = "void f(int w) {\n dim3 th, bl;\n int bx;\n if (w == 1) {\n  th.x = 32;\n  bl.x = 4;\n }\n else {\n  th.x = 128;\n  bx = w / th.x;\n  if (w % th.x != 0) {\n   bx = bx + 1;\n  }\n  bl.x = bx;\n }\n k<<<bl, th>>>(w);\n}\n";
+        let th = definition_at_launch(t, "th", 16).unwrap().unwrap();
+        assert_eq!(
+            th,
+            "dim3 th; th.x = ((!(w == 1))) ? (128) : (((w == 1)) ? (32) : (1))"
+        );
+        let bl = definition_at_launch(t, "bl", 16).unwrap().unwrap();
+        let x = bl
+            .strip_prefix("dim3 bl; bl.x = ")
+            .unwrap()
+            .replace("th.x", "128");
+        for (w, want) in [(1, 4), (256, 2), (257, 3)] {
+            let mut sc = crate::harness::expr::Scope::default();
+            sc.set_int("w", w);
+            assert_eq!(
+                sc.eval(&x).unwrap(),
+                crate::harness::expr::Num::Int(want),
+                "w = {w}: {x}"
+            );
+        }
+        // bx alone is unknown at the launch: nothing sets it when w == 1.
+        assert!(definition_at_launch(t, "bx", 16).is_err());
+    }
+}

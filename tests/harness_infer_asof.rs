@@ -1,0 +1,150 @@
+//! `harness infer` on fixtures/infer_asof (host code we wrote, laid out like Rodinia): a grid
+//! counter computed once, rounded up under a condition and reused afterwards, and a block
+//! size chosen by an if/else, give a complete harness whose launch covers the buffer at
+//! every size set; a grid that a data-dependent loop decides stays a TODO with its reason.
+//! On the GPU (`#[ignore]`) the complete harness passes the self-check.
+
+use assert_cmd::Command;
+use kernelpair::harness::expr::Scope;
+use kernelpair::record::Record;
+use std::path::{Path, PathBuf};
+
+/// fixtures/infer_asof; `KERNELPAIR_FIXTURES` points at a carried copy of fixtures/ when
+/// the test binary runs on the device machine.
+fn fixture() -> PathBuf {
+    match std::env::var_os("KERNELPAIR_FIXTURES") {
+        Some(d) => PathBuf::from(d).join("infer_asof"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/infer_asof"),
+    }
+}
+
+fn kp() -> Command {
+    Command::cargo_bin("kernelpair").unwrap()
+}
+
+/// Extract and infer into `dir`; returns (units file, (kernel, inferred TOML) per pair).
+fn infer(dir: &Path) -> (PathBuf, Vec<(String, String)>) {
+    let units = dir.join("units.jsonl");
+    kp().args(["extract"])
+        .arg(fixture())
+        .arg("-o")
+        .arg(&units)
+        .arg("--no-compile")
+        .assert()
+        .success();
+    let out = dir.join("inferred");
+    kp().args(["harness", "infer"])
+        .arg(&units)
+        .arg("-o")
+        .arg(&out)
+        .arg("--root")
+        .arg(fixture())
+        .assert()
+        .success();
+    let pairs = kernelpair::jsonl::read_records(&units)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(p),
+            _ => None,
+        })
+        .map(|p| {
+            let text = std::fs::read_to_string(out.join(format!("{}.toml", p.id))).unwrap();
+            (p.kernel.clone(), text)
+        })
+        .collect();
+    (units, pairs)
+}
+
+/// The first component of a launch field (`grid = ["a", "b"]` → a; `block = "c"` → c).
+fn field(toml: &str, key: &str) -> String {
+    let l = toml
+        .lines()
+        .find(|l| l.starts_with(&format!("{key} = ")))
+        .unwrap_or_else(|| panic!("no {key} in\n{toml}"));
+    let v = l.split_once('=').unwrap().1.trim();
+    serde_json::from_str::<Vec<String>>(v)
+        .map(|c| c[0].clone())
+        .or_else(|_| serde_json::from_str::<String>(v))
+        .unwrap_or_else(|e| panic!("{key}: {v}: {e}"))
+}
+
+#[test]
+fn a_reused_counter_and_branches_give_a_launch_that_covers_every_size_set() {
+    let t = tempfile::tempdir().unwrap();
+    let (_, pairs) = infer(t.path());
+    let scale = &pairs
+        .iter()
+        .find(|(k, _)| k == "scale_add")
+        .expect("scale_add")
+        .1;
+    assert!(
+        !scale.contains("\"TODO\"") && !scale.contains("# Unknowns"),
+        "{scale}"
+    );
+    let (grid, block) = (field(scale, "grid"), field(scale, "block"));
+    // Both size sets the harness has (the run script's n, and the irregular one), and a
+    // small n for the other branch of the block size.
+    let sizes: Vec<i64> = scale
+        .lines()
+        .filter_map(|l| l.strip_prefix("n = "))
+        .map(|v| v.split_whitespace().next().unwrap().parse().unwrap())
+        .chain([1000, 1024, 4096])
+        .collect();
+    assert!(sizes.contains(&100000), "{scale}");
+    for n in sizes {
+        let mut s = Scope::default();
+        s.set_int("n", n);
+        let (g, b) = (s.eval_int(&grid).unwrap(), s.eval_int(&block).unwrap());
+        let want_b = if n < 1024 { 128 } else { 256 };
+        assert_eq!(b, want_b, "block at n = {n}: {block}");
+        // Exactly the host's grid: ceil(n / block), not one block more or less.
+        assert_eq!(g, (n + b - 1) / b, "grid at n = {n}: {grid}");
+    }
+}
+
+#[test]
+fn a_grid_a_data_dependent_loop_decides_stays_unknown() {
+    let t = tempfile::tempdir().unwrap();
+    let (_, pairs) = infer(t.path());
+    let halve = &pairs.iter().find(|(k, _)| k == "halve").expect("halve").1;
+    assert!(
+        halve.contains("grid = \"TODO\"  # `parts` is changed in a loop (line 58)"),
+        "{halve}"
+    );
+}
+
+/// On the GPU: the complete harness passes every self-check (runs clean, writes every
+/// output at both size sets, deterministic, non-degenerate, seed-dependent).
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_the_as_of_launch_harness() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, pairs) = infer(t.path());
+    assert!(pairs.iter().any(|(k, _)| k == "scale_add"));
+    let report = t.path().join("report.jsonl");
+    // `halve` is incomplete, so the run as a whole is partial; scale_add must pass.
+    kp().args(["harness", "selfcheck"])
+        .arg(&units)
+        .arg("--inferred-dir")
+        .arg(t.path().join("inferred"))
+        .arg("--out")
+        .arg(&report)
+        .assert()
+        .code(kernelpair::exit::PARTIAL as i32);
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let scale = rows
+        .iter()
+        .find(|r| r["kernel"] == "scale_add")
+        .expect("scale_add row");
+    assert_eq!(scale["pass"], true, "{scale}");
+    let halve = rows
+        .iter()
+        .find(|r| r["kernel"] == "halve")
+        .expect("halve row");
+    assert_eq!(halve["pass"], false, "{halve}");
+}
