@@ -103,6 +103,29 @@ pub struct Piece {
 /// (brace depth, paren depth) at a nested `#if`, and after its first branch.
 type NestedIf = (i32, i32, Option<(i32, i32)>);
 
+/// Where a comment starting at `i` ends: after the line of a `//` comment (at its newline)
+/// or after the `*/` of a `/* */` one (the text's end if it is unclosed); None when no
+/// comment starts at `i`.
+pub fn comment_end(b: &[u8], i: usize) -> Option<usize> {
+    let rest = b.get(i..)?;
+    if rest.starts_with(b"//") {
+        Some(
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |k| i + k),
+        )
+    } else if rest.starts_with(b"/*") {
+        let body = &rest[2..];
+        Some(
+            body.windows(2)
+                .position(|w| w == b"*/")
+                .map_or(b.len(), |k| i + 2 + k + 2),
+        )
+    } else {
+        None
+    }
+}
+
 /// For the scanners below: skip white space from `i` (a newline starts a line, where a
 /// `#` begins a directive) and give the byte there; None at the end of the text.
 fn next_nonblank(b: &[u8], i: &mut usize, line_start: &mut bool) -> Option<u8> {
@@ -606,6 +629,17 @@ pub fn normalized_tokens(source: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comment_end_finds_both_kinds_and_unclosed_ones() {
+        let t = b"a // x\nb /* y */c /* open";
+        assert_eq!(comment_end(t, 0), None);
+        assert_eq!(comment_end(t, 2), Some(6));
+        assert_eq!(t[6], b'\n');
+        assert_eq!(comment_end(t, 9), Some(16));
+        assert_eq!(t[16], b'c');
+        assert_eq!(comment_end(t, 18), Some(t.len()));
+    }
 
     #[test]
     fn mask_blanks_comments_and_literals_keeping_offsets() {

@@ -24,16 +24,8 @@ pub fn normalized_tokens(source: &str) -> Vec<String> {
         let c = b[i];
         if c.is_ascii_whitespace() {
             i += 1;
-        } else if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b[i..].starts_with(b"/*") {
-            i += 2;
-            while i < b.len() && !b[i..].starts_with(b"*/") {
-                i += 1;
-            }
-            i = (i + 2).min(b.len());
+        } else if let Some(end) = crate::cuda::lex::comment_end(b, i) {
+            i = end;
         } else if c.is_ascii_alphanumeric() || c == b'_' || (c == b'.' && next_is_digit(b, i)) {
             let start = i;
             while i < b.len()

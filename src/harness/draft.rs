@@ -574,34 +574,7 @@ pub(super) fn split_call_args(s: &str) -> Result<Vec<String>, String> {
     if !s.starts_with('(') {
         return Err(format!("expected `(` in `{s}`"));
     }
-    let mut depth = 0;
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    for c in s.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                if depth == 1 {
-                    continue;
-                }
-            }
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    parts.push(cur.trim().to_string());
-                    return Ok(parts);
-                }
-            }
-            ',' if depth == 1 => {
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    Err(format!("unclosed `(` in `{s}`"))
+    super::infer_host::split_args(s).ok_or_else(|| format!("unclosed `(` in `{s}`"))
 }
 
 /// The 1–3 components of a launch's grid or block text.

@@ -7,6 +7,7 @@
 //! reason: the number of iterations or the call decides it.
 
 use super::draft::{self, Tok};
+use super::infer_host;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -28,26 +29,6 @@ pub struct HostWrite {
 
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
-}
-
-/// The right-hand side starting at `r`: up to `;`, a top-level `,` or an unmatched `)`.
-fn rhs_at(r: &str) -> &str {
-    let mut depth = 0i32;
-    for (i, c) in r.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => {
-                depth -= 1;
-                if depth < 0 {
-                    return r[..i].trim();
-                }
-            }
-            ';' => return r[..i].trim(),
-            ',' if depth == 0 => return r[..i].trim(),
-            _ => {}
-        }
-    }
-    r.trim()
 }
 
 /// `b = c` in a chained `a = b = c`: the value is what follows the last top-level `=`.
@@ -167,7 +148,7 @@ pub fn host_writes(text: &str, name: &str) -> Vec<HostWrite> {
         } else if rest.starts_with("++") || rest.starts_with("--") {
             Some(Some(format!("{cur} {} 1", &rest[..1])))
         } else if let Some(r) = rest.strip_prefix('=').filter(|r| !r.starts_with('=')) {
-            Some(Some(chained_value(rhs_at(r)).to_string()))
+            Some(Some(chained_value(infer_host::value_at(r)).to_string()))
         } else {
             ["+=", "-=", "*=", "/=", "%=", "<<=", ">>="]
                 .iter()
@@ -176,7 +157,7 @@ pub fn host_writes(text: &str, name: &str) -> Vec<HostWrite> {
                     Some(format!(
                         "{cur} {} ({})",
                         op.trim_end_matches('='),
-                        rhs_at(r)
+                        infer_host::value_at(r)
                     ))
                 })
         };

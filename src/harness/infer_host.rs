@@ -65,19 +65,11 @@ pub fn strip_comments(s: &str) -> String {
             }
             i = (i + 1).min(b.len());
             out.push_str(&s[st..i]);
-        } else if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b[i..].starts_with(b"/*") {
-            i += 2;
-            while i < b.len() && !b[i..].starts_with(b"*/") {
-                if b[i] == b'\n' {
-                    out.push('\n');
-                }
-                i += 1;
-            }
-            i = (i + 2).min(b.len());
+        } else if let Some(end) = crate::cuda::lex::comment_end(b, i) {
+            // Lines stay where they were: a block comment keeps its newlines.
+            let lines = b[i..end].iter().filter(|&&c| c == b'\n').count();
+            out.extend(std::iter::repeat_n('\n', lines));
+            i = end;
         } else {
             let ch = s[i..].chars().next().expect("in bounds");
             out.push(ch);
@@ -89,22 +81,22 @@ pub fn strip_comments(s: &str) -> String {
 
 /// Every call `name(…)` in `text` (whole-word name), with its top-level arguments.
 pub fn calls(text: &str, name: &str) -> Vec<Call> {
-    if name.is_empty() {
-        return Vec::new();
-    }
-    let b = text.as_bytes();
+    find_calls(text, name, |_| true, None)
+}
+
+/// Each whole-word `name(…)` in `text` whose start `p` passes `keep`, with its top-level
+/// arguments (exactly `n` of them when given).
+fn find_calls(text: &str, name: &str, keep: impl Fn(usize) -> bool, n: Option<usize>) -> Vec<Call> {
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(p) = text[from..].find(name).map(|p| p + from) {
-        from = p + name.len();
-        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
+    for p in occurrences(text, name, b"") {
+        let from = p + name.len();
         let rest = &text[from..];
         let after = rest.trim_start();
-        if !before_ok || !after.starts_with('(') {
+        if !after.starts_with('(') || !keep(p) {
             continue;
         }
         let open = from + (rest.len() - after.len());
-        if let Some(args) = split_args(&text[open..]) {
+        if let Some(args) = split_args(&text[open..]).filter(|a| n.is_none_or(|n| a.len() == n)) {
             let line = text[..p].matches('\n').count() as u32 + 1;
             out.push(Call { line, args });
         }
@@ -724,23 +716,15 @@ pub fn define_bodies(text: &str, name: &str) -> Vec<String> {
 /// Every `name = expr` (assignment or initialized declaration, also inside a declaration
 /// list `int a = 1, b = 2;`) in `text`, with its line.
 pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
-    if name.is_empty() {
-        return Vec::new();
-    }
     let b = text.as_bytes();
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(p) = text[from..].find(name).map(|p| p + from) {
-        from = p + name.len();
-        let before_ok = p == 0
-            || !(b[p - 1].is_ascii_alphanumeric()
-                || b[p - 1] == b'_'
-                || b[p - 1] == b'.'
-                || b[p - 1] == b'>');
+    // Not a member (`s.n`, `p->n`) of the same name.
+    for p in occurrences(text, name, b".>") {
+        let from = p + name.len();
         let after_ok = b
             .get(from)
             .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
-        if !before_ok || !after_ok {
+        if !after_ok {
             continue;
         }
         let rest = text[from..].trim_start();
@@ -751,30 +735,7 @@ pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
             continue;
         }
         // The value runs to `;` or a top-level `,` (a declaration list).
-        let mut depth = 0i32;
-        let mut end = r.len();
-        for (i, c) in r.char_indices() {
-            match c {
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' => {
-                    depth -= 1;
-                    if depth < 0 {
-                        end = i;
-                        break;
-                    }
-                }
-                ';' => {
-                    end = i;
-                    break;
-                }
-                ',' if depth == 0 => {
-                    end = i;
-                    break;
-                }
-                _ => {}
-            }
-        }
-        let v = r[..end].trim();
+        let v = value_at(r);
         if !v.is_empty() {
             let line = text[..p].matches('\n').count() as u32 + 1;
             out.push((line, v.to_string()));
@@ -1148,23 +1109,9 @@ fn function_head(before: &str) -> Option<(String, Vec<String>)> {
 /// Calls of `fname` with `n` arguments that are calls, not its definition or a prototype
 /// (those follow a return type: an identifier, `*` or `&` just before the name).
 pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {
-    if fname.is_empty() {
-        return Vec::new();
-    }
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(p) = text[from..].find(fname).map(|p| p + from) {
-        from = p + fname.len();
-        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
-        let rest = &text[from..];
-        let after = rest.trim_start();
-        if !before_ok || !after.starts_with('(') {
-            continue;
-        }
+    let declaration = |p: usize| {
         let prev = text[..p].trim_end();
-        let decl = prev
-            .chars()
+        prev.chars()
             .last()
             .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == '&')
             && !prev.ends_with("return")
@@ -1172,17 +1119,9 @@ pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {
             && !prev
                 .rsplit('\n')
                 .next()
-                .is_some_and(|l| l.trim_start().starts_with('#'));
-        if decl {
-            continue;
-        }
-        let open = from + (rest.len() - after.len());
-        if let Some(args) = split_args(&text[open..]).filter(|a| a.len() == n) {
-            let line = text[..p].matches('\n').count() as u32 + 1;
-            out.push(Call { line, args });
-        }
-    }
-    out
+                .is_some_and(|l| l.trim_start().starts_with('#'))
+    };
+    find_calls(text, fname, |p| !declaration(p), Some(n))
 }
 
 impl Host {
@@ -1373,6 +1312,53 @@ impl Host {
             _ => None,
         }
     }
+}
+
+/// The right-hand side starting at `r`: up to `;`, a top-level `,` (a declaration list) or an
+/// unmatched `)`.
+pub(super) fn value_at(r: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in r.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return r[..i].trim();
+                }
+            }
+            ';' => return r[..i].trim(),
+            ',' if depth == 0 => return r[..i].trim(),
+            _ => {}
+        }
+    }
+    r.trim()
+}
+
+/// Each position of `name` in `text` that does not continue an identifier (nor follow a byte
+/// of `not_after`); nothing for an empty name.
+fn occurrences<'a>(
+    text: &'a str,
+    name: &'a str,
+    not_after: &'a [u8],
+) -> impl Iterator<Item = usize> + 'a {
+    let b = text.as_bytes();
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        if name.is_empty() {
+            return None;
+        }
+        while let Some(p) = text[from..].find(name).map(|p| p + from) {
+            from = p + name.len();
+            let prev = p.checked_sub(1).map(|k| b[k]);
+            if prev
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == b'_' || not_after.contains(&c)))
+            {
+                return Some(p);
+            }
+        }
+        None
+    })
 }
 
 #[cfg(test)]
