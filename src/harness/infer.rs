@@ -1203,6 +1203,15 @@ pub fn constant_type(source: &str, sym: &str) -> Option<String> {
     })
 }
 
+/// Why `infer_all` stopped: the records could not be read, or a harness not written.
+#[derive(Debug, thiserror::Error)]
+pub enum InferError {
+    #[error(transparent)]
+    Records(#[from] crate::jsonl::JsonlError),
+    #[error(transparent)]
+    Io(#[from] crate::path_io::PathIo),
+}
+
 /// Infer a harness for every pair in a records file; write `DIR/<pair-id>.toml`.
 /// Returns (pair id, benchmark/kernel, inferred) per pair.
 pub fn infer_all(
@@ -1211,7 +1220,8 @@ pub fn infer_all(
     root: Option<&Path>,
     only: Option<&str>,
     opts: &InferOptions,
-) -> anyhow::Result<Vec<(String, String, Inferred)>> {
+) -> Result<Vec<(String, String, Inferred)>, InferError> {
+    use crate::path_io::PathIo;
     let records = crate::jsonl::read_records(units)?;
     let pairs: Vec<Pair> = records
         .into_iter()
@@ -1221,7 +1231,7 @@ pub fn infer_all(
         })
         .filter(|p| only.is_none_or(|id| p.id.starts_with(id)))
         .collect();
-    std::fs::create_dir_all(out)?;
+    std::fs::create_dir_all(out).map_err(|e| PathIo::new(out, e))?;
     let mut cache: HashMap<(String, String), Host> = HashMap::new();
     let mut results = Vec::new();
     for p in &pairs {
