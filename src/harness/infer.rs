@@ -639,8 +639,27 @@ impl<'a> Cx<'a> {
                 }
                 Err(why) => match self.opts.assume_size {
                     Some(a) => {
-                        values.insert(s.clone(), a);
-                        writeln!(size_lines, "{s} = {a}  # ASSUMED (--assume-size): {why}")
+                        // Assume the names the code leaves undefined, not the size itself,
+                        // so a size computed from them keeps its formula (rounding, padding).
+                        let at_root = self
+                            .host
+                            .int_value_assuming(&host_text, a)
+                            .ok()
+                            .filter(|(v, roots)| *v > 0 && *v != a && !roots.is_empty());
+                        let (v, how) = match at_root {
+                            Some((v, roots)) => (
+                                v,
+                                format!("{} = {a} in `{}`", roots.join(", "), host_text.trim()),
+                            ),
+                            None => (a, String::new()),
+                        };
+                        values.insert(s.clone(), v);
+                        let why = if how.is_empty() {
+                            why
+                        } else {
+                            format!("{how}: {why}")
+                        };
+                        writeln!(size_lines, "{s} = {v}  # ASSUMED (--assume-size): {why}")
                             .expect("string");
                         self.assumed.push(Unknown {
                             field: format!("sizes.{s}"),

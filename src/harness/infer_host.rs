@@ -24,6 +24,10 @@ pub struct Host {
     pub run_cmds: Vec<Vec<String>>,
     /// The host function the launch sits in (name, parameters), found once.
     pub scope: std::cell::OnceCell<Option<(String, Vec<String>)>>,
+    /// While set (`int_value_assuming`), a name the host code does not define takes this
+    /// value, and is recorded in `assumed_roots`.
+    pub assume: std::cell::Cell<Option<i64>>,
+    pub assumed_roots: std::cell::RefCell<Vec<String>>,
 }
 
 /// A C call found in host text: its 1-based line and top-level argument texts.
@@ -390,6 +394,20 @@ impl Host {
         }
     }
 
+    /// `--assume-size` at the root: the value of `expr` where only the names the host code
+    /// does not define take the assumed value `a` (so `nelr = B*((nel/B) + min(1, nel%B))`
+    /// keeps its rounding to a multiple of `B`). Returns the value and the assumed names.
+    pub fn int_value_assuming(&self, expr: &str, a: i64) -> Result<(i64, Vec<String>), String> {
+        self.assume.set(Some(a));
+        self.assumed_roots.borrow_mut().clear();
+        let v = self.int_value(expr);
+        self.assume.set(None);
+        let mut roots = std::mem::take(&mut *self.assumed_roots.borrow_mut());
+        roots.sort();
+        roots.dedup();
+        v.map(|v| (v, roots))
+    }
+
     /// The numeric value of a host expression (integer or float).
     pub fn value(&self, expr: &str, depth: usize) -> Result<Num, String> {
         if depth > 10 {
@@ -425,7 +443,9 @@ impl Host {
         if e.contains('[') || e.contains('"') {
             return Err(format!("`{e}` is not arithmetic on named values"));
         }
-        let toks = tokenize(e)?;
+        // `std::min(a, b)` is `min(a, b)`.
+        let unqualified = e.replace("std::", "");
+        let toks = tokenize(&unqualified)?;
         let mut out = String::new();
         let mut i = 0;
         while i < toks.len() {
@@ -471,9 +491,15 @@ impl Host {
                     {
                         return Err(format!("`{e}` reads a struct field of `{w}`"));
                     }
-                    let d = self
-                        .definition(w)
-                        .ok_or_else(|| format!("`{w}` has no definition in the host code"))?;
+                    let Some(d) = self.definition(w) else {
+                        if let Some(a) = self.assume.get() {
+                            self.assumed_roots.borrow_mut().push(w.clone());
+                            out.push_str(&a.to_string());
+                            i += 1;
+                            continue;
+                        }
+                        return Err(format!("`{w}` has no definition in the host code"));
+                    };
                     if d.trim() == w {
                         return Err(format!("`{w}` is defined only as itself"));
                     }
@@ -1619,5 +1645,28 @@ mod tests {
             u.get("c_mask").map(String::as_str),
             Some("MASK * sizeof(float)")
         );
+    }
+}
+
+#[cfg(test)]
+mod assume_tests {
+    use super::*;
+
+    fn host(file: &str) -> Host {
+        Host {
+            file: file.into(),
+            launch_line: file.lines().count() as u32,
+            ..Host::default()
+        }
+    }
+
+    #[test]
+    fn an_assumed_size_keeps_the_formula_that_rounds_it() {
+        let h = host("int nel;\nfile >> nel;\nint nelr = 192*((nel / 192 )+ std::min(1, nel % 192));\nk<<<nelr / 192, 192>>>(v, nelr);\n");
+        assert!(h.int_value("nelr").is_err());
+        let (v, roots) = h.int_value_assuming("nelr", 4096).unwrap();
+        assert_eq!((v, roots), (4224, vec!["nel".to_string()]));
+        // The assumption ends with the call.
+        assert!(h.int_value("nelr").is_err());
     }
 }
