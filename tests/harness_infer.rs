@@ -25,23 +25,7 @@ fn kp() -> Command {
 
 /// Extract `root` into `dir/units.jsonl`; returns (path, pair ids by kernel).
 fn extract(root: &Path, dir: &Path) -> (PathBuf, Vec<(String, String)>) {
-    let units = dir.join("units.jsonl");
-    kp().args(["extract"])
-        .arg(root)
-        .arg("-o")
-        .arg(&units)
-        .arg("--no-compile")
-        .assert()
-        .success();
-    let ids = kernelpair::jsonl::read_records(&units)
-        .unwrap()
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::Pair(p) => Some((p.kernel.clone(), p.id.clone())),
-            _ => None,
-        })
-        .collect();
-    (units, ids)
+    common::extract_units(root, dir)
 }
 
 fn infer(units: &Path, out: &Path, root: &Path) {

@@ -6,7 +6,6 @@
 
 use assert_cmd::Command;
 use kernelpair::harness::expr::Scope;
-use kernelpair::record::Record;
 use std::path::{Path, PathBuf};
 
 /// fixtures/infer_asof; `KERNELPAIR_FIXTURES` points at a carried copy of fixtures/ when
@@ -18,39 +17,22 @@ fn fixture() -> PathBuf {
     }
 }
 
+mod common;
+
 fn kp() -> Command {
     Command::cargo_bin("kernelpair").unwrap()
 }
 
 /// Extract and infer into `dir`; returns (units file, (kernel, inferred TOML) per pair).
 fn infer(dir: &Path) -> (PathBuf, Vec<(String, String)>) {
-    let units = dir.join("units.jsonl");
-    kp().args(["extract"])
-        .arg(fixture())
-        .arg("-o")
-        .arg(&units)
-        .arg("--no-compile")
-        .assert()
-        .success();
+    let (units, ids) = common::extract_units(&fixture(), dir);
     let out = dir.join("inferred");
-    kp().args(["harness", "infer"])
-        .arg(&units)
-        .arg("-o")
-        .arg(&out)
-        .arg("--root")
-        .arg(fixture())
-        .assert()
-        .success();
-    let pairs = kernelpair::jsonl::read_records(&units)
-        .unwrap()
+    common::infer_into(&units, &fixture(), &out);
+    let pairs = ids
         .into_iter()
-        .filter_map(|r| match r {
-            Record::Pair(p) => Some(p),
-            _ => None,
-        })
-        .map(|p| {
-            let text = std::fs::read_to_string(out.join(format!("{}.toml", p.id))).unwrap();
-            (p.kernel.clone(), text)
+        .map(|(kernel, id)| {
+            let text = std::fs::read_to_string(out.join(format!("{id}.toml"))).unwrap();
+            (kernel, text)
         })
         .collect();
     (units, pairs)

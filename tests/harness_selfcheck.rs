@@ -14,37 +14,17 @@ fn fixture() -> PathBuf {
     }
 }
 
+mod common;
+
 fn kp() -> Command {
     Command::cargo_bin("kernelpair").unwrap()
 }
 
 /// Extract fixtures/infer and infer its harnesses; returns (units, inferred dir, ids by kernel).
 fn extract_and_infer(dir: &Path) -> (PathBuf, PathBuf, Vec<(String, String)>) {
-    let units = dir.join("units.jsonl");
-    kp().arg("extract")
-        .arg(fixture())
-        .arg("-o")
-        .arg(&units)
-        .arg("--no-compile")
-        .assert()
-        .success();
+    let (units, ids) = common::extract_units(&fixture(), dir);
     let inferred = dir.join("inferred");
-    kp().args(["harness", "infer"])
-        .arg(&units)
-        .arg("-o")
-        .arg(&inferred)
-        .arg("--root")
-        .arg(fixture())
-        .assert()
-        .success();
-    let ids = kernelpair::jsonl::read_records(&units)
-        .unwrap()
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::Pair(p) => Some((p.kernel.clone(), p.id.clone())),
-            _ => None,
-        })
-        .collect();
+    common::infer_into(&units, &fixture(), &inferred);
     (units, inferred, ids)
 }
 

@@ -83,3 +83,41 @@ pub fn all_text(dir: &Path) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// `kernelpair extract ROOT -o DIR/units.jsonl --no-compile`; returns (units path, pair ids
+/// by kernel: (kernel, id) per pair, in file order).
+pub fn extract_units(root: &Path, dir: &Path) -> (std::path::PathBuf, Vec<(String, String)>) {
+    let units = dir.join("units.jsonl");
+    assert_cmd::Command::cargo_bin("kernelpair")
+        .unwrap()
+        .arg("extract")
+        .arg(root)
+        .arg("-o")
+        .arg(&units)
+        .arg("--no-compile")
+        .assert()
+        .success();
+    let ids = kernelpair::jsonl::read_records(&units)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            kernelpair::record::Record::Pair(p) => Some((p.kernel.clone(), p.id.clone())),
+            _ => None,
+        })
+        .collect();
+    (units, ids)
+}
+
+/// `kernelpair harness infer UNITS -o OUT --root ROOT`, which must succeed.
+pub fn infer_into(units: &Path, root: &Path, out: &Path) {
+    assert_cmd::Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["harness", "infer"])
+        .arg(units)
+        .arg("-o")
+        .arg(out)
+        .arg("--root")
+        .arg(root)
+        .assert()
+        .success();
+}
