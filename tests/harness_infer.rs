@@ -29,14 +29,7 @@ fn extract(root: &Path, dir: &Path) -> (PathBuf, Vec<(String, String)>) {
 }
 
 fn infer(units: &Path, out: &Path, root: &Path) {
-    kp().args(["harness", "infer"])
-        .arg(units)
-        .arg("-o")
-        .arg(out)
-        .arg("--root")
-        .arg(root)
-        .assert()
-        .success();
+    common::infer_into(units, root, out)
 }
 
 fn id_of<'a>(ids: &'a [(String, String)], kernel: &str) -> &'a str {
