@@ -161,7 +161,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                 let host = idx.items[before..]
                     .iter()
                     .all(|i| i.kind != ItemKind::Kernel)
-                    && masked[piece.start..piece.end].contains("<<<");
+                    && has_launch_opener(&masked[piece.start..piece.end]);
                 if host {
                     host_chunks.push((piece.start, piece.end));
                 }
@@ -1289,22 +1289,24 @@ fn find_launches(idx: &mut FileData, at: Span) {
     // Launches tree-sitter did not see (unusual syntax around them): from the text.
     for m in LAUNCH_RE.captures_iter(mchunk) {
         let whole = m.get(0).expect("match");
+        let opener = m.get(3).expect("the <<< group");
         let cfg_start = whole.end();
-        if covered.contains(&(cfg_start - 3)) {
+        if covered.contains(&opener.start()) {
             continue;
         }
-        let Some(cfg_end) = mchunk[cfg_start..].find(">>>").map(|p| p + cfg_start) else {
+        let Some(closer) = LAUNCH_CLOSE_RE.find(&mchunk[cfg_start..]) else {
             continue;
         };
-        let rest = &mchunk[cfg_end + 3..];
+        let (cfg_end, after) = (cfg_start + closer.start(), cfg_start + closer.end());
+        let rest = &mchunk[after..];
         let Some(open) = rest.find('(').filter(|p| rest[..*p].trim().is_empty()) else {
             continue;
         };
         let Some(close) = matching_paren(rest, open) else {
             continue;
         };
-        let a0 = cfg_end + 3 + open + 1;
-        let a1 = cfg_end + 3 + close;
+        let a0 = after + open + 1;
+        let a1 = after + close;
         let cfg_parts = split_top_commas(&chunk[cfg_start..cfg_end])
             .into_iter()
             .map(collapse_ws)
@@ -1331,8 +1333,18 @@ fn find_launches(idx: &mut FileData, at: Span) {
     }
 }
 
+/// `kernel<<<`, also spaced as some trees write it (`kernel << < grid, block >> > (…)`).
 static LAUNCH_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"([A-Za-z_]\w*)\s*(<[^<>;]*>)?\s*<<<").expect("valid regex"));
+    LazyLock::new(|| Regex::new(r"([A-Za-z_]\w*)\s*(<[^<>;]*>)?\s*(<<\s*<)").expect("valid regex"));
+
+/// Whether `s` has a `<<<` (or a spaced `<< <`) that could open a launch configuration.
+fn has_launch_opener(s: &str) -> bool {
+    s.contains("<<<") || (s.contains("<<") && LAUNCH_RE.is_match(s))
+}
+
+/// The `>>>` that closes a launch configuration, spaced or not.
+static LAUNCH_CLOSE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r">>\s*>").expect("valid regex"));
 
 fn matching_paren(s: &str, open: usize) -> Option<usize> {
     let mut depth = 0i32;

@@ -1361,6 +1361,21 @@ int main() {
     }
 
     #[test]
+    fn spaced_launch_brackets_are_launches() {
+        // Rodinia's particlefilter writes `k << < grid, block >> > (args)`.
+        let src = "void run(double *p, int n) {\n  int nb = n / 128;\n  sum << < nb, 128 >> > (p, n);\n  k<<<1, 1>>>(p, n);\n  int s = n << 2;\n}\n";
+        let map = scope_of(&[("h.cu", src)]);
+        let sites = map["h.cu"].launch_sites();
+        let got: Vec<_> = sites
+            .iter()
+            .map(|s| (s.kernel.as_str(), s.grid.as_str(), s.block.as_str(), s.line))
+            .collect();
+        assert_eq!(got, vec![("sum", "nb", "128", 3), ("k", "1", "1", 4)]);
+        assert_eq!(sites[0].args, vec!["p", "n"]);
+        assert_eq!(sites[0].definitions["nb"], "int nb = n / 128");
+    }
+
+    #[test]
     fn legacy_textures_kept_when_read_and_dropped_otherwise() {
         let src = r#"
 texture<float, 1, cudaReadModeElementType> tex_in;
