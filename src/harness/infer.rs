@@ -261,8 +261,10 @@ pub struct RoleGuess {
 }
 
 /// The role rule: written by the body → `out` (or `inout` when the body also reads it, or
-/// the host zeroes it first); atomics → `inout`; not written → `in`; passed to a function
-/// the unit lacks → unknown.
+/// the host zeroes it or copies data into it before the launch: what the kernel does not
+/// overwrite is then part of its result, as in a kernel that writes only where a mask is
+/// set); atomics → `inout`; not written → `in`; passed to a function the unit lacks →
+/// unknown.
 pub fn role_of(
     param: &str,
     facts: &BodyFacts,
@@ -277,7 +279,11 @@ pub fn role_of(
         Some(WriteKind::Store) => {
             let reads = facts.reads.contains(param);
             Ok(RoleGuess {
-                role: if reads || memset_zero { "inout" } else { "out" },
+                role: if reads || memset_zero || copied_in {
+                    "inout"
+                } else {
+                    "out"
+                },
                 zeros: memset_zero && !copied_in,
             })
         }
@@ -1327,6 +1333,8 @@ mod tests {
         f.writes.insert("h".into(), WriteKind::Atomic);
         f.opaque.insert("x".into(), "passed to `f`".into());
         assert_eq!(role_of("o", &f, false, false).unwrap().role, "out");
+        // Copied in by the host: what the kernel leaves alone is still its result.
+        assert_eq!(role_of("o", &f, true, false).unwrap().role, "inout");
         assert_eq!(role_of("acc", &f, true, false).unwrap().role, "inout");
         let h = role_of("h", &f, false, false).unwrap();
         assert_eq!((h.role, h.zeros), ("inout", true));
