@@ -2,7 +2,9 @@
 //! counter computed once, rounded up under a condition and reused afterwards, and a block
 //! size chosen by an if/else, give a complete harness whose launch covers the buffer at
 //! every size set; a grid that a data-dependent loop decides stays a TODO with its reason.
-//! On the GPU (`#[ignore]`) the complete harness passes the self-check.
+//! A table only a legacy texture reads becomes an input of its own, and an output the host
+//! fills before a kernel that stores only where a mask is set is `inout`.
+//! On the GPU (`#[ignore]`) the complete harnesses pass the self-check.
 
 use assert_cmd::Command;
 use kernelpair::harness::expr::Scope;
@@ -96,6 +98,44 @@ fn a_grid_a_data_dependent_loop_decides_stays_unknown() {
     );
 }
 
+#[test]
+fn a_texture_only_buffer_becomes_an_arg_and_a_copied_in_masked_output_is_inout() {
+    let t = tempfile::tempdir().unwrap();
+    let (_, pairs) = infer(t.path());
+    let get = |k: &str| -> toml::Value {
+        let text = &pairs.iter().find(|(n, _)| n == k).expect(k).1;
+        assert!(!text.contains("\"TODO\""), "{text}");
+        toml::from_str(text).unwrap()
+    };
+    let weigh = get("weigh");
+    let args = weigh["args"].as_array().unwrap();
+    // The table the host binds to `t_weights` is an input of its own, sized by its
+    // allocation, and the texture reads it; the launch names the kernel's three args.
+    let w = args
+        .iter()
+        .find(|a| a["name"].as_str() == Some("d_w"))
+        .unwrap();
+    assert_eq!(w["len"].as_str(), Some("96"));
+    assert_eq!(w["role"].as_str(), Some("in"));
+    assert_eq!(weigh["textures"][0]["buffer"].as_str(), Some("d_w"));
+    let launch_args: Vec<&str> = weigh["launch"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(launch_args, ["x", "y", "n"]);
+    // The kernel stores to `v` only where the mask is set; the host filled it first.
+    let masked = get("masked_set");
+    let v = masked["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"].as_str() == Some("v"))
+        .unwrap();
+    assert_eq!(v["role"].as_str(), Some("inout"));
+}
+
 /// On the GPU: the complete harness passes every self-check (runs clean, writes every
 /// output at both size sets, deterministic, non-degenerate, seed-dependent).
 #[test]
@@ -124,6 +164,11 @@ fn gpu_selfcheck_passes_the_as_of_launch_harness() {
         .find(|r| r["kernel"] == "scale_add")
         .expect("scale_add row");
     assert_eq!(scale["pass"], true, "{scale}");
+    // The texture-only table and the masked output (inout) pass too.
+    for k in ["weigh", "masked_set"] {
+        let r = rows.iter().find(|r| r["kernel"] == k).expect(k);
+        assert_eq!(r["pass"], true, "{r}");
+    }
     let halve = rows
         .iter()
         .find(|r| r["kernel"] == "halve")

@@ -325,13 +325,14 @@ pub struct InferOptions {
 pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
     let mut cx = Cx::new(pair, host, opts);
     cx.buffers();
+    cx.texture_buffers();
     let launches = cx.launches();
     let mut o = cx.header();
     let all_sizes = cx.size_values(&mut o);
     cx.args(&mut o);
     cx.constants(&all_sizes, &mut o);
     cx.textures(&mut o);
-    o.push_str(&launches);
+    o.push_str(&cx.launch_arg_lists(launches));
     cx.finish(o)
 }
 
@@ -342,6 +343,16 @@ struct Buf {
     elem: Option<ElemType>,
     /// The C type name when it is an alias (`fp` for `#define fp float`).
     alias: Option<String>,
+}
+
+/// A buffer that only a legacy texture reads: the host variable bound to the texture.
+struct TexBuf {
+    /// The `[[args]]` name (the host variable's, unless a parameter has it).
+    name: String,
+    texture: String,
+    var: String,
+    elem: Option<ElemType>,
+    len: Result<String, String>,
 }
 
 /// One inference in progress: what the kernel and launch site say, and what has been found
@@ -365,6 +376,9 @@ struct Cx<'a> {
     /// a loop that ended, or through a pointer), with why.
     loop_dependent: BTreeMap<String, String>,
     bufs: BTreeMap<usize, Buf>,
+    /// Buffers only a legacy texture reads (the host binds them; the launch does not pass
+    /// them): extra `[[args]]` after the kernel's parameters.
+    tex_bufs: Vec<TexBuf>,
     /// Host names lengths or launches use that become sizes of their own.
     host_vars: Vec<String>,
     float_atomics: Vec<String>,
@@ -413,6 +427,7 @@ impl<'a> Cx<'a> {
             defs,
             loop_dependent,
             bufs: BTreeMap::new(),
+            tex_bufs: Vec::new(),
             host_vars: Vec::new(),
             float_atomics: Vec::new(),
             unknowns: Vec::new(),
@@ -476,6 +491,110 @@ impl<'a> Cx<'a> {
                 },
             );
         }
+    }
+
+    /// Legacy textures the host binds to a pointer the launch does not pass (kmeans binds
+    /// its transposed features, read only through `tex1Dfetch`): each becomes an input
+    /// buffer of its own, with the length of the host allocation.
+    fn texture_buffers(&mut self) {
+        let passed: BTreeSet<String> = self
+            .site
+            .map(|s| s.args.iter().map(|a| infer_host::pointer_name(a)).collect())
+            .unwrap_or_default();
+        for (texture, texel, var) in texture_binds(&self.fast.source, self.host) {
+            if passed.contains(&var) || self.tex_bufs.iter().any(|t| t.var == var) {
+                continue;
+            }
+            let elem = ElemType::from_c_type(&texel);
+            let len = match elem {
+                Some(e) => self.buffer_length(&var, e),
+                None => Err(format!(
+                    "texture `{texture}` holds `{texel}`, not an element type"
+                )),
+            };
+            let taken = |n: &str| {
+                self.fast.params.iter().any(|p| p.name == n)
+                    || self.tex_bufs.iter().any(|t| t.name == n)
+            };
+            let mut name = var.clone();
+            while taken(&name) {
+                name.push_str("_tex");
+            }
+            self.tex_bufs.push(TexBuf {
+                name,
+                texture,
+                var,
+                elem,
+                len,
+            });
+        }
+    }
+
+    /// `[[args]]` for the buffers only textures read: inputs of the texel type.
+    fn texture_args(&mut self, o: &mut String) {
+        let mut unknowns = Vec::new();
+        for t in &self.tex_bufs {
+            o.push_str("\n[[args]]\n");
+            writeln!(o, "name = {}", toml_str(&t.name)).expect("string");
+            writeln!(
+                o,
+                "# not a kernel parameter: `{}`, which the host binds to texture `{}`",
+                t.var, t.texture
+            )
+            .expect("string");
+            match t.elem {
+                Some(e) => writeln!(o, "type = {}", toml_str(e.name())).expect("string"),
+                None => {
+                    let why = format!("the texels of `{}` are not an element type", t.texture);
+                    writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+                    unknowns.push((format!("args.{}.type", t.name), why));
+                }
+            }
+            match &t.len {
+                Ok(l) => writeln!(o, "len = {}", toml_str(l)).expect("string"),
+                Err(why) => {
+                    writeln!(o, "len = \"TODO\"  # {why}").expect("string");
+                    unknowns.push((format!("args.{}.len", t.name), why.clone()));
+                }
+            }
+            let init = match t.elem {
+                Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }",
+                _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained",
+            };
+            writeln!(o, "init = {init}\nrole = \"in\"").expect("string");
+        }
+        for (f, why) in unknowns {
+            self.unknown(f, why);
+        }
+    }
+
+    /// With texture-only buffers among the args, each launch names its parameters' args.
+    fn launch_arg_lists(&self, launches: String) -> String {
+        if self.tex_bufs.is_empty() {
+            return launches;
+        }
+        let names: Vec<String> = self
+            .fast
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if p.name.is_empty() {
+                    format!("arg{i}")
+                } else {
+                    p.name.clone()
+                }
+            })
+            .map(|n| toml_str(&n))
+            .collect();
+        let mut out = String::new();
+        for l in launches.split_inclusive('\n') {
+            out.push_str(l);
+            if l.starts_with("kernel = ") {
+                writeln!(out, "args = [{}]", names.join(", ")).expect("string");
+            }
+        }
+        out
     }
 
     /// A buffer's length as a harness expression over the sizes.
@@ -736,6 +855,7 @@ impl<'a> Cx<'a> {
                 self.scalar_arg(i, &name, o);
             }
         }
+        self.texture_args(o);
     }
 
     /// A pointer argument's type, length, init and role.
@@ -957,6 +1077,16 @@ impl<'a> Cx<'a> {
                         .is_some_and(|a| infer_host::pointer_name(a) == var)
             });
             let Some((i, p)) = param else {
+                if let Some(t) = self.tex_bufs.iter().find(|t| t.var == var) {
+                    o.push_str("\n[[textures]]\n");
+                    writeln!(o, "name = {}", toml_str(&tex)).expect("string");
+                    writeln!(
+                        o,
+                        "buffer = {}  # cudaBindTexture(…, {tex}, {var}, …)",
+                        toml_str(&t.name)
+                    )
+                    .expect("string");
+                }
                 continue;
             };
             let same_type = self.bufs.get(&i).and_then(|b| b.elem) == ElemType::from_c_type(&texel);
