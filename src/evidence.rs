@@ -142,6 +142,10 @@ pub struct CheckEvidence {
     pub comparison: Comparison,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// The evidence of one output comparison (made by `verify::compare`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -154,6 +158,10 @@ pub struct Comparison {
     pub mismatches: usize,
     /// Elements where either side is NaN.
     pub nans: usize,
+    /// Of those, elements where both sides are NaN (an output of NaNs rather than a
+    /// disagreement; still a mismatch).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub both_nan: usize,
     #[serde(deserialize_with = "f64_or_nan")]
     pub max_abs_err: f64,
     /// Largest |a − b| / |b| over elements with b ≠ 0.

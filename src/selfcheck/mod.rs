@@ -169,6 +169,9 @@ pub fn category(check: &str, reason: &str) -> String {
             "output not fully written (launch covers part, or data-dependent writes)"
         }
         "deterministic" => "nondeterministic output (races or atomics)",
+        "non_degenerate" if r.contains("nan output") || r.contains("equals nan") => {
+            "NaN output (random inputs outside the kernel's domain)"
+        }
         "non_degenerate" => "degenerate output (inputs the kernel ignores)",
         "seed_dependent" => "output independent of the inputs",
         _ => "other",
@@ -351,6 +354,9 @@ fn report(
 
 /// Interpret a worker's verification of an identity job.
 pub fn judge(v: &Verification) -> Option<(&'static str, String)> {
+    if let Some(why) = nan_outputs(v) {
+        return Some(("non_degenerate", why));
+    }
     if let Some(c) = failed_check(v.status) {
         return Some((c, format!("{}: {}", v.status.as_str(), v.reason)));
     }
@@ -359,6 +365,32 @@ pub fn judge(v: &Verification) -> Option<(&'static str, String)> {
         (
             "seed_dependent",
             format!("the same output for every seed: {}", same.join(", ")),
+        )
+    })
+}
+
+/// A rerun that "differs" only where both runs hold NaN (NaN ≠ NaN): not a race but an
+/// output of NaNs, from random inputs outside the kernel's domain (a `log` or `sqrt` of a
+/// negative number). Reported as a degenerate output, with where.
+pub fn nan_outputs(v: &Verification) -> Option<String> {
+    if v.status != Status::Mismatch {
+        return None;
+    }
+    let failed: Vec<_> = v
+        .evidence
+        .checks
+        .iter()
+        .filter(|c| !c.comparison.pass)
+        .collect();
+    let all_nan = !failed.is_empty()
+        && failed.iter().all(|c| {
+            c.comparison.mismatches > 0 && c.comparison.both_nan == c.comparison.mismatches
+        });
+    all_nan.then(|| {
+        let c = failed[0];
+        format!(
+            "NaN output: {} holds NaN in {} of {} elements (size set {}, seed {}) in both runs; the random inputs are outside the kernel's domain",
+            c.output, c.comparison.both_nan, c.comparison.len, c.size_set, c.seed
         )
     })
 }
@@ -610,6 +642,54 @@ pub fn with_provenance(records: Vec<Record>, reports: &[Report]) -> Vec<Record> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rerun whose outputs differ only where both hold NaN is a NaN output (degenerate),
+    /// not a race; one NaN against a number stays a nondeterminism.
+    #[test]
+    fn nan_only_differences_are_a_nan_output_not_a_race() {
+        use crate::harness::{ElemType, HostBuffer};
+        let tol = Tolerance {
+            atol: 0.0,
+            rtol: 0.0,
+            l2: 0.0,
+            scale: 0.0,
+        };
+        let verdict = |a: &[f64], b: &[f64]| {
+            let c = crate::verify::compare::compare(
+                &HostBuffer::from_f64s(ElemType::F32, a),
+                &HostBuffer::from_f64s(ElemType::F32, b),
+                &tol,
+            );
+            let v = Verification {
+                status: Status::Mismatch,
+                reason: "output y differs".into(),
+                device: None,
+                evidence: crate::evidence::Evidence {
+                    checks: vec![crate::evidence::CheckEvidence {
+                        size_set: "default".into(),
+                        seed: 0,
+                        output: "y".into(),
+                        fast_hash: None,
+                        comparison: c,
+                    }],
+                    ..Default::default()
+                },
+                speedup: None,
+                tool_version: String::new(),
+                flags: Vec::new(),
+            };
+            judge(&v).unwrap()
+        };
+        let (check, why) = verdict(&[1.0, f64::NAN, f64::NAN], &[1.0, f64::NAN, f64::NAN]);
+        assert_eq!(check, "non_degenerate");
+        assert!(why.contains("NaN in 2 of 3 elements"), "{why}");
+        assert_eq!(
+            category(check, &why),
+            "NaN output (random inputs outside the kernel's domain)"
+        );
+        let (check, _) = verdict(&[1.0, 2.0, f64::NAN], &[1.0, f64::NAN, f64::NAN]);
+        assert_eq!(check, "deterministic");
+    }
 
     #[test]
     fn checks_after_the_first_failure_are_not_run() {

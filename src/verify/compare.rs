@@ -52,6 +52,7 @@ fn chunks(len: usize) -> Vec<std::ops::Range<usize>> {
 struct Part {
     mismatches: usize,
     nans: usize,
+    both_nan: usize,
     max_abs: f64,
     max_rel: f64,
     diff2: f64,
@@ -75,6 +76,7 @@ impl Part {
     fn then(mut self, next: Part) -> Part {
         self.mismatches += next.mismatches;
         self.nans += next.nans;
+        self.both_nan += next.both_nan;
         self.max_abs = self.max_abs.max(next.max_abs);
         self.max_rel = self.max_rel.max(next.max_rel);
         self.diff2 += next.diff2;
@@ -126,6 +128,7 @@ fn float_part(
         let (b, a) = (expected.get_f64(i), actual.get_f64(i));
         if a.is_nan() || b.is_nan() {
             p.nans += 1;
+            p.both_nan += usize::from(a.is_nan() && b.is_nan());
             p.mismatch(i);
             if p.worst_score < f64::INFINITY {
                 p.worst_score = f64::INFINITY;
@@ -181,6 +184,7 @@ pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> C
         exact: !expected.elem.is_float() && tol.atol == 0.0 && tol.rtol == 0.0,
         mismatches: 0,
         nans: 0,
+        both_nan: 0,
         max_abs_err: 0.0,
         max_rel_err: 0.0,
         l2_rel_err: 0.0,
@@ -227,6 +231,7 @@ pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> C
     };
     c.mismatches = p.mismatches;
     c.nans = p.nans;
+    c.both_nan = p.both_nan;
     c.max_abs_err = p.max_abs;
     c.max_rel_err = p.max_rel;
     c.worst_index = p.worst;
