@@ -962,6 +962,9 @@ impl<'a> Cx<'a> {
         }
         Ok(match b.elem {
             _ if b.alias.as_deref() == Some("bool") => bool_init().into(),
+            Some(e) if e.is_float() && self.facts.domain.contains(param) => {
+                "{ kind = \"uniform\", lo = 0.5, hi = 2.0 }  # positive: its values reach a log, sqrt or pow".into()
+            }
             Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }".into(),
             _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained"
                 .into(),

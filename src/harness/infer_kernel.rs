@@ -31,6 +31,95 @@ pub struct BodyFacts {
     /// Parameters passed to a function the unit does not define (not an atomic or a
     /// builtin we know): whether it writes through them is not visible.
     pub opaque: BTreeMap<String, String>,
+    /// Parameters whose values reach the argument of a function defined only for positive
+    /// (or non-negative) inputs: `log`, `sqrt`, `pow`'s base (directly or through locals
+    /// computed from them). Random inputs for them are drawn positive.
+    pub domain: BTreeSet<String>,
+}
+
+/// Math functions defined only for positive (or non-negative) first arguments.
+const POSITIVE_DOMAIN: &[&str] = &[
+    "log",
+    "logf",
+    "log2",
+    "log2f",
+    "log10",
+    "log10f",
+    "log1p",
+    "log1pf",
+    "__logf",
+    "__log2f",
+    "__log10f",
+    "sqrt",
+    "sqrtf",
+    "rsqrt",
+    "rsqrtf",
+    "__fsqrt_rn",
+    "pow",
+    "powf",
+    "__powf",
+];
+
+/// The parameters whose values reach a [`POSITIVE_DOMAIN`] call's first argument in `body`:
+/// each local's value depends on the names in its initializer and assignments, followed to
+/// a fixed point.
+fn domain_params(body: Node, src: &str, params: &BTreeSet<String>) -> BTreeSet<String> {
+    fn idents(n: Node, src: &str, out: &mut BTreeSet<String>) {
+        if n.kind() == "identifier" {
+            out.insert(text(n, src).to_string());
+        }
+        let mut c = n.walk();
+        for k in n.named_children(&mut c) {
+            idents(k, src, out);
+        }
+    }
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut roots = BTreeSet::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        let (target, value) = match n.kind() {
+            "init_declarator" => (
+                n.child_by_field_name("declarator")
+                    .and_then(|d| declared_name(d, src)),
+                n.child_by_field_name("value"),
+            ),
+            "assignment_expression" => (
+                n.child_by_field_name("left")
+                    .filter(|l| l.kind() == "identifier")
+                    .map(|l| text(l, src).to_string()),
+                n.child_by_field_name("right"),
+            ),
+            "call_expression" => {
+                let f = n.child_by_field_name("function").map(|f| text(f, src));
+                if f.is_some_and(|f| POSITIVE_DOMAIN.contains(&f)) {
+                    if let Some(a) = n
+                        .child_by_field_name("arguments")
+                        .and_then(|a| a.named_child(0))
+                    {
+                        idents(a, src, &mut roots);
+                    }
+                }
+                (None, None)
+            }
+            _ => (None, None),
+        };
+        if let (Some(t), Some(v)) = (target, value) {
+            idents(v, src, deps.entry(t).or_default());
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    let mut seen = BTreeSet::new();
+    let mut todo: Vec<String> = roots.into_iter().collect();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(d) = deps.get(&name) {
+            todo.extend(d.iter().cloned());
+        }
+    }
+    seen.into_iter().filter(|n| params.contains(n)).collect()
 }
 
 /// Calls that neither write through their pointer arguments nor need looking into: CUDA's
@@ -143,6 +232,8 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
         depth: 0,
     };
     w.visit(body);
+    let params: BTreeSet<String> = params.iter().cloned().collect();
+    facts.domain = domain_params(body, source, &params);
     // Helper functions see positional names: keep only the kernel's parameters.
     Some(facts)
 }
@@ -532,6 +623,22 @@ mod tests {
         assert_eq!(f.writes.get("out"), Some(&WriteKind::Store));
         assert_eq!(f.writes.get("acc"), Some(&WriteKind::Store));
         assert!(!f.writes.contains_key("x"));
+    }
+
+    #[test]
+    fn values_reaching_log_sqrt_or_pow_are_in_the_positive_domain() {
+        let f = facts(
+            "__global__ void k(const float *a, const float *b, const float *c, float *o, int n) {\n\
+             int i = threadIdx.x;\n\
+             float t = a[i] * 2.0f;\n\
+             float u;\n\
+             u = t + 1.0f;\n\
+             o[i] = logf(u) + sqrtf(b[i] * b[i]) + c[i];\n}",
+            &["a", "b", "c", "o", "n"],
+        );
+        // a reaches logf through t and u; b is sqrt's operand; c is only added.
+        let want: BTreeSet<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(f.domain, want);
     }
 
     #[test]
