@@ -136,6 +136,47 @@ fn a_texture_only_buffer_becomes_an_arg_and_a_copied_in_masked_output_is_inout()
     assert_eq!(v["role"].as_str(), Some("inout"));
 }
 
+#[test]
+fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, ids) = common::extract_units(&fixture(), t.path());
+    let out = t.path().join("assumed");
+    kp().args(["harness", "infer"])
+        .arg(&units)
+        .arg("-o")
+        .arg(&out)
+        .arg("--root")
+        .arg(fixture())
+        .args(["--assume-size", "4096"])
+        .assert()
+        .success();
+    let id = &ids
+        .iter()
+        .find(|(k, _)| k == "row_diff")
+        .expect("row_diff")
+        .1;
+    let text = std::fs::read_to_string(out.join(format!("{id}.toml"))).unwrap();
+    // `int width, height;` then fscanf: no value in the code, so both are assumed; a block
+    // of `width - 12` threads does not fit 1024 at 4096 or 2048, and does at 1024.
+    assert!(!text.contains("\"TODO\""), "{text}");
+    assert!(
+        text.contains("#   assume-size: 1024, not 4096: with 4096,")
+            && text.contains("4084 threads per block exceeds the device's 1024"),
+        "{text}"
+    );
+    let h: toml::Value = toml::from_str(&text).unwrap();
+    assert_eq!(h["sizes"]["width"].as_integer(), Some(1024));
+    assert_eq!(h["sizes"]["height"].as_integer(), Some(1024));
+    kp().args(["harness", "check"])
+        .arg(out.join(format!("{id}.toml")))
+        .arg("--units")
+        .arg(&units)
+        .arg("--pair")
+        .arg(id)
+        .assert()
+        .success();
+}
+
 /// On the GPU: the complete harness passes every self-check (runs clean, writes every
 /// output at both size sets, deterministic, non-degenerate, seed-dependent).
 #[test]
@@ -174,4 +215,42 @@ fn gpu_selfcheck_passes_the_as_of_launch_harness() {
         .find(|r| r["kernel"] == "halve")
         .expect("halve row");
     assert_eq!(halve["pass"], false, "{halve}");
+}
+
+/// On the GPU: the harness whose assumed size was halved to fit the block limit passes
+/// every self-check.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_the_halved_assumption() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, ids) = common::extract_units(&fixture(), t.path());
+    let out = t.path().join("assumed");
+    kp().args(["harness", "infer"])
+        .arg(&units)
+        .arg("-o")
+        .arg(&out)
+        .arg("--root")
+        .arg(fixture())
+        .args(["--assume-size", "4096"])
+        .assert()
+        .success();
+    let id = &ids
+        .iter()
+        .find(|(k, _)| k == "row_diff")
+        .expect("row_diff")
+        .1;
+    let report = t.path().join("report.jsonl");
+    kp().args(["harness", "selfcheck"])
+        .arg(&units)
+        .arg("--inferred-dir")
+        .arg(&out)
+        .arg("--pair")
+        .arg(id)
+        .arg("--out")
+        .arg(&report)
+        .assert()
+        .success();
+    let row: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&report).unwrap().trim()).unwrap();
+    assert_eq!(row["pass"], true, "{row}");
 }

@@ -191,6 +191,23 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
     (None, None)
 }
 
+/// `int width, height` or `float x;`: a declaration that gives `name` no value (the program
+/// sets it later, with `fscanf` or in a loop), so not a definition of it.
+pub fn declares_without_value(name: &str, def: &str) -> bool {
+    let d = def.trim().trim_end_matches(';').trim();
+    if d.starts_with('#') || d.starts_with("dim3") || d.contains(['(', '{', '[']) {
+        return false;
+    }
+    d.split(',').any(|part| {
+        let part = part.trim();
+        !part.contains('=')
+            && part
+                .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+                == Some(name)
+    })
+}
+
 /// A size the host code gives 0 that a buffer length uses: a declaration's initializer
 /// before the program reads the real value (`int no_of_nodes = 0;` then `fscanf`), not a
 /// size. Error (an unknown) in that case; other values pass through.
@@ -323,6 +340,58 @@ pub struct InferOptions {
 /// Infer a harness for a pair. `host` is the fast unit's launch context (empty when the
 /// suite root is not known: then only the recorded launch definitions are used).
 pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
+    let first = infer_once(pair, host, opts);
+    match opts.assume_size {
+        Some(v) if !first.assumed.is_empty() => smaller_assumption(pair, host, v, first),
+        _ => first,
+    }
+}
+
+/// Whether a harness's only problem is a launch over the device's limits (threads per
+/// block, grid extent), which a smaller assumed size may fix.
+fn only_over_a_limit(r: &Inferred) -> bool {
+    matches!(r.unknowns.as_slice(), [u] if u.field == "harness" && u.reason.contains("exceeds the device"))
+}
+
+/// An assumed size is a choice, not a fact: when `v` puts a launch over the device's
+/// limits (a block of `grad_m - 44` threads), halve it (down to 64) until the harness
+/// passes `harness check`, and say so in the file. Otherwise the first result stands.
+fn smaller_assumption(pair: &Pair, host: &Host, v: i64, first: Inferred) -> Inferred {
+    if !only_over_a_limit(&first) {
+        return first;
+    }
+    let why = first.unknowns[0].reason.clone();
+    let mut smaller = v / 2;
+    while smaller >= 64 {
+        let mut r = infer_once(
+            pair,
+            host,
+            &InferOptions {
+                assume_size: Some(smaller),
+            },
+        );
+        if r.complete() {
+            let note = Unknown {
+                field: "assume-size".into(),
+                reason: format!("{smaller}, not {v}: with {v}, {why}"),
+            };
+            let line = format!("#   {}: {}\n", note.field, note.reason);
+            if let Some(at) = r.toml.find("# Assumed (review these):\n") {
+                let at = at + "# Assumed (review these):\n".len();
+                r.toml.insert_str(at, &line);
+            }
+            r.assumed.insert(0, note);
+            return r;
+        }
+        if !only_over_a_limit(&r) {
+            break;
+        }
+        smaller /= 2;
+    }
+    first
+}
+
+fn infer_once(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
     let mut cx = Cx::new(pair, host, opts);
     cx.buffers();
     cx.texture_buffers();
@@ -410,6 +479,7 @@ impl<'a> Cx<'a> {
                     .collect()
             })
             .unwrap_or_default();
+        defs.retain(|k, v| !declares_without_value(k, v));
         let loop_dependent = definitions_as_of_launch(host, &mut defs);
         for d in defs.values_mut() {
             *d = rounded_division(d);
@@ -1554,6 +1624,18 @@ mod tests {
             t.contains("block = [\"256\"]") && t.contains("shared_mem = \"TODO\"  # other"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn declarations_without_a_value_are_not_definitions() {
+        assert!(declares_without_value("height", "int width, height"));
+        assert!(declares_without_value("width", "int width, height;"));
+        assert!(declares_without_value("n", "unsigned int n"));
+        assert!(!declares_without_value("n", "int n = 4"));
+        assert!(!declares_without_value("m", "int n, m = 4 * n"));
+        assert!(!declares_without_value("g", "dim3 g"));
+        assert!(!declares_without_value("B", "#define B 64"));
+        assert!(!declares_without_value("n", "int m"));
     }
 
     #[test]
