@@ -111,9 +111,12 @@ fn poison_bytes(elem: ElemType) -> ([u8; 8], usize) {
     let n = elem.size_of();
     let mut p = [0xFF; 8];
     match elem {
-        ElemType::F32 => p[..4].copy_from_slice(&0x7FFF_FFFFu32.to_le_bytes()),
-        ElemType::F64 => p.copy_from_slice(&0x7FFF_FFFF_FFFF_FFFFu64.to_le_bytes()),
-        ElemType::F16 | ElemType::BF16 => p[..2].copy_from_slice(&0x7FFFu16.to_le_bytes()),
+        // Quiet NaNs with a payload no arithmetic makes: CUDA's canonical NaN (what
+        // `sqrtf(-1)` or `NAN` gives) is all-ones, 0x7FFFFFFF, which must count as written.
+        ElemType::F32 => p[..4].copy_from_slice(&0x7FE5_5A5Au32.to_le_bytes()),
+        ElemType::F64 => p.copy_from_slice(&0x7FFC_5A5A_5A5A_5A5Au64.to_le_bytes()),
+        ElemType::F16 => p[..2].copy_from_slice(&0x7E5Au16.to_le_bytes()),
+        ElemType::BF16 => p[..2].copy_from_slice(&0x7FDAu16.to_le_bytes()),
         _ => {}
     }
     (p, n)
@@ -1089,6 +1092,29 @@ mod tests {
             .build()
             .unwrap()
             .install(f)
+    }
+
+    #[test]
+    fn computed_nans_are_not_the_poison() {
+        // CUDA's canonical NaNs (PTX: 0x7FFFFFFF for f32) and the IEEE default quiet NaN.
+        let cases: [(ElemType, &[u8]); 6] = [
+            (ElemType::F32, &0x7FFF_FFFFu32.to_le_bytes()),
+            (ElemType::F32, &0x7FC0_0000u32.to_le_bytes()),
+            (ElemType::F64, &0x7FFF_FFFF_FFFF_FFFFu64.to_le_bytes()),
+            (ElemType::F64, &0x7FF8_0000_0000_0000u64.to_le_bytes()),
+            (ElemType::F16, &0x7FFFu16.to_le_bytes()),
+            (ElemType::BF16, &0x7FFFu16.to_le_bytes()),
+        ];
+        for (e, nan) in cases {
+            let b = HostBuffer {
+                elem: e,
+                bytes: nan.to_vec(),
+            };
+            assert!(!b.is_poison(0), "{e:?} {nan:x?}");
+            assert!(b.get_f64(0).is_nan());
+            let p = HostBuffer::poisoned(e, 1);
+            assert!(p.is_poison(0) && p.get_f64(0).is_nan(), "{e:?}");
+        }
     }
 
     #[test]
