@@ -1422,10 +1422,13 @@ fn launch_definitions(
         let mut s0 = 0;
         for (i, c) in mchunk[..offset].char_indices() {
             if matches!(c, ';' | '{' | '}') {
-                let stmt = mchunk[s0..i].trim();
+                // A statement after a preprocessor line (`#else` / `#endif` then
+                // `grid.x = …;`) starts after it.
+                let st = s0 + directive_lines_len(&mchunk[s0..i]);
+                let stmt = mchunk[st..i].trim();
                 if declares(stmt, &name) || assigns(stmt, &name) {
-                    let lead = mchunk[s0..i].len() - mchunk[s0..i].trim_start().len();
-                    found.push(collapse_ws(&chunk[s0 + lead..i]));
+                    let lead = mchunk[st..i].len() - mchunk[st..i].trim_start().len();
+                    found.push(collapse_ws(&chunk[st + lead..i]));
                     // The part that defines this name: from it to the next top-level
                     // comma (`int a = 1, n = f(b)` → `n = f(b)`).
                     let ids = lex::idents(stmt);
@@ -1520,6 +1523,20 @@ fn declares_first(stmt: &str, name: &str) -> bool {
 }
 
 /// `stmt` assigns to `name` (or to one of its `.x/.y/.z`).
+/// The length of the leading blank and preprocessor lines of `s` (`\n#endif\n  g.x = 4`
+/// → the bytes before `  g.x`).
+fn directive_lines_len(s: &str) -> usize {
+    let mut at = 0;
+    for line in s.split_inclusive('\n') {
+        let t = line.trim();
+        if !(t.is_empty() || t.starts_with('#')) || !line.ends_with('\n') {
+            break;
+        }
+        at += line.len();
+    }
+    at
+}
+
 fn assigns(stmt: &str, name: &str) -> bool {
     let Some(rest) = stmt.strip_prefix(name) else {
         return false;

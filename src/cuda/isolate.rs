@@ -1376,6 +1376,21 @@ int main() {
     }
 
     #[test]
+    fn member_assignments_after_preprocessor_lines_are_definitions() {
+        let src = "void run(int *p, int n) {\n  dim3 threads(32, 1);\n  dim3 grid(n, 1);\n#ifdef WG\n  threads.x = WG;\n#else\n  threads.x = 128;\n#endif\n  grid.x = 1024 / threads.x;\n  k<<<grid, threads>>>(p, n);\n}\n";
+        let map = scope_of(&[("h.cu", src)]);
+        let s = &map["h.cu"].launch_sites()[0];
+        assert_eq!(
+            s.definitions["grid"],
+            "dim3 grid(n, 1); grid.x = 1024 / threads.x"
+        );
+        assert_eq!(
+            s.definitions["threads"],
+            "dim3 threads(32, 1); threads.x = WG; threads.x = 128"
+        );
+    }
+
+    #[test]
     fn legacy_textures_kept_when_read_and_dropped_otherwise() {
         let src = r#"
 texture<float, 1, cudaReadModeElementType> tex_in;
