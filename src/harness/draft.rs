@@ -699,8 +699,10 @@ pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -
                 .and_then(|args| {
                     args.iter()
                         .map(|a| {
-                            if ElemType::from_c_type(a).is_some() {
-                                return Ok(a.clone());
+                            if ElemType::from_c_type(a).is_some()
+                                || matches!(a.trim(), "true" | "false")
+                            {
+                                return Ok(a.trim().to_string());
                             }
                             names.host_vars.borrow_mut().clear();
                             let e = tidy(&translate(a, &names, 0)?);
@@ -1081,6 +1083,9 @@ mod tests {
         s.template_args = Some("<BLOCK * 2, float>".into());
         let text = draft(&pair_with(None, s.clone()));
         assert!(text.contains("kernel = \"scale<256, float>\""), "{text}");
+        s.template_args = Some("<true, false>".into());
+        let text = draft(&pair_with(None, s.clone()));
+        assert!(text.contains("kernel = \"scale<true, false>\""), "{text}");
         s.template_args = Some("<len>".into());
         let text = draft(&pair_with(None, s.clone()));
         assert!(text.contains("kernel = \"scale<{n}>\""), "{text}");
