@@ -348,9 +348,11 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
 }
 
 /// Whether a harness's only problem is a launch over the device's limits (threads per
-/// block, grid extent), which a smaller assumed size may fix.
+/// block, grid extent) or a `__constant__` table larger than its symbol, which a smaller
+/// assumed size may fix.
 fn only_over_a_limit(r: &Inferred) -> bool {
-    matches!(r.unknowns.as_slice(), [u] if u.field == "harness" && u.reason.contains("exceeds the device"))
+    matches!(r.unknowns.as_slice(), [u] if u.field == "harness"
+        && (u.reason.contains("exceeds the device") || u.reason.contains("exceeds the symbol")))
 }
 
 /// An assumed size is a choice, not a fact: when `v` puts a launch over the device's
@@ -1387,10 +1389,44 @@ pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
     }
     for set in h.size_sets() {
-        h.resolve(set, &crate::harness::DeviceProps::h100())
+        let r = h
+            .resolve(set, &crate::harness::DeviceProps::h100())
             .map_err(|e| e.to_string())?;
+        for c in &r.constants {
+            if let Some(cap) = constant_capacity(&fast.source, &c.name) {
+                if c.len as i64 > cap {
+                    return Err(format!(
+                        "constants.{}: {} elements (size set {}) exceeds the symbol's declared {cap}",
+                        c.name, c.len, r.size_set
+                    ));
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// The element count of a `__constant__ T sym[EXPR];` declaration in `source`, when EXPR
+/// folds to an integer through the source's `#define`s (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
+pub fn constant_capacity(source: &str, sym: &str) -> Option<i64> {
+    let re = regex::Regex::new(&format!(
+        r"__constant__[^;\n]*\b{}\s*\[([^\]\n]*)\]",
+        regex::escape(sym)
+    ))
+    .ok()?;
+    let inner = re.captures(source)?.get(1)?.as_str();
+    let mut e = inner.to_string();
+    for _ in 0..8 {
+        let words = idents(&e);
+        if words.is_empty() {
+            break;
+        }
+        for w in words {
+            let body = infer_host::define_body(source, &w)?;
+            e = infer_host::replace_word(&e, &w, &format!("({body})"));
+        }
+    }
+    crate::harness::expr::Scope::default().eval_int(&e).ok()
 }
 
 /// A recorded definition that is several statements (`int nb = 1; nb = n / 256`): the last
@@ -1714,6 +1750,14 @@ mod tests {
         assert_eq!(elem_of("int *", "", &h), (Some(ElemType::I32), None));
         let (e, a) = elem_of("bool *", "", &h);
         assert_eq!((e, a.as_deref()), (Some(ElemType::U8), Some("bool")));
+    }
+
+    #[test]
+    fn constant_capacities_fold_the_sources_defines() {
+        let src = "#define NC 5\n#define W (NC * 2)\n__constant__ float c_tab[W*34];\n__constant__ int d[N];\n";
+        assert_eq!(constant_capacity(src, "c_tab"), Some(340));
+        assert_eq!(constant_capacity(src, "d"), None);
+        assert_eq!(constant_capacity(src, "nothing"), None);
     }
 
     #[test]

@@ -617,11 +617,24 @@ fn upload_constants(
     loaded: &Loaded,
     names: &[String],
     consts: &[HostBuffer],
-) -> Result<(), CudaError> {
+    ctx: &str,
+) -> Result<(), Stop> {
     for (name, data) in names.iter().zip(consts) {
         if let Some((_, global)) = loaded.module_globals.iter().find(|(g, _)| g == name) {
             let dst = global.view();
-            gpu.upload(dst, &data.bytes[..data.bytes.len().min(dst.len())])?;
+            // A table larger than its symbol is the harness's mistake: never cut it short.
+            if data.bytes.len() > dst.len() {
+                return Err(Stop::new(
+                    Status::HarnessError,
+                    format!(
+                        "constant {name}: the harness gives {} bytes, the __constant__ symbol holds {}",
+                        data.bytes.len(),
+                        dst.len()
+                    ),
+                ));
+            }
+            gpu.upload(dst, &data.bytes)
+                .map_err(|e| Stop::cuda(e, ctx))?;
         }
     }
     Ok(())
@@ -696,7 +709,7 @@ fn check_seed(
                 .and_then(|_| gpu.upload(g.after(), &canary))
                 .map_err(|e| Stop::cuda(e, &ctx))?;
         }
-        upload_constants(gpu, loaded, &const_names, consts).map_err(|e| Stop::cuda(e, &ctx))?;
+        upload_constants(gpu, loaded, &const_names, consts, &ctx)?;
         launch_all(gpu, which, loaded, ss, bufs)?;
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         check_canaries(gpu, ss, bufs, &ctx)?;
