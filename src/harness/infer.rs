@@ -982,6 +982,11 @@ impl<'a> Cx<'a> {
                 unknowns.push((format!("args.{name}.role"), why.clone()));
             }
         }
+        if b.role.as_ref().is_ok_and(|r| r.role != "in")
+            && self.facts.constant_stores.contains(&p.name)
+        {
+            o.push_str("allow_degenerate = true  # the kernel only stores literals into it (a flag or mask it sets or clears)\n");
+        }
         if self.float_atomics.contains(&p.name) {
             o.push_str("# float atomics: the summation order varies between runs\n");
         }

@@ -35,6 +35,9 @@ pub struct BodyFacts {
     /// (or non-negative) inputs: `log`, `sqrt`, `pow`'s base (directly or through locals
     /// computed from them). Random inputs for them are drawn positive.
     pub domain: BTreeSet<String>,
+    /// Parameters every store to which writes a literal (`mask[i] = false;`): a flag or mask
+    /// the kernel sets or clears, whose output can legitimately be constant.
+    pub constant_stores: BTreeSet<String>,
 }
 
 /// Math functions defined only for positive (or non-negative) first arguments.
@@ -228,10 +231,21 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
         functions: &functions,
         params: params.iter().cloned().collect(),
         aliases: BTreeMap::new(),
+        literal_stores: BTreeMap::new(),
         facts: &mut facts,
         depth: 0,
     };
     w.visit(body);
+    let constant: BTreeSet<String> = w
+        .literal_stores
+        .iter()
+        .filter(|(_, all)| **all)
+        .map(|(p, _)| p.clone())
+        .collect();
+    facts.constant_stores = constant
+        .into_iter()
+        .filter(|p| facts.writes.get(p) == Some(&WriteKind::Store))
+        .collect();
     let params: BTreeSet<String> = params.iter().cloned().collect();
     facts.domain = domain_params(body, source, &params);
     // Helper functions see positional names: keep only the kernel's parameters.
@@ -330,6 +344,8 @@ struct Walker<'a, 't> {
     params: BTreeSet<String>,
     /// Local pointer → the parameter it points into (`float *row = a + i * n;`).
     aliases: BTreeMap<String, String>,
+    /// Per stored-to parameter: whether every `=` store so far wrote a literal.
+    literal_stores: BTreeMap<String, bool>,
     facts: &'a mut BodyFacts,
     depth: usize,
 }
@@ -372,6 +388,15 @@ impl<'t> Walker<'_, 't> {
                             }
                         }
                     } else if let Some(t) = self.target(l) {
+                        let literal = op == "="
+                            && n.child_by_field_name("right").is_some_and(|r| {
+                                matches!(
+                                    r.kind(),
+                                    "number_literal" | "true" | "false" | "char_literal"
+                                )
+                            });
+                        let all = self.literal_stores.entry(t.clone()).or_insert(true);
+                        *all &= literal;
                         self.write(t.clone(), WriteKind::Store);
                         if op != "=" {
                             self.facts.reads.insert(t);
@@ -545,6 +570,7 @@ impl<'t> Walker<'_, 't> {
                 functions: self.functions,
                 params: fparams.iter().cloned().collect(),
                 aliases: BTreeMap::new(),
+                literal_stores: BTreeMap::new(),
                 facts: &mut inner,
                 depth: self.depth + 1,
             };
@@ -554,6 +580,8 @@ impl<'t> Walker<'_, 't> {
                 let Some(fp) = fparams.get(i) else { continue };
                 if let Some(k) = inner.writes.get(fp) {
                     self.write(t.clone(), *k);
+                    // What a helper stores is not looked at: not known to be a literal.
+                    self.literal_stores.insert(t.clone(), false);
                 }
                 if inner.reads.contains(fp) {
                     self.facts.reads.insert(t.clone());
@@ -639,6 +667,21 @@ mod tests {
         // a reaches logf through t and u; b is sqrt's operand; c is only added.
         let want: BTreeSet<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
         assert_eq!(f.domain, want);
+    }
+
+    #[test]
+    fn buffers_only_ever_given_literals_are_flags() {
+        let f = facts(
+            "__device__ void put(int *q, int i) { q[i] = 1; }\n\
+             __global__ void k(bool *mask, bool *seen, float *o, int *h, int *q, int n) {\n\
+             int i = threadIdx.x;\n\
+             if (mask[i]) { mask[i] = false; seen[i] = true; o[i] = 1.0f; o[i + n] = o[i] * 2.0f; }\n\
+             atomicAdd(&h[0], 1); put(q, i);\n}",
+            &["mask", "seen", "o", "h", "q", "n"],
+        );
+        // o also gets a computed value; h is an atomic counter; q is stored by a helper.
+        let want: BTreeSet<String> = ["mask", "seen"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(f.constant_stores, want);
     }
 
     #[test]

@@ -352,21 +352,53 @@ fn report(
     }
 }
 
-/// Interpret a worker's verification of an identity job.
-pub fn judge(v: &Verification) -> Option<(&'static str, String)> {
+/// Interpret a worker's verification of an identity job. `flags` are the outputs the
+/// harness allows to be degenerate (a mask the kernel only clears): they need not depend on
+/// the seed, as long as some output does.
+pub fn judge(v: &Verification, flags: &BTreeSet<String>) -> Option<(&'static str, String)> {
     if let Some(why) = nan_outputs(v) {
         return Some(("non_degenerate", why));
     }
     if let Some(c) = failed_check(v.status) {
         return Some((c, format!("{}: {}", v.status.as_str(), v.reason)));
     }
+    let outputs: BTreeSet<&str> = v
+        .evidence
+        .checks
+        .iter()
+        .filter(|c| c.fast_hash.is_some())
+        .map(|c| c.output.as_str())
+        .collect();
     let same = seed_independent(&v.evidence);
+    let none_depends = !outputs.is_empty()
+        && outputs
+            .iter()
+            .all(|o| same.iter().any(|s| s.starts_with(&format!("{o} ("))));
+    let same: Vec<String> = same
+        .into_iter()
+        .filter(|s| none_depends || !flags.iter().any(|f| s.starts_with(&format!("{f} ("))))
+        .collect();
     (!same.is_empty()).then(|| {
         (
             "seed_dependent",
             format!("the same output for every seed: {}", same.join(", ")),
         )
     })
+}
+
+/// The outputs a resolved harness lets be degenerate (`allow_degenerate = true`).
+pub fn degenerate_allowed(sets: &[crate::harness::Resolved]) -> BTreeSet<String> {
+    sets.iter()
+        .flat_map(|r| &r.args)
+        .filter_map(|a| match a {
+            ResolvedArg::Buffer {
+                name,
+                allow_degenerate: true,
+                ..
+            } => Some(name.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A rerun that "differs" only where both runs hold NaN (NaN ≠ NaN): not a race but an
@@ -459,13 +491,14 @@ fn run_on_workers(
         ..RunOptions::default()
     };
     let mut jobs = Vec::new();
-    let mut meta: BTreeMap<usize, (String, Option<HarnessOrigin>)> = BTreeMap::new();
+    let mut meta: BTreeMap<usize, (String, Option<HarnessOrigin>, BTreeSet<String>)> =
+        BTreeMap::new();
     for (i, ip, found, origin) in pending {
         let path = found.path.display().to_string();
         match resolve::resolve(&ip, &found, &hello) {
             Ok((slow, fast, mut sets)) => {
                 identity_sets(&ip, &mut sets);
-                meta.insert(i, (path.clone(), origin));
+                meta.insert(i, (path.clone(), origin, degenerate_allowed(&sets)));
                 jobs.push((
                     i,
                     Job {
@@ -496,9 +529,9 @@ fn run_on_workers(
             if crate::verify::sanitizer::worth_sanitizing(v.status) {
                 ran.insert(i);
             }
-            let (path, origin) = meta.get(&i).cloned().unwrap_or_default();
+            let (path, origin, flags) = meta.get(&i).cloned().unwrap_or_default();
             let ms = v.evidence.phases_ms.get("total").copied();
-            reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v), ms));
+            reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v, &flags), ms));
         },
     );
     if let Some(jobs) = sanitize_jobs {
@@ -678,7 +711,7 @@ mod tests {
                 tool_version: String::new(),
                 flags: Vec::new(),
             };
-            judge(&v).unwrap()
+            judge(&v, &BTreeSet::new()).unwrap()
         };
         let (check, why) = verdict(&[1.0, f64::NAN, f64::NAN], &[1.0, f64::NAN, f64::NAN]);
         assert_eq!(check, "non_degenerate");
@@ -755,6 +788,35 @@ mod tests {
             vec!["o (size set default)".to_string()]
         );
         assert!(seed_independent(&Evidence::default()).is_empty());
+        // A flag the harness lets be degenerate need not depend on the seed while another
+        // output does; when no output depends on it, the check fails all the same.
+        let verdict = |checks: Vec<CheckEvidence>, flags: &[&str]| {
+            let v = Verification {
+                status: Status::Verified,
+                reason: String::new(),
+                device: None,
+                evidence: Evidence {
+                    checks,
+                    ..Evidence::default()
+                },
+                speedup: None,
+                tool_version: String::new(),
+                flags: Vec::new(),
+            };
+            judge(&v, &flags.iter().map(|f| f.to_string()).collect())
+        };
+        let both = || {
+            vec![
+                check(0, "o", "aa"),
+                check(1, "o", "aa"),
+                check(0, "p", "aa"),
+                check(1, "p", "bb"),
+            ]
+        };
+        assert_eq!(verdict(both(), &[]).unwrap().0, "seed_dependent");
+        assert_eq!(verdict(both(), &["o"]), None);
+        let neither = vec![check(0, "o", "aa"), check(1, "o", "aa")];
+        assert_eq!(verdict(neither, &["o"]).unwrap().0, "seed_dependent");
     }
 
     #[test]
