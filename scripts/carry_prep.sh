@@ -37,6 +37,7 @@ for i in 1 2 3; do
 done
 $K harness infer $H/rodinia.jsonl -o $H/rodinia-assumed --root "$TREES/gpu-rodinia" --assume-size 4096 >/dev/null
 $K harness infer $H/parboil.jsonl -o $H/parboil-inferred --root "$TREES/Parboil" >/dev/null
+$K harness infer $H/parboil.jsonl -o $H/parboil-assumed --root "$TREES/Parboil" --assume-size 4096 >/dev/null
 cp -r extractors/parboil $H/parboil-hand
 python3 benches/infer_compare.py $H/parboil.jsonl $H/parboil-inferred $H/parboil-hand > $H/parboil-compare.md
 tail -1 $H/parboil-compare.md
