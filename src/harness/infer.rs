@@ -191,6 +191,20 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
     (None, None)
 }
 
+/// The first grid component of a translated launch table (`grid = ["a", "b"]` or
+/// `grid = "a"`); None when it is a TODO.
+pub fn grid_x_of(launch: &str) -> Option<String> {
+    let v = launch
+        .lines()
+        .find_map(|l| l.strip_prefix("grid = "))?
+        .trim();
+    let first = match serde_json::from_str::<Vec<String>>(v) {
+        Ok(c) => c.into_iter().next()?,
+        Err(_) => serde_json::from_str::<String>(v).ok()?,
+    };
+    (first != "TODO").then_some(first)
+}
+
 /// `int width, height` or `float x;`: a declaration that gives `name` no value (the program
 /// sets it later, with `fscanf` or in a loop), so not a definition of it.
 pub fn declares_without_value(name: &str, def: &str) -> bool {
@@ -450,6 +464,8 @@ struct Cx<'a> {
     /// Buffers only a legacy texture reads (the host binds them; the launch does not pass
     /// them): extra `[[args]]` after the kernel's parameters.
     tex_bufs: Vec<TexBuf>,
+    /// The fast launch's grid x extent as a harness expression, once translated.
+    grid_x: Option<String>,
     /// Host names lengths or launches use that become sizes of their own.
     host_vars: Vec<String>,
     float_atomics: Vec<String>,
@@ -500,6 +516,7 @@ impl<'a> Cx<'a> {
             loop_dependent,
             bufs: BTreeMap::new(),
             tex_bufs: Vec::new(),
+            grid_x: None,
             host_vars: Vec::new(),
             float_atomics: Vec::new(),
             unknowns: Vec::new(),
@@ -750,6 +767,7 @@ impl<'a> Cx<'a> {
         let vars = draft::draft_launch(&patched, &self.sizes, &mut launches);
         self.note_host_vars(vars);
         let tail = unsettle_fields(&launches[fast_from..], &unsettled);
+        self.grid_x = grid_x_of(&tail);
         launches.truncate(fast_from);
         launches.push_str(&tail);
         for l in launches.lines() {
@@ -981,6 +999,17 @@ impl<'a> Cx<'a> {
                 writeln!(o, "role = \"TODO\"  # {why}").expect("string");
                 unknowns.push((format!("args.{name}.role"), why.clone()));
             }
+        }
+        if let (true, Some(g)) = (
+            is_out && self.facts.per_block.contains(&p.name),
+            self.grid_x.as_ref(),
+        ) {
+            writeln!(
+                o,
+                "compare = {{ len = {} }}  # one result per block (stored at [blockIdx.x]): the rest is not the kernel's",
+                toml_str(g)
+            )
+            .expect("string");
         }
         if b.role.as_ref().is_ok_and(|r| r.role != "in")
             && self.facts.constant_stores.contains(&p.name)
@@ -1665,6 +1694,16 @@ mod tests {
             t.contains("block = [\"256\"]") && t.contains("shared_mem = \"TODO\"  # other"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn grid_x_is_the_first_grid_component() {
+        assert_eq!(
+            grid_x_of("kernel = \"k\"\ngrid = [\"ceil_div(n, 256)\", \"2\"]\n").as_deref(),
+            Some("ceil_div(n, 256)")
+        );
+        assert_eq!(grid_x_of("grid = \"4\"\n").as_deref(), Some("4"));
+        assert_eq!(grid_x_of("grid = \"TODO\"  # why\n"), None);
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct BodyFacts {
     /// Parameters every store to which writes a literal (`mask[i] = false;`): a flag or mask
     /// the kernel sets or clears, whose output can legitimately be constant.
     pub constant_stores: BTreeSet<String>,
+    /// Parameters every store to which is at `[blockIdx.x]`: one result per block (partial
+    /// sums), so only the first grid-x elements are the kernel's output.
+    pub per_block: BTreeSet<String>,
 }
 
 /// Math functions defined only for positive (or non-negative) first arguments.
@@ -232,20 +235,23 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
         params: params.iter().cloned().collect(),
         aliases: BTreeMap::new(),
         literal_stores: BTreeMap::new(),
+        block_stores: BTreeMap::new(),
         facts: &mut facts,
         depth: 0,
     };
     w.visit(body);
-    let constant: BTreeSet<String> = w
-        .literal_stores
-        .iter()
-        .filter(|(_, all)| **all)
-        .map(|(p, _)| p.clone())
-        .collect();
-    facts.constant_stores = constant
-        .into_iter()
-        .filter(|p| facts.writes.get(p) == Some(&WriteKind::Store))
-        .collect();
+    let all_of = |m: &BTreeMap<String, bool>| -> BTreeSet<String> {
+        m.iter()
+            .filter(|(_, all)| **all)
+            .map(|(p, _)| p.clone())
+            .collect()
+    };
+    let (constant, per_block) = (all_of(&w.literal_stores), all_of(&w.block_stores));
+    let stored = |p: &String| facts.writes.get(p) == Some(&WriteKind::Store);
+    let constant: BTreeSet<String> = constant.into_iter().filter(stored).collect();
+    let per_block: BTreeSet<String> = per_block.into_iter().filter(stored).collect();
+    facts.constant_stores = constant;
+    facts.per_block = per_block;
     let params: BTreeSet<String> = params.iter().cloned().collect();
     facts.domain = domain_params(body, source, &params);
     // Helper functions see positional names: keep only the kernel's parameters.
@@ -346,6 +352,8 @@ struct Walker<'a, 't> {
     aliases: BTreeMap<String, String>,
     /// Per stored-to parameter: whether every `=` store so far wrote a literal.
     literal_stores: BTreeMap<String, bool>,
+    /// Per stored-to parameter: whether every store so far was at `[blockIdx.x]`.
+    block_stores: BTreeMap<String, bool>,
     facts: &'a mut BodyFacts,
     depth: usize,
 }
@@ -397,6 +405,20 @@ impl<'t> Walker<'_, 't> {
                             });
                         let all = self.literal_stores.entry(t.clone()).or_insert(true);
                         *all &= literal;
+                        let at_block = l.kind() == "subscript_expression"
+                            && base_ident(l)
+                                .is_some_and(|b| l.child_by_field_name("argument") == Some(b))
+                            && l.child_by_field_name("indices")
+                                .or_else(|| l.child_by_field_name("index"))
+                                .is_some_and(|ix| {
+                                    text(ix, self.src)
+                                        .trim_matches(|c| c == '[' || c == ']')
+                                        .split_whitespace()
+                                        .collect::<String>()
+                                        == "blockIdx.x"
+                                });
+                        let all = self.block_stores.entry(t.clone()).or_insert(true);
+                        *all &= at_block;
                         self.write(t.clone(), WriteKind::Store);
                         if op != "=" {
                             self.facts.reads.insert(t);
@@ -571,6 +593,7 @@ impl<'t> Walker<'_, 't> {
                 params: fparams.iter().cloned().collect(),
                 aliases: BTreeMap::new(),
                 literal_stores: BTreeMap::new(),
+                block_stores: BTreeMap::new(),
                 facts: &mut inner,
                 depth: self.depth + 1,
             };
@@ -582,6 +605,7 @@ impl<'t> Walker<'_, 't> {
                     self.write(t.clone(), *k);
                     // What a helper stores is not looked at: not known to be a literal.
                     self.literal_stores.insert(t.clone(), false);
+                    self.block_stores.insert(t.clone(), false);
                 }
                 if inner.reads.contains(fp) {
                     self.facts.reads.insert(t.clone());
@@ -682,6 +706,20 @@ mod tests {
         // o also gets a computed value; h is an atomic counter; q is stored by a helper.
         let want: BTreeSet<String> = ["mask", "seen"].iter().map(|s| s.to_string()).collect();
         assert_eq!(f.constant_stores, want);
+    }
+
+    #[test]
+    fn stores_only_at_block_index_are_per_block_results() {
+        let f = facts(
+            "__global__ void k(const float *x, float *part, float *y, int n) {\n\
+             __shared__ float s[256];\n\
+             int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+             s[threadIdx.x] = x[i]; y[i] = x[i]; y[blockIdx.x] = 0.0f;\n\
+             if (threadIdx.x == 0) part[ blockIdx.x ] = s[0];\n}",
+            &["x", "part", "y", "n"],
+        );
+        let want: BTreeSet<String> = ["part"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(f.per_block, want);
     }
 
     #[test]
