@@ -10,6 +10,7 @@ use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names
 use super::infer_asof;
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
+use super::infer_template;
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -191,6 +192,18 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
     (None, None)
 }
 
+/// A pointer parameter to a struct whose fields are all one scalar type
+/// (`LatLong *` for `typedef struct { float lat; float lng; } LatLong;`, defined in the unit
+/// or the host code): (the scalar, fields per struct, the struct's C name). None for other
+/// types (pointers inside, mixed fields: those stay unknown).
+pub fn struct_elem(ty: &str, source: &str, host: &Host) -> Option<(ElemType, usize, String)> {
+    let base = c_base_type(ty);
+    let texts = std::iter::once(source).chain(host.texts());
+    infer_template::struct_of_scalars(&base, texts)
+        .ok()
+        .map(|(e, n)| (e, n, base))
+}
+
 /// A size the host code gives 0 that a buffer length uses: a declaration's initializer
 /// before the program reads the real value (`int no_of_nodes = 0;` then `fscanf`), not a
 /// size. Error (an unknown) in that case; other values pass through.
@@ -323,10 +336,20 @@ pub struct InferOptions {
 /// Infer a harness for a pair. `host` is the fast unit's launch context (empty when the
 /// suite root is not known: then only the recorded launch definitions are used).
 pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
+    // Template values (a launch inside a function template, a template kernel launched
+    // without arguments) are substituted first: see `infer_template`.
+    let inst = infer_template::instantiate(pair, host);
+    let (pair, host) = match &inst {
+        Some(i) => (&i.pair, &i.host),
+        None => (pair, host),
+    };
     let mut cx = Cx::new(pair, host, opts);
     cx.buffers();
     let launches = cx.launches();
     let mut o = cx.header();
+    if let Some(i) = &inst {
+        o.push_str(&i.note);
+    }
     let all_sizes = cx.size_values(&mut o);
     cx.args(&mut o);
     cx.constants(&all_sizes, &mut o);
@@ -440,7 +463,13 @@ impl<'a> Cx<'a> {
             if !c_is_pointer(&p.ty) {
                 continue;
             }
-            let (elem, alias) = elem_of(&p.ty, &fast.source, host);
+            let (mut elem, mut alias) = elem_of(&p.ty, &fast.source, host);
+            let mut per_struct = None;
+            if elem.is_none() {
+                if let Some((e, fields, name)) = struct_elem(&p.ty, &fast.source, host) {
+                    (elem, alias, per_struct) = (Some(e), Some(name), Some(fields));
+                }
+            }
             let arg = site
                 .and_then(|s| s.args.get(i))
                 .map(|a| a.trim().to_string());
@@ -452,7 +481,10 @@ impl<'a> Cx<'a> {
                         "the launch passes `{v}`, not a plain pointer variable"
                     ))
                 }
-                (Some(v), Some(e)) => self.buffer_length(v, e),
+                (Some(v), Some(e)) => match (per_struct, alias.as_deref()) {
+                    (Some(fields), Some(name)) => self.struct_buffer_length(v, e, name, fields),
+                    _ => self.buffer_length(v, e),
+                },
                 (Some(_), None) => Err(format!("`{}` is not an element type", p.ty)),
             };
             let copies = var.as_deref().map(|v| host.copies(v)).unwrap_or_default();
@@ -478,9 +510,34 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// A buffer of structs of one scalar type (`struct P { float x, y; }`): its length in
+    /// scalars, from the allocation's or copy's byte size (see
+    /// [`infer_template::struct_len_text`]).
+    fn struct_buffer_length(
+        &mut self,
+        var: &str,
+        e: ElemType,
+        name: &str,
+        fields: usize,
+    ) -> Result<String, String> {
+        let bytes = self
+            .host
+            .alloc_bytes(var)
+            .or_else(|| self.host.copies(var).first().map(|c| c.bytes.clone()))
+            .ok_or_else(|| format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code"))?;
+        let t = infer_template::struct_len_text(&bytes, &[name], e, fields);
+        self.translate_length(&t)
+    }
+
     /// A buffer's length as a harness expression over the sizes.
     fn buffer_length(&mut self, var: &str, e: ElemType) -> Result<String, String> {
         let t = length_text(self.host, var, e.size_of())?;
+        self.translate_length(&t)
+    }
+
+    /// A length's host text as a harness expression over the sizes.
+    fn translate_length(&mut self, t: &str) -> Result<String, String> {
+        let t = t.to_string();
         add_definitions(&t, self.host, &self.keep, &mut self.defs);
         let names = Names {
             host_to_size: self.host_to_size.clone(),

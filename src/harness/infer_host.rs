@@ -750,7 +750,8 @@ pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
         let after_ok = b
             .get(from)
             .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
-        if !after_ok {
+        // Not inside a string literal (`printf("steps = %d", steps)`).
+        if !after_ok || in_string_literal(text, p) {
             continue;
         }
         let rest = text[from..].trim_start();
@@ -1363,6 +1364,27 @@ pub(super) fn value_at(r: &str) -> &str {
 
 /// Each position of `name` in `text` that does not continue an identifier (nor follow a byte
 /// of `not_after`); nothing for an empty name.
+/// Whether byte `p` of `text` lies inside a `"…"` literal on its line (string literals do
+/// not span lines; escaped quotes and character literals like `'"'` are skipped).
+pub fn in_string_literal(text: &str, p: usize) -> bool {
+    let start = text[..p].rfind('\n').map_or(0, |k| k + 1);
+    let b = text.as_bytes();
+    let (mut i, mut inside) = (start, false);
+    while i < p {
+        match b[i] {
+            b'\\' if inside => i += 1,
+            b'"' => inside = !inside,
+            b'\'' if !inside => {
+                // A character literal: `'"'`, `'\''`.
+                i += if b.get(i + 1) == Some(&b'\\') { 3 } else { 2 };
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    inside
+}
+
 fn occurrences<'a>(
     text: &'a str,
     name: &'a str,
@@ -1513,6 +1535,15 @@ mod tests {
             assignments("int a = 1, b = f(2, 3);\nb == 4; b = 5;", "b"),
             vec![(1, "f(2, 3)".to_string()), (2, "5".to_string())]
         );
+    }
+
+    #[test]
+    fn assignments_inside_string_literals_are_not_definitions() {
+        let text = "printf(\"n = %d, s = '\\\"\", n);\nconst int n = f(8);\nchar q = '\"'; int k = n;";
+        assert_eq!(assignments(text, "n"), vec![(2, "f(8)".to_string())]);
+        assert_eq!(assignments(text, "k"), vec![(3, "n".to_string())]);
+        assert!(in_string_literal("x(\"a = 1\")", 4));
+        assert!(!in_string_literal("x(\"a\") = 1", 8));
     }
 
     #[test]
