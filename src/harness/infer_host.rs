@@ -95,17 +95,39 @@ fn find_calls(text: &str, name: &str, keep: impl Fn(usize) -> bool, n: Option<us
     for p in occurrences(text, name, b"") {
         let from = p + name.len();
         let rest = &text[from..];
+        // An explicit template argument list (`launch<128, 4>(…)`) belongs to the name.
+        let skip = template_arg_list(rest);
+        let rest = &rest[skip..];
         let after = rest.trim_start();
         if !after.starts_with('(') || !keep(p) {
             continue;
         }
-        let open = from + (rest.len() - after.len());
+        let open = from + skip + (rest.len() - after.len());
         if let Some(args) = split_args(&text[open..]).filter(|a| n.is_none_or(|n| a.len() == n)) {
             let line = text[..p].matches('\n').count() as u32 + 1;
             out.push(Call { line, args });
         }
     }
     out
+}
+
+/// The length of a template argument list at the start of `rest` (`<128, float>`, after
+/// optional spaces), or 0 when there is none. Only names, numbers, `,`, `*`, `::` and spaces
+/// may appear inside, so a comparison (`f < n && g > (m)`) is not taken for one.
+pub fn template_arg_list(rest: &str) -> usize {
+    let t = rest.trim_start();
+    if !t.starts_with('<') {
+        return 0;
+    }
+    let lead = rest.len() - t.len();
+    for (i, c) in t.char_indices().skip(1) {
+        match c {
+            '>' => return lead + i + 1,
+            c if c.is_alphanumeric() || matches!(c, '_' | ',' | '*' | ':' | ' ') => {}
+            _ => return 0,
+        }
+    }
+    0
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
@@ -1535,6 +1557,16 @@ mod tests {
             assignments("int a = 1, b = f(2, 3);\nb == 4; b = 5;", "b"),
             vec![(1, "f(2, 3)".to_string()), (2, "5".to_string())]
         );
+    }
+
+    #[test]
+    fn calls_with_explicit_template_arguments_are_calls() {
+        let text = "template void run<float>(float *a, int n);\nvoid main2() {\n  run<128, 4>(d_a, n);\n  if (run < n && k > (m)) {}\n}";
+        let c = call_sites(text, "run", 2);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!((c[0].line, c[0].args.clone()), (3, vec!["d_a".to_string(), "n".to_string()]));
+        assert_eq!(template_arg_list(" <a, 2>(x)"), 7);
+        assert_eq!(template_arg_list("< n && k > (m)"), 0);
     }
 
     #[test]
