@@ -1129,9 +1129,14 @@ pub fn definitions_as_of_launch(
 pub fn unsettle_fields(table: &str, fields: &[(&str, String)]) -> String {
     let mut out = String::with_capacity(table.len());
     for l in table.split_inclusive('\n') {
+        // A field already TODO keeps its reason, unless the reason is the translation's
+        // loop through the unsettled name's stale definition (`per = sqrt(nb)` recorded,
+        // `nb = per * per` at the launch): then the unsettled reason is the real one.
         let todo = fields.iter().find(|(k, _)| {
-            l.strip_prefix(k)
-                .is_some_and(|r| r.trim_start().starts_with('=') && !r.contains("\"TODO\""))
+            l.strip_prefix(k).is_some_and(|r| {
+                r.trim_start().starts_with('=')
+                    && (!r.contains("\"TODO\"") || r.contains("definitions nest too deeply"))
+            })
         });
         match todo {
             Some((k, why)) => {
@@ -1478,6 +1483,10 @@ mod tests {
             t.contains("block = [\"256\"]") && t.contains("shared_mem = \"TODO\"  # other"),
             "{t}"
         );
+        // A translation that looped through the unsettled name's stale definition says why.
+        let looped = "grid = \"TODO\"  # host text \"nb\": definitions nest too deeply\n";
+        let t = unsettle_fields(looped, &[("grid", why.clone())]);
+        assert_eq!(t, format!("grid = \"TODO\"  # {why}\n"));
     }
 
     #[test]
