@@ -787,7 +787,9 @@ pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
         let v = value_at(r);
         if !v.is_empty() {
             let line = text[..p].matches('\n').count() as u32 + 1;
-            out.push((line, v.to_string()));
+            // One line: a value written over several lines reads the same, and reasons
+            // quoting it stay inside their `#` comment.
+            out.push((line, v.split_whitespace().collect::<Vec<_>>().join(" ")));
         }
     }
     out
@@ -1574,6 +1576,11 @@ mod tests {
         let text = "printf(\"n = %d, s = '\\\"\", n);\nconst int n = f(8);\nchar q = '\"'; int k = n;";
         assert_eq!(assignments(text, "n"), vec![(2, "f(8)".to_string())]);
         assert_eq!(assignments(text, "k"), vec![(3, "n".to_string())]);
+        // A value over several lines is one line.
+        assert_eq!(
+            assignments("s = max(\n    a / b,\n    1.0f);", "s"),
+            vec![(1, "max( a / b, 1.0f)".to_string())]
+        );
         assert!(in_string_literal("x(\"a = 1\")", 4));
         assert!(!in_string_literal("x(\"a\") = 1", 8));
     }
