@@ -419,6 +419,9 @@ impl<'a> Cx<'a> {
                     .collect()
             })
             .unwrap_or_default();
+        if let Some(s) = site {
+            unrecorded_launch_definitions(host, s, &keep, &mut defs);
+        }
         let loop_dependent = definitions_as_of_launch(host, &mut defs);
         for d in defs.values_mut() {
             *d = rounded_division(d);
@@ -1069,6 +1072,38 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// Names the launch's grid, block or shared memory use that extract recorded no definition
+/// for (a declaration after a macro call with no `;`, `dim3 threads(THREADS)`), defined as of
+/// the launch line in the launch's function (see [`infer_asof`]), are added to `defs`.
+/// Sizes (`keep`) and names the function does not write are left alone.
+pub fn unrecorded_launch_definitions(
+    host: &Host,
+    site: &LaunchSite,
+    keep: &BTreeSet<String>,
+    defs: &mut BTreeMap<String, String>,
+) {
+    if host.file.is_empty() || host.launch_line == 0 {
+        return;
+    }
+    let mut names: Vec<String> = [Some(&site.grid), Some(&site.block), site.shared_mem.as_ref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|t| idents(t))
+        .filter(|w| !defs.contains_key(w) && !keep.contains(w))
+        .collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return;
+    }
+    let found = infer_asof::definitions_at_launch(&host.file, &names, host.launch_line, &|_| true);
+    for (k, d) in names.into_iter().zip(found) {
+        if let Ok(Some(d)) = d {
+            defs.insert(k, d);
+        }
+    }
+}
+
 /// Rewrite each recorded launch definition as of the launch line (see [`infer_asof`]): a
 /// name written again after its use (srad's `blocks_x`) keeps the value it had there.
 /// Returns the names whose value at the launch is not fixed by the code, with why.
@@ -1470,6 +1505,36 @@ mod tests {
             texture_binds(source, &h),
             vec![("t_in".to_string(), "float".to_string(), "d_in".to_string())]
         );
+    }
+
+    #[test]
+    fn launch_names_extract_missed_are_defined_as_of_the_launch() {
+        // `check("…")` has no `;`, so the statement before the launch joins it.
+        let file = "void f(float *d, int n) {\n  check(\"alloc\")\n  dim3 threads(TB);\n  dim3 grid(n / TB);\n  k<<<grid, threads>>>(d, n);\n}\n";
+        let host = Host {
+            file: file.into(),
+            launch_line: 5,
+            ..Host::default()
+        };
+        let site = LaunchSite {
+            path: "a.cu".into(),
+            line: 5,
+            kernel: "k".into(),
+            template_args: None,
+            grid: "grid".into(),
+            block: "threads".into(),
+            shared_mem: None,
+            stream: None,
+            args: vec!["d".into(), "n".into()],
+            definitions: BTreeMap::from([("grid".to_string(), "dim3 grid(n / TB)".to_string())]),
+        };
+        let keep = BTreeSet::from(["n".to_string()]);
+        let mut defs = site.definitions.clone();
+        unrecorded_launch_definitions(&host, &site, &keep, &mut defs);
+        assert_eq!(defs["threads"], "dim3 threads; threads.x = TB");
+        // A recorded definition is not replaced here.
+        assert_eq!(defs["grid"], "dim3 grid(n / TB)");
+        assert_eq!(defs.len(), 2);
     }
 
     #[test]
