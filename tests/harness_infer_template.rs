@@ -35,7 +35,10 @@ fn infer(dir: &Path) -> (PathBuf, PathBuf, Vec<(String, String, toml::Value)>) {
         .map(|(kernel, id)| {
             let text = std::fs::read_to_string(out.join(format!("{id}.toml"))).unwrap();
             assert!(!text.contains("\"TODO\""), "{kernel}: {text}");
-            assert!(text.contains("# template values") || kernel == "dist", "{text}");
+            assert!(
+                text.contains("# template values") || kernel == "dist",
+                "{text}"
+            );
             (kernel, id, toml::from_str(&text).unwrap())
         })
         .collect();
@@ -73,7 +76,10 @@ fn template_values_and_struct_buffers_give_complete_harnesses() {
 
     // split_planes<<<…>>>(d_a, …) with `T *d_a` in to_planes<float>: T = float.
     let p = get("split_planes");
-    assert_eq!(p["launch"][0]["kernel"].as_str(), Some("split_planes<float>"));
+    assert_eq!(
+        p["launch"][0]["kernel"].as_str(),
+        Some("split_planes<float>")
+    );
     assert_eq!(arg(p, "a")["type"].as_str(), Some("f32"));
     assert_eq!(arg(p, "a")["role"].as_str(), Some("out"));
     assert_eq!(p["sizes"]["pixels"].as_integer(), Some(5000));

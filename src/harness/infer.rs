@@ -1085,12 +1085,16 @@ pub fn unrecorded_launch_definitions(
     if host.file.is_empty() || host.launch_line == 0 {
         return;
     }
-    let mut names: Vec<String> = [Some(&site.grid), Some(&site.block), site.shared_mem.as_ref()]
-        .into_iter()
-        .flatten()
-        .flat_map(|t| idents(t))
-        .filter(|w| !defs.contains_key(w) && !keep.contains(w))
-        .collect();
+    let mut names: Vec<String> = [
+        Some(&site.grid),
+        Some(&site.block),
+        site.shared_mem.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .flat_map(|t| idents(t))
+    .filter(|w| !defs.contains_key(w) && !keep.contains(w))
+    .collect();
     names.sort();
     names.dedup();
     if names.is_empty() {

@@ -1566,14 +1566,18 @@ mod tests {
         let text = "template void run<float>(float *a, int n);\nvoid main2() {\n  run<128, 4>(d_a, n);\n  if (run < n && k > (m)) {}\n}";
         let c = call_sites(text, "run", 2);
         assert_eq!(c.len(), 1, "{c:?}");
-        assert_eq!((c[0].line, c[0].args.clone()), (3, vec!["d_a".to_string(), "n".to_string()]));
+        assert_eq!(
+            (c[0].line, c[0].args.clone()),
+            (3, vec!["d_a".to_string(), "n".to_string()])
+        );
         assert_eq!(template_arg_list(" <a, 2>(x)"), 7);
         assert_eq!(template_arg_list("< n && k > (m)"), 0);
     }
 
     #[test]
     fn assignments_inside_string_literals_are_not_definitions() {
-        let text = "printf(\"n = %d, s = '\\\"\", n);\nconst int n = f(8);\nchar q = '\"'; int k = n;";
+        let text =
+            "printf(\"n = %d, s = '\\\"\", n);\nconst int n = f(8);\nchar q = '\"'; int k = n;";
         assert_eq!(assignments(text, "n"), vec![(2, "f(8)".to_string())]);
         assert_eq!(assignments(text, "k"), vec![(3, "n".to_string())]);
         // A value over several lines is one line.

@@ -186,7 +186,10 @@ pub struct Instance {
 }
 
 /// Every `name<…>(` in `texts`, in file order (texts in the order given).
-pub fn explicit_instances<'t>(texts: impl IntoIterator<Item = &'t str>, name: &str) -> Vec<Instance> {
+pub fn explicit_instances<'t>(
+    texts: impl IntoIterator<Item = &'t str>,
+    name: &str,
+) -> Vec<Instance> {
     let mut out = Vec::new();
     for (ti, t) in texts.into_iter().enumerate() {
         let b = t.as_bytes();
@@ -288,8 +291,7 @@ pub fn declared_type(f: &HostFn, fn_text: &str, var: &str) -> Option<String> {
     while let Some(p) = fn_text[from..].find(var).map(|p| p + from) {
         from = p + var.len();
         let word = (p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_'))
-            && b
-                .get(from)
+            && b.get(from)
                 .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
         let after = fn_text[from..].trim_start();
         if !word || !(after.starts_with(';') || after.starts_with('=')) {
@@ -527,9 +529,8 @@ fn struct_body(t: &str, name: &str) -> Option<String> {
             continue;
         };
         let tag = rest[..open].trim();
-        let attrs = |s: &str| {
-            s.contains("__align__") || s.contains("alignas") || s.contains("aligned")
-        };
+        let attrs =
+            |s: &str| s.contains("__align__") || s.contains("alignas") || s.contains("aligned");
         // Not a struct definition (`struct P f(int a);`, `struct P *p;`).
         if rest.as_bytes()[open] != b'{' || (tag.contains('(') && !attrs(tag)) {
             continue;
@@ -545,11 +546,7 @@ fn struct_body(t: &str, name: &str) -> Option<String> {
         // `typedef struct … { … } name;`
         let before = t[..p].trim_end();
         let after = rest[close + 1..].split(';').next().unwrap_or("");
-        if before.ends_with("typedef")
-            && after
-                .split(',')
-                .any(|n| n.trim() == name)
-        {
+        if before.ends_with("typedef") && after.split(',').any(|n| n.trim() == name) {
             if attrs(tag) || attrs(after) {
                 return Some("__align__".into());
             }
@@ -580,7 +577,11 @@ fn scalar_fields(body: &str) -> Result<(ElemType, usize), String> {
             .ok_or_else(|| format!("field `{decl}`: `{}` is not a scalar type", ty.trim()))?;
         match elem {
             Some(x) if x != e => {
-                return Err(format!("fields of different types ({} and {})", x.name(), e.name()))
+                return Err(format!(
+                    "fields of different types ({} and {})",
+                    x.name(),
+                    e.name()
+                ))
             }
             _ => elem = Some(e),
         }
@@ -693,7 +694,10 @@ namespace img {
         let other = "template void fill<float>(float *p, int n);\ntemplate void fill<int>(int *p, int n);\nvoid fill2(int x) { fill (x); }";
         let inst = explicit_instances(["", other], "fill");
         assert_eq!(inst.len(), 2);
-        assert_eq!((inst[0].text, inst[0].line, inst[0].args.clone()), (1, 1, vec!["float".to_string()]));
+        assert_eq!(
+            (inst[0].text, inst[0].line, inst[0].args.clone()),
+            (1, 1, vec!["float".to_string()])
+        );
         // `fill2` and a call without template arguments are not instances.
         assert_eq!(explicit_instances([other], "fill2"), vec![]);
     }
@@ -770,21 +774,39 @@ namespace img {
         let p = pair(
             "blur",
             &["int BX", "int BY"],
-            &[("const float *", "src"), ("float *", "dst"), ("int", "w"), ("int", "h")],
+            &[
+                ("const float *", "src"),
+                ("float *", "dst"),
+                ("int", "w"),
+                ("int", "h"),
+            ],
             st,
         );
         let inst = instantiate(&p, &host(HOST, 7)).expect("a rule applies");
         let s = &inst.pair.fast.launch_sites[0];
         assert_eq!(s.template_args.as_deref(), Some("<32, 4>"));
         assert_eq!(s.block, "32");
-        assert_eq!(s.definitions["g"], "dim3 g((w + 32 - 1) / 32, (h + 4 - 1) / 4)");
-        assert!(inst.host.file.contains("dim3 g((w + 32 - 1) / 32"), "{}", inst.host.file);
+        assert_eq!(
+            s.definitions["g"],
+            "dim3 g((w + 32 - 1) / 32, (h + 4 - 1) / 4)"
+        );
+        assert!(
+            inst.host.file.contains("dim3 g((w + 32 - 1) / 32"),
+            "{}",
+            inst.host.file
+        );
         // Text outside the function template is unchanged (same line count).
         assert_eq!(inst.host.file.lines().count(), HOST.lines().count());
         assert!(inst.note.contains("launchBlur<TILE, 4>"), "{}", inst.note);
-        assert!(inst.note.contains("other instances exist: <16, 4>"), "{}", inst.note);
+        assert!(
+            inst.note.contains("other instances exist: <16, 4>"),
+            "{}",
+            inst.note
+        );
         // Without any explicit instance nothing is substituted, and the note says why.
-        let bare = HOST.replace("launchBlur<TILE, 4>", "launchBlur").replace("launchBlur<16, 4>", "launchBlur");
+        let bare = HOST
+            .replace("launchBlur<TILE, 4>", "launchBlur")
+            .replace("launchBlur<16, 4>", "launchBlur");
         assert!(instantiate(&p, &host(&bare, 7)).is_none());
     }
 
@@ -793,14 +815,26 @@ namespace img {
     #[test]
     fn template_kernels_take_types_from_the_arguments_declared_types() {
         let text = "template <typename T>\n__global__ void split(T *r, unsigned char *src, int n);\n\ntemplate <typename T>\nvoid toPlanes(T *r, unsigned char *img, int n) {\n  unsigned char *d_src;\n  split<<<n / 256, 256>>>(r, d_src, n);\n}\ntemplate void toPlanes<float>(float *r, unsigned char *img, int n);\ntemplate void toPlanes<int>(int *r, unsigned char *img, int n);\n";
-        let st = site("split", 7, None, "n / 256", "256", &["r", "d_src", "n"], &[]);
+        let st = site(
+            "split",
+            7,
+            None,
+            "n / 256",
+            "256",
+            &["r", "d_src", "n"],
+            &[],
+        );
         let p = pair("split", &["typename T"], SPLIT, st);
         let inst = instantiate(&p, &host(text, 7)).expect("a rule applies");
         let f = &inst.pair.fast;
         assert_eq!(f.launch_sites[0].template_args.as_deref(), Some("<float>"));
         assert_eq!(f.params[0].ty, "float *");
         assert!(inst.note.contains("split<float>, deduced"), "{}", inst.note);
-        assert!(inst.note.contains("other instances exist: <int>"), "{}", inst.note);
+        assert!(
+            inst.note.contains("other instances exist: <int>"),
+            "{}",
+            inst.note
+        );
         // A plain launching function with a local of a known type deduces too.
         let plain = "void go(int n) {\n  double *d_x = 0;\n  split<<<1, 1>>>(d_x, 0, n);\n}\n";
         let st = site("split", 3, None, "1", "1", &["d_x", "0", "n"], &[]);
@@ -808,9 +842,12 @@ namespace img {
             .expect("deduced");
         assert_eq!(inst.pair.fast.params[0].ty, "double *");
         // An argument whose type is not visible leaves the kernel as it is.
-        let opaque = "void go(Img *im, int n) {\n  auto p = im->data;\n  split<<<1, 1>>>(p, 0, n);\n}\n";
+        let opaque =
+            "void go(Img *im, int n) {\n  auto p = im->data;\n  split<<<1, 1>>>(p, 0, n);\n}\n";
         let st = site("split", 3, None, "1", "1", &["p", "0", "n"], &[]);
-        assert!(instantiate(&pair("split", &["typename T"], SPLIT, st), &host(opaque, 3)).is_none());
+        assert!(
+            instantiate(&pair("split", &["typename T"], SPLIT, st), &host(opaque, 3)).is_none()
+        );
     }
 
     #[test]
@@ -818,18 +855,38 @@ namespace img {
         let src = "typedef struct pt_s {\n  float x;\n  float y, z;\n} Point;\nstruct Cell { double v[2][2]; double w; };\nstruct Mixed { float a; int b; };\nstruct Ptr { float *a; float b; };\nstruct __align__(16) Wide { float a, b, c; };\n";
         assert_eq!(struct_of_scalars("Point", [src]), Ok((ElemType::F32, 3)));
         assert_eq!(struct_of_scalars("Cell", [src]), Ok((ElemType::F64, 5)));
-        assert!(struct_of_scalars("Mixed", [src]).unwrap_err().contains("different types"));
-        assert!(struct_of_scalars("Ptr", [src]).unwrap_err().contains("not a scalar"));
-        assert!(struct_of_scalars("Wide", [src]).unwrap_err().contains("alignment"));
-        assert!(struct_of_scalars("Nowhere", [src]).unwrap_err().contains("no definition"));
+        assert!(struct_of_scalars("Mixed", [src])
+            .unwrap_err()
+            .contains("different types"));
+        assert!(struct_of_scalars("Ptr", [src])
+            .unwrap_err()
+            .contains("not a scalar"));
+        assert!(struct_of_scalars("Wide", [src])
+            .unwrap_err()
+            .contains("alignment"));
+        assert!(struct_of_scalars("Nowhere", [src])
+            .unwrap_err()
+            .contains("no definition"));
     }
 
     #[test]
     fn struct_lengths_count_scalars() {
         let names = ["Point", "pt_s"];
-        assert_eq!(struct_len_text("sizeof(Point) * n", &names, ElemType::F32, 3), "(n) * 3");
-        assert_eq!(struct_len_text("n * sizeof(struct pt_s)", &names, ElemType::F32, 3), "(n) * 3");
-        assert_eq!(struct_len_text("n * sizeof(float)", &names, ElemType::F32, 3), "n");
-        assert_eq!(struct_len_text("bytes", &names, ElemType::F32, 3), "(bytes) / 4");
+        assert_eq!(
+            struct_len_text("sizeof(Point) * n", &names, ElemType::F32, 3),
+            "(n) * 3"
+        );
+        assert_eq!(
+            struct_len_text("n * sizeof(struct pt_s)", &names, ElemType::F32, 3),
+            "(n) * 3"
+        );
+        assert_eq!(
+            struct_len_text("n * sizeof(float)", &names, ElemType::F32, 3),
+            "n"
+        );
+        assert_eq!(
+            struct_len_text("bytes", &names, ElemType::F32, 3),
+            "(bytes) / 4"
+        );
     }
 }
