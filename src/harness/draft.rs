@@ -699,8 +699,11 @@ pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -
                 .and_then(|args| {
                     args.iter()
                         .map(|a| {
-                            if ElemType::from_c_type(a).is_some() {
-                                return Ok(a.clone());
+                            // Types and boolean literals (`prescan<true, false>`) stay as written.
+                            if ElemType::from_c_type(a).is_some()
+                                || matches!(a.trim(), "true" | "false")
+                            {
+                                return Ok(a.trim().to_string());
                             }
                             names.host_vars.borrow_mut().clear();
                             let e = tidy(&translate(a, &names, 0)?);
@@ -1084,6 +1087,9 @@ mod tests {
         s.template_args = Some("<len>".into());
         let text = draft(&pair_with(None, s.clone()));
         assert!(text.contains("kernel = \"scale<{n}>\""), "{text}");
+        s.template_args = Some("<true, false>".into());
+        let text = draft(&pair_with(None, s.clone()));
+        assert!(text.contains("kernel = \"scale<true, false>\""), "{text}");
         s.template_args = Some("<Unknown>".into());
         let text = draft(&pair_with(None, s));
         assert!(

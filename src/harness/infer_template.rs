@@ -265,6 +265,8 @@ pub fn bind_instance(
                 return Err(format!("`{a}` for `{name}` is not an element type"));
             }
             a
+        } else if matches!(a.trim(), "true" | "false") {
+            a.trim().to_string()
         } else {
             host.int_value(&a)
                 .map_err(|why| format!("`{a}` for `{name}`: {why}"))?
@@ -722,6 +724,11 @@ namespace img {
             Ok(vec![("T".into(), "double".into())])
         );
         assert!(bind_instance(&tp, &["Pixel".into()], &h).is_err());
+        let bp = vec!["bool CHECKED".to_string()];
+        assert_eq!(
+            bind_instance(&bp, &["false".into()], &h),
+            Ok(vec![("CHECKED".into(), "false".into())])
+        );
     }
 
     fn site(
