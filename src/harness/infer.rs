@@ -1072,6 +1072,9 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// CUDA's built-in variables (see [`unrecorded_launch_definitions`]).
+const CUDA_NAMES: [&str; 5] = ["gridDim", "blockDim", "blockIdx", "threadIdx", "warpSize"];
+
 /// Names the launch's grid, block or shared memory use that extract recorded no definition
 /// for (a declaration after a macro call with no `;`, `dim3 threads(THREADS)`), defined as of
 /// the launch line in the launch's function (see [`infer_asof`]), are added to `defs`.
@@ -1094,6 +1097,10 @@ pub fn unrecorded_launch_definitions(
     .flatten()
     .flat_map(|t| idents(t))
     .filter(|w| !defs.contains_key(w) && !keep.contains(w))
+    // CUDA's own names stay what extract made of them, also where the host shadows one (a
+    // `dim3 gridDim(…)` local): reading it here would split one assumed grid size into
+    // several independent ones.
+    .filter(|w| !CUDA_NAMES.contains(&w.as_str()))
     .collect();
     names.sort();
     names.dedup();
@@ -1539,6 +1546,19 @@ mod tests {
         // A recorded definition is not replaced here.
         assert_eq!(defs["grid"], "dim3 grid(n / TB)");
         assert_eq!(defs.len(), 2);
+        // A local shadowing a CUDA name is left to extract's record.
+        let shadow = LaunchSite {
+            grid: "gridDim".into(),
+            ..site.clone()
+        };
+        let host = Host {
+            file: file.replace("dim3 grid(", "dim3 gridDim("),
+            ..host
+        };
+        let mut defs = BTreeMap::new();
+        unrecorded_launch_definitions(&host, &shadow, &keep, &mut defs);
+        assert!(!defs.contains_key("gridDim"), "{defs:?}");
+        assert!(defs.contains_key("threads"), "{defs:?}");
     }
 
     #[test]
