@@ -699,6 +699,7 @@ pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -
                 .and_then(|args| {
                     args.iter()
                         .map(|a| {
+                            // Types and boolean literals (`prescan<true, false>`) stay as written.
                             if ElemType::from_c_type(a).is_some()
                                 || matches!(a.trim(), "true" | "false")
                             {
@@ -1089,6 +1090,9 @@ mod tests {
         s.template_args = Some("<len>".into());
         let text = draft(&pair_with(None, s.clone()));
         assert!(text.contains("kernel = \"scale<{n}>\""), "{text}");
+        s.template_args = Some("<true, false>".into());
+        let text = draft(&pair_with(None, s.clone()));
+        assert!(text.contains("kernel = \"scale<true, false>\""), "{text}");
         s.template_args = Some("<Unknown>".into());
         let text = draft(&pair_with(None, s));
         assert!(

@@ -10,6 +10,7 @@ use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names
 use super::infer_asof;
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
+use super::infer_template;
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -222,6 +223,18 @@ pub fn declares_without_value(name: &str, def: &str) -> bool {
     })
 }
 
+/// A pointer parameter to a struct whose fields are all one scalar type
+/// (`LatLong *` for `typedef struct { float lat; float lng; } LatLong;`, defined in the unit
+/// or the host code): (the scalar, fields per struct, the struct's C name). None for other
+/// types (pointers inside, mixed fields: those stay unknown).
+pub fn struct_elem(ty: &str, source: &str, host: &Host) -> Option<(ElemType, usize, String)> {
+    let base = c_base_type(ty);
+    let texts = std::iter::once(source).chain(host.texts());
+    infer_template::struct_of_scalars(&base, texts)
+        .ok()
+        .map(|(e, n)| (e, n, base))
+}
+
 /// A size the host code gives 0 that a buffer length uses: a declaration's initializer
 /// before the program reads the real value (`int no_of_nodes = 0;` then `fscanf`), not a
 /// size. Error (an unknown) in that case; other values pass through.
@@ -408,11 +421,21 @@ fn smaller_assumption(pair: &Pair, host: &Host, v: i64, first: Inferred) -> Infe
 }
 
 fn infer_once(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
+    // Template values (a launch inside a function template, a template kernel launched
+    // without arguments) are substituted first: see `infer_template`.
+    let inst = infer_template::instantiate(pair, host);
+    let (pair, host) = match &inst {
+        Some(i) => (&i.pair, &i.host),
+        None => (pair, host),
+    };
     let mut cx = Cx::new(pair, host, opts);
     cx.buffers();
     cx.texture_buffers();
     let launches = cx.launches();
     let mut o = cx.header();
+    if let Some(i) = &inst {
+        o.push_str(&i.note);
+    }
     let all_sizes = cx.size_values(&mut o);
     cx.args(&mut o);
     cx.constants(&all_sizes, &mut o);
@@ -497,6 +520,9 @@ impl<'a> Cx<'a> {
                     .collect()
             })
             .unwrap_or_default();
+        if let Some(s) = site {
+            unrecorded_launch_definitions(host, s, &keep, &mut defs);
+        }
         defs.retain(|k, v| !declares_without_value(k, v));
         let loop_dependent = definitions_as_of_launch(host, &mut defs);
         for d in defs.values_mut() {
@@ -544,7 +570,13 @@ impl<'a> Cx<'a> {
             if !c_is_pointer(&p.ty) {
                 continue;
             }
-            let (elem, alias) = elem_of(&p.ty, &fast.source, host);
+            let (mut elem, mut alias) = elem_of(&p.ty, &fast.source, host);
+            let mut per_struct = None;
+            if elem.is_none() {
+                if let Some((e, fields, name)) = struct_elem(&p.ty, &fast.source, host) {
+                    (elem, alias, per_struct) = (Some(e), Some(name), Some(fields));
+                }
+            }
             let arg = site
                 .and_then(|s| s.args.get(i))
                 .map(|a| a.trim().to_string());
@@ -556,7 +588,10 @@ impl<'a> Cx<'a> {
                         "the launch passes `{v}`, not a plain pointer variable"
                     ))
                 }
-                (Some(v), Some(e)) => self.buffer_length(v, e),
+                (Some(v), Some(e)) => match (per_struct, alias.as_deref()) {
+                    (Some(fields), Some(name)) => self.struct_buffer_length(v, e, name, fields),
+                    _ => self.buffer_length(v, e),
+                },
                 (Some(_), None) => Err(format!("`{}` is not an element type", p.ty)),
             };
             let copies = var.as_deref().map(|v| host.copies(v)).unwrap_or_default();
@@ -686,9 +721,34 @@ impl<'a> Cx<'a> {
         out
     }
 
+    /// A buffer of structs of one scalar type (`struct P { float x, y; }`): its length in
+    /// scalars, from the allocation's or copy's byte size (see
+    /// [`infer_template::struct_len_text`]).
+    fn struct_buffer_length(
+        &mut self,
+        var: &str,
+        e: ElemType,
+        name: &str,
+        fields: usize,
+    ) -> Result<String, String> {
+        let bytes = self
+            .host
+            .alloc_bytes(var)
+            .or_else(|| self.host.copies(var).first().map(|c| c.bytes.clone()))
+            .ok_or_else(|| format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code"))?;
+        let t = infer_template::struct_len_text(&bytes, &[name], e, fields);
+        self.translate_length(&t)
+    }
+
     /// A buffer's length as a harness expression over the sizes.
     fn buffer_length(&mut self, var: &str, e: ElemType) -> Result<String, String> {
         let t = length_text(self.host, var, e.size_of())?;
+        self.translate_length(&t)
+    }
+
+    /// A length's host text as a harness expression over the sizes.
+    fn translate_length(&mut self, t: &str) -> Result<String, String> {
+        let t = t.to_string();
         add_definitions(&t, self.host, &self.keep, &mut self.defs);
         let names = Names {
             host_to_size: self.host_to_size.clone(),
@@ -1251,6 +1311,49 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// CUDA's built-in variables (see [`unrecorded_launch_definitions`]).
+const CUDA_NAMES: [&str; 5] = ["gridDim", "blockDim", "blockIdx", "threadIdx", "warpSize"];
+
+/// Names the launch's grid, block or shared memory use that extract recorded no definition
+/// for (a declaration after a macro call with no `;`, `dim3 threads(THREADS)`), defined as of
+/// the launch line in the launch's function (see [`infer_asof`]), are added to `defs`.
+/// Sizes (`keep`) and names the function does not write are left alone.
+pub fn unrecorded_launch_definitions(
+    host: &Host,
+    site: &LaunchSite,
+    keep: &BTreeSet<String>,
+    defs: &mut BTreeMap<String, String>,
+) {
+    if host.file.is_empty() || host.launch_line == 0 {
+        return;
+    }
+    let mut names: Vec<String> = [
+        Some(&site.grid),
+        Some(&site.block),
+        site.shared_mem.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .flat_map(|t| idents(t))
+    .filter(|w| !defs.contains_key(w) && !keep.contains(w))
+    // CUDA's own names stay what extract made of them, also where the host shadows one (a
+    // `dim3 gridDim(…)` local): reading it here would split one assumed grid size into
+    // several independent ones.
+    .filter(|w| !CUDA_NAMES.contains(&w.as_str()))
+    .collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return;
+    }
+    let found = infer_asof::definitions_at_launch(&host.file, &names, host.launch_line, &|_| true);
+    for (k, d) in names.into_iter().zip(found) {
+        if let Ok(Some(d)) = d {
+            defs.insert(k, d);
+        }
+    }
+}
+
 /// Rewrite each recorded launch definition as of the launch line (see [`infer_asof`]): a
 /// name written again after its use (srad's `blocks_x`) keeps the value it had there.
 /// Returns the names whose value at the launch is not fixed by the code, with why.
@@ -1311,9 +1414,14 @@ pub fn definitions_as_of_launch(
 pub fn unsettle_fields(table: &str, fields: &[(&str, String)]) -> String {
     let mut out = String::with_capacity(table.len());
     for l in table.split_inclusive('\n') {
+        // A field already TODO keeps its reason, unless the reason is the translation's
+        // loop through the unsettled name's stale definition (`per = sqrt(nb)` recorded,
+        // `nb = per * per` at the launch): then the unsettled reason is the real one.
         let todo = fields.iter().find(|(k, _)| {
-            l.strip_prefix(k)
-                .is_some_and(|r| r.trim_start().starts_with('=') && !r.contains("\"TODO\""))
+            l.strip_prefix(k).is_some_and(|r| {
+                r.trim_start().starts_with('=')
+                    && (!r.contains("\"TODO\"") || r.contains("definitions nest too deeply"))
+            })
         });
         match todo {
             Some((k, why)) => {
@@ -1684,6 +1792,49 @@ mod tests {
     }
 
     #[test]
+    fn launch_names_extract_missed_are_defined_as_of_the_launch() {
+        // `check("…")` has no `;`, so the statement before the launch joins it.
+        let file = "void f(float *d, int n) {\n  check(\"alloc\")\n  dim3 threads(TB);\n  dim3 grid(n / TB);\n  k<<<grid, threads>>>(d, n);\n}\n";
+        let host = Host {
+            file: file.into(),
+            launch_line: 5,
+            ..Host::default()
+        };
+        let site = LaunchSite {
+            path: "a.cu".into(),
+            line: 5,
+            kernel: "k".into(),
+            template_args: None,
+            grid: "grid".into(),
+            block: "threads".into(),
+            shared_mem: None,
+            stream: None,
+            args: vec!["d".into(), "n".into()],
+            definitions: BTreeMap::from([("grid".to_string(), "dim3 grid(n / TB)".to_string())]),
+        };
+        let keep = BTreeSet::from(["n".to_string()]);
+        let mut defs = site.definitions.clone();
+        unrecorded_launch_definitions(&host, &site, &keep, &mut defs);
+        assert_eq!(defs["threads"], "dim3 threads; threads.x = TB");
+        // A recorded definition is not replaced here.
+        assert_eq!(defs["grid"], "dim3 grid(n / TB)");
+        assert_eq!(defs.len(), 2);
+        // A local shadowing a CUDA name is left to extract's record.
+        let shadow = LaunchSite {
+            grid: "gridDim".into(),
+            ..site.clone()
+        };
+        let host = Host {
+            file: file.replace("dim3 grid(", "dim3 gridDim("),
+            ..host
+        };
+        let mut defs = BTreeMap::new();
+        unrecorded_launch_definitions(&host, &shadow, &keep, &mut defs);
+        assert!(!defs.contains_key("gridDim"), "{defs:?}");
+        assert!(defs.contains_key("threads"), "{defs:?}");
+    }
+
+    #[test]
     fn unsettled_launch_fields_become_todos() {
         let table =
             "kernel = \"k\"\ngrid = [\"1\"]\nblock = [\"256\"]\nshared_mem = \"TODO\"  # other\n";
@@ -1694,6 +1845,10 @@ mod tests {
             t.contains("block = [\"256\"]") && t.contains("shared_mem = \"TODO\"  # other"),
             "{t}"
         );
+        // A translation that looped through the unsettled name's stale definition says why.
+        let looped = "grid = \"TODO\"  # host text \"nb\": definitions nest too deeply\n";
+        let t = unsettle_fields(looped, &[("grid", why.clone())]);
+        assert_eq!(t, format!("grid = \"TODO\"  # {why}\n"));
     }
 
     #[test]

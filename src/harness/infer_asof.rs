@@ -644,6 +644,9 @@ fn value_as_of_uncached(
                 continue;
             }
             WriteAt::FinishedLoop => {
+                // A later write may settle it again; then the recorded definition (which
+                // may be this loop's write) is not the value at the launch.
+                at.cx.changed.set(true);
                 folded = Err(format!(
                     "`{shown}` is changed in a loop (line {}) before it is used: its value depends on the iterations",
                     w.line
@@ -1104,6 +1107,15 @@ mod tests {
             definition_at_launch(t, "i", 3).unwrap().as_deref(),
             Some("i = 2")
         );
+    }
+
+    #[test]
+    fn a_write_after_a_finished_loop_settles_the_value() {
+        // The loop's writes are over by the launch; the write after the loop is the value,
+        // not the recorded definition (which may be a write inside the loop).
+        let t = "void f(int n) {\n dim3 b(64);\n while (n > 1) {\n  b.x = n / 2;\n  n = n / 2;\n }\n b.x = 256;\n k<<<n, b>>>(n);\n}\n";
+        let d = definitions_at_launch(t, &["b".to_string()], 8, &|_| false);
+        assert_eq!(d[0].as_ref().unwrap().as_deref(), Some("dim3 b; b.x = 256"));
     }
 
     #[test]

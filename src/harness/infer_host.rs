@@ -95,17 +95,39 @@ fn find_calls(text: &str, name: &str, keep: impl Fn(usize) -> bool, n: Option<us
     for p in occurrences(text, name, b"") {
         let from = p + name.len();
         let rest = &text[from..];
+        // An explicit template argument list (`launch<128, 4>(…)`) belongs to the name.
+        let skip = template_arg_list(rest);
+        let rest = &rest[skip..];
         let after = rest.trim_start();
         if !after.starts_with('(') || !keep(p) {
             continue;
         }
-        let open = from + (rest.len() - after.len());
+        let open = from + skip + (rest.len() - after.len());
         if let Some(args) = split_args(&text[open..]).filter(|a| n.is_none_or(|n| a.len() == n)) {
             let line = text[..p].matches('\n').count() as u32 + 1;
             out.push(Call { line, args });
         }
     }
     out
+}
+
+/// The length of a template argument list at the start of `rest` (`<128, float>`, after
+/// optional spaces), or 0 when there is none. Only names, numbers, `,`, `*`, `::` and spaces
+/// may appear inside, so a comparison (`f < n && g > (m)`) is not taken for one.
+pub fn template_arg_list(rest: &str) -> usize {
+    let t = rest.trim_start();
+    if !t.starts_with('<') {
+        return 0;
+    }
+    let lead = rest.len() - t.len();
+    for (i, c) in t.char_indices().skip(1) {
+        match c {
+            '>' => return lead + i + 1,
+            c if c.is_alphanumeric() || matches!(c, '_' | ',' | '*' | ':' | ' ') => {}
+            _ => return 0,
+        }
+    }
+    0
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
@@ -750,7 +772,8 @@ pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
         let after_ok = b
             .get(from)
             .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
-        if !after_ok {
+        // Not inside a string literal (`printf("steps = %d", steps)`).
+        if !after_ok || in_string_literal(text, p) {
             continue;
         }
         let rest = text[from..].trim_start();
@@ -764,7 +787,9 @@ pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
         let v = value_at(r);
         if !v.is_empty() {
             let line = text[..p].matches('\n').count() as u32 + 1;
-            out.push((line, v.to_string()));
+            // One line: a value written over several lines reads the same, and reasons
+            // quoting it stay inside their `#` comment.
+            out.push((line, v.split_whitespace().collect::<Vec<_>>().join(" ")));
         }
     }
     out
@@ -1363,6 +1388,27 @@ pub(super) fn value_at(r: &str) -> &str {
 
 /// Each position of `name` in `text` that does not continue an identifier (nor follow a byte
 /// of `not_after`); nothing for an empty name.
+/// Whether byte `p` of `text` lies inside a `"…"` literal on its line (string literals do
+/// not span lines; escaped quotes and character literals like `'"'` are skipped).
+pub fn in_string_literal(text: &str, p: usize) -> bool {
+    let start = text[..p].rfind('\n').map_or(0, |k| k + 1);
+    let b = text.as_bytes();
+    let (mut i, mut inside) = (start, false);
+    while i < p {
+        match b[i] {
+            b'\\' if inside => i += 1,
+            b'"' => inside = !inside,
+            b'\'' if !inside => {
+                // A character literal: `'"'`, `'\''`.
+                i += if b.get(i + 1) == Some(&b'\\') { 3 } else { 2 };
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    inside
+}
+
 fn occurrences<'a>(
     text: &'a str,
     name: &'a str,
@@ -1513,6 +1559,34 @@ mod tests {
             assignments("int a = 1, b = f(2, 3);\nb == 4; b = 5;", "b"),
             vec![(1, "f(2, 3)".to_string()), (2, "5".to_string())]
         );
+    }
+
+    #[test]
+    fn calls_with_explicit_template_arguments_are_calls() {
+        let text = "template void run<float>(float *a, int n);\nvoid main2() {\n  run<128, 4>(d_a, n);\n  if (run < n && k > (m)) {}\n}";
+        let c = call_sites(text, "run", 2);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(
+            (c[0].line, c[0].args.clone()),
+            (3, vec!["d_a".to_string(), "n".to_string()])
+        );
+        assert_eq!(template_arg_list(" <a, 2>(x)"), 7);
+        assert_eq!(template_arg_list("< n && k > (m)"), 0);
+    }
+
+    #[test]
+    fn assignments_inside_string_literals_are_not_definitions() {
+        let text =
+            "printf(\"n = %d, s = '\\\"\", n);\nconst int n = f(8);\nchar q = '\"'; int k = n;";
+        assert_eq!(assignments(text, "n"), vec![(2, "f(8)".to_string())]);
+        assert_eq!(assignments(text, "k"), vec![(3, "n".to_string())]);
+        // A value over several lines is one line.
+        assert_eq!(
+            assignments("s = max(\n    a / b,\n    1.0f);", "s"),
+            vec![(1, "max( a / b, 1.0f)".to_string())]
+        );
+        assert!(in_string_literal("x(\"a = 1\")", 4));
+        assert!(!in_string_literal("x(\"a\") = 1", 8));
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod infer_asof;
 pub mod infer_host;
 pub mod infer_kernel;
 pub mod infer_llm;
+pub mod infer_template;
 pub mod launches;
 pub mod layout;
 pub mod spec;
