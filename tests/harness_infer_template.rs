@@ -76,6 +76,19 @@ fn template_values_and_struct_buffers_give_complete_harnesses() {
 
     // split_planes<<<…>>>(d_a, …) with `T *d_a` in to_planes<float>: T = float.
     let p = get("split_planes");
+    // Its bounds check compares `pixels`; the outputs are sized by `n`, the same 5000 in
+    // the host code: the irregular set moves both, or the outputs would be partly unwritten.
+    let irregular = p["size_sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str() == Some("irregular"))
+        .expect("an irregular set");
+    assert_eq!(
+        irregular["pixels"].as_integer(),
+        irregular["n"].as_integer()
+    );
+    assert!(irregular["n"].as_integer().is_some_and(|n| n != 5000));
     assert_eq!(
         p["launch"][0]["kernel"].as_str(),
         Some("split_planes<float>")

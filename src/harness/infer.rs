@@ -959,10 +959,17 @@ impl<'a> Cx<'a> {
 
     /// The default size set, and an irregular one over the sizes the kernel bounds-checks.
     fn size_sets(&self, values: &BTreeMap<String, i64>, o: &mut String) {
-        let irregular_set: BTreeMap<String, i64> = values
+        let moved: BTreeMap<i64, i64> = values
             .iter()
             .filter(|(k, _)| self.facts.bounded.contains(*k))
-            .filter_map(|(k, v)| irregular(*v).map(|x| (k.clone(), x)))
+            .filter_map(|(_, v)| irregular(*v).map(|x| (*v, x)))
+            .collect();
+        // A size with the same value as one the bounds checks compare moves with it: the
+        // host code often names one quantity twice (`pixels` in a wrapper, `n` where its
+        // outputs are allocated), and moving only one would size the outputs for the other.
+        let irregular_set: BTreeMap<String, i64> = values
+            .iter()
+            .filter_map(|(k, v)| moved.get(v).map(|x| (k.clone(), *x)))
             .collect();
         if !values.is_empty() {
             o.push_str("\n[[size_sets]]\nname = \"default\"\n");
