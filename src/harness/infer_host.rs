@@ -507,11 +507,38 @@ impl Host {
                 }
                 Tok::Ident(w) if super::draft::CAST_WORDS.contains(&w.as_str()) => {}
                 Tok::Ident(w) => {
-                    if toks
-                        .get(i + 1)
-                        .is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
-                    {
-                        return Err(format!("`{e}` reads a struct field of `{w}`"));
+                    let member_op = |t: Option<&Tok>| {
+                        t.is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
+                    };
+                    if member_op(toks.get(i + 1)) {
+                        // Not a `dim3` member (`threads.x`): the launch's own dimensions are
+                        // read from their definitions, never assumed.
+                        let dim3_member = matches!(toks.get(i + 2), Some(Tok::Ident(f)) if matches!(f.as_str(), "x" | "y" | "z"));
+                        let Some(a) = self.assume.get().filter(|_| !dim3_member) else {
+                            return Err(format!("`{e}` reads a struct field of `{w}`"));
+                        };
+                        // Assumed at the root: the field (`d->pixWidth`) takes the value, so
+                        // sizes computed from the same fields agree (`pixels = w * h` and a
+                        // byte size `w * h * sizeof(T)`).
+                        let mut root = w.clone();
+                        let mut j = i + 1;
+                        while member_op(toks.get(j)) {
+                            match (toks.get(j), toks.get(j + 1)) {
+                                (Some(Tok::Op(op)), Some(Tok::Ident(f))) => {
+                                    root.push_str(op);
+                                    root.push_str(f);
+                                    j += 2;
+                                }
+                                _ => return Err(format!("`{e}` reads a struct field of `{w}`")),
+                            }
+                        }
+                        if toks.get(j) == Some(&Tok::Op("(".into())) {
+                            return Err(format!("`{e}` calls {root}(), whose result is not known"));
+                        }
+                        self.assumed_roots.borrow_mut().push(root);
+                        out.push_str(&a.to_string());
+                        i = j;
+                        continue;
                     }
                     let Some(d) = self.definition(w) else {
                         if let Some(a) = self.assume.get() {
@@ -1742,5 +1769,32 @@ mod assume_tests {
         assert_eq!((v, roots), (4224, vec!["nel".to_string()]));
         // The assumption ends with the call.
         assert!(h.int_value("nelr").is_err());
+    }
+
+    #[test]
+    fn struct_fields_are_assumed_at_the_root_and_dim3_members_never() {
+        let h = host(
+            "int w = d->img.width;
+int h = d->height;
+int px = w * h;
+dim3 t(64);
+int b = px / t.x;
+k<<<b, t>>>(v, px);
+",
+        );
+        assert!(h
+            .int_value("px")
+            .unwrap_err()
+            .contains("reads a struct field"));
+        let (v, roots) = h.int_value_assuming("px", 64).unwrap();
+        assert_eq!(
+            (v, roots),
+            (
+                4096,
+                vec!["d->height".to_string(), "d->img.width".to_string()]
+            )
+        );
+        // `t.x` is the launch's own block, never a field to assume.
+        assert!(h.int_value_assuming("b", 64).is_err());
     }
 }
