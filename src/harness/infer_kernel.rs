@@ -220,6 +220,13 @@ const PURE_CALLS: &[&str] = &[
 /// Facts for kernel `kernel` (a `__global__` or any function) defined in `source`, over the
 /// parameter names `params`. None when the function is not found.
 pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyFacts> {
+    // What NVRTC compiles: `#ifdef` branches of macros the unit never defines are off
+    // (kmeans stores its per-block centers only under GPU_NEW_CENTER_REDUCTION).
+    let active = super::infer_asof::active_text(source, &|m| {
+        regex::Regex::new(&format!(r"(?m)^\s*#\s*define\s+{}\b", regex::escape(m)))
+            .is_ok_and(|re| re.is_match(source))
+    });
+    let source = active.as_str();
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_cuda::LANGUAGE.into())
@@ -720,6 +727,19 @@ mod tests {
         );
         let want: BTreeSet<String> = ["part"].iter().map(|s| s.to_string()).collect();
         assert_eq!(f.per_block, want);
+    }
+
+    #[test]
+    fn stores_under_an_undefined_macro_are_not_writes() {
+        let f = facts(
+            "#define ON 1\n__global__ void k(float *a, float *b, float *c) {\n\
+             #ifdef OFF\n a[0] = 1.0f;\n #else\n c[0] = 2.0f;\n #endif\n\
+             #ifdef ON\n b[0] = 1.0f;\n #endif\n}",
+            &["a", "b", "c"],
+        );
+        assert_eq!(f.writes.get("a"), None);
+        assert_eq!(f.writes.get("b"), Some(&WriteKind::Store));
+        assert_eq!(f.writes.get("c"), Some(&WriteKind::Store));
     }
 
     #[test]
