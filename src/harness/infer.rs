@@ -1541,6 +1541,22 @@ pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
         let r = h
             .resolve(set, &crate::harness::DeviceProps::h100())
             .map_err(|e| e.to_string())?;
+        let bytes: u64 = r
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                crate::harness::ResolvedArg::Buffer { elem, len, .. } => {
+                    Some(*len as u64 * elem.size_of() as u64)
+                }
+                _ => None,
+            })
+            .sum();
+        if bytes > INFERRED_BYTES_BUDGET {
+            return Err(format!(
+                "buffers of {bytes} bytes (size set {}) exceeds the device's budget for one harness ({INFERRED_BYTES_BUDGET} bytes: each buffer is held several times)",
+                r.size_set
+            ));
+        }
         for c in &r.constants {
             if let Some(cap) = constant_capacity(&fast.source, &c.name) {
                 if c.len as i64 > cap {
@@ -1554,6 +1570,12 @@ pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The most buffer bytes one inferred harness may ask for at a size set: 8 GiB, a tenth of
+/// an H100's memory, since the worker holds inputs, pristine copies and both variants'
+/// outputs at once. Larger ones (an assumed 4096 in a four-dimensional size) are refused by
+/// `check_complete`, and `--assume-size` then tries a smaller value.
+pub const INFERRED_BYTES_BUDGET: u64 = 8 << 30;
 
 /// The element count of a `__constant__ T sym[EXPR];` declaration in `source`, when EXPR
 /// folds to an integer through the source's `#define`s (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
@@ -1956,6 +1978,23 @@ mod tests {
         assert_eq!(elem_of("int *", "", &h), (Some(ElemType::I32), None));
         let (e, a) = elem_of("bool *", "", &h);
         assert_eq!((e, a.as_deref()), (Some(ElemType::U8), Some("bool")));
+    }
+
+    #[test]
+    fn complete_harnesses_stay_within_the_bytes_budget() {
+        let unit = KernelUnit::for_test("k", &[("float *", "x"), ("int", "n")], "");
+        let toml = |n: i64| {
+            format!(
+                "description = \"t\"\n[sizes]\nn = {n}\n[[size_sets]]\nname = \"default\"\n\
+                 [[args]]\nname = \"x\"\ntype = \"f32\"\nlen = \"n * n\"\nrole = \"out\"\n\
+                 [[args]]\nname = \"n\"\ntype = \"i32\"\nvalue = \"n\"\n\
+                 [[launch]]\nkernel = \"k\"\ngrid = [\"n\"]\nblock = [\"n / 64\"]\n"
+            )
+        };
+        assert_eq!(check_complete(&toml(4096), &unit), Ok(()));
+        // 65536² floats are 16 GiB: over the budget, in words the halving rule reads.
+        let e = check_complete(&toml(65536), &unit).unwrap_err();
+        assert!(e.contains("exceeds the device's budget"), "{e}");
     }
 
     #[test]
