@@ -41,7 +41,7 @@ $K harness infer $H/parboil.jsonl -o $H/parboil-assumed --root "$TREES/Parboil" 
 cp -r extractors/parboil $H/parboil-hand
 python3 benches/infer_compare.py $H/parboil.jsonl $H/parboil-inferred $H/parboil-hand > $H/parboil-compare.md
 tail -1 $H/parboil-compare.md
-echo "complete inferred Rodinia harnesses: strict $(grep -L '"TODO"' $H/rodinia-inferred/*.toml | wc -l), assumed $(grep -L '"TODO"' $H/rodinia-assumed/*.toml | wc -l) of $(ls $H/rodinia-inferred | wc -l)"
+echo "complete inferred Rodinia harnesses: strict $(grep -L -e '"TODO"' -e '# TODO:' $H/rodinia-inferred/*.toml | wc -l), assumed $(grep -L -e '"TODO"' -e '# TODO:' $H/rodinia-assumed/*.toml | wc -l) of $(ls $H/rodinia-inferred | wc -l)"
 rm -f carry/pack.tar.xz
 tar -C carry/stage -cJf carry/pack.tar.xz .
 du -sh carry/stage carry/pack.tar.xz

@@ -130,6 +130,11 @@ pub fn template_arg_list(rest: &str) -> usize {
     0
 }
 
+/// `.` or `->`.
+fn is_member_op(t: Option<&Tok>) -> bool {
+    t.is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
+}
+
 /// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
 pub fn split_args(s: &str) -> Option<Vec<String>> {
     let mut depth = 0;
@@ -430,6 +435,46 @@ impl Host {
         v.map(|v| (v, roots))
     }
 
+    /// `w.f` / `w->f.g` at `toks[i]` while `--assume-size` is on: assumed at the root, so
+    /// sizes computed from the same fields agree (`pixels = w * h` and a byte size
+    /// `w * h * sizeof(T)`). Returns (the value, the field's text, the index after it). A
+    /// `dim3` member (`threads.x`) is never assumed: the launch's own dimensions are read
+    /// from their definitions. Err without `--assume-size`.
+    fn assumed_field(
+        &self,
+        toks: &[Tok],
+        i: usize,
+        e: &str,
+    ) -> Result<(i64, String, usize), String> {
+        let Tok::Ident(w) = &toks[i] else {
+            return Err(format!("`{e}` reads a struct field"));
+        };
+        let not_known = || format!("`{e}` reads a struct field of `{w}`");
+        let dim3_member =
+            matches!(toks.get(i + 2), Some(Tok::Ident(f)) if matches!(f.as_str(), "x" | "y" | "z"));
+        let a = self
+            .assume
+            .get()
+            .filter(|_| !dim3_member)
+            .ok_or_else(not_known)?;
+        let mut root = w.clone();
+        let mut j = i + 1;
+        while is_member_op(toks.get(j)) {
+            match (toks.get(j), toks.get(j + 1)) {
+                (Some(Tok::Op(op)), Some(Tok::Ident(f))) => {
+                    root.push_str(op);
+                    root.push_str(f);
+                    j += 2;
+                }
+                _ => return Err(not_known()),
+            }
+        }
+        if toks.get(j) == Some(&Tok::Op("(".into())) {
+            return Err(format!("`{e}` calls {root}(), whose result is not known"));
+        }
+        Ok((a, root, j))
+    }
+
     /// The numeric value of a host expression (integer or float).
     pub fn value(&self, expr: &str, depth: usize) -> Result<Num, String> {
         if depth > 10 {
@@ -507,34 +552,8 @@ impl Host {
                 }
                 Tok::Ident(w) if super::draft::CAST_WORDS.contains(&w.as_str()) => {}
                 Tok::Ident(w) => {
-                    let member_op = |t: Option<&Tok>| {
-                        t.is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
-                    };
-                    if member_op(toks.get(i + 1)) {
-                        // Not a `dim3` member (`threads.x`): the launch's own dimensions are
-                        // read from their definitions, never assumed.
-                        let dim3_member = matches!(toks.get(i + 2), Some(Tok::Ident(f)) if matches!(f.as_str(), "x" | "y" | "z"));
-                        let Some(a) = self.assume.get().filter(|_| !dim3_member) else {
-                            return Err(format!("`{e}` reads a struct field of `{w}`"));
-                        };
-                        // Assumed at the root: the field (`d->pixWidth`) takes the value, so
-                        // sizes computed from the same fields agree (`pixels = w * h` and a
-                        // byte size `w * h * sizeof(T)`).
-                        let mut root = w.clone();
-                        let mut j = i + 1;
-                        while member_op(toks.get(j)) {
-                            match (toks.get(j), toks.get(j + 1)) {
-                                (Some(Tok::Op(op)), Some(Tok::Ident(f))) => {
-                                    root.push_str(op);
-                                    root.push_str(f);
-                                    j += 2;
-                                }
-                                _ => return Err(format!("`{e}` reads a struct field of `{w}`")),
-                            }
-                        }
-                        if toks.get(j) == Some(&Tok::Op("(".into())) {
-                            return Err(format!("`{e}` calls {root}(), whose result is not known"));
-                        }
+                    if is_member_op(toks.get(i + 1)) {
+                        let (a, root, j) = self.assumed_field(&toks, i, e)?;
                         self.assumed_roots.borrow_mut().push(root);
                         out.push_str(&a.to_string());
                         i = j;
