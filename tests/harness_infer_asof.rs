@@ -136,11 +136,11 @@ fn a_texture_only_buffer_becomes_an_arg_and_a_copied_in_masked_output_is_inout()
     assert_eq!(v["role"].as_str(), Some("inout"));
 }
 
-#[test]
-fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
-    let t = tempfile::tempdir().unwrap();
-    let (units, ids) = common::extract_units(&fixture(), t.path());
-    let out = t.path().join("assumed");
+/// Extract and infer with `--assume-size 4096` into `dir/assumed`: (units file, that folder,
+/// row_diff's pair id).
+fn infer_row_diff_assumed(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let (units, ids) = common::extract_units(&fixture(), dir);
+    let out = dir.join("assumed");
     kp().args(["harness", "infer"])
         .arg(&units)
         .arg("-o")
@@ -150,11 +150,18 @@ fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
         .args(["--assume-size", "4096"])
         .assert()
         .success();
-    let id = &ids
-        .iter()
+    let id = ids
+        .into_iter()
         .find(|(k, _)| k == "row_diff")
         .expect("row_diff")
         .1;
+    (units, out, id)
+}
+
+#[test]
+fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, out, id) = infer_row_diff_assumed(t.path());
     let text = std::fs::read_to_string(out.join(format!("{id}.toml"))).unwrap();
     // `int width, height;` then fscanf: no value in the code, so both are assumed; a block
     // of `width - 12` threads does not fit 1024 at 4096 or 2048, and does at 1024.
@@ -172,7 +179,7 @@ fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
         .arg("--units")
         .arg(&units)
         .arg("--pair")
-        .arg(id)
+        .arg(&id)
         .assert()
         .success();
 }
@@ -223,29 +230,14 @@ fn gpu_selfcheck_passes_the_as_of_launch_harness() {
 #[ignore = "needs a GPU; run on the device with -- --ignored"]
 fn gpu_selfcheck_passes_the_halved_assumption() {
     let t = tempfile::tempdir().unwrap();
-    let (units, ids) = common::extract_units(&fixture(), t.path());
-    let out = t.path().join("assumed");
-    kp().args(["harness", "infer"])
-        .arg(&units)
-        .arg("-o")
-        .arg(&out)
-        .arg("--root")
-        .arg(fixture())
-        .args(["--assume-size", "4096"])
-        .assert()
-        .success();
-    let id = &ids
-        .iter()
-        .find(|(k, _)| k == "row_diff")
-        .expect("row_diff")
-        .1;
+    let (units, out, id) = infer_row_diff_assumed(t.path());
     let report = t.path().join("report.jsonl");
     kp().args(["harness", "selfcheck"])
         .arg(&units)
         .arg("--inferred-dir")
         .arg(&out)
         .arg("--pair")
-        .arg(id)
+        .arg(&id)
         .arg("--out")
         .arg(&report)
         .assert()

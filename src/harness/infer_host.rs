@@ -1153,6 +1153,24 @@ pub fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)
     None
 }
 
+/// Where the `(` matching the final `)` of `t` is (`f(a, (b)) ` → the `(` after `f`).
+pub(crate) fn last_group_open(t: &str) -> Option<usize> {
+    let mut depth = 0;
+    for (j, c) in t.bytes().enumerate().rev() {
+        match c {
+            b')' => depth += 1,
+            b'(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// `… name(type a, type *b) const` just before a `{`: (name, [a, b]).
 fn function_head(before: &str) -> Option<(String, Vec<String>)> {
     let t = before.trim_end();
@@ -1160,24 +1178,7 @@ fn function_head(before: &str) -> Option<(String, Vec<String>)> {
     if !t.ends_with(')') {
         return None;
     }
-    // The matching `(` of the final `)`.
-    let bytes = t.as_bytes();
-    let mut depth = 0;
-    let mut open = None;
-    for j in (0..bytes.len()).rev() {
-        match bytes[j] {
-            b')' => depth += 1,
-            b'(' => {
-                depth -= 1;
-                if depth == 0 {
-                    open = Some(j);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let open = open?;
+    let open = last_group_open(t)?;
     let name_part = t[..open].trim_end();
     let start = name_part
         .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))

@@ -136,23 +136,7 @@ fn parse_head(head: &str, span: (usize, usize)) -> Option<HostFn> {
         return None;
     }
     // The parameter list is the last top-level `( … )`.
-    let b = rest.as_bytes();
-    let mut depth = 0;
-    let mut open = None;
-    for j in (0..b.len()).rev() {
-        match b[j] {
-            b')' => depth += 1,
-            b'(' => {
-                depth -= 1;
-                if depth == 0 {
-                    open = Some(j);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let open = open?;
+    let open = super::infer_host::last_group_open(rest)?;
     let before = rest[..open].trim_end();
     let name: String = before
         .chars()
