@@ -10,13 +10,8 @@ use assert_cmd::Command;
 use kernelpair::record::{HarnessOrigin, Record};
 use std::path::{Path, PathBuf};
 
-/// fixtures/infer; `KERNELPAIR_FIXTURES` points at a carried copy of fixtures/ when the
-/// test binary runs on the device machine.
 fn fixture() -> PathBuf {
-    match std::env::var_os("KERNELPAIR_FIXTURES") {
-        Some(d) => PathBuf::from(d).join("infer"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/infer"),
-    }
+    common::fixture("infer")
 }
 
 fn kp() -> Command {

@@ -10,13 +10,8 @@ use assert_cmd::Command;
 use kernelpair::harness::expr::Scope;
 use std::path::{Path, PathBuf};
 
-/// fixtures/infer_asof; `KERNELPAIR_FIXTURES` points at a carried copy of fixtures/ when
-/// the test binary runs on the device machine.
 fn fixture() -> PathBuf {
-    match std::env::var_os("KERNELPAIR_FIXTURES") {
-        Some(d) => PathBuf::from(d).join("infer_asof"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/infer_asof"),
-    }
+    common::fixture("infer_asof")
 }
 
 mod common;

@@ -13,12 +13,8 @@ use common::{all_text, serve};
 use kernelpair::record::{HarnessOrigin, Pair, Record, Slow, Status};
 use std::path::{Path, PathBuf};
 
-/// fixtures/rodinia_e2e; `KERNELPAIR_FIXTURES` points at a carried fixtures/ on the device.
 fn fixture() -> PathBuf {
-    match std::env::var_os("KERNELPAIR_FIXTURES") {
-        Some(d) => PathBuf::from(d).join("rodinia_e2e"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/rodinia_e2e"),
-    }
+    common::fixture("rodinia_e2e")
 }
 
 fn kp() -> Command {

@@ -364,6 +364,23 @@ pub struct InferOptions {
     pub assume_size: Option<i64>,
 }
 
+/// The `[[args]]` name of parameter `i` (`arg{i}` when the declaration has none).
+fn arg_name(i: usize, p: &crate::record::Param) -> String {
+    if p.name.is_empty() {
+        format!("arg{i}")
+    } else {
+        p.name.clone()
+    }
+}
+
+/// The init of an input with nothing more known: floats uniform in [-1, 1), integers 0..=100.
+fn default_init(e: Option<ElemType>) -> &'static str {
+    match e {
+        Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }",
+        _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained",
+    }
+}
+
 /// Infer a harness for a pair. `host` is the fast unit's launch context (empty when the
 /// suite root is not known: then only the recorded launch definitions are used).
 pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
@@ -681,11 +698,7 @@ impl<'a> Cx<'a> {
                     unknowns.push((format!("args.{}.len", t.name), why.clone()));
                 }
             }
-            let init = match t.elem {
-                Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }",
-                _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained",
-            };
-            writeln!(o, "init = {init}\nrole = \"in\"").expect("string");
+            writeln!(o, "init = {}\nrole = \"in\"", default_init(t.elem)).expect("string");
         }
         for (f, why) in unknowns {
             self.unknown(f, why);
@@ -702,14 +715,7 @@ impl<'a> Cx<'a> {
             .params
             .iter()
             .enumerate()
-            .map(|(i, p)| {
-                if p.name.is_empty() {
-                    format!("arg{i}")
-                } else {
-                    p.name.clone()
-                }
-            })
-            .map(|n| toml_str(&n))
+            .map(|(i, p)| toml_str(&arg_name(i, p)))
             .collect();
         let mut out = String::new();
         for l in launches.split_inclusive('\n') {
@@ -999,11 +1005,7 @@ impl<'a> Cx<'a> {
             })
             .collect();
         for (i, p) in fast.params.iter().enumerate() {
-            let name = if p.name.is_empty() {
-                format!("arg{i}")
-            } else {
-                p.name.clone()
-            };
+            let name = arg_name(i, p);
             o.push_str("\n[[args]]\n");
             writeln!(o, "name = {}", toml_str(&name)).expect("string");
             if self.bufs.contains_key(&i) {
@@ -1138,9 +1140,7 @@ impl<'a> Cx<'a> {
             Some(e) if e.is_float() && self.facts.domain.contains(param) => {
                 "{ kind = \"uniform\", lo = 0.5, hi = 2.0 }  # positive: its values reach a log, sqrt or pow".into()
             }
-            Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }".into(),
-            _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained"
-                .into(),
+            e => default_init(e).into(),
         })
     }
 
@@ -1231,12 +1231,7 @@ impl<'a> Cx<'a> {
                     self.unknown(format!("constants.{sym}.len"), why);
                 }
             }
-            let init = if e.is_float() {
-                "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }"
-            } else {
-                "{ kind = \"int_range\", lo = 0, hi = 100 }"
-            };
-            writeln!(o, "init = {init}").expect("string");
+            writeln!(o, "init = {}", default_init(Some(e))).expect("string");
         }
     }
 

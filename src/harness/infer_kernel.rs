@@ -222,10 +222,14 @@ const PURE_CALLS: &[&str] = &[
 pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyFacts> {
     // What NVRTC compiles: `#ifdef` branches of macros the unit never defines are off
     // (kmeans stores its per-block centers only under GPU_NEW_CENTER_REDUCTION).
-    let active = super::infer_asof::active_text(source, &|m| {
-        regex::Regex::new(&format!(r"(?m)^\s*#\s*define\s+{}\b", regex::escape(m)))
-            .is_ok_and(|re| re.is_match(source))
+    static DEFINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?m)^\s*#\s*define\s+([A-Za-z_]\w*)").expect("valid")
     });
+    let defined: BTreeSet<&str> = DEFINE
+        .captures_iter(source)
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    let active = super::infer_asof::active_text(source, &|m| defined.contains(m));
     let source = active.as_str();
     let mut parser = Parser::new();
     parser

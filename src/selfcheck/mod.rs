@@ -113,7 +113,7 @@ pub fn failed_check(status: Status) -> Option<&'static str> {
 
 /// Outputs whose fast-kernel hash is the same for every seed of a size set (from the
 /// verification evidence's `checks`): the output does not depend on the input.
-pub fn seed_independent(evidence: &crate::evidence::Evidence) -> Vec<String> {
+pub fn seed_independent(evidence: &crate::evidence::Evidence) -> Vec<(String, String)> {
     let mut hashes: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     let mut seeds: BTreeMap<(String, String), usize> = BTreeMap::new();
     for c in &evidence.checks {
@@ -127,7 +127,7 @@ pub fn seed_independent(evidence: &crate::evidence::Evidence) -> Vec<String> {
     hashes
         .into_iter()
         .filter(|(k, h)| h.len() == 1 && seeds[k] > 1)
-        .map(|((set, out), _)| format!("{out} (size set {set})"))
+        .map(|((set, out), _)| (out, set))
         .collect()
 }
 
@@ -370,13 +370,12 @@ pub fn judge(v: &Verification, flags: &BTreeSet<String>) -> Option<(&'static str
         .map(|c| c.output.as_str())
         .collect();
     let same = seed_independent(&v.evidence);
-    let none_depends = !outputs.is_empty()
-        && outputs
-            .iter()
-            .all(|o| same.iter().any(|s| s.starts_with(&format!("{o} ("))));
+    let none_depends =
+        !outputs.is_empty() && outputs.iter().all(|o| same.iter().any(|(out, _)| out == o));
     let same: Vec<String> = same
         .into_iter()
-        .filter(|s| none_depends || !flags.iter().any(|f| s.starts_with(&format!("{f} ("))))
+        .filter(|(out, _)| none_depends || !flags.contains(out))
+        .map(|(out, set)| format!("{out} (size set {set})"))
         .collect();
     (!same.is_empty()).then(|| {
         (
@@ -785,7 +784,7 @@ mod tests {
         };
         assert_eq!(
             seed_independent(&ev),
-            vec!["o (size set default)".to_string()]
+            vec![("o".to_string(), "default".to_string())]
         );
         assert!(seed_independent(&Evidence::default()).is_empty());
         // A flag the harness lets be degenerate need not depend on the seed while another

@@ -84,6 +84,17 @@ pub fn all_text(dir: &Path) -> String {
         .join("\n")
 }
 
+/// `fixtures/<name>`; `KERNELPAIR_FIXTURES` points at a carried copy of fixtures/ when the
+/// test binary runs on the device machine.
+pub fn fixture(name: &str) -> std::path::PathBuf {
+    match std::env::var_os("KERNELPAIR_FIXTURES") {
+        Some(d) => std::path::PathBuf::from(d).join(name),
+        None => std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name),
+    }
+}
+
 /// `kernelpair extract ROOT -o DIR/units.jsonl --no-compile`; returns (units path, pair ids
 /// by kernel: (kernel, id) per pair, in file order).
 pub fn extract_units(root: &Path, dir: &Path) -> (std::path::PathBuf, Vec<(String, String)>) {
