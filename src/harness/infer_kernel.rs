@@ -26,6 +26,10 @@ pub struct BodyFacts {
     pub reads: BTreeSet<String>,
     /// Integer buffer → the buffers it subscripts (`x[idx[i]]` gives idx → {x}).
     pub indexes: BTreeMap<String, BTreeSet<String>>,
+    /// Index buffers some subscript uses inside a larger expression
+    /// (`I[iN[row] + Nr * col]`, srad): its values are not indices of the whole buffer,
+    /// only offsets into it.
+    pub offset_indexes: BTreeSet<String>,
     /// Names compared by `<`, `<=`, `>`, `>=` anywhere in the body (bounds checks).
     pub bounded: BTreeSet<String>,
     /// Parameters passed to a function the unit does not define (not an atomic or a
@@ -269,6 +273,10 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
     Some(facts)
 }
 
+/// How deep device helpers are followed (dwt2d: kernel → `run` → `transform` →
+/// `loadLowFrom` → `updateAndLoad`, where a pointer is finally read).
+const MAX_CALL_DEPTH: usize = 8;
+
 /// Function name → (parameter names, body) for every definition in the file.
 fn functions<'t>(root: Node<'t>, src: &str) -> BTreeMap<String, (Vec<String>, Node<'t>)> {
     let mut out = BTreeMap::new();
@@ -282,7 +290,7 @@ fn functions<'t>(root: Node<'t>, src: &str) -> BTreeMap<String, (Vec<String>, No
                 if let Some(fd) = find_kind(decl, "function_declarator") {
                     let name = fd
                         .child_by_field_name("declarator")
-                        .map(|d| text(d, src).to_string())
+                        .map(|d| plain_name(text(d, src)))
                         .unwrap_or_default();
                     let params = fd
                         .child_by_field_name("parameters")
@@ -306,6 +314,28 @@ fn functions<'t>(root: Node<'t>, src: &str) -> BTreeMap<String, (Vec<String>, No
         stack.extend(n.named_children(&mut c));
     }
     out
+}
+
+/// A called or defined function's own name: template arguments and class or namespace
+/// qualifiers dropped (`FDWT53<W, H>::run` → `run`, `atomicAdd<float>` → `atomicAdd`).
+fn plain_name(s: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    for c in s.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    // `obj.method` / `p->method`: the method's name.
+    out.rsplit("::")
+        .next()
+        .and_then(|s| s.rsplit(['.', '>']).next())
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 fn find_kind<'t>(n: Node<'t>, kind: &str) -> Option<Node<'t>> {
@@ -480,9 +510,34 @@ impl<'t> Walker<'_, 't> {
                         .filter(|k| Some(*k) != n.child_by_field_name("argument"))
                         .collect();
                     for i in idx {
+                        let mut whole = i;
+                        while matches!(
+                            whole.kind(),
+                            "parenthesized_expression"
+                                | "cast_expression"
+                                | "subscript_argument_list"
+                        ) {
+                            match whole.named_child(whole.named_child_count().saturating_sub(1)) {
+                                Some(inner) => whole = inner,
+                                None => break,
+                            }
+                        }
                         for p in self.subscripted_params(i) {
                             if p != b {
-                                self.facts.indexes.entry(p).or_default().insert(b.clone());
+                                self.facts
+                                    .indexes
+                                    .entry(p.clone())
+                                    .or_default()
+                                    .insert(b.clone());
+                                let alone = whole.kind() == "subscript_expression"
+                                    && whole
+                                        .child_by_field_name("argument")
+                                        .and_then(|a| self.target(a))
+                                        .as_ref()
+                                        == Some(&p);
+                                if !alone {
+                                    self.facts.offset_indexes.insert(p);
+                                }
                             }
                         }
                     }
@@ -580,7 +635,7 @@ impl<'t> Walker<'_, 't> {
             .child_by_field_name("function")
             .map(|f| text(f, self.src).to_string())
             .unwrap_or_default();
-        let name = name.split('<').next().unwrap_or("").trim().to_string();
+        let name = plain_name(&name);
         let args: Vec<Node<'t>> = n
             .child_by_field_name("arguments")
             .map(|a| {
@@ -595,7 +650,11 @@ impl<'t> Walker<'_, 't> {
             }
             return;
         }
-        if let Some((fparams, body)) = self.functions.get(&name).filter(|_| self.depth < 4) {
+        if let Some((fparams, body)) = self
+            .functions
+            .get(&name)
+            .filter(|_| self.depth < MAX_CALL_DEPTH)
+        {
             // A device helper: its writes through positional parameters map back.
             let mut inner = BodyFacts::default();
             let mut w = Walker {
@@ -760,6 +819,17 @@ mod tests {
             Some(vec!["v".to_string()])
         );
         assert!(!f.indexes.contains_key("v"));
+        assert!(f.offset_indexes.is_empty(), "`v[idx[i]]` is an index alone");
+        // srad: the index is an offset inside a larger subscript.
+        let f = facts(
+            "__global__ void k(const int *iN, const int *jW, const float *I, float *o, int nr) {\n\
+             int r = threadIdx.x, c = blockIdx.x;\n\
+             o[r] = I[iN[r] + nr * c] + I[(int)(jW[c])] + I[r + nr * jW[c]];\n}",
+            &["iN", "jW", "I", "o", "nr"],
+        );
+        assert!(f.offset_indexes.contains("iN"), "{f:?}");
+        assert!(f.offset_indexes.contains("jW"), "{f:?}");
+        assert!(f.indexes.contains_key("iN"));
     }
 
     #[test]
@@ -768,6 +838,24 @@ mod tests {
         assert!(f.opaque.contains_key("a"));
         assert!(f.writes.is_empty());
         assert!(body_facts("__global__ void j(float *a) {}", "k", &[]).is_none());
+    }
+
+    #[test]
+    fn static_methods_of_class_templates_are_followed() {
+        // dwt2d: the kernel hands its buffers to `FDWT53<W, H>::run`.
+        let src =
+            "template <int W> struct T { static __device__ void run(const int *in, int *out) \
+                   { out[threadIdx.x] = in[threadIdx.x] * W; } };\n\
+                   template <int W> __global__ void k(const int *input, int *output) \
+                   { T<W>::run(input, output); }";
+        let f = facts(src, &["input", "output"]);
+        assert!(f.opaque.is_empty(), "{f:?}");
+        assert!(f.writes.contains_key("output"), "{f:?}");
+        assert!(!f.writes.contains_key("input"), "{f:?}");
+        assert!(f.reads.contains("input"), "{f:?}");
+        assert_eq!(plain_name("ns::A<1, B<2>>::go"), "go");
+        assert_eq!(plain_name("w.transform"), "transform");
+        assert_eq!(plain_name("p->step"), "step");
     }
 
     #[test]
