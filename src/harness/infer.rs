@@ -54,23 +54,34 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         .unwrap_or_default();
     let mut others = Vec::new();
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    if let Ok(rd) = std::fs::read_dir(&dir) {
-        let mut files: Vec<PathBuf> = rd
+    // The launch file's folder, then its parent's own files (dwt2d's `dwt_cuda/fdwt53.cu`
+    // is called from `dwt2d/dwt.cu`), never the suite root's.
+    let mut dirs = vec![dir.clone()];
+    if let Some(parent) = dir.parent().filter(|p| p.starts_with(root) && *p != root) {
+        dirs.push(parent.to_path_buf());
+    }
+    let mut files: Vec<PathBuf> = Vec::new();
+    for d in &dirs {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            continue;
+        };
+        let mut here: Vec<PathBuf> = rd
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p != &path)
+            .filter(|p| p != &path && p.is_file())
             .filter(|p| {
                 p.extension()
                     .and_then(|e| e.to_str())
                     .is_some_and(|e| ["c", "cu", "cpp", "cc", "h", "cuh", "hpp"].contains(&e))
             })
             .collect();
-        files.sort();
-        for f in files.into_iter().take(32) {
-            if let Ok(t) = std::fs::read_to_string(&f) {
-                if t.len() < 512 * 1024 {
-                    others.push(infer_host::strip_comments(&t));
-                }
+        here.sort();
+        files.extend(here);
+    }
+    for f in files.into_iter().take(32) {
+        if let Ok(t) = std::fs::read_to_string(&f) {
+            if t.len() < 512 * 1024 {
+                others.push(infer_host::strip_comments(&t));
             }
         }
     }
@@ -244,10 +255,24 @@ pub fn zero_length_size(name: &str, v: i64, len_texts: &[String]) -> Result<i64,
         .any(|l| idents(l).iter().any(|w| w == name));
     if v == 0 && in_len {
         return Err(format!(
-            "`{name}` is 0 where it is declared, and a buffer length uses it: the real value is set later (read from an input file or computed in a loop)"
+            "`{name}` is 0 where it is declared, and a buffer length or the launch's grid or block uses it: the real value is set later (read from an input file or computed in a loop)"
         ));
     }
     Ok(v)
+}
+
+/// `grid = ["a / 4", "1"]`: its expressions as one text of arithmetic (`a / 4 , 1`),
+/// without the names in sums: an offset (`(n - offset) / 16`) is 0 legitimately.
+fn launch_exprs(line: &str) -> String {
+    static AFTER: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[-+]\s*[A-Za-z_]\w*").expect("regex"));
+    static BEFORE: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[A-Za-z_]\w*\s*[-+]").expect("regex"));
+    let v = line.split_once('=').map_or(line, |(_, v)| v);
+    let v = AFTER
+        .replace_all(&v.replace(['"', '[', ']'], " "), " ")
+        .into_owned();
+    BEFORE.replace_all(&v, " ").into_owned()
 }
 
 /// A `bool` buffer's inputs: only 0 and 1 are `bool` values (other bytes are undefined
@@ -258,41 +283,53 @@ pub fn bool_init() -> &'static str {
 
 /// A buffer's length in elements, as host text, from its allocation or copies.
 pub fn length_text(host: &Host, var: &str, elem_size: usize) -> Result<String, String> {
-    let mut v = var.to_string();
-    // A wrapper's pointer parameter: follow it to the argument its call sites pass.
-    for _ in 0..4 {
-        let bytes = host
-            .alloc_bytes(&v)
-            .or_else(|| host.copies(&v).first().map(|c| c.bytes.clone()));
-        if let Some(b) = bytes {
-            return Ok(elements_of(&b, host, elem_size));
-        }
-        match host.bind_param(&v).map(|a| infer_host::pointer_name(&a)) {
-            Some(a) if super::is_ident(&a) && a != v => v = a,
-            _ => break,
-        }
+    match host.buffer_bytes(var) {
+        Some(b) => Ok(elements_of(&b, host, elem_size)),
+        None => Err(format!(
+            "no cudaMalloc or cudaMemcpy of `{var}` in the host code (nor of one buffer size in every caller that passes it)"
+        )),
     }
-    Err(if v == var {
-        format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code")
-    } else {
-        format!("no cudaMalloc or cudaMemcpy of `{var}` (passed as `{v}` by the caller) in the host code")
-    })
 }
 
 /// Byte-size text → element-count text, following one named byte size (`mem_size`).
 pub fn elements_of(bytes: &str, host: &Host, elem_size: usize) -> String {
-    if let Some(e) = infer_host::strip_sizeof(bytes) {
+    // A count that reads struct fields (`d->w * d->h`) is no harness expression: the
+    // named byte size stays, and its value is read with the fields.
+    // `n * sizeof(float)` for a `float4` buffer is `n * 4 / 16` elements.
+    let stripped = |b: &str| {
+        let (e, ty) = infer_host::sizeof_factor(b).filter(|(e, _)| !reads_member(e))?;
+        match super::draft::sizeof_type(&ty) {
+            // A smaller scalar read as a vector (`float` bytes of a `float4` list); a
+            // larger type is a struct counted in its own units elsewhere.
+            Some(k) if k < elem_size && !ty.contains('*') => {
+                Some(format!("({e}) * {k} / {elem_size}"))
+            }
+            _ => Some(e),
+        }
+    };
+    if let Some(e) = stripped(bytes) {
         return e;
     }
     let b = bytes.trim();
     if super::is_ident(b) {
         if let Some(d) = host.definition(b) {
-            if let Some(e) = infer_host::strip_sizeof(&d) {
+            if let Some(e) = stripped(&d) {
                 return e;
             }
         }
     }
     format!("({b}) / {elem_size}")
+}
+
+/// Whether host text reads a struct member (`d->w`, `s.n`; not a number `1.5`).
+fn reads_member(e: &str) -> bool {
+    e.contains("->")
+        || e.as_bytes().windows(2).enumerate().any(|(i, w)| {
+            w[0] == b'.'
+                && (w[1].is_ascii_alphabetic() || w[1] == b'_')
+                && i > 0
+                && (e.as_bytes()[i - 1].is_ascii_alphanumeric() || e.as_bytes()[i - 1] == b'_')
+        })
 }
 
 /// A role from what the body does and what the host copies.
@@ -385,10 +422,68 @@ fn default_init(e: Option<ElemType>) -> &'static str {
 /// suite root is not known: then only the recorded launch definitions are used).
 pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
     let first = infer_once(pair, host, opts);
-    match opts.assume_size {
+    let r = match opts.assume_size {
         Some(v) if !first.assumed.is_empty() => smaller_assumption(pair, host, v, first),
         _ => first,
+    };
+    match opts.assume_size {
+        Some(_) if only_over_a_limit(&r) => smaller_run_sizes(pair, host, opts, r),
+        _ => r,
     }
+}
+
+/// With `--assume-size`, the run script's own sizes may put a launch over the device's
+/// limits too (backprop's `./backprop 2097152` asks for a grid y of 131072, over 65535,
+/// so the real program fails its launch): halve the script's integer arguments of 128 or
+/// more until `harness check` passes, and say so in the file as an assumption.
+fn smaller_run_sizes(pair: &Pair, host: &Host, opts: &InferOptions, first: Inferred) -> Inferred {
+    let Some(args) = host.run_args.clone() else {
+        return first;
+    };
+    let why = first.unknowns[0].reason.clone();
+    let mut h = host.clone();
+    for k in 1..=12 {
+        let scaled: Vec<String> = args
+            .iter()
+            .map(|a| match a.parse::<i64>() {
+                Ok(v) if v >= 128 => (v >> k).max(64).to_string(),
+                _ => a.clone(),
+            })
+            .collect();
+        if scaled == args {
+            return first;
+        }
+        h.run_args = Some(scaled.clone());
+        let mut r = infer_once(pair, &h, opts);
+        if r.complete() {
+            let note = Unknown {
+                field: "run-script".into(),
+                reason: format!(
+                    "arguments taken as `{}`, not the script's `{}`: with the script's, {why}",
+                    scaled.join(" "),
+                    args.join(" ")
+                ),
+            };
+            insert_assumed(&mut r, note);
+            return r;
+        }
+        if !only_over_a_limit(&r) {
+            break;
+        }
+    }
+    first
+}
+
+/// Put an assumption note first in the file's "Assumed" comment block (made if missing)
+/// and in the result's list.
+fn insert_assumed(r: &mut Inferred, note: Unknown) {
+    const HEAD: &str = "# Assumed (review these):\n";
+    let line = format!("#   {}: {}\n", note.field, note.reason);
+    match r.toml.find(HEAD) {
+        Some(at) => r.toml.insert_str(at + HEAD.len(), &line),
+        None => r.toml.insert_str(0, &format!("{HEAD}{line}")),
+    }
+    r.assumed.insert(0, note);
 }
 
 /// Whether a harness's only problem is a launch over the device's limits (threads per
@@ -396,7 +491,7 @@ pub fn infer(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
 /// assumed size may fix.
 fn only_over_a_limit(r: &Inferred) -> bool {
     matches!(r.unknowns.as_slice(), [u] if u.field == "harness"
-        && (u.reason.contains("exceeds the device") || u.reason.contains("exceeds the symbol")))
+        && u.reason.contains(super::resolve::OVER_A_LIMIT))
 }
 
 /// An assumed size is a choice, not a fact: when `v` puts a launch over the device's
@@ -421,12 +516,7 @@ fn smaller_assumption(pair: &Pair, host: &Host, v: i64, first: Inferred) -> Infe
                 field: "assume-size".into(),
                 reason: format!("{smaller}, not {v}: with {v}, {why}"),
             };
-            let line = format!("#   {}: {}\n", note.field, note.reason);
-            if let Some(at) = r.toml.find("# Assumed (review these):\n") {
-                let at = at + "# Assumed (review these):\n".len();
-                r.toml.insert_str(at, &line);
-            }
-            r.assumed.insert(0, note);
+            insert_assumed(&mut r, note);
             return r;
         }
         if !only_over_a_limit(&r) {
@@ -453,7 +543,7 @@ fn infer_once(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
     if let Some(i) = &inst {
         o.push_str(&i.note);
     }
-    let all_sizes = cx.size_values(&mut o);
+    let all_sizes = cx.size_values(&mut o, &launches);
     cx.args(&mut o);
     cx.constants(&all_sizes, &mut o);
     cx.textures(&mut o);
@@ -739,8 +829,7 @@ impl<'a> Cx<'a> {
     ) -> Result<String, String> {
         let bytes = self
             .host
-            .alloc_bytes(var)
-            .or_else(|| self.host.copies(var).first().map(|c| c.bytes.clone()))
+            .buffer_bytes(var)
             .ok_or_else(|| format!("no cudaMalloc or cudaMemcpy of `{var}` in the host code"))?;
         let t = infer_template::struct_len_text(&bytes, &[name], e, fields);
         self.translate_length(&t)
@@ -873,11 +962,18 @@ impl<'a> Cx<'a> {
 
     /// Size values (`[sizes]`) and the size sets; returns every size name (parameters, then
     /// host names).
-    fn size_values(&mut self, o: &mut String) -> Vec<String> {
+    fn size_values(&mut self, o: &mut String, launches: &str) -> Vec<String> {
+        // Where a size of 0 would be no size: buffer lengths, the launch's grid and block.
         let len_texts: Vec<String> = self
             .bufs
             .values()
             .filter_map(|b| b.len.as_ref().ok().cloned())
+            .chain(
+                launches
+                    .lines()
+                    .filter(|l| l.starts_with("grid =") || l.starts_with("block ="))
+                    .map(launch_exprs),
+            )
             .collect();
         let mut size_lines = String::new();
         let mut values: BTreeMap<String, i64> = BTreeMap::new();
@@ -1107,10 +1203,18 @@ impl<'a> Cx<'a> {
             return Ok("{ kind = \"zeros\" }".to_string());
         }
         if let Some(targets) = self.facts.indexes.get(param) {
-            // An index buffer: in range of the shortest buffer it subscripts.
-            let bound: Vec<&String> = targets.iter().filter_map(|t| lens.get(t)).collect();
+            // An index buffer: in range of the shortest buffer it subscripts. One used as an
+            // offset inside a larger subscript (`I[iN[row] + Nr * col]`) is taken as a map
+            // onto its own range (srad's neighbour tables `iN[i] = i - 1`): also bounded by
+            // its own length.
+            let mut bound: Vec<&String> = targets.iter().filter_map(|t| lens.get(t)).collect();
+            let offset = self.facts.offset_indexes.contains(param);
+            if let (true, Ok(own)) = (offset && bound.len() == targets.len(), &b.len) {
+                bound.insert(0, own);
+            }
+            let complete = bound.len() == targets.len() + usize::from(offset);
             return match (bound.first(), b.elem.is_some_and(|e| !e.is_float())) {
-                (Some(l), true) if bound.len() == targets.len() => {
+                (Some(l), true) if complete => {
                     let hi = if bound.len() == 1 {
                         format!("({l}) - 1")
                     } else {
@@ -1124,9 +1228,14 @@ impl<'a> Cx<'a> {
                         )
                     };
                     Ok(format!(
-                        "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}",
+                        "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}{}",
                         toml_str(&hi),
-                        targets.iter().cloned().collect::<Vec<_>>().join(", ")
+                        targets.iter().cloned().collect::<Vec<_>>().join(", "),
+                        if offset {
+                            " as an offset inside a larger subscript: a map onto its own range"
+                        } else {
+                            ""
+                        }
                     ))
                 }
                 _ => Err(format!(
@@ -1257,6 +1366,19 @@ impl<'a> Cx<'a> {
                         toml_str(&t.name)
                     )
                     .expect("string");
+                    // `float4` texels over an f32 buffer: a quarter as many texels.
+                    let lanes = crate::cuda::texture::texel_bytes(&texel)
+                        .zip(t.elem.map(|e| e.size_of()))
+                        .filter(|(tb, eb)| tb > eb && tb % eb == 0)
+                        .map(|(tb, eb)| tb / eb);
+                    if let (Some(k), Ok(len)) = (lanes, &t.len) {
+                        writeln!(
+                            o,
+                            "width = {}  # {texel} texels",
+                            toml_str(&format!("({len}) / {k}"))
+                        )
+                        .expect("string");
+                    }
                 }
                 continue;
             };
@@ -1548,16 +1670,17 @@ pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
             .sum();
         if bytes > INFERRED_BYTES_BUDGET {
             return Err(format!(
-                "buffers of {bytes} bytes (size set {}) exceeds the device's budget for one harness ({INFERRED_BYTES_BUDGET} bytes: each buffer is held several times)",
-                r.size_set
+                "buffers of {bytes} bytes (size set {}) exceeds the device's budget for one harness ({INFERRED_BYTES_BUDGET} bytes: each buffer is held several times): {}",
+                r.size_set,
+                super::resolve::OVER_A_LIMIT
             ));
         }
         for c in &r.constants {
             if let Some(cap) = constant_capacity(&fast.source, &c.name) {
                 if c.len as i64 > cap {
                     return Err(format!(
-                        "constants.{}: {} elements (size set {}) exceeds the symbol's declared {cap}",
-                        c.name, c.len, r.size_set
+                        "constants.{}: {} elements (size set {}) exceeds the symbol's declared {cap}: {}",
+                        c.name, c.len, r.size_set, super::resolve::OVER_A_LIMIT
                     ));
                 }
             }
@@ -1899,7 +2022,21 @@ mod tests {
 
     #[test]
     fn zero_sizes_in_lengths_are_unknown() {
-        let lens = vec!["npoints * nfeatures".to_string(), "(n + 1)".to_string()];
+        let lens = vec![
+            "npoints * nfeatures".to_string(),
+            "(n + 1)".to_string(),
+            launch_exprs("grid = [\"(listsize / 4) / 256\", \"1\"]"),
+        ];
+        assert!(
+            zero_length_size("listsize", 0, &lens).is_err(),
+            "a grid of 0"
+        );
+        let grid = vec![launch_exprs("grid = [\"(dim - offset) / 16 - 1\"]")];
+        assert_eq!(
+            zero_length_size("offset", 0, &grid),
+            Ok(0),
+            "an offset in a sum"
+        );
         assert!(zero_length_size("npoints", 0, &lens)
             .unwrap_err()
             .contains("set later"));

@@ -28,7 +28,20 @@ pub struct Host {
     /// value, and is recorded in `assumed_roots`.
     pub assume: std::cell::Cell<Option<i64>>,
     pub assumed_roots: std::cell::RefCell<Vec<String>>,
+    /// Template values of the launching function's instance (`T` → `float`), for a
+    /// `sizeof(T)` in the host functions around it (`processDWT<T>` computes
+    /// `w * h * sizeof(T)` for the buffers it passes down as `T *`).
+    pub type_binds: Vec<(String, String)>,
+    /// `enclosing_function` answers by (text index, line), for walks up the callers.
+    pub scopes: std::cell::RefCell<BTreeMap<Spot, Option<FnHead>>>,
 }
+
+/// Where host text sits: the index of its text in [`Host::texts`] (0 is the launch file)
+/// and a 1-based line.
+pub type Spot = (usize, u32);
+
+/// A host function's name and parameter names.
+pub type FnHead = (String, Vec<String>);
 
 /// A C call found in host text: its 1-based line and top-level argument texts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -475,6 +488,32 @@ impl Host {
         Ok((a, root, j))
     }
 
+    /// `w.f` / `w->f` at `toks[i]` (one level) whose value the host code's assignments of
+    /// `f` give ([`Host::field_definition`]): the value's text and the index after it.
+    fn field_value(&self, toks: &[Tok], i: usize, depth: usize) -> Option<(String, usize)> {
+        let Some(Tok::Ident(f)) = toks.get(i + 2) else {
+            return None;
+        };
+        if is_member_op(toks.get(i + 3)) || toks.get(i + 3) == Some(&Tok::Op("(".into())) {
+            return None;
+        }
+        let d = self.field_definition(f)?;
+        let v = match self.value(&d, depth + 1).ok()? {
+            Num::Int(x) => x.to_string(),
+            Num::Float(x) => format!("{x:?}"),
+        };
+        Some((v, i + 3))
+    }
+
+    /// `sizeof(ty)`: a scalar or pointer type, or a template parameter the launching
+    /// function's instance binds (`type_binds`).
+    fn sizeof(&self, ty: &str) -> Option<usize> {
+        sizeof_type(ty).or_else(|| {
+            let (_, v) = self.type_binds.iter().find(|(k, _)| k == ty.trim())?;
+            sizeof_type(v)
+        })
+    }
+
     /// The numeric value of a host expression (integer or float).
     pub fn value(&self, expr: &str, depth: usize) -> Result<Num, String> {
         if depth > 10 {
@@ -529,7 +568,8 @@ impl Host {
                             Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
                         })
                         .collect();
-                    let n = sizeof_type(&ty.join(" "))
+                    let n = self
+                        .sizeof(&ty.join(" "))
                         .ok_or_else(|| format!("sizeof({}) is not known", ty.join(" ")))?;
                     out.push_str(&n.to_string());
                     i = close + 1;
@@ -553,6 +593,11 @@ impl Host {
                 Tok::Ident(w) if super::draft::CAST_WORDS.contains(&w.as_str()) => {}
                 Tok::Ident(w) => {
                     if is_member_op(toks.get(i + 1)) {
+                        if let Some((v, j)) = self.field_value(&toks, i, depth) {
+                            out.push_str(&v);
+                            i = j;
+                            continue;
+                        }
                         let (a, root, j) = self.assumed_field(&toks, i, e)?;
                         self.assumed_roots.borrow_mut().push(root);
                         out.push_str(&a.to_string());
@@ -1038,6 +1083,11 @@ impl Host {
 /// Byte-size text → element-count text: drop one `sizeof(T)` factor at the top level
 /// (`(n + 1) * sizeof(float)` → `(n + 1)`). None when there is no such factor.
 pub fn strip_sizeof(bytes: &str) -> Option<String> {
+    sizeof_factor(bytes).map(|(rest, _)| rest)
+}
+
+/// A product's `sizeof(T)` factor split off: (the other factors, `T`).
+pub fn sizeof_factor(bytes: &str) -> Option<(String, String)> {
     let factors = top_level_factors(bytes)?;
     let pos = factors
         .iter()
@@ -1048,11 +1098,17 @@ pub fn strip_sizeof(bytes: &str) -> Option<String> {
         .filter(|(i, _)| *i != pos)
         .map(|(_, f)| f.trim())
         .collect();
-    Some(if rest.is_empty() {
-        "1".to_string()
-    } else {
-        rest.join(" * ")
-    })
+    let f = factors[pos].trim();
+    let ty = f["sizeof".len()..].trim().trim_start_matches('(');
+    let ty = ty[..ty.len() - 1].trim().to_string();
+    Some((
+        if rest.is_empty() {
+            "1".to_string()
+        } else {
+            rest.join(" * ")
+        },
+        ty,
+    ))
 }
 
 /// Split at top-level `*` when the expression is a pure product; None when it has a
@@ -1071,12 +1127,19 @@ fn top_level_factors(e: &str) -> Option<Vec<String>> {
     let mut depth = 0;
     let mut parts = Vec::new();
     let mut cur = String::new();
-    for c in e.chars() {
+    let mut chars = e.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
             '(' => depth += 1,
             ')' => depth -= 1,
             '*' if depth == 0 => {
                 parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            // `d->w` is a member access, not a minus.
+            '-' if chars.peek() == Some(&'>') => {
+                cur.push_str("->");
+                chars.next();
                 continue;
             }
             '+' | '-' | '/' | '%' if depth == 0 => return None,
@@ -1173,7 +1236,7 @@ pub(crate) fn last_group_open(t: &str) -> Option<usize> {
 
 /// `… name(type a, type *b) const` just before a `{`: (name, [a, b]).
 fn function_head(before: &str) -> Option<(String, Vec<String>)> {
-    let t = before.trim_end();
+    let t = knr_declarations_cut(before.trim_end());
     let t = t.strip_suffix("const").map(str::trim_end).unwrap_or(t);
     if !t.ends_with(')') {
         return None;
@@ -1204,35 +1267,67 @@ fn function_head(before: &str) -> Option<(String, Vec<String>)> {
     Some((name, params))
 }
 
+/// A K&R definition's parameter declarations (`f(a, b)` then `int a, b;` before the `{`)
+/// cut off, so the head ends at its `)`. Other text is returned as it is.
+fn knr_declarations_cut(t: &str) -> &str {
+    let mut cut = t;
+    while cut.ends_with(';') {
+        let body = &cut[..cut.len() - 1];
+        let start = body.rfind([';', ')', '{', '}']).map_or(0, |p| p + 1);
+        let decl = body[start..].trim();
+        let plain = !decl.is_empty()
+            && decl
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || " \t\n\r_*,[]".contains(c));
+        if !plain || !body[..start].ends_with([';', ')']) {
+            return t;
+        }
+        cut = body[..start].trim_end();
+    }
+    if cut.len() < t.len() && cut.ends_with(')') {
+        cut
+    } else {
+        t
+    }
+}
+
 /// Calls of `fname` with `n` arguments that are calls, not its definition or a prototype
 /// (those follow a return type: an identifier, `*` or `&` just before the name).
 pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {
+    calls_of(text, fname, Some(n))
+}
+
+/// Calls of `fname` (with `n` arguments when given), not its definition or a prototype.
+fn calls_of(text: &str, fname: &str, n: Option<usize>) -> Vec<Call> {
     let declaration = |p: usize| {
         let prev = text[..p].trim_end();
         prev.chars()
             .last()
             .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == '&')
-            && !prev.ends_with("return")
+            // A statement keyword is no return type (`else rdwt(in, out, …);`).
+            && !["return", "else", "do", "case", "throw"].iter().any(|k| {
+                prev.strip_suffix(k).is_some_and(|b| {
+                    !b.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                })
+            })
             // `#endif` on the line before is not a return type.
             && !prev
                 .rsplit('\n')
                 .next()
                 .is_some_and(|l| l.trim_start().starts_with('#'))
     };
-    find_calls(text, fname, |p| !declaration(p), Some(n))
+    find_calls(text, fname, |p| !declaration(p), n)
 }
 
 impl Host {
     /// A parameter of the host function the launch sits in (a wrapper such as
     /// `lud_cuda(float *m, int n)`), bound to the argument text its call sites pass. Only
     /// when every call site passes the same text: otherwise the value depends on the caller.
+    /// One level only: a value further up is a local of another function, whose name may
+    /// mean something else here (buffers go further, [`Host::buffer_bytes`]).
     pub fn bind_param(&self, name: &str) -> Option<String> {
-        let (fname, params) = self
-            .scope
-            .get_or_init(|| enclosing_function(&self.file, self.launch_line))
-            .as_ref()?;
+        let (fname, params) = self.scope_at((0, self.launch_line))?;
         let k = params.iter().position(|p| p == name)?;
-        let (fname, params) = (fname.clone(), params.clone());
         let mut seen: Vec<String> = Vec::new();
         for t in self.texts() {
             for c in call_sites(t, &fname, params.len()) {
@@ -1248,6 +1343,170 @@ impl Host {
             [one] if !draft_idents(one).iter().any(|w| w == name) => Some(one.clone()),
             _ => None,
         }
+    }
+
+    /// The function around `spot` (name, parameters), cached.
+    fn scope_at(&self, spot: Spot) -> Option<(String, Vec<String>)> {
+        if spot == (0, self.launch_line) {
+            return self
+                .scope
+                .get_or_init(|| enclosing_function(&self.file, self.launch_line))
+                .clone();
+        }
+        self.scopes
+            .borrow_mut()
+            .entry(spot)
+            .or_insert_with(|| {
+                let t = self.texts().nth(spot.0)?;
+                enclosing_function(t, spot.1)
+            })
+            .clone()
+    }
+
+    /// A `#define`, or a variable declared outside every function (`int layer_size = 0;`
+    /// at file level, set from `argv` in `main`).
+    fn is_global(&self, name: &str) -> bool {
+        self.texts().enumerate().any(|(ti, t)| {
+            !define_bodies(t, name).is_empty()
+                || assignments(t, name)
+                    .iter()
+                    .any(|(l, _)| self.scope_at((ti, *l)).is_none())
+        })
+    }
+
+    fn is_param(&self, spot: Spot, name: &str) -> bool {
+        self.scope_at(spot)
+            .is_some_and(|(_, params)| params.iter().any(|p| p == name))
+    }
+
+    /// What each call of the function around `spot` passes for its parameter `name`, and
+    /// where the call sits. Calls inside the function itself (recursion on a smaller
+    /// problem) are left out: the outermost call gives the first level's values. None when
+    /// `name` is no parameter there or nothing calls the function.
+    pub fn caller_args(&self, spot: Spot, name: &str) -> Option<Vec<(String, Spot)>> {
+        let (fname, params) = self.scope_at(spot)?;
+        let k = params.iter().position(|p| p == name)?;
+        let mut out = Vec::new();
+        let mut dead = Vec::new();
+        for (ti, t) in self.texts().enumerate() {
+            for c in call_sites(t, &fname, params.len()) {
+                let at = (ti, c.line);
+                match self.scope_at(at) {
+                    Some((f, _)) if f == fname => continue,
+                    // A caller nothing calls (backprop's `bpnn_read`) is dead code.
+                    Some((f, _)) if f != "main" && !self.is_called(&f) => {
+                        dead.push((c.args[k].trim().to_string(), at));
+                    }
+                    _ => out.push((c.args[k].trim().to_string(), at)),
+                }
+            }
+        }
+        if out.is_empty() {
+            out = dead;
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Whether any host text calls `fname`.
+    fn is_called(&self, fname: &str) -> bool {
+        self.texts().any(|t| !calls_of(t, fname, None).is_empty())
+    }
+
+    /// The byte size of buffer `var` (its allocation, else its first copy), or, for a
+    /// parameter of the function around the launch, of what the callers pass, up to six
+    /// levels (`launchFDWT53Kernel(in, …)` ← `fdwt53(in, …)` ← `fdwt(in, …)` ←
+    /// `nStage2dDWT(c_r, …)`), through a pointer copied from another
+    /// (`float4 *d_list = (float4 *) d_input;`). Callers passing different buffers must
+    /// agree on the byte size text.
+    pub fn buffer_bytes(&self, var: &str) -> Option<String> {
+        self.buffer_bytes_at((0, self.launch_line), var, 0)
+    }
+
+    fn buffer_bytes_at(&self, spot: Spot, var: &str, depth: usize) -> Option<String> {
+        if let Some(b) = self
+            .alloc_bytes(var)
+            .or_else(|| self.copies(var).first().map(|c| c.bytes.clone()))
+        {
+            return Some(b);
+        }
+        if depth > 6 {
+            return None;
+        }
+        if !self.is_param(spot, var) {
+            // A local pointer set from another buffer, in this function's text.
+            let t = self.texts().nth(spot.0)?;
+            let (_, rhs) = assignments(t, var)
+                .into_iter()
+                .rfind(|(l, _)| *l <= spot.1)?;
+            let src = pointer_name(&rhs);
+            return (super::is_ident(&src) && src != var)
+                .then(|| self.buffer_bytes_at(spot, &src, depth + 1))
+                .flatten();
+        }
+        let mut found: Option<String> = None;
+        for (a, at) in self.caller_args(spot, var)? {
+            let p = pointer_name(&a);
+            if !super::is_ident(&p) {
+                return None;
+            }
+            let b = self.buffer_bytes_at(at, &p, depth + 1)?;
+            match &found {
+                Some(f) if *f != b => return None,
+                _ => found = Some(b),
+            }
+        }
+        found
+    }
+
+    /// `x->f` / `x.f`: the text the host code gives field `f`, when every assignment of it
+    /// anywhere is the same text (`newnet->hidden_n = n_hidden;`), with a parameter of the
+    /// assigning function bound to what its callers pass (`bpnn_create(layer_size, 16, 1)`
+    /// → `16`). None for `dim3` members and for fields assigned several texts.
+    pub fn field_definition(&self, field: &str) -> Option<String> {
+        if matches!(field, "x" | "y" | "z") {
+            return None;
+        }
+        let re = regex::Regex::new(&format!(
+            r"(?:->|\.)\s*{}\s*=([^=;][^;]*);",
+            regex::escape(field)
+        ))
+        .ok()?;
+        let mut found: Option<(String, Spot)> = None;
+        for (ti, t) in self.texts().enumerate() {
+            for c in re.captures_iter(t) {
+                let m = c.get(0)?;
+                if in_string_literal(t, m.start()) {
+                    continue;
+                }
+                let rhs = c[1].split_whitespace().collect::<Vec<_>>().join(" ");
+                let line = t[..m.start()].matches('\n').count() as u32 + 1;
+                match &found {
+                    Some((f, _)) if *f != rhs => return None,
+                    Some(_) => {}
+                    None => found = Some((rhs, (ti, line))),
+                }
+            }
+        }
+        let (mut rhs, mut spot) = found?;
+        for _ in 0..6 {
+            if !(super::is_ident(&rhs) && self.is_param(spot, &rhs)) {
+                // A local of the assigning function (`d->w = w;` in `main`, after
+                // `getopt`) may mean something else where the field is read.
+                return draft_idents(&rhs)
+                    .iter()
+                    .all(|w| self.is_global(w))
+                    .then_some(rhs);
+            }
+            let args = self.caller_args(spot, &rhs)?;
+            let mut texts: Vec<&str> = args.iter().map(|(a, _)| a.as_str()).collect();
+            texts.sort_unstable();
+            texts.dedup();
+            let [one] = texts.as_slice() else {
+                return None;
+            };
+            (rhs, spot) = (one.to_string(), args[0].1);
+        }
+        None
     }
 }
 
@@ -1558,6 +1817,12 @@ mod tests {
         assert_eq!(strip_sizeof("(n * sizeof(int))").as_deref(), Some("n"));
         assert_eq!(strip_sizeof("n * sizeof(int) + 4"), None);
         assert_eq!(strip_sizeof("mem_size"), None);
+        // A member access is not a minus (dwt2d: `d->pixWidth*d->pixHeight*sizeof(T)`).
+        assert_eq!(
+            strip_sizeof("d->w*d->h*sizeof(T)").as_deref(),
+            Some("d->w * d->h")
+        );
+        assert_eq!(strip_sizeof("d->w - 1 * sizeof(T)"), None);
     }
 
     #[test]
@@ -1657,6 +1922,8 @@ mod tests {
         assert_eq!(enclosing_function(kernel_file, 3), None);
         let calls = call_sites(main_file, "run_k", 2);
         assert_eq!(calls.len(), 1, "the prototype is not a call");
+        let after_else = call_sites("if (f) g(a); else run_k(a, b);", "run_k", 2);
+        assert_eq!(after_else.len(), 1, "after `else`, a call");
         assert_eq!(calls[0].args, vec!["d_x", "size * size"]);
         let mut h = host(kernel_file, 7);
         h.others.push(strip_comments(main_file));
@@ -1668,6 +1935,76 @@ mod tests {
         // Two callers passing different texts: the value depends on the caller.
         h.others.push("void f() { run_k(d_y, 7); }".into());
         assert_eq!(h.bind_param("n"), None);
+    }
+
+    #[test]
+    fn buffers_are_followed_up_several_callers_and_pointer_copies() {
+        // dwt2d's shape: launch ← wrapper ← recursive wrapper ← caller of three buffers of
+        // one size.
+        let kernel_file = "template <int W>\nvoid launch(int *in, int sx) {\n  k<W><<<sx / W, W>>>(in, sx);\n}\n\
+             void fwd(int *in, int sx, int lv) {\n  launch<64>(in, sx);\n  if (lv > 1) fwd(in, sx / 2, lv - 1);\n}\n";
+        let main_file = "void go(int w) {\n  int bytes = w * w * sizeof(int);\n  int *a, *b;\n\
+             cudaMalloc((void**)&a, bytes);\n  cudaMalloc((void**)&b, bytes);\n  fwd(a, w, 3);\n  fwd(b, w, 3);\n}\n";
+        let mut h = host(kernel_file, 3);
+        h.others.push(strip_comments(main_file));
+        assert_eq!(h.buffer_bytes("in").as_deref(), Some("bytes"));
+        // The recursive call is not a caller: only `fwd`'s outer callers are.
+        assert_eq!(
+            h.caller_args((0, 6), "sx").map(|a| a.len()),
+            Some(2),
+            "two calls from go(), not the recursive one"
+        );
+        // Callers passing buffers of different sizes: no length.
+        h.others
+            .push("void other() { int *c; cudaMalloc((void**)&c, 12); fwd(c, 2, 1); }".into());
+        assert_eq!(h.buffer_bytes("in"), None);
+        // A local pointer copied from an allocated one (hybridsort's `d_resultList`).
+        let f = "void sort(float *d_in, int n) {\n  float4 *d_list = (float4 *) d_in;\n  k<<<n, 1>>>(d_list);\n}\n\
+                 int main() { float *p; cudaMalloc((void**)&p, (n + 4) * sizeof(float)); sort(p, n); }\n";
+        let h = host(f, 3);
+        assert_eq!(
+            h.buffer_bytes("d_list").as_deref(),
+            Some("(n + 4) * sizeof(float)")
+        );
+    }
+
+    #[test]
+    fn fields_take_their_one_assigned_value_through_knr_heads() {
+        // backprop: `net->hidden_n` is set once from a K&R parameter, passed on by a second
+        // K&R function, and given 16 by the one call.
+        let lib = "BPNN *create_in(n_in, n_hidden)\nint n_in, n_hidden;\n{\n  BPNN *nn;\n\
+                   nn->input_n = n_in;\n  nn->hidden_n = n_hidden;\n  return nn;\n}\n\
+                   BPNN *create(n_in, n_hidden)\nint n_in, n_hidden;\n{\n  return create_in(n_in, n_hidden);\n}\n";
+        assert_eq!(
+            enclosing_function(lib, 5),
+            Some((
+                "create_in".to_string(),
+                vec!["n_in".to_string(), "n_hidden".to_string()]
+            ))
+        );
+        let main = "int layer_size = 0;\nint main(int argc, char **argv) {\n  int local = 5;\n\
+                    layer_size = atoi(argv[1]);\n  net = create(layer_size, 16);\n}\n";
+        let launch = "void run(BPNN *net) {\n  int hid = net->hidden_n;\n  int in = net->input_n;\n  k<<<in, hid>>>();\n}\n";
+        let mut h = host(launch, 4);
+        h.others = vec![strip_comments(lib), strip_comments(main)];
+        h.run_args = Some(vec!["64".into()]);
+        assert_eq!(h.field_definition("hidden_n").as_deref(), Some("16"));
+        // A second caller that nothing calls (`bpnn_read`) is dead code and does not count.
+        h.others
+            .push("BPNN *read_net(char *f) { return create_in(n1, n2); }".into());
+        assert_eq!(h.field_definition("hidden_n").as_deref(), Some("16"));
+        h.others.push("void use() { read_net(\"w\"); }".into());
+        assert_eq!(h.field_definition("hidden_n"), None, "now it is called");
+        h.others.truncate(2);
+        assert_eq!(h.int_value("hid"), Ok(16));
+        assert_eq!(h.int_value("in"), Ok(64), "a global set from argv");
+        // A field given a local of another function is not taken (its name means
+        // something else here); nor one given two texts, nor a dim3 member.
+        h.others
+            .push("void f() { int local = 3; s->w = local; s->v = 1; t->v = 2; g.x = 4; }".into());
+        assert_eq!(h.field_definition("w"), None);
+        assert_eq!(h.field_definition("v"), None);
+        assert_eq!(h.field_definition("x"), None);
     }
 
     #[test]

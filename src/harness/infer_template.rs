@@ -380,7 +380,7 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
                 };
                 writeln!(
                     note,
-                    "# template values: the launch is in function template {}, taken as {}<{}> from {} line {} (the first instance in file order){}",
+                    "# template values: the launch is in function template {}, taken as {}<{}> from {} line {} (the first instance in file order; a `sizeof` of these parameters elsewhere in the host code is read with the same values){}",
                     f.name,
                     f.name,
                     inst.args.join(", "),
@@ -394,6 +394,7 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
                 )
                 .expect("string");
                 host_binds = b;
+                host.type_binds = host_binds.clone();
             }
             None => {
                 writeln!(

@@ -4,6 +4,10 @@
 use super::validate::{parse_csr_part, parse_jds_part};
 use super::*;
 
+/// The words every "a launch, buffer or table is over a device or symbol limit" error
+/// ends with: inference with `--assume-size` tries smaller sizes on exactly these.
+pub const OVER_A_LIMIT: &str = "over a limit";
+
 impl Harness {
     /// Evaluate every expression for one size set on one device.
     pub fn resolve(&self, set: &SizeSet, dev: &DeviceProps) -> Result<Resolved, HarnessError> {
@@ -613,7 +617,7 @@ impl<'a> Rx<'a> {
                 &format!("{f}.block"),
                 &l.block.join(", "),
                 format!(
-                    "{threads} threads per block exceeds the device's {}",
+                    "{threads} threads per block exceeds the device's {}: {OVER_A_LIMIT}",
                     dev.max_threads_per_block
                 ),
             ));
@@ -622,7 +626,10 @@ impl<'a> Rx<'a> {
             return Err(self.err(
                 &format!("{f}.grid"),
                 &l.grid.join(", "),
-                "grid y and z are limited to 65535".into(),
+                format!(
+                    "grid y and z are limited to 65535 ({} and {}): {OVER_A_LIMIT}",
+                    grid[1], grid[2]
+                ),
             ));
         }
         Ok(Launch {
