@@ -261,6 +261,19 @@ pub fn zero_length_size(name: &str, v: i64, len_texts: &[String]) -> Result<i64,
     Ok(v)
 }
 
+/// Whether `v` (size `k`'s value) is the product of two other sizes' values, each over 1.
+pub fn product_of_others(k: &str, v: i64, values: &BTreeMap<String, i64>) -> bool {
+    let others: Vec<i64> = values
+        .iter()
+        .filter(|(n, x)| n.as_str() != k && **x > 1 && **x < v)
+        .map(|(_, x)| *x)
+        .collect();
+    others
+        .iter()
+        .enumerate()
+        .any(|(i, a)| others[i..].iter().any(|b| a.checked_mul(*b) == Some(v)))
+}
+
 /// `grid = ["a / 4", "1"]`: its expressions as one text of arithmetic (`a / 4 , 1`),
 /// without the names in sums: an offset (`(n - offset) / 16`) is 0 legitimately.
 fn launch_exprs(line: &str) -> String {
@@ -297,7 +310,15 @@ pub fn elements_of(bytes: &str, host: &Host, elem_size: usize) -> String {
     // named byte size stays, and its value is read with the fields.
     // `n * sizeof(float)` for a `float4` buffer is `n * 4 / 16` elements.
     let stripped = |b: &str| {
-        let (e, ty) = infer_host::sizeof_factor(b).filter(|(e, _)| !reads_member(e))?;
+        let (e, ty) = infer_host::sizeof_factor(b)?;
+        if super::draft::sizeof_type(&ty).is_none() && super::is_ident(&ty) {
+            // A type parameter (`sizeof(T)` in `processDWT<T>`) sizing this buffer is its
+            // element type: the buffer is the `T *` the caller allocated.
+            host.sizeof_hints.borrow_mut().push((ty.clone(), elem_size));
+        }
+        if reads_member(&e) {
+            return None;
+        }
         match super::draft::sizeof_type(&ty) {
             // A smaller scalar read as a vector (`float` bytes of a `float4` list); a
             // larger type is a struct counted in its own units elsewhere.
@@ -1061,9 +1082,18 @@ impl<'a> Cx<'a> {
 
     /// The default size set, and an irregular one over the sizes the kernel bounds-checks.
     fn size_sets(&self, values: &BTreeMap<String, i64>, o: &mut String) {
+        // A size that is the product of two of the kernel's other size parameters (srad's
+        // `Ne = Nr * Nc`) stays: moving it alone would break the relation the kernel's
+        // indexing relies on.
+        let params: BTreeMap<String, i64> = values
+            .iter()
+            .filter(|(k, _)| self.sizes.contains(*k))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
         let moved: BTreeMap<i64, i64> = values
             .iter()
             .filter(|(k, _)| self.facts.bounded.contains(*k))
+            .filter(|(k, v)| !product_of_others(k, **v, &params))
             .filter_map(|(_, v)| irregular(*v).map(|x| (*v, x)))
             .collect();
         // A size with the same value as one the bounds checks compare moves with it: the
@@ -1247,7 +1277,7 @@ impl<'a> Cx<'a> {
         Ok(match b.elem {
             _ if b.alias.as_deref() == Some("bool") => bool_init().into(),
             Some(e) if e.is_float() && self.facts.domain.contains(param) => {
-                "{ kind = \"uniform\", lo = 0.5, hi = 2.0 }  # positive: its values reach a log, sqrt or pow".into()
+                "{ kind = \"uniform\", lo = 0.5, hi = 2.0 }  # positive: its values reach a log, sqrt, pow or divisor".into()
             }
             e => default_init(e).into(),
         })
@@ -2044,6 +2074,23 @@ mod tests {
         // An offset or a loop start is 0 legitimately.
         assert_eq!(zero_length_size("offset", 0, &lens), Ok(0));
         assert_eq!(zero_length_size("np", 0, &lens), Ok(0));
+    }
+
+    #[test]
+    fn products_of_other_sizes_are_not_moved_alone() {
+        let v: BTreeMap<String, i64> = [("nr", 502), ("nc", 458), ("ne", 229916), ("n", 4096)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        assert!(product_of_others("ne", 229916, &v));
+        assert!(!product_of_others("n", 4096, &v));
+        assert!(!product_of_others("nr", 502, &v));
+        // A square of one other size counts too (`n2 = n * n`).
+        let v: BTreeMap<String, i64> = [("n", 64), ("n2", 4096)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        assert!(product_of_others("n2", 4096, &v));
     }
 
     #[test]

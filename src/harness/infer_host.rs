@@ -32,6 +32,9 @@ pub struct Host {
     /// `sizeof(T)` in the host functions around it (`processDWT<T>` computes
     /// `w * h * sizeof(T)` for the buffers it passes down as `T *`).
     pub type_binds: Vec<(String, String)>,
+    /// `sizeof(T)` of a type parameter no instance binds, learnt from the buffer it sizes:
+    /// `cudaMalloc(&c_r_out, w * h * sizeof(T))` for a buffer of `int` makes `T` 4 bytes.
+    pub sizeof_hints: std::cell::RefCell<Vec<(String, usize)>>,
     /// `enclosing_function` answers by (text index, line), for walks up the callers.
     pub scopes: std::cell::RefCell<BTreeMap<Spot, Option<FnHead>>>,
 }
@@ -508,10 +511,15 @@ impl Host {
     /// `sizeof(ty)`: a scalar or pointer type, or a template parameter the launching
     /// function's instance binds (`type_binds`).
     fn sizeof(&self, ty: &str) -> Option<usize> {
-        sizeof_type(ty).or_else(|| {
-            let (_, v) = self.type_binds.iter().find(|(k, _)| k == ty.trim())?;
-            sizeof_type(v)
-        })
+        sizeof_type(ty)
+            .or_else(|| {
+                let (_, v) = self.type_binds.iter().find(|(k, _)| k == ty.trim())?;
+                sizeof_type(v)
+            })
+            .or_else(|| {
+                let hints = self.sizeof_hints.borrow();
+                hints.iter().find(|(k, _)| k == ty.trim()).map(|(_, n)| *n)
+            })
     }
 
     /// The numeric value of a host expression (integer or float).

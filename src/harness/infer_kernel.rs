@@ -36,8 +36,8 @@ pub struct BodyFacts {
     /// builtin we know): whether it writes through them is not visible.
     pub opaque: BTreeMap<String, String>,
     /// Parameters whose values reach the argument of a function defined only for positive
-    /// (or non-negative) inputs: `log`, `sqrt`, `pow`'s base (directly or through locals
-    /// computed from them). Random inputs for them are drawn positive.
+    /// (or non-negative) inputs: `log`, `sqrt`, `pow`'s base, or a divisor (directly or
+    /// through locals computed from them). Random inputs for them are drawn positive.
     pub domain: BTreeSet<String>,
     /// Parameters every store to which writes a literal (`mask[i] = false;`): a flag or mask
     /// the kernel sets or clears, whose output can legitimately be constant.
@@ -70,7 +70,8 @@ const POSITIVE_DOMAIN: &[&str] = &[
     "__powf",
 ];
 
-/// The parameters whose values reach a [`POSITIVE_DOMAIN`] call's first argument in `body`:
+/// The parameters whose values reach a [`POSITIVE_DOMAIN`] call's first argument, or the
+/// right side of a `/`, in `body`:
 /// each local's value depends on the names in its initializer and assignments, followed to
 /// a fixed point.
 fn domain_params(body: Node, src: &str, params: &BTreeSet<String>) -> BTreeSet<String> {
@@ -108,6 +109,16 @@ fn domain_params(body: Node, src: &str, params: &BTreeSet<String>) -> BTreeSet<S
                     {
                         idents(a, src, &mut roots);
                     }
+                }
+                (None, None)
+            }
+            // A divisor: random values near 0 make inf, then NaN (srad's `G2 / (Jc * Jc)`).
+            "binary_expression"
+                if n.child_by_field_name("operator")
+                    .is_some_and(|o| text(o, src) == "/") =>
+            {
+                if let Some(r) = n.child_by_field_name("right") {
+                    idents(r, src, &mut roots);
                 }
                 (None, None)
             }
@@ -760,6 +771,15 @@ mod tests {
         );
         // a reaches logf through t and u; b is sqrt's operand; c is only added.
         let want: BTreeSet<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(f.domain, want);
+        // srad: the image reaches a divisor through locals; the numerator does not count.
+        let f = facts(
+            "__global__ void k(const float *img, const float *num, float *o) {\n\
+             int i = threadIdx.x; float jc = img[i];\n\
+             o[i] = num[i] / (jc * jc);\n}",
+            &["img", "num", "o"],
+        );
+        let want: BTreeSet<String> = ["img"].iter().map(|s| s.to_string()).collect();
         assert_eq!(f.domain, want);
     }
 
