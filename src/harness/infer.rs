@@ -151,11 +151,10 @@ pub fn add_definitions(
             continue;
         };
         let plain = !d.contains("argv")
-            && !d.contains("->")
             && !d.contains('[')
             && !d.contains('"')
-            && draft::tokenize(&d)
-                .is_ok_and(|t| !t.iter().any(|x| matches!(x, draft::Tok::Op(o) if o == ".")));
+            && draft::tokenize(&d).is_ok()
+            && !reads_member(&d);
         if !plain || d.trim() == w {
             continue;
         }
@@ -345,12 +344,8 @@ pub fn elements_of(bytes: &str, host: &Host, elem_size: usize) -> String {
 /// Whether host text reads a struct member (`d->w`, `s.n`; not a number `1.5`).
 fn reads_member(e: &str) -> bool {
     e.contains("->")
-        || e.as_bytes().windows(2).enumerate().any(|(i, w)| {
-            w[0] == b'.'
-                && (w[1].is_ascii_alphabetic() || w[1] == b'_')
-                && i > 0
-                && (e.as_bytes()[i - 1].is_ascii_alphanumeric() || e.as_bytes()[i - 1] == b'_')
-        })
+        || draft::tokenize(e)
+            .is_ok_and(|t| t.iter().any(|x| matches!(x, draft::Tok::Op(o) if o == ".")))
 }
 
 /// A role from what the body does and what the host copies.
@@ -462,21 +457,20 @@ fn smaller_run_sizes(pair: &Pair, host: &Host, opts: &InferOptions, first: Infer
         return first;
     };
     let why = first.unknowns[0].reason.clone();
-    let mut h = host.clone();
-    for k in 1..=12 {
-        let scaled: Vec<String> = args
-            .iter()
-            .map(|a| match a.parse::<i64>() {
-                Ok(v) if v >= 128 => (v >> k).max(64).to_string(),
-                _ => a.clone(),
-            })
-            .collect();
-        if scaled == args {
-            return first;
-        }
-        h.run_args = Some(scaled.clone());
-        let mut r = infer_once(pair, &h, opts);
-        if r.complete() {
+    let tries = (1..=12)
+        .map_while(|k| {
+            let scaled: Vec<String> = args
+                .iter()
+                .map(|a| match a.parse::<i64>() {
+                    Ok(v) if v >= 128 => (v >> k).max(64).to_string(),
+                    _ => a.clone(),
+                })
+                .collect();
+            (scaled != args).then_some(scaled)
+        })
+        .map(|scaled| {
+            let mut h = host.clone();
+            h.run_args = Some(scaled.clone());
             let note = Unknown {
                 field: "run-script".into(),
                 reason: format!(
@@ -485,6 +479,20 @@ fn smaller_run_sizes(pair: &Pair, host: &Host, opts: &InferOptions, first: Infer
                     args.join(" ")
                 ),
             };
+            (infer_once(pair, &h, opts), note)
+        });
+    first_within_limits(first, tries)
+}
+
+/// The first of `tries` (a harness inferred with smaller sizes, and the note saying so)
+/// that passes `harness check`, its note added to the file; `first` when none does, or
+/// when one fails for another reason than a limit (smaller sizes will not mend that).
+fn first_within_limits(
+    first: Inferred,
+    tries: impl Iterator<Item = (Inferred, Unknown)>,
+) -> Inferred {
+    for (mut r, note) in tries {
+        if r.complete() {
             insert_assumed(&mut r, note);
             return r;
         }
@@ -523,29 +531,23 @@ fn smaller_assumption(pair: &Pair, host: &Host, v: i64, first: Inferred) -> Infe
         return first;
     }
     let why = first.unknowns[0].reason.clone();
-    let mut smaller = v / 2;
-    while smaller >= 64 {
-        let mut r = infer_once(
-            pair,
-            host,
-            &InferOptions {
-                assume_size: Some(smaller),
-            },
-        );
-        if r.complete() {
+    let tries = std::iter::successors(Some(v / 2), |s| Some(s / 2))
+        .take_while(|s| *s >= 64)
+        .map(|smaller| {
+            let r = infer_once(
+                pair,
+                host,
+                &InferOptions {
+                    assume_size: Some(smaller),
+                },
+            );
             let note = Unknown {
                 field: "assume-size".into(),
                 reason: format!("{smaller}, not {v}: with {v}, {why}"),
             };
-            insert_assumed(&mut r, note);
-            return r;
-        }
-        if !only_over_a_limit(&r) {
-            break;
-        }
-        smaller /= 2;
-    }
-    first
+            (r, note)
+        });
+    first_within_limits(first, tries)
 }
 
 fn infer_once(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {

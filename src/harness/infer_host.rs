@@ -22,8 +22,6 @@ pub struct Host {
     /// Every run command's arguments (run scripts, Makefile), for flags (`-s 16`) that any
     /// of them passes.
     pub run_cmds: Vec<Vec<String>>,
-    /// The host function the launch sits in (name, parameters), found once.
-    pub scope: std::cell::OnceCell<Option<(String, Vec<String>)>>,
     /// While set (`int_value_assuming`), a name the host code does not define takes this
     /// value, and is recorded in `assumed_roots`.
     pub assume: std::cell::Cell<Option<i64>>,
@@ -35,7 +33,8 @@ pub struct Host {
     /// `sizeof(T)` of a type parameter no instance binds, learnt from the buffer it sizes:
     /// `cudaMalloc(&c_r_out, w * h * sizeof(T))` for a buffer of `int` makes `T` 4 bytes.
     pub sizeof_hints: std::cell::RefCell<Vec<(String, usize)>>,
-    /// `enclosing_function` answers by (text index, line), for walks up the callers.
+    /// `enclosing_function` answers by (text index, line): the launch's own function and
+    /// those walks up the callers pass through, each found once.
     pub scopes: std::cell::RefCell<BTreeMap<Spot, Option<FnHead>>>,
 }
 
@@ -1354,13 +1353,7 @@ impl Host {
     }
 
     /// The function around `spot` (name, parameters), cached.
-    fn scope_at(&self, spot: Spot) -> Option<(String, Vec<String>)> {
-        if spot == (0, self.launch_line) {
-            return self
-                .scope
-                .get_or_init(|| enclosing_function(&self.file, self.launch_line))
-                .clone();
-        }
+    fn scope_at(&self, spot: Spot) -> Option<FnHead> {
         self.scopes
             .borrow_mut()
             .entry(spot)
