@@ -3,15 +3,11 @@
 //! pairs by harness origin from the records.
 
 mod common;
+use common::kp;
 
-use assert_cmd::Command;
 use kernelpair::record::{HarnessOrigin, Record};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-fn kp() -> Command {
-    Command::cargo_bin("kernelpair").unwrap()
-}
 
 fn fixtures() -> PathBuf {
     std::fs::canonicalize("fixtures").unwrap()

@@ -3,7 +3,6 @@
 //! fails its self-check goes back with the failed check and is repaired; a rerun sends
 //! nothing; the repair turns are bounded; the key is in no written file.
 
-use assert_cmd::Command;
 use kernelpair::record::Record;
 use std::path::{Path, PathBuf};
 
@@ -11,12 +10,9 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/infer")
 }
 
-fn kp() -> Command {
-    Command::cargo_bin("kernelpair").unwrap()
-}
-
 mod common;
 use common::{all_text, serve};
+use common::{harness_check, kp};
 
 /// A stand-in worker: a harness run with a size of 77777 leaves most of the output
 /// unwritten (as a grid too small for it would); every other run passes.
@@ -175,14 +171,7 @@ fn a_completion_that_fails_its_selfcheck_is_repaired_and_reruns_send_nothing() {
         "{done}"
     );
     assert!(done.contains("\nn = 1000\n"), "{done}");
-    kp().args(["harness", "check"])
-        .arg(&f)
-        .arg("--units")
-        .arg(&units)
-        .arg("--pair")
-        .arg(&scale)
-        .assert()
-        .success();
+    harness_check(&f, &units, &scale).success();
     // Three self-checks ran: gather_scale twice, histogram once.
     let log = std::fs::read_to_string(&worker_log).unwrap();
     let jobs = |id: &str| log.lines().filter(|l| *l == id).count();

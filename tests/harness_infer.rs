@@ -5,17 +5,13 @@
 //! harnesses and fails a broken one on the right check.
 
 mod common;
+use common::{harness_check, kp, selfcheck_inferred};
 
-use assert_cmd::Command;
 use kernelpair::record::{HarnessOrigin, Record};
 use std::path::{Path, PathBuf};
 
 fn fixture() -> PathBuf {
     common::fixture("infer")
-}
-
-fn kp() -> Command {
-    Command::cargo_bin("kernelpair").unwrap()
 }
 
 /// Extract `root` into `dir/units.jsonl`; returns (path, pair ids by kernel).
@@ -41,14 +37,7 @@ fn infers_complete_harnesses_that_pass_check() {
         let f = out.join(format!("{id}.toml"));
         let text = std::fs::read_to_string(&f).unwrap();
         assert!(!text.contains("\"TODO\""), "{text}");
-        kp().args(["harness", "check"])
-            .arg(&f)
-            .arg("--units")
-            .arg(&units)
-            .arg("--pair")
-            .arg(id)
-            .assert()
-            .success();
+        harness_check(&f, &units, id).success();
     }
     let g: toml::Value = toml::from_str(
         &std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "gather_scale"))))
@@ -112,14 +101,7 @@ fn unknowns_are_todos_with_reasons_and_fail_check() {
         text.contains("n = \"TODO\"  # `n` = `atoi(argv[1])`: `atoi(argv[1])` is command-line argument 1 and no run script gives it"),
         "{text}"
     );
-    kp().args(["harness", "check"])
-        .arg(&f)
-        .arg("--units")
-        .arg(&units)
-        .arg("--pair")
-        .arg(id)
-        .assert()
-        .failure();
+    harness_check(&f, &units, id).failure();
     // --assume-size fills it, marked, and the harness then checks.
     let out2 = t.path().join("assumed");
     kp().args(["harness", "infer"])
@@ -137,14 +119,7 @@ fn unknowns_are_todos_with_reasons_and_fail_check() {
         text.contains("n = 4096  # ASSUMED (--assume-size)"),
         "{text}"
     );
-    kp().args(["harness", "check"])
-        .arg(&f2)
-        .arg("--units")
-        .arg(&units)
-        .arg("--pair")
-        .arg(id)
-        .assert()
-        .success();
+    harness_check(&f2, &units, id).success();
 }
 
 #[test]
@@ -257,48 +232,31 @@ fn gpu_selfcheck_passes_good_harnesses_and_catches_a_short_grid() {
     let out = t.path().join("inferred");
     infer(&units, &out, &fixture());
     let report = t.path().join("report.jsonl");
-    kp().args(["harness", "selfcheck"])
-        .arg(&units)
-        .arg("--inferred-dir")
-        .arg(&out)
-        .arg("--out")
-        .arg(&report)
-        .assert()
-        .success();
-    for l in std::fs::read_to_string(&report).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(l).unwrap();
-        assert_eq!(v["pass"], true, "{l}");
+    let rows = selfcheck_inferred(&units, &out, None, &report, 0);
+    assert_eq!(rows.len(), ids.len(), "one row per pair: {rows:?}");
+    for v in &rows {
+        assert_eq!(v["pass"], true, "{v}");
         assert!(
             v["checks"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .all(|c| c["result"] == "pass"),
-            "{l}"
+            "{v}"
         );
     }
     let id = id_of(&ids, "gather_scale");
     let f = out.join(format!("{id}.toml"));
     let text = std::fs::read_to_string(&f).unwrap();
     std::fs::write(&f, text.replace("(n + 256 - 1) / 256", "n / 512")).unwrap();
-    kp().args(["harness", "selfcheck"])
-        .arg(&units)
-        .arg("--inferred-dir")
-        .arg(&out)
-        .arg("--pair")
-        .arg(id)
-        .arg("--out")
-        .arg(&report)
-        .assert()
-        .code(kernelpair::exit::PARTIAL as i32);
-    let v: serde_json::Value = serde_json::from_str(
-        std::fs::read_to_string(&report)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let rows = selfcheck_inferred(
+        &units,
+        &out,
+        Some(id),
+        &report,
+        kernelpair::exit::PARTIAL as i32,
+    );
+    let v = &rows[0];
     assert_eq!(v["checks"][2]["name"], "writes_every_output");
     assert_eq!(v["checks"][2]["result"], "fail", "{v}");
 }
@@ -431,14 +389,7 @@ fn llm_completion_repairs_reruns_from_cache_and_keeps_the_key_out_of_files() {
         assert!(std::fs::read_to_string(&f)
             .unwrap()
             .contains("# origin: llm"));
-        kp().args(["harness", "check"])
-            .arg(&f)
-            .arg("--units")
-            .arg(&units)
-            .arg("--pair")
-            .arg(id)
-            .assert()
-            .success();
+        harness_check(&f, &units, id).success();
     }
     // A rerun sends nothing: every answer comes from the cache.
     let before =

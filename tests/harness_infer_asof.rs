@@ -6,7 +6,6 @@
 //! fills before a kernel that stores only where a mask is set is `inout`.
 //! On the GPU (`#[ignore]`) the complete harnesses pass the self-check.
 
-use assert_cmd::Command;
 use kernelpair::harness::expr::Scope;
 use std::path::{Path, PathBuf};
 
@@ -15,10 +14,7 @@ fn fixture() -> PathBuf {
 }
 
 mod common;
-
-fn kp() -> Command {
-    Command::cargo_bin("kernelpair").unwrap()
-}
+use common::{harness_check, kp, selfcheck_inferred};
 
 /// Extract and infer into `dir`; returns (units file, (kernel, inferred TOML) per pair).
 fn infer(dir: &Path) -> (PathBuf, Vec<(String, String)>) {
@@ -169,14 +165,7 @@ fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
     let h: toml::Value = toml::from_str(&text).unwrap();
     assert_eq!(h["sizes"]["width"].as_integer(), Some(1024));
     assert_eq!(h["sizes"]["height"].as_integer(), Some(1024));
-    kp().args(["harness", "check"])
-        .arg(out.join(format!("{id}.toml")))
-        .arg("--units")
-        .arg(&units)
-        .arg("--pair")
-        .arg(&id)
-        .assert()
-        .success();
+    harness_check(out.join(format!("{id}.toml")), &units, &id).success();
 }
 
 /// On the GPU: the complete harness passes every self-check (runs clean, writes every
@@ -189,19 +178,13 @@ fn gpu_selfcheck_passes_the_as_of_launch_harness() {
     assert!(pairs.iter().any(|(k, _)| k == "scale_add"));
     let report = t.path().join("report.jsonl");
     // `halve` is incomplete, so the run as a whole is partial; scale_add must pass.
-    kp().args(["harness", "selfcheck"])
-        .arg(&units)
-        .arg("--inferred-dir")
-        .arg(t.path().join("inferred"))
-        .arg("--out")
-        .arg(&report)
-        .assert()
-        .code(kernelpair::exit::PARTIAL as i32);
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&report)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = selfcheck_inferred(
+        &units,
+        &t.path().join("inferred"),
+        None,
+        &report,
+        kernelpair::exit::PARTIAL as i32,
+    );
     let scale = rows
         .iter()
         .find(|r| r["kernel"] == "scale_add")
@@ -227,17 +210,7 @@ fn gpu_selfcheck_passes_the_halved_assumption() {
     let t = tempfile::tempdir().unwrap();
     let (units, out, id) = infer_row_diff_assumed(t.path());
     let report = t.path().join("report.jsonl");
-    kp().args(["harness", "selfcheck"])
-        .arg(&units)
-        .arg("--inferred-dir")
-        .arg(&out)
-        .arg("--pair")
-        .arg(&id)
-        .arg("--out")
-        .arg(&report)
-        .assert()
-        .success();
-    let row: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&report).unwrap().trim()).unwrap();
-    assert_eq!(row["pass"], true, "{row}");
+    let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["pass"], true, "{}", rows[0]);
 }

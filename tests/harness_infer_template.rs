@@ -7,17 +7,13 @@
 //! and pass `harness check`; on the GPU (`#[ignore]`) they pass the self-check.
 
 mod common;
+use common::{harness_check, selfcheck_inferred};
 
-use assert_cmd::Command;
 use kernelpair::harness::expr::Scope;
 use std::path::{Path, PathBuf};
 
 fn fixture() -> PathBuf {
     common::fixture("infer_template")
-}
-
-fn kp() -> Command {
-    Command::cargo_bin("kernelpair").unwrap()
 }
 
 /// Extract and infer into `dir`: (units file, inferred folder, (kernel, id, TOML) per pair).
@@ -99,14 +95,7 @@ fn template_values_and_struct_buffers_give_complete_harnesses() {
     assert_eq!(arg(d, "pts")["len"].as_str(), Some("(count) * 2"));
 
     for (_, id, _) in &pairs {
-        kp().args(["harness", "check"])
-            .arg(out.join(format!("{id}.toml")))
-            .arg("--units")
-            .arg(&units)
-            .arg("--pair")
-            .arg(id)
-            .assert()
-            .success();
+        harness_check(out.join(format!("{id}.toml")), &units, id).success();
     }
 }
 
@@ -131,19 +120,7 @@ fn gpu_selfcheck_passes_the_template_and_struct_harnesses() {
     let t = tempfile::tempdir().unwrap();
     let (units, out, _) = infer(t.path());
     let report = t.path().join("report.jsonl");
-    kp().args(["harness", "selfcheck"])
-        .arg(&units)
-        .arg("--inferred-dir")
-        .arg(&out)
-        .arg("--out")
-        .arg(&report)
-        .assert()
-        .success();
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&report)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = selfcheck_inferred(&units, &out, None, &report, 0);
     assert_eq!(rows.len(), 3);
     for r in &rows {
         assert_eq!(r["pass"], true, "{r}");

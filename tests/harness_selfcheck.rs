@@ -2,7 +2,6 @@
 //! compute-sanitizer (the same protocol as the real ones), and on the GPU (`#[ignore]`)
 //! with a harness whose buffer is too short, which only memcheck can see.
 
-use assert_cmd::Command;
 use kernelpair::record::Record;
 use std::path::{Path, PathBuf};
 
@@ -11,10 +10,7 @@ fn fixture() -> PathBuf {
 }
 
 mod common;
-
-fn kp() -> Command {
-    Command::cargo_bin("kernelpair").unwrap()
-}
+use common::kp;
 
 /// Extract fixtures/infer and infer its harnesses; returns (units, inferred dir, ids by kernel).
 fn extract_and_infer(dir: &Path) -> (PathBuf, PathBuf, Vec<(String, String)>) {

@@ -7,18 +7,14 @@
 //! (`#[ignore]`) the correct one is `verified` and exported, the wrong one `mismatch`.
 
 mod common;
+use common::{harness_check, kp};
 
-use assert_cmd::Command;
 use common::{all_text, serve};
 use kernelpair::record::{HarnessOrigin, Pair, Record, Slow, Status};
 use std::path::{Path, PathBuf};
 
 fn fixture() -> PathBuf {
     common::fixture("rodinia_e2e")
-}
-
-fn kp() -> Command {
-    Command::cargo_bin("kernelpair").unwrap()
 }
 
 /// The naive transpose: same signature and launch, each thread reads coalesced and writes
@@ -123,14 +119,7 @@ fn assert_up_to_verify(run: &Run, naive_line: &str) -> Pair {
         "{text}"
     );
     // It fits both kernels (the synthesized one keeps the signature).
-    kp().args(["harness", "check"])
-        .arg(&file)
-        .arg("--units")
-        .arg(out.join("verified.jsonl"))
-        .arg("--pair")
-        .arg(&p.id)
-        .assert()
-        .success();
+    harness_check(&file, out.join("verified.jsonl"), &p.id).success();
     assert!(run.stderr.contains("inferred=1"), "{}", run.stderr);
     p
 }

@@ -99,9 +99,7 @@ pub fn fixture(name: &str) -> std::path::PathBuf {
 /// by kernel: (kernel, id) per pair, in file order).
 pub fn extract_units(root: &Path, dir: &Path) -> (std::path::PathBuf, Vec<(String, String)>) {
     let units = dir.join("units.jsonl");
-    assert_cmd::Command::cargo_bin("kernelpair")
-        .unwrap()
-        .arg("extract")
+    kp().arg("extract")
         .arg(root)
         .arg("-o")
         .arg(&units)
@@ -121,9 +119,7 @@ pub fn extract_units(root: &Path, dir: &Path) -> (std::path::PathBuf, Vec<(Strin
 
 /// `kernelpair harness infer UNITS -o OUT --root ROOT`, which must succeed.
 pub fn infer_into(units: &Path, root: &Path, out: &Path) {
-    assert_cmd::Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args(["harness", "infer"])
+    kp().args(["harness", "infer"])
         .arg(units)
         .arg("-o")
         .arg(out)
@@ -131,4 +127,48 @@ pub fn infer_into(units: &Path, root: &Path, out: &Path) {
         .arg(root)
         .assert()
         .success();
+}
+
+/// The kernelpair binary under test.
+pub fn kp() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("kernelpair").unwrap()
+}
+
+/// `kernelpair harness check FILE --units UNITS --pair ID`, to be asserted on.
+pub fn harness_check(
+    file: impl AsRef<Path>,
+    units: impl AsRef<Path>,
+    pair: &str,
+) -> assert_cmd::assert::Assert {
+    kp().args(["harness", "check"])
+        .arg(file.as_ref())
+        .arg("--units")
+        .arg(units.as_ref())
+        .args(["--pair", pair])
+        .assert()
+}
+
+/// `kernelpair harness selfcheck UNITS --inferred-dir DIR [--pair ID] --out REPORT`, which
+/// must exit with `code`: the report's rows.
+pub fn selfcheck_inferred(
+    units: &Path,
+    inferred: &Path,
+    pair: Option<&str>,
+    report: &Path,
+    code: i32,
+) -> Vec<serde_json::Value> {
+    let mut c = kp();
+    c.args(["harness", "selfcheck"])
+        .arg(units)
+        .arg("--inferred-dir")
+        .arg(inferred);
+    if let Some(p) = pair {
+        c.args(["--pair", p]);
+    }
+    c.arg("--out").arg(report).assert().code(code);
+    std::fs::read_to_string(report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
