@@ -1105,9 +1105,9 @@ impl<'a> Cx<'a> {
             .iter()
             .filter_map(|(k, v)| moved.get(v).map(|x| (k.clone(), *x)))
             .collect();
-        if !values.is_empty() {
-            o.push_str("\n[[size_sets]]\nname = \"default\"\n");
-        }
+        // Always one set, also when the launch and lengths are constants (fft, lbm): a
+        // harness runs once per size set.
+        o.push_str("\n[[size_sets]]\nname = \"default\"\n");
         if !irregular_set.is_empty() {
             o.push_str(
                 "\n# Non-power-of-two sizes the kernel's bounds checks compare against.\n[[size_sets]]\nname = \"irregular\"\n",
@@ -1335,7 +1335,11 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// `[[constants]]`: the `__constant__` tables the host uploads.
+    /// `[[constants]]`: the `__constant__` tables the host uploads. The element type is
+    /// the declaration's, through `#define`/`typedef` aliases; a table of structs whose
+    /// fields are all one scalar (`kValues c[512]`) is that scalar, `fields` per struct.
+    /// When the upload's length names host values that are not sizes, the whole declared
+    /// table is filled: the kernel cannot read past its declaration.
     fn constants(&mut self, all_sizes: &[String], o: &mut String) {
         let uploads = self.host.symbol_uploads();
         for (sym, bytes) in &uploads {
@@ -1344,14 +1348,26 @@ impl<'a> Cx<'a> {
             };
             o.push_str("\n[[constants]]\n");
             writeln!(o, "name = {}", toml_str(sym)).expect("string");
-            let Some(e) = ElemType::from_c_type(&ty) else {
-                let why = format!("`__constant__ {ty} {sym}` is not an element type");
-                writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-                self.unknown(format!("constants.{sym}.type"), why);
-                continue;
+            let (e, fields) = match elem_of(&ty, &self.fast.source, self.host) {
+                // `float4 atominfo[N]`: four f32 per declared element.
+                (Some(e), _) => (
+                    e,
+                    draft::sizeof_type(&ty).map_or(1, |b| (b / e.size_of()).max(1)),
+                ),
+                (None, _) => match struct_elem(&ty, &self.fast.source, self.host) {
+                    Some((e, n, _)) => (e, n),
+                    None => {
+                        let why = format!("`__constant__ {ty} {sym}` is not an element type");
+                        writeln!(o, "type = \"TODO\"  # {why}").expect("string");
+                        writeln!(o, "len = \"TODO\"  # the element type is unknown")
+                            .expect("string");
+                        self.unknown(format!("constants.{sym}.type"), why);
+                        continue;
+                    }
+                },
             };
             writeln!(o, "type = {}", toml_str(e.name())).expect("string");
-            let t = elements_of(bytes, self.host, e.size_of());
+            let t = elements_of(bytes, self.host, e.size_of() * fields);
             add_definitions(&t, self.host, &self.keep, &mut self.defs);
             let names = Names {
                 host_to_size: self.host_to_size.clone(),
@@ -1360,14 +1376,27 @@ impl<'a> Cx<'a> {
                 host_vars: Default::default(),
                 source: &self.fast.source,
             };
+            let per = |l: String| {
+                if fields == 1 {
+                    l
+                } else {
+                    tidy(&format!("({l}) * {fields}"))
+                }
+            };
             let len = match translate(&t, &names, 0).map(|x| tidy(&x)) {
-                Ok(l) if names.host_vars.borrow().is_empty() => Ok(l),
+                Ok(l) if names.host_vars.borrow().is_empty() => Ok(per(l)),
                 Ok(l) => Err(format!("length `{l}` uses host names that are not sizes")),
                 Err(why) => Err(why),
             };
-            match len {
-                Ok(l) => writeln!(o, "len = {}", toml_str(&l)).expect("string"),
-                Err(why) => {
+            match (len, constant_capacity(&self.fast.source, sym)) {
+                (Ok(l), _) => writeln!(o, "len = {}", toml_str(&l)).expect("string"),
+                (Err(why), Some(cap)) => writeln!(
+                    o,
+                    "len = {}  # the whole declared table ({cap} {ty}): {why}",
+                    cap * fields as i64
+                )
+                .expect("string"),
+                (Err(why), None) => {
                     writeln!(o, "len = \"TODO\"  # {why}").expect("string");
                     self.unknown(format!("constants.{sym}.len"), why);
                 }
@@ -1440,7 +1469,8 @@ impl<'a> Cx<'a> {
     /// unknown. Then the `# Unknowns:` / `# Assumed` head.
     fn finish(mut self, mut o: String) -> Inferred {
         if self.unknowns.is_empty() {
-            if let Err(why) = check_complete(&o, self.fast) {
+            let slow = self.pair.slow.unit().unwrap_or(self.fast);
+            if let Err(why) = check_complete(&o, slow, self.fast) {
                 o.push_str(&format!("\n# TODO: harness check fails: {why}\n"));
                 self.unknown("harness".into(), why);
             }
@@ -1678,12 +1708,12 @@ pub fn names_used<'t>(
 
 /// Load an inferred harness and check it against the fast unit as `harness check` does, and
 /// resolve every size set for an H100 (block limits, lengths > 0).
-pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
+pub fn check_complete(toml: &str, slow: &KernelUnit, fast: &KernelUnit) -> Result<(), String> {
     let h = crate::harness::parse(toml, "inferred")
-        .and_then(|h| h.for_pair(Some(fast), fast))
+        .and_then(|h| h.for_pair(Some(slow), fast))
         .map_err(|e| e.to_string())?;
     if !fast.params.is_empty() {
-        h.check_against(Some(fast), fast)
+        h.check_against(Some(slow), fast)
             .map_err(|e| e.to_string())?;
     }
     for set in h.size_sets() {
@@ -1708,7 +1738,7 @@ pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
             ));
         }
         for c in &r.constants {
-            if let Some(cap) = constant_capacity(&fast.source, &c.name) {
+            if let Some(cap) = constant_scalars(&fast.source, &c.name) {
                 if c.len as i64 > cap {
                     return Err(format!(
                         "constants.{}: {} elements (size set {}) exceeds the symbol's declared {cap}: {}",
@@ -1726,6 +1756,21 @@ pub fn check_complete(toml: &str, fast: &KernelUnit) -> Result<(), String> {
 /// outputs at once. Larger ones (an assumed 4096 in a four-dimensional size) are refused by
 /// `check_complete`, and `--assume-size` then tries a smaller value.
 pub const INFERRED_BYTES_BUDGET: u64 = 8 << 30;
+
+/// The scalars a `__constant__` table holds: its declared element count times the scalars
+/// per element (4 for `float4 atominfo[N]`, 5 for a `kValues` struct of five floats defined
+/// in the unit). A harness's `[[constants]] len` counts scalars.
+pub fn constant_scalars(source: &str, sym: &str) -> Option<i64> {
+    let cap = constant_capacity(source, sym)?;
+    let ty = constant_type(source, sym)?;
+    let per = match ElemType::from_c_type(&ty) {
+        Some(e) => draft::sizeof_type(&ty).map_or(1, |b| (b / e.size_of()).max(1)),
+        None => {
+            infer_template::struct_of_scalars(&c_base_type(&ty), [source]).map_or(1, |(_, n)| n)
+        }
+    };
+    Some(cap * per as i64)
+}
 
 /// The element count of a `__constant__ T sym[EXPR];` declaration in `source`, when EXPR
 /// folds to an integer through the source's `#define`s (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
@@ -1784,7 +1829,12 @@ pub fn constant_type(source: &str, sym: &str) -> Option<String> {
         let rest = l.split("__constant__").nth(1)?;
         let decl = rest.split('[').next()?.trim().trim_end_matches(';');
         let (ty, name) = decl.rsplit_once(char::is_whitespace)?;
-        (name.trim_start_matches('*') == sym).then(|| ty.trim().to_string())
+        let ty = ty
+            .split_whitespace()
+            .filter(|w| !matches!(*w, "__device__" | "static" | "const" | "extern"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        (name.trim_start_matches('*') == sym).then_some(ty)
     })
 }
 
@@ -2172,9 +2222,9 @@ mod tests {
                  [[launch]]\nkernel = \"k\"\ngrid = [\"n\"]\nblock = [\"n / 64\"]\n"
             )
         };
-        assert_eq!(check_complete(&toml(4096), &unit), Ok(()));
+        assert_eq!(check_complete(&toml(4096), &unit, &unit), Ok(()));
         // 65536² floats are 16 GiB: over the budget, in words the halving rule reads.
-        let e = check_complete(&toml(65536), &unit).unwrap_err();
+        let e = check_complete(&toml(65536), &unit, &unit).unwrap_err();
         assert!(e.contains("exceeds the device's budget"), "{e}");
     }
 
@@ -2188,9 +2238,17 @@ mod tests {
 
     #[test]
     fn constant_types_are_read_from_declarations() {
-        let src = "__constant__ float c_mask[16];\nstatic __constant__ int tab[N];\n";
+        let src = "__constant__ float c_mask[16];\nstatic __constant__ int tab[N];\n\
+                   struct kv { float a, b; float c; };\n__constant__ __device__ kv c[8];\n\
+                   #define MAXATOMS 100\n__constant__ float4 atominfo[MAXATOMS];\n";
         assert_eq!(constant_type(src, "c_mask").as_deref(), Some("float"));
         assert_eq!(constant_type(src, "tab").as_deref(), Some("int"));
+        assert_eq!(constant_type(src, "c").as_deref(), Some("kv"));
         assert_eq!(constant_type(src, "other"), None);
+        // A table's scalars: declared elements times the scalars in each.
+        assert_eq!(constant_scalars(src, "c_mask"), Some(16));
+        assert_eq!(constant_scalars(src, "c"), Some(24));
+        assert_eq!(constant_scalars(src, "atominfo"), Some(400));
+        assert_eq!(constant_scalars(src, "tab"), None);
     }
 }

@@ -152,6 +152,9 @@ fn is_member_op(t: Option<&Tok>) -> bool {
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
 pub fn split_args(s: &str) -> Option<Vec<String>> {
+    // A backslash that ends a line (a continued macro-style call, Parboil's sgemm) is
+    // white space.
+    let s = s.replace("\\\r\n", " ").replace("\\\n", " ");
     let mut depth = 0;
     let mut parts = Vec::new();
     let mut cur = String::new();
@@ -390,10 +393,20 @@ impl Host {
         // Assignments before the launch, in order: `n = atoi(argv[1]); n = n + 1` folds to
         // `(atoi(argv[1])) + 1`.
         let self_ref = |rhs: &str| draft_idents(rhs).iter().any(|w| w == name);
+        // Only the launching function's own assignments and file-level ones: a kernel in
+        // the same file (sgemm's `m = blockIdx.x * TILE_M + mid`) has its own `m`.
+        let launch_fn = self.scope_at((0, self.launch_line)).map(|(f, _)| f);
+        let in_scope = |line: u32| match (self.scope_at((0, line)), &launch_fn) {
+            (Some((f, _)), Some(l)) => f == *l,
+            _ => true,
+        };
         let mut folded: Option<String> = None;
         for (line, rhs) in assignments(&self.file, name) {
             if line > self.launch_line {
                 break;
+            }
+            if !in_scope(line) {
+                continue;
             }
             folded = if !self_ref(&rhs) {
                 Some(rhs)
@@ -2089,6 +2102,27 @@ mod tests {
         assert_eq!(
             command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),
             vec![vec!["-s", "256", "-v"], vec!["-s", "16"]]
+        );
+    }
+
+    #[test]
+    fn a_kernel_local_of_the_same_name_is_not_the_launch_parameter() {
+        // sgemm: the kernel's own `m` sits before the launch in the same file.
+        let h = host(
+            "__global__ void k(float *c) {\n  int m = blockIdx.x * 16 + threadIdx.x;\n  c[m] = 0;\n}\n\
+             void run(int m, float *c) {\n  k<<<m / 16, 16>>>(c);\n}\n\
+             int main() {\n  int rows = 512;\n  run(rows, c);\n}\n",
+            6,
+        );
+        assert_eq!(h.definition("m").as_deref(), Some("rows"));
+        assert_eq!(h.int_value("m / 16"), Ok(32));
+    }
+
+    #[test]
+    fn a_line_continuation_inside_a_call_is_white_space() {
+        assert_eq!(
+            split_args("(a, 1.0f, \\\n      dA, m)"),
+            Some(vec!["a".into(), "1.0f".into(), "dA".into(), "m".into()])
         );
     }
 
