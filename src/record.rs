@@ -361,6 +361,14 @@ impl Slow {
         }
     }
 
+    /// The slow kernel when it comes from the suite.
+    pub fn natural_unit(&self) -> Option<&KernelUnit> {
+        match self {
+            Slow::Natural { unit } => Some(unit),
+            _ => None,
+        }
+    }
+
     pub fn is_pending(&self) -> bool {
         matches!(self, Slow::Pending { .. })
     }

@@ -106,6 +106,22 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
     }
 }
 
+/// [`load_host`] for a pair: the fast kernel's host code, with the slow kernel's own in
+/// `slow_side` when the slow kernel is a natural one launched from another file.
+pub fn load_pair_host(root: &Path, pair: &Pair) -> Host {
+    let mut host = load_host(root, &pair.fast);
+    if let Some(slow) = pair.slow.natural_unit() {
+        let differs = match (site_for(slow), site_for(&pair.fast)) {
+            (Some(a), Some(b)) => a.path != b.path || a.line != b.line,
+            _ => false,
+        };
+        if differs {
+            host.slow_side = Some(Box::new(load_host(root, slow)));
+        }
+    }
+    host
+}
+
 /// Names in a host expression (identifiers not followed by `(`, no members).
 fn idents(e: &str) -> Vec<String> {
     let Ok(toks) = draft::tokenize(e) else {
@@ -626,6 +642,88 @@ struct Cx<'a> {
     assumed: Vec<Unknown>,
 }
 
+/// A launch site's definitions as the host code gives them at the launch: the recorded
+/// ones (last statement, calls expanded), those extract did not record, each as of the
+/// launch line, divisions rounded up where the code rounds. Also the names whose value at
+/// the launch the code does not settle, with why.
+fn site_definitions(
+    host: &Host,
+    site: Option<&LaunchSite>,
+    keep: &BTreeSet<String>,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut defs: BTreeMap<String, String> = site
+        .map(|s| {
+            s.definitions
+                .iter()
+                .map(|(k, v)| (k.clone(), host.expand_calls(&last_statement(k, v))))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(s) = site {
+        unrecorded_launch_definitions(host, s, keep, &mut defs);
+    }
+    defs.retain(|k, v| !declares_without_value(k, v));
+    let loop_dependent = definitions_as_of_launch(host, &mut defs);
+    for d in defs.values_mut() {
+        *d = rounded_division(d);
+    }
+    (defs, loop_dependent)
+}
+
+/// `unit` with its launch site's definitions replaced by `defs` plus those its grid, block
+/// and shared memory need from `host`, calls expanded; and the launch fields whose names
+/// the code does not settle (set in a loop that ended, through a pointer, under a
+/// condition), with why.
+fn patched_launch(
+    unit: &KernelUnit,
+    host: &Host,
+    keep: &BTreeSet<String>,
+    defs: &mut BTreeMap<String, String>,
+    loop_dependent: &BTreeMap<String, String>,
+) -> (KernelUnit, Vec<(&'static str, String)>) {
+    let mut patched = unit.clone();
+    let mut unsettled: Vec<(&'static str, String)> = Vec::new();
+    let Some(s) = site_for(unit) else {
+        return (patched, unsettled);
+    };
+    for t in [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        add_definitions(t, host, keep, defs);
+    }
+    // Sizes take their values by the size rules, not from these definitions.
+    for (key, text) in [
+        ("grid", Some(&s.grid)),
+        ("block", Some(&s.block)),
+        ("shared_mem", s.shared_mem.as_ref()),
+    ] {
+        let Some(text) = text else { continue };
+        let used = names_used(std::iter::once(text), defs, keep);
+        if let Some(why) = used
+            .iter()
+            .filter(|n| !keep.contains(*n))
+            .find_map(|n| loop_dependent.get(n))
+        {
+            unsettled.push((key, why.clone()));
+        }
+    }
+    let idx = patched
+        .launch_sites
+        .iter()
+        .position(|x| x.kernel == unit.kernel)
+        .unwrap_or(0);
+    patched.launch_sites[idx].definitions = defs.clone();
+    let ps = &mut patched.launch_sites[idx];
+    for t in [&mut ps.grid, &mut ps.block] {
+        *t = rounded_division(&host.expand_calls(t));
+    }
+    if let Some(t) = ps.shared_mem.as_mut() {
+        *t = rounded_division(&host.expand_calls(t));
+    }
+    (patched, unsettled)
+}
+
 impl<'a> Cx<'a> {
     fn new(pair: &'a Pair, host: &'a Host, opts: &'a InferOptions) -> Self {
         let fast = &pair.fast;
@@ -642,22 +740,7 @@ impl<'a> Cx<'a> {
             }
         }
         let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
-        let mut defs: BTreeMap<String, String> = site
-            .map(|s| {
-                s.definitions
-                    .iter()
-                    .map(|(k, v)| (k.clone(), host.expand_calls(&last_statement(k, v))))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(s) = site {
-            unrecorded_launch_definitions(host, s, &keep, &mut defs);
-        }
-        defs.retain(|k, v| !declares_without_value(k, v));
-        let loop_dependent = definitions_as_of_launch(host, &mut defs);
-        for d in defs.values_mut() {
-            *d = rounded_division(d);
-        }
+        let (defs, loop_dependent) = site_definitions(host, site, &keep);
         Cx {
             pair,
             fast,
@@ -818,6 +901,80 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// The slow kernel's launch read from its own host code: the definitions there, with
+    /// the slow launch's integer arguments and the fast side's sizes kept as sizes.
+    fn patched_slow(
+        &self,
+        slow: &KernelUnit,
+        sh: &Host,
+    ) -> (KernelUnit, Vec<(&'static str, String)>) {
+        let slow_sizes = int_scalars(slow);
+        let mut keep = self.keep.clone();
+        if let Some(s) = site_for(slow) {
+            for (a, p) in s.args.iter().zip(&slow.params) {
+                if slow_sizes.contains(&p.name) {
+                    keep.insert(a.trim().to_string());
+                }
+            }
+        }
+        keep.extend(slow_sizes);
+        let (mut defs, loop_dependent) = site_definitions(sh, site_for(slow), &keep);
+        patched_launch(slow, sh, &keep, &mut defs, &loop_dependent)
+    }
+
+    /// A slow kernel whose parameters are not the fast kernel's (imghisto's naive kernel
+    /// takes 4 of the fast one's 6): its launch names the args it takes (`args = [...]`),
+    /// each the fast parameter of the same name and type, else the one its launch passes
+    /// the same host expression to. One that matches neither is an unknown.
+    fn slow_arg_list(&mut self, slow: &KernelUnit, table: &str) -> String {
+        let same = slow.params.len() == self.fast.params.len()
+            && slow
+                .params
+                .iter()
+                .zip(&self.fast.params)
+                .all(|(a, b)| a.ty == b.ty);
+        if same {
+            return table.to_string();
+        }
+        let (ss, fs) = (site_for(slow), self.site);
+        let mut names = Vec::new();
+        for (j, p) in slow.params.iter().enumerate() {
+            let by_name = self
+                .fast
+                .params
+                .iter()
+                .position(|f| f.name == p.name && f.ty == p.ty);
+            let by_host = || {
+                let text = ss?.args.get(j)?.trim();
+                fs?.args
+                    .iter()
+                    .enumerate()
+                    .find(|(i, a)| a.trim() == text && self.fast.params[*i].ty == p.ty)
+                    .map(|(i, _)| i)
+            };
+            match by_name.or_else(by_host) {
+                Some(i) => names.push(toml_str(&arg_name(i, &self.fast.params[i]))),
+                None => {
+                    let why = format!(
+                        "the slow kernel's parameter `{} {}` is none of the fast kernel's, by name or by what the launches pass",
+                        p.ty, p.name
+                    );
+                    let mut out = table.to_string();
+                    writeln!(out, "# TODO: {why}").expect("string");
+                    return out;
+                }
+            }
+        }
+        let mut out = String::new();
+        for l in table.split_inclusive('\n') {
+            out.push_str(l);
+            if l.starts_with("kernel = ") {
+                writeln!(out, "args = [{}]", names.join(", ")).expect("string");
+            }
+        }
+        out
+    }
+
     /// With texture-only buffers among the args, each launch names its parameters' args.
     fn launch_arg_lists(&self, launches: String) -> String {
         if self.tex_bufs.is_empty() {
@@ -885,47 +1042,8 @@ impl<'a> Cx<'a> {
     /// TOML text of the launch tables; their TODOs become unknowns.
     fn launches(&mut self) -> String {
         let (fast, host) = (self.fast, self.host);
-        let mut patched = fast.clone();
-        let mut unsettled: Vec<(&str, String)> = Vec::new();
-        if let Some(s) = self.site {
-            for t in [Some(&s.grid), Some(&s.block), s.shared_mem.as_ref()]
-                .into_iter()
-                .flatten()
-            {
-                add_definitions(t, host, &self.keep, &mut self.defs);
-            }
-            // A launch field whose names the code does not settle (set in a loop that ended,
-            // through a pointer, under a condition) becomes a TODO with that reason. Sizes
-            // take their values by the size rules, not from these definitions.
-            for (key, text) in [
-                ("grid", Some(&s.grid)),
-                ("block", Some(&s.block)),
-                ("shared_mem", s.shared_mem.as_ref()),
-            ] {
-                let Some(text) = text else { continue };
-                let used = names_used(std::iter::once(text), &self.defs, &self.keep);
-                if let Some(why) = used
-                    .iter()
-                    .filter(|n| !self.keep.contains(*n))
-                    .find_map(|n| self.loop_dependent.get(n))
-                {
-                    unsettled.push((key, why.clone()));
-                }
-            }
-            let idx = patched
-                .launch_sites
-                .iter()
-                .position(|x| x.kernel == fast.kernel)
-                .unwrap_or(0);
-            patched.launch_sites[idx].definitions = self.defs.clone();
-            let ps = &mut patched.launch_sites[idx];
-            for t in [&mut ps.grid, &mut ps.block] {
-                *t = rounded_division(&host.expand_calls(t));
-            }
-            if let Some(t) = ps.shared_mem.as_mut() {
-                *t = rounded_division(&host.expand_calls(t));
-            }
-        }
+        let (patched, unsettled) =
+            patched_launch(fast, host, &self.keep, &mut self.defs, &self.loop_dependent);
         let mut launches = String::new();
         let slow_differs = self.pair.slow.unit().is_some_and(|s| {
             let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
@@ -935,8 +1053,23 @@ impl<'a> Cx<'a> {
         if slow_differs {
             let slow = self.pair.slow.unit().expect("checked");
             launches.push_str("\n[[variants.slow.launch]]\n");
-            let vars = draft::draft_launch(slow, &self.sizes, &mut launches);
+            let from = launches.len();
+            let vars = match host.slow_side.as_deref() {
+                // The slow kernel's own host code (Parboil's `cuda_base/main.cu`).
+                Some(sh) => {
+                    let (patched, unsettled) = self.patched_slow(slow, sh);
+                    let vars = draft::draft_launch(&patched, &self.sizes, &mut launches);
+                    let tail = unsettle_fields(&launches[from..], &unsettled);
+                    launches.truncate(from);
+                    launches.push_str(&tail);
+                    vars
+                }
+                None => draft::draft_launch(slow, &self.sizes, &mut launches),
+            };
             self.note_host_vars(vars);
+            let tail = self.slow_arg_list(slow, &launches[from..]);
+            launches.truncate(from);
+            launches.push_str(&tail);
             launches.push_str("\n[[variants.fast.launch]]\n");
         } else {
             launches.push_str("\n[[launch]]\n");
@@ -1870,10 +2003,16 @@ pub fn infer_all(
     let mut cache: HashMap<(String, String), Host> = HashMap::new();
     let mut results = Vec::new();
     for p in &pairs {
+        let slow_at = p
+            .slow
+            .natural_unit()
+            .and_then(site_for)
+            .map(|s| format!("{}:{}:{}", s.path, s.kernel, s.line))
+            .unwrap_or_default();
         let host = match (root, site_for(&p.fast)) {
             (Some(r), Some(s)) => cache
-                .entry((s.path.clone(), format!("{}:{}", s.kernel, s.line)))
-                .or_insert_with(|| load_host(r, &p.fast))
+                .entry((s.path.clone(), format!("{}:{}|{slow_at}", s.kernel, s.line)))
+                .or_insert_with(|| load_pair_host(r, p))
                 .clone(),
             _ => Host {
                 launch_line: site_for(&p.fast).map(|s| s.line).unwrap_or(0),

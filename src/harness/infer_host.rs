@@ -36,6 +36,10 @@ pub struct Host {
     /// `enclosing_function` answers by (text index, line): the launch's own function and
     /// those walks up the callers pass through, each found once.
     pub scopes: std::cell::RefCell<BTreeMap<Spot, Option<FnHead>>>,
+    /// The host code around the slow kernel's own launch, when the pair's slow side is a
+    /// natural kernel launched from other code (Parboil's `cuda_base/`): its launch is
+    /// read from there, by the same rules.
+    pub slow_side: Option<Box<Host>>,
 }
 
 /// Where host text sits: the index of its text in [`Host::texts`] (0 is the launch file)
@@ -148,6 +152,30 @@ pub fn template_arg_list(rest: &str) -> usize {
 /// `.` or `->`.
 fn is_member_op(t: Option<&Tok>) -> bool {
     t.is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
+}
+
+/// Whether a kernel launch (`k<<<…>>>(…, var, …)`) that starts after line `after` and
+/// before line `before` (1-based, both excluded) passes buffer `var`.
+pub fn launched_with_between(text: &str, var: &str, after: u32, before: u32) -> bool {
+    let mut at = 0;
+    while let Some(k) = text[at..].find(">>>") {
+        let pos = at + k + 3;
+        at = pos;
+        let line = text[..pos].matches('\n').count() as u32 + 1;
+        if line <= after {
+            continue;
+        }
+        if line >= before {
+            break;
+        }
+        let rest = text[pos..].trim_start();
+        if let Some(args) = rest.starts_with('(').then(|| split_args(rest)).flatten() {
+            if args.iter().any(|a| same_buffer(&pointer_name(a), var)) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
@@ -343,7 +371,9 @@ impl Host {
         out
     }
 
-    /// Whether `var` is set to zero bytes by `cudaMemset` in the launch file before the launch.
+    /// Whether `var` is set to zero bytes by `cudaMemset` in the launch file before the
+    /// launch, with no other kernel launch passing it in between (sad's `d_sads` is zeroed,
+    /// then `mb_sad_calc` fills it, then `larger_sad_calc_8` reads it: not zeros there).
     pub fn memset_zero(&self, var: &str) -> bool {
         ["cudaMemset", "cudaMemsetAsync"].iter().any(|f| {
             calls(&self.file, f).iter().any(|c| {
@@ -351,6 +381,7 @@ impl Host {
                     && same_buffer(&pointer_name(&c.args[0]), var)
                     && matches!(c.args[1].trim(), "0" | "0x0" | "'\\0'")
                     && c.line <= self.launch_line
+                    && !launched_with_between(&self.file, var, c.line, self.launch_line)
             })
         })
     }
@@ -1790,6 +1821,17 @@ mod tests {
         );
         assert_eq!(h.alloc_bytes("nothing"), None);
         assert!(h.memset_zero("out_d") && !h.memset_zero("input_cuda"));
+        // Zeroed, then filled by another kernel before this launch: not zeros here.
+        let g = host(
+            "cudaMemset(d_s, 0, n);\nfill<<<g, b>>>(d_in,\n  d_s);\nsum<<<g, b>>>(d_s, d_out);\n",
+            4,
+        );
+        assert!(!g.memset_zero("d_s") && !g.memset_zero("d_z"));
+        let g = host(
+            "cudaMemset(d_s, 0, n);\nfill<<<g, b>>>(d_in, d_t);\nsum<<<g, b>>>(d_s, d_out);\n",
+            3,
+        );
+        assert!(g.memset_zero("d_s"));
         let c = h.copies("input_cuda");
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].dir, Direction::ToDevice);

@@ -94,7 +94,7 @@ pub fn choose(
         }
         if s.infer {
             let host = match root_for(suites, p) {
-                Some(root) => infer::load_host(root, &p.fast),
+                Some(root) => infer::load_pair_host(root, p),
                 None => crate::harness::infer_host::Host::default(),
             };
             let inf = infer::infer(p, &host, &InferOptions::default());
