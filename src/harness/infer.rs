@@ -340,6 +340,15 @@ pub fn elements_of(bytes: &str, host: &Host, elem_size: usize) -> String {
             Some(k) if k < elem_size && !ty.contains('*') => {
                 Some(format!("({e}) * {k} / {elem_size}"))
             }
+            // A vector of the buffer's scalar (`n * sizeof(uint2)` for a `uint2 *` held as
+            // `u32`): lengths count scalars.
+            Some(k)
+                if k > elem_size
+                    && !ty.contains('*')
+                    && ElemType::from_c_type(&ty).is_some_and(|s| s.size_of() == elem_size) =>
+            {
+                Some(format!("({e}) * {}", k / elem_size))
+            }
             _ => Some(e),
         }
     };
@@ -640,6 +649,29 @@ struct Cx<'a> {
     float_atomics: Vec<String>,
     unknowns: Vec<Unknown>,
     assumed: Vec<Unknown>,
+}
+
+/// Slow and fast launch tables that say the same (but for where they come from) become one
+/// `[[launch]]` table: rpes' `DoReduction` is launched alike from both variants' code.
+fn same_launches_merged(launches: String) -> String {
+    const SLOW: &str = "\n[[variants.slow.launch]]\n";
+    const FAST: &str = "\n[[variants.fast.launch]]\n";
+    let (Some(rest), Some(f)) = (launches.strip_prefix(SLOW), launches.find(FAST)) else {
+        return launches;
+    };
+    let slow = &rest[..f - SLOW.len()];
+    let fast = &launches[f + FAST.len()..];
+    let body = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("# from ") && !l.trim().is_empty())
+            .map(String::from)
+            .collect()
+    };
+    if body(slow) == body(fast) {
+        format!("\n[[launch]]\n{fast}")
+    } else {
+        launches
+    }
 }
 
 /// A launch site's definitions as the host code gives them at the launch: the recorded
@@ -1048,7 +1080,7 @@ impl<'a> Cx<'a> {
         let slow_differs = self.pair.slow.unit().is_some_and(|s| {
             let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
             let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
-            a != b || s.symbol != fast.symbol
+            a != b || s.symbol != fast.symbol || host.slow_side.is_some()
         });
         if slow_differs {
             let slow = self.pair.slow.unit().expect("checked");
@@ -1081,6 +1113,7 @@ impl<'a> Cx<'a> {
         self.grid_x = grid_x_of(&tail);
         launches.truncate(fast_from);
         launches.push_str(&tail);
+        let launches = same_launches_merged(launches);
         for l in launches.lines() {
             if let Some((k, why)) = l.split_once("= \"TODO\"") {
                 self.unknown(
@@ -2072,6 +2105,19 @@ pub fn attach_inferred(
 mod tests {
     use super::*;
     use crate::harness::infer_kernel::BodyFacts;
+
+    #[test]
+    fn byte_sizes_become_scalar_counts() {
+        let h = Host::default();
+        assert_eq!(elements_of("n * sizeof(float)", &h, 4), "n");
+        // A vector of the buffer's scalar: lengths count scalars.
+        assert_eq!(elements_of("n * sizeof(uint2)", &h, 4), "(n) * 2");
+        assert_eq!(elements_of("m * sizeof(float4)", &h, 4), "(m) * 4");
+        // A smaller scalar read as a vector.
+        assert_eq!(elements_of("n * sizeof(float)", &h, 16), "(n) * 4 / 16");
+        // Another scalar type's vector is not this buffer's.
+        assert_eq!(elements_of("n * sizeof(double2)", &h, 4), "n");
+    }
 
     #[test]
     fn role_rule_covers_stores_atomics_and_opaque_calls() {
