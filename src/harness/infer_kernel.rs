@@ -253,11 +253,13 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
     let tree = parser.parse(source, None)?;
     let root = tree.root_node();
     let functions = functions(root, source);
+    let macros = accessor_macros(source);
     let body = functions.get(kernel)?.1;
     let mut facts = BodyFacts::default();
     let mut w = Walker {
         src: source,
         functions: &functions,
+        macros: &macros,
         params: params.iter().cloned().collect(),
         aliases: BTreeMap::new(),
         literal_stores: BTreeMap::new(),
@@ -282,6 +284,27 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
     facts.domain = domain_params(body, source, &params);
     // Helper functions see positional names: keep only the kernel's parameters.
     Some(facts)
+}
+
+/// Function-like macros every definition of which (in any `#if` branch) is an expression
+/// that assigns nothing: accessors such as lbm's `#define SRC_C(g) (LOCAL(g, C))`. A
+/// macro with `=`, `++`, `--` or a statement in its body is left out (it may write).
+pub fn accessor_macros(source: &str) -> BTreeSet<String> {
+    static DEF: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)\n]*)\)(.*)$")
+            .expect("valid")
+    });
+    static WRITES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[^=!<>+\-*/%&|^]=[^=]|\+\+|--|;|\{|[+\-*/%&|^]=").expect("valid")
+    });
+    let mut ok: BTreeMap<String, bool> = BTreeMap::new();
+    for c in DEF.captures_iter(source) {
+        let body = c.get(3).map_or("", |m| m.as_str());
+        let clean = !body.trim().is_empty() && !body.ends_with('\\') && !WRITES.is_match(body);
+        let e = ok.entry(c[1].to_string()).or_insert(true);
+        *e &= clean;
+    }
+    ok.into_iter().filter(|(_, c)| *c).map(|(m, _)| m).collect()
 }
 
 /// How deep device helpers are followed (dwt2d: kernel → `run` → `transform` →
@@ -399,6 +422,10 @@ pub(crate) fn base_ident<'t>(n: Node<'t>) -> Option<Node<'t>> {
 struct Walker<'a, 't> {
     src: &'a str,
     functions: &'a BTreeMap<String, (Vec<String>, Node<'t>)>,
+    /// Function-like macros of the unit whose bodies assign nothing (lbm's
+    /// `#define DST_WB(g) (LOCAL(g, WB))`): a parameter passed to one is read, or written
+    /// when the macro call is an assignment's target.
+    macros: &'a BTreeSet<String>,
     params: BTreeSet<String>,
     /// Local pointer → the parameter it points into (`float *row = a + i * n;`).
     aliases: BTreeMap<String, String>,
@@ -420,7 +447,31 @@ impl<'t> Walker<'_, 't> {
     }
 
     fn target(&self, n: Node<'t>) -> Option<String> {
+        if let Some(a) = self.macro_arg(n) {
+            return self.target(a);
+        }
         base_ident(n).and_then(|b| self.resolve(text(b, self.src)))
+    }
+
+    /// `M(p, …)` for an accessor macro `M`: the first argument that is a parameter.
+    fn macro_arg(&self, n: Node<'t>) -> Option<Node<'t>> {
+        let mut n = n;
+        while n.kind() == "parenthesized_expression" {
+            n = n.named_child(0)?;
+        }
+        if n.kind() != "call_expression" {
+            return None;
+        }
+        let f = n.child_by_field_name("function")?;
+        if f.kind() != "identifier" || !self.macros.contains(text(f, self.src)) {
+            return None;
+        }
+        let a = n.child_by_field_name("arguments")?;
+        let mut c = a.walk();
+        let found = a
+            .named_children(&mut c)
+            .find(|x| base_ident(*x).is_some_and(|b| self.resolve(text(b, self.src)).is_some()));
+        found
     }
 
     fn write(&mut self, p: String, kind: WriteKind) {
@@ -584,6 +635,24 @@ impl<'t> Walker<'_, 't> {
 
     /// Visit an lvalue's parts except its base identifier (its indices are reads).
     fn visit_except_base(&mut self, l: Node<'t>) {
+        // An accessor macro as the target (`DST_C(dst) = c`): its other arguments are read.
+        if let Some(a) = self.macro_arg(l) {
+            let mut n = l;
+            while n.kind() == "parenthesized_expression" {
+                match n.named_child(0) {
+                    Some(x) => n = x,
+                    None => return,
+                }
+            }
+            if let Some(args) = n.child_by_field_name("arguments") {
+                let mut c = args.walk();
+                let rest: Vec<Node<'t>> = args.named_children(&mut c).filter(|x| *x != a).collect();
+                for x in rest {
+                    self.visit(x);
+                }
+            }
+            return;
+        }
         let base = base_ident(l);
         let mut stack = vec![l];
         while let Some(n) = stack.pop() {
@@ -654,6 +723,16 @@ impl<'t> Walker<'_, 't> {
                 a.named_children(&mut c).collect()
             })
             .unwrap_or_default();
+        if self.macros.contains(&name) && !self.functions.contains_key(&name) {
+            // An accessor macro outside an assignment's target: its parameters are read.
+            for a in &args {
+                if let Some(t) = self.target(*a) {
+                    self.facts.reads.insert(t);
+                }
+                self.visit(*a);
+            }
+            return;
+        }
         if name.starts_with("atomic") || name.starts_with("__atomic") {
             if let Some(t) = args.first().and_then(|a| self.target(*a)) {
                 self.write(t.clone(), WriteKind::Atomic);
@@ -671,6 +750,7 @@ impl<'t> Walker<'_, 't> {
             let mut w = Walker {
                 src: self.src,
                 functions: self.functions,
+                macros: self.macros,
                 params: fparams.iter().cloned().collect(),
                 aliases: BTreeMap::new(),
                 literal_stores: BTreeMap::new(),
@@ -876,6 +956,24 @@ mod tests {
         assert_eq!(plain_name("ns::A<1, B<2>>::go"), "go");
         assert_eq!(plain_name("w.transform"), "transform");
         assert_eq!(plain_name("p->step"), "step");
+    }
+
+    #[test]
+    fn accessor_macros_read_or_write_their_parameter() {
+        // lbm: the grid is reached only through macros, defined once per layout branch.
+        let src = "#define IDX(x, e) ((x) * 19 + (e))\n#ifdef SCATTER\n#define SRC_C(g) ((g)[IDX(threadIdx.x, 0)])\n\
+                   #define DST_C(g) ((g)[IDX(threadIdx.x + 1, 0)])\n#else\n#define SRC_C(g) ((g)[IDX(threadIdx.x + 1, 0)])\n\
+                   #define DST_C(g) ((g)[IDX(threadIdx.x, 0)])\n#endif\n#define BUMP(g) ((g)[0]++)\n\
+                   __global__ void k(float *src, float *dst, float *cnt) {\n  float c = SRC_C(src);\n  DST_C(dst) = c;\n  BUMP(cnt);\n}\n";
+        let m = accessor_macros(src);
+        assert!(m.contains("SRC_C") && m.contains("DST_C") && m.contains("IDX"));
+        assert!(!m.contains("BUMP"), "{m:?}");
+        let f = facts(src, &["src", "dst", "cnt"]);
+        assert!(f.reads.contains("src") && !f.writes.contains_key("src"));
+        assert_eq!(f.writes.get("dst"), Some(&WriteKind::Store));
+        assert!(!f.reads.contains("dst"), "{f:?}");
+        // A macro that may write stays opaque.
+        assert!(f.opaque.contains_key("cnt"), "{f:?}");
     }
 
     #[test]
