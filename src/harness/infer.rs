@@ -606,6 +606,9 @@ struct Buf {
     elem: Option<ElemType>,
     /// The C type name when it is an alias (`fp` for `#define fp float`).
     alias: Option<String>,
+    /// The arg whose contents the host copies into this buffer on the device before the
+    /// launch (stencil's `cudaMemcpy(d_Anext, d_A0, …, cudaMemcpyDeviceToDevice)`).
+    copy_of: Option<String>,
 }
 
 /// A buffer that only a legacy texture reads: the host variable bound to the texture.
@@ -649,6 +652,32 @@ struct Cx<'a> {
     float_atomics: Vec<String>,
     unknowns: Vec<Unknown>,
     assumed: Vec<Unknown>,
+}
+
+/// Sizes a launch's grid divides by a number without rounding up (`grid = ["m / 16"]`,
+/// `"n / (16 * 8)"`): not `(n + 511) / 512` or `ceil_div(n, 16)`.
+pub fn floor_divided(launches: &str) -> BTreeSet<String> {
+    static DIV: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?:^|[\s(\[,])([A-Za-z_]\w*)\s*/\s*\(*\s*\d").expect("valid")
+    });
+    launches
+        .lines()
+        .filter(|l| l.starts_with("grid ="))
+        .flat_map(|l| {
+            l.split(['"', ','])
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .flat_map(|c| {
+                    // Rounded up: `ceil_div`, `(n + 511) / 512`, `n / 4 + (n % 4 ? 1 : 0)`.
+                    let rounded = c.contains("ceil") || c.contains("- 1)") || c.contains('%');
+                    DIV.captures_iter(c)
+                        .filter(move |_| !rounded)
+                        .map(|m| m[1].to_string())
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Slow and fast launch tables that say the same (but for where they come from) become one
@@ -843,8 +872,22 @@ impl<'a> Cx<'a> {
             let copied_in = copies.iter().any(|c| {
                 c.dir == Direction::ToDevice && (c.line == 0 || c.line <= host.launch_line)
             });
-            let zero = var.as_deref().is_some_and(|v| host.memset_zero(v));
-            let role = role_of(&p.name, &self.facts, copied_in, zero);
+            // A device-to-device copy from another buffer the launch passes, after any
+            // memset: the buffer starts as a copy of that arg.
+            let copy_of = var
+                .as_deref()
+                .and_then(|v| host.device_copy_source(v))
+                .and_then(|src| {
+                    let s = site?;
+                    let j = s
+                        .args
+                        .iter()
+                        .position(|a| infer_host::pointer_name(a) == src)
+                        .filter(|j| *j != i)?;
+                    fast.params.get(j).map(|q| arg_name(j, q))
+                });
+            let zero = copy_of.is_none() && var.as_deref().is_some_and(|v| host.memset_zero(v));
+            let role = role_of(&p.name, &self.facts, copied_in || copy_of.is_some(), zero);
             if self.facts.writes.get(&p.name) == Some(&WriteKind::Atomic)
                 && elem.is_some_and(|e| e.is_float())
             {
@@ -857,6 +900,7 @@ impl<'a> Cx<'a> {
                     role,
                     elem,
                     alias,
+                    copy_of,
                 },
             );
         }
@@ -1244,12 +1288,12 @@ impl<'a> Cx<'a> {
         if all_sizes.is_empty() {
             o.push_str("# (no sizes: the launch and lengths are constants)\n");
         }
-        self.size_sets(&values, o);
+        self.size_sets(&values, launches, o);
         all_sizes
     }
 
     /// The default size set, and an irregular one over the sizes the kernel bounds-checks.
-    fn size_sets(&self, values: &BTreeMap<String, i64>, o: &mut String) {
+    fn size_sets(&self, values: &BTreeMap<String, i64>, launches: &str, o: &mut String) {
         // A size that is the product of two of the kernel's other size parameters (srad's
         // `Ne = Nr * Nc`) stays: moving it alone would break the relation the kernel's
         // indexing relies on.
@@ -1258,9 +1302,19 @@ impl<'a> Cx<'a> {
             .filter(|(k, _)| self.sizes.contains(*k))
             .map(|(k, v)| (k.clone(), *v))
             .collect();
+        // A size the grid divides without rounding up (sgemm's `m / 128`) must stay a
+        // multiple: the kernel has no partial tiles. Its value does not move, nor do the
+        // sizes that share it.
+        let floored = floor_divided(launches);
+        let fixed: BTreeSet<i64> = values
+            .iter()
+            .filter(|(k, _)| floored.contains(*k))
+            .map(|(_, v)| *v)
+            .collect();
         let moved: BTreeMap<i64, i64> = values
             .iter()
             .filter(|(k, _)| self.facts.bounded.contains(*k))
+            .filter(|(_, v)| !fixed.contains(v))
             .filter(|(k, v)| !product_of_others(k, **v, &params))
             .filter_map(|(_, v)| irregular(*v).map(|x| (*v, x)))
             .collect();
@@ -1399,6 +1453,12 @@ impl<'a> Cx<'a> {
         let zeros = b.role.as_ref().is_ok_and(|r| r.zeros);
         if zeros {
             return Ok("{ kind = \"zeros\" }".to_string());
+        }
+        if let Some(src) = &b.copy_of {
+            return Ok(format!(
+                "{{ kind = \"copy_of\", arg = {} }}  # the host copies it on the device",
+                toml_str(src)
+            ));
         }
         if let Some(targets) = self.facts.indexes.get(param) {
             // An index buffer: in range of the shortest buffer it subscripts. One used as an
@@ -2105,6 +2165,15 @@ pub fn attach_inferred(
 mod tests {
     use super::*;
     use crate::harness::infer_kernel::BodyFacts;
+
+    #[test]
+    fn floor_divided_grid_sizes_are_found() {
+        let l = "grid = [\"m / ((16 * 8))\", \"n / 16\"]\nblock = [\"k / 2\"]\n\
+                 grid = [\"(p + 512 - 1) / 512\", \"ceil_div(q, 4)\", \"r\"]\n\
+                 grid = [\"((s / 4) + (! (s % 4 ? 0 : 1)))\"]\n";
+        let f = floor_divided(l);
+        assert_eq!(f.into_iter().collect::<Vec<_>>(), vec!["m", "n"]);
+    }
 
     #[test]
     fn byte_sizes_become_scalar_counts() {

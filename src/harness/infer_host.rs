@@ -386,6 +386,31 @@ impl Host {
         })
     }
 
+    /// The buffer the launch file copies into `var` on the device (`cudaMemcpy(var, src, …,
+    /// cudaMemcpyDeviceToDevice)`) last before the launch, when no memset of `var` follows
+    /// that copy: `src`'s pointer name.
+    pub fn device_copy_source(&self, var: &str) -> Option<String> {
+        let last = ["cudaMemcpy", "cudaMemcpyAsync"]
+            .iter()
+            .flat_map(|f| calls(&self.file, f))
+            .filter(|c| {
+                c.args.len() >= 4
+                    && c.args[3].contains("DeviceToDevice")
+                    && same_buffer(&pointer_name(&c.args[0]), var)
+                    && c.line <= self.launch_line
+            })
+            .max_by_key(|c| c.line)?;
+        let zeroed_after = ["cudaMemset", "cudaMemsetAsync"].iter().any(|f| {
+            calls(&self.file, f).iter().any(|m| {
+                m.args.len() >= 3
+                    && same_buffer(&pointer_name(&m.args[0]), var)
+                    && m.line > last.line
+                    && m.line <= self.launch_line
+            })
+        });
+        (!zeroed_after).then(|| pointer_name(&last.args[1]))
+    }
+
     /// `cudaMemcpyToSymbol(sym, src, bytes)` uploads: symbol name → byte size.
     pub fn symbol_uploads(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
@@ -675,12 +700,11 @@ impl Host {
                         Num::Float(f) => out.push_str(&format!("{f:?}")),
                     }
                 }
-                Tok::Num(n) => match int_literal(n) {
-                    Ok(v) => out.push_str(&v),
-                    Err(_) => {
-                        let f = parse_num(n).ok_or_else(|| format!("cannot read number {n}"))?;
-                        out.push_str(&format!("{:?}", f.as_f64()));
-                    }
+                // `1.0f` is a float: `1.0f/6.0f` is 1/6, not 0.
+                Tok::Num(n) => match parse_num(n) {
+                    Some(Num::Int(v)) => out.push_str(&v.to_string()),
+                    Some(Num::Float(f)) => out.push_str(&format!("{f:?}")),
+                    None => return Err(format!("cannot read number {n}")),
                 },
                 Tok::Op(o) if o == "." || o == "->" => {
                     return Err(format!("`{e}` reads a struct field"));
@@ -1821,6 +1845,18 @@ mod tests {
         );
         assert_eq!(h.alloc_bytes("nothing"), None);
         assert!(h.memset_zero("out_d") && !h.memset_zero("input_cuda"));
+        // Zeroed, then copied from another device buffer: a copy of it.
+        let c = host(
+            "cudaMemset(d_B, 0, n);\ncudaMemcpy(d_B, d_A, n, cudaMemcpyDeviceToDevice);\nk<<<g, b>>>(d_A, d_B);\n",
+            3,
+        );
+        assert_eq!(c.device_copy_source("d_B").as_deref(), Some("d_A"));
+        assert_eq!(c.device_copy_source("d_A"), None);
+        let c = host(
+            "cudaMemcpy(d_B, d_A, n, cudaMemcpyDeviceToDevice);\ncudaMemset(d_B, 0, n);\nk<<<g, b>>>(d_A, d_B);\n",
+            3,
+        );
+        assert_eq!(c.device_copy_source("d_B"), None);
         // Zeroed, then filled by another kernel before this launch: not zeros here.
         let g = host(
             "cudaMemset(d_s, 0, n);\nfill<<<g, b>>>(d_in,\n  d_s);\nsum<<<g, b>>>(d_s, d_out);\n",
@@ -2158,6 +2194,21 @@ mod tests {
         );
         assert_eq!(h.definition("m").as_deref(), Some("rows"));
         assert_eq!(h.int_value("m / 16"), Ok(32));
+    }
+
+    #[test]
+    fn float_definitions_keep_their_fractions() {
+        // stencil: `float c0=1.0f/6.0f;` is 1/6, not 0.
+        let h = host(
+            "int main() {\n\tfloat c0=1.0f/6.0f;\n\tfloat c1=1.0f/6.0f/6.0f;\n\tk<<<1, 1>>>(c0, c1);\n}\n",
+            4,
+        );
+        let v = |e: &str| match h.value(e, 0) {
+            Ok(Num::Float(f)) => f,
+            other => panic!("{e}: {other:?}"),
+        };
+        assert!((v("c0") - 1.0 / 6.0).abs() < 1e-9);
+        assert!((v("c1") - 1.0 / 36.0).abs() < 1e-9);
     }
 
     #[test]
