@@ -568,7 +568,13 @@ impl Host {
         if is_member_op(toks.get(i + 3)) || toks.get(i + 3) == Some(&Tok::Op("(".into())) {
             return None;
         }
-        let d = self.field_definition(f)?;
+        let obj = match toks.get(i) {
+            Some(Tok::Ident(o)) => Some(o.as_str()),
+            _ => None,
+        };
+        let d = obj
+            .and_then(|o| self.object_field_definition(o, f))
+            .or_else(|| self.field_definition(f))?;
         let v = match self.value(&d, depth + 1).ok()? {
             Num::Int(x) => x.to_string(),
             Num::Float(x) => format!("{x:?}"),
@@ -1435,11 +1441,18 @@ impl Host {
     /// A `#define`, or a variable declared outside every function (`int layer_size = 0;`
     /// at file level, set from `argv` in `main`).
     fn is_global(&self, name: &str) -> bool {
+        // A default argument in a prototype (`void run(uint n_blocks=1);`) is no variable.
+        let in_parens = |t: &str, l: u32| {
+            t.lines().nth(l as usize - 1).is_some_and(|line| {
+                let before = line.split(name).next().unwrap_or("");
+                before.matches('(').count() > before.matches(')').count()
+            })
+        };
         self.texts().enumerate().any(|(ti, t)| {
             !define_bodies(t, name).is_empty()
                 || assignments(t, name)
                     .iter()
-                    .any(|(l, _)| self.scope_at((ti, *l)).is_none())
+                    .any(|(l, _)| self.scope_at((ti, *l)).is_none() && !in_parens(t, *l))
         })
     }
 
@@ -1535,8 +1548,19 @@ impl Host {
         if matches!(field, "x" | "y" | "z") {
             return None;
         }
+        self.member_definition(None, field)
+    }
+
+    /// [`Self::field_definition`] of one object's field (`volsize.x = VOLSIZEX;`, cp): also
+    /// `x`, `y` and `z`, which many `dim3`s share.
+    pub fn object_field_definition(&self, obj: &str, field: &str) -> Option<String> {
+        self.member_definition(Some(obj), field)
+    }
+
+    fn member_definition(&self, obj: Option<&str>, field: &str) -> Option<String> {
         let re = regex::Regex::new(&format!(
-            r"(?:->|\.)\s*{}\s*=([^=;][^;]*);",
+            r"{}(?:->|\.)\s*{}\s*=([^=;][^;]*);",
+            obj.map_or(String::new(), |o| format!(r"\b{}\s*", regex::escape(o))),
             regex::escape(field)
         ))
         .ok()?;
@@ -1558,7 +1582,10 @@ impl Host {
         }
         let (mut rhs, mut spot) = found?;
         for _ in 0..6 {
-            if !(super::is_ident(&rhs) && self.is_param(spot, &rhs)) {
+            // One object's field is taken only from literals, `#define`s and globals: a
+            // parameter (huffman's `grid_size.x = num_blocks`) may have been set through a
+            // reference since the call.
+            if obj.is_some() || !(super::is_ident(&rhs) && self.is_param(spot, &rhs)) {
                 // A local of the assigning function (`d->w = w;` in `main`, after
                 // `getopt`) may mean something else where the field is read.
                 return draft_idents(&rhs)
@@ -2194,6 +2221,25 @@ mod tests {
         );
         assert_eq!(h.definition("m").as_deref(), Some("rows"));
         assert_eq!(h.int_value("m / 16"), Ok(32));
+    }
+
+    #[test]
+    fn one_objects_dim3_fields_take_their_assignments() {
+        // cp: `volsize.x = VOLSIZEX;` while other dim3s set their own x.
+        let h = host(
+            "#define VOLSIZEX 512\nint main() {\n  dim3 volsize, Bsz;\n  volsize.x = VOLSIZEX;\n  volsize.y = 256;\n  volsize.z = 1;\n  Bsz.x = 16;\n\
+             int volmemsz = sizeof(float) * volsize.x * volsize.y * volsize.z;\n  k<<<1, Bsz>>>(d);\n}\n",
+            9,
+        );
+        assert_eq!(h.int_value("volmemsz"), Ok(4 * 512 * 256));
+        assert_eq!(h.int_value("Bsz.x"), Ok(16));
+        // A default argument in a prototype is no file-level variable.
+        let g = host(
+            "void run(uint n, uint nb=1);\nvoid run(uint n, uint nb) {\n  dim3 g;\n  g.x = nb;\n  k<<<g.x, 1>>>(d);\n}\n",
+            5,
+        );
+        assert!(g.object_field_definition("g", "x").is_none());
+        assert!(h.int_value("other.x").is_err());
     }
 
     #[test]
