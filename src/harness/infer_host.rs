@@ -572,6 +572,12 @@ impl Host {
             Some(Tok::Ident(o)) => Some(o.as_str()),
             _ => None,
         };
+        if let Some(v) = obj
+            .filter(|o| self.is_device_prop(o))
+            .and_then(|_| h100_property(f))
+        {
+            return Some((v.to_string(), i + 3));
+        }
         let d = obj
             .and_then(|o| self.object_field_definition(o, f))
             .or_else(|| self.field_definition(f))?;
@@ -580,6 +586,15 @@ impl Host {
             Num::Float(x) => format!("{x:?}"),
         };
         Some((v, i + 3))
+    }
+
+    /// Whether `name` is declared a `cudaDeviceProp` in the host code.
+    fn is_device_prop(&self, name: &str) -> bool {
+        let re = regex::Regex::new(&format!(
+            r"\bcudaDeviceProp\s+(?:[A-Za-z_]\w*\s*,\s*)*{}\b",
+            regex::escape(name)
+        ));
+        re.is_ok_and(|re| self.texts().any(|t| re.is_match(t)))
     }
 
     /// `sizeof(ty)`: a scalar or pointer type, or a template parameter the launching
@@ -619,6 +634,12 @@ impl Host {
         };
         if let Some(k) = argv_index(e) {
             return match &self.run_args {
+                // Under `--assume-size`, an argument no script gives is an assumed root, so
+                // what the host computes from it keeps its formula (`BINSp = BINS + 1`).
+                None if self.assume.get().is_some() => {
+                    self.assumed_roots.borrow_mut().push(e.to_string());
+                    Ok(Num::Int(self.assume.get().unwrap_or_default()))
+                }
                 None => Err(format!("`{e}` is command-line argument {k} and no run script gives it")),
                 Some(a) => match a.get(k - 1) {
                     Some(v) => parse_num(v).ok_or_else(|| {
@@ -1606,6 +1627,27 @@ impl Host {
     }
 }
 
+/// A `cudaDeviceProp` field's value on the H100 the harnesses run on (CUDA's names):
+/// imghisto sizes its grid by `10 * prop.multiProcessorCount` and its block by
+/// `prop.maxThreadsPerBlock`. Fields that are arrays or strings are None.
+pub fn h100_property(field: &str) -> Option<i64> {
+    let d = crate::harness::DeviceProps::h100();
+    Some(match field {
+        "multiProcessorCount" => d.sm_count,
+        "maxThreadsPerBlock" => d.max_threads_per_block,
+        "warpSize" => d.warp_size,
+        "l2CacheSize" => d.l2_bytes,
+        "sharedMemPerBlock" => 48 * 1024,
+        "sharedMemPerBlockOptin" => 227 * 1024,
+        "sharedMemPerMultiprocessor" => 228 * 1024,
+        "regsPerBlock" | "regsPerMultiprocessor" => 65536,
+        "maxThreadsPerMultiProcessor" => 2048,
+        "major" => 9,
+        "minor" => 0,
+        _ => return None,
+    })
+}
+
 /// A function-like macro `#define NAME(a, b) body` in `text`: (parameters, body).
 pub fn function_macro(text: &str, name: &str) -> Option<(Vec<String>, String)> {
     text.lines().find_map(|l| {
@@ -2240,6 +2282,19 @@ mod tests {
         );
         assert!(g.object_field_definition("g", "x").is_none());
         assert!(h.int_value("other.x").is_err());
+    }
+
+    #[test]
+    fn device_properties_are_the_h100s() {
+        let h = host(
+            "int main() {\n  cudaDeviceProp prop;\n  cudaGetDeviceProperties(&prop, 0);\n  int nb = 10 * prop.multiProcessorCount;\n  int t = prop.maxThreadsPerBlock;\n  k<<<nb, t>>>(d);\n}\n",
+            6,
+        );
+        assert_eq!(h.int_value("nb"), Ok(1320));
+        assert_eq!(h.int_value("t"), Ok(1024));
+        assert_eq!(h.int_value("prop.sharedMemPerBlock / 4"), Ok(12288));
+        // Another struct's field of the same name is not a device property.
+        assert!(h.int_value("other.maxThreadsPerBlock").is_err());
     }
 
     #[test]

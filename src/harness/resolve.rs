@@ -4,6 +4,10 @@
 use super::validate::{parse_csr_part, parse_jds_part};
 use super::*;
 
+/// The most dynamic shared memory one block may opt in to on Hopper (sm_90: 227 KiB); a
+/// launch asking for more fails `cuFuncSetAttribute` on the device.
+pub const MAX_DYNAMIC_SHARED_BYTES: u32 = 227 * 1024;
+
 /// The words every "a launch, buffer or table is over a device or symbol limit" error
 /// ends with: inference with `--assume-size` tries smaller sizes on exactly these.
 pub const OVER_A_LIMIT: &str = "over a limit";
@@ -632,12 +636,22 @@ impl<'a> Rx<'a> {
                 ),
             ));
         }
+        let shared_mem = u32_of("shared_mem", &l.shared_mem, 0)?;
+        if shared_mem > MAX_DYNAMIC_SHARED_BYTES {
+            return Err(self.err(
+                &format!("{f}.shared_mem"),
+                &l.shared_mem,
+                format!(
+                    "{shared_mem} bytes of dynamic shared memory exceed the {MAX_DYNAMIC_SHARED_BYTES} a block may have: {OVER_A_LIMIT}"
+                ),
+            ));
+        }
         Ok(Launch {
             kernel: expr::interpolate(&l.kernel, &self.scope)
                 .map_err(|m| self.err(&format!("{f}.kernel"), &l.kernel, m))?,
             grid,
             block,
-            shared_mem: u32_of("shared_mem", &l.shared_mem, 0)?,
+            shared_mem,
             repeat: u32_of("repeat", &l.repeat, 1)?,
             args: l.args.clone(),
             offsets: l
