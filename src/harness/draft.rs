@@ -133,6 +133,9 @@ pub(super) struct Names<'a> {
     /// Host variables the launch uses that are neither kernel parameters nor defined
     /// (`m` in `dim3 grid(m / 16)` inside a host wrapper): they become guessed sizes.
     pub(super) host_vars: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    /// Struct fields the launch reads (`ref_image->width`), each become a host variable
+    /// named after its path (`ref_image_width`): that name → the host text.
+    pub(super) members: std::cell::RefCell<BTreeMap<String, String>>,
     /// The kernel unit's isolated source, for macros it pulled in.
     pub(super) source: &'a str,
 }
@@ -322,6 +325,34 @@ fn translate_tokens<'t>(
                 };
                 out.push_str(&component(w, c, names, depth)?);
                 i += 3;
+            }
+            // A struct field (`ref_image->width`, `p.n`; not a method call): a host
+            // variable named after its path, valued later from the field's text.
+            Tok::Ident(w)
+                if matches!(toks.get(i + 1), Some(Tok::Op(o)) if o == "->" || o == ".")
+                    && matches!(toks.get(i + 2), Some(Tok::Ident(_)))
+                    && toks.get(i + 3) != Some(&Tok::Op("(".into()))
+                    && !names.host_to_size.contains_key(w.as_str()) =>
+            {
+                let mut text = w.clone();
+                let mut var = w.clone();
+                let mut j = i;
+                while let (Some(Tok::Op(o)), Some(Tok::Ident(f))) =
+                    (toks.get(j + 1), toks.get(j + 2))
+                {
+                    if !(o == "->" || o == ".") || toks.get(j + 3) == Some(&Tok::Op("(".into())) {
+                        break;
+                    }
+                    text.push_str(o);
+                    text.push_str(f);
+                    var.push('_');
+                    var.push_str(f);
+                    j += 2;
+                }
+                names.host_vars.borrow_mut().insert(var.clone());
+                names.members.borrow_mut().insert(var.clone(), text);
+                out.push_str(&var);
+                i = j + 1;
             }
             Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
                 let (call, next) = call_at(toks, i, w, names, depth)?;
@@ -669,6 +700,17 @@ pub(super) fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
 /// Translate one unit's launch into TOML lines (without the table header).
 /// Returns the host variables the translated expressions use (they become sizes).
 pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<String> {
+    draft_launch_with(u, sizes, out, &mut BTreeMap::new())
+}
+
+/// [`draft_launch`], adding the struct fields the launch reads (size name → host text) to
+/// `members`.
+pub(super) fn draft_launch_with(
+    u: &KernelUnit,
+    sizes: &[String],
+    out: &mut String,
+    members: &mut BTreeMap<String, String>,
+) -> Vec<String> {
     let Some(site) = site_for(u) else {
         writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
         out.push_str("# TODO: extract recorded no launch site for this kernel\n");
@@ -686,6 +728,7 @@ pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -
         sizes,
         definitions: &site.definitions,
         host_vars: Default::default(),
+        members: Default::default(),
         source: &u.source,
     };
     let mut used = Vec::new();
@@ -778,6 +821,11 @@ pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -
         };
         out.push_str(&line);
         out.push('\n');
+    }
+    for (v, t) in names.members.borrow().iter() {
+        if used.contains(v) {
+            members.insert(v.clone(), t.clone());
+        }
     }
     used
 }
@@ -922,8 +970,31 @@ mod tests {
             sizes,
             definitions: defs,
             host_vars: Default::default(),
+            members: Default::default(),
             source: "#define FROM_UNIT 8\n",
         }
+    }
+
+    #[test]
+    fn struct_fields_become_host_variables_named_after_their_path() {
+        let sizes = vec!["n".to_string()];
+        let mut defs = BTreeMap::new();
+        // sad: the image comes from a call; its fields are read at the launch.
+        defs.insert("ref_image".into(), "ref_image = load_image(argv[1])".into());
+        let nm = names(&sizes, &defs, &[]);
+        assert_eq!(
+            dims_of("dim3(ref_image->width / 4, img.dim.h)", &nm).unwrap(),
+            ["ref_image_width / 4", "img_dim_h"]
+        );
+        let m = nm.members.borrow();
+        assert_eq!(
+            m.get("ref_image_width").map(String::as_str),
+            Some("ref_image->width")
+        );
+        assert_eq!(m.get("img_dim_h").map(String::as_str), Some("img.dim.h"));
+        assert!(nm.host_vars.borrow().contains("img_dim_h"));
+        // A method call is not a field.
+        assert!(dims_of("v.size()", &nm).is_err());
     }
 
     #[test]

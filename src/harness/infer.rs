@@ -642,6 +642,9 @@ struct Cx<'a> {
     /// a loop that ended, or through a pointer), with why.
     loop_dependent: BTreeMap<String, String>,
     bufs: BTreeMap<usize, Buf>,
+    /// Sizes made of struct fields the launch or a length reads (`ref_image_width` →
+    /// `ref_image->width`): valued from that host text.
+    members: BTreeMap<String, String>,
     /// Buffers only a legacy texture reads (the host binds them; the launch does not pass
     /// them): extra `[[args]]` after the kernel's parameters.
     tex_bufs: Vec<TexBuf>,
@@ -815,6 +818,7 @@ impl<'a> Cx<'a> {
             defs,
             loop_dependent,
             bufs: BTreeMap::new(),
+            members: BTreeMap::new(),
             tex_bufs: Vec::new(),
             grid_x: None,
             host_vars: Vec::new(),
@@ -1106,10 +1110,12 @@ impl<'a> Cx<'a> {
             sizes: &self.sizes,
             definitions: &self.defs,
             host_vars: Default::default(),
+            members: Default::default(),
             source: &self.fast.source,
         };
         let e = tidy(&translate(&t, &names, 0)?);
         let found: Vec<String> = names.host_vars.borrow().iter().cloned().collect();
+        self.members.extend(names.members.take());
         self.note_host_vars(found);
         Ok(e)
     }
@@ -1134,13 +1140,20 @@ impl<'a> Cx<'a> {
                 // The slow kernel's own host code (Parboil's `cuda_base/main.cu`).
                 Some(sh) => {
                     let (patched, unsettled) = self.patched_slow(slow, sh);
-                    let vars = draft::draft_launch(&patched, &self.sizes, &mut launches);
+                    let vars = draft::draft_launch_with(
+                        &patched,
+                        &self.sizes,
+                        &mut launches,
+                        &mut self.members,
+                    );
                     let tail = unsettle_fields(&launches[from..], &unsettled);
                     launches.truncate(from);
                     launches.push_str(&tail);
                     vars
                 }
-                None => draft::draft_launch(slow, &self.sizes, &mut launches),
+                None => {
+                    draft::draft_launch_with(slow, &self.sizes, &mut launches, &mut self.members)
+                }
             };
             self.note_host_vars(vars);
             let tail = self.slow_arg_list(slow, &launches[from..]);
@@ -1151,7 +1164,8 @@ impl<'a> Cx<'a> {
             launches.push_str("\n[[launch]]\n");
         }
         let fast_from = launches.len();
-        let vars = draft::draft_launch(&patched, &self.sizes, &mut launches);
+        let vars =
+            draft::draft_launch_with(&patched, &self.sizes, &mut launches, &mut self.members);
         self.note_host_vars(vars);
         let tail = unsettle_fields(&launches[fast_from..], &unsettled);
         self.grid_x = grid_x_of(&tail);
@@ -1227,6 +1241,7 @@ impl<'a> Cx<'a> {
                         .and_then(|i| st.args.get(i))
                 })
                 .cloned()
+                .or_else(|| self.members.get(s).cloned())
                 .unwrap_or_else(|| s.clone());
             let value = self
                 .host
@@ -1600,6 +1615,7 @@ impl<'a> Cx<'a> {
                 sizes: all_sizes,
                 definitions: &self.defs,
                 host_vars: Default::default(),
+                members: Default::default(),
                 source: &self.fast.source,
             };
             let per = |l: String| {
