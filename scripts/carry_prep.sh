@@ -16,7 +16,7 @@ cp $T/release/kernelpair $S/kernelpair
 # An older binary to compare with (benches/sanitizer_same.sh), when BASE_BIN names one.
 [ -n "${BASE_BIN:-}" ] && cp "$BASE_BIN" $S/kernelpair-base
 # Every test binary with #[ignore] GPU tests, named <test>-test.
-for t in verify harness_infer harness_infer_asof harness_infer_template harness_selfcheck rodinia_e2e; do
+for t in verify harness_infer harness_infer_asof harness_infer_template harness_infer_parboil harness_selfcheck rodinia_e2e; do
   b=$(ls -t $T/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1 || true)
   [ -n "$b" ] && cp "$b" $S/$t-test
 done
