@@ -3,7 +3,7 @@
 //! `main.cu`). The slow launch is read from the slow variant's own code and names the args
 //! its kernel takes; the output starts as a device copy of the input; the `__constant__
 //! float4` table uploaded with a count read from a file fills its whole declaration; the
-//! weight `1.0f / 3.0f` is not 0; the block comes from `cudaGetDeviceProperties`; the grid
+//! table's values reach `rsqrtf`, so they are drawn positive; the weight `1.0f / 3.0f` is not 0; the block comes from `cudaGetDeviceProperties`; the grid
 //! floor-divides `n`, so no irregular set moves it. On the GPU (`#[ignore]`) the harness
 //! passes the self-check, and verify finds the two kernels agree.
 
@@ -83,6 +83,8 @@ fn both_variants_host_code_gives_one_complete_harness() {
         ),
         (Some("coef"), Some("f32"), Some(256))
     );
+    // Its values reach `rsqrtf`: drawn positive.
+    assert_eq!(c["init"]["lo"].as_float(), Some(0.5), "{text}");
     // `n / 256` has no partial block: n stays a multiple, so there is no irregular set.
     let sets = h["size_sets"].as_array().unwrap();
     assert_eq!(sets.len(), 1, "{text}");

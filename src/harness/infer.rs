@@ -1643,7 +1643,24 @@ impl<'a> Cx<'a> {
                     self.unknown(format!("constants.{sym}.len"), why);
                 }
             }
-            writeln!(o, "init = {}", default_init(Some(e))).expect("string");
+            // A table whose values reach a log, sqrt, pow or divisor (cp's precomputed
+            // `dz * dz` under `rsqrtf`) is drawn positive, as buffers are.
+            let positive = e.is_float()
+                && body_facts(
+                    &self.fast.source,
+                    &self.fast.kernel,
+                    std::slice::from_ref(sym),
+                )
+                .is_some_and(|f| f.domain.contains(sym));
+            if positive {
+                writeln!(
+                    o,
+                    "init = {{ kind = \"uniform\", lo = 0.5, hi = 2.0 }}  # positive: its values reach a log, sqrt, pow or divisor"
+                )
+                .expect("string");
+            } else {
+                writeln!(o, "init = {}", default_init(Some(e))).expect("string");
+            }
         }
     }
 
