@@ -683,6 +683,35 @@ pub fn floor_divided(launches: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The slow launch's host names that its own code (`slow`) values differently from the fast
+/// side's (`fast`): replaced by the slow side's value in `table`'s grid, block and shared
+/// memory, and no longer sizes.
+fn own_values(table: &str, vars: Vec<String>, slow: &Host, fast: &Host) -> (String, Vec<String>) {
+    let mut t = table.to_string();
+    let mut keep = Vec::new();
+    for v in vars {
+        match (slow.int_value(&v), fast.int_value(&v)) {
+            (Ok(a), b) if b != Ok(a) && super::is_ident(&v) => {
+                t = t
+                    .split_inclusive('\n')
+                    .map(|l| {
+                        if ["grid =", "block =", "shared_mem ="]
+                            .iter()
+                            .any(|k| l.starts_with(k))
+                        {
+                            infer_host::replace_word(l, &v, &a.to_string())
+                        } else {
+                            l.to_string()
+                        }
+                    })
+                    .collect();
+            }
+            _ => keep.push(v),
+        }
+    }
+    (t, keep)
+}
+
 /// Slow and fast launch tables that say the same (but for where they come from) become one
 /// `[[launch]]` table: rpes' `DoReduction` is launched alike from both variants' code.
 fn same_launches_merged(launches: String) -> String {
@@ -1147,6 +1176,10 @@ impl<'a> Cx<'a> {
                         &mut self.members,
                     );
                     let tail = unsettle_fields(&launches[from..], &unsettled);
+                    // A name the two variants' code gives different values (cp's
+                    // `UNROLLX`, 1 in cuda_base and 8 in cuda) is no shared size: the slow
+                    // launch takes its own value.
+                    let (tail, vars) = own_values(&tail, vars, sh, host);
                     launches.truncate(from);
                     launches.push_str(&tail);
                     vars
@@ -2198,6 +2231,29 @@ pub fn attach_inferred(
 mod tests {
     use super::*;
     use crate::harness::infer_kernel::BodyFacts;
+
+    #[test]
+    fn a_name_each_variant_values_differently_takes_the_slow_sides_value() {
+        let slow = Host {
+            file: "#define UNROLLX 1\n#define BX 16\n".into(),
+            ..Host::default()
+        };
+        let fast = Host {
+            file: "#define UNROLLX 8\n#define BX 16\n".into(),
+            ..Host::default()
+        };
+        let table = "kernel = \"k\"\n# from a.cu:3: <<<n / (BX * UNROLLX), BX>>>\ngrid = [\"n / (BX * UNROLLX)\"]\nblock = [\"BX\"]\n";
+        let (t, vars) = own_values(
+            table,
+            vec!["UNROLLX".into(), "BX".into(), "n".into()],
+            &slow,
+            &fast,
+        );
+        assert!(t.contains("grid = [\"n / (BX * 1)\"]"), "{t}");
+        // The comment keeps the host text; shared names stay sizes.
+        assert!(t.contains("<<<n / (BX * UNROLLX), BX>>>"), "{t}");
+        assert_eq!(vars, vec!["BX".to_string(), "n".to_string()]);
+    }
 
     #[test]
     fn floor_divided_grid_sizes_are_found() {
