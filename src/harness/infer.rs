@@ -683,6 +683,21 @@ pub fn floor_divided(launches: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// `args = [names]` after each `kernel = ` line of launch tables that has no `args` line
+/// yet (a slow launch whose kernel takes other parameters already names its own).
+fn with_args(tables: &str, names: &[String]) -> String {
+    let lines: Vec<&str> = tables.split_inclusive('\n').collect();
+    let mut out = String::with_capacity(tables.len());
+    for (i, l) in lines.iter().enumerate() {
+        out.push_str(l);
+        let named = lines.get(i + 1).is_some_and(|n| n.starts_with("args = "));
+        if l.starts_with("kernel = ") && !named {
+            writeln!(out, "args = [{}]", names.join(", ")).expect("string");
+        }
+    }
+    out
+}
+
 /// The slow launch's host names that its own code (`slow`) values differently from the fast
 /// side's (`fast`): replaced by the slow side's value in `table`'s grid, block and shared
 /// memory, and no longer sizes.
@@ -1074,14 +1089,7 @@ impl<'a> Cx<'a> {
                 }
             }
         }
-        let mut out = String::new();
-        for l in table.split_inclusive('\n') {
-            out.push_str(l);
-            if l.starts_with("kernel = ") {
-                writeln!(out, "args = [{}]", names.join(", ")).expect("string");
-            }
-        }
-        out
+        with_args(table, &names)
     }
 
     /// With texture-only buffers among the args, each launch names its parameters' args.
@@ -1096,14 +1104,7 @@ impl<'a> Cx<'a> {
             .enumerate()
             .map(|(i, p)| toml_str(&arg_name(i, p)))
             .collect();
-        let mut out = String::new();
-        for l in launches.split_inclusive('\n') {
-            out.push_str(l);
-            if l.starts_with("kernel = ") {
-                writeln!(out, "args = [{}]", names.join(", ")).expect("string");
-            }
-        }
-        out
+        with_args(&launches, &names)
     }
 
     /// A buffer of structs of one scalar type (`struct P { float x, y; }`): its length in
@@ -2253,6 +2254,21 @@ mod tests {
         // The comment keeps the host text; shared names stay sizes.
         assert!(t.contains("<<<n / (BX * UNROLLX), BX>>>"), "{t}");
         assert_eq!(vars, vec!["BX".to_string(), "n".to_string()]);
+    }
+
+    #[test]
+    fn args_lines_go_only_where_a_launch_names_none() {
+        let t = "\n[[variants.slow.launch]]\nkernel = \"k\"\nargs = [\"a\"]\ngrid = [\"1\"]\n\n[[variants.fast.launch]]\nkernel = \"k\"\ngrid = [\"1\"]\n";
+        let out = with_args(t, &["\"a\"".into(), "\"b\"".into()]);
+        assert_eq!(out.matches("args = ").count(), 2, "{out}");
+        assert!(
+            out.contains("kernel = \"k\"\nargs = [\"a\"]\ngrid"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kernel = \"k\"\nargs = [\"a\", \"b\"]\ngrid"),
+            "{out}"
+        );
     }
 
     #[test]
