@@ -14,7 +14,7 @@ fn fixture() -> PathBuf {
 }
 
 mod common;
-use common::{harness_check, kp, selfcheck_inferred};
+use common::{harness_check, selfcheck_inferred};
 
 /// Extract and infer into `dir`; returns (units file, (kernel, inferred TOML) per pair).
 fn infer(dir: &Path) -> (PathBuf, Vec<(String, String)>) {
@@ -132,15 +132,7 @@ fn a_texture_only_buffer_becomes_an_arg_and_a_copied_in_masked_output_is_inout()
 fn infer_row_diff_assumed(dir: &Path) -> (PathBuf, PathBuf, String) {
     let (units, ids) = common::extract_units(&fixture(), dir);
     let out = dir.join("assumed");
-    kp().args(["harness", "infer"])
-        .arg(&units)
-        .arg("-o")
-        .arg(&out)
-        .arg("--root")
-        .arg(fixture())
-        .args(["--assume-size", "4096"])
-        .assert()
-        .success();
+    common::infer_assumed_into(&units, &fixture(), &out, 4096);
     let id = ids
         .into_iter()
         .find(|(k, _)| k == "row_diff")

@@ -21,15 +21,7 @@ fn infer_assumed(dir: &Path) -> (PathBuf, PathBuf, String) {
     let (units, ids) = common::extract_units(&fixture(), dir);
     assert_eq!(ids.len(), 1, "{ids:?}");
     let out = dir.join("inferred");
-    kp().args(["harness", "infer"])
-        .arg(&units)
-        .arg("-o")
-        .arg(&out)
-        .arg("--root")
-        .arg(fixture())
-        .args(["--assume-size", "4096"])
-        .assert()
-        .success();
+    common::infer_assumed_into(&units, &fixture(), &out, 4096);
     (units, out, ids[0].1.clone())
 }
 

@@ -129,6 +129,19 @@ pub fn infer_into(units: &Path, root: &Path, out: &Path) {
         .success();
 }
 
+/// `kernelpair harness infer UNITS -o OUT --root ROOT --assume-size N`, which must succeed.
+pub fn infer_assumed_into(units: &Path, root: &Path, out: &Path, n: u32) {
+    kp().args(["harness", "infer"])
+        .arg(units)
+        .arg("-o")
+        .arg(out)
+        .arg("--root")
+        .arg(root)
+        .args(["--assume-size", &n.to_string()])
+        .assert()
+        .success();
+}
+
 /// The kernelpair binary under test.
 pub fn kp() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("kernelpair").unwrap()
