@@ -276,6 +276,50 @@ pub fn zero_length_size(name: &str, v: i64, len_texts: &[String]) -> Result<i64,
     Ok(v)
 }
 
+/// `data_d + (i * GRID_SIZE * BLOCK_SIZE)` at a launch inside `for (i = 0; …)`: the pointer
+/// on the loop's first pass, where a factor of the offset is a counter that starts at 0, is
+/// the base itself (`data_d`). None for other texts.
+pub fn first_pass_base<'t>(
+    var: &'t str,
+    counters: &[(String, String)],
+    host: &Host,
+) -> Option<&'t str> {
+    let (base, offset) = split_top_level_plus(var)?;
+    let base = base.trim();
+    if !super::is_ident(base) {
+        return None;
+    }
+    let mut off = offset.trim();
+    while let Some(inner) = off.strip_prefix('(').and_then(|o| o.strip_suffix(')')) {
+        off = inner.trim();
+    }
+    if off.contains(['+', '-', '/', '%', '(', '?']) {
+        return None;
+    }
+    let zero_counter = off.split('*').any(|f| {
+        let f = f.trim();
+        counters
+            .iter()
+            .find(|(c, _)| c == f)
+            .is_some_and(|(_, init)| host.int_value(init) == Ok(0))
+    });
+    zero_counter.then_some(base)
+}
+
+/// `a + (b + c)` → (`a`, `(b + c)`): the text split at its first `+` outside parentheses.
+fn split_top_level_plus(t: &str) -> Option<(&str, &str)> {
+    let mut depth = 0i32;
+    for (i, c) in t.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '+' if depth == 0 => return Some((&t[..i], &t[i + 1..])),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Whether `v` (size `k`'s value) is the product of two other sizes' values, each over 1.
 pub fn product_of_others(k: &str, v: i64, values: &BTreeMap<String, i64>) -> bool {
     let others: Vec<i64> = values
@@ -641,6 +685,12 @@ struct Cx<'a> {
     /// Recorded launch definitions whose value at the launch the code does not fix (set in
     /// a loop that ended, or through a pointer), with why.
     loop_dependent: BTreeMap<String, String>,
+    /// The `for` loops around the launch: each counter and its first value (the harness
+    /// runs the launch of the loop's first pass).
+    counters: Vec<(String, String)>,
+    /// Names a length brings in whose value at the launch the code does not settle, with
+    /// why: sizes whose value is unknown.
+    unsettled_sizes: BTreeMap<String, String>,
     bufs: BTreeMap<usize, Buf>,
     /// Sizes made of struct fields the launch or a length reads (`ref_image_width` →
     /// `ref_image->width`): valued from that host text.
@@ -849,6 +899,11 @@ impl<'a> Cx<'a> {
         }
         let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
         let (defs, loop_dependent) = site_definitions(host, site, &keep);
+        let counters = if host.file.is_empty() || host.launch_line == 0 {
+            Vec::new()
+        } else {
+            infer_asof::enclosing_for_counters(&host.file, host.launch_line)
+        };
         Cx {
             pair,
             fast,
@@ -861,6 +916,8 @@ impl<'a> Cx<'a> {
             keep,
             defs,
             loop_dependent,
+            counters,
+            unsettled_sizes: BTreeMap::new(),
             bufs: BTreeMap::new(),
             members: BTreeMap::new(),
             tex_bufs: Vec::new(),
@@ -902,7 +959,12 @@ impl<'a> Cx<'a> {
             let arg = site
                 .and_then(|s| s.args.get(i))
                 .map(|a| a.trim().to_string());
-            let var = arg.as_deref().map(infer_host::pointer_name);
+            let var = arg
+                .as_deref()
+                .map(|a| match first_pass_base(a, &self.counters, host) {
+                    Some(base) => base.to_string(),
+                    None => infer_host::pointer_name(a),
+                });
             let len = match (&var, elem) {
                 (None, _) => Err("no launch site records the argument passed here".to_string()),
                 (Some(v), _) if !super::is_ident(v) && infer_host::indexed_base(v).is_none() => {
@@ -1134,7 +1196,23 @@ impl<'a> Cx<'a> {
     /// A length's host text as a harness expression over the sizes.
     fn translate_length(&mut self, t: &str) -> Result<String, String> {
         let t = t.to_string();
+        let before: BTreeSet<String> = self.defs.keys().cloned().collect();
         add_definitions(&t, self.host, &self.keep, &mut self.defs);
+        // The names the length brings in, as of the launch: a value a finished loop or a
+        // condition decides (`current_max`, lowered in a search loop) is no length.
+        let mut added: BTreeMap<String, String> = self
+            .defs
+            .iter()
+            .filter(|(k, _)| !before.contains(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        // It stays a name of its own: a size whose value is unknown for that reason.
+        for (k, why) in definitions_as_of_launch(self.host, &mut added) {
+            added.remove(&k);
+            self.defs.remove(&k);
+            self.unsettled_sizes.insert(k, why);
+        }
+        self.defs.extend(added);
         let names = Names {
             host_to_size: self.host_to_size.clone(),
             sizes: &self.sizes,
@@ -1277,14 +1355,35 @@ impl<'a> Cx<'a> {
                 .cloned()
                 .or_else(|| self.members.get(s).cloned())
                 .unwrap_or_else(|| s.clone());
-            let value = self
-                .host
-                .int_value(&host_text)
-                .and_then(|v| zero_length_size(s, v, &len_texts));
+            // A counter of the loop around the launch whose value here is its init: the
+            // loop's first pass (0 included).
+            let first_pass = self.counters.iter().any(|(c, init)| {
+                c == host_text.trim()
+                    && self
+                        .host
+                        .int_value(init)
+                        .is_ok_and(|v| Ok(v) == self.host.int_value(c))
+            });
+            let value = match self.unsettled_sizes.get(s) {
+                Some(why) => Err(why.clone()),
+                None => self.host.int_value(&host_text),
+            };
+            let value = value.and_then(|v| {
+                if first_pass {
+                    Ok(v)
+                } else {
+                    zero_length_size(s, v, &len_texts)
+                }
+            });
             match value {
                 Ok(v) if v >= 0 => {
                     values.insert(s.clone(), v);
-                    writeln!(size_lines, "{s} = {v}  # host `{}`", host_text.trim())
+                    let how = if first_pass {
+                        ": the counter of the loop around the launch, on its first pass"
+                    } else {
+                        ""
+                    };
+                    writeln!(size_lines, "{s} = {v}  # host `{}`{how}", host_text.trim())
                         .expect("string");
                 }
                 Ok(v) => {
@@ -2232,6 +2331,26 @@ pub fn attach_inferred(
 mod tests {
     use super::*;
     use crate::harness::infer_kernel::BodyFacts;
+
+    #[test]
+    fn a_pointer_offset_by_a_counter_at_zero_is_its_base_on_the_first_pass() {
+        let h = Host::default();
+        let zero = vec![("i".to_string(), "0".to_string())];
+        assert_eq!(
+            first_pass_base("data_d+(i*GRID_SIZE*BLOCK_SIZE)", &zero, &h),
+            Some("data_d")
+        );
+        assert_eq!(
+            first_pass_base("inter_d + i * 64", &zero, &h),
+            Some("inter_d")
+        );
+        // A counter that starts elsewhere, a sum in the offset, no counter: not the base.
+        let one = vec![("i".to_string(), "1".to_string())];
+        assert_eq!(first_pass_base("d + i * 64", &one, &h), None);
+        assert_eq!(first_pass_base("d + (i * 64 + 1)", &zero, &h), None);
+        assert_eq!(first_pass_base("d + j * 64", &zero, &h), None);
+        assert_eq!(first_pass_base("d", &zero, &h), None);
+    }
 
     #[test]
     fn a_name_each_variant_values_differently_takes_the_slow_sides_value() {

@@ -475,6 +475,67 @@ fn for_header(text: &str, open: usize, pos: usize, use_pos: usize) -> WriteAt {
     }
 }
 
+/// The counters of the braced `for` loops around line `line` of `text`, innermost first:
+/// each loop's init as (counter, initial value text), for an init that writes one name
+/// (`for (unsigned int i = 0; …)` → `("i", "0")`). At a launch in the loop's body, the
+/// counter's first pass has that value.
+pub fn enclosing_for_counters(text: &str, line: u32) -> Vec<(String, String)> {
+    let at = line_offset(text, line).min(text.len());
+    let fn_start = function_start(text, at);
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut i = at;
+    while i > fn_start {
+        i -= 1;
+        match b[i] {
+            b'}' => depth += 1,
+            b'{' if depth > 0 => depth -= 1,
+            b'{' => {
+                if let Some(c) = for_init_counter(&text[..i]) {
+                    out.push(c);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `… for (unsigned int i = 0; i < n; i++)` (the text before a loop body's `{`): the init's
+/// one written name and value. None for another head or an init of several names.
+fn for_init_counter(head: &str) -> Option<(String, String)> {
+    let h = head.trim_end().strip_suffix(')')?;
+    let mut depth = 1;
+    let open = h.char_indices().rev().find_map(|(i, c)| {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        None
+    })?;
+    if !ends_with_word(&h[..open], "for") {
+        return None;
+    }
+    let init = h[open + 1..].split(';').next()?.trim();
+    if init.contains(',') {
+        return None;
+    }
+    let (lhs, rhs) = init.split_once('=')?;
+    if rhs.starts_with('=') || lhs.ends_with(['<', '>', '!']) {
+        return None;
+    }
+    let name = lhs.split_whitespace().last()?;
+    let ok = !name.is_empty() && name.bytes().all(is_word) && !name.as_bytes()[0].is_ascii_digit();
+    ok.then(|| (name.to_string(), rhs.trim().to_string()))
+}
+
 /// Whether `s` (trimmed at the end) ends with the whole word `w`.
 fn ends_with_word(s: &str, w: &str) -> bool {
     let t = s.trim_end();
@@ -1097,6 +1158,21 @@ mod tests {
         // No value before the guarded one: unknown.
         let t = "void f(int n) {\n int b;\n if (n > 0) b = n;\n k<<<b, 64>>>(n);\n}\n";
         assert!(definition_at_launch(t, "b", 4).is_err());
+    }
+
+    #[test]
+    fn the_for_loops_around_a_launch_give_their_counters_first_values() {
+        let t = "void f(unsigned n, int *d) {\n for (int r = 0; r < 2; r++) { g(); }\n for (unsigned int i=0; i < n; i++) {\n  for (d2 = n; d2 > 1; d2 /= 2) {\n   k<<<1, 64>>>(n, d + i * 64);\n  }\n }\n}\n";
+        assert_eq!(
+            enclosing_for_counters(t, 5),
+            vec![
+                ("d2".to_string(), "n".to_string()),
+                ("i".to_string(), "0".to_string())
+            ]
+        );
+        // A loop that closed before the launch, a while loop, an init of two names: none.
+        let t = "void f(int n) {\n for (int i = 0; i < n; i++) { g(); }\n while (n > 1) {\n  for (int a = 0, b = 1; a < n; a++) {\n   k<<<1, 64>>>(n);\n  }\n }\n}\n";
+        assert!(enclosing_for_counters(t, 5).is_empty());
     }
 
     #[test]

@@ -1213,6 +1213,36 @@ pub fn sizeof_factor(bytes: &str) -> Option<(String, String)> {
     ))
 }
 
+/// Whether two texts are the same product up to the order of its factors and spacing
+/// (`grid.x*(1<<BITS)` and `(1<<BITS) * grid.x`).
+pub fn same_product(a: &str, b: &str) -> bool {
+    let norm = |e: &str| -> Option<Vec<String>> {
+        let mut f: Vec<String> = top_level_factors(e)?
+            .iter()
+            .map(|x| x.split_whitespace().collect::<String>())
+            .collect();
+        f.sort();
+        Some(f)
+    };
+    let flat = |e: &str| e.split_whitespace().collect::<String>();
+    match (norm(a), norm(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => {
+            let strip = |e: String| {
+                let mut e = e;
+                while e.starts_with('(')
+                    && e.ends_with(')')
+                    && split_args(&e).map(|a| a.len()) == Some(1)
+                {
+                    e = e[1..e.len() - 1].to_string();
+                }
+                e
+            };
+            strip(flat(a)) == strip(flat(b))
+        }
+    }
+}
+
 /// Split at top-level `*` when the expression is a pure product; None when it has a
 /// top-level `+`, `-`, `/` or `%` (then the sizeof is not a factor of the whole).
 fn top_level_factors(e: &str) -> Option<Vec<String>> {
@@ -1554,11 +1584,40 @@ impl Host {
             }
             let b = self.buffer_bytes_at(at, &p, depth + 1)?;
             match &found {
-                Some(f) if *f != b => return None,
+                Some(f) if *f != b => return self.counted_by_param(spot, var, depth),
                 _ => found = Some(b),
             }
         }
         found
+    }
+
+    /// Callers that pass buffers of different sizes for parameter `var`, each call with the
+    /// buffer's element count as another argument (`scanLargeArray(gridNumElems+1,
+    /// binCount_d)` with `binCount_d` of `(gridNumElems+1)*sizeof(unsigned int)`, and
+    /// `scanLargeArray(grid.x*(1<<BITS), dhisto)` with `dhisto` of
+    /// `(1<<BITS)*grid.x*sizeof(unsigned int)`): the buffer holds that parameter's count of
+    /// the same type (`(gridNumElements) * sizeof(unsigned int)`).
+    fn counted_by_param(&self, spot: Spot, var: &str, depth: usize) -> Option<String> {
+        let (_, params) = self.scope_at(spot)?;
+        let bufs = self.caller_args(spot, var)?;
+        let mut counts: Vec<(String, String)> = Vec::new();
+        for (a, at) in &bufs {
+            let b = self.buffer_bytes_at(*at, &pointer_name(a), depth + 1)?;
+            counts.push(sizeof_factor(&b)?);
+        }
+        if counts.iter().any(|(_, t)| *t != counts[0].1) {
+            return None;
+        }
+        params.iter().filter(|q| q.as_str() != var).find_map(|q| {
+            let args = self.caller_args(spot, q)?;
+            let all = args.len() == counts.len()
+                && args.iter().zip(&bufs).all(|((_, a), (_, b))| a == b)
+                && args
+                    .iter()
+                    .zip(&counts)
+                    .all(|((a, _), (c, _))| same_product(a, c));
+            all.then(|| format!("({q}) * sizeof({})", counts[0].1))
+        })
     }
 
     /// `x->f` / `x.f`: the text the host code gives field `f`, when every assignment of it
@@ -2127,6 +2186,42 @@ mod tests {
             h.buffer_bytes("d_list").as_deref(),
             Some("(n + 4) * sizeof(float)")
         );
+    }
+
+    #[test]
+    fn buffers_of_different_sizes_counted_by_the_call_are_that_parameters_count() {
+        // mri-gridding's scanLargeArray: two callers pass buffers of different sizes, each
+        // with its element count beside it (factors in another order in one call).
+        let scan = "void scan(unsigned int count, unsigned int *d) {\n  k<<<count / 1024, 512>>>(count, d);\n}\n";
+        let callers = "void bins(int g) {\n  unsigned int *b;\n  cudaMalloc((void**)&b, (g+1)*sizeof(unsigned int));\n  scan(g+1, b);\n}\n\
+             void sort(dim3 grid) {\n  unsigned int *h;\n  cudaMalloc((void**)&h, (1<<4)*grid.x*sizeof(unsigned int));\n  scan(grid.x*(1<<4), h);\n}\n\
+             int main() { bins(7); sort(dim3(4)); }\n";
+        let mut h = host(scan, 2);
+        h.others.push(strip_comments(callers));
+        assert_eq!(
+            h.buffer_bytes("d").as_deref(),
+            Some("(count) * sizeof(unsigned int)")
+        );
+        // A call whose count is not the buffer's: no length.
+        let mut h = host(scan, 2);
+        h.others.push(strip_comments(
+            &callers.replace("scan(g+1, b)", "scan(g, b)"),
+        ));
+        assert_eq!(h.buffer_bytes("d"), None);
+        // Element types that differ: no length.
+        let mut h = host(scan, 2);
+        h.others.push(strip_comments(
+            &callers.replace("(g+1)*sizeof(unsigned int)", "(g+1)*sizeof(int)"),
+        ));
+        assert_eq!(h.buffer_bytes("d"), None);
+    }
+
+    #[test]
+    fn products_compare_up_to_factor_order() {
+        assert!(same_product("grid.x*(1<<BITS)", "(1<<BITS) * grid.x"));
+        assert!(same_product("gridNumElems+1", "(gridNumElems+1)"));
+        assert!(!same_product("g", "g+1"));
+        assert!(!same_product("a*b", "a*c"));
     }
 
     #[test]
