@@ -128,15 +128,15 @@ fn a_texture_only_buffer_becomes_an_arg_and_a_copied_in_masked_output_is_inout()
 }
 
 /// Extract and infer with `--assume-size 4096` into `dir/assumed`: (units file, that folder,
-/// row_diff's pair id).
-fn infer_row_diff_assumed(dir: &Path) -> (PathBuf, PathBuf, String) {
+/// `kernel`'s pair id).
+fn infer_assumed(dir: &Path, kernel: &str) -> (PathBuf, PathBuf, String) {
     let (units, ids) = common::extract_units(&fixture(), dir);
     let out = dir.join("assumed");
     common::infer_assumed_into(&units, &fixture(), &out, 4096);
     let id = ids
         .into_iter()
-        .find(|(k, _)| k == "row_diff")
-        .expect("row_diff")
+        .find(|(k, _)| k == kernel)
+        .unwrap_or_else(|| panic!("{kernel}"))
         .1;
     (units, out, id)
 }
@@ -144,7 +144,7 @@ fn infer_row_diff_assumed(dir: &Path) -> (PathBuf, PathBuf, String) {
 #[test]
 fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
     let t = tempfile::tempdir().unwrap();
-    let (units, out, id) = infer_row_diff_assumed(t.path());
+    let (units, out, id) = infer_assumed(t.path(), "row_diff");
     let text = std::fs::read_to_string(out.join(format!("{id}.toml"))).unwrap();
     // `int width, height;` then fscanf: no value in the code, so both are assumed; a block
     // of `width - 12` threads does not fit 1024 at 4096 or 2048, and does at 1024.
@@ -158,6 +158,54 @@ fn an_assumed_size_is_halved_until_the_launch_fits_the_device() {
     assert_eq!(h["sizes"]["width"].as_integer(), Some(1024));
     assert_eq!(h["sizes"]["height"].as_integer(), Some(1024));
     harness_check(out.join(format!("{id}.toml")), &units, &id).success();
+}
+
+#[test]
+fn a_chunked_launch_runs_its_first_chunk_over_the_callers_count() {
+    // chunked: `block_sums<<<grid, BLOCK>>>(num, data_d + c * CHUNK * BLOCK, sums_d + (c *
+    // CHUNK))` in `for (c = 0; …)`, inside a function two callers give buffers of different
+    // sizes, each with its count beside it; the scratch size is settled by a search loop.
+    let t = tempfile::tempdir().unwrap();
+    let (_, pairs) = infer(t.path());
+    let text = &pairs
+        .iter()
+        .find(|(k, _)| k == "block_sums")
+        .expect("block_sums")
+        .1;
+    let h: toml::Value = toml::from_str(text).unwrap();
+    // The first pass: c = 0, so the pointers are the buffers themselves.
+    assert!(
+        text.contains(
+            "c = 0  # host `c`: the counter of the loop around the launch, on its first pass"
+        ),
+        "{text}"
+    );
+    let arg = |n: &str| {
+        h["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"].as_str() == Some(n))
+            .unwrap_or_else(|| panic!("{n} in {text}"))
+            .clone()
+    };
+    // Each caller's buffer holds the count it passes: the length is that parameter.
+    assert_eq!(arg("data")["len"].as_str(), Some("(count)"), "{text}");
+    // The scratch size is not the loop's first value: it stays a named unknown, with why.
+    assert_eq!(arg("sums")["len"].as_str(), Some("scratch"), "{text}");
+    assert!(
+        text.contains(
+            "scratch = \"TODO\"  # `scratch` is changed in a loop (line 35) before it is used"
+        ),
+        "{text}"
+    );
+    // With assumed sizes the harness is complete and passes the check.
+    let (units, out, id) = infer_assumed(t.path(), "block_sums");
+    let file = out.join(format!("{id}.toml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("\"TODO\""), "{text}");
+    assert!(text.contains("scratch = 4096  # ASSUMED"), "{text}");
+    harness_check(&file, &units, &id).success();
 }
 
 /// On the GPU: the complete harness passes every self-check (runs clean, writes every
@@ -200,7 +248,20 @@ fn gpu_selfcheck_passes_the_as_of_launch_harness() {
 #[ignore = "needs a GPU; run on the device with -- --ignored"]
 fn gpu_selfcheck_passes_the_halved_assumption() {
     let t = tempfile::tempdir().unwrap();
-    let (units, out, id) = infer_row_diff_assumed(t.path());
+    let (units, out, id) = infer_assumed(t.path(), "row_diff");
+    let report = t.path().join("report.jsonl");
+    let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["pass"], true, "{}", rows[0]);
+}
+
+/// On the GPU: the chunked launch's assumed harness (first chunk, the caller's count, an
+/// assumed scratch size) passes every self-check.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_the_first_chunk_harness() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, out, id) = infer_assumed(t.path(), "block_sums");
     let report = t.path().join("report.jsonl");
     let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
     assert_eq!(rows.len(), 1, "{rows:?}");
