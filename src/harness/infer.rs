@@ -691,6 +691,9 @@ struct Cx<'a> {
     /// Names a length brings in whose value at the launch the code does not settle, with
     /// why: sizes whose value is unknown.
     unsettled_sizes: BTreeMap<String, String>,
+    /// Assumed sizes computed from assumed roots (imghisto's `size = DATA_W * DATA_H` from
+    /// two command-line arguments): size → its host text, recomputed where the roots move.
+    root_derived: BTreeMap<String, String>,
     bufs: BTreeMap<usize, Buf>,
     /// Sizes made of struct fields the launch or a length reads (`ref_image_width` →
     /// `ref_image->width`): valued from that host text.
@@ -918,6 +921,7 @@ impl<'a> Cx<'a> {
             loop_dependent,
             counters,
             unsettled_sizes: BTreeMap::new(),
+            root_derived: BTreeMap::new(),
             bufs: BTreeMap::new(),
             members: BTreeMap::new(),
             tex_bufs: Vec::new(),
@@ -1405,10 +1409,13 @@ impl<'a> Cx<'a> {
                             .ok()
                             .filter(|(v, roots)| *v > 0 && *v != a && !roots.is_empty());
                         let (v, how) = match at_root {
-                            Some((v, roots)) => (
-                                v,
-                                format!("{} = {a} in `{}`", roots.join(", "), host_text.trim()),
-                            ),
+                            Some((v, roots)) => {
+                                self.root_derived.insert(s.clone(), host_text.clone());
+                                (
+                                    v,
+                                    format!("{} = {a} in `{}`", roots.join(", "), host_text.trim()),
+                                )
+                            }
                             None => (a, String::new()),
                         };
                         values.insert(s.clone(), v);
@@ -1469,10 +1476,22 @@ impl<'a> Cx<'a> {
         // A size with the same value as one the bounds checks compare moves with it: the
         // host code often names one quantity twice (`pixels` in a wrapper, `n` where its
         // outputs are allocated), and moving only one would size the outputs for the other.
-        let irregular_set: BTreeMap<String, i64> = values
+        let mut irregular_set: BTreeMap<String, i64> = values
             .iter()
             .filter_map(|(k, v)| moved.get(v).map(|x| (k.clone(), *x)))
             .collect();
+        // Where the assumed value moves, the sizes computed from assumed roots are computed
+        // again from the moved roots (imghisto's `size = DATA_W * DATA_H`, which the kernel
+        // reads `data` up to): a stale product would run past the moved buffers.
+        if let Some(&x) = self.opts.assume_size.and_then(|a| moved.get(&a)) {
+            for (k, text) in &self.root_derived {
+                if let Ok((v, _)) = self.host.int_value_assuming(text, x) {
+                    if v > 0 && values.get(k) != Some(&v) {
+                        irregular_set.insert(k.clone(), v);
+                    }
+                }
+            }
+        }
         // Always one set, also when the launch and lengths are constants (fft, lbm): a
         // harness runs once per size set.
         o.push_str("\n[[size_sets]]\nname = \"default\"\n");

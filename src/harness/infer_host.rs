@@ -289,6 +289,7 @@ impl Host {
             .find(|c| c.args.len() == 4 && pointer_name(&c.args[0]) == var)
             .map(|c| format!("({}) * ({})", c.args[2], c.args[3]))
             .or_else(|| self.wrapper_alloc(var))
+            .or_else(|| self.out_param_alloc(var))
     }
 
     /// `var = alloc<float>(n * 4)` where the host defines `alloc` around a `cudaMalloc`:
@@ -335,6 +336,77 @@ impl Host {
             }
         }
         None
+    }
+
+    /// `setupMemoryGPU(numK, sizeof(float), phiR_d, phiR)` where the host defines the
+    /// helper with `cudaMalloc((void **) &dev_ptr, num * size)` on a reference parameter
+    /// (`float*& dev_ptr`), or `cudaMalloc((void**)ptr, n)` on a pointer to a pointer passed
+    /// `&var`: the byte size with the call's arguments put in. Every such call passing `var`
+    /// must agree.
+    pub fn out_param_alloc(&self, var: &str) -> Option<String> {
+        let mut found: Option<String> = None;
+        for t in self.texts() {
+            for p in occurrences(t, var, b".>") {
+                let Some(fname) = enclosing_call_name(t, p) else {
+                    continue;
+                };
+                if fname.starts_with("cuda") || fname == var {
+                    continue;
+                }
+                for c in calls_of(t, fname, None) {
+                    let Some(k) = c.args.iter().position(|a| pointer_name(a) == var) else {
+                        continue;
+                    };
+                    let by_ref = !c.args[k].contains('&');
+                    let Some(bytes) = self.texts().find_map(|d| {
+                        let (raw, names, body) = function_def(d, fname)?;
+                        let (ptext, pname) = (raw.get(k)?, names.get(k)?);
+                        let flat: String = ptext.split_whitespace().collect();
+                        // A reference (`float*&p`) passed the variable itself, or a pointer
+                        // to a pointer (`float**p`) passed its address.
+                        let shape_ok = if by_ref {
+                            flat.contains("*&")
+                        } else {
+                            flat.contains("**")
+                        };
+                        if !shape_ok {
+                            return None;
+                        }
+                        let m = calls(&body, "cudaMalloc")
+                            .into_iter()
+                            .find(|m| m.args.len() >= 2 && pointer_name(&m.args[0]) == *pname)?;
+                        let mut b = m.args[1].clone();
+                        // A local of the helper (`const size_t size = …;`) is its value.
+                        for w in draft_idents(&b) {
+                            if let [(_, rhs)] = assignments(&body, &w).as_slice() {
+                                b = replace_word(&b, &w, &format!("({})", rhs.trim()));
+                            }
+                        }
+                        for (q, a) in names.iter().zip(&c.args) {
+                            let a = a.trim();
+                            // `sizeof(float)` stays a factor the element count can drop.
+                            let plain = super::is_ident(a)
+                                || (a.starts_with("sizeof")
+                                    && matching_close(&a[6..]).map(|k| k + 7) == Some(a.len()));
+                            let a = if plain {
+                                a.to_string()
+                            } else {
+                                format!("({a})")
+                            };
+                            b = replace_word(&b, q, &a);
+                        }
+                        Some(b)
+                    }) else {
+                        continue;
+                    };
+                    match &found {
+                        Some(f) if *f != bytes => return None,
+                        _ => found = Some(bytes),
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// `cudaMemcpy`/`cudaMemcpyAsync` copies into or out of `var`.
@@ -754,6 +826,12 @@ impl Host {
 
 /// A host function's parameter names and body text: `T* alloc(int N) { … }`.
 pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    function_def(text, name).map(|(_, names, body)| (names, body))
+}
+
+/// [`function_body`] with the parameters' whole texts too (`float*& dev_ptr`): (texts,
+/// names, body).
+pub fn function_def(text: &str, name: &str) -> Option<(Vec<String>, Vec<String>, String)> {
     if name.is_empty() {
         return None;
     }
@@ -789,7 +867,7 @@ pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
                                     .map(str::to_string)
                             })
                             .collect();
-                        return Some((names, after[..=i].to_string()));
+                        return Some((params, names, after[..=i].to_string()));
                     }
                 }
                 _ => {}
@@ -1912,6 +1990,32 @@ pub fn in_string_literal(text: &str, p: usize) -> bool {
     inside
 }
 
+/// The name of the call whose argument list holds position `p` of `text` (`f(a, b)` for
+/// the `b`): None at the top level.
+fn enclosing_call_name(text: &str, p: usize) -> Option<&str> {
+    let b = text.as_bytes();
+    let mut depth = 0i32;
+    let mut i = p;
+    while i > 0 {
+        i -= 1;
+        match b[i] {
+            b')' => depth += 1,
+            b'(' if depth > 0 => depth -= 1,
+            b'(' => {
+                let head = text[..i].trim_end();
+                let start = head
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(0, |k| k + 1);
+                let name = &head[start..];
+                return (!name.is_empty() && !name.as_bytes()[0].is_ascii_digit()).then_some(name);
+            }
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 fn occurrences<'a>(
     text: &'a str,
     name: &'a str,
@@ -2214,6 +2318,38 @@ mod tests {
             &callers.replace("(g+1)*sizeof(unsigned int)", "(g+1)*sizeof(int)"),
         ));
         assert_eq!(h.buffer_bytes("d"), None);
+    }
+
+    #[test]
+    fn allocation_helpers_with_out_parameters_give_the_call_sites_size() {
+        // mri-fhd's setupMemoryGPU (a reference parameter) and lbm's allocateGrid (a
+        // pointer to a pointer passed `&grid`).
+        let helpers = "static void\nsetup(int num, int size, float*& dev_ptr, float*& host_ptr)\n{\n  cudaMalloc ((void **) &dev_ptr, num * size);\n  cudaMemcpy (dev_ptr, host_ptr, num * size, cudaMemcpyHostToDevice);\n}\n\
+             void alloc_grid(float** ptr) {\n  const size_t size = CELLS * 20 * sizeof(float);\n  cudaMalloc((void**)ptr, size);\n}\n\
+             void by_value(float* p, int n) {\n  cudaMalloc((void**)&p, n);\n}\n";
+        let main = "int main() {\n  float *phiR_d, *grid_d, *lost_d;\n  setup(numK, sizeof(float), phiR_d, phiR);\n  alloc_grid((float**) &grid_d);\n  by_value(lost_d, 64);\n  k<<<1, 1>>>(phiR_d, grid_d, lost_d);\n}\n";
+        let mut h = host(main, 6);
+        h.others.push(strip_comments(helpers));
+        assert_eq!(
+            h.alloc_bytes("phiR_d").as_deref(),
+            Some("numK * sizeof(float)")
+        );
+        assert_eq!(
+            h.alloc_bytes("grid_d").as_deref(),
+            Some("(CELLS * 20 * sizeof(float))")
+        );
+        // A pointer passed by value is not allocated for the caller.
+        assert_eq!(h.alloc_bytes("lost_d"), None);
+        // Two calls giving one buffer different sizes: none.
+        let mut h = host(
+            &main.replace(
+                "  alloc_grid",
+                "  setup(n2, 8, phiR_d, phiR);\n  alloc_grid",
+            ),
+            7,
+        );
+        h.others.push(strip_comments(helpers));
+        assert_eq!(h.alloc_bytes("phiR_d"), None);
     }
 
     #[test]
