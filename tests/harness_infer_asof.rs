@@ -208,6 +208,36 @@ fn a_chunked_launch_runs_its_first_chunk_over_the_callers_count() {
     harness_check(&file, &units, &id).success();
 }
 
+#[test]
+fn a_product_of_assumed_arguments_moves_with_them_in_the_irregular_set() {
+    // argvprod: `count = width * height` from two command-line arguments no run script
+    // gives; `bins` is bounds-checked, so the irregular set moves the assumed 4096 and the
+    // width and height with it. The count must be their product there too, or the kernel
+    // reads past the moved pixel buffer.
+    let t = tempfile::tempdir().unwrap();
+    let (units, out, id) = infer_assumed(t.path(), "histogram");
+    let file = out.join(format!("{id}.toml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let h: toml::Value = toml::from_str(&text).unwrap();
+    assert_eq!(
+        h["sizes"]["count"].as_integer(),
+        Some(4096 * 4096),
+        "{text}"
+    );
+    let sets = h["size_sets"].as_array().unwrap();
+    let irr = sets
+        .iter()
+        .find(|s| s["name"].as_str() == Some("irregular"))
+        .unwrap_or_else(|| panic!("no irregular set in {text}"));
+    let (w, hh) = (
+        irr["width"].as_integer().unwrap(),
+        irr["height"].as_integer().unwrap(),
+    );
+    assert_ne!(w, 4096, "{text}");
+    assert_eq!(irr["count"].as_integer(), Some(w * hh), "{text}");
+    harness_check(&file, &units, &id).success();
+}
+
 /// On the GPU: the complete harness passes every self-check (runs clean, writes every
 /// output at both size sets, deterministic, non-degenerate, seed-dependent).
 #[test]
@@ -262,6 +292,19 @@ fn gpu_selfcheck_passes_the_halved_assumption() {
 fn gpu_selfcheck_passes_the_first_chunk_harness() {
     let t = tempfile::tempdir().unwrap();
     let (units, out, id) = infer_assumed(t.path(), "block_sums");
+    let report = t.path().join("report.jsonl");
+    let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["pass"], true, "{}", rows[0]);
+}
+
+/// On the GPU: the moved product keeps the kernel inside the pixel buffer at the irregular
+/// set; the harness passes every self-check.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_the_moved_product_harness() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, out, id) = infer_assumed(t.path(), "histogram");
     let report = t.path().join("report.jsonl");
     let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
     assert_eq!(rows.len(), 1, "{rows:?}");
