@@ -98,7 +98,7 @@ impl Scope {
 
     /// Evaluate to a number (integer or float).
     pub fn eval(&self, expr: &str) -> Result<Num, String> {
-        let expr = &ternary_to_if(&c_not(&literal_shifts(expr)));
+        let expr = &ternary_to_if(&c_not(&whole_group_shifts(&literal_shifts(expr))));
         let v = evalexpr::eval_with_context(expr, &self.context()).map_err(|e| e.to_string())?;
         match v {
             Value::Int(i) => Ok(Num::Int(i)),
@@ -155,6 +155,67 @@ pub fn literal_shifts(e: &str) -> String {
         s = format!("{}{}{}", &s[..l_start], a << b, &s[end..]);
     }
     s
+}
+
+/// `(x >> 4)` and `(x << k)`, a shift that is the whole of a parenthesized group (or of the
+/// expression), as `(x / pow2(4))` and `(x * pow2(k))`: evalexpr has no shift operator, and
+/// with the shift alone in its group C's precedence cannot differ. Sizes are non-negative,
+/// where a right shift is a floor division. Shifts mixed with other operators in one group
+/// are left (and fail to evaluate, as before).
+pub fn whole_group_shifts(e: &str) -> String {
+    if !e.contains(">>") && !e.contains("<<") {
+        return e.to_string();
+    }
+    let cs: Vec<char> = e.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cs.len() {
+        if cs[i] == '(' {
+            let j = matching_paren(&cs, i);
+            let inner: String = cs[i + 1..j.min(cs.len())].iter().collect();
+            out.push('(');
+            out.push_str(&whole_group_shifts(&inner));
+            out.push(')');
+            i = j + 1;
+        } else {
+            out.push(cs[i]);
+            i += 1;
+        }
+    }
+    one_shift(&out).unwrap_or(out)
+}
+
+/// `a >> b` / `a << b` where `a` and `b` are each one atom (a name, a number, a call or a
+/// parenthesized group): the pow2 form. None for anything else.
+fn one_shift(e: &str) -> Option<String> {
+    let t = e.trim();
+    let (p, op) = [">>", "<<"]
+        .iter()
+        .filter_map(|op| t.find(op).map(|p| (p, *op)))
+        .min_by_key(|(p, _)| *p)?;
+    let (a, b) = (t[..p].trim(), t[p + 2..].trim());
+    let atom = |x: &str| {
+        if x.is_empty() {
+            return false;
+        }
+        let cs: Vec<char> = x.chars().collect();
+        if x.ends_with(')') {
+            // `(…)` or `name(…)`: the group opened by the first `(` closes at the end.
+            let open = x.find('(').expect("ends with )");
+            let head = &x[..open];
+            return matching_paren(&cs, x[..open].chars().count()) == cs.len() - 1
+                && head.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        }
+        x.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    };
+    if !atom(a) || !atom(b) {
+        return None;
+    }
+    Some(match op {
+        ">>" => format!("({a} / pow2({b}))"),
+        _ => format!("({a} * pow2({b}))"),
+    })
 }
 
 /// C's `c ? a : b` (launch code writes `n < 256 ? n : 256`) as evalexpr's `if(c, a, b)`.
@@ -367,6 +428,22 @@ mod tests {
         let sc = Scope::default();
         assert_eq!(sc.eval_int("((1 << 5)) * 128"), Ok(4096));
         assert_eq!(literal_shifts("n << 2"), "n << 2");
+    }
+
+    #[test]
+    fn shifts_alone_in_their_group_evaluate() {
+        let mut sc = Scope::default();
+        sc.set_int("d", 1024);
+        // mri-gridding's EXPANDED_SIZE(d) * 4 and sad's `width >> 4`.
+        assert_eq!(
+            sc.eval_int("(((d) + ((d) >> 4) + ((d) >> (2 * 4)))) * 4"),
+            Ok((1024 + 64 + 4) * 4)
+        );
+        assert_eq!(sc.eval_int("4096 >> 4"), Ok(256));
+        assert_eq!(sc.eval_int("(d << 2) + 1"), Ok(4097));
+        // A shift mixed with other operators in one group is not rewritten.
+        assert_eq!(whole_group_shifts("d + d >> 2"), "d + d >> 2");
+        assert!(sc.eval_int("d + d >> 2").is_err());
     }
 
     #[test]

@@ -663,6 +663,9 @@ struct TexBuf {
     var: String,
     elem: Option<ElemType>,
     len: Result<String, String>,
+    /// A CUDA array's extent (`cudaMallocArray(&a, &desc, w, h)`): the texture's width and
+    /// height as harness expressions; None for a linear buffer.
+    extent: Option<(String, Option<String>)>,
 }
 
 /// One inference in progress: what the kernel and launch site say, and what has been found
@@ -693,7 +696,7 @@ struct Cx<'a> {
     unsettled_sizes: BTreeMap<String, String>,
     /// Assumed sizes computed from assumed roots (imghisto's `size = DATA_W * DATA_H` from
     /// two command-line arguments): size → its host text, recomputed where the roots move.
-    root_derived: BTreeMap<String, String>,
+    root_derived: BTreeMap<String, (String, Vec<String>)>,
     bufs: BTreeMap<usize, Buf>,
     /// Sizes made of struct fields the launch or a length reads (`ref_image_width` →
     /// `ref_image->width`): valued from that host text.
@@ -841,6 +844,7 @@ fn patched_launch(
     keep: &BTreeSet<String>,
     defs: &mut BTreeMap<String, String>,
     loop_dependent: &BTreeMap<String, String>,
+    mut as_names: Option<&mut BTreeMap<String, String>>,
 ) -> (KernelUnit, Vec<(&'static str, String)>) {
     let mut patched = unit.clone();
     let mut unsettled: Vec<(&'static str, String)> = Vec::new();
@@ -861,12 +865,25 @@ fn patched_launch(
     ] {
         let Some(text) = text else { continue };
         let used = names_used(std::iter::once(text), defs, keep);
-        if let Some(why) = used
+        let open: Vec<(String, String)> = used
             .iter()
             .filter(|n| !keep.contains(*n))
-            .find_map(|n| loop_dependent.get(n))
-        {
-            unsettled.push((key, why.clone()));
+            .filter_map(|n| loop_dependent.get(n).map(|w| (n.clone(), w.clone())))
+            .collect();
+        match as_names.as_deref_mut() {
+            // Under `--assume-size`: each such name stays a name of the launch, a size whose
+            // value is unknown for that reason (then assumed).
+            Some(names) => {
+                for (n, why) in open {
+                    defs.remove(&n);
+                    names.insert(n, why);
+                }
+            }
+            None => {
+                if let Some((_, why)) = open.into_iter().next() {
+                    unsettled.push((key, why));
+                }
+            }
         }
     }
     let idx = patched
@@ -1053,6 +1070,53 @@ impl<'a> Cx<'a> {
                 var,
                 elem,
                 len,
+                extent: None,
+            });
+        }
+        // Textures bound to CUDA arrays (`cudaBindTextureToArray(get_ref(), ref_ary)` after
+        // `cudaMallocArray(&ref_ary, &desc, w, h)`): a buffer of w × h texels, row-major.
+        for (texture, texel, var) in texture_array_binds(&self.fast.source, self.host) {
+            if self.tex_bufs.iter().any(|t| t.texture == texture) {
+                continue;
+            }
+            let elem = ElemType::from_c_type(&texel);
+            let extent = self.host.array_extent(&var);
+            let (len, ext) = match (&extent, elem) {
+                (None, _) => (
+                    Err(format!("no cudaMallocArray of `{var}` in the host code")),
+                    None,
+                ),
+                (Some(_), None) => (
+                    Err(format!(
+                        "texture `{texture}` holds `{texel}`, not an element type"
+                    )),
+                    None,
+                ),
+                (Some((w, h)), Some(_)) => {
+                    let tw = self.translate_length(w);
+                    let th = h.as_ref().map(|h| self.translate_length(h));
+                    match (tw, th) {
+                        (Ok(w), None) => (Ok(w.clone()), Some((w, None))),
+                        (Ok(w), Some(Ok(h))) => (Ok(format!("({w}) * ({h})")), Some((w, Some(h)))),
+                        (Err(e), _) | (_, Some(Err(e))) => (Err(e), None),
+                    }
+                }
+            };
+            let taken = |n: &str| {
+                self.fast.params.iter().any(|p| p.name == n)
+                    || self.tex_bufs.iter().any(|t| t.name == n)
+            };
+            let mut name = var.clone();
+            while taken(&name) {
+                name.push_str("_tex");
+            }
+            self.tex_bufs.push(TexBuf {
+                name,
+                texture,
+                var,
+                elem,
+                len,
+                extent: ext,
             });
         }
     }
@@ -1094,7 +1158,7 @@ impl<'a> Cx<'a> {
     /// The slow kernel's launch read from its own host code: the definitions there, with
     /// the slow launch's integer arguments and the fast side's sizes kept as sizes.
     fn patched_slow(
-        &self,
+        &mut self,
         slow: &KernelUnit,
         sh: &Host,
     ) -> (KernelUnit, Vec<(&'static str, String)>) {
@@ -1109,7 +1173,18 @@ impl<'a> Cx<'a> {
         }
         keep.extend(slow_sizes);
         let (mut defs, loop_dependent) = site_definitions(sh, site_for(slow), &keep);
-        patched_launch(slow, sh, &keep, &mut defs, &loop_dependent)
+        let assume = self.opts.assume_size.is_some();
+        let mut names = BTreeMap::new();
+        let r = patched_launch(
+            slow,
+            sh,
+            &keep,
+            &mut defs,
+            &loop_dependent,
+            assume.then_some(&mut names),
+        );
+        self.unsettled_sizes.extend(names);
+        r
     }
 
     /// A slow kernel whose parameters are not the fast kernel's (imghisto's naive kernel
@@ -1236,8 +1311,17 @@ impl<'a> Cx<'a> {
     /// TOML text of the launch tables; their TODOs become unknowns.
     fn launches(&mut self) -> String {
         let (fast, host) = (self.fast, self.host);
-        let (patched, unsettled) =
-            patched_launch(fast, host, &self.keep, &mut self.defs, &self.loop_dependent);
+        let assume = self.opts.assume_size.is_some();
+        let mut names = BTreeMap::new();
+        let (patched, unsettled) = patched_launch(
+            fast,
+            host,
+            &self.keep,
+            &mut self.defs,
+            &self.loop_dependent,
+            assume.then_some(&mut names),
+        );
+        self.unsettled_sizes.extend(names);
         let mut launches = String::new();
         let slow_differs = self.pair.slow.unit().is_some_and(|s| {
             let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
@@ -1410,7 +1494,8 @@ impl<'a> Cx<'a> {
                             .filter(|(v, roots)| *v > 0 && *v != a && !roots.is_empty());
                         let (v, how) = match at_root {
                             Some((v, roots)) => {
-                                self.root_derived.insert(s.clone(), host_text.clone());
+                                self.root_derived
+                                    .insert(s.clone(), (host_text.clone(), roots.clone()));
                                 (
                                     v,
                                     format!("{} = {a} in `{}`", roots.join(", "), host_text.trim()),
@@ -1466,13 +1551,41 @@ impl<'a> Cx<'a> {
             .filter(|(k, _)| floored.contains(*k))
             .map(|(_, v)| *v)
             .collect();
-        let moved: BTreeMap<i64, i64> = values
+        // A size computed from assumed roots that other sizes share (sad's `mb_width` from
+        // `ref_image->width`, which the grid reads) moves only with its roots (below):
+        // moved alone, it would no longer be what the launch computes from them.
+        let shares_roots = |k: &str| {
+            let Some((_, roots)) = self.root_derived.get(k) else {
+                return false;
+            };
+            roots.iter().any(|r| {
+                self.members.values().any(|m| m == r)
+                    || self
+                        .root_derived
+                        .iter()
+                        .any(|(k2, (_, rs))| k2 != k && rs.contains(r))
+            })
+        };
+        let mut moved: BTreeMap<i64, i64> = values
             .iter()
             .filter(|(k, _)| self.facts.bounded.contains(*k))
+            .filter(|(k, _)| !shares_roots(k))
             .filter(|(_, v)| !fixed.contains(v))
             .filter(|(k, v)| !product_of_others(k, **v, &params))
             .filter_map(|(_, v)| irregular(*v).map(|x| (*v, x)))
             .collect();
+        // A bounds-checked size held back that way moves through its roots: the assumed
+        // value itself moves (dwt2d's `pixels` from `d->pixWidth * d->pixHeight`).
+        if let Some(a) = self.opts.assume_size.filter(|a| !fixed.contains(a)) {
+            let held = values.iter().any(|(k, v)| {
+                self.facts.bounded.contains(k) && shares_roots(k) && !fixed.contains(v)
+            });
+            if held {
+                if let Some(x) = irregular(a) {
+                    moved.insert(a, x);
+                }
+            }
+        }
         // A size with the same value as one the bounds checks compare moves with it: the
         // host code often names one quantity twice (`pixels` in a wrapper, `n` where its
         // outputs are allocated), and moving only one would size the outputs for the other.
@@ -1484,7 +1597,7 @@ impl<'a> Cx<'a> {
         // again from the moved roots (imghisto's `size = DATA_W * DATA_H`, which the kernel
         // reads `data` up to): a stale product would run past the moved buffers.
         if let Some(&x) = self.opts.assume_size.and_then(|a| moved.get(&a)) {
-            for (k, text) in &self.root_derived {
+            for (k, (text, _)) in &self.root_derived {
                 if let Ok((v, _)) = self.host.int_value_assuming(text, x) {
                     if v > 0 && values.get(k) != Some(&v) {
                         irregular_set.insert(k.clone(), v);
@@ -1820,6 +1933,23 @@ impl<'a> Cx<'a> {
     /// (`cudaBindTexture(0, t, d_x, bytes)`) to a buffer the launch passes, with the same
     /// element type (the texture's width is then the buffer's length).
     fn textures(&mut self, o: &mut String) {
+        for t in self.tex_bufs.iter().filter(|t| t.extent.is_some()) {
+            let Some((w, h)) = &t.extent else { continue };
+            o.push_str("\n[[textures]]\n");
+            writeln!(o, "name = {}", toml_str(&t.texture)).expect("string");
+            writeln!(
+                o,
+                "buffer = {}  # cudaBindTextureToArray(…{}…, {})",
+                toml_str(&t.name),
+                t.texture,
+                t.var
+            )
+            .expect("string");
+            writeln!(o, "width = {}", toml_str(w)).expect("string");
+            if let Some(h) = h {
+                writeln!(o, "height = {}", toml_str(h)).expect("string");
+            }
+        }
         for (tex, texel, var) in texture_binds(&self.fast.source, self.host) {
             let site = self.site;
             let param = self.fast.params.iter().enumerate().find(|(i, p)| {
@@ -2058,6 +2188,60 @@ pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)>
                 .find_map(|c| {
                     (c.args.len() >= 3 && infer_host::pointer_name(&c.args[1]) == name)
                         .then(|| infer_host::pointer_name(&c.args[2]))
+                })
+        });
+        if let Some(var) = bound.filter(|v| super::is_ident(v)) {
+            out.push((name.to_string(), texel.trim().to_string(), var));
+        }
+    }
+    out
+}
+
+/// The 1-D and 2-D legacy textures a unit declares that the host binds to a CUDA array
+/// (`cudaBindTextureToArray(ref, ary)`, or through a getter `get_ref()` whose body returns
+/// `ref`): (texture, texel type, the array's host variable).
+pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for l in source.lines() {
+        let Some(rest) = l
+            .trim()
+            .strip_prefix("__device__ kernelpair_legacy_texture<")
+        else {
+            continue;
+        };
+        let Some((targs, name)) = rest.split_once('>') else {
+            continue;
+        };
+        let Some((texel, dim)) = targs.rsplit_once(',') else {
+            continue;
+        };
+        let name = name.trim().trim_end_matches(';').trim();
+        if !matches!(dim.trim(), "1" | "2") || !super::is_ident(name) {
+            continue;
+        }
+        let names_it = |arg: &str| {
+            let a = infer_host::pointer_name(arg);
+            if a == name {
+                return true;
+            }
+            // A getter: `get_ref()` defined as `{ return ref; }`.
+            let a = arg.trim();
+            let Some(f) = a.strip_suffix("()").filter(|f| super::is_ident(f)) else {
+                return false;
+            };
+            host.texts().chain(std::iter::once(source)).any(|t| {
+                infer_host::function_body(t, f).is_some_and(|(_, body)| {
+                    let b: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+                    b == format!("{{ return {name}; }}")
+                })
+            })
+        };
+        let bound = host.texts().find_map(|t| {
+            infer_host::calls(t, "cudaBindTextureToArray")
+                .into_iter()
+                .find_map(|c| {
+                    (c.args.len() >= 2 && names_it(&c.args[0]))
+                        .then(|| infer_host::pointer_name(&c.args[1]))
                 })
         });
         if let Some(var) = bound.filter(|v| super::is_ident(v)) {
@@ -2515,6 +2699,49 @@ mod tests {
             texture_binds(source, &h),
             vec![("t_in".to_string(), "float".to_string(), "d_in".to_string())]
         );
+    }
+
+    #[test]
+    fn textures_bound_to_cuda_arrays_name_the_array_directly_or_through_a_getter() {
+        // sad: `cudaBindTextureToArray(get_ref(), ref_ary)` with `get_ref` returning `ref`;
+        // rpes: the texture itself.
+        let source = "__device__ kernelpair_legacy_texture<unsigned short, 2> ref;\n\
+                      __device__ kernelpair_legacy_texture<float, 1> t_c;\n\
+                      __device__ kernelpair_legacy_texture<int, 1> t_other;\n";
+        let h = Host {
+            file: "cudaMallocArray(&ref_ary, &get_ref().channelDesc, w, h);\n\
+                   cudaBindTextureToArray(get_ref(), ref_ary);\n\
+                   cudaMallocArray(&c_ary, &desc, n, 1);\n\
+                   cudaBindTextureToArray(t_c, c_ary);\n\
+                   cudaBindTextureToArray(get_other(), o_ary);\n"
+                .into(),
+            others: vec![
+                "texture<unsigned short, 2, cudaReadModeElementType> &get_ref(void)\n{\n  return ref;\n}\n\
+                 texture<int, 1> &get_other(void)\n{\n  return t_c;\n}\n"
+                    .into(),
+            ],
+            ..Host::default()
+        };
+        assert_eq!(
+            texture_array_binds(source, &h),
+            vec![
+                (
+                    "ref".to_string(),
+                    "unsigned short".to_string(),
+                    "ref_ary".to_string()
+                ),
+                ("t_c".to_string(), "float".to_string(), "c_ary".to_string()),
+            ]
+        );
+        assert_eq!(
+            h.array_extent("ref_ary"),
+            Some(("w".to_string(), Some("h".to_string())))
+        );
+        assert_eq!(
+            h.array_extent("c_ary"),
+            Some(("n".to_string(), Some("1".to_string())))
+        );
+        assert_eq!(h.array_extent("o_ary"), None);
     }
 
     #[test]

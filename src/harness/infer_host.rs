@@ -409,6 +409,22 @@ impl Host {
         found
     }
 
+    /// A CUDA array's extent in elements: `cudaMallocArray(&ary, &desc, w, h)` → (`w`,
+    /// `h`), with no height for a 1-D array (`h` absent or 0).
+    pub fn array_extent(&self, var: &str) -> Option<(String, Option<String>)> {
+        let c = self
+            .ranked_calls("cudaMallocArray")
+            .into_iter()
+            .find(|c| c.args.len() >= 3 && pointer_name(&c.args[0]) == var)?;
+        let w = c.args[2].trim().to_string();
+        let h = c
+            .args
+            .get(3)
+            .map(|h| h.trim().to_string())
+            .filter(|h| h != "0");
+        Some((w, h))
+    }
+
     /// `cudaMemcpy`/`cudaMemcpyAsync` copies into or out of `var`.
     pub fn copies(&self, var: &str) -> Vec<Copy> {
         let mut out = Vec::new();
@@ -839,7 +855,9 @@ pub fn function_def(text: &str, name: &str) -> Option<(Vec<String>, Vec<String>,
     let mut from = 0;
     while let Some(p) = text[from..].find(name).map(|p| p + from) {
         from = p + name.len();
-        let before_ok = p > 0 && (b[p - 1] == b' ' || b[p - 1] == b'*' || b[p - 1] == b'\n');
+        // After a return type: `void f(`, `T *f(`, `T &f(` (sad's `get_ref`).
+        let before_ok = p > 0
+            && (b[p - 1] == b' ' || b[p - 1] == b'*' || b[p - 1] == b'&' || b[p - 1] == b'\n');
         let rest = text[from..].trim_start();
         if !before_ok || !rest.starts_with('(') {
             continue;
