@@ -238,6 +238,50 @@ fn a_product_of_assumed_arguments_moves_with_them_in_the_irregular_set() {
     harness_check(&file, &units, &id).success();
 }
 
+#[test]
+fn a_texture_bound_to_a_cuda_array_and_shifted_struct_sizes_give_a_complete_assumed_harness() {
+    // texarray: `cudaBindTextureToArray(get_img(), img_ary)` after `cudaMallocArray(&img_ary,
+    // …, im->width, im->height)`; tile counts `im->width >> 4`; a block size a search loop
+    // picks. Strictly, the block stays unknown; with assumed sizes all is complete.
+    let t = tempfile::tempdir().unwrap();
+    let (_, pairs) = infer(t.path());
+    let strict = &pairs
+        .iter()
+        .find(|(k, _)| k == "tile_sums")
+        .expect("tile_sums")
+        .1;
+    assert!(strict.contains("block = \"TODO\""), "{strict}");
+    let (units, out, id) = infer_assumed(t.path(), "tile_sums");
+    let file = out.join(format!("{id}.toml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("\"TODO\""), "{text}");
+    let h: toml::Value = toml::from_str(&text).unwrap();
+    // The array is an input of its own, read through the texture with the array's extent.
+    let tex = &h["textures"][0];
+    assert_eq!(tex["name"].as_str(), Some("img_tex"), "{text}");
+    assert_eq!(tex["buffer"].as_str(), Some("img_ary"), "{text}");
+    assert_eq!(tex["width"].as_str(), Some("im_width"), "{text}");
+    assert_eq!(tex["height"].as_str(), Some("im_height"), "{text}");
+    // The loop-picked block is an assumed size, with the loop as its reason.
+    assert!(
+        text.contains("#   sizes.threads: `threads` is changed in a loop"),
+        "{text}"
+    );
+    // Tile counts follow the assumed width in every size set (the shift is evaluated).
+    let sizes = &h["sizes"];
+    let w = sizes["im_width"].as_integer().unwrap();
+    assert_eq!(sizes["tiles_w"].as_integer(), Some(w >> 4), "{text}");
+    let irr = h["size_sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str() == Some("irregular"))
+        .unwrap_or_else(|| panic!("no irregular set in {text}"));
+    let iw = irr["im_width"].as_integer().unwrap();
+    assert_eq!(irr["tiles_w"].as_integer(), Some(iw >> 4), "{text}");
+    harness_check(&file, &units, &id).success();
+}
+
 /// On the GPU: the complete harness passes every self-check (runs clean, writes every
 /// output at both size sets, deterministic, non-degenerate, seed-dependent).
 #[test]
@@ -305,6 +349,19 @@ fn gpu_selfcheck_passes_the_first_chunk_harness() {
 fn gpu_selfcheck_passes_the_moved_product_harness() {
     let t = tempfile::tempdir().unwrap();
     let (units, out, id) = infer_assumed(t.path(), "histogram");
+    let report = t.path().join("report.jsonl");
+    let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["pass"], true, "{}", rows[0]);
+}
+
+/// On the GPU: the texture-array harness (the array uploaded as a 2-D texture, assumed
+/// sizes, an assumed block) passes every self-check.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_the_texture_array_harness() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, out, id) = infer_assumed(t.path(), "tile_sums");
     let report = t.path().join("report.jsonl");
     let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
     assert_eq!(rows.len(), 1, "{rows:?}");
