@@ -284,7 +284,7 @@ pub fn first_pass_base<'t>(
     counters: &[(String, String)],
     host: &Host,
 ) -> Option<&'t str> {
-    let (base, offset) = split_top_level_plus(var)?;
+    let (base, offset) = infer_host::split_top_level_plus(var)?;
     let base = base.trim();
     if !super::is_ident(base) {
         return None;
@@ -304,20 +304,6 @@ pub fn first_pass_base<'t>(
             .is_some_and(|(_, init)| host.int_value(init) == Ok(0))
     });
     zero_counter.then_some(base)
-}
-
-/// `a + (b + c)` → (`a`, `(b + c)`): the text split at its first `+` outside parentheses.
-fn split_top_level_plus(t: &str) -> Option<(&str, &str)> {
-    let mut depth = 0i32;
-    for (i, c) in t.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            '+' if depth == 0 => return Some((&t[..i], &t[i + 1..])),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// Whether `v` (size `k`'s value) is the product of two other sizes' values, each over 1.
@@ -2325,6 +2311,23 @@ pub fn check_complete(toml: &str, slow: &KernelUnit, fast: &KernelUnit) -> Resul
                 _ => None,
             })
             .sum();
+        // Kernels index with 32-bit `int`s: a buffer of 2^31 elements or more would be
+        // reached through an overflowed index (sad's `blk_sad` at an assumed 4096 × 4096
+        // frame: 41 * 1096 * 256 * 256 elements). An inferred harness keeps under it.
+        if let Some((name, len)) = r.args.iter().find_map(|a| match a {
+            crate::harness::ResolvedArg::Buffer { name, len, .. }
+                if *len as u64 > i32::MAX as u64 =>
+            {
+                Some((name.clone(), *len))
+            }
+            _ => None,
+        }) {
+            return Err(format!(
+                "args.{name}: {len} elements (size set {}) are more than a 32-bit int index reaches: {}",
+                r.size_set,
+                super::resolve::OVER_A_LIMIT
+            ));
+        }
         if bytes > INFERRED_BYTES_BUDGET {
             return Err(format!(
                 "buffers of {bytes} bytes (size set {}) exceeds the device's budget for one harness ({INFERRED_BYTES_BUDGET} bytes: each buffer is held several times): {}",
@@ -2936,20 +2939,29 @@ mod tests {
     }
 
     #[test]
-    fn complete_harnesses_stay_within_the_bytes_budget() {
-        let unit = KernelUnit::for_test("k", &[("float *", "x"), ("int", "n")], "");
-        let toml = |n: i64| {
+    fn complete_harnesses_stay_within_the_bytes_budget_and_int_indexing() {
+        let toml = |n: i64, ty: &str| {
             format!(
                 "description = \"t\"\n[sizes]\nn = {n}\n[[size_sets]]\nname = \"default\"\n\
-                 [[args]]\nname = \"x\"\ntype = \"f32\"\nlen = \"n * n\"\nrole = \"out\"\n\
+                 [[args]]\nname = \"x\"\ntype = \"{ty}\"\nlen = \"n * n\"\nrole = \"out\"\n\
                  [[args]]\nname = \"n\"\ntype = \"i32\"\nvalue = \"n\"\n\
                  [[launch]]\nkernel = \"k\"\ngrid = [\"n\"]\nblock = [\"n / 64\"]\n"
             )
         };
-        assert_eq!(check_complete(&toml(4096), &unit, &unit), Ok(()));
-        // 65536² floats are 16 GiB: over the budget, in words the halving rule reads.
-        let e = check_complete(&toml(65536), &unit, &unit).unwrap_err();
+        let unit = KernelUnit::for_test("k", &[("float *", "x"), ("int", "n")], "");
+        assert_eq!(check_complete(&toml(4096, "f32"), &unit, &unit), Ok(()));
+        // 65536² floats: 2^32 elements, past what a 32-bit int index reaches, in words the
+        // halving rule reads.
+        let e = check_complete(&toml(65536, "f32"), &unit, &unit).unwrap_err();
+        assert!(
+            e.contains("more than a 32-bit int index reaches: over a limit"),
+            "{e}"
+        );
+        // 46000² doubles: under 2^31 elements, but 16.9 GB: over the budget.
+        let unit = KernelUnit::for_test("k", &[("double *", "x"), ("int", "n")], "");
+        let e = check_complete(&toml(46000, "f64"), &unit, &unit).unwrap_err();
         assert!(e.contains("exceeds the device's budget"), "{e}");
+        assert!(e.contains("over a limit"), "{e}");
     }
 
     #[test]

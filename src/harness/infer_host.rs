@@ -7,7 +7,7 @@
 
 use super::draft::{int_literal, sizeof_type, tokenize, Tok};
 use super::expr::{Num, Scope};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The host code one launch lives in: its file (comments removed), the launch's line, the
@@ -170,12 +170,31 @@ pub fn launched_with_between(text: &str, var: &str, after: u32, before: u32) -> 
         }
         let rest = text[pos..].trim_start();
         if let Some(args) = rest.starts_with('(').then(|| split_args(rest)).flatten() {
-            if args.iter().any(|a| same_buffer(&pointer_name(a), var)) {
+            // `inter_d + (i * GRID_SIZE)` passes `inter_d` too: the kernel writes into it.
+            let names = |a: &String| {
+                let base = split_top_level_plus(a).map(|(b, _)| b.trim().to_string());
+                same_buffer(&pointer_name(a), var) || base.is_some_and(|b| same_buffer(&b, var))
+            };
+            if args.iter().any(names) {
                 return true;
             }
         }
     }
     false
+}
+
+/// `a + (b + c)` → (`a`, `(b + c)`): the text split at its first `+` outside parentheses.
+pub fn split_top_level_plus(t: &str) -> Option<(&str, &str)> {
+    let mut depth = 0i32;
+    for (i, c) in t.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '+' if depth == 0 => return Some((&t[..i], &t[i + 1..])),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
@@ -344,59 +363,31 @@ impl Host {
     /// `&var`: the byte size with the call's arguments put in. Every such call passing `var`
     /// must agree.
     pub fn out_param_alloc(&self, var: &str) -> Option<String> {
-        let mut found: Option<String> = None;
+        // The functions whose calls pass `var`, each looked at once.
+        let mut fnames: BTreeSet<&str> = BTreeSet::new();
         for t in self.texts() {
             for p in occurrences(t, var, b".>") {
-                let Some(fname) = enclosing_call_name(t, p) else {
-                    continue;
-                };
-                if fname.starts_with("cuda") || fname == var {
-                    continue;
+                if let Some(f) = enclosing_call_name(t, p) {
+                    if !f.starts_with("cuda") && f != var {
+                        fnames.insert(f);
+                    }
                 }
+            }
+        }
+        let mut found: Option<String> = None;
+        for fname in fnames {
+            let Some((raw, names, body)) = self.texts().find_map(|d| function_def(d, fname)) else {
+                continue;
+            };
+            if !body.contains("cudaMalloc") {
+                continue;
+            }
+            for t in self.texts() {
                 for c in calls_of(t, fname, None) {
                     let Some(k) = c.args.iter().position(|a| pointer_name(a) == var) else {
                         continue;
                     };
-                    let by_ref = !c.args[k].contains('&');
-                    let Some(bytes) = self.texts().find_map(|d| {
-                        let (raw, names, body) = function_def(d, fname)?;
-                        let (ptext, pname) = (raw.get(k)?, names.get(k)?);
-                        let flat: String = ptext.split_whitespace().collect();
-                        // A reference (`float*&p`) passed the variable itself, or a pointer
-                        // to a pointer (`float**p`) passed its address.
-                        let shape_ok = if by_ref {
-                            flat.contains("*&")
-                        } else {
-                            flat.contains("**")
-                        };
-                        if !shape_ok {
-                            return None;
-                        }
-                        let m = calls(&body, "cudaMalloc")
-                            .into_iter()
-                            .find(|m| m.args.len() >= 2 && pointer_name(&m.args[0]) == *pname)?;
-                        let mut b = m.args[1].clone();
-                        // A local of the helper (`const size_t size = …;`) is its value.
-                        for w in draft_idents(&b) {
-                            if let [(_, rhs)] = assignments(&body, &w).as_slice() {
-                                b = replace_word(&b, &w, &format!("({})", rhs.trim()));
-                            }
-                        }
-                        for (q, a) in names.iter().zip(&c.args) {
-                            let a = a.trim();
-                            // `sizeof(float)` stays a factor the element count can drop.
-                            let plain = super::is_ident(a)
-                                || (a.starts_with("sizeof")
-                                    && matching_close(&a[6..]).map(|k| k + 7) == Some(a.len()));
-                            let a = if plain {
-                                a.to_string()
-                            } else {
-                                format!("({a})")
-                            };
-                            b = replace_word(&b, q, &a);
-                        }
-                        Some(b)
-                    }) else {
+                    let Some(bytes) = helper_alloc_bytes(&raw, &names, &body, k, &c.args) else {
                         continue;
                     };
                     match &found {
@@ -2008,6 +1999,52 @@ pub fn in_string_literal(text: &str, p: usize) -> bool {
     inside
 }
 
+/// The byte size a helper's `cudaMalloc` on its parameter `k` gives a call passing `args`:
+/// a reference (`float*& p`) passed the variable itself, or a pointer to a pointer
+/// (`float** p`) passed its address; the helper's locals and the call's arguments put in.
+fn helper_alloc_bytes(
+    raw: &[String],
+    names: &[String],
+    body: &str,
+    k: usize,
+    args: &[String],
+) -> Option<String> {
+    let by_ref = !args.get(k)?.contains('&');
+    let (ptext, pname) = (raw.get(k)?, names.get(k)?);
+    let flat: String = ptext.split_whitespace().collect();
+    let shape_ok = if by_ref {
+        flat.contains("*&")
+    } else {
+        flat.contains("**")
+    };
+    if !shape_ok {
+        return None;
+    }
+    let m = calls(body, "cudaMalloc")
+        .into_iter()
+        .find(|m| m.args.len() >= 2 && pointer_name(&m.args[0]) == *pname)?;
+    let mut b = m.args[1].clone();
+    // A local of the helper (`const size_t size = …;`) is its value.
+    for w in draft_idents(&b) {
+        if let [(_, rhs)] = assignments(body, &w).as_slice() {
+            b = replace_word(&b, &w, &format!("({})", rhs.trim()));
+        }
+    }
+    for (q, a) in names.iter().zip(args) {
+        let a = a.trim();
+        // `sizeof(float)` stays a factor the element count can drop.
+        let plain = super::is_ident(a)
+            || (a.starts_with("sizeof") && matching_close(&a[6..]).map(|k| k + 7) == Some(a.len()));
+        let a = if plain {
+            a.to_string()
+        } else {
+            format!("({a})")
+        };
+        b = replace_word(&b, q, &a);
+    }
+    Some(b)
+}
+
 /// The name of the call whose argument list holds position `p` of `text` (`f(a, b)` for
 /// the `b`): None at the top level.
 fn enclosing_call_name(text: &str, p: usize) -> Option<&str> {
@@ -2368,6 +2405,17 @@ mod tests {
         );
         h.others.push(strip_comments(helpers));
         assert_eq!(h.alloc_bytes("phiR_d"), None);
+    }
+
+    #[test]
+    fn a_launch_passing_a_buffer_at_an_offset_passes_the_buffer() {
+        // mri-gridding: `inter_d` is zeroed, then scan_L1 writes `inter_d + (i * GRID)`
+        // before scan_inter1 reads `inter_d`: not zeros there.
+        let t = "cudaMemset(inter_d, 0, n);\nfor (i = 0; i < c; i++) {\n  l1<<<g, b>>>(n, d + i * 64, inter_d+(i*GRID));\n}\ninter1<<<g, b>>>(inter_d, 1);\n";
+        assert!(launched_with_between(t, "inter_d", 1, 5));
+        assert!(!launched_with_between(t, "other_d", 1, 5));
+        let h = host(t, 5);
+        assert!(!h.memset_zero("inter_d"));
     }
 
     #[test]
