@@ -257,11 +257,25 @@ fn a_texture_bound_to_a_cuda_array_and_shifted_struct_sizes_give_a_complete_assu
     assert!(!text.contains("\"TODO\""), "{text}");
     let h: toml::Value = toml::from_str(&text).unwrap();
     // The array is an input of its own, read through the texture with the array's extent.
-    let tex = &h["textures"][0];
+    let texture = |n: &str| {
+        h["textures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"].as_str() == Some(n))
+            .unwrap_or_else(|| panic!("no texture {n} in {text}"))
+            .clone()
+    };
+    let tex = texture("img_tex");
     assert_eq!(tex["name"].as_str(), Some("img_tex"), "{text}");
     assert_eq!(tex["buffer"].as_str(), Some("img_ary"), "{text}");
     assert_eq!(tex["width"].as_str(), Some("im_width"), "{text}");
     assert_eq!(tex["height"].as_str(), Some("im_height"), "{text}");
+    // A 1-D texture over a 16 × 1 array: a width, no height.
+    let w = texture("weight_tex");
+    assert_eq!(w["buffer"].as_str(), Some("weight_ary"), "{text}");
+    assert_eq!(w["width"].as_str(), Some("16"), "{text}");
+    assert!(w.get("height").is_none(), "{text}");
     // The loop-picked block is an assumed size, with the loop as its reason.
     assert!(
         text.contains("#   sizes.threads: `threads` is changed in a loop"),

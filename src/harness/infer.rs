@@ -1080,7 +1080,14 @@ impl<'a> Cx<'a> {
                 ),
                 (Some((w, h)), Some(_)) => {
                     let tw = self.translate_length(w);
-                    let th = h.as_ref().map(|h| self.translate_length(h));
+                    // A 1-D texture over an `n × 1` array has a width only.
+                    let one_d = self.fast.source.lines().any(|l| {
+                        l.trim()
+                            .starts_with("__device__ kernelpair_legacy_texture<")
+                            && l.trim().ends_with(&format!(", 1> {texture};"))
+                    });
+                    let h = h.as_ref().filter(|_| !one_d);
+                    let th = h.map(|h| self.translate_length(h));
                     match (tw, th) {
                         (Ok(w), None) => (Ok(w.clone()), Some((w, None))),
                         (Ok(w), Some(Ok(h))) => (Ok(format!("({w}) * ({h})")), Some((w, Some(h)))),
@@ -1203,8 +1210,22 @@ impl<'a> Cx<'a> {
                     .find(|(i, a)| a.trim() == text && self.fast.params[*i].ty == p.ty)
                     .map(|(i, _)| i)
             };
+            // A pointer the slow launch passes where the fast kernel reads a texture bound
+            // to that host variable (rpes: `d_Coors`, a buffer in cuda_base, a CUDA array
+            // behind `texCoors` in cuda): the texture's input.
+            let by_texture = || {
+                let text = infer_host::pointer_name(ss?.args.get(j)?);
+                let elem = ElemType::from_c_type(&c_base_type(&p.ty));
+                self.tex_bufs
+                    .iter()
+                    .find(|t| t.var == text && elem.is_some() && t.elem == elem)
+                    .map(|t| t.name.clone())
+            };
             match by_name.or_else(by_host) {
                 Some(i) => names.push(toml_str(&arg_name(i, &self.fast.params[i]))),
+                None if by_texture().is_some() => {
+                    names.push(toml_str(&by_texture().expect("checked")));
+                }
                 None => {
                     let why = format!(
                         "the slow kernel's parameter `{} {}` is none of the fast kernel's, by name or by what the launches pass",
