@@ -335,12 +335,7 @@ fn gpu_selfcheck_passes_the_as_of_launch_harness() {
 #[test]
 #[ignore = "needs a GPU; run on the device with -- --ignored"]
 fn gpu_selfcheck_passes_the_halved_assumption() {
-    let t = tempfile::tempdir().unwrap();
-    let (units, out, id) = infer_assumed(t.path(), "row_diff");
-    let report = t.path().join("report.jsonl");
-    let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    assert_eq!(rows[0]["pass"], true, "{}", rows[0]);
+    selfcheck_assumed_passes("row_diff");
 }
 
 /// On the GPU: the chunked launch's assumed harness (first chunk, the caller's count, an
@@ -348,12 +343,7 @@ fn gpu_selfcheck_passes_the_halved_assumption() {
 #[test]
 #[ignore = "needs a GPU; run on the device with -- --ignored"]
 fn gpu_selfcheck_passes_the_first_chunk_harness() {
-    let t = tempfile::tempdir().unwrap();
-    let (units, out, id) = infer_assumed(t.path(), "block_sums");
-    let report = t.path().join("report.jsonl");
-    let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    assert_eq!(rows[0]["pass"], true, "{}", rows[0]);
+    selfcheck_assumed_passes("block_sums");
 }
 
 /// On the GPU: the moved product keeps the kernel inside the pixel buffer at the irregular
@@ -361,12 +351,7 @@ fn gpu_selfcheck_passes_the_first_chunk_harness() {
 #[test]
 #[ignore = "needs a GPU; run on the device with -- --ignored"]
 fn gpu_selfcheck_passes_the_moved_product_harness() {
-    let t = tempfile::tempdir().unwrap();
-    let (units, out, id) = infer_assumed(t.path(), "histogram");
-    let report = t.path().join("report.jsonl");
-    let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    assert_eq!(rows[0]["pass"], true, "{}", rows[0]);
+    selfcheck_assumed_passes("histogram");
 }
 
 /// On the GPU: the texture-array harness (the array uploaded as a 2-D texture, assumed
@@ -374,8 +359,14 @@ fn gpu_selfcheck_passes_the_moved_product_harness() {
 #[test]
 #[ignore = "needs a GPU; run on the device with -- --ignored"]
 fn gpu_selfcheck_passes_the_texture_array_harness() {
+    selfcheck_assumed_passes("tile_sums");
+}
+
+/// Infer `kernel`'s harness with `--assume-size 4096` and self-check it alone on the GPU:
+/// one report row, passing every check.
+fn selfcheck_assumed_passes(kernel: &str) {
     let t = tempfile::tempdir().unwrap();
-    let (units, out, id) = infer_assumed(t.path(), "tile_sums");
+    let (units, out, id) = infer_assumed(t.path(), kernel);
     let report = t.path().join("report.jsonl");
     let rows = selfcheck_inferred(&units, &out, Some(&id), &report, 0);
     assert_eq!(rows.len(), 1, "{rows:?}");

@@ -1081,11 +1081,9 @@ impl<'a> Cx<'a> {
                 (Some((w, h)), Some(_)) => {
                     let tw = self.translate_length(w);
                     // A 1-D texture over an `n × 1` array has a width only.
-                    let one_d = self.fast.source.lines().any(|l| {
-                        l.trim()
-                            .starts_with("__device__ kernelpair_legacy_texture<")
-                            && l.trim().ends_with(&format!(", 1> {texture};"))
-                    });
+                    let one_d = legacy_textures(&self.fast.source)
+                        .iter()
+                        .any(|(n, _, d)| *n == texture && *d == 1);
                     let h = h.as_ref().filter(|_| !one_d);
                     let th = h.map(|h| self.translate_length(h));
                     match (tw, th) {
@@ -2172,21 +2170,9 @@ pub fn unsettle_fields(table: &str, fields: &[(&str, String)]) -> String {
 /// the bound pointer variable).
 pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    for l in source.lines() {
-        let Some(rest) = l
-            .trim()
-            .strip_prefix("__device__ kernelpair_legacy_texture<")
-        else {
-            continue;
-        };
-        let Some((targs, name)) = rest.split_once('>') else {
-            continue;
-        };
-        let Some((texel, dim)) = targs.rsplit_once(',') else {
-            continue;
-        };
-        let name = name.trim().trim_end_matches(';').trim();
-        if dim.trim() != "1" || !super::is_ident(name) {
+    for (name, texel, dim) in legacy_textures(source) {
+        let name = name.as_str();
+        if dim != 1 {
             continue;
         }
         let bound = host.texts().find_map(|t| {
@@ -2198,10 +2184,28 @@ pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)>
                 })
         });
         if let Some(var) = bound.filter(|v| super::is_ident(v)) {
-            out.push((name.to_string(), texel.trim().to_string(), var));
+            out.push((name.to_string(), texel, var));
         }
     }
     out
+}
+
+/// The legacy textures a unit declares (extract's `__device__
+/// kernelpair_legacy_texture<T, D> name;` lines): (name, texel type, dimensions).
+pub fn legacy_textures(source: &str) -> Vec<(String, String, u32)> {
+    source
+        .lines()
+        .filter_map(|l| {
+            let rest = l
+                .trim()
+                .strip_prefix("__device__ kernelpair_legacy_texture<")?;
+            let (targs, name) = rest.split_once('>')?;
+            let (texel, dim) = targs.rsplit_once(',')?;
+            let name = name.trim().trim_end_matches(';').trim();
+            let dim = dim.trim().parse().ok()?;
+            super::is_ident(name).then(|| (name.to_string(), texel.trim().to_string(), dim))
+        })
+        .collect()
 }
 
 /// The 1-D and 2-D legacy textures a unit declares that the host binds to a CUDA array
@@ -2209,21 +2213,9 @@ pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)>
 /// `ref`): (texture, texel type, the array's host variable).
 pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    for l in source.lines() {
-        let Some(rest) = l
-            .trim()
-            .strip_prefix("__device__ kernelpair_legacy_texture<")
-        else {
-            continue;
-        };
-        let Some((targs, name)) = rest.split_once('>') else {
-            continue;
-        };
-        let Some((texel, dim)) = targs.rsplit_once(',') else {
-            continue;
-        };
-        let name = name.trim().trim_end_matches(';').trim();
-        if !matches!(dim.trim(), "1" | "2") || !super::is_ident(name) {
+    for (name, texel, dim) in legacy_textures(source) {
+        let name = name.as_str();
+        if !matches!(dim, 1 | 2) {
             continue;
         }
         let names_it = |arg: &str| {
@@ -2252,7 +2244,7 @@ pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(String, String, St
                 })
         });
         if let Some(var) = bound.filter(|v| super::is_ident(v)) {
-            out.push((name.to_string(), texel.trim().to_string(), var));
+            out.push((name.to_string(), texel, var));
         }
     }
     out
