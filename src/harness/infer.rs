@@ -1042,22 +1042,7 @@ impl<'a> Cx<'a> {
                     "texture `{texture}` holds `{texel}`, not an element type"
                 )),
             };
-            let taken = |n: &str| {
-                self.fast.params.iter().any(|p| p.name == n)
-                    || self.tex_bufs.iter().any(|t| t.name == n)
-            };
-            let mut name = var.clone();
-            while taken(&name) {
-                name.push_str("_tex");
-            }
-            self.tex_bufs.push(TexBuf {
-                name,
-                texture,
-                var,
-                elem,
-                len,
-                extent: None,
-            });
+            self.push_tex_buf(texture, var, elem, len, None);
         }
         // Textures bound to CUDA arrays (`cudaBindTextureToArray(get_ref(), ref_ary)` after
         // `cudaMallocArray(&ref_ary, &desc, w, h)`): a buffer of w × h texels, row-major.
@@ -1093,23 +1078,36 @@ impl<'a> Cx<'a> {
                     }
                 }
             };
-            let taken = |n: &str| {
-                self.fast.params.iter().any(|p| p.name == n)
-                    || self.tex_bufs.iter().any(|t| t.name == n)
-            };
-            let mut name = var.clone();
-            while taken(&name) {
-                name.push_str("_tex");
-            }
-            self.tex_bufs.push(TexBuf {
-                name,
-                texture,
-                var,
-                elem,
-                len,
-                extent: ext,
-            });
+            self.push_tex_buf(texture, var, elem, len, ext);
         }
+    }
+
+    /// A texture-only input, named after its host variable (`_tex` added while a kernel
+    /// parameter or another such input has the name).
+    fn push_tex_buf(
+        &mut self,
+        texture: String,
+        var: String,
+        elem: Option<ElemType>,
+        len: Result<String, String>,
+        extent: Option<(String, Option<String>)>,
+    ) {
+        let taken = |n: &str| {
+            self.fast.params.iter().any(|p| p.name == n)
+                || self.tex_bufs.iter().any(|t| t.name == n)
+        };
+        let mut name = var.clone();
+        while taken(&name) {
+            name.push_str("_tex");
+        }
+        self.tex_bufs.push(TexBuf {
+            name,
+            texture,
+            var,
+            elem,
+            len,
+            extent,
+        });
     }
 
     /// `[[args]]` for the buffers only textures read: inputs of the texel type.
@@ -1219,11 +1217,12 @@ impl<'a> Cx<'a> {
                     .find(|t| t.var == text && elem.is_some() && t.elem == elem)
                     .map(|t| t.name.clone())
             };
-            match by_name.or_else(by_host) {
-                Some(i) => names.push(toml_str(&arg_name(i, &self.fast.params[i]))),
-                None if by_texture().is_some() => {
-                    names.push(toml_str(&by_texture().expect("checked")));
-                }
+            let name = by_name
+                .or_else(by_host)
+                .map(|i| arg_name(i, &self.fast.params[i]))
+                .or_else(by_texture);
+            match name {
+                Some(n) => names.push(toml_str(&n)),
                 None => {
                     let why = format!(
                         "the slow kernel's parameter `{} {}` is none of the fast kernel's, by name or by what the launches pass",

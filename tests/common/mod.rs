@@ -119,25 +119,22 @@ pub fn extract_units(root: &Path, dir: &Path) -> (std::path::PathBuf, Vec<(Strin
 
 /// `kernelpair harness infer UNITS -o OUT --root ROOT`, which must succeed.
 pub fn infer_into(units: &Path, root: &Path, out: &Path) {
-    kp().args(["harness", "infer"])
-        .arg(units)
-        .arg("-o")
-        .arg(out)
-        .arg("--root")
-        .arg(root)
-        .assert()
-        .success();
+    infer_with(units, root, out, &[]);
 }
 
 /// `kernelpair harness infer UNITS -o OUT --root ROOT --assume-size N`, which must succeed.
 pub fn infer_assumed_into(units: &Path, root: &Path, out: &Path, n: u32) {
+    infer_with(units, root, out, &["--assume-size", &n.to_string()]);
+}
+
+fn infer_with(units: &Path, root: &Path, out: &Path, extra: &[&str]) {
     kp().args(["harness", "infer"])
         .arg(units)
         .arg("-o")
         .arg(out)
         .arg("--root")
         .arg(root)
-        .args(["--assume-size", &n.to_string()])
+        .args(extra)
         .assert()
         .success();
 }
