@@ -362,6 +362,48 @@ fn gpu_selfcheck_passes_the_texture_array_harness() {
     selfcheck_assumed_passes("tile_sums");
 }
 
+#[test]
+fn a_run_table_is_bounded_by_the_block_width_a_shared_array_allows() {
+    // ranges: `run_sums<<<nruns, widest>>>` where `widest` is the longest run read from a
+    // file, the kernel keeps one element per thread in `__shared__ float part[MAX_RUN]`,
+    // and `runs` holds (first, count) pairs read as `values[first + tid]`.
+    let t = tempfile::tempdir().unwrap();
+    let (_, out, id) = infer_assumed(t.path(), "run_sums");
+    let text = std::fs::read_to_string(out.join(format!("{id}.toml"))).unwrap();
+    assert!(!text.contains("\"TODO\""), "{text}");
+    let h: toml::Value = toml::from_str(&text).unwrap();
+    // The block's width is assumed at the shared array's 64 entries, not 4096 halved to
+    // what the device allows; the other sizes keep the assumed 4096.
+    assert_eq!(h["sizes"]["width"].as_integer(), Some(64), "{text}");
+    assert!(
+        text.contains("a block's width, at most 64: run_sums stores to `__shared__ part[MAX_RUN]` at `[threadIdx.x]`"),
+        "{text}"
+    );
+    assert_eq!(h["sizes"]["nruns"].as_integer(), Some(4096), "{text}");
+    assert_eq!(h["sizes"]["nvalues"].as_integer(), Some(4096), "{text}");
+    assert_eq!(field(&text, "block"), "width");
+    // The (first, count) table starts runs a block wide inside `values`.
+    let runs = h["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"].as_str() == Some("runs"))
+        .expect("runs");
+    assert_eq!(
+        runs["init"]["hi"].as_str(),
+        Some("min((nruns) * 2, nvalues) - (width)"),
+        "{text}"
+    );
+}
+
+/// On the GPU: the run-table harness (block width from the shared array, run starts a
+/// block's width below the end of `values`) passes every self-check.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_the_run_table_harness() {
+    selfcheck_assumed_passes("run_sums");
+}
+
 /// Infer `kernel`'s harness with `--assume-size 4096` and self-check it alone on the GPU:
 /// one report row, passing every check.
 fn selfcheck_assumed_passes(kernel: &str) {

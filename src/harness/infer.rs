@@ -9,7 +9,7 @@
 use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names};
 use super::infer_asof;
 use super::infer_host::{self, Direction, Host};
-use super::infer_kernel::{body_facts, BodyFacts, WriteKind};
+use super::infer_kernel::{self, body_facts, BodyFacts, WriteKind};
 use super::infer_template;
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
@@ -221,9 +221,15 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
 /// The first grid component of a translated launch table (`grid = ["a", "b"]` or
 /// `grid = "a"`); None when it is a TODO.
 pub fn grid_x_of(launch: &str) -> Option<String> {
+    launch_x_of(launch, "grid")
+}
+
+/// The first component of a translated launch table's `grid` or `block`.
+fn launch_x_of(launch: &str, field: &str) -> Option<String> {
+    let key = format!("{field} = ");
     let v = launch
         .lines()
-        .find_map(|l| l.strip_prefix("grid = "))?
+        .find_map(|l| l.strip_prefix(key.as_str()))?
         .trim();
     let first = match serde_json::from_str::<Vec<String>>(v) {
         Ok(c) => c.into_iter().next()?,
@@ -692,6 +698,8 @@ struct Cx<'a> {
     tex_bufs: Vec<TexBuf>,
     /// The fast launch's grid x extent as a harness expression, once translated.
     grid_x: Option<String>,
+    /// The fast launch's block x extent, likewise.
+    block_x: Option<String>,
     /// Host names lengths or launches use that become sizes of their own.
     host_vars: Vec<String>,
     float_atomics: Vec<String>,
@@ -929,6 +937,7 @@ impl<'a> Cx<'a> {
             members: BTreeMap::new(),
             tex_bufs: Vec::new(),
             grid_x: None,
+            block_x: None,
             host_vars: Vec::new(),
             float_atomics: Vec::new(),
             unknowns: Vec::new(),
@@ -1373,6 +1382,7 @@ impl<'a> Cx<'a> {
         self.note_host_vars(vars);
         let tail = unsettle_fields(&launches[fast_from..], &unsettled);
         self.grid_x = grid_x_of(&tail);
+        self.block_x = launch_x_of(&tail, "block");
         launches.truncate(fast_from);
         launches.push_str(&tail);
         let launches = same_launches_merged(launches);
@@ -1413,6 +1423,43 @@ impl<'a> Cx<'a> {
 
     /// Size values (`[sizes]`) and the size sets; returns every size name (parameters, then
     /// host names).
+    /// When size `s` is the x width of a launch's block and a launched kernel stores to a
+    /// shared array at `[threadIdx.x]` (rpes' `Result[BLOCK_SIZE]`), the array's extent:
+    /// the widest block the kernel can run, and why.
+    fn block_width_cap(&self, s: &str, launches: &str) -> Option<(i64, String)> {
+        let widths: BTreeSet<String> = launches
+            .split("[[")
+            .filter_map(|t| launch_x_of(t, "block"))
+            .collect();
+        if !widths.contains(s) {
+            return None;
+        }
+        let units = [Some(self.fast), self.pair.slow.unit()];
+        let mut best: Option<(i64, String)> = None;
+        for t in launches.split("[[") {
+            let Some(k) = t
+                .lines()
+                .find_map(|l| l.strip_prefix("kernel = "))
+                .and_then(|k| serde_json::from_str::<String>(k.trim()).ok())
+            else {
+                continue;
+            };
+            for u in units.iter().flatten() {
+                for (arr, ext) in infer_kernel::thread_indexed_shared(&u.source, plain_kernel(&k)) {
+                    if let Some(n) = declared_extent(&u.source, &ext).filter(|n| *n > 0) {
+                        if best.as_ref().is_none_or(|(b, _)| n < *b) {
+                            best = Some((
+                                n,
+                                format!("a block's width, at most {n}: {k} stores to `__shared__ {arr}[{ext}]` at `[threadIdx.x]`"),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        best
+    }
+
     fn size_values(&mut self, o: &mut String, launches: &str) -> Vec<String> {
         // Where a size of 0 would be no size: buffer lengths, the launch's grid and block.
         let len_texts: Vec<String> = self
@@ -1505,7 +1552,11 @@ impl<'a> Cx<'a> {
                                     format!("{} = {a} in `{}`", roots.join(", "), host_text.trim()),
                                 )
                             }
-                            None => (a, String::new()),
+                            None => match self.block_width_cap(s, launches).filter(|(c, _)| *c < a)
+                            {
+                                Some((c, why)) => (c, why),
+                                None => (a, String::new()),
+                            },
                         };
                         values.insert(s.clone(), v);
                         let why = if how.is_empty() {
@@ -1755,13 +1806,26 @@ impl<'a> Cx<'a> {
                 bound.insert(0, own);
             }
             let complete = bound.len() == targets.len() + usize::from(offset);
+            // Starts of runs a block wide (`B[first + threadIdx.x]`): a block's width below
+            // the end.
+            let run = self.facts.thread_offset_indexes.contains(param);
+            let less = match (run, &self.block_x) {
+                (false, _) => "1".to_string(),
+                (true, Some(bx)) => format!("({bx})"),
+                (true, None) => {
+                    return Err(format!(
+                    "starts runs of the block's width in {}, and the block's width is not known",
+                    targets.iter().cloned().collect::<Vec<_>>().join(", ")
+                ))
+                }
+            };
             return match (bound.first(), b.elem.is_some_and(|e| !e.is_float())) {
                 (Some(l), true) if complete => {
                     let hi = if bound.len() == 1 {
-                        format!("({l}) - 1")
+                        format!("({l}) - {less}")
                     } else {
                         format!(
-                            "min({}) - 1",
+                            "min({}) - {less}",
                             bound
                                 .iter()
                                 .map(|s| s.as_str())
@@ -1773,7 +1837,9 @@ impl<'a> Cx<'a> {
                         "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}{}",
                         toml_str(&hi),
                         targets.iter().cloned().collect::<Vec<_>>().join(", "),
-                        if offset {
+                        if run {
+                            " as the start of a run of the block's width (`[first + threadIdx.x]`)"
+                        } else if offset {
                             " as an offset inside a larger subscript: a map onto its own range"
                         } else {
                             ""
@@ -2309,6 +2375,8 @@ pub fn check_complete(toml: &str, slow: &KernelUnit, fast: &KernelUnit) -> Resul
         h.check_against(Some(slow), fast)
             .map_err(|e| e.to_string())?;
     }
+    let slow_caps = thread_shared_caps(&h.slow, slow);
+    let fast_caps = thread_shared_caps(&h.fast, fast);
     for set in h.size_sets() {
         let r = h
             .resolve(set, &crate::harness::DeviceProps::h100())
@@ -2347,6 +2415,22 @@ pub fn check_complete(toml: &str, slow: &KernelUnit, fast: &KernelUnit) -> Resul
                 super::resolve::OVER_A_LIMIT
             ));
         }
+        for (launches, caps) in [(&r.slow, &slow_caps), (&r.fast, &fast_caps)] {
+            for l in launches {
+                let Some(cap) = caps.get(plain_kernel(&l.kernel)) else {
+                    continue;
+                };
+                if let Some((arr, n)) = cap.iter().find(|(_, n)| l.block[0] as i64 > **n) {
+                    return Err(format!(
+                        "launch of {}: {} threads per block in x (size set {}), but the kernel stores to `__shared__ {arr}[{n}]` at `[threadIdx.x]`: {}",
+                        l.kernel,
+                        l.block[0],
+                        r.size_set,
+                        super::resolve::OVER_A_LIMIT
+                    ));
+                }
+            }
+        }
         for c in &r.constants {
             if let Some(cap) = constant_scalars(&fast.source, &c.name) {
                 if c.len as i64 > cap {
@@ -2359,6 +2443,33 @@ pub fn check_complete(toml: &str, slow: &KernelUnit, fast: &KernelUnit) -> Resul
         }
     }
     Ok(())
+}
+
+/// A launch's kernel name without template arguments (`reduce<256>` → `reduce`).
+fn plain_kernel(k: &str) -> &str {
+    k.split('<').next().unwrap_or(k).trim()
+}
+
+/// Per launched kernel of one variant, the shared arrays it stores to at `[threadIdx.x]`
+/// with their extents ([`infer_kernel::thread_indexed_shared`]): a block wider than one of
+/// them writes past it.
+fn thread_shared_caps(
+    launches: &[crate::harness::LaunchSpec],
+    unit: &KernelUnit,
+) -> BTreeMap<String, BTreeMap<String, i64>> {
+    let mut out = BTreeMap::new();
+    for l in launches {
+        let k = plain_kernel(&l.kernel).to_string();
+        if out.contains_key(&k) {
+            continue;
+        }
+        let caps = infer_kernel::thread_indexed_shared(&unit.source, &k)
+            .into_iter()
+            .filter_map(|(arr, ext)| Some((arr, declared_extent(&unit.source, &ext)?)))
+            .collect();
+        out.insert(k, caps);
+    }
+    out
 }
 
 /// The most buffer bytes one inferred harness may ask for at a size set: 8 GiB, a tenth of
@@ -2390,7 +2501,12 @@ pub fn constant_capacity(source: &str, sym: &str) -> Option<i64> {
         regex::escape(sym)
     ))
     .ok()?;
-    let inner = re.captures(source)?.get(1)?.as_str();
+    declared_extent(source, re.captures(source)?.get(1)?.as_str())
+}
+
+/// An array's declared extent (`[BLOCK_SIZE]`, `[2 * TILE]`) as a number, through the
+/// unit's `#define`s.
+pub fn declared_extent(source: &str, inner: &str) -> Option<i64> {
     let mut e = inner.to_string();
     for _ in 0..8 {
         let words = idents(&e);
@@ -2974,6 +3090,29 @@ mod tests {
         let e = check_complete(&toml(46000, "f64"), &unit, &unit).unwrap_err();
         assert!(e.contains("exceeds the device's budget"), "{e}");
         assert!(e.contains("over a limit"), "{e}");
+    }
+
+    #[test]
+    fn a_block_wider_than_a_thread_indexed_shared_array_is_over_a_limit() {
+        let toml = |b: i64| {
+            format!(
+                "description = \"t\"\n[sizes]\nb = {b}\n[[size_sets]]\nname = \"default\"\n\
+                 [[args]]\nname = \"x\"\ntype = \"f32\"\nlen = \"1024\"\nrole = \"out\"\n\
+                 [[launch]]\nkernel = \"k\"\ngrid = [\"4\"]\nblock = [\"b\"]\n"
+            )
+        };
+        let src = "#define MAX_RUN 64\n__global__ void k(float *x) {\n\
+                   __shared__ float part[MAX_RUN]; int t = threadIdx.x;\n\
+                   part[t] = 1.0f; __syncthreads(); x[blockIdx.x * blockDim.x + t] = part[0];\n}\n";
+        let unit = KernelUnit::for_test("k", &[("float *", "x")], src);
+        assert_eq!(check_complete(&toml(64), &unit, &unit), Ok(()));
+        let e = check_complete(&toml(128), &unit, &unit).unwrap_err();
+        assert!(
+            e.contains("128 threads per block in x")
+                && e.contains("`__shared__ part[64]`")
+                && e.ends_with("over a limit"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub struct BodyFacts {
     /// (`I[iN[row] + Nr * col]`, srad): its values are not indices of the whole buffer,
     /// only offsets into it.
     pub offset_indexes: BTreeSet<String>,
+    /// Index buffers whose values start a run of a block's width: `B[first + threadIdx.x]`
+    /// with `first` loaded from the buffer (rpes' (first, count) ranges). Their values
+    /// stay a block's width below the end of what they index.
+    pub thread_offset_indexes: BTreeSet<String>,
     /// Names compared by `<`, `<=`, `>`, `>=` anywhere in the body (bounds checks).
     pub bounded: BTreeSet<String>,
     /// Parameters passed to a function the unit does not define (not an atomic or a
@@ -264,6 +268,8 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
         aliases: BTreeMap::new(),
         literal_stores: BTreeMap::new(),
         block_stores: BTreeMap::new(),
+        loaded: loaded_locals(body, source, params),
+        thread_x: thread_x_names(body, source),
         facts: &mut facts,
         depth: 0,
     };
@@ -284,6 +290,319 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
     facts.domain = domain_params(body, source, &params);
     // Helper functions see positional names: keep only the kernel's parameters.
     Some(facts)
+}
+
+/// Integer types a local holding an index can have.
+const INDEX_TYPES: &[&str] = &[
+    "int",
+    "unsigned",
+    "unsignedint",
+    "uint",
+    "long",
+    "unsignedlong",
+    "longlong",
+    "unsignedlonglong",
+    "size_t",
+    "short",
+    "unsignedshort",
+    "int2",
+    "int4",
+    "uint2",
+    "uint4",
+    "int64_t",
+    "uint64_t",
+    "int32_t",
+    "uint32_t",
+];
+
+/// Integer locals of `body` whose value is a load from a parameter's buffer: `int c =
+/// cols[j];`, `uint2 w = ranges[b];` then `first = w.x;` (followed through such locals and
+/// their fields, casts and parentheses, to a fixed point) → the parameters loaded from. A
+/// local assigned anything else anywhere is left out.
+pub(crate) fn loaded_locals(
+    body: Node,
+    src: &str,
+    params: &[String],
+) -> BTreeMap<String, BTreeSet<String>> {
+    let params: BTreeSet<&str> = params.iter().map(|s| s.as_str()).collect();
+    let mut types: BTreeMap<String, String> = BTreeMap::new();
+    let mut values: Vec<(String, Node)> = Vec::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "declaration" => {
+                let ty: String = n
+                    .child_by_field_name("type")
+                    .map(|t| text(t, src).split_whitespace().collect())
+                    .unwrap_or_default();
+                let mut c = n.walk();
+                for d in n.children_by_field_name("declarator", &mut c) {
+                    let (name, value) = match d.kind() {
+                        "identifier" => (Some(d), None),
+                        "init_declarator" => (
+                            d.child_by_field_name("declarator"),
+                            d.child_by_field_name("value"),
+                        ),
+                        _ => (None, None),
+                    };
+                    if let Some(name) = name.filter(|n| n.kind() == "identifier") {
+                        let name = text(name, src).to_string();
+                        types.insert(name.clone(), ty.clone());
+                        if let Some(v) = value {
+                            values.push((name, v));
+                        }
+                    }
+                }
+            }
+            "assignment_expression" => {
+                if let (Some(l), Some(r)) = (
+                    n.child_by_field_name("left"),
+                    n.child_by_field_name("right"),
+                ) {
+                    if l.kind() == "identifier" {
+                        let op = n.child_by_field_name("operator").map(|o| text(o, src));
+                        if op == Some("=") {
+                            values.push((text(l, src).to_string(), r));
+                        } else {
+                            // `+=` and the like: not a plain load.
+                            values.push((text(l, src).to_string(), l));
+                        }
+                    }
+                }
+            }
+            "update_expression" => {
+                if let Some(a) = n.child_by_field_name("argument") {
+                    if a.kind() == "identifier" {
+                        values.push((text(a, src).to_string(), a));
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    // The parameter (or loaded local) a value is a plain load of, if it is one.
+    fn source_of<'s>(mut v: Node, src: &'s str) -> Option<(&'s str, bool)> {
+        for _ in 0..16 {
+            v = match v.kind() {
+                "parenthesized_expression" => v.named_child(0)?,
+                "cast_expression" => v.child_by_field_name("value")?,
+                // A vector's component (`w.x` of a `uint2`); a struct's named field is
+                // not an index the generator could bound.
+                "field_expression" => {
+                    let f = v.child_by_field_name("field")?;
+                    if !matches!(text(f, src), "x" | "y" | "z" | "w") {
+                        return None;
+                    }
+                    v.child_by_field_name("argument")?
+                }
+                "subscript_expression" => {
+                    let a = v.child_by_field_name("argument")?;
+                    return (a.kind() == "identifier").then(|| (text(a, src), true));
+                }
+                "identifier" => return Some((text(v, src), false)),
+                _ => return None,
+            };
+        }
+        None
+    }
+    let integer = |name: &str| {
+        types
+            .get(name)
+            .is_some_and(|t| INDEX_TYPES.contains(&t.trim_start_matches("const")))
+    };
+    let mut by_name: BTreeMap<&str, Vec<Node>> = BTreeMap::new();
+    for (name, v) in &values {
+        by_name.entry(name.as_str()).or_default().push(*v);
+    }
+    // Grows to a fixed point: a local joins once every value it is given resolves to a
+    // parameter's load or to a local already in; cycles never resolve.
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for _ in 0..8 {
+        let mut changed = false;
+        for (name, vs) in &by_name {
+            if out.contains_key(*name) || !integer(name) || params.contains(name) {
+                continue;
+            }
+            let mut from = BTreeSet::new();
+            let all = vs.iter().all(|v| match source_of(*v, src) {
+                Some((p, true)) if params.contains(p) => {
+                    from.insert(p.to_string());
+                    true
+                }
+                Some((l, false)) if l != *name => out.get(l).is_some_and(|ps| {
+                    from.extend(ps.iter().cloned());
+                    true
+                }),
+                _ => false,
+            });
+            if all {
+                out.insert(name.to_string(), from);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    out
+}
+
+/// Locals of `body` declared `= threadIdx.x` and never assigned again.
+pub(crate) fn thread_x_names(body: Node, src: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    let mut assigned = BTreeSet::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "init_declarator" => {
+                let name = n.child_by_field_name("declarator");
+                let value = n.child_by_field_name("value");
+                if let (Some(name), Some(value)) = (name, value) {
+                    let v: String = text(value, src).split_whitespace().collect();
+                    if name.kind() == "identifier" && v == "threadIdx.x" {
+                        named.insert(text(name, src).to_string());
+                    }
+                }
+            }
+            "assignment_expression" | "update_expression" => {
+                let t = n
+                    .child_by_field_name("left")
+                    .or_else(|| n.child_by_field_name("argument"));
+                if let Some(t) = t.filter(|t| t.kind() == "identifier") {
+                    assigned.insert(text(t, src).to_string());
+                }
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    named.difference(&assigned).cloned().collect()
+}
+
+/// Shared arrays of one dimension the kernel stores to at `[threadIdx.x]` (or at a local
+/// declared `= threadIdx.x` and never assigned again) with no `if` above the store that
+/// bounds that index from above: array name → its declared extent as written
+/// (`Result[BLOCK_SIZE]` in rpes' `DoReduction`). Every thread of a block then writes its own
+/// element, so the block's x size cannot exceed the extent: a larger block writes past the
+/// array. Stores in an `if (i < n)` branch, or in the `else` of `if (i > n)`, are left out.
+pub fn thread_indexed_shared(source: &str, kernel: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_cuda::LANGUAGE.into())
+        .is_err()
+    {
+        return out;
+    }
+    let Some(tree) = parser.parse(source, None) else {
+        return out;
+    };
+    let functions = functions(tree.root_node(), source);
+    let Some((_, body)) = functions.get(kernel) else {
+        return out;
+    };
+    let squash = |n: Node| -> String { text(n, source).split_whitespace().collect() };
+    let mut extents: BTreeMap<String, String> = BTreeMap::new();
+    let mut aliases: BTreeSet<String> = ["threadIdx.x".to_string()].into();
+    let mut assigned: BTreeSet<String> = BTreeSet::new();
+    let mut stores: Vec<(String, String, Node)> = Vec::new();
+    let mut stack = vec![*body];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "declaration" => {
+                let mut c = n.walk();
+                let shared = n
+                    .children(&mut c)
+                    .any(|k| k.kind() == "type_qualifier" && text(k, source) == "__shared__");
+                let mut c = n.walk();
+                for d in n.children_by_field_name("declarator", &mut c) {
+                    match d.kind() {
+                        "array_declarator" if shared => {
+                            let name = d.child_by_field_name("declarator");
+                            let size = d.child_by_field_name("size");
+                            if let (Some(name), Some(size)) = (name, size) {
+                                if name.kind() == "identifier" {
+                                    extents.insert(text(name, source).into(), squash(size));
+                                }
+                            }
+                        }
+                        "init_declarator" => {
+                            let name = d.child_by_field_name("declarator");
+                            let value = d.child_by_field_name("value");
+                            if let (Some(name), Some(value)) = (name, value) {
+                                if name.kind() == "identifier" && squash(value) == "threadIdx.x" {
+                                    aliases.insert(text(name, source).into());
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "assignment_expression" | "update_expression" => {
+                let target = n
+                    .child_by_field_name("left")
+                    .or_else(|| n.child_by_field_name("argument"));
+                if let Some(t) = target {
+                    if t.kind() == "identifier" {
+                        assigned.insert(text(t, source).into());
+                    } else if n.kind() == "assignment_expression"
+                        && t.kind() == "subscript_expression"
+                    {
+                        let arr = t.child_by_field_name("argument");
+                        let idx = t.child_by_field_name("indices");
+                        if let (Some(arr), Some(idx)) = (arr, idx) {
+                            if arr.kind() == "identifier" && idx.named_child_count() == 1 {
+                                if let Some(i) = idx.named_child(0) {
+                                    stores.push((text(arr, source).into(), squash(i), n));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    // An `if` above `n` whose branch holding `n` bounds `idx` from above.
+    let bounded = |n: Node, idx: &str| -> bool {
+        let mut child = n;
+        let mut up = n.parent();
+        while let Some(p) = up {
+            if p.kind() == "if_statement" {
+                let cond = p
+                    .child_by_field_name("condition")
+                    .map(squash)
+                    .unwrap_or_default();
+                let in_else = p
+                    .child_by_field_name("alternative")
+                    .is_some_and(|a| a.id() == child.id());
+                let below = [format!("{idx}<"), format!(">{idx}")];
+                let above = [format!("{idx}>"), format!("<{idx}")];
+                let hits = |pats: &[String; 2]| pats.iter().any(|x| cond.contains(x.as_str()));
+                if (!in_else && hits(&below)) || (in_else && hits(&above)) {
+                    return true;
+                }
+            }
+            child = p;
+            up = p.parent();
+        }
+        false
+    };
+    for (arr, idx, n) in stores {
+        let alias = aliases.contains(&idx) && (idx == "threadIdx.x" || !assigned.contains(&idx));
+        if let (true, Some(ext)) = (alias, extents.get(&arr)) {
+            if !bounded(n, &idx) {
+                out.insert(arr, ext.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Function-like macros every definition of which (in any `#if` branch) is an expression
@@ -433,6 +752,11 @@ struct Walker<'a, 't> {
     literal_stores: BTreeMap<String, bool>,
     /// Per stored-to parameter: whether every store so far was at `[blockIdx.x]`.
     block_stores: BTreeMap<String, bool>,
+    /// Integer locals holding a value loaded from a parameter's buffer
+    /// ([`loaded_locals`]): a subscript using one is indexed by that buffer.
+    loaded: BTreeMap<String, BTreeSet<String>>,
+    /// The body's names for `threadIdx.x` ([`thread_x_names`]).
+    thread_x: BTreeSet<String>,
     facts: &'a mut BodyFacts,
     depth: usize,
 }
@@ -591,12 +915,20 @@ impl<'t> Walker<'_, 't> {
                                     .entry(p.clone())
                                     .or_default()
                                     .insert(b.clone());
-                                let alone = whole.kind() == "subscript_expression"
+                                let alone = (whole.kind() == "subscript_expression"
                                     && whole
                                         .child_by_field_name("argument")
                                         .and_then(|a| self.target(a))
                                         .as_ref()
-                                        == Some(&p);
+                                        == Some(&p))
+                                    || (whole.kind() == "identifier"
+                                        && self
+                                            .loaded
+                                            .get(text(whole, self.src))
+                                            .is_some_and(|ps| ps.contains(&p)));
+                                if self.thread_offset_of(whole, &p) {
+                                    self.facts.thread_offset_indexes.insert(p.clone());
+                                }
                                 if !alone {
                                     self.facts.offset_indexes.insert(p);
                                 }
@@ -693,10 +1025,38 @@ impl<'t> Walker<'_, 't> {
                     out.push(t);
                 }
             }
+            if x.kind() == "identifier" {
+                if let Some(ps) = self.loaded.get(text(x, self.src)) {
+                    out.extend(ps.iter().cloned());
+                }
+            }
             let mut c = x.walk();
             stack.extend(x.named_children(&mut c));
         }
         out
+    }
+
+    /// `L + t` (either order) where `L` is a local loaded from `p` and `t` is the thread's x
+    /// index: `p`'s values are starts of runs of up to a block's width.
+    fn thread_offset_of(&self, whole: Node<'t>, p: &str) -> bool {
+        if whole.kind() != "binary_expression"
+            || whole
+                .child_by_field_name("operator")
+                .map(|o| text(o, self.src))
+                != Some("+")
+        {
+            return false;
+        }
+        let side = |f: &str| {
+            whole
+                .child_by_field_name(f)
+                .map(|n| text(n, self.src).split_whitespace().collect::<String>())
+                .unwrap_or_default()
+        };
+        let (l, r) = (side("left"), side("right"));
+        let from_p = |s: &String| self.loaded.get(s).is_some_and(|ps| ps.contains(p));
+        let thread = |s: &String| s == "threadIdx.x" || self.thread_x.contains(s);
+        (from_p(&l) && thread(&r)) || (thread(&l) && from_p(&r))
     }
 
     fn names_in(&mut self, n: Node<'t>) {
@@ -755,6 +1115,8 @@ impl<'t> Walker<'_, 't> {
                 aliases: BTreeMap::new(),
                 literal_stores: BTreeMap::new(),
                 block_stores: BTreeMap::new(),
+                loaded: BTreeMap::new(),
+                thread_x: BTreeSet::new(),
                 facts: &mut inner,
                 depth: self.depth + 1,
             };
@@ -805,6 +1167,66 @@ mod tests {
     fn facts(src: &str, params: &[&str]) -> BodyFacts {
         let ps: Vec<String> = params.iter().map(|s| s.to_string()).collect();
         body_facts(src, "k", &ps).expect("kernel found")
+    }
+
+    #[test]
+    fn an_index_loaded_into_a_local_indexes_what_the_local_subscripts() {
+        // CSR: `int c = cols[j]; … x[c]` — cols indexes x, alone.
+        let f = facts(
+            "__global__ void k(const int *cols, const float *v, const float *x, float *y) {\n\
+             int j = threadIdx.x; int c = cols[j]; y[j] = v[j] * x[c];\n}",
+            &["cols", "v", "x", "y"],
+        );
+        assert_eq!(
+            f.indexes.get("cols"),
+            Some(&BTreeSet::from(["x".to_string()])),
+            "{f:?}"
+        );
+        assert!(!f.offset_indexes.contains("cols"), "{f:?}");
+        assert!(f.thread_offset_indexes.is_empty(), "{f:?}");
+        // A (first, count) table through a vector local's component: the start of a run of
+        // a block's width, inside a larger subscript.
+        let f = facts(
+            "__global__ void k(float *out, const float *vals, const uint2 *runs) {\n\
+             int tid = threadIdx.x; uint2 r = runs[blockIdx.x]; int first;\n\
+             first = r.x; out[blockIdx.x] = vals[first + tid];\n}",
+            &["out", "vals", "runs"],
+        );
+        assert_eq!(
+            f.indexes.get("runs"),
+            Some(&BTreeSet::from(["vals".to_string()])),
+            "{f:?}"
+        );
+        assert!(f.offset_indexes.contains("runs"), "{f:?}");
+        assert!(f.thread_offset_indexes.contains("runs"), "{f:?}");
+        // Not loads: a struct's named field, a local changed by `+=`, a float local.
+        let f = facts(
+            "__global__ void k(const box *b, const int *p, const float *q, float *x) {\n\
+             int o = b[0].offset; int m = p[0]; m += 1; float g = q[0];\n\
+             x[o] = 1.0f; x[m] = 2.0f; x[(int)g] = 3.0f;\n}",
+            &["b", "p", "q", "x"],
+        );
+        assert!(f.indexes.is_empty(), "{f:?}");
+    }
+
+    #[test]
+    fn thread_indexed_shared_arrays_bound_the_block_width() {
+        let src = "#define W 64\n__global__ void k(float *o, const float *a, int n) {\n\
+                   __shared__ float s[W]; __shared__ float t[128]; __shared__ float u[32];\n\
+                   __shared__ float v[16][16];\n\
+                   int tid = threadIdx.x;\n\
+                   if (tid < n) s[tid] = a[tid]; else s[tid] = 0.0f;\n\
+                   if (threadIdx.x < 32) u[threadIdx.x] = a[0];\n\
+                   t[threadIdx.x + 1] = 0.0f; v[threadIdx.y][threadIdx.x] = 1.0f;\n\
+                   o[tid] = s[0] + t[0] + u[0];\n}";
+        let caps = thread_indexed_shared(src, "k");
+        // `s` is stored at `[tid]` in the `else` of `tid < n`: every thread writes it. `u`'s
+        // store is guarded, `t`'s is offset, `v` has two dimensions.
+        assert_eq!(caps, BTreeMap::from([("s".to_string(), "W".to_string())]));
+        // A local reassigned is no longer the thread's index.
+        let src = "__global__ void k(float *o) {\n__shared__ float s[8];\n\
+                   int i = threadIdx.x; i = i * 2; s[i] = 0.0f; o[0] = s[0];\n}";
+        assert!(thread_indexed_shared(src, "k").is_empty());
     }
 
     #[test]
