@@ -1756,12 +1756,25 @@ impl<'a> Cx<'a> {
             is_out && self.facts.per_block.contains(&p.name),
             self.grid_x.as_ref(),
         ) {
-            writeln!(
-                o,
-                "compare = {{ len = {} }}  # one result per block (stored at [blockIdx.x]): the rest is not the kernel's",
-                toml_str(g)
-            )
-            .expect("string");
+            match self.facts.per_block_offset.get(&p.name) {
+                None => writeln!(
+                    o,
+                    "compare = {{ len = {} }}  # one result per block (stored at [blockIdx.x]): the rest is not the kernel's",
+                    toml_str(g)
+                )
+                .expect("string"),
+                // `[blockIdx.x + Offset]`: the launch's blocks write from `Offset` on (a
+                // chunk of a launch the host repeats); an offset that is no size is left
+                // compared whole.
+                Some(off) if self.sizes.contains(off) => writeln!(
+                    o,
+                    "compare = {{ offset = {}, len = {} }}  # one result per block (stored at [blockIdx.x + {off}]): the rest is not this launch's",
+                    toml_str(off),
+                    toml_str(g)
+                )
+                .expect("string"),
+                Some(_) => {}
+            }
         }
         if b.role.as_ref().is_ok_and(|r| r.role != "in")
             && self.facts.constant_stores.contains(&p.name)

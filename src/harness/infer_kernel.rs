@@ -49,6 +49,9 @@ pub struct BodyFacts {
     /// Parameters every store to which is at `[blockIdx.x]`: one result per block (partial
     /// sums), so only the first grid-x elements are the kernel's output.
     pub per_block: BTreeSet<String>,
+    /// Per-block results stored at `[blockIdx.x + P]` for a scalar parameter `P`: result →
+    /// `P`. The launch's blocks write from `P` on.
+    pub per_block_offset: BTreeMap<String, String>,
 }
 
 /// Math functions defined only for positive (or non-negative) first arguments.
@@ -270,6 +273,8 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
         block_stores: BTreeMap::new(),
         loaded: loaded_locals(body, source, params),
         thread_x: thread_x_names(body, source),
+        block_x: names_for(body, source, "blockIdx.x"),
+        block_offsets: BTreeMap::new(),
         facts: &mut facts,
         depth: 0,
     };
@@ -281,9 +286,25 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
             .collect()
     };
     let (constant, per_block) = (all_of(&w.literal_stores), all_of(&w.block_stores));
+    let block_offsets = std::mem::take(&mut w.block_offsets);
     let stored = |p: &String| facts.writes.get(p) == Some(&WriteKind::Store);
     let constant: BTreeSet<String> = constant.into_iter().filter(stored).collect();
-    let per_block: BTreeSet<String> = per_block.into_iter().filter(stored).collect();
+    // Every store at the block's index plus one and the same offset (or none).
+    let per_block: BTreeSet<String> = per_block
+        .into_iter()
+        .filter(stored)
+        .filter(|p| block_offsets.get(p).is_some_and(|o| o.len() == 1))
+        .collect();
+    // One offset for every store of the parameter, and a parameter at that.
+    facts.per_block_offset = per_block
+        .iter()
+        .filter_map(
+            |p| match block_offsets.get(p).map(|o| o.iter().collect::<Vec<_>>()) {
+                Some(o) if o.len() == 1 && !o[0].is_empty() => Some((p.clone(), o[0].clone())),
+                _ => None,
+            },
+        )
+        .collect();
     facts.constant_stores = constant;
     facts.per_block = per_block;
     let params: BTreeSet<String> = params.iter().cloned().collect();
@@ -451,6 +472,12 @@ pub(crate) fn loaded_locals(
 
 /// Locals of `body` declared `= threadIdx.x` and never assigned again.
 pub(crate) fn thread_x_names(body: Node, src: &str) -> BTreeSet<String> {
+    names_for(body, src, "threadIdx.x")
+}
+
+/// Locals of `body` declared `= <builtin>` (`int blid = blockIdx.x;`) and never assigned
+/// again.
+fn names_for(body: Node, src: &str, builtin: &str) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     let mut assigned = BTreeSet::new();
     let mut stack = vec![body];
@@ -461,7 +488,7 @@ pub(crate) fn thread_x_names(body: Node, src: &str) -> BTreeSet<String> {
                 let value = n.child_by_field_name("value");
                 if let (Some(name), Some(value)) = (name, value) {
                     let v: String = text(value, src).split_whitespace().collect();
-                    if name.kind() == "identifier" && v == "threadIdx.x" {
+                    if name.kind() == "identifier" && v == builtin {
                         named.insert(text(name, src).to_string());
                     }
                 }
@@ -757,6 +784,11 @@ struct Walker<'a, 't> {
     loaded: BTreeMap<String, BTreeSet<String>>,
     /// The body's names for `threadIdx.x` ([`thread_x_names`]).
     thread_x: BTreeSet<String>,
+    /// The body's names for `blockIdx.x`.
+    block_x: BTreeSet<String>,
+    /// Per stored-to parameter: the scalar parameters its `[blockIdx.x + P]` stores add
+    /// ("" for a plain `[blockIdx.x]`).
+    block_offsets: BTreeMap<String, BTreeSet<String>>,
     facts: &'a mut BodyFacts,
     depth: usize,
 }
@@ -832,18 +864,25 @@ impl<'t> Walker<'_, 't> {
                             });
                         let all = self.literal_stores.entry(t.clone()).or_insert(true);
                         *all &= literal;
-                        let at_block = l.kind() == "subscript_expression"
+                        let index = (l.kind() == "subscript_expression"
                             && base_ident(l)
-                                .is_some_and(|b| l.child_by_field_name("argument") == Some(b))
-                            && l.child_by_field_name("indices")
+                                .is_some_and(|b| l.child_by_field_name("argument") == Some(b)))
+                        .then(|| {
+                            l.child_by_field_name("indices")
                                 .or_else(|| l.child_by_field_name("index"))
-                                .is_some_and(|ix| {
-                                    text(ix, self.src)
-                                        .trim_matches(|c| c == '[' || c == ']')
-                                        .split_whitespace()
-                                        .collect::<String>()
-                                        == "blockIdx.x"
-                                });
+                        })
+                        .flatten()
+                        .map(|ix| {
+                            text(ix, self.src)
+                                .trim_matches(|c| c == '[' || c == ']')
+                                .split_whitespace()
+                                .collect::<String>()
+                        });
+                        let offset = index.as_deref().and_then(|i| self.block_offset(i));
+                        let at_block = offset.is_some();
+                        if let Some(off) = offset {
+                            self.block_offsets.entry(t.clone()).or_default().insert(off);
+                        }
                         let all = self.block_stores.entry(t.clone()).or_insert(true);
                         *all &= at_block;
                         self.write(t.clone(), WriteKind::Store);
@@ -1013,6 +1052,23 @@ impl<'t> Walker<'_, 't> {
     }
 
     /// Parameters read through a subscript inside `n` (`idx` in `idx[i] + 1`).
+    /// A store index that is the block's x index (`blockIdx.x`, or a local holding it),
+    /// alone or plus a scalar parameter (`blid + Offset`, rpes' chunked launches): the
+    /// parameter ("" when alone).
+    fn block_offset(&self, index: &str) -> Option<String> {
+        let is_block = |s: &str| s == "blockIdx.x" || self.block_x.contains(s);
+        if is_block(index) {
+            return Some(String::new());
+        }
+        let (a, b) = index.split_once('+')?;
+        let param = |s: &str| self.params.contains(s) && !self.aliases.contains_key(s);
+        match (is_block(a), is_block(b)) {
+            (true, false) if param(b) => Some(b.to_string()),
+            (false, true) if param(a) => Some(a.to_string()),
+            _ => None,
+        }
+    }
+
     fn subscripted_params(&self, n: Node<'t>) -> Vec<String> {
         let mut out = Vec::new();
         let mut stack = vec![n];
@@ -1117,6 +1173,8 @@ impl<'t> Walker<'_, 't> {
                 block_stores: BTreeMap::new(),
                 loaded: BTreeMap::new(),
                 thread_x: BTreeSet::new(),
+                block_x: BTreeSet::new(),
+                block_offsets: BTreeMap::new(),
                 facts: &mut inner,
                 depth: self.depth + 1,
             };
@@ -1312,6 +1370,20 @@ mod tests {
         );
         let want: BTreeSet<String> = ["part"].iter().map(|s| s.to_string()).collect();
         assert_eq!(f.per_block, want);
+        assert!(f.per_block_offset.is_empty(), "{f:?}");
+        // At `[blid + off]` through a local holding `blockIdx.x`: per block, from `off` on.
+        // Two different offsets of one buffer are no single chunk.
+        let f = facts(
+            "__global__ void k(float *sum, float *two, int off, int o2) {\n\
+             int blid = blockIdx.x;\n\
+             if (threadIdx.x == 0) { sum[blid + off] = 1.0f; two[blid + off] = 1.0f; two[o2 + blockIdx.x] = 2.0f; }\n}",
+            &["sum", "two", "off", "o2"],
+        );
+        assert_eq!(f.per_block, BTreeSet::from(["sum".to_string()]));
+        assert_eq!(
+            f.per_block_offset,
+            BTreeMap::from([("sum".to_string(), "off".to_string())])
+        );
     }
 
     #[test]
