@@ -396,6 +396,45 @@ fn a_run_table_is_bounded_by_the_block_width_a_shared_array_allows() {
     );
 }
 
+#[test]
+fn a_size_split_into_equal_parts_stays_a_multiple_in_the_irregular_set() {
+    // warpsplit: `(size / warps) * warpid` with `warps = blockDim.x / WARP`: each of a
+    // block's 8 warps reads one equal part and the remainder is dropped. The assumed
+    // 4096 x 4096 image moves with the bin count to an irregular value; 3585² is odd, so
+    // the moved values step down to 3584 (no power of two), whose square is a multiple of 8.
+    let t = tempfile::tempdir().unwrap();
+    let (_, out, id) = infer_assumed(t.path(), "warp_hist");
+    let text = std::fs::read_to_string(out.join(format!("{id}.toml"))).unwrap();
+    assert!(!text.contains("\"TODO\""), "{text}");
+    assert!(
+        text.contains("# `size` stays a multiple of `((256)/(32))`: the kernel splits it"),
+        "{text}"
+    );
+    let h: toml::Value = toml::from_str(&text).unwrap();
+    let sets = h["size_sets"].as_array().unwrap();
+    let irregular = sets
+        .iter()
+        .find(|s| s["name"].as_str() == Some("irregular"))
+        .expect("an irregular set");
+    assert_eq!(irregular["bins"].as_integer(), Some(3584), "{text}");
+    assert_eq!(irregular["size"].as_integer(), Some(3584 * 3584), "{text}");
+    // The loaded value `d = data[i]` indexes `hist`: in range of the bins.
+    assert!(
+        text.contains(
+            "init = { kind = \"int_range\", lo = 0, hi = \"(bins) - 1\" }  # indexes hist"
+        ),
+        "{text}"
+    );
+}
+
+/// On the GPU: the warp-split histogram's harness (irregular set kept a multiple of the
+/// warp count) passes every self-check.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_selfcheck_passes_the_warp_split_harness() {
+    selfcheck_assumed_passes("warp_hist");
+}
+
 /// On the GPU: the run-table harness (block width from the shared array, run starts a
 /// block's width below the end of `values`) passes every self-check.
 #[test]

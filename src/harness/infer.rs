@@ -123,7 +123,7 @@ pub fn load_pair_host(root: &Path, pair: &Pair) -> Host {
 }
 
 /// Names in a host expression (identifiers not followed by `(`, no members).
-fn idents(e: &str) -> Vec<String> {
+pub(crate) fn idents(e: &str) -> Vec<String> {
     let Ok(toks) = draft::tokenize(e) else {
         return Vec::new();
     };
@@ -1423,6 +1423,40 @@ impl<'a> Cx<'a> {
 
     /// Size values (`[sizes]`) and the size sets; returns every size name (parameters, then
     /// host names).
+    /// The kernel's sizes it splits into equal parts ([`infer_kernel::floor_split_sizes`]),
+    /// each with its divisor as a harness expression: `blockDim.x` / `gridDim.x` as the
+    /// fast launch's, `#define`s written out. Divisors with other names are left out.
+    fn floor_splits(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (p, d) in
+            infer_kernel::floor_split_sizes(&self.fast.source, &self.fast.kernel, &self.sizes)
+        {
+            let mut e = d.clone();
+            for (b, with) in [("blockDim.x", &self.block_x), ("gridDim.x", &self.grid_x)] {
+                if e.contains(b) {
+                    match with {
+                        Some(w) => e = e.replace(b, &format!("({w})")),
+                        None => e.clear(),
+                    }
+                }
+            }
+            for _ in 0..4 {
+                for w in idents(&e) {
+                    if let Some(body) = infer_host::define_body(&self.fast.source, &w) {
+                        e = infer_host::replace_word(&e, &w, &format!("({body})"));
+                    }
+                }
+            }
+            let known = idents(&e)
+                .iter()
+                .all(|w| self.sizes.contains(w) || self.host_vars.contains(w));
+            if !e.is_empty() && known {
+                out.push((p, e));
+            }
+        }
+        out
+    }
+
     /// When size `s` is the x width of a launch's block and a launched kernel stores to a
     /// shared array at `[threadIdx.x]` (rpes' `Result[BLOCK_SIZE]`), the array's extent:
     /// the widest block the kernel can run, and why.
@@ -1644,19 +1678,67 @@ impl<'a> Cx<'a> {
         // A size with the same value as one the bounds checks compare moves with it: the
         // host code often names one quantity twice (`pixels` in a wrapper, `n` where its
         // outputs are allocated), and moving only one would size the outputs for the other.
-        let mut irregular_set: BTreeMap<String, i64> = values
-            .iter()
-            .filter_map(|(k, v)| moved.get(v).map(|x| (k.clone(), *x)))
-            .collect();
-        // Where the assumed value moves, the sizes computed from assumed roots are computed
-        // again from the moved roots (imghisto's `size = DATA_W * DATA_H`, which the kernel
-        // reads `data` up to): a stale product would run past the moved buffers.
-        if let Some(&x) = self.opts.assume_size.and_then(|a| moved.get(&a)) {
-            for (k, (text, _)) in &self.root_derived {
-                if let Ok((v, _)) = self.host.int_value_assuming(text, x) {
-                    if v > 0 && values.get(k) != Some(&v) {
-                        irregular_set.insert(k.clone(), v);
+        let build = |moved: &BTreeMap<i64, i64>| {
+            let mut set: BTreeMap<String, i64> = values
+                .iter()
+                .filter_map(|(k, v)| moved.get(v).map(|x| (k.clone(), *x)))
+                .collect();
+            // Where the assumed value moves, the sizes computed from assumed roots are
+            // computed again from the moved roots (imghisto's `size = DATA_W * DATA_H`, which
+            // the kernel reads `data` up to): a stale product would run past the moved buffers.
+            if let Some(&x) = self.opts.assume_size.and_then(|a| moved.get(&a)) {
+                for (k, (text, _)) in &self.root_derived {
+                    if let Ok((v, _)) = self.host.int_value_assuming(text, x) {
+                        if v > 0 && values.get(k) != Some(&v) {
+                            set.insert(k.clone(), v);
+                        }
                     }
+                }
+            }
+            set
+        };
+        let mut irregular_set = build(&moved);
+        // A size the kernel splits into equal parts, dropping the remainder (imghisto's
+        // `(size / warps_block) * warpid`), stays a multiple of the parts: the moved values
+        // step down until it is one, or the set is left out.
+        let splits = self.floor_splits();
+        let broken = |set: &BTreeMap<String, i64>| {
+            let mut all = values.clone();
+            all.extend(set.iter().map(|(k, v)| (k.clone(), *v)));
+            splits.iter().find(|(p, d)| {
+                let mut sc = crate::harness::expr::Scope::default();
+                for (k, v) in &all {
+                    sc.set_int(k, *v);
+                }
+                match (all.get(p), sc.eval_int(d)) {
+                    (Some(v), Ok(d)) if d > 0 => v % d != 0,
+                    _ => false,
+                }
+            })
+        };
+        let mut split_note = String::new();
+        if !irregular_set.is_empty() {
+            if let Some((p, d)) = broken(&irregular_set) {
+                let stepped = (1..=64).find_map(|k| {
+                    let m: BTreeMap<i64, i64> = moved
+                        .iter()
+                        .map(|(v, x)| (*v, x - k))
+                        .filter(|(_, x)| *x > 0 && !(*x as u64).is_power_of_two())
+                        .collect();
+                    (m.len() == moved.len())
+                        .then(|| build(&m))
+                        .filter(|set| broken(set).is_none())
+                });
+                split_note = format!(
+                    "# `{p}` stays a multiple of `{d}`: the kernel splits it into that many equal parts and drops the remainder.\n"
+                );
+                irregular_set = stepped.unwrap_or_default();
+                if irregular_set.is_empty() {
+                    writeln!(
+                        o,
+                        "\n# No irregular size set: `{p}` must stay a multiple of `{d}` (the kernel splits it into equal parts and drops the remainder), and no nearby sizes keep it one."
+                    )
+                    .expect("string");
                 }
             }
         }
@@ -1664,9 +1746,9 @@ impl<'a> Cx<'a> {
         // harness runs once per size set.
         o.push_str("\n[[size_sets]]\nname = \"default\"\n");
         if !irregular_set.is_empty() {
-            o.push_str(
-                "\n# Non-power-of-two sizes the kernel's bounds checks compare against.\n[[size_sets]]\nname = \"irregular\"\n",
-            );
+            o.push_str("\n# Non-power-of-two sizes the kernel's bounds checks compare against.\n");
+            o.push_str(&split_note);
+            o.push_str("[[size_sets]]\nname = \"irregular\"\n");
             for (k, v) in &irregular_set {
                 writeln!(o, "{k} = {v}").expect("string");
             }

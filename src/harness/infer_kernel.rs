@@ -509,6 +509,114 @@ fn names_for(body: Node, src: &str, builtin: &str) -> BTreeSet<String> {
     named.difference(&assigned).cloned().collect()
 }
 
+/// Integer size parameters the kernel splits into equal parts by a division whose quotient
+/// it then multiplies (`(size / warps_block) * warpid` in Parboil's imghisto): the parts
+/// cover `size / d * d` elements and the remainder is dropped, so the size must be a
+/// multiple of `d`. Returns (parameter, the divisor's text with the body's constant locals
+/// written out: `(blockDim.x / WARP_SIZE)`).
+pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_cuda::LANGUAGE.into())
+        .is_err()
+    {
+        return out;
+    }
+    let Some(tree) = parser.parse(source, None) else {
+        return out;
+    };
+    let functions = functions(tree.root_node(), source);
+    let Some((_, body)) = functions.get(kernel) else {
+        return out;
+    };
+    let squash = |n: Node| -> String { text(n, source).split_whitespace().collect() };
+    // Locals given one value where declared and never assigned again.
+    let mut inits: BTreeMap<String, String> = BTreeMap::new();
+    let mut assigned: BTreeSet<String> = BTreeSet::new();
+    let mut divisions: Vec<Node> = Vec::new();
+    let mut stack = vec![*body];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "init_declarator" => {
+                if let (Some(d), Some(v)) = (
+                    n.child_by_field_name("declarator"),
+                    n.child_by_field_name("value"),
+                ) {
+                    if d.kind() == "identifier" {
+                        inits.insert(text(d, source).to_string(), squash(v));
+                    }
+                }
+            }
+            "assignment_expression" | "update_expression" => {
+                let t = n
+                    .child_by_field_name("left")
+                    .or_else(|| n.child_by_field_name("argument"));
+                if let Some(t) = t.filter(|t| t.kind() == "identifier") {
+                    assigned.insert(text(t, source).to_string());
+                }
+            }
+            "binary_expression"
+                if n.child_by_field_name("operator").map(|o| text(o, source)) == Some("/") =>
+            {
+                divisions.push(n);
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    inits.retain(|k, _| !assigned.contains(k));
+    for n in divisions {
+        let (Some(l), Some(r)) = (
+            n.child_by_field_name("left"),
+            n.child_by_field_name("right"),
+        ) else {
+            continue;
+        };
+        let p = text(l, source).trim();
+        if l.kind() != "identifier" || !params.iter().any(|x| x == p) {
+            continue;
+        }
+        // The quotient, through parentheses, is a factor of a product.
+        let mut up = n;
+        while let Some(parent) = up
+            .parent()
+            .filter(|x| x.kind() == "parenthesized_expression")
+        {
+            up = parent;
+        }
+        let multiplied = up.parent().is_some_and(|m| {
+            m.kind() == "binary_expression"
+                && m.child_by_field_name("operator").map(|o| text(o, source)) == Some("*")
+        });
+        if !multiplied {
+            continue;
+        }
+        let mut d = squash(r);
+        for _ in 0..4 {
+            let words = super::infer::idents(&d);
+            let mut changed = false;
+            for w in words
+                .into_iter()
+                .filter(|w| !matches!(w.as_str(), "x" | "y" | "z"))
+            {
+                if let Some(v) = inits.get(&w) {
+                    d = super::infer_host::replace_word(&d, &w, &format!("({v})"));
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if !out.iter().any(|(q, e)| q == p && *e == d) {
+            out.push((p.to_string(), d));
+        }
+    }
+    out
+}
+
 /// Shared arrays of one dimension the kernel stores to at `[threadIdx.x]` (or at a local
 /// declared `= threadIdx.x` and never assigned again) with no `if` above the store that
 /// bounds that index from above: array name → its declared extent as written
@@ -1265,6 +1373,34 @@ mod tests {
             &["b", "p", "q", "x"],
         );
         assert!(f.indexes.is_empty(), "{f:?}");
+    }
+
+    #[test]
+    fn sizes_split_into_equal_parts_name_their_divisor() {
+        let src = "#define WARP 32\n__global__ void k(int *o, const int *a, int size, int n) {\n\
+                   const int warps = blockDim.x / WARP;\n\
+                   const int w = threadIdx.x / WARP;\n\
+                   int end = (size / warps) * (w + 1);\n\
+                   int rows = n / 16; int moved = n / 4; moved = moved + 1;\n\
+                   for (int i = (size / warps) * w; i < end; i++) o[i] = a[i] + rows + moved;\n}";
+        let ps: Vec<String> = ["o", "a", "size", "n"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        // `size / warps` is multiplied (twice, one entry); `n / 16` and `n / 4` are not.
+        assert_eq!(
+            floor_split_sizes(src, "k", &ps),
+            vec![("size".to_string(), "(blockDim.x/WARP)".to_string())]
+        );
+        // A divisor local assigned again is left as its name.
+        let src = "__global__ void k(int *o, int size) {\n\
+                   int parts = 4; parts = parts * 2;\n\
+                   o[(size / parts) * threadIdx.x] = 1;\n}";
+        let ps: Vec<String> = ["o", "size"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            floor_split_sizes(src, "k", &ps),
+            vec![("size".to_string(), "parts".to_string())]
+        );
     }
 
     #[test]
