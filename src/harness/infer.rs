@@ -700,6 +700,8 @@ struct Cx<'a> {
     grid_x: Option<String>,
     /// The fast launch's block x extent, likewise.
     block_x: Option<String>,
+    /// [`Cx::narrowest_shared`], once worked out.
+    block_cap: std::cell::OnceCell<Option<(i64, String)>>,
     /// Host names lengths or launches use that become sizes of their own.
     host_vars: Vec<String>,
     float_atomics: Vec<String>,
@@ -938,6 +940,7 @@ impl<'a> Cx<'a> {
             tex_bufs: Vec::new(),
             grid_x: None,
             block_x: None,
+            block_cap: Default::default(),
             host_vars: Vec::new(),
             float_atomics: Vec::new(),
             unknowns: Vec::new(),
@@ -1468,6 +1471,14 @@ impl<'a> Cx<'a> {
         if !widths.contains(s) {
             return None;
         }
+        self.block_cap
+            .get_or_init(|| self.narrowest_shared(launches))
+            .clone()
+    }
+
+    /// The smallest extent of a shared array a launched kernel stores to at
+    /// `[threadIdx.x]`, and why (see [`Cx::block_width_cap`]).
+    fn narrowest_shared(&self, launches: &str) -> Option<(i64, String)> {
         let units = [Some(self.fast), self.pair.slow.unit()];
         let mut best: Option<(i64, String)> = None;
         for t in launches.split("[[") {

@@ -624,6 +624,27 @@ pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(
 /// element, so the block's x size cannot exceed the extent: a larger block writes past the
 /// array. Stores in an `if (i < n)` branch, or in the `else` of `if (i > n)`, are left out.
 pub fn thread_indexed_shared(source: &str, kernel: &str) -> BTreeMap<String, String> {
+    // Inference asks again for every size, launch and halved assumption: parse once.
+    type Memo =
+        std::sync::Mutex<std::collections::HashMap<(u64, String), BTreeMap<String, String>>>;
+    static MEMO: std::sync::LazyLock<Memo> = std::sync::LazyLock::new(Default::default);
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        source.hash(&mut h);
+        (h.finish(), kernel.to_string())
+    };
+    if let Some(hit) = MEMO.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return hit;
+    }
+    let out = thread_indexed_shared_uncached(source, kernel);
+    if let Ok(mut m) = MEMO.lock() {
+        m.insert(key, out.clone());
+    }
+    out
+}
+
+fn thread_indexed_shared_uncached(source: &str, kernel: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut parser = Parser::new();
     if parser

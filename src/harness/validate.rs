@@ -1147,7 +1147,9 @@ impl Harness {
         // A version unit (a host launcher's kernels, docs/pairing.md) holds several
         // kernels: a launch naming another kernel is checked against that kernel's
         // definition in the unit's source.
-        let index = crate::cuda::index_file(&unit.path, &unit.source);
+        // Parsed only when a launch names another kernel: most name the unit's own, and
+        // inference checks every draft (and every halved assumption) against its kernels.
+        let index = std::cell::OnceCell::new();
         let sym_base = unit.symbol.split('<').next().unwrap_or("").trim();
         let mut kernels: Vec<std::borrow::Cow<KernelUnit>> = Vec::new();
         for (li, l) in launches.iter().enumerate() {
@@ -1156,6 +1158,7 @@ impl Harness {
                 kernels.push(std::borrow::Cow::Borrowed(unit));
                 continue;
             }
+            let index = index.get_or_init(|| crate::cuda::index_file(&unit.path, &unit.source));
             let Some(k) = index.kernels().iter().find(|k| k.name == base) else {
                 return Err(err(format!(
                     "launch[{li}] runs {:?}, but the {variant} unit's kernel is {:?}",
