@@ -3,6 +3,7 @@
 
 use super::builtins;
 use super::lex::{self, Lines, PieceKind};
+use super::ppcond;
 use super::queries;
 use super::{FileData, FileIndex, Include, KernelInfo};
 use crate::record::{Diagnostic, LaunchSite, Level, Param};
@@ -1446,10 +1447,16 @@ fn launch_definitions(
             Some(found.join("; "))
         } else {
             idx.by_name.get(&name).and_then(|ids| {
-                ids.iter()
+                let defs: Vec<&Item> = ids
+                    .iter()
                     .rev()
                     .map(|&i| &idx.items[i])
-                    .find(|it| matches!(it.kind, ItemKind::Macro | ItemKind::Global))
+                    .filter(|it| matches!(it.kind, ItemKind::Macro | ItemKind::Global))
+                    .collect();
+                // Of several, the last whose `#if` branches are not known to be off.
+                defs.iter()
+                    .find(|it| !branch_off(idx, it))
+                    .or(defs.first())
                     .map(|it| collapse_ws(&it.text))
             })
         };
@@ -1473,6 +1480,45 @@ fn launch_definitions(
         }
     }
     out
+}
+
+/// Whether one of the `#if` branches `it` sits in is known to be off: its condition is false
+/// over the file's macros with stated integer values (fft's `#if R16 … #define R 16` with
+/// `#define R16 0`). Unknown conditions count as on.
+fn branch_off(idx: &FileData, it: &Item) -> bool {
+    let defined = |n: &str| {
+        idx.by_name
+            .get(n)
+            .is_some_and(|ids| ids.iter().any(|&i| idx.items[i].kind == ItemKind::Macro))
+    };
+    let value = |n: &str| -> Option<i64> {
+        let mut vals = idx
+            .by_name
+            .get(n)?
+            .iter()
+            .map(|&i| &idx.items[i])
+            .filter(|m| m.kind == ItemKind::Macro);
+        // One unconditional definition with an integer body.
+        let m = vals.next()?;
+        if vals.next().is_some() || !m.cond.is_empty() {
+            return None;
+        }
+        let body = collapse_ws(&m.text);
+        let rest = body
+            .trim_start()
+            .strip_prefix('#')?
+            .trim_start()
+            .strip_prefix("define")?;
+        let rest = rest.trim_start().strip_prefix(n)?;
+        ppcond::int_literal(rest)
+    };
+    let m = ppcond::Macros {
+        defined: &defined,
+        value: &value,
+    };
+    it.cond
+        .iter()
+        .any(|c| ppcond::eval(&c.expr, &m) == Some(false))
 }
 
 /// `stmt` (masked, trimmed) declares `name`: `T name(…)`, `const T *name = …`, `T a, name;`.

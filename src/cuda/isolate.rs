@@ -1376,6 +1376,24 @@ int main() {
     }
 
     #[test]
+    fn a_launch_takes_the_define_of_the_branch_its_flags_switch_on() {
+        // Written for this test: a radix switch, one flag on, the others off; the last
+        // `#define R` in the file is under a flag that is 0.
+        let main = "#define R2 1\n#define R16 0\n#define N 256\n#if R2\n#define R 2\n#endif\n#if R16\n#define R 16\n#endif\n#define T N/R\n__global__ void k(float *d) { d[threadIdx.x] = 0; }\nint main() {\n  int nthreads = T;\n  k<<<dim3(4), dim3(nthreads)>>>(0);\n}\n";
+        let map = scope_of(&[("f/main.cu", main)]);
+        let sites = map["f/main.cu"].launch_sites();
+        assert_eq!(sites[0].definitions["R"], "#define R 2");
+        assert_eq!(sites[0].definitions["T"], "#define T N/R");
+        // With the flag unknown (defined elsewhere, or by -D), the last stays, as before.
+        let unknown = main.replace("#define R16 0\n", "");
+        let map = scope_of(&[("f/main.cu", unknown.as_str())]);
+        assert_eq!(
+            map["f/main.cu"].launch_sites()[0].definitions["R"],
+            "#define R 16"
+        );
+    }
+
+    #[test]
     fn member_assignments_after_preprocessor_lines_are_definitions() {
         let src = "void run(int *p, int n) {\n  dim3 threads(32, 1);\n  dim3 grid(n, 1);\n#ifdef WG\n  threads.x = WG;\n#else\n  threads.x = 128;\n#endif\n  grid.x = 1024 / threads.x;\n  k<<<grid, threads>>>(p, n);\n}\n";
         let map = scope_of(&[("h.cu", src)]);

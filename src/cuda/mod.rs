@@ -14,6 +14,7 @@ mod index;
 mod inspect;
 mod isolate;
 pub mod lex;
+pub(crate) mod ppcond;
 mod queries;
 pub mod syntax;
 pub mod texture;

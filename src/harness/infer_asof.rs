@@ -9,7 +9,7 @@
 use super::draft::{self, Tok};
 use super::infer_host;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 /// One write to a host variable.
@@ -983,13 +983,21 @@ fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, Stri
 }
 
 /// The host text with the lines of `#ifdef`/`#ifndef` branches that are off blanked (line
-/// numbers kept): a branch is on when `defined(macro)` says so; `#if` with an expression
-/// keeps every branch (its value is not known here).
+/// numbers kept): a branch is on when `defined(macro)` says so. An `#if`/`#elif` condition
+/// is evaluated over the macros `text` defines once with an integer (`#if R2` with
+/// `#define R2 1`, `crate::cuda::ppcond`); one whose value is not known keeps every branch.
 pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
+    let ints = int_defines(text);
+    let value = |n: &str| ints.get(n).copied().flatten();
+    let macros = crate::cuda::ppcond::Macros {
+        defined,
+        value: &value,
+    };
+    let cond = |d: &str, k: &str| crate::cuda::ppcond::eval(strip_comment(&d[k.len()..]), &macros);
     // Per open conditional: (the enclosing region is on, this branch is on, the condition
-    // is known).
-    let mut stack: Vec<(bool, bool, bool)> = Vec::new();
-    let on = |st: &Vec<(bool, bool, bool)>| st.last().is_none_or(|x| x.0 && x.1);
+    // is known, a branch so far was known to be taken).
+    let mut stack: Vec<(bool, bool, bool, bool)> = Vec::new();
+    let on = |st: &Vec<(bool, bool, bool, bool)>| st.last().is_none_or(|x| x.0 && x.1);
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let t = line.trim_start();
@@ -1004,25 +1012,34 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
                 let neg = d.starts_with("ifndef");
                 let m = word(d, if neg { "ifndef" } else { "ifdef" }).unwrap_or_default();
                 let parent = on(&stack);
-                stack.push((parent, defined(&m) != neg, true));
+                let taken = defined(&m) != neg;
+                stack.push((parent, taken, true, taken));
                 keep = true;
             }
             Some(d) if d.starts_with("if") => {
                 let parent = on(&stack);
-                stack.push((parent, true, false));
+                let v = cond(d, "if");
+                stack.push((parent, v.unwrap_or(true), v.is_some(), v == Some(true)));
                 keep = true;
             }
             Some(d) if d.starts_with("elif") => {
                 if let Some(top) = stack.last_mut() {
-                    top.1 = true;
-                    top.2 = false;
+                    if top.2 && top.3 {
+                        top.1 = false;
+                    } else if top.2 {
+                        let v = cond(d, "elif");
+                        *top = (top.0, v.unwrap_or(true), v.is_some(), v == Some(true));
+                    } else {
+                        top.1 = true;
+                    }
                 }
                 keep = true;
             }
             Some(d) if d.starts_with("else") => {
                 if let Some(top) = stack.last_mut() {
                     if top.2 {
-                        top.1 = !top.1;
+                        top.1 = !top.3;
+                        top.3 = true;
                     }
                 }
                 keep = true;
@@ -1038,6 +1055,41 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
         } else if line.ends_with('\n') {
             out.push('\n');
         }
+    }
+    out
+}
+
+/// A `//` or `/*` comment after a directive's condition dropped.
+fn strip_comment(s: &str) -> &str {
+    let end = [s.find("//"), s.find("/*")].into_iter().flatten().min();
+    end.map_or(s, |e| &s[..e])
+}
+
+/// Macros `text` defines with an integer body: name → its value, or None when the text
+/// defines the name more than once (under several branches, its value is the question).
+fn int_defines(text: &str) -> BTreeMap<String, Option<i64>> {
+    let mut out: BTreeMap<String, Option<i64>> = BTreeMap::new();
+    for l in text.lines() {
+        let Some(rest) = l
+            .trim_start()
+            .strip_prefix('#')
+            .map(str::trim_start)
+            .and_then(|r| r.strip_prefix("define"))
+        else {
+            continue;
+        };
+        let rest = strip_comment(rest).trim_start();
+        let name_end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (name, body) = rest.split_at(name_end);
+        if name.is_empty() || body.starts_with('(') {
+            continue;
+        }
+        let v = crate::cuda::ppcond::int_literal(body);
+        out.entry(name.to_string())
+            .and_modify(|e| *e = None)
+            .or_insert(v);
     }
     out
 }
@@ -1230,6 +1282,33 @@ mod tests {
         assert!(off.contains("c = 1"), "an #if expression keeps its branch");
         let on = active_text(t, &|m| m == "WIDE");
         assert!(on.contains("a = 2") && !on.contains("a = 3") && !on.contains("b = 1"));
+    }
+
+    #[test]
+    fn if_conditions_over_stated_integer_macros_pick_their_branch() {
+        // Written for this test, in the shape of a radix switch: one flag on, three off.
+        let t = "#define R2 1\n#define R4 0\n#define R8 0\n#if R2\n#define R 2\n#endif\n#if (R4) // radix 4\n#define R 4\n#endif\n#if R8\n#define R 8\n#elif R4\n#define R 44\n#else\n#define R 88\n#endif\n#if defined(R2) && !R4\nint a = 1;\n#else\nint a = 2;\n#endif\n";
+        let defined = |m: &str| ["R2", "R4", "R8", "R"].contains(&m);
+        let a = active_text(t, &defined);
+        assert_eq!(a.lines().count(), t.lines().count());
+        for (want, has) in [
+            ("#define R 2", true),
+            ("#define R 4", false),
+            ("#define R 8\n", false),
+            ("#define R 44", false),
+            ("#define R 88", true),
+            ("int a = 1", true),
+            ("int a = 2", false),
+        ] {
+            assert_eq!(a.contains(want), has, "{want}: {a}");
+        }
+        // A flag the text does not state (a -D flag) keeps both branches, as before.
+        let u = "#if WIDE\nint w = 2;\n#else\nint w = 1;\n#endif\n";
+        let a = active_text(u, &|_| false);
+        assert!(a.contains("w = 2") && a.contains("w = 1"));
+        // A flag defined twice has no one value: both branches stay.
+        let twice = "#define F 0\n#ifdef X\n#define F 1\n#endif\n#if F\nint f = 1;\n#endif\n";
+        assert!(active_text(twice, &|m| m == "F").contains("int f = 1"));
     }
 
     #[test]
