@@ -2700,7 +2700,7 @@ pub fn infer_all(
         .collect();
     std::fs::create_dir_all(out).map_err(|e| PathIo::new(out, e))?;
     let mut cache: HashMap<(String, String), Host> = HashMap::new();
-    let mut results = Vec::new();
+    let mut jobs: Vec<(&Pair, Host)> = Vec::new();
     for p in &pairs {
         let slow_at = p
             .slow
@@ -2718,15 +2718,22 @@ pub fn infer_all(
                 ..Host::default()
             },
         };
-        let inf = infer(p, &host, opts);
-        let path = out.join(format!("{}.toml", p.id));
-        crate::jsonl::write_atomic(&path, |w| {
-            use std::io::Write;
-            w.write_all(inf.toml.as_bytes())
-        })?;
-        results.push((p.id.clone(), format!("{}/{}", p.benchmark, p.kernel), inf));
+        jobs.push((p, host));
     }
-    Ok(results)
+    // Pairs are independent once their host code is read: infer them on every core, each
+    // file written as soon as it is inferred (in the order the pairs come).
+    use rayon::prelude::*;
+    jobs.into_par_iter()
+        .map(|(p, host)| {
+            let inf = infer(p, &host, opts);
+            let path = out.join(format!("{}.toml", p.id));
+            crate::jsonl::write_atomic(&path, |w| {
+                use std::io::Write;
+                w.write_all(inf.toml.as_bytes())
+            })?;
+            Ok((p.id.clone(), format!("{}/{}", p.benchmark, p.kernel), inf))
+        })
+        .collect()
 }
 
 /// Give each pair its harness origin for verify: a hand-written harness (found as verify
