@@ -1498,19 +1498,16 @@ fn branch_off(idx: &FileData, it: &Item) -> bool {
             .iter()
             .map(|&i| &idx.items[i])
             .filter(|m| m.kind == ItemKind::Macro);
-        // One unconditional definition with an integer body.
+        // One unconditional object-like definition with an integer body.
         let m = vals.next()?;
         if vals.next().is_some() || !m.cond.is_empty() {
             return None;
         }
-        let body = collapse_ws(&m.text);
-        let rest = body
-            .trim_start()
-            .strip_prefix('#')?
-            .trim_start()
-            .strip_prefix("define")?;
-        let rest = rest.trim_start().strip_prefix(n)?;
-        ppcond::int_literal(rest)
+        let c = DEFINE_RE.captures(m.text.lines().next()?)?;
+        if c.get(2).is_some() {
+            return None;
+        }
+        ppcond::int_literal(c.get(3)?.as_str())
     };
     let m = ppcond::Macros {
         defined: &defined,

@@ -9,7 +9,7 @@
 use super::draft::{self, Tok};
 use super::infer_host;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// One write to a host variable.
@@ -987,17 +987,21 @@ fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, Stri
 /// is evaluated over the macros `text` defines once with an integer (`#if R2` with
 /// `#define R2 1`, `crate::cuda::ppcond`); one whose value is not known keeps every branch.
 pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
-    let ints = int_defines(text);
-    let value = |n: &str| ints.get(n).copied().flatten();
+    // A macro's value: its one `#define` in `text`, when that is an integer literal (one
+    // defined under several branches has no one value: its value is the question).
+    let value = |n: &str| match infer_host::define_bodies(text, n).as_slice() {
+        [body] => crate::cuda::ppcond::int_literal(&infer_host::strip_comments(body)),
+        _ => None,
+    };
     let macros = crate::cuda::ppcond::Macros {
         defined,
         value: &value,
     };
-    let cond = |d: &str, k: &str| crate::cuda::ppcond::eval(strip_comment(&d[k.len()..]), &macros);
-    // Per open conditional: (the enclosing region is on, this branch is on, the condition
-    // is known, a branch so far was known to be taken).
-    let mut stack: Vec<(bool, bool, bool, bool)> = Vec::new();
-    let on = |st: &Vec<(bool, bool, bool, bool)>| st.last().is_none_or(|x| x.0 && x.1);
+    let cond = |d: &str, k: &str| {
+        crate::cuda::ppcond::eval(&infer_host::strip_comments(&d[k.len()..]), &macros)
+    };
+    let mut stack: Vec<Cond> = Vec::new();
+    let on = |st: &Vec<Cond>| st.last().is_none_or(|c| c.outer_on && c.on);
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let t = line.trim_start();
@@ -1011,35 +1015,30 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
             Some(d) if d.starts_with("ifdef") || d.starts_with("ifndef") => {
                 let neg = d.starts_with("ifndef");
                 let m = word(d, if neg { "ifndef" } else { "ifdef" }).unwrap_or_default();
-                let parent = on(&stack);
-                let taken = defined(&m) != neg;
-                stack.push((parent, taken, true, taken));
+                stack.push(Cond::new(on(&stack), Some(defined(&m) != neg)));
                 keep = true;
             }
             Some(d) if d.starts_with("if") => {
-                let parent = on(&stack);
-                let v = cond(d, "if");
-                stack.push((parent, v.unwrap_or(true), v.is_some(), v == Some(true)));
+                stack.push(Cond::new(on(&stack), cond(d, "if")));
                 keep = true;
             }
             Some(d) if d.starts_with("elif") => {
                 if let Some(top) = stack.last_mut() {
-                    if top.2 && top.3 {
-                        top.1 = false;
-                    } else if top.2 {
-                        let v = cond(d, "elif");
-                        *top = (top.0, v.unwrap_or(true), v.is_some(), v == Some(true));
+                    if !top.known {
+                        top.on = true;
+                    } else if top.taken {
+                        top.on = false;
                     } else {
-                        top.1 = true;
+                        *top = Cond::new(top.outer_on, cond(d, "elif"));
                     }
                 }
                 keep = true;
             }
             Some(d) if d.starts_with("else") => {
                 if let Some(top) = stack.last_mut() {
-                    if top.2 {
-                        top.1 = !top.3;
-                        top.3 = true;
+                    if top.known {
+                        top.on = !top.taken;
+                        top.taken = true;
                     }
                 }
                 keep = true;
@@ -1059,39 +1058,27 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
     out
 }
 
-/// A `//` or `/*` comment after a directive's condition dropped.
-fn strip_comment(s: &str) -> &str {
-    let end = [s.find("//"), s.find("/*")].into_iter().flatten().min();
-    end.map_or(s, |e| &s[..e])
+/// One open `#if` group in [`active_text`].
+struct Cond {
+    /// The text around the group is on.
+    outer_on: bool,
+    /// The current branch is on (an unknown condition keeps it on).
+    on: bool,
+    /// Every condition of the group so far was known.
+    known: bool,
+    /// A branch so far was known to be taken: the later ones are off.
+    taken: bool,
 }
 
-/// Macros `text` defines with an integer body: name → its value, or None when the text
-/// defines the name more than once (under several branches, its value is the question).
-fn int_defines(text: &str) -> BTreeMap<String, Option<i64>> {
-    let mut out: BTreeMap<String, Option<i64>> = BTreeMap::new();
-    for l in text.lines() {
-        let Some(rest) = l
-            .trim_start()
-            .strip_prefix('#')
-            .map(str::trim_start)
-            .and_then(|r| r.strip_prefix("define"))
-        else {
-            continue;
-        };
-        let rest = strip_comment(rest).trim_start();
-        let name_end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        let (name, body) = rest.split_at(name_end);
-        if name.is_empty() || body.starts_with('(') {
-            continue;
+impl Cond {
+    fn new(outer_on: bool, value: Option<bool>) -> Self {
+        Cond {
+            outer_on,
+            on: value.unwrap_or(true),
+            known: value.is_some(),
+            taken: value == Some(true),
         }
-        let v = crate::cuda::ppcond::int_literal(body);
-        out.entry(name.to_string())
-            .and_modify(|e| *e = None)
-            .or_insert(v);
     }
-    out
 }
 
 #[cfg(test)]
