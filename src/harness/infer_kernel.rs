@@ -5,7 +5,9 @@
 //! checks compare. Harness inference turns these facts into roles, index ranges and
 //! irregular size sets.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 use tree_sitter::{Node, Parser};
 
 /// How a kernel writes a buffer.
@@ -263,6 +265,7 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
     let macros = accessor_macros(source);
     let body = functions.get(kernel)?.1;
     let mut facts = BodyFacts::default();
+    let memo = HelperMemo::default();
     let mut w = Walker {
         src: source,
         functions: &functions,
@@ -276,6 +279,7 @@ pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyF
         block_x: names_for(body, source, "blockIdx.x"),
         block_offsets: BTreeMap::new(),
         facts: &mut facts,
+        memo: &memo,
         depth: 0,
     };
     w.visit(body);
@@ -919,7 +923,17 @@ struct Walker<'a, 't> {
     /// ("" for a plain `[blockIdx.x]`).
     block_offsets: BTreeMap<String, BTreeSet<String>>,
     facts: &'a mut BodyFacts,
+    /// Helper facts by (helper, depth), shared by every walker of one kernel body.
+    memo: &'a HelperMemo,
     depth: usize,
+}
+
+type HelperMemo = RefCell<HashMap<(String, usize), Rc<BodyFacts>>>;
+
+thread_local! {
+    /// Helper bodies walked on this thread: what the regression test for the exponential
+    /// walk counts (a count, not a clock, so the test cannot flake on a slow machine).
+    static HELPER_WALKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl<'t> Walker<'_, 't> {
@@ -1255,6 +1269,39 @@ impl<'t> Walker<'_, 't> {
         }
     }
 
+    /// What a helper's body does to its own parameters, walked once per (helper, depth) and
+    /// reused at every call site: the walk starts from the helper's parameters alone, so its
+    /// facts do not depend on the caller. Without the memo a chain of helpers that each call
+    /// the next twice was walked 2^depth times (cuda-samples' headers did not finish).
+    fn helper_facts(&mut self, name: &str, fparams: &[String], body: Node<'t>) -> Rc<BodyFacts> {
+        let key = (name.to_string(), self.depth + 1);
+        if let Some(f) = self.memo.borrow().get(&key) {
+            return Rc::clone(f);
+        }
+        HELPER_WALKS.with(|c| c.set(c.get() + 1));
+        let mut inner = BodyFacts::default();
+        let mut w = Walker {
+            src: self.src,
+            functions: self.functions,
+            macros: self.macros,
+            params: fparams.iter().cloned().collect(),
+            aliases: BTreeMap::new(),
+            literal_stores: BTreeMap::new(),
+            block_stores: BTreeMap::new(),
+            loaded: BTreeMap::new(),
+            thread_x: BTreeSet::new(),
+            block_x: BTreeSet::new(),
+            block_offsets: BTreeMap::new(),
+            facts: &mut inner,
+            memo: self.memo,
+            depth: self.depth + 1,
+        };
+        w.visit(body);
+        let f = Rc::new(inner);
+        self.memo.borrow_mut().insert(key, Rc::clone(&f));
+        f
+    }
+
     fn call(&mut self, n: Node<'t>) {
         let name = n
             .child_by_field_name("function")
@@ -1291,23 +1338,7 @@ impl<'t> Walker<'_, 't> {
             .filter(|_| self.depth < MAX_CALL_DEPTH)
         {
             // A device helper: its writes through positional parameters map back.
-            let mut inner = BodyFacts::default();
-            let mut w = Walker {
-                src: self.src,
-                functions: self.functions,
-                macros: self.macros,
-                params: fparams.iter().cloned().collect(),
-                aliases: BTreeMap::new(),
-                literal_stores: BTreeMap::new(),
-                block_stores: BTreeMap::new(),
-                loaded: BTreeMap::new(),
-                thread_x: BTreeSet::new(),
-                block_x: BTreeSet::new(),
-                block_offsets: BTreeMap::new(),
-                facts: &mut inner,
-                depth: self.depth + 1,
-            };
-            w.visit(*body);
+            let inner = self.helper_facts(&name, fparams, *body);
             for (i, a) in args.iter().enumerate() {
                 let Some(t) = self.target(*a) else { continue };
                 let Some(fp) = fparams.get(i) else { continue };
@@ -1458,6 +1489,34 @@ mod tests {
         assert!(!f.writes.contains_key("a"));
         assert!(f.reads.contains("a") && f.reads.contains("c") && !f.reads.contains("b"));
         assert!(f.bounded.contains("n") && f.bounded.contains("i"));
+    }
+
+    #[test]
+    fn a_helper_chain_is_walked_once_per_helper_not_once_per_call_path() {
+        // 30 helpers, each calling the next twice (and the last one storing): the walk of
+        // cuda-samples' helper headers never finished when every call site re-walked its
+        // callee (2 + 4 + … + 2^8 = 510 walks here, 10^8 with ten calls a level).
+        for calls in [2usize, 10] {
+            let mut src = String::from("__device__ void h30(float *p) { p[0] = 1.0f; }\n");
+            for i in (1..30).rev() {
+                src.push_str(&format!("__device__ void h{i}(float *p) {{ p[{i}] = 2.0f;"));
+                for _ in 0..calls {
+                    src.push_str(&format!(" h{}(p);", i + 1));
+                }
+                src.push_str(" }\n");
+            }
+            src.push_str("__global__ void k(float *out, const float *x) { h1(out); }\n");
+            HELPER_WALKS.with(|c| c.set(0));
+            let f = facts(&src, &["out", "x"]);
+            let walks = HELPER_WALKS.with(|c| c.get());
+            assert_eq!(f.writes.get("out"), Some(&WriteKind::Store), "{f:?}");
+            assert!(!f.writes.contains_key("x"), "{f:?}");
+            // One walk per helper reached, at most once per depth.
+            assert!(
+                walks <= MAX_CALL_DEPTH,
+                "{calls} calls a level: {walks} walks"
+            );
+        }
     }
 
     #[test]
