@@ -21,6 +21,9 @@ pub struct Cli {
 pub enum Command {
     /// Walk a suite, isolate every __global__ kernel into a self-contained unit, pair naive/optimized kernels.
     Extract(crate::suite::ExtractArgs),
+    /// Build and run a tree's programs once under the injection library, recording every
+    /// kernel launch with the memory it reads and writes (a GPU and a CUDA toolkit needed).
+    Capture(crate::capture::CaptureArgs),
     /// Print the isolated unit of each kernel in one .cu file and what it pulled in.
     Inspect(crate::cuda::InspectArgs),
     /// Draft or check harness files.
@@ -58,6 +61,7 @@ pub fn main() -> ExitCode {
     init_tracing(&cli.log);
     let result = match cli.command {
         Command::Extract(a) => crate::suite::run_extract(a),
+        Command::Capture(a) => crate::capture::run_capture(a),
         Command::Inspect(a) => crate::cuda::run_inspect(a),
         Command::Harness(c) => crate::selfcheck::commands::run(c),
         Command::Synth(a) => crate::synth::run_synth(*a),

@@ -8,6 +8,7 @@
 //! resumably. Layers, lowest first: evidence, record → cuda, dataset, gpu, harness → synth,
 //! suite → verify → export, selfcheck → pipeline → cli (`tests/module_graph.rs` fails on a cycle).
 
+pub mod capture;
 pub mod cli;
 pub mod cuda;
 pub mod dataset;
@@ -20,6 +21,7 @@ pub mod jsonl;
 pub mod par;
 pub mod path_io;
 pub mod pipeline;
+pub mod progress;
 pub mod record;
 pub mod selfcheck;
 pub mod suite;

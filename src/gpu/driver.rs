@@ -553,12 +553,12 @@ impl Gpu {
         }
         // Eight-byte aligned storage per argument; the driver copies each by the size
         // of the kernel's parameter.
-        let store: Vec<[u64; 2]> = args.iter().map(|a| a.words()).collect();
+        let store: Vec<Vec<u64>> = args.iter().map(|a| a.words()).collect();
         let mut ptrs: Vec<*mut c_void> = store.iter().map(|w| w.as_ptr() as *mut c_void).collect();
         // SAFETY: ptrs holds exactly one pointer per kernel parameter (count checked
-        // above against cuFuncGetParamInfo), each to 16 readable bytes, at least any
-        // parameter's size (checked by `KArg::fits`: scalars <= 8, pointers exactly 8,
-        // structs exactly their own size, at most 16). store outlives the call. What the
+        // above against cuFuncGetParamInfo), each to at least 16 readable bytes and at
+        // least the parameter's size (checked by `KArg::fits`: scalars <= 8, pointers
+        // exactly 8, structs and byte parameters exactly their own size). store outlives the call. What the
         // kernel does with the addresses is the caller's contract (see # Safety).
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
@@ -891,7 +891,7 @@ impl Module {
 }
 
 /// One kernel argument's bytes.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum KArg {
     /// A device address (see [`KArg::ptr`]).
     Ptr(u64),
@@ -900,6 +900,9 @@ pub enum KArg {
     /// A struct passed by value (a struct of device pointers): its bytes, of which the
     /// first `len` (up to 16) are the struct; the kernel's parameter must be exactly `len`.
     Struct { bytes: [u8; 16], len: usize },
+    /// A parameter of any size, byte for byte (a captured launch's parameter, device
+    /// addresses already replaced); the kernel's parameter must be exactly this long.
+    Bytes(Vec<u8>),
 }
 
 impl KArg {
@@ -921,16 +924,29 @@ impl KArg {
         })
     }
 
-    fn words(&self) -> [u64; 2] {
+    /// The argument in 8-byte words (at least two), so its storage is 8-byte aligned.
+    fn words(&self) -> Vec<u64> {
         match self {
-            KArg::Ptr(p) => [*p, 0],
-            KArg::Scalar(b) => [u64::from_le_bytes(*b), 0],
+            KArg::Ptr(p) => vec![*p, 0],
+            KArg::Scalar(b) => vec![u64::from_le_bytes(*b), 0],
             KArg::Struct { bytes, .. } => {
                 let (lo, hi) = bytes.split_at(8);
-                [
+                vec![
                     u64::from_le_bytes(lo.try_into().expect("8 bytes")),
                     u64::from_le_bytes(hi.try_into().expect("8 bytes")),
                 ]
+            }
+            KArg::Bytes(b) => {
+                let mut w: Vec<u64> = b
+                    .chunks(8)
+                    .map(|c| {
+                        let mut x = [0u8; 8];
+                        x[..c.len()].copy_from_slice(c);
+                        u64::from_le_bytes(x)
+                    })
+                    .collect();
+                w.resize(w.len().max(2), 0);
+                w
             }
         }
     }
@@ -943,6 +959,7 @@ impl KArg {
             KArg::Ptr(_) => size == 8,
             KArg::Scalar(_) => size <= 8,
             KArg::Struct { len, .. } => size == *len,
+            KArg::Bytes(b) => size == b.len(),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Everything that touches CUDA: NVRTC compilation, the compile cache and the driver
-//! layer the verify stage runs pairs through. The only module with `unsafe`.
+//! layer the verify stage runs pairs through, and capture's injection library. The only
+//! module with `unsafe`.
 
 pub mod cache;
+pub mod capture;
 pub mod driver;
 pub mod nvrtc;
 

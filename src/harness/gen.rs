@@ -667,6 +667,16 @@ fn fill(
         Init::CopyOf { .. } | Init::Interleave { .. } => {
             unreachable!("copies and interleavings are built by `produce`")
         }
+        Init::Captured { blobs, id } => {
+            // What the program held: zeros included, whatever the seed.
+            bytes = crate::gpu::capture::BlobStore::new(blobs)
+                .get(id, (len * elem.size_of()) as u64)
+                .map_err(|e| HarnessError::Generate {
+                    origin: origin.into(),
+                    message: format!("{name}: {e}"),
+                })?;
+            return Ok(HostBuffer { elem, bytes });
+        }
     }
     let buf = HostBuffer { elem, bytes };
     debug_assert_eq!(buf.len(), len);
@@ -972,12 +982,24 @@ pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>
                     })
             }
             // Its bytes are device addresses, known only once the buffers are allocated.
-            (ResolvedArg::Struct { .. }, _) => Ok(HostBuffer {
+            (ResolvedArg::Struct { .. } | ResolvedArg::Bytes { .. }, _) => Ok(HostBuffer {
                 elem: ElemType::U64,
                 bytes: Vec::new(),
             }),
         })
         .collect()
+}
+
+/// A buffer whose bytes do not depend on a seed or on other buffers (a captured output,
+/// [`Init::Captured`]), as `len` elements of `elem`.
+pub fn fill_expected(
+    origin: &str,
+    name: &str,
+    elem: ElemType,
+    len: usize,
+    init: &Init,
+) -> Result<HostBuffer, HarnessError> {
+    fill(name, elem, len, init, 0, &SparseCache::new(), origin)
 }
 
 /// Inits built from other buffers rather than drawn from their own stream.

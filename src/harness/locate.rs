@@ -95,7 +95,7 @@ pub(super) fn type_matches(
 }
 
 /// Follow `#define NAME type` and `typedef type NAME;` in a unit's source (a few levels).
-pub(super) fn resolve_alias(base: &str, source: &str) -> String {
+pub(crate) fn resolve_alias(base: &str, source: &str) -> String {
     let mut cur = base.to_string();
     for _ in 0..4 {
         if cur.is_empty() || !is_ident(&cur.replace(' ', "_")) {

@@ -28,6 +28,7 @@ mod model;
 mod resolve;
 mod validate;
 
+pub(crate) use locate::resolve_alias;
 pub use locate::{candidate_names, locate, prepare, prepare_with, Found};
 pub use model::*;
 pub(crate) use validate::is_ident;
@@ -41,7 +42,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use gen::{
-    generate_constants, generate_inputs, generate_inputs_for, poison_pattern, HostBuffer,
+    fill_expected, generate_constants, generate_inputs, generate_inputs_for, poison_pattern,
+    HostBuffer,
 };
 pub use layout::{Layout, Layouts, Variant, Window};
 

@@ -200,6 +200,12 @@ pub enum Init {
         matrix: String,
         part: JdsPart,
     },
+    /// The bytes a real program held (a captured allocation): blob `id` of the capture's
+    /// blob store at `blobs` ([`crate::gpu::capture::BlobStore`]).
+    Captured {
+        blobs: std::path::PathBuf,
+        id: String,
+    },
 }
 
 /// A `cells` init: `dims[0]·dims[1]·dims[2]` cells (cell `(k·dims[1] + j)·dims[0] + i`),
@@ -318,6 +324,22 @@ pub enum ResolvedArg {
         name: String,
         fields: Vec<usize>,
     },
+    /// A parameter's bytes as a real program passed them (a captured launch): any size,
+    /// with the device addresses inside replaced by the replay's buffers.
+    Bytes {
+        name: String,
+        bytes: Vec<u8>,
+        pointers: Vec<BytesPointer>,
+    },
+}
+
+/// An 8-byte device address inside a [`ResolvedArg::Bytes`]: at byte `at`, the address of
+/// buffer arg `arg` plus `offset` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BytesPointer {
+    pub at: usize,
+    pub arg: usize,
+    pub offset: u64,
 }
 
 impl ResolvedArg {
@@ -325,9 +347,20 @@ impl ResolvedArg {
         match self {
             ResolvedArg::Buffer { name, .. }
             | ResolvedArg::Scalar { name, .. }
-            | ResolvedArg::Struct { name, .. } => name,
+            | ResolvedArg::Struct { name, .. }
+            | ResolvedArg::Bytes { name, .. } => name,
         }
     }
+}
+
+/// What a buffer must hold after the fast variant ran: the captured program's own output
+/// (the third witness of a captured harness's self-check).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Expected {
+    /// Index into [`Resolved::args`] (an output buffer).
+    pub arg: usize,
+    /// Its bytes, as an init ([`Init::Captured`]).
+    pub init: Init,
 }
 
 /// The bytes of a struct arg: each field's device address, little-endian, in order (a C
@@ -513,6 +546,10 @@ pub struct Resolved {
     pub sparse: Vec<SparseMatrix>,
     pub slow: Vec<Launch>,
     pub fast: Vec<Launch>,
+    /// Outputs whose bytes are known in advance (a captured launch's recorded results):
+    /// a self-check compares the fast variant's output with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<Expected>,
 }
 
 impl Resolved {

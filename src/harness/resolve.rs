@@ -64,7 +64,9 @@ impl Harness {
             .iter()
             .map(|a| match a {
                 ResolvedArg::Buffer { len, .. } => Some(*len),
-                ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } => None,
+                ResolvedArg::Scalar { .. }
+                | ResolvedArg::Struct { .. }
+                | ResolvedArg::Bytes { .. } => None,
             })
             .collect();
         let resolved = Resolved {
@@ -78,6 +80,7 @@ impl Harness {
             textures,
             ignores,
             sparse,
+            expected: Vec::new(),
         };
         gen::check_resolved(&resolved)?;
         Ok(resolved)

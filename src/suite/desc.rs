@@ -33,6 +33,40 @@ pub struct RawDesc {
     pub layout: RawLayout,
     pub files: RawFiles,
     pub pairing: RawPairing,
+    /// How `kernelpair capture` builds and runs the suite's programs (absent: defaults).
+    #[serde(default)]
+    pub capture: Option<CaptureRecipe>,
+}
+
+/// A suite's capture recipe (`[capture]`): which programs, how each is built and run.
+/// Commands are shell lines run in the program's folder of a scratch copy of the tree;
+/// `{root}` (the copy's root), `{dir}`, `{file}` and `{stem}` (per-file programs) and
+/// `{data}` (`capture --data`) are replaced.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureRecipe {
+    /// Root-relative globs of program folders, or of files (one program per file, built
+    /// and run in the file's folder). Empty: every folder holding a Makefile and `.cu` files.
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// The build command (default `make`).
+    #[serde(default)]
+    pub build: Option<String>,
+    /// The runs, each a separate process with its own launches (default: `make run` when
+    /// the Makefile has a `run` target, else each executable the build made).
+    #[serde(default)]
+    pub run: Vec<String>,
+    /// Run each run command once per value, `{arg}` replaced (llm.c's kernel numbers:
+    /// `./{stem} {arg}` for 1..10). The sequence stops at the first value whose run fails
+    /// and launches nothing, once an earlier value captured something.
+    #[serde(default)]
+    pub each: Vec<String>,
+    /// Seconds each run may take (default 120).
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// Extra environment for builds and runs.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -176,6 +210,8 @@ pub struct SuiteDesc {
     pub fallback_naive: Vec<String>,
     pub rules: Vec<Rule>,
     pub progression: Option<super::pairing::Progression>,
+    /// How capture builds and runs this suite's programs.
+    pub capture: Option<CaptureRecipe>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,6 +378,7 @@ impl SuiteDesc {
                 .progression
                 .map(|p| super::pairing::Progression::compile(p).map_err(err))
                 .transpose()?,
+            capture: raw.capture,
         })
     }
 

@@ -478,7 +478,9 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<G
                     canary,
                 }));
             }
-            ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } => out.push(None),
+            ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } | ResolvedArg::Bytes { .. } => {
+                out.push(None)
+            }
         }
     }
     Ok(out)
@@ -530,6 +532,33 @@ fn kernel_args(ss: &Resolved, l: &Launch, bufs: &[Option<Guarded>]) -> Result<Ve
                             format!("struct {name}: {} fields do not fit 16 bytes", fields.len()),
                         )
                     })
+                }
+                (
+                    Some(ResolvedArg::Bytes {
+                        name,
+                        bytes,
+                        pointers,
+                    }),
+                    _,
+                ) if offset == 0 => {
+                    let mut b = bytes.clone();
+                    for ptr in pointers {
+                        let Some(Some(g)) = bufs.get(ptr.arg) else {
+                            return Err(Stop::new(
+                                Status::HarnessError,
+                                format!("{name}: byte {} points into arg {}, which is not an allocated buffer", ptr.at, ptr.arg),
+                            ));
+                        };
+                        if ptr.offset > g.bytes as u64 || ptr.at + 8 > b.len() {
+                            return Err(Stop::new(
+                                Status::HarnessError,
+                                format!("{name}: address at byte {} is outside its buffer or parameter", ptr.at),
+                            ));
+                        }
+                        let addr = g.data().device_ptr() + ptr.offset;
+                        b[ptr.at..ptr.at + 8].copy_from_slice(&addr.to_le_bytes());
+                    }
+                    Ok(KArg::Bytes(b))
                 }
                 (Some(ResolvedArg::Scalar { value, .. }), _) => {
                     let v = value.to_le_bytes();
@@ -726,6 +755,46 @@ fn check_seed(
     }
     for (k, &i) in outs.iter().enumerate() {
         compare_output(ss, seed, inputs, &mut outputs, k, i, ev, self_check)?;
+    }
+    if self_check {
+        compare_expected(ss, &outs, &outputs[&Variant::Fast])?;
+    }
+    Ok(())
+}
+
+/// A captured harness's third witness: the fast kernel's replay reproduces what the real
+/// program's launch wrote (within the output's tolerance: NVRTC and the program's own
+/// build may round differently).
+fn compare_expected(ss: &Resolved, outs: &[usize], fast: &[HostBuffer]) -> Result<(), Stop> {
+    for e in &ss.expected {
+        let (
+            Some(k),
+            Some(ResolvedArg::Buffer {
+                name,
+                elem,
+                len,
+                tol,
+                ..
+            }),
+        ) = (outs.iter().position(|&i| i == e.arg), ss.args.get(e.arg))
+        else {
+            continue;
+        };
+        let want = crate::harness::fill_expected(&ss.origin, name, *elem, *len, &e.init)
+            .map_err(|err| Stop::new(Status::HarnessError, err.to_string()))?;
+        let c = compare::compare(&want, &fast[k], tol);
+        if !c.pass {
+            return Err(Stop::new(
+                Status::Mismatch,
+                format!(
+                    "the fast kernel's replay differs from what the captured program wrote to {name}: {} of {len} elements (rel L2 {:.3e}, max abs {:.3e}{})",
+                    c.mismatches,
+                    c.l2_rel_err,
+                    c.max_abs_err,
+                    c.note.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
+                ),
+            ));
+        }
     }
     Ok(())
 }

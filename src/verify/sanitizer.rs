@@ -319,7 +319,9 @@ fn buffer_bytes(r: &Resolved) -> usize {
         .iter()
         .map(|a| match a {
             ResolvedArg::Buffer { elem, len, .. } => len * elem.size_of(),
-            ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } => 0,
+            ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } | ResolvedArg::Bytes { .. } => {
+                0
+            }
         })
         .sum()
 }

@@ -1,0 +1,88 @@
+//! A capture folder read back: every launch manifest with the program it came from, and
+//! the lookup of a kernel unit's captured launch.
+
+use crate::gpu::capture::{BlobStore, Manifest};
+use crate::record::KernelUnit;
+use std::path::{Path, PathBuf};
+
+/// One manifest and where it came from.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub program: String,
+    pub path: PathBuf,
+}
+
+/// Every manifest of a capture folder.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureIndex {
+    pub root: PathBuf,
+    /// (where it came from, the manifest), in path order.
+    pub manifests: Vec<(Entry, Manifest)>,
+    /// Manifests that could not be read, with the reason.
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
+impl CaptureIndex {
+    /// Read every manifest under `root/launches` (a missing folder is an empty index).
+    pub fn open(root: &Path) -> CaptureIndex {
+        let mut idx = CaptureIndex {
+            root: root.to_path_buf(),
+            ..Default::default()
+        };
+        let launches = root.join("launches");
+        let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&launches)
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.into_path())
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "toml")
+                    && !p
+                        .to_string_lossy()
+                        .ends_with(crate::gpu::capture::inject::COUNTS_FILE)
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            let rel = f
+                .strip_prefix(&launches)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .into_owned();
+            let program = match rel.rfind("/run-") {
+                Some(i) => rel[..i].to_string(),
+                None => String::new(),
+            };
+            match std::fs::read_to_string(&f)
+                .map_err(|e| e.to_string())
+                .and_then(|t| toml::from_str::<Manifest>(&t).map_err(|e| e.to_string()))
+            {
+                Ok(m) => idx.manifests.push((Entry { program, path: f }, m)),
+                Err(e) => idx.unreadable.push((f, e)),
+            }
+        }
+        idx
+    }
+
+    pub fn blobs(&self) -> BlobStore {
+        BlobStore::new(self.root.join("blobs"))
+    }
+
+    /// The captured launch of `unit`'s kernel: one of the program the unit's file belongs
+    /// to (its folder, or its file for one program per file), snapshotted (not skipped)
+    /// when any is, the earliest first.
+    pub fn find(&self, unit: &KernelUnit) -> Option<&(Entry, Manifest)> {
+        let path = unit.path.replace('\\', "/");
+        let of_unit = |e: &Entry| {
+            e.program == path || e.program == "." || path.starts_with(&format!("{}/", e.program))
+        };
+        let mut hits: Vec<&(Entry, Manifest)> = self
+            .manifests
+            .iter()
+            .filter(|(e, m)| m.kernel == unit.kernel && of_unit(e))
+            .collect();
+        // A file program's own launches first, then snapshotted ones, then the earliest.
+        hits.sort_by_key(|(e, m)| (e.program != path, m.skipped.is_some(), m.nth, m.seq));
+        hits.first().copied()
+    }
+}

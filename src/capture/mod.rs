@@ -1,0 +1,445 @@
+//! `kernelpair capture`: build each program of a tree with its own build system, run it
+//! once under the injection library (`libkernelpair.so`, loaded by the CUDA driver through
+//! `CUDA_INJECTION64_PATH`), and keep every launch it makes: a TOML manifest per launch and
+//! the bytes of every allocation it could reach, before and after
+//! ([`crate::gpu::capture`]). Replay ([`replay`]) turns a manifest into a harness for
+//! verify and self-check. Capture runs a suite's own programs, so it runs only on trees a
+//! user gives to `capture` (or `build`), each run in a scratch copy of the tree, with a
+//! timeout and bounded output; never for `validate`'s folders or LLM output.
+//!
+//! Layout of a capture folder: `programs.jsonl` (one [`ProgramRecord`] per finished
+//! program, appended as each finishes: the journal a rerun resumes from),
+//! `launches/<program>/run-<k>/p<pid>-<seq>-<kernel>.toml`, `blobs/`, and `work/` (the
+//! scratch copy).
+
+pub mod index;
+pub mod replay;
+pub mod run;
+
+use crate::exit;
+use crate::progress::Progress;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub use index::CaptureIndex;
+
+/// Journal format version.
+pub const RECORD_VERSION: u32 = 1;
+
+#[derive(Debug, clap::Args)]
+pub struct CaptureArgs {
+    /// Root of the tree whose programs are built and run.
+    pub root: PathBuf,
+    /// The capture folder (manifests, blobs, journal); a rerun resumes it.
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// Suite description (parboil, rodinia, cuda-samples, llm-c, generic, or auto); its
+    /// `[capture]` recipe says how programs are built and run.
+    #[arg(long, default_value = "auto")]
+    pub suite: String,
+    /// Only programs whose id contains one of these.
+    #[arg(long)]
+    pub only: Vec<String>,
+    /// Folder of input files the programs read (`{data}` in recipes; Rodinia's data).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Snapshot the first K launches of each kernel (per process); later ones only count.
+    #[arg(long, default_value_t = 1)]
+    pub first: u64,
+    /// Bytes one launch may snapshot (allocations and globals); over it the launch is a
+    /// named skip with its sizes.
+    #[arg(long, default_value_t = 1 << 30)]
+    pub max_bytes: u64,
+    /// Seconds each run may take (else the recipe's, else 120).
+    #[arg(long = "timeout-s")]
+    pub timeout_s: Option<u64>,
+    /// Programs built at once (default: the machine's cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Runs at once on the GPU (separate processes; capture syncs only its own context).
+    #[arg(long = "runs-per-gpu", default_value_t = 4)]
+    pub runs_per_gpu: usize,
+    /// The injection library (default: libkernelpair.so beside this binary).
+    #[arg(long)]
+    pub inject: Option<PathBuf>,
+    /// Folder holding libcupti.so (default: $CUDA_HOME/extras/CUPTI/lib64, the CUDA
+    /// install's lib64, or the PyPI nvidia-cuda-cupti wheel's nvidia/cu13/lib).
+    #[arg(long)]
+    pub cupti: Option<PathBuf>,
+    /// Recapture programs the journal already has.
+    #[arg(long)]
+    pub fresh: bool,
+}
+
+/// How capturing one program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgramStatus {
+    /// At least one launch was captured (a run may still have failed later).
+    Captured,
+    /// Every run exited 0 and launched no kernel.
+    NoLaunches,
+    CaptureBuildFailed,
+    CaptureRunFailed,
+    Timeout,
+}
+
+impl ProgramStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProgramStatus::Captured => "captured",
+            ProgramStatus::NoLaunches => "no_launches",
+            ProgramStatus::CaptureBuildFailed => "capture_build_failed",
+            ProgramStatus::CaptureRunFailed => "capture_run_failed",
+            ProgramStatus::Timeout => "timeout",
+        }
+    }
+}
+
+/// One process of a program's runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub command: String,
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    pub seconds: f64,
+    /// Manifests it wrote.
+    pub launches: usize,
+    /// An input file the run said it could not open, which does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+/// What capture did with one program (a line of `programs.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramRecord {
+    pub version: u32,
+    pub program: String,
+    pub status: ProgramStatus,
+    pub reason: String,
+    pub launches: usize,
+    pub build_seconds: f64,
+    pub seconds: f64,
+    pub runs: Vec<RunRecord>,
+    /// The end of the failing build's or run's output.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log_tail: String,
+}
+
+impl ProgramRecord {
+    pub fn new(program: &str) -> ProgramRecord {
+        ProgramRecord {
+            version: RECORD_VERSION,
+            program: program.to_string(),
+            status: ProgramStatus::CaptureRunFailed,
+            reason: String::new(),
+            launches: 0,
+            build_seconds: 0.0,
+            seconds: 0.0,
+            runs: Vec::new(),
+            log_tail: String::new(),
+        }
+    }
+}
+
+/// The journal of a capture folder.
+pub fn journal_path(out: &Path) -> PathBuf {
+    out.join("programs.jsonl")
+}
+
+/// Finished programs in a capture folder's journal (a torn last line is ignored: the
+/// program it was writing is captured again).
+pub fn read_journal(out: &Path) -> Vec<ProgramRecord> {
+    let Ok(text) = std::fs::read_to_string(journal_path(out)) else {
+        return Vec::new();
+    };
+    let mut latest: BTreeMap<String, ProgramRecord> = BTreeMap::new();
+    for line in text.lines() {
+        if let Ok(r) = serde_json::from_str::<ProgramRecord>(line) {
+            latest.insert(r.program.clone(), r);
+        }
+    }
+    latest.into_values().collect()
+}
+
+/// A program's launch folder: its id with `/` kept as folders.
+pub fn launches_dir(out: &Path, program: &str) -> PathBuf {
+    let safe: String = program
+        .chars()
+        .map(|c| match c {
+            '/' => '/',
+            c if c.is_ascii_alphanumeric() || "._-".contains(c) => c,
+            _ => '_',
+        })
+        .collect();
+    out.join("launches").join(safe.trim_start_matches('/'))
+}
+
+/// The injection library: `--inject`, `KERNELPAIR_INJECT`, or `libkernelpair.so` beside
+/// this binary (or one folder up, where test binaries live).
+pub fn locate_inject(given: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(p) = given
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("KERNELPAIR_INJECT").map(PathBuf::from))
+    {
+        return match p.is_file() {
+            true => Ok(p.canonicalize().unwrap_or(p)),
+            false => Err(format!("injection library {} does not exist", p.display())),
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut dir = exe.parent();
+    for _ in 0..2 {
+        let Some(d) = dir else { break };
+        let p = d.join("libkernelpair.so");
+        if p.is_file() {
+            return Ok(p);
+        }
+        dir = d.parent();
+    }
+    Err(format!(
+        "libkernelpair.so is not beside {} (cargo build makes it; or give --inject)",
+        exe.display()
+    ))
+}
+
+/// The folder holding libcupti: `--cupti`, `KERNELPAIR_CUPTI`, then the CUDA install.
+pub fn locate_cupti(given: Option<&Path>) -> Result<PathBuf, String> {
+    let has = |d: &Path| {
+        std::fs::read_dir(d)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().starts_with("libcupti.so"))
+            })
+            .unwrap_or(false)
+    };
+    if let Some(d) = given
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("KERNELPAIR_CUPTI").map(PathBuf::from))
+    {
+        return match has(&d) {
+            true => Ok(d),
+            false => Err(format!("no libcupti.so* in {}", d.display())),
+        };
+    }
+    let mut tried = Vec::new();
+    for base in [
+        std::env::var_os("CUDA_HOME").map(PathBuf::from),
+        std::env::var_os("CUDA_PATH").map(PathBuf::from),
+        Some(PathBuf::from("/usr/local/cuda")),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        for sub in ["extras/CUPTI/lib64", "lib64", "targets/x86_64-linux/lib"] {
+            let d = base.join(sub);
+            if has(&d) {
+                return Ok(d);
+            }
+            tried.push(d.display().to_string());
+        }
+    }
+    Err(format!(
+        "libcupti.so not found (looked in {}); `pip install nvidia-cuda-cupti` and give --cupti .../nvidia/cu13/lib",
+        tried.join(", ")
+    ))
+}
+
+/// Copy `root` to `dst` (regular files and folders; `.git` and symbolic links left out),
+/// once: an existing copy is kept, so a resumed capture builds where it built before.
+fn scratch_copy(root: &Path, dst: &Path) -> std::io::Result<()> {
+    let done = dst.join(".kernelpair-copied");
+    if done.is_file() {
+        return Ok(());
+    }
+    for e in walkdir::WalkDir::new(root).follow_links(false) {
+        let e = e.map_err(std::io::Error::other)?;
+        let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+        if rel.components().any(|c| c.as_os_str() == ".git") {
+            continue;
+        }
+        let to = dst.join(rel);
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&to)?;
+        } else if e.file_type().is_file() {
+            std::fs::copy(e.path(), &to)?;
+        }
+    }
+    std::fs::write(done, "")
+}
+
+/// Global names the units use (`__constant__`/`__device__` tables), for the injector to
+/// snapshot at each launch.
+fn global_names(root: &Path, suite: &str) -> (Vec<String>, String) {
+    match crate::suite::extract_suite(root, suite, None, "", false) {
+        Ok(ex) => {
+            let names: BTreeSet<String> = ex
+                .units
+                .iter()
+                .flat_map(|u| u.pulled.globals.iter().cloned())
+                .filter(|g| g.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                .collect();
+            (names.into_iter().collect(), ex.suite)
+        }
+        Err(_) => (Vec::new(), suite.to_string()),
+    }
+}
+
+pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
+    let root = args
+        .root
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.root.display()))?;
+    std::fs::create_dir_all(&args.out)?;
+    let out = args.out.canonicalize()?;
+    let inject = locate_inject(args.inject.as_deref()).map_err(anyhow::Error::msg)?;
+    let cupti = locate_cupti(args.cupti.as_deref());
+    if let Err(why) = &cupti {
+        eprintln!("warning: {why}; programs run, but nothing is captured");
+    }
+    let (globals, suite) = global_names(&root, &args.suite);
+    let desc = crate::suite::SuiteDesc::builtin(&suite).ok();
+    let recipe = desc.as_ref().and_then(|d| d.capture.clone());
+    let mut programs = run::discover(&root, recipe.as_ref());
+    if !args.only.is_empty() {
+        programs.retain(|p| args.only.iter().any(|o| p.id.contains(o.as_str())));
+    }
+    if let Some(t) = args.timeout_s {
+        for p in &mut programs {
+            p.timeout = std::time::Duration::from_secs(t);
+        }
+    }
+    let done: BTreeSet<String> = match args.fresh {
+        true => BTreeSet::new(),
+        false => read_journal(&out).into_iter().map(|r| r.program).collect(),
+    };
+    let todo: Vec<run::Program> = programs
+        .iter()
+        .filter(|p| !done.contains(&p.id))
+        .cloned()
+        .collect();
+    eprintln!(
+        "capture: {} program(s) in {} (suite {suite}), {} already in the journal, {} to run",
+        programs.len(),
+        root.display(),
+        programs.len() - todo.len(),
+        todo.len()
+    );
+    let scratch = out.join("work").join("tree");
+    scratch_copy(&root, &scratch)?;
+    let mut inject_env: BTreeMap<String, String> = BTreeMap::new();
+    use crate::gpu::capture::inject as inj;
+    inject_env.insert("CUDA_INJECTION64_PATH".into(), inject.display().to_string());
+    inject_env.insert(
+        inj::ENV_BLOBS.into(),
+        out.join("blobs").display().to_string(),
+    );
+    inject_env.insert(inj::ENV_FIRST.into(), args.first.to_string());
+    inject_env.insert(inj::ENV_MAX_BYTES.into(), args.max_bytes.to_string());
+    inject_env.insert(inj::ENV_GLOBALS.into(), globals.join(","));
+    if let Ok(d) = &cupti {
+        let old = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+        let joined = match old.is_empty() {
+            true => d.display().to_string(),
+            false => format!("{}:{old}", d.display()),
+        };
+        inject_env.insert("LD_LIBRARY_PATH".into(), joined);
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    let slots = run::GpuSlots::new(args.runs_per_gpu);
+    let progress = Progress::new("capture", todo.len());
+    let journal = Mutex::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(journal_path(&out))?,
+    );
+    let queue = Mutex::new(todo.into_iter().collect::<std::collections::VecDeque<_>>());
+    let results: Arc<Mutex<Vec<ProgramRecord>>> = Arc::default();
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let Some(p) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                    return;
+                };
+                progress.start(&p.id);
+                let launches = launches_dir(&out, &p.id);
+                let env = run::RunEnv {
+                    scratch: &scratch,
+                    data: args.data.as_deref(),
+                    inject_env: inject_env.clone(),
+                    launches: &launches,
+                    slots: &slots,
+                };
+                let rec = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run::capture_program(&p, &env)
+                }))
+                .unwrap_or_else(|_| {
+                    let mut r = ProgramRecord::new(&p.id);
+                    r.reason = "capture panicked on this program".into();
+                    r
+                });
+                if let Ok(mut j) = journal.lock() {
+                    if let Ok(line) = serde_json::to_string(&rec) {
+                        let _ = writeln!(j, "{line}");
+                        let _ = j.flush();
+                    }
+                }
+                progress.finish(&p.id);
+                if rec.status != ProgramStatus::Captured {
+                    eprintln!("{}: {}: {}", p.id, rec.status.name(), rec.reason);
+                }
+                if let Ok(mut r) = results.lock() {
+                    r.push(rec);
+                }
+            });
+        }
+    });
+    progress.done();
+    let all = read_journal(&out);
+    print_summary(&all, &out);
+    let failed = all
+        .iter()
+        .any(|r| r.status != ProgramStatus::Captured && r.status != ProgramStatus::NoLaunches);
+    Ok(if failed { exit::PARTIAL } else { exit::OK })
+}
+
+/// Programs per status and launches captured, from the journal.
+fn print_summary(all: &[ProgramRecord], out: &Path) {
+    let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in all {
+        *by.entry(r.status.name()).or_default() += 1;
+    }
+    let launches: usize = all.iter().map(|r| r.launches).sum();
+    let idx = CaptureIndex::open(out);
+    let skipped = idx
+        .manifests
+        .iter()
+        .filter(|m| m.1.skipped.is_some())
+        .count();
+    let kernels: BTreeSet<&str> = idx
+        .manifests
+        .iter()
+        .filter(|m| m.1.skipped.is_none())
+        .map(|m| m.1.kernel.as_str())
+        .collect();
+    println!(
+        "capture: {} program(s): {}",
+        all.len(),
+        by.iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "capture: {launches} launch manifest(s), {} kernel(s) with a snapshot, {skipped} launch(es) skipped (budget or replay limits) in {}",
+        kernels.len(),
+        out.display()
+    );
+}

@@ -1,0 +1,513 @@
+//! A captured launch as a harness the GPU runner executes ([`Resolved`]): every captured
+//! allocation a buffer filled with the bytes the program held, every parameter its own
+//! bytes with the device addresses inside replaced by those buffers
+//! ([`ResolvedArg::Bytes`]), the launch's grid, block and shared memory, the module
+//! globals filled as they were, and the program's own results as the outputs the fast
+//! kernel must reproduce ([`crate::harness::Expected`]).
+//!
+//! The slow side runs under the fast kernel's capture (a synthesized kernel takes the same
+//! parameters and launch). When the slow kernel was captured too, on the very same input
+//! bytes (one program launching both versions, or each version run on the same seeded
+//! data: every pointer parameter's allocation has the same content hash), it replays with
+//! its own grid, block and scalars on the fast capture's buffers.
+
+use super::index::{CaptureIndex, Entry};
+use crate::gpu::capture::{BlobStore, Manifest};
+use crate::harness::{
+    BytesPointer, ElemType, Expected, Init, Launch, Resolved, ResolvedArg, ResolvedConst, Role,
+    Tolerance,
+};
+use crate::record::KernelUnit;
+use std::collections::BTreeMap;
+
+/// Why a pair or unit has no captured harness.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplayError {
+    #[error("no captured launch of {0}")]
+    NotCaptured(String),
+    #[error("{kernel}'s captured launch was skipped: {why}")]
+    Skipped { kernel: String, why: String },
+    #[error("{kernel}: the unit takes {unit} parameters, the captured launch passed {captured}")]
+    Params {
+        kernel: String,
+        unit: usize,
+        captured: usize,
+    },
+    #[error("{kernel}: {why}")]
+    Unsupported { kernel: String, why: String },
+}
+
+/// A captured harness for one pair.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The fast kernel's manifest (for messages and evidence).
+    pub manifest: std::path::PathBuf,
+    /// One size set, `captured`.
+    pub sets: Vec<Resolved>,
+    /// How the slow side runs: `own launch` or `fast launch`.
+    pub slow_launch: SlowLaunch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlowLaunch {
+    /// The slow kernel's own capture, on the same input bytes.
+    Own,
+    /// The fast kernel's launch (grid, block, parameters).
+    Fast,
+}
+
+/// The name NVRTC is asked to lower for a unit: a template instance's expression from
+/// the capture (`reduce<256u>`), else the unit's own symbol.
+fn symbol_for(unit: &KernelUnit, m: &Manifest) -> String {
+    if m.name_expression.contains('<') || !unit.template_params.is_empty() {
+        m.name_expression.clone()
+    } else {
+        unit.symbol.clone()
+    }
+}
+
+/// The element type of a buffer passed directly as parameter `p` of `unit`.
+fn elem_of(unit: &KernelUnit, p: usize) -> Option<ElemType> {
+    let ty = &unit.params.get(p)?.ty;
+    if !crate::harness::c_is_pointer(ty) {
+        return None;
+    }
+    let base = crate::harness::c_base_type(ty);
+    ElemType::from_c_type(&base)
+        .or_else(|| ElemType::from_c_type(&crate::harness::resolve_alias(&base, &unit.source)))
+}
+
+fn usable(unit: &KernelUnit, m: &Manifest) -> Result<(), ReplayError> {
+    if let Some(why) = &m.skipped {
+        return Err(ReplayError::Skipped {
+            kernel: unit.kernel.clone(),
+            why: why.clone(),
+        });
+    }
+    if m.params.len() != unit.params.len() {
+        return Err(ReplayError::Params {
+            kernel: unit.kernel.clone(),
+            unit: unit.params.len(),
+            captured: m.params.len(),
+        });
+    }
+    let bad = unit
+        .params
+        .iter()
+        .find(|p| p.ty.contains("cudaTextureObject_t") || p.ty.contains("cudaSurfaceObject_t"));
+    if let Some(p) = bad {
+        return Err(ReplayError::Unsupported {
+            kernel: unit.kernel.clone(),
+            why: format!(
+                "parameter {} is a {}: replay does not rebuild texture or surface objects yet",
+                p.name, p.ty
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn param_bytes(unit: &KernelUnit, m: &Manifest, i: usize) -> Result<Vec<u8>, ReplayError> {
+    hex::decode(&m.params[i].hex).map_err(|e| ReplayError::Unsupported {
+        kernel: unit.kernel.clone(),
+        why: format!("parameter {i}'s bytes: {e}"),
+    })
+}
+
+/// The fast side of a captured harness.
+struct FastSide {
+    /// Buffers (one per allocation), then one bytes arg per parameter.
+    args: Vec<ResolvedArg>,
+    launch: Launch,
+    expected: Vec<Expected>,
+    constants: Vec<ResolvedConst>,
+}
+
+fn build_fast(unit: &KernelUnit, m: &Manifest, blobs: &BlobStore) -> Result<FastSide, ReplayError> {
+    usable(unit, m)?;
+    let mut elems: BTreeMap<usize, ElemType> = BTreeMap::new();
+    let mut names: BTreeMap<usize, String> = BTreeMap::new();
+    for (i, p) in m.params.iter().enumerate() {
+        if let [ptr] = p.pointers.as_slice() {
+            if ptr.at == 0 && p.size == 8 {
+                if let Some(e) = elem_of(unit, i) {
+                    elems.entry(ptr.alloc).or_insert(e);
+                }
+                names
+                    .entry(ptr.alloc)
+                    .or_insert(unit.params[i].name.clone());
+            }
+        }
+    }
+    let mut args = Vec::new();
+    let mut expected = Vec::new();
+    for (k, a) in m.allocs.iter().enumerate() {
+        let elem = elems
+            .get(&k)
+            .copied()
+            .filter(|e| a.bytes % e.size_of() as u64 == 0)
+            .unwrap_or(ElemType::U8);
+        let changed = a.changed();
+        args.push(ResolvedArg::Buffer {
+            name: names
+                .get(&k)
+                .cloned()
+                .unwrap_or_else(|| format!("alloc{k}")),
+            elem,
+            len: (a.bytes / elem.size_of() as u64) as usize,
+            init: Init::Captured {
+                blobs: blobs.root().to_path_buf(),
+                id: a.before.clone(),
+            },
+            role: if changed { Role::Inout } else { Role::In },
+            tol: Tolerance::default_for(elem),
+            // The program's own data: its outputs may well be constant or zero; the
+            // recorded results are the check instead.
+            allow_degenerate: true,
+            layout: Default::default(),
+            compare: None,
+        });
+        if changed {
+            expected.push(Expected {
+                arg: k,
+                init: Init::Captured {
+                    blobs: blobs.root().to_path_buf(),
+                    id: a.after.clone(),
+                },
+            });
+        }
+    }
+    let n_buf = args.len();
+    let mut launch_args = Vec::new();
+    for (i, p) in m.params.iter().enumerate() {
+        launch_args.push(args.len());
+        args.push(ResolvedArg::Bytes {
+            name: unit.params[i].name.clone(),
+            bytes: param_bytes(unit, m, i)?,
+            pointers: p
+                .pointers
+                .iter()
+                .map(|q| BytesPointer {
+                    at: q.at,
+                    arg: q.alloc,
+                    offset: q.offset,
+                })
+                .collect(),
+        });
+    }
+    debug_assert!(launch_args.iter().all(|&a| a >= n_buf));
+    let constants = m
+        .globals
+        .iter()
+        .map(|g| ResolvedConst {
+            name: g.name.clone(),
+            elem: ElemType::U8,
+            len: g.bytes as usize,
+            init: Init::Captured {
+                blobs: blobs.root().to_path_buf(),
+                id: g.before.clone(),
+            },
+        })
+        .collect();
+    let launch = Launch {
+        kernel: symbol_for(unit, m),
+        grid: m.grid,
+        block: m.block,
+        shared_mem: m.shared_mem,
+        repeat: 1,
+        offsets: vec![0; launch_args.len()],
+        args: launch_args,
+    };
+    Ok(FastSide {
+        args,
+        launch,
+        expected,
+        constants,
+    })
+}
+
+/// The slow kernel's own launch on the fast capture's buffers, when its capture read the
+/// very same input bytes through the same parameters.
+fn slow_own(
+    slow: &KernelUnit,
+    sm: &Manifest,
+    fast: &Manifest,
+    args: &mut Vec<ResolvedArg>,
+) -> Option<Launch> {
+    if usable(slow, sm).is_err() || sm.params.len() != fast.params.len() {
+        return None;
+    }
+    let mut launch_args = Vec::new();
+    let mut new_args = Vec::new();
+    for (i, (sp, fp)) in sm.params.iter().zip(&fast.params).enumerate() {
+        if sp.size != fp.size || sp.pointers.len() != fp.pointers.len() {
+            return None;
+        }
+        let mut pointers = Vec::new();
+        for (sq, fq) in sp.pointers.iter().zip(&fp.pointers) {
+            let (sa, fa) = (sm.allocs.get(sq.alloc)?, fast.allocs.get(fq.alloc)?);
+            if sq.at != fq.at
+                || sq.offset != fq.offset
+                || sa.bytes != fa.bytes
+                || sa.before != fa.before
+            {
+                return None;
+            }
+            pointers.push(BytesPointer {
+                at: sq.at,
+                arg: fq.alloc,
+                offset: sq.offset,
+            });
+        }
+        launch_args.push(args.len() + new_args.len());
+        new_args.push(ResolvedArg::Bytes {
+            name: format!("slow.{}", slow.params[i].name),
+            bytes: hex::decode(&sp.hex).ok()?,
+            pointers,
+        });
+    }
+    args.extend(new_args);
+    Some(Launch {
+        kernel: symbol_for(slow, sm),
+        grid: sm.grid,
+        block: sm.block,
+        shared_mem: sm.shared_mem,
+        repeat: 1,
+        offsets: vec![0; launch_args.len()],
+        args: launch_args,
+    })
+}
+
+/// The captured harness of a pair whose fast kernel was captured.
+pub fn for_pair(
+    idx: &CaptureIndex,
+    slow: &KernelUnit,
+    fast: &KernelUnit,
+) -> Result<Replay, ReplayError> {
+    let (entry, fm): &(Entry, Manifest) = idx
+        .find(fast)
+        .ok_or_else(|| ReplayError::NotCaptured(fast.kernel.clone()))?;
+    let blobs = idx.blobs();
+    let FastSide {
+        mut args,
+        launch: fast_launch,
+        expected,
+        constants,
+    } = build_fast(fast, fm, &blobs)?;
+    let (slow_launch, how) = match idx
+        .find(slow)
+        .filter(|_| slow.id != fast.id)
+        .and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args))
+    {
+        Some(l) => (l, SlowLaunch::Own),
+        None => {
+            if slow.params.len() != fast.params.len() {
+                return Err(ReplayError::Params {
+                    kernel: slow.kernel.clone(),
+                    unit: slow.params.len(),
+                    captured: fm.params.len(),
+                });
+            }
+            let mut l = fast_launch.clone();
+            l.kernel = slow.symbol.clone();
+            (l, SlowLaunch::Fast)
+        }
+    };
+    let set = Resolved {
+        origin: entry.path.display().to_string(),
+        size_set: "captured".into(),
+        values: BTreeMap::new(),
+        args,
+        constants,
+        textures: Vec::new(),
+        ignores: Vec::new(),
+        sparse: Vec::new(),
+        slow: vec![slow_launch],
+        fast: vec![fast_launch],
+        expected,
+    };
+    Ok(Replay {
+        manifest: entry.path.clone(),
+        sets: vec![set],
+        slow_launch: how,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::capture::manifest::{
+        AllocKind, CapturedAlloc, CapturedParam, CapturedPointer, MANIFEST_VERSION,
+    };
+
+    /// A unit in the program `pair/`, parameters as (name, type).
+    fn unit(kernel: &str, params: &[(&str, &str)]) -> KernelUnit {
+        let typed: Vec<(&str, &str)> = params.iter().map(|(n, t)| (*t, *n)).collect();
+        let mut u = KernelUnit::for_test(kernel, &typed, "");
+        u.id = format!("u-{kernel}");
+        u.path = "pair/main.cu".into();
+        u
+    }
+
+    fn manifest(kernel: &str, block: [u32; 3], input: &str, out_after: &str) -> Manifest {
+        let ptr = |alloc| CapturedParam {
+            offset: 0,
+            size: 8,
+            hex: "0000000000000000".into(),
+            pointers: vec![CapturedPointer {
+                at: 0,
+                alloc,
+                offset: 0,
+            }],
+        };
+        Manifest {
+            version: MANIFEST_VERSION,
+            symbol: kernel.into(),
+            demangled: kernel.into(),
+            kernel: kernel.into(),
+            name_expression: kernel.into(),
+            seq: 0,
+            pid: 1,
+            nth: 0,
+            grid: [64, 32, 1],
+            block,
+            shared_mem: 0,
+            via: "cuLaunchKernel".into(),
+            params: vec![
+                ptr(0),
+                ptr(1),
+                CapturedParam {
+                    offset: 16,
+                    size: 4,
+                    hex: "00080000".into(),
+                    pointers: vec![],
+                },
+            ],
+            allocs: vec![
+                CapturedAlloc {
+                    bytes: 4096,
+                    kind: AllocKind::Device,
+                    before: input.into(),
+                    after: input.into(),
+                },
+                CapturedAlloc {
+                    bytes: 4096,
+                    kind: AllocKind::Device,
+                    before: "zeros".into(),
+                    after: out_after.into(),
+                },
+            ],
+            globals: vec![],
+            skipped: None,
+        }
+    }
+
+    fn index_of(ms: Vec<Manifest>) -> CaptureIndex {
+        CaptureIndex {
+            root: "/cap".into(),
+            manifests: ms
+                .into_iter()
+                .map(|m| {
+                    (
+                        Entry {
+                            program: "pair".into(),
+                            path: format!("/cap/launches/pair/run-0/{}", m.file_name()).into(),
+                        },
+                        m,
+                    )
+                })
+                .collect(),
+            unreadable: vec![],
+        }
+    }
+
+    #[test]
+    fn a_captured_launch_becomes_buffers_params_and_expected_outputs() {
+        let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];
+        let (slow, fast) = (unit("t_naive", &ps), unit("t_tiled", &ps));
+        let idx = index_of(vec![manifest("t_tiled", [32, 8, 1], "in-a", "out-a")]);
+        let r = for_pair(&idx, &slow, &fast).unwrap();
+        assert_eq!(r.slow_launch, SlowLaunch::Fast);
+        let s = &r.sets[0];
+        // Two buffers typed from the parameters, then one bytes arg per parameter.
+        assert!(
+            matches!(&s.args[0], ResolvedArg::Buffer { name, elem: ElemType::F32, len: 1024, role: Role::In, .. } if name == "in")
+        );
+        assert!(
+            matches!(&s.args[1], ResolvedArg::Buffer { name, role: Role::Inout, .. } if name == "out")
+        );
+        assert_eq!(s.fast[0].args, vec![2, 3, 4]);
+        assert_eq!(s.fast[0].block, [32, 8, 1]);
+        assert_eq!(
+            (s.slow[0].kernel.as_str(), s.slow[0].block),
+            ("t_naive", [32, 8, 1])
+        );
+        assert_eq!(s.expected.len(), 1);
+        assert_eq!(s.expected[0].arg, 1);
+        assert!(
+            matches!(&s.args[4], ResolvedArg::Bytes { bytes, pointers, .. } if bytes == &[0, 8, 0, 0] && pointers.is_empty())
+        );
+    }
+
+    #[test]
+    fn a_slow_kernel_captured_on_the_same_input_keeps_its_own_launch() {
+        let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];
+        let (slow, fast) = (unit("t_naive", &ps), unit("t_tiled", &ps));
+        let idx = index_of(vec![
+            manifest("t_naive", [32, 32, 1], "in-a", "out-a"),
+            manifest("t_tiled", [32, 8, 1], "in-a", "out-a"),
+        ]);
+        let r = for_pair(&idx, &slow, &fast).unwrap();
+        assert_eq!(r.slow_launch, SlowLaunch::Own);
+        assert_eq!(r.sets[0].slow[0].block, [32, 32, 1]);
+        // Its pointers land on the fast capture's buffers.
+        let ResolvedArg::Bytes { pointers, .. } = &r.sets[0].args[r.sets[0].slow[0].args[1]] else {
+            panic!("bytes arg")
+        };
+        assert_eq!(pointers[0].arg, 1);
+        // Other input bytes: the slow side takes the fast launch instead.
+        let idx = index_of(vec![
+            manifest("t_naive", [32, 32, 1], "in-b", "out-b"),
+            manifest("t_tiled", [32, 8, 1], "in-a", "out-a"),
+        ]);
+        assert_eq!(
+            for_pair(&idx, &slow, &fast).unwrap().slow_launch,
+            SlowLaunch::Fast
+        );
+    }
+
+    #[test]
+    fn skipped_launches_texture_objects_and_other_arities_are_named() {
+        let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];
+        let fast = unit("t_tiled", &ps);
+        let mut m = manifest("t_tiled", [32, 8, 1], "in-a", "out-a");
+        m.skipped = Some("over the byte budget".into());
+        let idx = index_of(vec![m]);
+        assert!(matches!(
+            for_pair(&idx, &fast, &fast),
+            Err(ReplayError::Skipped { .. })
+        ));
+        let idx = index_of(vec![manifest("t_tiled", [32, 8, 1], "in-a", "out-a")]);
+        let two = unit("t_tiled", &ps[..2]);
+        assert!(matches!(
+            for_pair(&idx, &two, &two),
+            Err(ReplayError::Params { .. })
+        ));
+        let tex = unit(
+            "t_tiled",
+            &[
+                ("t", "cudaTextureObject_t"),
+                ("out", "float *"),
+                ("n", "int"),
+            ],
+        );
+        assert!(matches!(
+            for_pair(&idx, &tex, &tex),
+            Err(ReplayError::Unsupported { .. })
+        ));
+        assert!(matches!(
+            for_pair(&index_of(vec![]), &fast, &fast),
+            Err(ReplayError::NotCaptured(_))
+        ));
+    }
+}

@@ -1,0 +1,626 @@
+//! Building and running one program under the injection library: its commands from the
+//! suite's recipe (or the defaults), a scratch copy of the tree, a timeout on every
+//! process group, output kept bounded, and a record of what happened.
+
+use super::{ProgramRecord, ProgramStatus, RunRecord};
+use crate::suite::desc::CaptureRecipe;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A run may take this long unless the recipe or `--timeout-s` says otherwise.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(120);
+/// A build may take this long.
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(900);
+/// Bytes of a process's output kept (its end).
+const KEEP_OUTPUT: usize = 64 * 1024;
+
+/// One program to capture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    /// Root-relative folder (or file, for one program per file): the record's name.
+    pub id: String,
+    /// Root-relative folder the commands run in.
+    pub dir: String,
+    /// The file, for a per-file program.
+    pub file: Option<String>,
+    pub build: String,
+    /// Each run command, `{arg}` already replaced; runs of one `each` sequence share a group.
+    pub runs: Vec<(usize, String)>,
+    pub timeout: Duration,
+    pub env: BTreeMap<String, String>,
+}
+
+/// The programs of a tree, in a stable order: from the recipe's globs, or every folder
+/// holding a Makefile and `.cu` files.
+pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
+    let default = CaptureRecipe::default();
+    let r = recipe.unwrap_or(&default);
+    let timeout = r
+        .timeout_s
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_RUN_TIMEOUT);
+    let mut out = Vec::new();
+    let rel = |p: &Path| {
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    };
+    let entries: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.path().components().any(|c| c.as_os_str() == ".git"))
+        .map(|e| e.into_path())
+        .collect();
+    if r.programs.is_empty() {
+        for d in entries.iter().filter(|p| p.is_dir()) {
+            let makefile = ["Makefile", "makefile", "GNUmakefile"]
+                .iter()
+                .map(|m| d.join(m))
+                .find(|m| m.is_file());
+            let Some(mk) = makefile else { continue };
+            let has_cu = std::fs::read_dir(d)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .any(|e| e.path().extension().is_some_and(|x| x == "cu"))
+                })
+                .unwrap_or(false);
+            if !has_cu {
+                continue;
+            }
+            let has_run = std::fs::read_to_string(&mk)
+                .map(|t| t.lines().any(|l| l.starts_with("run:")))
+                .unwrap_or(false);
+            let runs = match (r.run.is_empty(), has_run) {
+                (false, _) => expand(&r.run, &r.each),
+                (true, true) => vec![(0, "make run".to_string())],
+                // The executables the build makes, found after it (`{exes}`).
+                (true, false) => vec![(0, EXES.to_string())],
+            };
+            let id = rel(d);
+            out.push(Program {
+                id: if id.is_empty() {
+                    ".".into()
+                } else {
+                    id.clone()
+                },
+                dir: id,
+                file: None,
+                build: r.build.clone().unwrap_or_else(|| "make".into()),
+                runs,
+                timeout,
+                env: r.env.clone(),
+            });
+        }
+        return out;
+    }
+    let mut globs = globset::GlobSetBuilder::new();
+    for g in &r.programs {
+        if let Ok(g) = globset::GlobBuilder::new(g).literal_separator(true).build() {
+            globs.add(g);
+        }
+    }
+    let Ok(set) = globs.build() else { return out };
+    for p in &entries {
+        let id = rel(p);
+        if id.is_empty() || !set.is_match(&id) {
+            continue;
+        }
+        let (dir, file) = match p.is_file() {
+            true => (
+                rel(p.parent().unwrap_or(root)),
+                p.file_name().map(|f| f.to_string_lossy().into_owned()),
+            ),
+            false => (id.clone(), None),
+        };
+        out.push(Program {
+            id,
+            dir,
+            file,
+            build: r.build.clone().unwrap_or_else(|| "make".into()),
+            runs: match r.run.is_empty() {
+                true => vec![(0, "make run".into())],
+                false => expand(&r.run, &r.each),
+            },
+            timeout,
+            env: r.env.clone(),
+        });
+    }
+    out
+}
+
+/// Stands for "each executable the build made" among the default runs.
+pub const EXES: &str = "{exes}";
+
+fn expand(runs: &[String], each: &[String]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (g, r) in runs.iter().enumerate() {
+        match each.is_empty() || !r.contains("{arg}") {
+            true => out.push((g, r.clone())),
+            false => out.extend(each.iter().map(|a| (g, r.replace("{arg}", a)))),
+        }
+    }
+    out
+}
+
+/// Replace `{root}`, `{dir}`, `{file}`, `{stem}`, `{data}` in a command.
+fn fill(cmd: &str, root: &Path, p: &Program, data: Option<&Path>) -> String {
+    let file = p.file.clone().unwrap_or_default();
+    let stem = Path::new(&file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    cmd.replace("{root}", &root.display().to_string())
+        .replace("{dir}", &root.join(&p.dir).display().to_string())
+        .replace("{file}", &file)
+        .replace("{stem}", &stem)
+        .replace(
+            "{data}",
+            &data.map(|d| d.display().to_string()).unwrap_or_default(),
+        )
+}
+
+/// What one process did.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    pub seconds: f64,
+    /// The end of its output (stdout and stderr, interleaved as read).
+    pub tail: String,
+}
+
+/// Run `sh -c cmd` in `cwd` under coreutils' `timeout`, which puts the command in a
+/// process group of its own and kills the whole group (the program, and whatever `make`
+/// started) after `timeout`; output kept to its last [`KEEP_OUTPUT`] bytes. (The procps
+/// `kill` binary is not used for the group: version 4.0.2 misreads `kill -KILL -PGID`.)
+pub fn run_shell(
+    cmd: &str,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    timeout: Duration,
+) -> std::io::Result<Ran> {
+    let t = Instant::now();
+    let mut c = Command::new("timeout");
+    c.args([
+        "-s",
+        "KILL",
+        &format!("{:.3}", timeout.as_secs_f64()),
+        "sh",
+        "-c",
+    ])
+    .arg(cmd)
+    .current_dir(cwd)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn()?;
+    let tail = std::sync::Arc::new(std::sync::Mutex::new(VecDeque::<u8>::new()));
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|mut r| {
+        let tail = tail.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = r.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut t) = tail.lock() {
+                    t.extend(&buf[..n]);
+                    let over = t.len().saturating_sub(KEEP_OUTPUT);
+                    t.drain(..over);
+                }
+            }
+        })
+    })
+    .collect();
+    let mut backstop = false;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        // `timeout` itself stuck: kill it (its group may then linger).
+        if t.elapsed() > timeout + Duration::from_secs(10) {
+            backstop = true;
+            let _ = child.kill();
+            break child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // `timeout -s KILL` sends the signal to its whole group, itself included: it ends by
+    // SIGKILL (a program killed by SIGKILL on its own reads the same; both count as a
+    // timeout here).
+    let killed = status.is_some_and(|s| {
+        use std::os::unix::process::ExitStatusExt;
+        s.signal() == Some(9) || s.code() == Some(137)
+    });
+    let timed_out = backstop || killed;
+    if !backstop {
+        for r in readers {
+            let _ = r.join();
+        }
+    }
+    let bytes: Vec<u8> = tail
+        .lock()
+        .map(|t| t.iter().copied().collect())
+        .unwrap_or_default();
+    Ok(Ran {
+        exit: if timed_out {
+            None
+        } else {
+            status.and_then(|s| s.code())
+        },
+        timed_out,
+        seconds: t.elapsed().as_secs_f64(),
+        tail: String::from_utf8_lossy(&bytes).into_owned(),
+    })
+}
+
+/// The last `n` lines of `text`.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A file a failed run says it could not open, when it names one that does not exist
+/// (relative to `cwd`): `Error: cannot open data/input.bin`.
+pub fn missing_input(output: &str, cwd: &Path) -> Option<String> {
+    static OPEN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(no such file|cannot open|can't open|could not open|couldn't open|unable to open|failed to open|error opening|error reading|cannot find|file not found|does not exist)",
+        )
+        .expect("valid")
+    });
+    static PATHLIKE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"[A-Za-z0-9_.~/\-]*[/.][A-Za-z0-9_.~/\-]*[A-Za-z0-9_]"#).expect("valid")
+    });
+    for line in output.lines().rev() {
+        if !OPEN.is_match(line) {
+            continue;
+        }
+        for m in PATHLIKE.find_iter(line) {
+            let s = m.as_str().trim_end_matches(['.', ':']);
+            let looks = s.contains('/') || s.rsplit_once('.').is_some_and(|(_, e)| e.len() <= 5);
+            if looks && !s.starts_with("..") && !cwd.join(s).exists() {
+                return Some(s.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Executable regular files under `dir` (not descending into `.git`), root-relative.
+fn executables(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    walkdir::WalkDir::new(dir)
+        .max_depth(3)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            e.metadata()
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
+        .map(|e| e.into_path())
+        .collect()
+}
+
+/// What the run step needs besides the program.
+pub struct RunEnv<'a> {
+    /// The scratch copy of the tree.
+    pub scratch: &'a Path,
+    pub data: Option<&'a Path>,
+    /// Environment of every run (the injection library and its settings).
+    pub inject_env: BTreeMap<String, String>,
+    /// Where this program's launch manifests go.
+    pub launches: &'a Path,
+    /// Taken around each run; builds run freely.
+    pub slots: &'a GpuSlots,
+}
+
+/// A counting semaphore for runs on the GPU.
+pub struct GpuSlots {
+    free: std::sync::Mutex<usize>,
+    cv: std::sync::Condvar,
+}
+
+/// A taken slot, given back on drop.
+pub struct SlotGuard<'a>(&'a GpuSlots);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut f) = self.0.free.lock() {
+            *f += 1;
+        }
+        self.0.cv.notify_one();
+    }
+}
+
+impl GpuSlots {
+    pub fn new(n: usize) -> GpuSlots {
+        GpuSlots {
+            free: std::sync::Mutex::new(n.max(1)),
+            cv: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Wait for a free slot.
+    pub fn take(&self) -> SlotGuard<'_> {
+        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *f == 0 {
+            f = self.cv.wait(f).unwrap_or_else(|e| e.into_inner());
+        }
+        *f -= 1;
+        SlotGuard(self)
+    }
+}
+
+/// Build and run one program; its record. Never panics on a bad program.
+pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
+    let t = Instant::now();
+    let cwd = env.scratch.join(&p.dir);
+    let mut rec = ProgramRecord::new(&p.id);
+    let _ = std::fs::remove_dir_all(env.launches);
+    if let Err(e) = std::fs::create_dir_all(env.launches) {
+        rec.status = ProgramStatus::CaptureRunFailed;
+        rec.reason = format!("{}: {e}", env.launches.display());
+        return rec;
+    }
+    let before: std::collections::BTreeSet<PathBuf> = executables(&cwd).into_iter().collect();
+    let build = fill(&p.build, env.scratch, p, env.data);
+    match run_shell(&build, &cwd, &p.env, BUILD_TIMEOUT) {
+        Ok(r) if r.exit == Some(0) => rec.build_seconds = r.seconds,
+        Ok(r) => {
+            rec.build_seconds = r.seconds;
+            rec.status = ProgramStatus::CaptureBuildFailed;
+            rec.reason = match r.timed_out {
+                true => format!("`{build}` did not finish in {} s", BUILD_TIMEOUT.as_secs()),
+                false => format!("`{build}` exited with {:?}", r.exit),
+            };
+            rec.log_tail = last_lines(&r.tail, 20);
+            rec.seconds = t.elapsed().as_secs_f64();
+            return rec;
+        }
+        Err(e) => {
+            rec.status = ProgramStatus::CaptureBuildFailed;
+            rec.reason = format!("`{build}` could not start: {e}");
+            return rec;
+        }
+    }
+    let mut runs: Vec<(usize, String)> = Vec::new();
+    for (g, r) in &p.runs {
+        if r == EXES {
+            let made: Vec<PathBuf> = executables(&cwd)
+                .into_iter()
+                .filter(|e| !before.contains(e))
+                .collect();
+            runs.extend(made.iter().map(|e| {
+                let rel = e.strip_prefix(&cwd).unwrap_or(e);
+                (*g, format!("./{}", rel.display()))
+            }));
+        } else {
+            runs.push((*g, fill(r, env.scratch, p, env.data)));
+        }
+    }
+    if runs.is_empty() {
+        rec.status = ProgramStatus::CaptureRunFailed;
+        rec.reason = "the build made no executable and the recipe names no run".into();
+        rec.seconds = t.elapsed().as_secs_f64();
+        return rec;
+    }
+    let mut run_env = p.env.clone();
+    run_env.extend(env.inject_env.clone());
+    // A group stops at its first run that fails with nothing captured, once an earlier
+    // run of the group captured something (numbered kernel versions run out).
+    let mut group_captured: BTreeMap<usize, bool> = BTreeMap::new();
+    let mut stopped: std::collections::BTreeSet<usize> = Default::default();
+    for (k, (g, cmd)) in runs.iter().enumerate() {
+        if stopped.contains(g) {
+            continue;
+        }
+        let dir = env.launches.join(format!("run-{k}"));
+        let _ = std::fs::create_dir_all(&dir);
+        let mut e = run_env.clone();
+        e.insert(
+            crate::gpu::capture::inject::ENV_OUT.into(),
+            dir.display().to_string(),
+        );
+        let ran = {
+            let _slot = env.slots.take();
+            run_shell(cmd, &cwd, &e, p.timeout)
+        };
+        let launches = count_manifests(&dir);
+        let mut rr = RunRecord {
+            command: cmd.clone(),
+            exit: None,
+            timed_out: false,
+            seconds: 0.0,
+            launches,
+            missing: None,
+        };
+        match ran {
+            Ok(r) => {
+                rr.exit = r.exit;
+                rr.timed_out = r.timed_out;
+                rr.seconds = r.seconds;
+                if r.exit != Some(0) {
+                    rr.missing = missing_input(&r.tail, &cwd);
+                    if rec.log_tail.is_empty() || launches == 0 {
+                        rec.log_tail = last_lines(&r.tail, 20);
+                    }
+                }
+            }
+            Err(e) => rec.reason = format!("`{cmd}` could not start: {e}"),
+        }
+        let failed_empty = rr.exit != Some(0) && rr.launches == 0;
+        if failed_empty && group_captured.get(g).copied().unwrap_or(false) {
+            stopped.insert(*g);
+        }
+        if rr.launches > 0 {
+            group_captured.insert(*g, true);
+        }
+        rec.runs.push(rr);
+    }
+    rec.launches = rec.runs.iter().map(|r| r.launches).sum();
+    rec.status = if rec.launches > 0 {
+        ProgramStatus::Captured
+    } else if rec.runs.iter().any(|r| r.timed_out) {
+        ProgramStatus::Timeout
+    } else if rec.runs.iter().all(|r| r.exit == Some(0)) {
+        ProgramStatus::NoLaunches
+    } else {
+        ProgramStatus::CaptureRunFailed
+    };
+    if rec.reason.is_empty() {
+        rec.reason = summarize(&rec);
+    }
+    rec.seconds = t.elapsed().as_secs_f64();
+    rec
+}
+
+fn summarize(rec: &ProgramRecord) -> String {
+    let missing: Vec<&str> = rec
+        .runs
+        .iter()
+        .filter_map(|r| r.missing.as_deref())
+        .collect();
+    let failed = rec.runs.iter().filter(|r| r.exit != Some(0)).count();
+    let timed = rec.runs.iter().filter(|r| r.timed_out).count();
+    let mut parts = vec![format!(
+        "{} launch(es) captured in {} run(s)",
+        rec.launches,
+        rec.runs.len()
+    )];
+    if failed > 0 {
+        parts.push(format!("{failed} run(s) exited non-zero"));
+    }
+    if timed > 0 {
+        parts.push(format!("{timed} timed out"));
+    }
+    if let Some(m) = missing.first() {
+        parts.push(format!(
+            "needs input file {m}, which the tree lacks (give --data)"
+        ));
+    }
+    parts.join("; ")
+}
+
+/// Launch manifests in a run folder.
+pub fn count_manifests(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.ends_with(".toml") && !n.ends_with(crate::gpu::capture::inject::COUNTS_FILE)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_inputs_are_named_only_when_they_do_not_exist() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("here.txt"), "x").unwrap();
+        assert_eq!(
+            missing_input("reading...\nError: cannot open data/input.bin\n", d.path()),
+            Some("data/input.bin".into())
+        );
+        assert_eq!(
+            missing_input(
+                "fopen failed: No such file or directory: graph4096.txt",
+                d.path()
+            ),
+            Some("graph4096.txt".into())
+        );
+        assert_eq!(missing_input("cannot open here.txt", d.path()), None);
+        assert_eq!(missing_input("segmentation fault", d.path()), None);
+    }
+
+    #[test]
+    fn a_run_past_its_timeout_is_killed_with_its_children() {
+        let d = tempfile::tempdir().unwrap();
+        let r = run_shell(
+            "echo start; sleep 30 & sleep 30; echo never",
+            d.path(),
+            &BTreeMap::new(),
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        assert!(r.timed_out && r.exit.is_none(), "{r:?}");
+        assert!(r.seconds < 10.0, "{r:?}");
+        assert!(
+            r.tail.contains("start") && !r.tail.contains("never"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn output_is_kept_to_its_end() {
+        let d = tempfile::tempdir().unwrap();
+        let r = run_shell(
+            "i=0; while [ $i -lt 20000 ]; do echo line $i; i=$((i+1)); done",
+            d.path(),
+            &BTreeMap::new(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert_eq!(r.exit, Some(0));
+        assert!(r.tail.len() <= KEEP_OUTPUT, "{}", r.tail.len());
+        assert!(r.tail.trim_end().ends_with("line 19999"));
+    }
+
+    #[test]
+    fn per_file_recipes_expand_each_value_and_fill_names() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("dev/cuda")).unwrap();
+        std::fs::write(d.path().join("dev/cuda/gelu.cu"), "").unwrap();
+        std::fs::write(d.path().join("dev/cuda/common.h"), "").unwrap();
+        let r = CaptureRecipe {
+            programs: vec!["dev/cuda/*.cu".into()],
+            build: Some("nvcc {file} -o {stem}".into()),
+            run: vec!["./{stem} {arg}".into()],
+            each: vec!["1".into(), "2".into()],
+            ..Default::default()
+        };
+        let ps = discover(d.path(), Some(&r));
+        assert_eq!(ps.len(), 1);
+        let p = &ps[0];
+        assert_eq!(
+            (p.id.as_str(), p.dir.as_str()),
+            ("dev/cuda/gelu.cu", "dev/cuda")
+        );
+        assert_eq!(
+            p.runs,
+            vec![(0, "./{stem} 1".to_string()), (0, "./{stem} 2".to_string())]
+        );
+        assert_eq!(fill(&p.build, d.path(), p, None), "nvcc gelu.cu -o gelu");
+        assert_eq!(fill(&p.runs[1].1, d.path(), p, None), "./gelu 2");
+    }
+}

@@ -1,0 +1,594 @@
+//! The injection library's entry point (`InitializeInjection`, exported by the crate's
+//! `cdylib`, `libkernelpair.so`): the CUDA driver loads it into a benchmark program when
+//! `CUDA_INJECTION64_PATH` names it, whether the program links the runtime statically
+//! (nvcc's default) or not. It subscribes to CUPTI's driver-API callbacks for the launch
+//! entry points and, for the first K launches of each kernel, records the parameters,
+//! every allocation a parameter word points into and the module globals asked for, as
+//! they were just before the launch and just after it ([`Manifest`], blobs in a
+//! [`BlobStore`]). Every other launch only counts.
+//!
+//! Configuration comes from the environment `kernelpair capture` sets:
+//! `KERNELPAIR_CAPTURE_OUT` (manifest folder, required), `KERNELPAIR_CAPTURE_BLOBS`,
+//! `KERNELPAIR_CAPTURE_FIRST` (K, default 1), `KERNELPAIR_CAPTURE_MAX_BYTES` (per launch,
+//! default 1 GiB) and `KERNELPAIR_CAPTURE_GLOBALS` (comma-separated global names).
+//! Nothing here may unwind into the driver: every callback catches panics, and a failure
+//! is written down as the launch's `skipped` reason.
+
+use super::manifest::{
+    names_of, AllocKind, CapturedAlloc, CapturedGlobal, CapturedParam, CapturedPointer, Manifest,
+    MANIFEST_VERSION,
+};
+use super::store::BlobStore;
+use cudarc::cupti::sys as cupti;
+use cudarc::driver::sys as cu;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{c_int, c_void, CStr};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// Environment variable names, shared with the runner that sets them.
+pub const ENV_OUT: &str = "KERNELPAIR_CAPTURE_OUT";
+pub const ENV_BLOBS: &str = "KERNELPAIR_CAPTURE_BLOBS";
+pub const ENV_FIRST: &str = "KERNELPAIR_CAPTURE_FIRST";
+pub const ENV_MAX_BYTES: &str = "KERNELPAIR_CAPTURE_MAX_BYTES";
+pub const ENV_GLOBALS: &str = "KERNELPAIR_CAPTURE_GLOBALS";
+/// File (in the manifest folder, after `p<pid>-`) the library writes at exit: launches
+/// per kernel symbol, captured or not.
+pub const COUNTS_FILE: &str = "launch-counts.toml";
+
+struct Config {
+    out: PathBuf,
+    store: BlobStore,
+    first: u64,
+    max_bytes: u64,
+    globals: Vec<String>,
+}
+
+/// One launch snapshotted at entry, waiting for its exit.
+struct Pending {
+    manifest: Manifest,
+    /// (address, bytes, kind) per entry of `manifest.allocs`.
+    ranges: Vec<(u64, u64, AllocKind)>,
+    /// (address, bytes) per entry of `manifest.globals`.
+    globals: Vec<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Kernel symbol per `CUfunction` seen.
+    names: HashMap<usize, String>,
+    /// Launches per symbol (all of them, captured or not).
+    counts: BTreeMap<String, u64>,
+    seq: u64,
+    pending: HashMap<u32, Pending>,
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+thread_local! {
+    /// Set while this thread is inside a callback: the driver calls made here must not
+    /// be captured themselves.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+type Cbid = cupti::CUpti_driver_api_trace_cbid_enum;
+
+/// The launch entry points whose callbacks are enabled.
+const LAUNCHES: [Cbid; 6] = [
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+];
+
+/// Called by the CUDA driver once, when it loads this library; 1 means success.
+#[no_mangle]
+pub extern "C" fn InitializeInjection() -> c_int {
+    match std::panic::catch_unwind(init) {
+        Ok(Ok(())) => 1,
+        Ok(Err(e)) => {
+            eprintln!("kernelpair capture: not capturing: {e}");
+            0
+        }
+        Err(_) => {
+            eprintln!("kernelpair capture: not capturing: the library could not start");
+            0
+        }
+    }
+}
+
+fn init() -> Result<(), String> {
+    let out = PathBuf::from(std::env::var_os(ENV_OUT).ok_or(format!("{ENV_OUT} is not set"))?);
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let blobs = std::env::var_os(ENV_BLOBS)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| out.join("blobs"));
+    let num = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(d)
+    };
+    let config = Config {
+        out,
+        store: BlobStore::new(blobs),
+        first: num(ENV_FIRST, 1),
+        max_bytes: num(ENV_MAX_BYTES, 1 << 30),
+        globals: std::env::var(ENV_GLOBALS)
+            .unwrap_or_default()
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    };
+    let _ = CONFIG.set(config);
+    *STATE.lock().map_err(|_| "state poisoned")? = Some(State::default());
+    let mut sub: cupti::CUpti_SubscriberHandle = std::ptr::null_mut();
+    // SAFETY: `callback` has the signature CUPTI calls; `sub` is a valid out-pointer. The
+    // bindings load libcupti on first use (a missing library panics, caught above).
+    let rc = unsafe { cupti::cuptiSubscribe(&mut sub, Some(callback), std::ptr::null_mut()) };
+    if rc != cupti::CUptiResult::CUPTI_SUCCESS {
+        return Err(format!("cuptiSubscribe failed: {rc:?}"));
+    }
+    for cbid in LAUNCHES {
+        // SAFETY: `sub` is the live subscriber made above; the ids are driver-API ids.
+        let rc = unsafe {
+            cupti::cuptiEnableCallback(
+                1,
+                sub,
+                cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+                cbid as u32,
+            )
+        };
+        if rc != cupti::CUptiResult::CUPTI_SUCCESS {
+            return Err(format!("cuptiEnableCallback({cbid:?}) failed: {rc:?}"));
+        }
+    }
+    extern "C" {
+        fn atexit(f: extern "C" fn()) -> c_int;
+    }
+    // SAFETY: `write_counts` is a plain function that never unwinds (it catches panics).
+    unsafe { atexit(write_counts) };
+    Ok(())
+}
+
+extern "C" fn write_counts() {
+    let _ = std::panic::catch_unwind(|| {
+        let (Some(cfg), Ok(state)) = (CONFIG.get(), STATE.lock()) else {
+            return;
+        };
+        if let Some(s) = state.as_ref() {
+            if let Ok(text) = toml::to_string(&s.counts) {
+                let name = format!("p{}-{COUNTS_FILE}", std::process::id());
+                let _ = write_atomic(&cfg.out.join(name), text.as_bytes());
+            }
+        }
+    });
+}
+
+fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+unsafe extern "C" fn callback(
+    _userdata: *mut c_void,
+    domain: cupti::CUpti_CallbackDomain,
+    cbid: cupti::CUpti_CallbackId,
+    cbdata: *const c_void,
+) {
+    if domain != cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API || cbdata.is_null() {
+        return;
+    }
+    if BUSY.with(|b| b.replace(true)) {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: CUPTI passes a CUpti_CallbackData for driver-API callbacks.
+        let data = unsafe { &*(cbdata as *const cupti::CUpti_CallbackData) };
+        // SAFETY: the params struct matches `cbid` (see `launch_of`).
+        if let Some(l) = unsafe { launch_of(cbid, data.functionParams) } {
+            match data.callbackSite {
+                cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER => enter(&l, data.correlationId),
+                _ => {
+                    // SAFETY: at exit the return value points to the call's CUresult.
+                    let rc = unsafe { *(data.functionReturnValue as *const cu::CUresult) };
+                    exit(data.correlationId, rc);
+                }
+            }
+        }
+    });
+    BUSY.with(|b| b.set(false));
+}
+
+/// A launch's arguments, whichever entry point made it.
+struct Launch {
+    f: cu::CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem: u32,
+    stream: cu::CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    via: &'static str,
+}
+
+/// # Safety
+/// `p` must be the `functionParams` CUPTI gives for callback `cbid`.
+unsafe fn launch_of(cbid: u32, p: *const c_void) -> Option<Launch> {
+    if p.is_null() {
+        return None;
+    }
+    let is = |c: Cbid| cbid == c as u32;
+    if is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+        || is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz)
+    {
+        // SAFETY: both entry points share cuLaunchKernel's parameter struct layout.
+        let a = unsafe { &*(p as *const cupti::cuLaunchKernel_params) };
+        return Some(Launch {
+            f: a.f,
+            grid: [a.gridDimX, a.gridDimY, a.gridDimZ],
+            block: [a.blockDimX, a.blockDimY, a.blockDimZ],
+            shared_mem: a.sharedMemBytes,
+            stream: a.hStream,
+            params: a.kernelParams,
+            extra: a.extra,
+            via: "cuLaunchKernel",
+        });
+    }
+    if is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel)
+        || is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz)
+    {
+        // SAFETY: as above, for the cooperative entry points.
+        let a = unsafe { &*(p as *const cupti::cuLaunchCooperativeKernel_params) };
+        return Some(Launch {
+            f: a.f,
+            grid: [a.gridDimX, a.gridDimY, a.gridDimZ],
+            block: [a.blockDimX, a.blockDimY, a.blockDimZ],
+            shared_mem: a.sharedMemBytes,
+            stream: a.hStream,
+            params: a.kernelParams,
+            extra: std::ptr::null_mut(),
+            via: "cuLaunchCooperativeKernel",
+        });
+    }
+    if is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx)
+        || is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz)
+    {
+        // SAFETY: as above; the config pointer is the caller's, valid during the call.
+        let a = unsafe { &*(p as *const cupti::cuLaunchKernelEx_params) };
+        if a.config.is_null() {
+            return None;
+        }
+        let c = unsafe { &*a.config };
+        return Some(Launch {
+            f: a.f,
+            grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
+            block: [c.blockDimX, c.blockDimY, c.blockDimZ],
+            shared_mem: c.sharedMemBytes,
+            stream: c.hStream,
+            params: a.kernelParams,
+            extra: a.extra,
+            via: "cuLaunchKernelEx",
+        });
+    }
+    None
+}
+
+fn symbol_of(f: cu::CUfunction) -> String {
+    let mut p: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: f is the function being launched; p a valid out-pointer. The name is owned
+    // by the driver and copied at once.
+    let rc = unsafe { cu::cuFuncGetName(&mut p, f) };
+    if rc != cu::CUresult::CUDA_SUCCESS || p.is_null() {
+        return format!("function@{:x}", f as usize);
+    }
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+fn demangle(symbol: &str) -> String {
+    cpp_demangle::Symbol::new(symbol)
+        .ok()
+        .and_then(|s| s.demangle().ok())
+        .unwrap_or_else(|| symbol.to_string())
+}
+
+fn enter(l: &Launch, correlation: u32) {
+    let Some(cfg) = CONFIG.get() else { return };
+    let Ok(mut guard) = STATE.lock() else { return };
+    let Some(state) = guard.as_mut() else { return };
+    let symbol = state
+        .names
+        .entry(l.f as usize)
+        .or_insert_with(|| symbol_of(l.f))
+        .clone();
+    let count = state.counts.entry(symbol.clone()).or_insert(0);
+    let nth = *count;
+    *count += 1;
+    let seq = state.seq;
+    state.seq += 1;
+    if nth >= cfg.first {
+        return;
+    }
+    let demangled = demangle(&symbol);
+    let (kernel, name_expression) = names_of(&demangled);
+    let mut m = Manifest {
+        version: MANIFEST_VERSION,
+        symbol,
+        demangled,
+        kernel,
+        name_expression,
+        seq,
+        pid: std::process::id(),
+        nth,
+        grid: l.grid,
+        block: l.block,
+        shared_mem: l.shared_mem,
+        via: l.via.to_string(),
+        params: Vec::new(),
+        allocs: Vec::new(),
+        globals: Vec::new(),
+        skipped: None,
+    };
+    let mut ranges: Vec<(u64, u64, AllocKind)> = Vec::new();
+    let mut globals: Vec<(u64, u64)> = Vec::new();
+    let skip = snapshot_before(cfg, l, &mut m, &mut ranges, &mut globals).err();
+    m.skipped = skip;
+    if m.skipped.is_some() {
+        write_manifest(cfg, &m);
+        return;
+    }
+    state.pending.insert(
+        correlation,
+        Pending {
+            manifest: m,
+            ranges,
+            globals,
+        },
+    );
+}
+
+/// Parameters, reachable allocations and globals, and their contents before the launch.
+/// `Err` is the reason the launch is skipped (params and sizes are still kept).
+fn snapshot_before(
+    cfg: &Config,
+    l: &Launch,
+    m: &mut Manifest,
+    ranges: &mut Vec<(u64, u64, AllocKind)>,
+    globals: &mut Vec<(u64, u64)>,
+) -> Result<(), String> {
+    if l.params.is_null() {
+        return Err(if l.extra.is_null() {
+            "the launch passes no parameter array".into()
+        } else {
+            "parameters passed through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER)".into()
+        });
+    }
+    let mut i = 0usize;
+    loop {
+        let (mut off, mut size) = (0usize, 0usize);
+        // SAFETY: f is live; out-pointers are valid; an index past the end fails.
+        let rc = unsafe { cu::cuFuncGetParamInfo(l.f, i, &mut off, &mut size) };
+        if rc != cu::CUresult::CUDA_SUCCESS || i >= 4096 {
+            break;
+        }
+        // SAFETY: the caller passes one pointer per kernel parameter, each to `size` bytes.
+        let bytes = unsafe {
+            let p = *l.params.add(i) as *const u8;
+            if p.is_null() {
+                return Err(format!(
+                    "parameter {i} is a null pointer in the parameter array"
+                ));
+            }
+            std::slice::from_raw_parts(p, size).to_vec()
+        };
+        let mut pointers = Vec::new();
+        for at in (0..size.saturating_sub(7)).step_by(8) {
+            let w = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+            if w < 4096 {
+                continue;
+            }
+            if let Some((base, len, kind)) = allocation_of(w) {
+                let idx = match ranges.iter().position(|r| r.0 == base) {
+                    Some(k) => k,
+                    None => {
+                        ranges.push((base, len, kind));
+                        ranges.len() - 1
+                    }
+                };
+                pointers.push(CapturedPointer {
+                    at,
+                    alloc: idx,
+                    offset: w - base,
+                });
+            }
+        }
+        m.params.push(CapturedParam {
+            offset: off,
+            size,
+            hex: hex::encode(&bytes),
+            pointers,
+        });
+        i += 1;
+    }
+    if !cfg.globals.is_empty() {
+        let mut module: cu::CUmodule = std::ptr::null_mut();
+        // SAFETY: f is live; module a valid out-pointer.
+        if unsafe { cu::cuFuncGetModule(&mut module, l.f) } == cu::CUresult::CUDA_SUCCESS {
+            for name in &cfg.globals {
+                let Ok(c) = std::ffi::CString::new(name.as_str()) else {
+                    continue;
+                };
+                let (mut p, mut n) = (0u64, 0usize);
+                // SAFETY: module is the launching function's module; out-pointers valid.
+                let rc = unsafe { cu::cuModuleGetGlobal_v2(&mut p, &mut n, module, c.as_ptr()) };
+                if rc == cu::CUresult::CUDA_SUCCESS && n > 0 {
+                    globals.push((p, n as u64));
+                    m.globals.push(CapturedGlobal {
+                        name: name.clone(),
+                        bytes: n as u64,
+                        before: String::new(),
+                        after: String::new(),
+                    });
+                }
+            }
+        }
+    }
+    m.allocs = ranges
+        .iter()
+        .map(|&(_, bytes, kind)| CapturedAlloc {
+            bytes,
+            kind,
+            before: String::new(),
+            after: String::new(),
+        })
+        .collect();
+    let total = m.total_bytes();
+    if total > cfg.max_bytes {
+        return Err(format!(
+            "over the byte budget: {} allocation(s) and {} global(s) hold {total} bytes, the budget is {}",
+            m.allocs.len(),
+            m.globals.len(),
+            cfg.max_bytes
+        ));
+    }
+    let mut status = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the launch's stream; status a valid out-pointer.
+    let rc = unsafe { cu::cuStreamIsCapturing(l.stream, &mut status) };
+    if rc == cu::CUresult::CUDA_SUCCESS
+        && status != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    {
+        return Err("the stream is being captured into a CUDA graph".into());
+    }
+    sync("before the launch")?;
+    for (k, &(addr, bytes, kind)) in ranges.iter().enumerate() {
+        m.allocs[k].before = store(cfg, addr, bytes, kind)?;
+    }
+    for (k, &(addr, bytes)) in globals.iter().enumerate() {
+        m.globals[k].before = store(cfg, addr, bytes, AllocKind::Device)?;
+    }
+    Ok(())
+}
+
+/// The allocation holding device address `w`, if any: (start, bytes, kind).
+fn allocation_of(w: u64) -> Option<(u64, u64, AllocKind)> {
+    let (mut base, mut len) = (0u64, 0usize);
+    // SAFETY: out-pointers are valid; an address outside every allocation fails.
+    let rc = unsafe { cu::cuMemGetAddressRange_v2(&mut base, &mut len, w) };
+    if rc == cu::CUresult::CUDA_SUCCESS && len > 0 {
+        let mut managed: u32 = 0;
+        // SAFETY: `managed` is the u32 this attribute writes.
+        let rc = unsafe {
+            cu::cuPointerGetAttribute(
+                &mut managed as *mut u32 as *mut c_void,
+                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                w,
+            )
+        };
+        let kind = if rc == cu::CUresult::CUDA_SUCCESS && managed != 0 {
+            AllocKind::Managed
+        } else {
+            AllocKind::Device
+        };
+        return Some((base, len as u64, kind));
+    }
+    // Pinned host memory mapped for the device: its range comes from pointer attributes.
+    let mut mem_type: u32 = 0;
+    // SAFETY: as above, for CU_POINTER_ATTRIBUTE_MEMORY_TYPE (a u32 enum).
+    let rc = unsafe {
+        cu::cuPointerGetAttribute(
+            &mut mem_type as *mut u32 as *mut c_void,
+            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            w,
+        )
+    };
+    if rc != cu::CUresult::CUDA_SUCCESS || mem_type != cu::CUmemorytype::CU_MEMORYTYPE_HOST as u32 {
+        return None;
+    }
+    let (mut start, mut size) = (0u64, 0u64);
+    // SAFETY: RANGE_START_ADDR writes a CUdeviceptr, RANGE_SIZE a size_t.
+    let ok = unsafe {
+        cu::cuPointerGetAttribute(
+            &mut start as *mut u64 as *mut c_void,
+            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+            w,
+        ) == cu::CUresult::CUDA_SUCCESS
+            && cu::cuPointerGetAttribute(
+                &mut size as *mut u64 as *mut c_void,
+                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                w,
+            ) == cu::CUresult::CUDA_SUCCESS
+    };
+    (ok && size > 0).then_some((start, size, AllocKind::HostMapped))
+}
+
+fn sync(when: &str) -> Result<(), String> {
+    // SAFETY: no arguments; waits for the current context.
+    let rc = unsafe { cu::cuCtxSynchronize() };
+    if rc == cu::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("cuCtxSynchronize {when} failed: {rc:?}"))
+    }
+}
+
+/// Copy `bytes` at `addr` to the host and store them; the blob id.
+fn store(cfg: &Config, addr: u64, bytes: u64, kind: AllocKind) -> Result<String, String> {
+    let mut host = vec![0u8; bytes as usize];
+    // SAFETY: `addr..addr+bytes` is one live allocation (found by cuMemGetAddressRange or
+    // pointer attributes, or a module global) and `host` holds `bytes` bytes. Mapped host
+    // memory goes through the unified cuMemcpy.
+    let rc = unsafe {
+        match kind {
+            AllocKind::HostMapped => cu::cuMemcpy(host.as_mut_ptr() as u64, addr, bytes as usize),
+            _ => cu::cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut c_void, addr, bytes as usize),
+        }
+    };
+    if rc != cu::CUresult::CUDA_SUCCESS {
+        return Err(format!("copying {bytes} bytes at {addr:#x} failed: {rc:?}"));
+    }
+    cfg.store.put(&host).map_err(|e| e.to_string())
+}
+
+fn exit(correlation: u32, rc: cu::CUresult) {
+    let Some(cfg) = CONFIG.get() else { return };
+    let Ok(mut guard) = STATE.lock() else { return };
+    let Some(state) = guard.as_mut() else { return };
+    let Some(mut p) = state.pending.remove(&correlation) else {
+        return;
+    };
+    drop(guard);
+    let mut after = || -> Result<(), String> {
+        if rc != cu::CUresult::CUDA_SUCCESS {
+            return Err(format!("the launch itself failed: {rc:?}"));
+        }
+        sync("after the launch")?;
+        for (k, &(addr, bytes, kind)) in p.ranges.iter().enumerate() {
+            p.manifest.allocs[k].after = store(cfg, addr, bytes, kind)?;
+        }
+        for (k, &(addr, bytes)) in p.globals.iter().enumerate() {
+            p.manifest.globals[k].after = store(cfg, addr, bytes, AllocKind::Device)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = after() {
+        p.manifest.skipped = Some(e);
+    }
+    write_manifest(cfg, &p.manifest);
+}
+
+fn write_manifest(cfg: &Config, m: &Manifest) {
+    match toml::to_string_pretty(m) {
+        Ok(text) => {
+            if let Err(e) = write_atomic(&cfg.out.join(m.file_name()), text.as_bytes()) {
+                eprintln!("kernelpair capture: writing {}: {e}", m.file_name());
+            }
+        }
+        Err(e) => eprintln!("kernelpair capture: manifest of {}: {e}", m.kernel),
+    }
+}

@@ -1,0 +1,265 @@
+//! What one captured launch holds, as the injection library writes it and replay reads it:
+//! a TOML manifest per launch (`CAPDIR/<program>/launches/<seq>-<kernel>.toml`) naming
+//! content-addressed blobs ([`super::store`]). One serde type, written once by the
+//! injector and read back as the same type: no step parses text it wrote.
+
+use serde::{Deserialize, Serialize};
+
+/// Manifest format version.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// One kernel launch of a real program, with everything it could reach before and after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub version: u32,
+    /// The kernel's symbol as the module names it (mangled for C++ kernels).
+    pub symbol: String,
+    /// The symbol demangled (`void reduce<256u>(float const*, float*, int)`), or the symbol.
+    pub demangled: String,
+    /// The kernel's own name (`reduce`), what extracted units are matched on.
+    pub kernel: String,
+    /// A name expression NVRTC can lower to this symbol (`reduce<256u>` for a template
+    /// instance, else the kernel's name).
+    pub name_expression: String,
+    /// The launch's number in its process (every launch counts, captured or not).
+    pub seq: u64,
+    /// The capturing process (several processes of one run write to one folder).
+    #[serde(default)]
+    pub pid: u32,
+    /// This kernel's launch number in its process (0 for its first launch).
+    pub nth: u64,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_mem: u32,
+    /// Which driver entry point launched it (`cuLaunchKernel`, `cuLaunchKernelEx`, …).
+    pub via: String,
+    /// The parameters in order, as `cuFuncGetParamInfo` lays them out.
+    pub params: Vec<CapturedParam>,
+    /// Every allocation a parameter word points into, in order of first reference.
+    pub allocs: Vec<CapturedAlloc>,
+    /// Module globals (`__constant__`/`__device__`) the unit uses that the module has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub globals: Vec<CapturedGlobal>,
+    /// Why this launch was not snapshotted (over the byte budget, a capturing stream, …):
+    /// a named skip, never a silent truncation. Params are kept; allocs are sizes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// One kernel parameter's bytes, and the device addresses found inside them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedParam {
+    /// Byte offset in the parameter buffer.
+    pub offset: usize,
+    pub size: usize,
+    /// The bytes as passed, in hex (a pointer's recorded address included).
+    pub hex: String,
+    /// 8-byte words of this parameter that are addresses inside a captured allocation
+    /// (the whole parameter for a pointer; fields of a struct passed by value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pointers: Vec<CapturedPointer>,
+}
+
+/// An address inside a parameter: which allocation, and how far into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapturedPointer {
+    /// Byte offset of the word inside the parameter.
+    pub at: usize,
+    /// Index into [`Manifest::allocs`].
+    pub alloc: usize,
+    /// Byte offset of the address from the allocation's start.
+    pub offset: u64,
+}
+
+/// How the program allocated a captured buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllocKind {
+    Device,
+    Managed,
+    /// Pinned host memory mapped into the device's address space.
+    HostMapped,
+}
+
+/// One allocation's bytes before and after the launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedAlloc {
+    pub bytes: u64,
+    pub kind: AllocKind,
+    /// Blob id of the contents just before the launch (empty when skipped).
+    #[serde(default)]
+    pub before: String,
+    /// Blob id of the contents once the launch finished (empty when skipped).
+    #[serde(default)]
+    pub after: String,
+}
+
+impl CapturedAlloc {
+    /// Whether the launch changed this allocation: an output.
+    pub fn changed(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// A module global's bytes before and after the launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedGlobal {
+    pub name: String,
+    pub bytes: u64,
+    pub before: String,
+    pub after: String,
+}
+
+impl Manifest {
+    /// Total bytes of every allocation and global it holds.
+    pub fn total_bytes(&self) -> u64 {
+        self.allocs.iter().map(|a| a.bytes).sum::<u64>()
+            + self.globals.iter().map(|g| g.bytes).sum::<u64>()
+    }
+
+    /// The file name a manifest is kept under: its sequence number, then the kernel.
+    pub fn file_name(&self) -> String {
+        let safe: String = self
+            .kernel
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(80)
+            .collect();
+        format!("p{}-{:07}-{safe}.toml", self.pid, self.seq)
+    }
+}
+
+/// The kernel's own name and an NVRTC name expression from a demangled symbol:
+/// `void ns::reduce<256u>(float const*, float*, int)` → (`reduce`, `ns::reduce<256u>`);
+/// a C symbol (`scale`) is both.
+pub fn names_of(demangled: &str) -> (String, String) {
+    // The function's full name ends at the `(` of its parameter list at template depth 0.
+    let mut depth = 0i32;
+    let mut end = demangled.len();
+    for (i, c) in demangled.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let head = &demangled[..end];
+    // The return type (`void `) comes before the name for template instances only.
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in head.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ' ' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    let expr = head[start..].trim().to_string();
+    // The plain name: the last `::` part at depth 0, template arguments dropped.
+    let mut depth = 0i32;
+    let mut plain = String::new();
+    let mut last_sep = 0;
+    let bytes: Vec<char> = expr.chars().collect();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ':' if depth == 0 && bytes.get(i + 1) == Some(&':') => {
+                last_sep = plain.len() + 2;
+                plain.push_str("::");
+                i += 2;
+                continue;
+            }
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+        i += 1;
+    }
+    let kernel = plain[last_sep.min(plain.len())..].to_string();
+    (kernel, expr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangled_names_give_the_kernel_and_a_name_expression() {
+        assert_eq!(
+            names_of("void reduce<256u>(float const*, float*, int)"),
+            ("reduce".into(), "reduce<256u>".into())
+        );
+        assert_eq!(
+            names_of("scale(float*, int)"),
+            ("scale".into(), "scale".into())
+        );
+        assert_eq!(names_of("scale"), ("scale".into(), "scale".into()));
+        assert_eq!(
+            names_of("void ns::k<ns::Op<float>, 4>(ns::Op<float>)"),
+            ("k".into(), "ns::k<ns::Op<float>, 4>".into())
+        );
+    }
+
+    #[test]
+    fn a_manifest_round_trips_through_toml_and_names_its_outputs() {
+        let m = Manifest {
+            version: MANIFEST_VERSION,
+            symbol: "_Z5scalePfi".into(),
+            demangled: "scale(float*, int)".into(),
+            kernel: "scale".into(),
+            name_expression: "scale".into(),
+            seq: 3,
+            pid: 42,
+            nth: 0,
+            grid: [4, 1, 1],
+            block: [256, 1, 1],
+            shared_mem: 0,
+            via: "cuLaunchKernel".into(),
+            params: vec![
+                CapturedParam {
+                    offset: 0,
+                    size: 8,
+                    hex: "0000000a02000000".into(),
+                    pointers: vec![CapturedPointer {
+                        at: 0,
+                        alloc: 0,
+                        offset: 0,
+                    }],
+                },
+                CapturedParam {
+                    offset: 8,
+                    size: 4,
+                    hex: "00040000".into(),
+                    pointers: vec![],
+                },
+            ],
+            allocs: vec![CapturedAlloc {
+                bytes: 4096,
+                kind: AllocKind::Device,
+                before: "aa".into(),
+                after: "bb".into(),
+            }],
+            globals: vec![],
+            skipped: None,
+        };
+        let text = toml::to_string_pretty(&m).unwrap();
+        let back: Manifest = toml::from_str(&text).unwrap();
+        assert_eq!(back, m);
+        assert!(back.allocs[0].changed());
+        assert_eq!(m.file_name(), "p42-0000003-scale.toml");
+        assert_eq!(m.total_bytes(), 4096);
+    }
+}

@@ -1,0 +1,10 @@
+//! Capture's GPU side: what one captured launch holds ([`manifest`]), the content-addressed
+//! blob store ([`store`]) and the injection library loaded into a real program ([`inject`]).
+//! The runner that builds and runs programs, and replay, live in `crate::capture`.
+
+pub mod inject;
+pub mod manifest;
+pub mod store;
+
+pub use manifest::{AllocKind, CapturedAlloc, CapturedGlobal, CapturedParam, Manifest};
+pub use store::BlobStore;

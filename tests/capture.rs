@@ -1,0 +1,204 @@
+//! `kernelpair capture` on the CPU side: programs built with their own Makefiles and run
+//! with timeouts, bad programs recorded by name, the journal resumed. The programs here are
+//! shell scripts (no GPU is needed to build and run them; they launch no kernel). The GPU
+//! side (real launches, manifests, replay) is `capture_gpu_*` below, run on the device.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn program(root: &Path, name: &str, makefile: &str, extra: &[(&str, &str)]) {
+    let d = root.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("Makefile"), makefile).unwrap();
+    // A `.cu` file marks the folder as a CUDA program for discovery.
+    std::fs::write(
+        d.join("k.cu"),
+        "__global__ void k(float *x) { x[0] = 1.0f; }\n",
+    )
+    .unwrap();
+    for (f, t) in extra {
+        std::fs::write(d.join(f), t).unwrap();
+    }
+}
+
+fn records(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("programs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn by_program<'a>(rs: &'a [serde_json::Value], p: &str) -> &'a serde_json::Value {
+    rs.iter()
+        .find(|r| r["program"] == p)
+        .unwrap_or_else(|| panic!("no record of {p} in {rs:?}"))
+}
+
+/// A tree of four programs: one that runs cleanly, one whose build fails, one that needs
+/// a data file the tree lacks, one that hangs.
+fn tree(root: &Path) {
+    program(
+        root,
+        "clean",
+        "all:\n\tcp run.sh prog && chmod +x prog\nrun: all\n\t./prog\n",
+        &[("run.sh", "#!/bin/sh\necho computing\nexit 0\n")],
+    );
+    program(
+        root,
+        "badbuild",
+        "all:\n\t@echo 'k.cu(3): error: identifier \"dfloat\" is undefined'; exit 2\nrun: all\n\t./prog\n",
+        &[],
+    );
+    program(
+        root,
+        "needsdata",
+        "all:\n\tcp run.sh prog && chmod +x prog\nrun: all\n\t./prog data/graph4096.txt\n",
+        &[(
+            "run.sh",
+            "#!/bin/sh\nif [ ! -f \"$1\" ]; then echo \"Error: cannot open $1\" >&2; exit 1; fi\n",
+        )],
+    );
+    program(
+        root,
+        "hangs",
+        "all:\n\tcp run.sh prog && chmod +x prog\nrun: all\n\t./prog\n",
+        &[("run.sh", "#!/bin/sh\necho waiting\nsleep 60\n")],
+    );
+}
+
+#[test]
+fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    tree(&root);
+    let out = d.path().join("cap");
+    let o = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args([
+            "capture",
+            root.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .args(["--suite", "generic", "--timeout-s", "2", "--jobs", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    // Some programs failed: the exit code says the run was partial.
+    assert_eq!(o.status.code(), Some(3), "{stdout}\n{stderr}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 4, "{rs:?}");
+    assert_eq!(by_program(&rs, "clean")["status"], "no_launches");
+    let b = by_program(&rs, "badbuild");
+    assert_eq!(b["status"], "capture_build_failed");
+    assert!(
+        b["log_tail"].as_str().unwrap().contains("dfloat"),
+        "the build log's tail is kept: {b}"
+    );
+    let n = by_program(&rs, "needsdata");
+    assert_eq!(n["status"], "capture_run_failed");
+    assert!(
+        n["reason"].as_str().unwrap().contains("data/graph4096.txt"),
+        "the missing file is named: {n}"
+    );
+    let h = by_program(&rs, "hangs");
+    assert_eq!(h["status"], "timeout");
+    assert!(h["seconds"].as_f64().unwrap() < 30.0, "{h}");
+    // Each failure is named on stderr as it happens; the summary counts them.
+    assert!(
+        stderr.contains("badbuild: capture_build_failed"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains(
+            "4 program(s): 1 capture_build_failed, 1 capture_run_failed, 1 no_launches, 1 timeout"
+        ),
+        "{stdout}"
+    );
+    // The programs ran in a scratch copy: the tree itself is untouched.
+    assert!(!root.join("clean/prog").exists());
+    assert!(out.join("work/tree/clean/prog").exists());
+}
+
+#[test]
+fn a_rerun_resumes_from_the_journal_and_redoes_a_torn_record() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    program(
+        &root,
+        "a",
+        "all:\n\tcp run.sh prog && chmod +x prog\nrun: all\n\t./prog\n",
+        &[("run.sh", "#!/bin/sh\necho ran >> ../../runs.log\n")],
+    );
+    program(
+        &root,
+        "b",
+        "all:\n\tcp run.sh prog && chmod +x prog\nrun: all\n\t./prog\n",
+        &[("run.sh", "#!/bin/sh\necho ran >> ../../runs.log\n")],
+    );
+    let out = d.path().join("cap");
+    let capture = || {
+        Command::cargo_bin("kernelpair")
+            .unwrap()
+            .args([
+                "capture",
+                root.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ])
+            .args(["--suite", "generic"])
+            .output()
+            .unwrap()
+    };
+    let runs = || {
+        std::fs::read_to_string(out.join("work/runs.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert!(capture().status.success());
+    assert_eq!(runs(), 2);
+    let o = capture();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("2 already in the journal, 0 to run"));
+    assert_eq!(runs(), 2, "nothing is run twice");
+    // A crash while writing b's record leaves half a line: b runs again, a does not.
+    let j = out.join("programs.jsonl");
+    let text = std::fs::read_to_string(&j).unwrap();
+    let keep: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"program\":\"a\""))
+        .collect();
+    std::fs::write(&j, format!("{}\n{{\"version\":1,\"prog", keep.join("\n"))).unwrap();
+    assert!(capture().status.success());
+    assert_eq!(runs(), 3);
+}
+
+#[test]
+fn progress_lines_come_at_least_every_ten_seconds_off_a_terminal() {
+    // The line format itself is unit-tested (src/progress.rs); here: a batch log sees the
+    // final line with the count even when the run is short.
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    program(
+        &root,
+        "a",
+        "all:\n\tcp run.sh prog && chmod +x prog\nrun: all\n\t./prog\n",
+        &[("run.sh", "#!/bin/sh\nexit 0\n")],
+    );
+    let out = d.path().join("cap");
+    let o = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args([
+            "capture",
+            root.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .args(["--suite", "generic"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("capture: 1/1 done"), "{stderr}");
+}
