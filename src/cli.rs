@@ -24,6 +24,9 @@ pub enum Command {
     /// Build and run a tree's programs once under the injection library, recording every
     /// kernel launch with the memory it reads and writes (a GPU and a CUDA toolkit needed).
     Capture(crate::capture::CaptureArgs),
+    /// Replay each captured launch of the units' kernels on the GPU: it must reproduce
+    /// what the real program wrote (the self-check of a captured harness).
+    Replay(crate::selfcheck::replay::ReplayArgs),
     /// Print the isolated unit of each kernel in one .cu file and what it pulled in.
     Inspect(crate::cuda::InspectArgs),
     /// Draft or check harness files.
@@ -62,6 +65,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Extract(a) => crate::suite::run_extract(a),
         Command::Capture(a) => crate::capture::run_capture(a),
+        Command::Replay(a) => crate::selfcheck::replay::run_replay(a),
         Command::Inspect(a) => crate::cuda::run_inspect(a),
         Command::Harness(c) => crate::selfcheck::commands::run(c),
         Command::Synth(a) => crate::synth::run_synth(*a),

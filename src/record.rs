@@ -488,11 +488,13 @@ impl SynthReason {
     }
 }
 
-/// Where a pair's harness came from. `build` prefers hand over inferred over llm.
+/// Where a pair's harness came from. `build` prefers hand over captured over inferred over llm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HarnessOrigin {
     Hand,
+    /// A launch of the real program, recorded by `kernelpair capture` and replayed.
+    Captured,
     Inferred,
     Llm,
 }

@@ -47,6 +47,7 @@ pub fn harness_origins<'p>(
     for p in pairs {
         let origin = match p.harness_origin.as_ref().map(|h| h.origin) {
             Some(crate::record::HarnessOrigin::Hand) => "hand",
+            Some(crate::record::HarnessOrigin::Captured) => "captured",
             Some(crate::record::HarnessOrigin::Inferred) => "inferred",
             Some(crate::record::HarnessOrigin::Llm) => "llm",
             None => "none",

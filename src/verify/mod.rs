@@ -22,7 +22,7 @@ pub mod verdict;
 
 use crate::exit;
 use crate::gpu::{self, Probe};
-use crate::record::{Pair, Record, Status, Verification};
+use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
 use anyhow::Context;
 use engine::{tool_version, Job, RunOptions};
 use std::collections::BTreeMap;
@@ -59,6 +59,10 @@ pub struct VerifyArgs {
     /// pairs no hand-written harness covers; each pair records its harness origin.
     #[arg(long = "inferred-dir")]
     pub inferred_dir: Option<PathBuf>,
+    /// A capture folder (`kernelpair capture -o`): pairs without a hand-written harness
+    /// replay their fast kernel's captured launch (before any inferred or LLM harness).
+    #[arg(long)]
+    pub captures: Option<PathBuf>,
     /// Seconds one pair may run before its worker is killed (`timeout`).
     #[arg(long = "timeout-s", default_value_t = DEFAULT_TIMEOUT_S)]
     pub timeout_s: f64,
@@ -103,6 +107,7 @@ impl VerifyArgs {
             harness_dirs: self.harness_dirs.clone(),
             suite_root: self.suite_root.clone(),
             inferred_dir: self.inferred_dir.clone(),
+            captures: self.captures.clone(),
             timeout_s: self.timeout_s,
             seeds: self.seeds,
             min_speedup: self.min_speedup,
@@ -246,6 +251,14 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
         .map(|(i, r)| match (r, results.get(&i)) {
             (Record::Pair(p), Some(v)) => {
                 let mut p = p.clone();
+                // A replayed capture ran (its manifest is the evidence's harness).
+                let captured = args.captures.as_deref().is_some_and(|c| {
+                    !v.evidence.harness.is_empty()
+                        && Path::new(&v.evidence.harness).starts_with(c.join("launches"))
+                });
+                if captured {
+                    p.set_harness_origin(HarnessOrigin::Captured);
+                }
                 p.verification = Some(v.clone());
                 fill_techniques(&mut p);
                 Record::Pair(p)
@@ -321,12 +334,33 @@ fn jobs_for(
     let mut jobs: Vec<(usize, Job)> = Vec::new();
     let primaries: BTreeMap<usize, String> = pending
         .iter()
-        .filter_map(|(i, _, found)| {
-            let set = found.harness.size_sets().iter().find(|s| s.primary)?;
-            Some((*i, set.name.clone()))
+        .filter_map(|(i, _, h)| match h {
+            Harnessed::File(found) => {
+                let set = found.harness.size_sets().iter().find(|s| s.primary)?;
+                Some((*i, set.name.clone()))
+            }
+            Harnessed::Captured(_) => Some((*i, "captured".to_string())),
         })
         .collect();
-    for (i, p, found) in pending {
+    for (i, p, h) in pending {
+        let found = match h {
+            Harnessed::File(found) => found,
+            Harnessed::Captured(r) => {
+                let Some(slow) = p.slow.unit() else { continue };
+                jobs.push((
+                    *i,
+                    Job {
+                        pair_id: p.id.clone(),
+                        slow: resolve::source(slow),
+                        fast: resolve::source(&p.fast),
+                        harness: r.manifest.display().to_string(),
+                        sets: r.sets.clone(),
+                        options: options.clone(),
+                    },
+                ));
+                continue;
+            }
+        };
         match resolve::resolve(p, found, hello) {
             Ok((slow, fast, sets)) => jobs.push((
                 *i,
@@ -358,8 +392,32 @@ fn locate_sanitizer(args: &Settings) -> Option<Result<PathBuf, String>> {
     }
 }
 
+/// Where a waiting pair's harness comes from.
+enum Harnessed {
+    /// A harness file (hand-written, inferred or LLM-completed).
+    File(resolve::Found),
+    /// The fast kernel's captured launch, replayed for both sides.
+    Captured(crate::capture::replay::Replay),
+}
+
 /// A pair that waits for the GPU: its record index, the pair and its harness.
-type Waiting<'a> = (usize, &'a Pair, resolve::Found);
+type Waiting<'a> = (usize, &'a Pair, Harnessed);
+
+/// A pair's captured harness, when `captures` has its fast kernel's launch and no
+/// hand-written harness comes first; `Err` when the capture exists but cannot be replayed.
+fn captured_for(
+    p: &Pair,
+    idx: Option<&crate::capture::CaptureIndex>,
+) -> Option<Result<crate::capture::replay::Replay, String>> {
+    use crate::capture::replay::{for_pair, ReplayError};
+    let idx = idx?;
+    let slow = p.slow.unit()?;
+    match for_pair(idx, slow, &p.fast) {
+        Ok(r) => Some(Ok(r)),
+        Err(ReplayError::NotCaptured(_)) => None,
+        Err(e) => Some(Err(e.to_string())),
+    }
+}
 
 /// The pairs settled before any GPU time (a padded slow kernel, no harness, …) with
 /// their verdicts, in record order, and the pairs that go on, each with its harness.
@@ -370,6 +428,10 @@ fn triage<'a>(
 ) -> (Vec<(usize, Verification)>, Vec<Waiting<'a>>) {
     let mut settled = Vec::new();
     let mut pending = Vec::new();
+    let captures = args
+        .captures
+        .as_deref()
+        .map(crate::capture::CaptureIndex::open);
     for (i, r) in records.iter().enumerate() {
         let Record::Pair(p) = r else { continue };
         // Before anything else, and before any GPU time: a padded slow kernel is refused.
@@ -377,9 +439,21 @@ fn triage<'a>(
             settled.push((i, v));
             continue;
         }
-        match resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref()) {
-            Ok(found) => pending.push((i, &**p, found)),
-            Err((status, reason)) => settled.push((i, cpu_verdict(status, reason))),
+        // hand > captured > inferred > llm: a harness that is not hand-written gives way
+        // to a capture of the fast kernel.
+        let not_hand = p
+            .harness_origin
+            .as_ref()
+            .is_some_and(|h| h.origin != HarnessOrigin::Hand);
+        let found = resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref());
+        let wants_capture = not_hand || matches!(found, Err((Status::NoHarness, _)));
+        match (found, wants_capture.then(|| captured_for(p, captures.as_ref())).flatten()) {
+            (_, Some(Ok(r))) => pending.push((i, &**p, Harnessed::Captured(r))),
+            (Ok(found), _) => pending.push((i, &**p, Harnessed::File(found))),
+            (Err((Status::NoHarness, _)), Some(Err(why))) => {
+                settled.push((i, cpu_verdict(Status::HarnessError, why)))
+            }
+            (Err((status, reason)), _) => settled.push((i, cpu_verdict(status, reason))),
         }
     }
     (settled, pending)

@@ -13,7 +13,8 @@ type Verdict = (Status, String);
 use crate::record::{KernelUnit, Pair, Status};
 use std::path::Path;
 
-fn source(u: &KernelUnit) -> Source {
+/// A unit as the worker compiles it.
+pub fn source(u: &KernelUnit) -> Source {
     let name = Path::new(&u.path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

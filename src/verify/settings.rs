@@ -14,6 +14,8 @@ pub struct Settings {
     pub suite_root: Option<PathBuf>,
     /// Inferred harnesses (`<pair-id>.toml`) for pairs no hand-written harness covers.
     pub inferred_dir: Option<PathBuf>,
+    /// A capture folder: captured launches replayed where no hand-written harness exists.
+    pub captures: Option<PathBuf>,
     /// Seconds one pair may run before its worker is killed (`timeout`).
     pub timeout_s: f64,
     /// Input seeds per size set.
@@ -42,6 +44,7 @@ impl Default for Settings {
             harness_dirs: Vec::new(),
             suite_root: None,
             inferred_dir: None,
+            captures: None,
             timeout_s: super::DEFAULT_TIMEOUT_S,
             seeds: super::DEFAULT_SEEDS,
             min_speedup: super::DEFAULT_MIN_SPEEDUP,

@@ -56,8 +56,8 @@ struct Pending {
 
 #[derive(Default)]
 struct State {
-    /// Kernel symbol per `CUfunction` seen.
-    names: HashMap<usize, String>,
+    /// Per launched handle: the `CUfunction` it stands for and its symbol.
+    names: HashMap<usize, (usize, String)>,
     /// Launches per symbol (all of them, captured or not).
     counts: BTreeMap<String, u64>,
     seq: u64,
@@ -280,6 +280,26 @@ unsafe fn launch_of(cbid: u32, p: *const c_void) -> Option<Launch> {
     None
 }
 
+/// The `CUfunction` a launched handle stands for. The CUDA runtime (12 and later) launches
+/// library kernels by passing a `CUkernel` cast to `CUfunction`, which the `cuFunc*`
+/// queries refuse; `cuKernelGetFunction` gives the current context's function.
+fn function_of(f: cu::CUfunction) -> cu::CUfunction {
+    let mut p: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: a query on the launched handle; a handle that is no CUfunction fails
+    // with an error code.
+    if unsafe { cu::cuFuncGetName(&mut p, f) } == cu::CUresult::CUDA_SUCCESS {
+        return f;
+    }
+    let mut g: cu::CUfunction = std::ptr::null_mut();
+    // SAFETY: as above, reading the handle as a CUkernel; g is a valid out-pointer.
+    let rc = unsafe { cu::cuKernelGetFunction(&mut g, f as cu::CUkernel) };
+    if rc == cu::CUresult::CUDA_SUCCESS && !g.is_null() {
+        g
+    } else {
+        f
+    }
+}
+
 fn symbol_of(f: cu::CUfunction) -> String {
     let mut p: *const std::ffi::c_char = std::ptr::null();
     // SAFETY: f is the function being launched; p a valid out-pointer. The name is owned
@@ -302,11 +322,18 @@ fn enter(l: &Launch, correlation: u32) {
     let Some(cfg) = CONFIG.get() else { return };
     let Ok(mut guard) = STATE.lock() else { return };
     let Some(state) = guard.as_mut() else { return };
-    let symbol = state
+    let (func, symbol) = state
         .names
         .entry(l.f as usize)
-        .or_insert_with(|| symbol_of(l.f))
+        .or_insert_with(|| {
+            let g = function_of(l.f);
+            (g as usize, symbol_of(g))
+        })
         .clone();
+    let l = &Launch {
+        f: func as cu::CUfunction,
+        ..*l
+    };
     let count = state.counts.entry(symbol.clone()).or_insert(0);
     let nth = *count;
     *count += 1;
