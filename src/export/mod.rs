@@ -14,6 +14,7 @@ pub mod card;
 pub mod describe;
 pub mod filter;
 pub mod format;
+pub mod launch;
 pub mod plot;
 pub mod split;
 pub mod template;
@@ -335,13 +336,11 @@ fn select_samples(
             continue;
         }
         let slow = p.slow.unit().expect("checked by exclusion");
-        samples.push(format::build_sample_with(
-            p,
-            slow,
-            &cfg.templates,
-            o.with_speedup,
-            o.with_description,
-        ));
+        match format::build_sample_with(p, slow, &cfg.templates, o.with_speedup, o.with_description)
+        {
+            Ok(s) => samples.push(s),
+            Err(why) => *report.excluded.entry(why).or_default() += 1,
+        }
     }
     samples
 }
