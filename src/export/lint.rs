@@ -392,29 +392,19 @@ impl Ctx<'_> {
                     .next()
             });
         let promised = interface.or_else(|| {
-            md.blocks
-                .iter()
-                .filter(|b| is_source(b))
-                .flat_map(|b| syntax::kernels(b))
+            source_kernels(prompt, &md)
+                .into_iter()
                 .find(|k| k.name == slow_kernel)
         });
+        // A prompt that shows no kernel a parser can find (a custom template writing code
+        // amid prose) promises nothing this check can hold an answer to.
         let Some(want) = promised else {
-            self.push(
-                "user",
-                Kind::Signature,
-                format!("the prompt shows no kernel `{slow_kernel}`"),
-            );
             return;
         };
         let types = |k: &syntax::KernelDef| -> Vec<String> {
             k.params.iter().map(|p| caller_type(&p.ty)).collect()
         };
-        let got: Vec<syntax::KernelDef> = markdown(answer)
-            .blocks
-            .iter()
-            .filter(|b| is_source(b))
-            .flat_map(|b| syntax::kernels(b))
-            .collect();
+        let got = source_kernels(answer, &markdown(answer));
         let same: Vec<&syntax::KernelDef> = got.iter().filter(|k| k.name == want.name).collect();
         if same.is_empty() {
             let names: Vec<&str> = got.iter().map(|k| k.name.as_str()).collect();
@@ -443,6 +433,21 @@ impl Ctx<'_> {
                 ),
             );
         }
+    }
+}
+
+/// The kernels a text defines: in its fenced source blocks, or, where a template writes
+/// the code without a fence, anywhere in it.
+fn source_kernels(text: &str, md: &Markdown) -> Vec<syntax::KernelDef> {
+    let fenced: Vec<syntax::KernelDef> = md
+        .blocks
+        .iter()
+        .filter(|b| is_source(b))
+        .flat_map(|b| syntax::kernels(b))
+        .collect();
+    match fenced.is_empty() {
+        true => syntax::kernels(text),
+        false => fenced,
     }
 }
 
