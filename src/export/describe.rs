@@ -61,6 +61,7 @@ pub fn describe(pair: &Pair, techniques: &[String], rendered: Option<&Rendered>)
         let words: Vec<String> = techniques.iter().map(|t| phrase(t)).collect();
         parts.push(format!("The fast kernel {}.", join(&words)));
     }
+    let rendered = rendered.filter(|r| !r.slow.is_empty() && !r.fast.is_empty());
     if let (Some(_), Some(r)) = (launches.as_ref().filter(|l| l.differ()), rendered) {
         let fewer = coarsening(pair)
             .map(|f| format!(" ({f:.0}× fewer threads)"))

@@ -235,8 +235,10 @@ pub fn build_sample_with(
         .transpose()
         .map_err(|m| format!("launch not written as CUDA: {m}"))?;
     let description = super::describe::describe(pair, &techniques_list, rendered.as_ref());
-    let slow_launch = rendered.as_ref().map(|r| Rendered::block(&r.slow));
-    let fast_launch = rendered.as_ref().map(|r| Rendered::block(&r.fast));
+    // A harness with no launch for a variant (a host loop it cannot express) says nothing.
+    let block = |v: &[String]| (!v.is_empty()).then(|| Rendered::block(v));
+    let slow_launch = rendered.as_ref().and_then(|r| block(&r.slow));
+    let fast_launch = rendered.as_ref().and_then(|r| block(&r.fast));
     let speedup = v.and_then(|v| v.speedup.clone());
     let device = v.and_then(|v| v.device.as_ref()).map(|d| DeviceMeta {
         name: d.name.clone(),
