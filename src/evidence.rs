@@ -293,6 +293,32 @@ pub struct LaunchConfig {
     pub repeat: String,
 }
 
+/// One launch with every expression evaluated for one size set, as the harness resolved
+/// it: what export writes as CUDA (the harness's own expression language never reaches a
+/// training sample).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchValues {
+    /// The kernel's symbol, template arguments evaluated (`reduceSum<256>`).
+    pub kernel: String,
+    /// As many dimensions as the harness writes.
+    pub grid: Vec<u32>,
+    pub block: Vec<u32>,
+    /// Dynamic shared memory in bytes.
+    pub shared_mem: u32,
+    /// Times the launch repeats (1 when once).
+    pub repeat: u32,
+    /// The arguments in parameter order: the harness's arg names, with an element offset
+    /// where the harness passes one (`bins + 1052`).
+    pub args: Vec<String>,
+}
+
+/// Both variants' launches at one size set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeSetLaunches {
+    pub slow: Vec<LaunchValues>,
+    pub fast: Vec<LaunchValues>,
+}
+
 /// Both variants' launches, what the harness says the kernel computes, and the sizes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Launches {
@@ -308,6 +334,14 @@ pub struct Launches {
     /// evaluated for an H100 (132 SMs) where an expression uses device properties.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub threads: BTreeMap<String, [u64; 2]>,
+    /// Per size set, both variants' launches evaluated (H100 device properties where an
+    /// expression uses them); empty in records written before it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evaluated: BTreeMap<String, SizeSetLaunches>,
+    /// The main size set: the harness's `primary = true`, else the one with the most
+    /// buffer bytes (the later on a tie), as the verdict chooses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main: Option<String>,
 }
 
 #[cfg(test)]

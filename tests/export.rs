@@ -549,7 +549,9 @@ fn size_dependent_pairs_and_launches_are_stated() {
         "task": "out = a * in over n floats",
         "slow": launch("ceil_div(n, 256)"),
         "fast": launch("ceil_div(n, 256 * 4)"),
-        "size_sets": {}
+        // A record written before verify kept evaluated launches: export evaluates the
+        // harness's expressions over the verdict's size set itself.
+        "size_sets": {"large": {"n": 16777216}, "small": {"n": 4096}}
     });
     let input = dir.path().join("pairs.jsonl");
     let text: Vec<String> = recs.iter().map(|r| r.to_string()).collect();
@@ -573,14 +575,19 @@ fn size_dependent_pairs_and_launches_are_stated() {
         d.contains("Size-dependent: slower than the slow kernel at 1M (0.88×)."),
         "{d}"
     );
+    // CUDA a reader can compile: the numbers of the main size set, named once.
     assert_eq!(
         m["slow_launch"],
-        "scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>"
+        "scale<<<dim3(65536), dim3(256)>>>(v, k, n);"
+    );
+    assert_eq!(
+        m["fast_launch"],
+        "scale<<<dim3(16384), dim3(256)>>>(v, k, n);"
     );
     let user = s["messages"][1]["content"].as_str().unwrap();
     assert!(
         user.contains(
-            "**Launch**\n`scale<<<dim3(ceil_div(n, 256)), dim3(256)>>>`\n\n**Current Kernel"
+            "**Launch** (sizes: n = 16,777,216)\n```cuda\nscale<<<dim3(65536), dim3(256)>>>(v, k, n);\n```\n\n**Current Kernel"
         ),
         "{user}"
     );
@@ -594,7 +601,9 @@ fn size_dependent_pairs_and_launches_are_stated() {
         "the description is in the answer: {answer}"
     );
     assert!(
-        answer.ends_with("Launch it as `scale<<<dim3(ceil_div(n, 256 * 4)), dim3(256)>>>` instead of the original configuration."),
+        answer.ends_with(
+            "Launch it as:\n\n```cuda\nscale<<<dim3(16384), dim3(256)>>>(v, k, n);\n```"
+        ),
         "{answer}"
     );
     // The rejected answer (the slow kernel) carries neither the launch change nor the description.
@@ -764,20 +773,24 @@ fn source_text_keeps_linkage_the_source_wrote() {
 
 /// The format checks a trainer would run (scripts/check_export.py: OpenAI chat rules,
 /// Hugging Face `datasets`, TRL conversational formats through the mistral-common tekken
-/// chat template) pass on the fixture export, and fail on a broken line. CI installs
-/// `datasets` and `mistral-common`; elsewhere without them the test says it skipped.
+/// chat template, the training text lint) pass on the fixture export, and fail on a broken
+/// line. CI installs `datasets`, `mistral-common`, `tree-sitter` and `tree-sitter-cuda`;
+/// elsewhere without them the test says it skipped.
 #[test]
 fn trainer_format_checks_pass_on_the_fixture_export() {
     let deps = std::process::Command::new("python3")
-        .args(["-c", "import datasets, mistral_common"])
+        .args([
+            "-c",
+            "import datasets, mistral_common, tree_sitter, tree_sitter_cuda",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     if !deps {
         assert!(
             std::env::var_os("CI").is_none(),
-            "CI must install the format checks' packages: python3 -m pip install datasets mistral-common"
+            "CI must install the format checks' packages: python3 -m pip install datasets mistral-common tree-sitter tree-sitter-cuda"
         );
-        eprintln!("skipped: python3 cannot import datasets and mistral_common (pip install datasets mistral-common)");
+        eprintln!("skipped: python3 cannot import datasets, mistral_common, tree_sitter and tree_sitter_cuda (pip install datasets mistral-common tree-sitter tree-sitter-cuda)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -817,4 +830,246 @@ fn trainer_format_checks_pass_on_the_fixture_export() {
     // A verified export is not a preview.
     export(&out, &[]).success();
     assert!(!check(&out, &["--preview"]).status.success());
+}
+
+/// The lint's dependencies (tree-sitter and the grammar extract uses); CI installs them.
+fn lint_deps() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import tree_sitter, tree_sitter_cuda"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install the lint's packages: python3 -m pip install tree-sitter tree-sitter-cuda nvidia-cuda-nvcc"
+        );
+        eprintln!("skipped: python3 cannot import tree_sitter and tree_sitter_cuda (pip install tree-sitter tree-sitter-cuda)");
+    }
+    ok
+}
+
+/// `scripts/check_export.py DIR --lint`, the fixture suites' roots given for the
+/// `extern "C"` provenance check: (success, stdout).
+fn lint(dir: &Path) -> (bool, String) {
+    let o = std::process::Command::new("python3")
+        .arg("scripts/check_export.py")
+        .arg(dir)
+        .args([
+            "--lint",
+            "--root",
+            "parboil=fixtures/parboil",
+            "--root",
+            "rodinia=fixtures/rodinia",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    (o.status.success(), text)
+}
+
+/// The main job's preview (the fixture suites, no GPU): its pairs with their harnesses'
+/// launches, the texts a first run shows.
+fn fixture_preview(dir: &Path) -> PathBuf {
+    let fixtures = std::fs::canonicalize("fixtures").unwrap();
+    let cfg = dir.join("build.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "output = \"out\"\n[[suite]]\npath = \"{0}/parboil\"\nkind = \"parboil\"\n[[suite]]\npath = \"{0}/rodinia\"\nkind = \"rodinia\"\n[extract]\ncompile = false\n",
+            fixtures.display()
+        ),
+    )
+    .unwrap();
+    kp().arg("build").arg(&cfg).assert().code(0);
+    dir.join("out/dataset/preview")
+}
+
+/// A trainer learns exactly the text: the fixture export and the main job's preview pass
+/// the training text lint with no finding (harness language, tool artifacts, fences,
+/// launches as CUDA, kernel signatures, and where nvcc is found, each kernel with its
+/// launch compiled).
+#[test]
+fn training_text_lint_passes_on_the_fixture_export_and_the_preview() {
+    if !lint_deps() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("export");
+    export(&out, &["--include-unverified", "--with-description"]).success();
+    let (ok, text) = lint(&out);
+    assert!(ok, "{text}");
+    assert!(text.contains("lint: 0 findings"), "{text}");
+    if matches!(
+        kernelpair::gpu::probe(),
+        kernelpair::gpu::Probe::Ready { .. }
+    ) {
+        eprintln!("skipped: the preview (a GPU is visible here, so pairs verify)");
+        return;
+    }
+    let preview = fixture_preview(dir.path());
+    let rows = all_rows(&preview, "chat");
+    assert!(
+        rows.iter()
+            .any(|r| r["metadata"]["fast_launch"].is_string()),
+        "the preview has launches to check"
+    );
+    let (ok, text) = lint(&preview);
+    assert!(ok, "{text}");
+    assert!(text.contains("lint: 0 findings"), "{text}");
+    if text.contains("skipped: compile check: ") {
+        eprintln!("skipped: the nvcc compile part of the lint (no nvcc here)");
+    } else {
+        assert!(
+            text.contains(" compiled, 0 failed") && !text.contains(": 0 compiled,"),
+            "{text}"
+        );
+    }
+}
+
+/// Each kind of finding, planted in one line of the preview, is caught by the lint, and a
+/// clean line is not.
+#[test]
+fn training_text_lint_catches_each_planted_finding() {
+    if !lint_deps()
+        || matches!(
+            kernelpair::gpu::probe(),
+            kernelpair::gpu::Probe::Ready { .. }
+        )
+    {
+        eprintln!("skipped: no lint packages, or a GPU is visible (no preview to plant in)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let preview = fixture_preview(dir.path());
+    let clean = all_rows(&preview, "chat")
+        .into_iter()
+        .find(|r| r["metadata"]["kernel"] == "reduceSum")
+        .expect("the fixture's reduce pair");
+    let answer = |r: &Value| r["messages"][2]["content"].as_str().unwrap().to_string();
+    let user = |r: &Value| r["messages"][1]["content"].as_str().unwrap().to_string();
+    assert!(
+        answer(&clean).contains("(in, out, n);"),
+        "{}",
+        answer(&clean)
+    );
+    type Plant = Box<dyn Fn(&mut Value)>;
+    let set_answer = |f: fn(String) -> String| -> Plant {
+        Box::new(move |r: &mut Value| r["messages"][2]["content"] = f(answer(r)).into())
+    };
+    let plants: Vec<(&str, &str, Plant)> = vec![
+        ("clean", "", Box::new(|_: &mut Value| {})),
+        (
+            "placeholder",
+            "harness_token",
+            set_answer(|a| a.replace("reduceSum<256>", "reduceSum<{block}>")),
+        ),
+        (
+            "todo",
+            "harness_token",
+            set_answer(|a| a + "\n\nTODO: the block size is ASSUMED."),
+        ),
+        (
+            "metadata",
+            "harness_token",
+            Box::new(|r: &mut Value| {
+                r["metadata"]["slow_launch"] =
+                    "reduceSum<<<dim3(ceil_div(n, 512)), dim3(512)>>>(in, out, n);".into()
+            }),
+        ),
+        (
+            "extern",
+            "tool_artifact",
+            Box::new(move |r: &mut Value| {
+                r["messages"][1]["content"] = user(r)
+                    .replace("__global__ void", "extern \"C\" __global__ void")
+                    .into()
+            }),
+        ),
+        (
+            "shim",
+            "tool_artifact",
+            set_answer(|a| a.replace("v += in[i];", "v += kernelpair_tex_load(in + i);")),
+        ),
+        (
+            "fence",
+            "unbalanced_fence",
+            set_answer(|a| a.trim_end().trim_end_matches('`').to_string()),
+        ),
+        (
+            "no-args",
+            "launch_syntax",
+            set_answer(|a| a.replace("(in, out, n);", "")),
+        ),
+        (
+            "prose",
+            "launch_syntax",
+            set_answer(|a| a + "\n\nOr use reduceSum<512><<<1024, 512>>>(in, out, n) instead."),
+        ),
+        (
+            "renamed",
+            "signature",
+            set_answer(|a| a.replace("void reduceSum(", "void reduceAll(")),
+        ),
+        (
+            "params",
+            "signature",
+            set_answer(|a| a.replace("float *out, int n)", "double *out, int n)")),
+        ),
+        (
+            "arity",
+            "compile",
+            set_answer(|a| a.replace("(in, out, n);", "(in, out);")),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (name, _, plant) in &plants {
+        let mut r = clean.clone();
+        r["id"] = format!("plant-{name}").into();
+        plant(&mut r);
+        rows.push(r.to_string());
+    }
+    let planted = dir.path().join("planted");
+    std::fs::create_dir_all(planted.join("chat")).unwrap();
+    std::fs::write(planted.join("chat/train.jsonl"), rows.join("\n") + "\n").unwrap();
+    let (ok, text) = lint(&planted);
+    assert!(!ok, "{text}");
+    let no_nvcc = text.contains("skipped: compile check: ");
+    for (name, kind, _) in &plants {
+        let found = text.lines().any(|l| {
+            l.contains(&format!("finding {kind}: ")) && l.contains(&format!("plant-{name} "))
+        });
+        match *name {
+            "clean" => assert!(
+                !text.contains("plant-clean "),
+                "the clean line has findings:\n{text}"
+            ),
+            "arity" if no_nvcc => eprintln!("skipped: the planted compile finding (no nvcc here)"),
+            _ => assert!(found, "{name}: no {kind} finding:\n{text}"),
+        }
+    }
+}
+
+/// The Rust side of the lint fails the export itself: a template that brings the
+/// harness's language into every answer writes nothing and names each defect.
+#[test]
+fn export_fails_on_a_lint_finding_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("templates");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(
+        t.join("assistant.md"),
+        "Here's the optimized CUDA kernel (TODO: check):\n\n```cuda\n{{code}}\n```\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    kp().args(["export", "--in", PAIRS, "--out"])
+        .arg(&out)
+        .arg("--templates")
+        .arg(&t)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the training text lint found"))
+        .stderr(predicate::str::contains("harness_token"))
+        .stderr(predicate::str::contains("`TODO`"));
+    assert!(!out.join("chat").exists(), "nothing was written");
 }

@@ -4,6 +4,7 @@
 //! measured figures, with any size condition. The sentence goes into `metadata.description`
 //! and, with `--with-description`, into the answer.
 
+use super::launch::{grouped, Rendered};
 use crate::harness::launches::Launches;
 use crate::record::{Flag, Pair, Status, Verification};
 use crate::verify::techniques::coarsening;
@@ -43,8 +44,9 @@ fn join(words: &[String]) -> String {
     }
 }
 
-/// The description of a pair, from facts only. `techniques` as [`techniques`] gives them.
-pub fn describe(pair: &Pair, techniques: &[String]) -> String {
+/// The description of a pair, from facts only. `techniques` as [`techniques`] gives them;
+/// `rendered`, the pair's launches as CUDA ([`super::launch::render`]).
+pub fn describe(pair: &Pair, techniques: &[String], rendered: Option<&Rendered>) -> String {
     let v = pair.verification.as_ref();
     let launches = v.and_then(Launches::of);
     let mut parts = Vec::new();
@@ -59,14 +61,15 @@ pub fn describe(pair: &Pair, techniques: &[String]) -> String {
         let words: Vec<String> = techniques.iter().map(|t| phrase(t)).collect();
         parts.push(format!("The fast kernel {}.", join(&words)));
     }
-    if let Some(l) = launches.as_ref().filter(|l| l.differ()) {
+    let rendered = rendered.filter(|r| !r.slow.is_empty() && !r.fast.is_empty());
+    if let (Some(_), Some(r)) = (launches.as_ref().filter(|l| l.differ()), rendered) {
         let fewer = coarsening(pair)
             .map(|f| format!(" ({f:.0}× fewer threads)"))
             .unwrap_or_default();
         parts.push(format!(
             "It is launched differently: the slow kernel as `{}`, the fast one as `{}`{fewer}.",
-            Launches::text(&l.slow),
-            Launches::text(&l.fast)
+            Rendered::inline(&r.slow),
+            Rendered::inline(&r.fast)
         ));
     }
     match v {
@@ -87,7 +90,10 @@ fn measured(v: &Verification, launches: Option<&Launches>) -> String {
     let sizes = launches
         .and_then(|l| l.size_sets.get(&s.size_set))
         .map(|vals| {
-            let kv: Vec<String> = vals.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            let kv: Vec<String> = vals
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", grouped(*v)))
+                .collect();
             format!(" ({})", kv.join(", "))
         })
         .unwrap_or_default();
@@ -142,7 +148,7 @@ mod tests {
         let t = techniques(&p);
         assert!(t.contains(&"shared_memory".to_string()), "{t:?}");
         assert!(t.contains(&"loop_unrolling".to_string()), "{t:?}");
-        assert_eq!(describe(&p, &t), "The fast kernel stages data in shared memory and unrolls loops. Not yet verified on a GPU.");
+        assert_eq!(describe(&p, &t, None), "The fast kernel stages data in shared memory and unrolls loops. Not yet verified on a GPU.");
         let slow_launch = crate::harness::launches::LaunchConfig {
             kernel: "k".into(),
             grid: vec!["ceil_div(n, 256)".into()],
@@ -158,6 +164,10 @@ mod tests {
             fast: vec![fast_launch],
             size_sets: [("big".to_string(), [("n".to_string(), 4096)].into())].into(),
             threads: [("big".to_string(), [4096, 1024])].into(),
+            // A record written before verify recorded evaluated launches: export
+            // evaluates the expressions itself.
+            evaluated: Default::default(),
+            main: None,
         };
         let losing = Speedup {
             size_set: "small".into(),
@@ -177,7 +187,7 @@ mod tests {
                 sm_clock_mhz: None,
                 mem_clock_mhz: None,
             }),
-            evidence: crate::evidence::Evidence::of_launch(launch),
+            evidence: crate::evidence::Evidence::of_launch(launch.clone()),
             speedup: Some(Speedup {
                 size_set: "big".into(),
                 median: 3.08,
@@ -191,15 +201,18 @@ mod tests {
         });
         let t = techniques(&p);
         assert!(t.contains(&"thread_coarsening".to_string()), "{t:?}");
-        let d = describe(&p, &t);
-        assert!(d.contains("launched differently: the slow kernel as `k<<<dim3(ceil_div(n, 256)), dim3(256)>>>`, the fast one as `k<<<dim3(ceil_div(n, 1024)), dim3(256)>>>` (4× fewer threads)"), "{d}");
+        let slow = p.slow.unit().unwrap().clone();
+        let r = super::super::launch::render(&p, &slow, &launch).unwrap();
+        let d = describe(&p, &t, Some(&r));
+        // CUDA a reader can compile, with the numbers of the size set (n = 4,096).
+        assert!(d.contains("launched differently: the slow kernel as `k<<<dim3(16), dim3(256)>>>(a, b, n);`, the fast one as `k<<<dim3(4), dim3(256)>>>(a, b, n);` (4× fewer threads)"), "{d}");
         assert!(
             d.contains("launches fewer threads (thread coarsening)"),
             "{d}"
         );
         assert!(
             d.contains(
-                "3.08× faster (95% CI 3.00–3.10) on NVIDIA H100 at size set big (n = 4096)."
+                "3.08× faster (95% CI 3.00–3.10) on NVIDIA H100 at size set big (n = 4,096)."
             ),
             "{d}"
         );
@@ -229,7 +242,7 @@ mod tests {
         p.slow = Slow::natural(unit(&aos, "k"));
         p.fast = unit(&soa, "k");
         assert_eq!(techniques(&p), ["data_layout"]);
-        let d = describe(&p, &techniques(&p));
+        let d = describe(&p, &techniques(&p), None);
         assert!(d.starts_with("The fast kernel keeps the kernel's code and changes the data layout its address macros compute."), "{d}");
         // Nothing changed in a macro: no layout claim.
         p.fast = unit(&aos, "k");

@@ -2,6 +2,7 @@
 //! shape), prompt-completion, preference (DPO: chosen = fast, rejected = slow) and ShareGPT.
 //! Each format is one serde type; every line carries the same `metadata` object.
 
+use super::launch::Rendered;
 use super::template::Templates;
 use crate::record::{Pair, Slow, Speedup, Status, Verification};
 use clap::ValueEnum;
@@ -96,8 +97,9 @@ pub struct Metadata {
     pub description: Option<String>,
     /// Verdict flags (`size_dependent`, `suspect_slow`).
     pub flags: Vec<String>,
-    /// How the slow and the fast kernel are launched (`k<<<dim3(…), dim3(…), smem>>>`),
-    /// from the harness; null when no harness was found.
+    /// How the slow and the fast kernel are launched, as CUDA statements with the main
+    /// size set's numbers (`k<<<dim3(8192), dim3(512)>>>(in, out, n);`, one per line), from
+    /// the harness; null when no harness was found.
     pub slow_launch: Option<String>,
     pub fast_launch: Option<String>,
 }
@@ -151,14 +153,63 @@ fn unit_ref(u: &crate::record::KernelUnit) -> UnitRef {
 }
 
 /// Render the sample of a pair that has both kernels. `with_speedup` adds the measured
-/// speedup sentence to the chosen answer when the pair has one.
+/// speedup sentence to the chosen answer when the pair has one. `Err` says why the pair
+/// cannot be written as training text (its launches cannot be written as CUDA).
 pub fn build_sample(
     pair: &Pair,
     slow: &crate::record::KernelUnit,
     t: &Templates,
     with_speedup: bool,
-) -> Sample {
+) -> Result<Sample, String> {
     build_sample_with(pair, slow, t, with_speedup, false)
+}
+
+/// A type as a caller passes an argument of it: the index's normal form without the
+/// qualifiers that change nothing at a launch (`const`, `__restrict__`, `volatile`).
+pub fn caller_type(ty: &str) -> String {
+    crate::cuda::syntax::normalize_type(ty)
+        .split(' ')
+        .filter(|w| {
+            !matches!(
+                *w,
+                "__restrict__" | "__restrict" | "restrict" | "const" | "volatile"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The fast kernel's declaration when a caller sees a different kernel than the slow one
+/// (another name or other parameter types): the prompt then promises this interface
+/// instead of "the kernel's name and parameters". None when the slow kernel's holds.
+pub fn fast_interface(
+    slow: &crate::record::KernelUnit,
+    fast: &crate::record::KernelUnit,
+) -> Option<String> {
+    let types = |u: &crate::record::KernelUnit| -> Vec<String> {
+        u.params.iter().map(|p| caller_type(&p.ty)).collect()
+    };
+    if slow.kernel == fast.kernel && types(slow) == types(fast) {
+        return None;
+    }
+    let params: Vec<String> = fast
+        .params
+        .iter()
+        .map(|p| match p.ty.find('[') {
+            // `const float []` declares `const float a[]`.
+            Some(i) => format!("{} {}{}", p.ty[..i].trim_end(), p.name, &p.ty[i..]),
+            None => format!("{} {}", p.ty, p.name),
+        })
+        .collect();
+    let template = match fast.template_params.is_empty() {
+        true => String::new(),
+        false => format!("template <{}> ", fast.template_params.join(", ")),
+    };
+    Some(format!(
+        "{template}__global__ void {}({})",
+        fast.kernel,
+        params.join(", ")
+    ))
 }
 
 /// [`build_sample`], and with `with_description` the description of what changed
@@ -169,20 +220,25 @@ pub fn build_sample_with(
     t: &Templates,
     with_speedup: bool,
     with_description: bool,
-) -> Sample {
+) -> Result<Sample, String> {
     let v = pair.verification.as_ref();
     // The code as the suite wrote it: what isolation changed only for NVRTC stays out.
     let slow_text = crate::cuda::compile_only::source_text(slow);
     let fast_text = crate::cuda::compile_only::source_text(&pair.fast);
     let techniques_list = super::describe::techniques(pair);
-    let description = super::describe::describe(pair, &techniques_list);
     let launches = v.and_then(crate::harness::launches::Launches::of);
-    let slow_launch = launches
+    // Launches as CUDA statements with the main size set's numbers: the one form of the
+    // user message, the answer, the description and the metadata.
+    let rendered = launches
         .as_ref()
-        .map(|l| crate::harness::launches::Launches::text(&l.slow));
-    let fast_launch = launches
-        .as_ref()
-        .map(|l| crate::harness::launches::Launches::text(&l.fast));
+        .map(|l| super::launch::render(pair, slow, l))
+        .transpose()
+        .map_err(|m| format!("launch not written as CUDA: {m}"))?;
+    let description = super::describe::describe(pair, &techniques_list, rendered.as_ref());
+    // A harness with no launch for a variant (a host loop it cannot express) says nothing.
+    let block = |v: &[String]| (!v.is_empty()).then(|| Rendered::block(v));
+    let slow_launch = rendered.as_ref().and_then(|r| block(&r.slow));
+    let fast_launch = rendered.as_ref().and_then(|r| block(&r.fast));
     let speedup = v.and_then(|v| v.speedup.clone());
     let device = v.and_then(|v| v.device.as_ref()).map(|d| DeviceMeta {
         name: d.name.clone(),
@@ -209,9 +265,22 @@ pub fn build_sample_with(
     );
     vars.insert("slow_launch", slow_launch.clone().unwrap_or_default());
     vars.insert(
+        "sizes",
+        rendered
+            .as_ref()
+            .map(|r| r.sizes.clone())
+            .unwrap_or_default(),
+    );
+    vars.insert(
+        "fast_interface",
+        fast_interface(slow, &pair.fast).unwrap_or_default(),
+    );
+    // The answer says how to launch the fast kernel whenever that is not the prompt's
+    // launch word for word (another configuration, kernel or arguments).
+    vars.insert(
         "fast_launch",
-        match &launches {
-            Some(l) if l.differ() => fast_launch.clone().unwrap_or_default(),
+        match (&slow_launch, &fast_launch) {
+            (Some(s), Some(f)) if s != f => f.clone(),
             _ => String::new(),
         },
     );
@@ -243,7 +312,7 @@ pub fn build_sample_with(
         Slow::Synthesized { outcome, .. } => Some(outcome.model.clone()),
         _ => None,
     };
-    Sample {
+    Ok(Sample {
         system: t.system.render(&vars).trim_end().to_string(),
         user: t.user.render(&vars).trim_end().to_string(),
         chosen: chosen.trim_end().to_string(),
@@ -277,7 +346,7 @@ pub fn build_sample_with(
             slow_launch,
             fast_launch,
         },
-    }
+    })
 }
 
 #[derive(Debug, Serialize, Deserialize)]

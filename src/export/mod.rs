@@ -14,6 +14,8 @@ pub mod card;
 pub mod describe;
 pub mod filter;
 pub mod format;
+pub mod launch;
+pub mod lint;
 pub mod plot;
 pub mod split;
 pub mod template;
@@ -161,6 +163,20 @@ pub enum ExportError {
     Jsonl(#[from] JsonlError),
     #[error(transparent)]
     Io(#[from] crate::path_io::PathIo),
+    /// The training text lint found defects (`export::lint`): nothing was written.
+    #[error("the training text lint found {} defect(s); nothing was written:\n{}{}", .0.len(), lint_list(.0), if .0.len() > LINT_SHOWN { format!("\n  … and {} more", .0.len() - LINT_SHOWN) } else { String::new() })]
+    Lint(Vec<lint::Finding>),
+}
+
+/// Findings an error message lists before it says how many more there are.
+const LINT_SHOWN: usize = 20;
+
+fn lint_list(f: &[lint::Finding]) -> String {
+    f.iter()
+        .take(LINT_SHOWN)
+        .map(|x| format!("  {x}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Checked options with their templates and tokenizer loaded.
@@ -335,13 +351,11 @@ fn select_samples(
             continue;
         }
         let slow = p.slow.unit().expect("checked by exclusion");
-        samples.push(format::build_sample_with(
-            p,
-            slow,
-            &cfg.templates,
-            o.with_speedup,
-            o.with_description,
-        ));
+        match format::build_sample_with(p, slow, &cfg.templates, o.with_speedup, o.with_description)
+        {
+            Ok(s) => samples.push(s),
+            Err(why) => *report.excluded.entry(why).or_default() += 1,
+        }
     }
     samples
 }
@@ -430,6 +444,18 @@ fn export_with(
         .collect();
     let samples = select_samples(&pairs, cfg, o, &mut report, &mut input_status);
     let mut samples = dedup_and_cap(samples, cfg, o, &mut report);
+    // A trainer learns exactly this text: nothing is written while the lint finds a defect.
+    let findings: Vec<lint::Finding> = samples
+        .par_iter()
+        .flat_map_iter(|s| {
+            let p = pairs[s.metadata.id.as_str()];
+            let slow = p.slow.unit().expect("samples have a slow kernel");
+            lint::lint(s, [slow, &p.fast])
+        })
+        .collect();
+    if !findings.is_empty() {
+        return Err(ExportError::Lint(findings));
+    }
 
     // Split by benchmark.
     let mut groups: BTreeMap<String, usize> = BTreeMap::new();

@@ -22,6 +22,8 @@ pub const NAMES: &[&str] = &[
     "techniques",
     "slow_launch",
     "fast_launch",
+    "sizes",
+    "fast_interface",
     "optimization",
 ];
 

@@ -7,7 +7,35 @@
 use crate::harness::{Harness, LaunchSpec};
 use crate::record::Verification;
 
-pub use crate::evidence::{LaunchConfig, Launches};
+pub use crate::evidence::{LaunchConfig, LaunchValues, Launches, SizeSetLaunches};
+
+/// A resolved launch as numbers, with as many dimensions as `spec` writes and its
+/// arguments named as the harness names them.
+fn values(
+    spec: &LaunchSpec,
+    l: &crate::harness::Launch,
+    r: &crate::harness::Resolved,
+) -> LaunchValues {
+    LaunchValues {
+        kernel: l.kernel.clone(),
+        grid: l.grid[..spec.grid.len().clamp(1, 3)].to_vec(),
+        block: l.block[..spec.block.len().clamp(1, 3)].to_vec(),
+        shared_mem: l.shared_mem,
+        repeat: l.repeat,
+        args: l
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let name = r.args[a].name();
+                match l.offsets.get(i).copied().unwrap_or(0) {
+                    0 => name.to_string(),
+                    off => format!("{name} + {off}"),
+                }
+            })
+            .collect(),
+    }
+}
 
 impl LaunchConfig {
     fn of(l: &LaunchSpec) -> LaunchConfig {
@@ -42,6 +70,50 @@ impl LaunchConfig {
 
 impl Launches {
     pub fn of_harness(h: &Harness) -> Launches {
+        let dev = crate::harness::DeviceProps::h100();
+        // Each size set resolved once, by the harness itself: the threads, the evaluated
+        // launches export writes as CUDA, and the main set all come from it.
+        let resolved: Vec<(&crate::harness::SizeSet, crate::harness::Resolved)> = h
+            .size_sets()
+            .iter()
+            .filter_map(|s| Some((s, h.resolve(s, &dev).ok()?)))
+            .collect();
+        let most = |v: &[crate::harness::Launch]| {
+            v.iter()
+                .map(|l| {
+                    l.grid
+                        .iter()
+                        .chain(&l.block)
+                        .map(|&d| d as u64)
+                        .product::<u64>()
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let bytes = |r: &crate::harness::Resolved| -> usize {
+            r.args
+                .iter()
+                .map(|a| match a {
+                    crate::harness::ResolvedArg::Buffer { elem, len, .. } => len * elem.size_of(),
+                    _ => 0,
+                })
+                .sum()
+        };
+        // The verdict's rule: `primary`, else the most bytes, the later set on a tie.
+        let main = h
+            .size_sets()
+            .iter()
+            .find(|s| s.primary)
+            .map(|s| s.name.clone())
+            .or_else(|| {
+                let mut best: Option<(usize, &str)> = None;
+                for (s, r) in &resolved {
+                    if best.is_none_or(|(b, _)| bytes(r) >= b) {
+                        best = Some((bytes(r), &s.name));
+                    }
+                }
+                best.map(|(_, n)| n.to_string())
+            });
         Launches {
             task: h.description.clone(),
             slow: h.slow.iter().map(LaunchConfig::of).collect(),
@@ -51,26 +123,28 @@ impl Launches {
                 .iter()
                 .map(|s| (s.name.clone(), s.values.clone()))
                 .collect(),
-            threads: h
-                .size_sets()
+            threads: resolved
                 .iter()
-                .filter_map(|s| {
-                    let r = h.resolve(s, &crate::harness::DeviceProps::h100()).ok()?;
-                    let most = |v: &[crate::harness::Launch]| {
-                        v.iter()
-                            .map(|l| {
-                                l.grid
-                                    .iter()
-                                    .chain(&l.block)
-                                    .map(|&d| d as u64)
-                                    .product::<u64>()
-                            })
-                            .max()
-                            .unwrap_or(0)
+                .map(|(s, r)| (s.name.clone(), [most(&r.slow), most(&r.fast)]))
+                .collect(),
+            evaluated: resolved
+                .iter()
+                .map(|(s, r)| {
+                    let of = |specs: &[LaunchSpec], done: &[crate::harness::Launch]| {
+                        specs
+                            .iter()
+                            .zip(done)
+                            .map(|(sp, l)| values(sp, l, r))
+                            .collect()
                     };
-                    Some((s.name.clone(), [most(&r.slow), most(&r.fast)]))
+                    let launches = SizeSetLaunches {
+                        slow: of(&h.slow, &r.slow),
+                        fast: of(&h.fast, &r.fast),
+                    };
+                    (s.name.clone(), launches)
                 })
                 .collect(),
+            main,
         }
     }
 
