@@ -66,3 +66,43 @@ if [ "$what" = llmc ] || [ "$what" = all ]; then
   cp $W/llmc-replay.jsonl $OUT/llmc-replay.jsonl
   summary llm.c $W/llmc $W/llmc-replay.jsonl
 fi
+if [ "$what" = samples ] || [ "$what" = all ]; then
+  step "cuda-samples (4 categories): capture"
+  /usr/bin/time -f "cuda-samples capture wall %e s" timeout ${SAMPLES_LIMIT:-400} $K capture $C/trees/cuda-samples -o $W/cs --suite cuda-samples --jobs 16 --runs-per-gpu 4 --timeout-s 60 2>&1 | tail -12
+  cp $W/cs/programs.jsonl $OUT/cs-programs.jsonl
+  step "cuda-samples: replay"
+  $K extract $C/trees/cuda-samples -o $W/cs-units.jsonl --suite cuda-samples --no-compile > /dev/null 2>&1
+  $K replay $W/cs --units $W/cs-units.jsonl -o $W/cs-replay.jsonl 2>&1 | tail -3
+  cp $W/cs-replay.jsonl $OUT/cs-replay.jsonl
+  summary cuda-samples $W/cs $W/cs-replay.jsonl
+fi
+if [ "$what" = sgemm ] || [ "$what" = all ]; then
+  step "SGEMM_CUDA (unseen tree, CMake behind make): capture"
+  /usr/bin/time -f "SGEMM_CUDA capture wall %e s" $K capture $C/trees/SGEMM_CUDA -o $W/sg --suite generic --build make --run "./build/sgemm {arg}" --each 1,2,3,4,5,6,7,8,9,10,11,12 --timeout-s 120 2>&1 | tail -12
+  cp $W/sg/programs.jsonl $OUT/sg-programs.jsonl
+  step "SGEMM_CUDA: replay and verify under capture"
+  $K extract $C/trees/SGEMM_CUDA -o $W/sg-units.jsonl --suite generic --no-compile > /dev/null 2>&1
+  $K replay $W/sg --units $W/sg-units.jsonl -o $W/sg-replay.jsonl 2>&1 | tail -3
+  cp $W/sg-replay.jsonl $OUT/sg-replay.jsonl
+  summary SGEMM_CUDA $W/sg $W/sg-replay.jsonl
+  $K verify --in $W/sg-units.jsonl --out $W/sg-verified.jsonl --captures $W/sg 2>&1 | tail -8
+  cp $W/sg-verified.jsonl $OUT/sg-verified.jsonl
+fi
+if [ "$what" = infer ] || [ "$what" = all ]; then
+  for n in llm.c cuda-samples SGEMM_CUDA; do
+    [ -d $C/infer/$n ] || continue
+    step "$n: self-check of inferred harnesses (--assume-size 4096), the comparison"
+    timeout ${INFER_LIMIT:-240} $K harness selfcheck $C/infer/$n-units.jsonl --inferred-dir $C/infer/$n --out $W/$n-infer-selfcheck.jsonl --timeout-s 20 > $W/$n-infer-selfcheck.log 2>&1
+    tail -3 $W/$n-infer-selfcheck.log
+    cp $W/$n-infer-selfcheck.jsonl $OUT/$n-infer-selfcheck.jsonl 2>/dev/null
+    python3 - $W/$n-infer-selfcheck.jsonl <<'PY'
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+fast = {}
+for r in rs:
+    k = (r.get("benchmark"), r.get("kernel"))
+    fast[k] = fast.get(k, False) or bool(r.get("pass"))
+print(f"inferred: {len(rs)} pair(s), {len(fast)} fast kernel(s), {sum(fast.values())} with a passing self-check")
+PY
+  done
+fi

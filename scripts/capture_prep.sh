@@ -17,7 +17,28 @@ unzip -q -j -o $W/nvidia_cuda_cupti-*.whl 'nvidia/cu13/lib/libcupti.so.13' -d $S
 # llm.c: dev/cuda is the capture target (its programs include only dev/cuda/common.h).
 mkdir -p $S/trees/llm.c/dev && cp -r "$TREES/llm.c/dev/cuda" $S/trees/llm.c/dev/
 mkdir -p $S/trees/llm.c/llmc && cp "$TREES"/llm.c/llmc/*.cuh $S/trees/llm.c/llmc/ 2>/dev/null || true
+# cuda-samples: Common/ and four categories of Samples/, files over 1 MB left out.
+if [ -d "$TREES/cuda-samples" ]; then
+  (cd "$TREES/cuda-samples" && find Common Samples/0_Introduction Samples/2_Concepts_and_Techniques \
+     Samples/3_CUDA_Features Samples/6_Performance -type f -size -1024k) > $W/cs.list
+  mkdir -p $S/trees/cuda-samples && tar -C "$TREES/cuda-samples" -cf - -T $W/cs.list | tar -C $S/trees/cuda-samples -xf -
+fi
+# An unseen tree with its own build (CMake behind a Makefile): siboehm/SGEMM_CUDA.
+if [ -d "$TREES/SGEMM_CUDA" ]; then
+  mkdir -p $S/trees/SGEMM_CUDA && (cd "$TREES/SGEMM_CUDA" && tar -cf - CMakeLists.txt Makefile *.cu src) | tar -C $S/trees/SGEMM_CUDA -xf -
+fi
 for t in ${EXTRA_TREES:-}; do cp -r "$TREES/$t" $S/trees/; done
+# Test binaries with #[ignore] GPU tests for capture.
+cargo test --release --locked --test capture --no-run 2>/dev/null
+b=$(ls -t $T/release/deps/capture-* | grep -v '\.d$' | head -1); cp "$b" $S/capture-test && strip $S/capture-test
+# Inferred harnesses (--assume-size 4096) for the same trees: capture's comparison.
+mkdir -p $S/infer
+for t in llm.c:llm-c cuda-samples:cuda-samples SGEMM_CUDA:generic; do
+  n=${t%%:*}; suite=${t##*:}
+  [ -d $S/trees/$n ] || continue
+  $S/kernelpair extract $S/trees/$n -o $S/infer/$n-units.jsonl --suite $suite --no-compile > /dev/null 2>&1 || true
+  /usr/bin/time -f "$n infer wall %e s" $S/kernelpair harness infer $S/infer/$n-units.jsonl -o $S/infer/$n --root $S/trees/$n --assume-size 4096 2>&1 | tail -1 || true
+done
 rm -f carry/cap.tar.xz
 tar -C carry -cJf carry/cap.tar.xz cap
 du -sh $S carry/cap.tar.xz

@@ -36,10 +36,10 @@ impl CaptureIndex {
             .filter(|e| e.file_type().is_file())
             .map(|e| e.into_path())
             .filter(|p| {
+                let n = p.to_string_lossy();
                 p.extension().is_some_and(|x| x == "toml")
-                    && !p
-                        .to_string_lossy()
-                        .ends_with(crate::gpu::capture::inject::COUNTS_FILE)
+                    && !n.ends_with(crate::gpu::capture::inject::COUNTS_FILE)
+                    && !n.ends_with(crate::gpu::capture::inject::STOPPED_FILE)
             })
             .collect();
         files.sort();
@@ -50,6 +50,7 @@ impl CaptureIndex {
                 .to_string_lossy()
                 .into_owned();
             let program = match rel.rfind("/run-") {
+                Some(i) if &rel[..i] == super::ROOT_DIR => ".".to_string(),
                 Some(i) => rel[..i].to_string(),
                 None => String::new(),
             };

@@ -60,8 +60,13 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Runs at once on the GPU (separate processes; capture syncs only its own context).
-    #[arg(long = "runs-per-gpu", default_value_t = 4)]
+    #[arg(long = "runs-per-gpu", default_value_t = 8)]
     pub runs_per_gpu: usize,
+    /// End a run once this many launches in a row brought nothing new to snapshot (a
+    /// benchmark loop after the first launches); the run records that it stopped early.
+    /// 0 lets every run finish.
+    #[arg(long = "quiet-launches", default_value_t = 2000)]
+    pub quiet_launches: u64,
     /// The injection library (default: libkernelpair.so beside this binary).
     #[arg(long)]
     pub inject: Option<PathBuf>,
@@ -72,6 +77,45 @@ pub struct CaptureArgs {
     /// Recapture programs the journal already has.
     #[arg(long)]
     pub fresh: bool,
+    /// Program folders or `.cu` files (root-relative globs), instead of the suite's recipe.
+    #[arg(long)]
+    pub programs: Vec<String>,
+    /// The build command, instead of the recipe's (`make`).
+    #[arg(long)]
+    pub build: Option<String>,
+    /// A run command (repeatable), instead of the recipe's; `{arg}` takes each `--each`.
+    #[arg(long)]
+    pub run: Vec<String>,
+    /// Values for `{arg}` in run commands (comma list: `--each 1,2,3`).
+    #[arg(long, value_delimiter = ',')]
+    pub each: Vec<String>,
+}
+
+impl CaptureArgs {
+    /// The suite's recipe with the command line's overrides.
+    fn recipe(&self, suite: Option<crate::suite::desc::CaptureRecipe>) -> Option<crate::suite::desc::CaptureRecipe> {
+        let given = !self.programs.is_empty()
+            || self.build.is_some()
+            || !self.run.is_empty()
+            || !self.each.is_empty();
+        if !given {
+            return suite;
+        }
+        let mut r = suite.unwrap_or_default();
+        if !self.programs.is_empty() {
+            r.programs = self.programs.clone();
+        }
+        if let Some(b) = &self.build {
+            r.build = Some(b.clone());
+        }
+        if !self.run.is_empty() {
+            r.run = self.run.clone();
+        }
+        if !self.each.is_empty() {
+            r.each = self.each.clone();
+        }
+        Some(r)
+    }
 }
 
 /// How capturing one program ended.
@@ -111,6 +155,9 @@ pub struct RunRecord {
     /// An input file the run said it could not open, which does not exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// The capture library ended the run after `--quiet-launches` launches brought nothing new.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_early: bool,
 }
 
 /// What capture did with one program (a line of `programs.jsonl`).
@@ -165,8 +212,14 @@ pub fn read_journal(out: &Path) -> Vec<ProgramRecord> {
     latest.into_values().collect()
 }
 
+/// The launch folder of the program at the tree's root (id `.`).
+pub const ROOT_DIR: &str = "_root";
+
 /// A program's launch folder: its id with `/` kept as folders.
 pub fn launches_dir(out: &Path, program: &str) -> PathBuf {
+    if program == "." || program.is_empty() {
+        return out.join("launches").join(ROOT_DIR);
+    }
     let safe: String = program
         .chars()
         .map(|c| match c {
@@ -302,7 +355,7 @@ pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
     }
     let (globals, suite) = global_names(&root, &args.suite);
     let desc = crate::suite::SuiteDesc::builtin(&suite).ok();
-    let recipe = desc.as_ref().and_then(|d| d.capture.clone());
+    let recipe = args.recipe(desc.as_ref().and_then(|d| d.capture.clone()));
     let mut programs = run::discover(&root, recipe.as_ref());
     if !args.only.is_empty() {
         programs.retain(|p| args.only.iter().any(|o| p.id.contains(o.as_str())));
@@ -340,6 +393,7 @@ pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
     inject_env.insert(inj::ENV_FIRST.into(), args.first.to_string());
     inject_env.insert(inj::ENV_MAX_BYTES.into(), args.max_bytes.to_string());
     inject_env.insert(inj::ENV_GLOBALS.into(), globals.join(","));
+    inject_env.insert(inj::ENV_QUIET.into(), args.quiet_launches.to_string());
     if let Ok(d) = &cupti {
         let old = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
         let joined = match old.is_empty() {
@@ -442,4 +496,20 @@ fn print_summary(all: &[ProgramRecord], out: &Path) {
         kernels.len(),
         out.display()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_root_program_and_nested_programs_get_their_own_launch_folders() {
+        let out = Path::new("/cap");
+        assert_eq!(launches_dir(out, "."), Path::new("/cap/launches/_root"));
+        assert_eq!(
+            launches_dir(out, "dev/cuda/gelu_forward.cu"),
+            Path::new("/cap/launches/dev/cuda/gelu_forward.cu")
+        );
+        assert_eq!(launches_dir(out, "a b/c"), Path::new("/cap/launches/a_b/c"));
+    }
 }

@@ -66,6 +66,20 @@ fn symbol_for(unit: &KernelUnit, m: &Manifest) -> String {
     }
 }
 
+/// The slow kernel's name expression under the fast kernel's launch: the fast one's own
+/// for the same unit (a self-check); a template's with the fast instance's arguments
+/// (`fast<float, 4>` gives `slow<float, 4>`: a synthesized variant keeps the template);
+/// else the slow unit's symbol.
+fn slow_symbol(slow: &KernelUnit, fast: &KernelUnit, fast_expr: &str) -> String {
+    if slow.id == fast.id {
+        return fast_expr.to_string();
+    }
+    match (slow.template_params.is_empty(), fast_expr.find('<')) {
+        (false, Some(i)) => format!("{}{}", slow.kernel, &fast_expr[i..]),
+        _ => slow.symbol.clone(),
+    }
+}
+
 /// The element type of a buffer passed directly as parameter `p` of `unit`.
 fn elem_of(unit: &KernelUnit, p: usize) -> Option<ElemType> {
     let ty = &unit.params.get(p)?.ty;
@@ -309,7 +323,7 @@ pub fn for_pair(
                 });
             }
             let mut l = fast_launch.clone();
-            l.kernel = slow.symbol.clone();
+            l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
             (l, SlowLaunch::Fast)
         }
     };
@@ -474,6 +488,21 @@ mod tests {
             for_pair(&idx, &slow, &fast).unwrap().slow_launch,
             SlowLaunch::Fast
         );
+    }
+
+    #[test]
+    fn a_template_instance_replays_under_its_captured_name_expression_on_both_sides() {
+        let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];
+        let mut u = unit("norm", &ps);
+        u.template_params = vec!["class T".into()];
+        let mut m = manifest("norm", [256, 1, 1], "in-a", "out-a");
+        m.name_expression = "norm<float>".into();
+        let r = for_pair(&index_of(vec![m]), &u, &u).unwrap();
+        assert_eq!(r.sets[0].fast[0].kernel, "norm<float>");
+        assert_eq!(r.sets[0].slow[0].kernel, "norm<float>", "the self-check's slow side");
+        let mut naive = unit("norm_naive", &ps);
+        naive.template_params = vec!["class T".into()];
+        assert_eq!(slow_symbol(&naive, &u, "norm<float>"), "norm_naive<float>");
     }
 
     #[test]

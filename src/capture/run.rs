@@ -111,6 +111,10 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
         if id.is_empty() || !set.is_match(&id) {
             continue;
         }
+        // A file program is a CUDA source; other files a folder glob meets are not programs.
+        if p.is_file() && p.extension().is_none_or(|x| x != "cu") {
+            continue;
+        }
         let (dir, file) = match p.is_file() {
             true => (
                 rel(p.parent().unwrap_or(root)),
@@ -451,6 +455,13 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
             run_shell(cmd, &cwd, &e, p.timeout)
         };
         let launches = count_manifests(&dir);
+        let stopped_early = std::fs::read_dir(&dir).is_ok_and(|rd| {
+            rd.filter_map(|e| e.ok()).any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .ends_with(crate::gpu::capture::inject::STOPPED_FILE)
+            })
+        });
         let mut rr = RunRecord {
             command: cmd.clone(),
             exit: None,
@@ -458,6 +469,7 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
             seconds: 0.0,
             launches,
             missing: None,
+            stopped_early,
         };
         match ran {
             Ok(r) => {
@@ -512,6 +524,12 @@ fn summarize(rec: &ProgramRecord) -> String {
         rec.launches,
         rec.runs.len()
     )];
+    let early = rec.runs.iter().filter(|r| r.stopped_early).count();
+    if early > 0 {
+        parts.push(format!(
+            "{early} run(s) ended early once launches brought nothing new (--quiet-launches)"
+        ));
+    }
     if failed > 0 {
         parts.push(format!("{failed} run(s) exited non-zero"));
     }
@@ -533,7 +551,9 @@ pub fn count_manifests(dir: &Path) -> usize {
             rd.filter_map(|e| e.ok())
                 .filter(|e| {
                     let n = e.file_name().to_string_lossy().into_owned();
-                    n.ends_with(".toml") && !n.ends_with(crate::gpu::capture::inject::COUNTS_FILE)
+                    n.ends_with(".toml")
+                        && !n.ends_with(crate::gpu::capture::inject::COUNTS_FILE)
+                        && !n.ends_with(crate::gpu::capture::inject::STOPPED_FILE)
                 })
                 .count()
         })

@@ -182,6 +182,11 @@ pub struct VerifySettings {
     /// written before this setting existed stay valid.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sanitizer: Vec<crate::verify::sanitizer::Tool>,
+    /// A capture folder (`kernelpair capture -o`): pairs without a hand-written harness run
+    /// under their fast kernel's captured launch (`verify --captures`). Left out of the
+    /// serialization when absent, so older journals stay valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub captures: Option<PathBuf>,
 }
 
 impl Default for VerifySettings {
@@ -197,6 +202,7 @@ impl Default for VerifySettings {
             precision: d.precision,
             chunk: 16,
             sanitizer: d.sanitizer,
+            captures: d.captures,
         }
     }
 }
@@ -214,6 +220,7 @@ impl VerifySettings {
             precision: self.precision,
             cache_dir: Some(compile_cache.to_path_buf()),
             sanitizer: self.sanitizer.clone(),
+            captures: self.captures.clone(),
             ..crate::verify::Settings::default()
         }
     }
@@ -267,6 +274,9 @@ impl BuildConfig {
         }
         for d in &mut self.verify.harness_dirs {
             fix(d);
+        }
+        if let Some(c) = &mut self.verify.captures {
+            fix(c);
         }
         if let Some(p) = &mut self.harness.llm_dir {
             fix(p);

@@ -33,6 +33,10 @@ pub const ENV_BLOBS: &str = "KERNELPAIR_CAPTURE_BLOBS";
 pub const ENV_FIRST: &str = "KERNELPAIR_CAPTURE_FIRST";
 pub const ENV_MAX_BYTES: &str = "KERNELPAIR_CAPTURE_MAX_BYTES";
 pub const ENV_GLOBALS: &str = "KERNELPAIR_CAPTURE_GLOBALS";
+pub const ENV_QUIET: &str = "KERNELPAIR_CAPTURE_QUIET";
+/// Written (after `p<pid>-`) when a run was ended early: N launches in a row brought
+/// nothing new to snapshot.
+pub const STOPPED_FILE: &str = "stopped-early.toml";
 /// File (in the manifest folder, after `p<pid>-`) the library writes at exit: launches
 /// per kernel symbol, captured or not.
 pub const COUNTS_FILE: &str = "launch-counts.toml";
@@ -43,6 +47,8 @@ struct Config {
     first: u64,
     max_bytes: u64,
     globals: Vec<String>,
+    /// End the process once this many launches in a row were not snapshotted (0: never).
+    quiet: u64,
 }
 
 /// One launch snapshotted at entry, waiting for its exit.
@@ -62,6 +68,8 @@ struct State {
     counts: BTreeMap<String, u64>,
     seq: u64,
     pending: HashMap<u32, Pending>,
+    /// Launches in a row that were only counted.
+    quiet_run: u64,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -118,6 +126,7 @@ fn init() -> Result<(), String> {
         store: BlobStore::new(blobs),
         first: num(ENV_FIRST, 1),
         max_bytes: num(ENV_MAX_BYTES, 1 << 30),
+        quiet: num(ENV_QUIET, 0),
         globals: std::env::var(ENV_GLOBALS)
             .unwrap_or_default()
             .split(',')
@@ -340,8 +349,27 @@ fn enter(l: &Launch, correlation: u32) {
     let seq = state.seq;
     state.seq += 1;
     if nth >= cfg.first {
+        state.quiet_run += 1;
+        if cfg.quiet > 0 && state.quiet_run >= cfg.quiet && state.pending.is_empty() {
+            // Nothing new for a long while (a benchmark loop): end the run here, without
+            // the program's exit handlers (we are inside a driver call).
+            let text = format!(
+                "quiet_launches = {}\nlaunches_seen = {}\n",
+                state.quiet_run, state.seq
+            );
+            let name = format!("p{}-{STOPPED_FILE}", std::process::id());
+            let _ = write_atomic(&cfg.out.join(name), text.as_bytes());
+            drop(guard);
+            write_counts();
+            extern "C" {
+                fn _exit(code: c_int) -> !;
+            }
+            // SAFETY: ends the process at once; every manifest is already on disk.
+            unsafe { _exit(0) };
+        }
         return;
     }
+    state.quiet_run = 0;
     let demangled = demangle(&symbol);
     let (kernel, name_expression) = names_of(&demangled);
     let mut m = Manifest {
