@@ -313,6 +313,13 @@ pub struct Pair {
     /// self-check result, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_origin: Option<HarnessProvenance>,
+    /// The side whose kernel the harness's launches name, when they name only that one and
+    /// serve both sides: the other side runs the same launches (grid, block, args) with its
+    /// own kernel. Set by `validate` for a contributed folder whose two kernels share a
+    /// parameter list and whose harness was written for one of them; absent otherwise
+    /// (each side runs the launches named for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_launches: Option<crate::harness::Variant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
 }
@@ -526,6 +533,7 @@ impl Pair {
             description: None,
             harness: None,
             harness_origin: None,
+            shared_launches: None,
             verification: None,
         }
     }

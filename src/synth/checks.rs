@@ -157,7 +157,7 @@ pub fn code_block(answer: &str, kernel: &str) -> Result<String, Rejection> {
 
 /// Compare types the way a launch sees them: `__restrict__` and `const` change no
 /// argument a caller passes (dropping them is a legitimate de-optimization).
-fn launch_type(p: &Param) -> String {
+pub(crate) fn launch_type(p: &Param) -> String {
     let t = syntax::normalize_type(&p.ty);
     t.split(' ')
         .filter(|w| !matches!(*w, "__restrict__" | "__restrict" | "restrict" | "const"))
