@@ -319,9 +319,42 @@ pub struct Pair {
     /// parameter list and whose harness was written for one of them; absent otherwise
     /// (each side runs the launches named for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shared_launches: Option<crate::harness::Variant>,
+    pub shared_launches: Option<Variant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+}
+
+/// Which kernel of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    Slow,
+    Fast,
+}
+
+impl Variant {
+    pub const BOTH: [Variant; 2] = [Variant::Slow, Variant::Fast];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Slow => "slow",
+            Variant::Fast => "fast",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Variant> {
+        match s {
+            "slow" => Some(Variant::Slow),
+            "fast" => Some(Variant::Fast),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A pair's slow slot: the only ways it can be.
