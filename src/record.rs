@@ -313,8 +313,48 @@ pub struct Pair {
     /// self-check result, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_origin: Option<HarnessProvenance>,
+    /// The side whose kernel the harness's launches name, when they name only that one and
+    /// serve both sides: the other side runs the same launches (grid, block, args) with its
+    /// own kernel. Set by `validate` for a contributed folder whose two kernels share a
+    /// parameter list and whose harness was written for one of them; absent otherwise
+    /// (each side runs the launches named for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_launches: Option<Variant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+}
+
+/// Which kernel of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    Slow,
+    Fast,
+}
+
+impl Variant {
+    pub const BOTH: [Variant; 2] = [Variant::Slow, Variant::Fast];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Slow => "slow",
+            Variant::Fast => "fast",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Variant> {
+        match s {
+            "slow" => Some(Variant::Slow),
+            "fast" => Some(Variant::Fast),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A pair's slow slot: the only ways it can be.
@@ -528,6 +568,7 @@ impl Pair {
             description: None,
             harness: None,
             harness_origin: None,
+            shared_launches: None,
             verification: None,
         }
     }

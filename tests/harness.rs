@@ -257,6 +257,7 @@ fn write_pair(dir: &Path) -> PathBuf {
         description: None,
         harness: None,
         harness_origin: None,
+        shared_launches: None,
         verification: None,
     };
     let p = dir.join("pairs.jsonl");
@@ -353,6 +354,7 @@ fn locate_finds_fixture_and_parboil_harnesses() {
             description: None,
             harness: None,
             harness_origin: None,
+            shared_launches: None,
             verification: None,
         }
     };

@@ -552,6 +552,72 @@ fn validate_refuses_a_clock64_spin_without_a_gpu() {
     }
 }
 
+/// Regression (issue 26): a contributed transpose folder whose harness has one launch,
+/// naming `transposeCoalesced`, while pair.toml names `transposeNaive` as the slow kernel,
+/// was refused before the GPU ("launch[0] runs transposeCoalesced, but the slow unit's
+/// kernel is transposeNaive"). The two kernels take one parameter list, so the launch serves
+/// both sides: validate says so in one line, records it in the pair (`shared_launches`), and
+/// gets past every harness check to the GPU step (`no_gpu` here, `verified` on a GPU).
+#[test]
+fn validate_shares_one_kernels_launches_with_a_same_signature_slow_kernel() {
+    let t = tempfile::tempdir().unwrap();
+    let report = t.path().join("verdict.json");
+    let pairs = t.path().join("pairs.jsonl");
+    let dir = planted().join("shared_launch_transpose");
+    let a = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .arg("validate")
+        .arg(&dir)
+        .arg("--report")
+        .arg(&report)
+        .arg("--write-pairs")
+        .arg(&pairs)
+        .assert();
+    let out = a.get_output();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("same launches"))
+        .collect();
+    assert_eq!(
+        notes,
+        [format!(
+            "{}: the harness launches only transposeCoalesced (fast); the slow side runs transposeNaive with the same launches (same parameter list)",
+            dir.display()
+        )],
+        "{stderr}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let status = &v[0]["status"];
+    assert_ne!(status, "harness_error", "{v:#}");
+    // The launches as the pair runs them: one grid and block, each side its own kernel.
+    let launch = &v[0]["verification"]["evidence"]["launch"];
+    assert_eq!(launch["slow"][0]["kernel"], "transposeNaive", "{v:#}");
+    assert_eq!(launch["fast"][0]["kernel"], "transposeCoalesced", "{v:#}");
+    for k in ["grid", "block"] {
+        assert_eq!(launch["slow"][0][k], launch["fast"][0][k], "{v:#}");
+    }
+    if has_gpu() {
+        assert_eq!(status, "verified", "{v:#}");
+    } else {
+        eprintln!("skipped: the GPU verdict (no GPU here); the pair must reach no_gpu");
+        assert_eq!(status, "no_gpu", "{v:#}");
+        a.code(i32::from(kernelpair::exit::REJECTED));
+    }
+    // The pair carries it, as the schema says, so `verify --in` runs it the same way.
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&pairs)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(line["data"]["shared_launches"], "fast", "{line:#}");
+    assert_valid(&schema("record.schema.json"), &line);
+}
+
 /// Regression: `build` hands each suite's folder to verify as a harness dir (no
 /// `--suite-root`); harnesses kept beside the kernels (`benchmarks/<app>/harness.<kernel>.toml`)
 /// must still be found, so no extracted fixture pair ends as `no_harness`.

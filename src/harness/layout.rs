@@ -9,38 +9,8 @@ use super::HostBuffer;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// Which kernel of a pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Variant {
-    Slow,
-    Fast,
-}
-
-impl Variant {
-    pub const BOTH: [Variant; 2] = [Variant::Slow, Variant::Fast];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Slow => "slow",
-            Variant::Fast => "fast",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Variant> {
-        match s {
-            "slow" => Some(Variant::Slow),
-            "fast" => Some(Variant::Fast),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Variant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// Which kernel of a pair (a record-level noun: `Pair::shared_launches` names one).
+pub use crate::record::Variant;
 
 /// How one variant lays out a buffer, relative to the canonical layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -222,7 +222,7 @@ pub fn prepare_with(
         )
     })?;
     let harness = load(&path)
-        .and_then(|h| h.for_pair(pair.slow.unit(), &pair.fast))
+        .and_then(|h| h.for_record(pair))
         .map(adjust)
         .map_err(|e| (Status::HarnessError, e.to_string()))?;
     if let Some(why) = &harness.needs_host_loop {

@@ -953,6 +953,23 @@ pub(super) fn launch_spec(
     })
 }
 
+/// A launch's kernel name without its template arguments (`reduce<int, 256>` → `reduce`).
+fn launch_base(kernel: &str) -> &str {
+    kernel.split('<').next().unwrap_or("").trim()
+}
+
+/// The launch name `launch` (which names another kernel) becomes for `unit`: the unit's
+/// name expression when it has one, else its name with the launch's template arguments.
+fn renamed_launch(launch: &str, unit: &KernelUnit) -> String {
+    if unit.symbol.contains('<') {
+        return unit.symbol.clone();
+    }
+    match launch.find('<') {
+        Some(i) => format!("{}{}", unit.kernel, &launch[i..]),
+        None => unit.kernel.clone(),
+    }
+}
+
 pub(crate) fn parse_csr_part(s: &str) -> Option<CsrPart> {
     Some(match s {
         "row_ptr" => CsrPart::RowPtr,
@@ -1012,6 +1029,62 @@ impl Harness {
             }
         }
         Ok(h)
+    }
+
+    /// The one kernel every launch of the file names (its name without template arguments),
+    /// when there is exactly one: a harness written for one kernel of a pair.
+    pub fn sole_launched_kernel(&self) -> Option<&str> {
+        let mut names = self
+            .slow
+            .iter()
+            .chain(&self.fast)
+            .chain(self.by_kernel.values().flatten())
+            .map(|l| launch_base(&l.kernel));
+        let first = names.next()?;
+        names.all(|n| n == first).then_some(first)
+    }
+
+    /// The harness as `pair` runs it: where its launches are shared
+    /// ([`crate::record::Pair::shared_launches`]), the other side runs them with its own
+    /// kernel ([`Harness::share_launches`]); then [`Harness::for_pair`].
+    pub fn for_record(&self, pair: &crate::record::Pair) -> Result<Harness, HarnessError> {
+        match (pair.shared_launches, pair.slow.unit()) {
+            (Some(from), Some(slow)) => self
+                .share_launches(from, slow, &pair.fast)
+                .for_pair(Some(slow), &pair.fast),
+            _ => self.for_pair(pair.slow.unit(), &pair.fast),
+        }
+    }
+
+    /// `from`'s launches serve both sides: the other side keeps its own list when the file
+    /// gives one, else takes `from`'s, and every launch of it that names `from`'s kernel
+    /// names the other side's kernel instead (same grid, block, shared memory and args).
+    pub fn share_launches(&self, from: Variant, slow: &KernelUnit, fast: &KernelUnit) -> Harness {
+        let mut h = self.clone();
+        let (from_unit, to_unit) = match from {
+            Variant::Slow => (slow, fast),
+            Variant::Fast => (fast, slow),
+        };
+        let from_list = match self.by_kernel.get(&from_unit.kernel) {
+            Some(own) => own.clone(),
+            None => match from {
+                Variant::Slow => self.slow.clone(),
+                Variant::Fast => self.fast.clone(),
+            },
+        };
+        let to_list = match from {
+            Variant::Slow => &mut h.fast,
+            Variant::Fast => &mut h.slow,
+        };
+        if to_list.is_empty() {
+            *to_list = from_list;
+        }
+        for l in to_list.iter_mut() {
+            if launch_base(&l.kernel) == from_unit.kernel {
+                l.kernel = renamed_launch(&l.kernel, to_unit);
+            }
+        }
+        h
     }
 
     pub fn size_sets(&self) -> &[SizeSet] {

@@ -125,8 +125,9 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
             for f in &files {
                 let result = crate::harness::load(f).and_then(|h| {
                     if let Some(p) = &pair {
-                        // A progression harness: the pair's two sides' launch lists.
-                        let h = h.for_pair(p.slow.unit(), &p.fast)?;
+                        // A progression harness: the pair's two sides' launch lists
+                        // (one side's launches for both, where the pair shares them).
+                        let h = h.for_record(p)?;
                         h.check_against(p.slow.unit(), &p.fast)?;
                         return Ok(h);
                     }

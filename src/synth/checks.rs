@@ -4,6 +4,7 @@
 //! A stripped optimization is what we ask for; padding the runtime (spins, repeated
 //! work, `volatile` tricks) or handing back the fast kernel is what these checks refuse.
 
+use super::carried::carries_state;
 use crate::cuda::syntax::{self, text, visit, KernelDef, Parsed};
 use crate::gpu::nvrtc::{self, CompileRequest, NvrtcError};
 use crate::record::{CompileCheck, KernelUnit, Param};
@@ -156,7 +157,7 @@ pub fn code_block(answer: &str, kernel: &str) -> Result<String, Rejection> {
 
 /// Compare types the way a launch sees them: `__restrict__` and `const` change no
 /// argument a caller passes (dropping them is a legitimate de-optimization).
-fn launch_type(p: &Param) -> String {
+pub(crate) fn launch_type(p: &Param) -> String {
     let t = syntax::normalize_type(&p.ty);
     t.split(' ')
         .filter(|w| !matches!(*w, "__restrict__" | "__restrict" | "restrict" | "const"))
@@ -238,7 +239,9 @@ struct Padding {
     timer_calls: Vec<Seen>,
     volatile: Vec<Seen>,
     empty_loops: Vec<Seen>,
-    unused_counter_loops: Vec<Seen>,
+    /// Counted loops whose body neither uses the counter nor carries state from one
+    /// iteration to the next ([`super::carried`]): the same work, repeated.
+    repeated_work_loops: Vec<Seen>,
     big_literal_bounds: Vec<Seen>,
 }
 
@@ -297,9 +300,10 @@ fn padding(parsed: &Parsed) -> Padding {
             }
             if n.kind() == "for_statement" {
                 if let Some(v) = for_counter(n, src) {
-                    let used = ident_used(body, src, &v);
-                    if !used {
-                        p.unused_counter_loops.push(Seen::at(v, n));
+                    let repeated = !ident_used(body, src, &v)
+                        && !carries_state(body, n.child_by_field_name("update"), src);
+                    if repeated {
+                        p.repeated_work_loops.push(Seen::at(v, n));
                     }
                 }
                 if let Some(c) = n.child_by_field_name("condition") {
@@ -416,18 +420,20 @@ fn slowdown_in(parsed: &Parsed, fast_parsed: &Parsed) -> Option<SlowdownHit> {
             "contains a loop with an empty body (busy loop)".into(),
         );
     }
-    if cand.unused_counter_loops.len() > fast.unused_counter_loops.len() {
-        let fast_counters = fast_keys(&fast.unused_counter_loops);
+    if cand.repeated_work_loops.len() > fast.repeated_work_loops.len() {
+        let fast_counters = fast_keys(&fast.repeated_work_loops);
         let s = cand
-            .unused_counter_loops
+            .repeated_work_loops
             .iter()
             .find(|s| !fast_counters.contains(&s.key))
-            .unwrap_or(&cand.unused_counter_loops[0]);
+            .unwrap_or(&cand.repeated_work_loops[0]);
         let v = &s.key;
         return hit(
             "repeated_work",
             s,
-            format!("a loop over `{v}` never uses `{v}` in its body: the same work repeated"),
+            format!(
+                "a loop over `{v}` never uses `{v}` in its body and carries nothing from one iteration to the next: the same work repeated"
+            ),
         );
     }
     let fast_bounds = fast_keys(&fast.big_literal_bounds);
@@ -709,6 +715,179 @@ pub(crate) mod tests {
         // Both sides time themselves: not a slowdown the slow side added.
         let timed = |s: &str| format!("__device__ long long stamp() {{ return clock64(); }}\n{s}");
         assert_eq!(find_slowdown(&timed(SLOW), &timed(FAST)), None);
+    }
+
+    /// Textbook naive kernels whose counted loops never read their counter but carry
+    /// state from one iteration to the next: honest slow kernels, none of them padding.
+    const TEXTBOOK_NAIVE: &[(&str, &str)] = &[
+        (
+            "popcount, one bit per iteration",
+            "__global__ void popcount(const unsigned long long* in, int* out, int n) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    unsigned long long x = in[t];
+    int cnt = 0;
+    for (char i = 0; i < 64; i++) {
+        cnt = cnt + (x & 0x1);
+        x = x >> 1;
+    }
+    out[t] = cnt;
+}
+",
+        ),
+        (
+            "bit reversal, shifting a bit across per iteration",
+            "__global__ void bitrev(const unsigned int* in, unsigned int* out, int n) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < n) {
+        unsigned int v = in[t], r = 0;
+        for (int b = 0; b < 32; ++b) {
+            r = (r << 1) | (v & 1u);
+            v >>= 1;
+        }
+        out[t] = r;
+    }
+}
+",
+        ),
+        (
+            "Horner evaluation, walking the coefficients down",
+            "__global__ void horner(const float* x, const float* coef, float* y, int degree, int n) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const float* c = coef + degree;
+    float acc = *c;
+    for (int k = 0; k < degree; ++k) {
+        --c;
+        acc = acc * x[t] + *c;
+    }
+    y[t] = acc;
+}
+",
+        ),
+        (
+            "serial scan by one thread, pointers walked",
+            "__global__ void scan_serial(const int* in, int* out, int n) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const int* p = in;
+    int* q = out;
+    int run = 0;
+    for (int k = 0; k < n; ++k) {
+        run += *p++;
+        *q++ = run;
+    }
+}
+",
+        ),
+        (
+            "naive reduction, each thread striding with its own index",
+            "__global__ void reduce_naive(const float* in, float* sum, int n, int per_thread) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int stride = gridDim.x * blockDim.x;
+    float acc = 0.0f;
+    for (int k = 0; k < per_thread; ++k) {
+        if (j < n) acc += in[j];
+        j += stride;
+    }
+    atomicAdd(sum, acc);
+}
+",
+        ),
+        (
+            "naive Jacobi stencil, time steps over ping-pong buffers",
+            "__global__ void jacobi_naive(float* a, float* b, int n, int steps) {
+    int i = threadIdx.x;
+    float* cur = a;
+    float* nxt = b;
+    for (int s = 0; s < steps; ++s) {
+        if (i > 0 && i < n - 1) nxt[i] = 0.5f * (cur[i - 1] + cur[i + 1]);
+        __syncthreads();
+        float* tmp = cur;
+        cur = nxt;
+        nxt = tmp;
+    }
+}
+",
+        ),
+    ];
+
+    /// Regression: a counted loop that never reads its counter was `repeated_work` even when
+    /// each iteration reads what the previous one wrote (a naive popcount was refused as
+    /// "a loop over `i` never uses `i` in its body"). 0 of the 6 may be flagged.
+    #[test]
+    fn textbook_naive_loops_with_carried_state_are_not_slowdowns() {
+        let flagged: Vec<String> = TEXTBOOK_NAIVE
+            .iter()
+            .filter_map(|(what, src)| find_slowdown(src, FAST).map(|h| format!("{what}: {h:?}")))
+            .collect();
+        assert!(
+            flagged.is_empty(),
+            "{} of 6 flagged: {flagged:#?}",
+            flagged.len()
+        );
+        // Each kernel does have a loop that never reads its counter: the old question alone
+        // would have flagged all six.
+        for (what, src) in TEXTBOOK_NAIVE {
+            let parsed = Parsed::new(src);
+            let mut unused = 0;
+            visit(parsed.tree.root_node(), &mut |n| {
+                if n.kind() == "for_statement" {
+                    let v = for_counter(n, src).unwrap();
+                    unused +=
+                        usize::from(!ident_used(n.child_by_field_name("body").unwrap(), src, &v));
+                }
+            });
+            assert_eq!(unused, 1, "{what}");
+        }
+    }
+
+    /// Planted repeated work: the same result recomputed every time round, whether the loop
+    /// keeps nothing, stages through a local assigned first, recomputes a reduction into a
+    /// fresh or reset accumulator, or stages through shared memory. Every one is caught.
+    #[test]
+    fn planted_repeated_work_is_still_caught() {
+        for (what, slow) in [
+            (
+                "a store repeated",
+                SLOW.replace(
+                    "out[i] = v * 2.0f;",
+                    "for (int rep = 0; rep < 8; rep++) { out[i] = v * 2.0f; }",
+                ),
+            ),
+            (
+                "a local assigned before it is read",
+                SLOW.replace(
+                    "out[i] = v * 2.0f;",
+                    "float t;\n    for (int rep = 0; rep < 8; rep++) { t = v * 2.0f; out[i] = t; }",
+                ),
+            ),
+            (
+                "a reduction into a fresh accumulator, repeated",
+                SLOW.replace(
+                    "out[i] = v * 2.0f;",
+                    "for (int rep = 0; rep < 4; ++rep) {\n      float acc = 0.0f;\n      for (int k = 0; k < n; ++k) acc += in[k];\n      out[i] = acc * v;\n    }",
+                ),
+            ),
+            (
+                "a reduction into an accumulator reset each time",
+                SLOW.replace(
+                    "out[i] = v * 2.0f;",
+                    "float acc;\n    for (int rep = 0; rep < 4; ++rep) {\n      acc = 0.0f;\n      for (int k = 0; k < n; ++k) acc += in[k];\n    }\n    out[i] = acc * v;",
+                ),
+            ),
+            (
+                "shared-memory staging repeated",
+                SLOW.replace(
+                    "out[i] = v * 2.0f;",
+                    "__shared__ float s[256];\n    for (int rep = 0; rep < 8; ++rep) {\n      s[threadIdx.x] = v;\n      __syncthreads();\n      out[i] = s[threadIdx.x] * 2.0f;\n      __syncthreads();\n    }",
+                ),
+            ),
+        ] {
+            let h = find_slowdown(&slow, FAST).unwrap_or_else(|| panic!("{what}: not caught"));
+            assert_eq!(h.check, "repeated_work", "{what}: {h:?}");
+            assert!(h.construct.starts_with("for (int rep"), "{what}: {h:?}");
+            assert!(h.message.contains("`rep`"), "{what}: {h:?}");
+        }
     }
 
     #[test]

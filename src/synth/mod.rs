@@ -7,6 +7,7 @@
 //! the verify stage decides whether the pair counts. Every other record passes through.
 
 pub mod cache;
+mod carried;
 pub mod checks;
 pub mod client;
 pub mod config;

@@ -98,4 +98,23 @@ mod tests {
         let naive = FAST.replace("2.0f * in[i]", "in[i] + in[i]");
         assert!(check(&pair(&naive, Slow::natural)).is_none());
     }
+
+    /// Every planted folder is refused before the GPU exactly when it expects
+    /// `artificial_slowdown`: the planted spin is still caught, and no other planted slow
+    /// kernel (naive loops among them) is taken for padding.
+    #[test]
+    fn planted_folders_are_refused_exactly_when_expected() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted");
+        let mut caught = 0;
+        for e in std::fs::read_dir(&root).unwrap() {
+            let dir = e.unwrap().path();
+            let (m, p) = crate::verify::validate::load_folder(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            let expect = m.expect == Some(Status::ArtificialSlowdown);
+            let got = check(&p);
+            assert_eq!(got.is_some(), expect, "{}: {got:?}", dir.display());
+            caught += usize::from(expect);
+        }
+        assert!(caught >= 1, "no planted slowdown in {}", root.display());
+    }
 }

@@ -6,6 +6,7 @@
 
 use super::engine::tool_version;
 use crate::exit;
+use crate::harness::Variant;
 use crate::record::{
     KernelUnit, Pair, PairRule, Record, Slow, Status, UnitBody, UnitPlace, Verification,
 };
@@ -284,14 +285,57 @@ pub fn load_folder(dir: &Path) -> Result<(Manifest, Pair), ValidateError> {
     };
     let slow = unit("slow", &manifest.slow, &slow_path, slow_src, &slow_side)?;
     let fast = unit("fast", &manifest.fast, &fast_path, fast_src, &fast_side)?;
+    let shared_launches = shared_launches(&harness, &slow, &fast);
     let pair = Pair {
         suite: "contrib".into(),
         benchmark,
         kernel: fast_side.name.clone(),
         harness: Some(harness.display().to_string()),
+        shared_launches,
         ..Pair::new(Slow::natural(slow), fast, PairRule::Validate)
     };
     Ok((manifest, pair))
+}
+
+/// Contributors write one harness launch for the kernel they optimized: when the two
+/// sides' kernels differ but take the same parameter list, and every launch of the harness
+/// names one of them, those launches serve both sides (the side whose kernel they name).
+/// A harness that does not load is left for verify to report.
+fn shared_launches(harness: &Path, slow: &KernelUnit, fast: &KernelUnit) -> Option<Variant> {
+    if slow.kernel == fast.kernel || !same_parameter_list(slow, fast) {
+        return None;
+    }
+    let h = crate::harness::load(harness).ok()?;
+    let named = h.sole_launched_kernel()?;
+    [(Variant::Slow, slow), (Variant::Fast, fast)]
+        .into_iter()
+        .find(|(_, u)| u.kernel == named)
+        .map(|(side, _)| side)
+}
+
+/// The same parameters as a launch passes them: count, types (without `const` and
+/// `__restrict__`, which change no argument) and template parameter count.
+fn same_parameter_list(a: &KernelUnit, b: &KernelUnit) -> bool {
+    use crate::synth::checks::launch_type;
+    a.params.len() == b.params.len()
+        && a.template_params.len() == b.template_params.len()
+        && a.params
+            .iter()
+            .zip(&b.params)
+            .all(|(x, y)| launch_type(x) == launch_type(y))
+}
+
+/// The one line that says a pair's launches serve both sides.
+fn shared_launches_note(p: &Pair) -> Option<String> {
+    let from = p.shared_launches?;
+    let slow = p.slow.unit()?;
+    let (named, other, other_side) = match from {
+        Variant::Fast => (&p.fast.kernel, &slow.kernel, Variant::Slow),
+        Variant::Slow => (&slow.kernel, &p.fast.kernel, Variant::Fast),
+    };
+    Some(format!(
+        "the harness launches only {named} ({from}); the {other_side} side runs {other} with the same launches (same parameter list)"
+    ))
 }
 
 #[derive(Debug, Serialize)]
@@ -312,6 +356,9 @@ pub fn run_validate(args: ValidateArgs) -> anyhow::Result<u8> {
     for dir in &args.dirs {
         match load_folder(dir) {
             Ok((m, p)) => {
+                if let Some(note) = shared_launches_note(&p) {
+                    eprintln!("{}: {note}", dir.display());
+                }
                 records.push(Record::Pair(Box::new(p)));
                 expects.push(m.expect);
                 verdicts.push(None);
@@ -554,6 +601,112 @@ mod tests {
         )
         .unwrap();
         assert!(load_folder(d.path()).is_err());
+    }
+
+    /// Regression (cuda-samples transpose as contributed): the harness's one launch names
+    /// `transposeCoalesced`, pair.toml names `transposeNaive` as the slow kernel. The two
+    /// take one parameter list, so the launch serves both sides and the pair says so; it
+    /// was refused as "launch[0] runs transposeCoalesced, but the slow unit's kernel is
+    /// transposeNaive".
+    #[test]
+    fn one_kernels_launches_serve_both_sides() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/planted");
+        let (_, p) = load_folder(&root.join("shared_launch_transpose")).unwrap();
+        assert_eq!(p.shared_launches, Some(Variant::Fast));
+        assert_eq!(
+            shared_launches_note(&p).as_deref(),
+            Some("the harness launches only transposeCoalesced (fast); the slow side runs transposeNaive with the same launches (same parameter list)")
+        );
+        let h = crate::harness::load(Path::new(p.harness.as_deref().unwrap())).unwrap();
+        let e = h
+            .check_against(p.slow.unit(), &p.fast)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("launch[0] runs \"transposeCoalesced\", but the slow unit's kernel is \"transposeNaive\""),
+            "as written, each side's launch must name its kernel: {e}"
+        );
+        let shared = h.for_record(&p).unwrap();
+        let (slow, fast) = (&shared.slow[..], &shared.fast[..]);
+        assert_eq!((slow.len(), fast.len()), (1, 1));
+        assert_eq!(slow[0].kernel, "transposeNaive");
+        assert_eq!(fast[0].kernel, "transposeCoalesced");
+        let same = crate::harness::LaunchSpec {
+            kernel: fast[0].kernel.clone(),
+            ..slow[0].clone()
+        };
+        assert_eq!(same, fast[0], "the same grid, block and args");
+        shared.check_against(p.slow.unit(), &p.fast).unwrap();
+        // verify prepares the pair's harness the same way.
+        let found = crate::harness::prepare(&p, Path::new(""), &[], None).unwrap();
+        assert_eq!(found.harness.slow[0].kernel, "transposeNaive");
+        // A harness with a launch per kernel keeps its own.
+        let (_, own) = load_folder(&root.join("renamed_transpose_file")).unwrap();
+        assert_eq!(own.shared_launches, None);
+        assert_eq!(shared_launches_note(&own), None);
+    }
+
+    /// Launches are shared only between two kernels with one parameter list, from the side
+    /// whose kernel every launch names: either side.
+    #[test]
+    fn launches_are_shared_only_between_kernels_with_one_parameter_list() {
+        let d = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(d.path().join(name), text).unwrap();
+        let harness = |kernel: &str| {
+            format!(
+                "[sizes]\nn = 1024\n[[size_sets]]\nname = \"s\"\n\
+                 [[args]]\nname = \"out\"\ntype = \"f32\"\nlen = \"n\"\nrole = \"out\"\n\
+                 [[args]]\nname = \"in\"\ntype = \"f32\"\nlen = \"n\"\nrole = \"in\"\n\
+                 init = {{ kind = \"uniform\", lo = -1.0, hi = 1.0 }}\n\
+                 [[args]]\nname = \"n\"\ntype = \"i32\"\nvalue = \"n\"\n\
+                 [[launch]]\nkernel = \"{kernel}\"\ngrid = [\"ceil_div(n, 256)\"]\nblock = [256]\n"
+            )
+        };
+        let body = "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = in[i]; }";
+        write(
+            "slow.cu",
+            &format!("__global__ void a(float* out, float* in, int n) {body}"),
+        );
+        write(
+            "fast.cu",
+            &format!("__global__ void b(float* __restrict__ out, const float* __restrict__ in, int n) {body}"),
+        );
+        // The slow kernel's launch serves the fast side too (const and __restrict__ change
+        // no argument).
+        write("harness.toml", &harness("a"));
+        let (_, p) = load_folder(d.path()).unwrap();
+        assert_eq!(p.shared_launches, Some(Variant::Slow));
+        let h = crate::harness::load(&d.path().join("harness.toml")).unwrap();
+        let shared = h.for_record(&p).unwrap();
+        assert_eq!(
+            (
+                shared.slow[0].kernel.as_str(),
+                shared.fast[0].kernel.as_str()
+            ),
+            ("a", "b")
+        );
+        shared.check_against(p.slow.unit(), &p.fast).unwrap();
+        // A launch naming neither kernel is left for the harness check to refuse.
+        write("harness.toml", &harness("c"));
+        assert_eq!(load_folder(d.path()).unwrap().1.shared_launches, None);
+        // Another parameter list: each side needs its own launch.
+        write("harness.toml", &harness("b"));
+        write(
+            "slow.cu",
+            &format!("__global__ void a(float* out, float* in, int n, int m) {body}"),
+        );
+        assert_eq!(load_folder(d.path()).unwrap().1.shared_launches, None);
+        write(
+            "slow.cu",
+            &format!("__global__ void a(double* out, float* in, int n) {body}"),
+        );
+        assert_eq!(load_folder(d.path()).unwrap().1.shared_launches, None);
+        // One kernel name on both sides needs no sharing.
+        write(
+            "slow.cu",
+            &format!("__global__ void b(float* out, float* in, int n) {body}"),
+        );
+        assert_eq!(load_folder(d.path()).unwrap().1.shared_launches, None);
     }
 
     #[test]
