@@ -58,7 +58,7 @@ if [ "$what" = fixtures ] || [ "$what" = all ]; then
 fi
 if [ "$what" = llmc ] || [ "$what" = all ]; then
   step "llm.c dev/cuda: capture"
-  /usr/bin/time -f "llm.c capture wall %e s" timeout ${LLMC_LIMIT:-400} $K capture $C/trees/llm.c -o $W/llmc --suite llm-c --jobs 16 --runs-per-gpu 4 2>&1 | tail -30
+  /usr/bin/time -f "llm.c capture wall %e s" timeout ${LLMC_LIMIT:-400} $K capture $C/trees/llm.c -o $W/llmc --suite llm-c --jobs 16 --max-bytes ${LLMC_MAX_BYTES:-1073741824} 2>&1 | tail -30
   cp $W/llmc/programs.jsonl $OUT/llmc-programs.jsonl
   step "llm.c: replay"
   $K extract $C/trees/llm.c -o $W/llmc-units.jsonl --suite llm-c --no-compile > /dev/null 2>&1
@@ -68,28 +68,28 @@ if [ "$what" = llmc ] || [ "$what" = all ]; then
 fi
 if [ "$what" = samples ] || [ "$what" = all ]; then
   step "cuda-samples (4 categories): capture"
-  /usr/bin/time -f "cuda-samples capture wall %e s" timeout ${SAMPLES_LIMIT:-400} $K capture $C/trees/cuda-samples -o $W/cs --suite cuda-samples --jobs 16 --runs-per-gpu 4 --timeout-s 60 2>&1 | tail -12
+  /usr/bin/time -f "cuda-samples capture wall %e s" timeout ${SAMPLES_LIMIT:-400} $K capture $C/trees/cuda-samples -o $W/cs --suite cuda-samples --jobs 16 --timeout-s 60 2>&1 | tail -12
   cp $W/cs/programs.jsonl $OUT/cs-programs.jsonl
   step "cuda-samples: replay"
   $K extract $C/trees/cuda-samples -o $W/cs-units.jsonl --suite cuda-samples --no-compile > /dev/null 2>&1
-  $K replay $W/cs --units $W/cs-units.jsonl -o $W/cs-replay.jsonl 2>&1 | tail -3
+  timeout ${REPLAY_LIMIT:-300} $K replay $W/cs --units $W/cs-units.jsonl -o $W/cs-replay.jsonl 2>&1 | tail -3
   cp $W/cs-replay.jsonl $OUT/cs-replay.jsonl
   summary cuda-samples $W/cs $W/cs-replay.jsonl
 fi
 if [ "$what" = sgemm ] || [ "$what" = all ]; then
   step "SGEMM_CUDA (unseen tree, CMake behind make): capture"
-  /usr/bin/time -f "SGEMM_CUDA capture wall %e s" $K capture $C/trees/SGEMM_CUDA -o $W/sg --suite generic --build make --run "./build/sgemm {arg}" --each 1,2,3,4,5,6,7,8,9,10,11,12 --timeout-s 120 2>&1 | tail -12
+  /usr/bin/time -f "SGEMM_CUDA capture wall %e s" timeout ${SGEMM_LIMIT:-400} $K capture $C/trees/SGEMM_CUDA -o $W/sg --suite generic --build make --run "./build/sgemm {arg}" --each 1,2,3,4,5,6,7,8,9,10,11,12 --timeout-s ${SGEMM_RUN_S:-120} 2>&1 | tail -12
   cp $W/sg/programs.jsonl $OUT/sg-programs.jsonl
   step "SGEMM_CUDA: replay and verify under capture"
   $K extract $C/trees/SGEMM_CUDA -o $W/sg-units.jsonl --suite generic --no-compile > /dev/null 2>&1
-  $K replay $W/sg --units $W/sg-units.jsonl -o $W/sg-replay.jsonl 2>&1 | tail -3
+  timeout ${REPLAY_LIMIT:-300} $K replay $W/sg --units $W/sg-units.jsonl -o $W/sg-replay.jsonl 2>&1 | tail -3
   cp $W/sg-replay.jsonl $OUT/sg-replay.jsonl
   summary SGEMM_CUDA $W/sg $W/sg-replay.jsonl
-  $K verify --in $W/sg-units.jsonl --out $W/sg-verified.jsonl --captures $W/sg 2>&1 | tail -8
+  timeout ${REPLAY_LIMIT:-300} $K verify --in $W/sg-units.jsonl --out $W/sg-verified.jsonl --captures $W/sg 2>&1 | tail -8
   cp $W/sg-verified.jsonl $OUT/sg-verified.jsonl
 fi
 if [ "$what" = infer ] || [ "$what" = all ]; then
-  for n in llm.c cuda-samples SGEMM_CUDA; do
+  for n in ${INFER_TREES:-llm.c cuda-samples SGEMM_CUDA}; do
     [ -d $C/infer/$n ] || continue
     step "$n: self-check of inferred harnesses (--assume-size 4096), the comparison"
     timeout ${INFER_LIMIT:-240} $K harness selfcheck $C/infer/$n-units.jsonl --inferred-dir $C/infer/$n --out $W/$n-infer-selfcheck.jsonl --timeout-s 20 > $W/$n-infer-selfcheck.log 2>&1

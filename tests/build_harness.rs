@@ -218,6 +218,7 @@ fn the_card_counts_pairs_by_harness_origin() {
         }
         let o = match origin_of(p) {
             Some(HarnessOrigin::Hand) => "hand",
+            Some(HarnessOrigin::Captured) => "captured",
             Some(HarnessOrigin::Inferred) => "inferred",
             Some(HarnessOrigin::Llm) => "llm",
             None => "none",

@@ -212,7 +212,10 @@ fn fixtures() -> std::path::PathBuf {
 
 fn manifests(dir: &Path) -> Vec<toml::Value> {
     let mut out = Vec::new();
-    for e in walkdir::WalkDir::new(dir).into_iter().filter_map(|e| e.ok()) {
+    for e in walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
         let n = e.file_name().to_string_lossy().into_owned();
         if n.ends_with(".toml") && !n.ends_with("launch-counts.toml") {
             out.push(toml::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap());
@@ -239,33 +242,69 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
     let stdout = String::from_utf8_lossy(&o.stdout);
     eprintln!("{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let rs = records(&cap);
-    for p in ["structptr", "constant", "managed", "hostloop", "manylaunch", "shared", "pair", "texobj", "overbudget"] {
+    for p in [
+        "structptr",
+        "constant",
+        "managed",
+        "hostloop",
+        "manylaunch",
+        "shared",
+        "pair",
+        "texobj",
+        "overbudget",
+    ] {
         assert_eq!(by_program(&rs, p)["status"], "captured", "{p}");
     }
     let n = by_program(&rs, "needsfile");
     assert_eq!(n["status"], "capture_run_failed");
-    assert!(n["reason"].as_str().unwrap().contains("data/input.bin"), "{n}");
+    assert!(
+        n["reason"].as_str().unwrap().contains("data/input.bin"),
+        "{n}"
+    );
     // The crash after the first launch keeps the first launch's capture.
     let c = by_program(&rs, "crash");
     assert_eq!(c["status"], "captured", "{c}");
     let crash = manifests(&cap.join("launches/crash"));
-    assert!(crash.iter().any(|m| m["kernel"].as_str() == Some("first_ok") && m.get("skipped").is_none()));
+    assert!(crash
+        .iter()
+        .any(|m| m["kernel"].as_str() == Some("first_ok") && m.get("skipped").is_none()));
     // Over the byte budget: a named skip with the sizes.
     let over = manifests(&cap.join("launches/overbudget"));
     let why = over[0]["skipped"].as_str().unwrap();
-    assert!(why.contains("67108864 bytes") && why.contains("33554432"), "{why}");
+    assert!(
+        why.contains("67108864 bytes") && why.contains("33554432"),
+        "{why}"
+    );
     // 10,000 launches: one snapshot, every launch counted.
     assert_eq!(manifests(&cap.join("launches/manylaunch")).len(), 1);
     let counts = std::fs::read_dir(cap.join("launches/manylaunch/run-0"))
         .unwrap()
         .filter_map(|e| e.ok())
-        .find(|e| e.file_name().to_string_lossy().ends_with("launch-counts.toml"))
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with("launch-counts.toml")
+        })
         .expect("launch counts written at exit");
-    let counts: toml::Value = toml::from_str(&std::fs::read_to_string(counts.path()).unwrap()).unwrap();
-    assert_eq!(counts.as_table().unwrap().values().next().unwrap().as_integer(), Some(10000));
+    let counts: toml::Value =
+        toml::from_str(&std::fs::read_to_string(counts.path()).unwrap()).unwrap();
+    assert_eq!(
+        counts
+            .as_table()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_integer(),
+        Some(10000)
+    );
     // The struct of pointers: three addresses found inside the by-value struct.
     let sp = &manifests(&cap.join("launches/structptr"))[0];
-    assert_eq!(sp["params"][0]["pointers"].as_array().unwrap().len(), 3, "{sp}");
+    assert_eq!(
+        sp["params"][0]["pointers"].as_array().unwrap().len(),
+        3,
+        "{sp}"
+    );
     // The __constant__ table filled by cudaMemcpyToSymbol is in the manifest.
     let k = &manifests(&cap.join("launches/constant"))[0];
     assert_eq!(k["globals"][0]["name"].as_str(), Some("taps"), "{k}");
@@ -276,13 +315,24 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         .unwrap()
         .args(["extract"])
         .arg(fixtures())
-        .args(["-o", units.to_str().unwrap(), "--suite", "generic", "--no-compile"])
+        .args([
+            "-o",
+            units.to_str().unwrap(),
+            "--suite",
+            "generic",
+            "--no-compile",
+        ])
         .assert()
         .success();
     let report = d.path().join("replay.jsonl");
     let o = Command::cargo_bin("kernelpair")
         .unwrap()
-        .args(["replay", cap.to_str().unwrap(), "--units", units.to_str().unwrap()])
+        .args([
+            "replay",
+            cap.to_str().unwrap(),
+            "--units",
+            units.to_str().unwrap(),
+        ])
         .args(["-o", report.to_str().unwrap()])
         .output()
         .unwrap();
@@ -297,18 +347,40 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
             .find(|r| r["kernel"] == k)
             .unwrap_or_else(|| panic!("no replay of {k}: {reps:?}"))
     };
-    for k in ["apply_gain", "fir", "square_add", "jacobi_step", "bump", "axpy", "transpose_naive", "transpose_tiled", "first_ok"] {
+    for k in [
+        "apply_gain",
+        "fir",
+        "square_add",
+        "jacobi_step",
+        "bump",
+        "axpy",
+        "transpose_naive",
+        "transpose_tiled",
+        "first_ok",
+    ] {
         assert_eq!(rep(k)["pass"], true, "{k}: {}", rep(k));
     }
     // Named limits, not silent passes.
-    assert!(rep("tex_copy")["reason"].as_str().unwrap().contains("texture"));
-    assert!(rep("halve")["reason"].as_str().unwrap().contains("byte budget"));
+    assert!(rep("tex_copy")["reason"]
+        .as_str()
+        .unwrap()
+        .contains("texture"));
+    assert!(rep("halve")["reason"]
+        .as_str()
+        .unwrap()
+        .contains("byte budget"));
 
     // Verify the natural pair under its capture: each side replays its own launch.
     let verified = d.path().join("verified.jsonl");
     let o = Command::cargo_bin("kernelpair")
         .unwrap()
-        .args(["verify", "--in", units.to_str().unwrap(), "--out", verified.to_str().unwrap()])
+        .args([
+            "verify",
+            "--in",
+            units.to_str().unwrap(),
+            "--out",
+            verified.to_str().unwrap(),
+        ])
         .args(["--captures", cap.to_str().unwrap()])
         .output()
         .unwrap();
@@ -321,7 +393,10 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         .collect();
     let p = pairs
         .iter()
-        .find(|p| p["data"]["kernel"] == "transpose_tiled" && p["data"]["slow"]["unit"]["kernel"] == "transpose_naive")
+        .find(|p| {
+            p["data"]["kernel"] == "transpose_tiled"
+                && p["data"]["slow"]["unit"]["kernel"] == "transpose_naive"
+        })
         .unwrap_or_else(|| panic!("no transpose pair: {pairs:?}"));
     let v = &p["data"]["verification"];
     assert_eq!(p["data"]["harness_origin"]["origin"], "captured", "{p}");

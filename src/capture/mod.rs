@@ -93,7 +93,10 @@ pub struct CaptureArgs {
 
 impl CaptureArgs {
     /// The suite's recipe with the command line's overrides.
-    fn recipe(&self, suite: Option<crate::suite::desc::CaptureRecipe>) -> Option<crate::suite::desc::CaptureRecipe> {
+    fn recipe(
+        &self,
+        suite: Option<crate::suite::desc::CaptureRecipe>,
+    ) -> Option<crate::suite::desc::CaptureRecipe> {
         let given = !self.programs.is_empty()
             || self.build.is_some()
             || !self.run.is_empty()

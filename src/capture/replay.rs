@@ -499,7 +499,10 @@ mod tests {
         m.name_expression = "norm<float>".into();
         let r = for_pair(&index_of(vec![m]), &u, &u).unwrap();
         assert_eq!(r.sets[0].fast[0].kernel, "norm<float>");
-        assert_eq!(r.sets[0].slow[0].kernel, "norm<float>", "the self-check's slow side");
+        assert_eq!(
+            r.sets[0].slow[0].kernel, "norm<float>",
+            "the self-check's slow side"
+        );
         let mut naive = unit("norm_naive", &ps);
         naive.template_params = vec!["class T".into()];
         assert_eq!(slow_symbol(&naive, &u, "norm<float>"), "norm_naive<float>");

@@ -77,7 +77,11 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         .append(true)
         .open(&args.out)?;
     let mut write = |r: &ReplayReport| -> std::io::Result<()> {
-        writeln!(out, "{}", serde_json::to_string(r).map_err(std::io::Error::other)?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(r).map_err(std::io::Error::other)?
+        )?;
         out.flush()
     };
     let mut jobs = Vec::new();
@@ -203,7 +207,8 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         .collect();
     let mut by: BTreeMap<String, usize> = BTreeMap::new();
     for r in all.values().filter(|r| !r.pass) {
-        *by.entry(format!("{:?}", r.status).to_lowercase()).or_default() += 1;
+        *by.entry(format!("{:?}", r.status).to_lowercase())
+            .or_default() += 1;
     }
     println!(
         "replay: {pass} of {} unit(s) with a captured launch pass the self-check ({} kernel name(s) snapshotted); failures: {}",
@@ -215,5 +220,9 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
             by.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
         }
     );
-    Ok(if pass == all.len() { exit::OK } else { exit::PARTIAL })
+    Ok(if pass == all.len() {
+        exit::OK
+    } else {
+        exit::PARTIAL
+    })
 }

@@ -394,8 +394,8 @@ fn locate_sanitizer(args: &Settings) -> Option<Result<PathBuf, String>> {
 
 /// Where a waiting pair's harness comes from.
 enum Harnessed {
-    /// A harness file (hand-written, inferred or LLM-completed).
-    File(resolve::Found),
+    /// A harness file (hand-written, inferred or LLM-completed); boxed: the larger variant.
+    File(Box<resolve::Found>),
     /// The fast kernel's captured launch, replayed for both sides.
     Captured(crate::capture::replay::Replay),
 }
@@ -447,9 +447,14 @@ fn triage<'a>(
             .is_some_and(|h| h.origin != HarnessOrigin::Hand);
         let found = resolve::prepare(p, base, &args.harness_dirs, args.suite_root.as_deref());
         let wants_capture = not_hand || matches!(found, Err((Status::NoHarness, _)));
-        match (found, wants_capture.then(|| captured_for(p, captures.as_ref())).flatten()) {
+        match (
+            found,
+            wants_capture
+                .then(|| captured_for(p, captures.as_ref()))
+                .flatten(),
+        ) {
             (_, Some(Ok(r))) => pending.push((i, &**p, Harnessed::Captured(r))),
-            (Ok(found), _) => pending.push((i, &**p, Harnessed::File(found))),
+            (Ok(found), _) => pending.push((i, &**p, Harnessed::File(Box::new(found)))),
             (Err((Status::NoHarness, _)), Some(Err(why))) => {
                 settled.push((i, cpu_verdict(Status::HarnessError, why)))
             }
