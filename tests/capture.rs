@@ -117,6 +117,25 @@ fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
         ),
         "{stdout}"
     );
+    // Every journal line is what schemas/capture-program.schema.json describes.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/capture-program.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema)
+        .unwrap();
+    for r in &rs {
+        let errs: Vec<String> = v.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{r}: {errs:?}");
+    }
+    let mut bad = rs[0].clone();
+    bad["status"] = "fine".into();
+    assert!(!v.is_valid(&bad), "the schema rejects an unknown status");
     // The programs ran in a scratch copy: the tree itself is untouched.
     assert!(!root.join("clean/prog").exists());
     assert!(out.join("work/tree/clean/prog").exists());

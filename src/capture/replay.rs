@@ -80,13 +80,49 @@ fn slow_symbol(slow: &KernelUnit, fast: &KernelUnit, fast_expr: &str) -> String 
     }
 }
 
-/// The element type of a buffer passed directly as parameter `p` of `unit`.
-fn elem_of(unit: &KernelUnit, p: usize) -> Option<ElemType> {
+/// The arguments of a name expression's outermost template argument list, split at
+/// top-level commas: `k<float, Op<int, 2>, 4>` → [`float`, `Op<int, 2>`, `4`].
+fn template_args(expr: &str) -> Vec<String> {
+    let Some(open) = expr.find('<') else {
+        return Vec::new();
+    };
+    let (mut depth, mut cur, mut out) = (0i32, String::new(), Vec::new());
+    for c in expr[open + 1..].chars() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' if depth == 0 => break,
+            '>' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// The element type of a buffer passed directly as parameter `p` of `unit`: its pointee,
+/// through the unit's typedefs and `#define`s, and through the template arguments the
+/// captured instance was launched with (`Tparams *` of `k<float, float>` is a float).
+fn elem_of(unit: &KernelUnit, p: usize, expr: &str) -> Option<ElemType> {
     let ty = &unit.params.get(p)?.ty;
     if !crate::harness::c_is_pointer(ty) {
         return None;
     }
     let base = crate::harness::c_base_type(ty);
+    let args = template_args(expr);
+    let instance = unit
+        .template_params
+        .iter()
+        .position(|t| t.split_whitespace().last() == Some(base.as_str()))
+        .and_then(|i| args.get(i).cloned());
+    let base = instance.unwrap_or(base);
     ElemType::from_c_type(&base)
         .or_else(|| ElemType::from_c_type(&crate::harness::resolve_alias(&base, &unit.source)))
 }
@@ -144,7 +180,7 @@ fn build_fast(unit: &KernelUnit, m: &Manifest, blobs: &BlobStore) -> Result<Fast
     for (i, p) in m.params.iter().enumerate() {
         if let [ptr] = p.pointers.as_slice() {
             if ptr.at == 0 && p.size == 8 {
-                if let Some(e) = elem_of(unit, i) {
+                if let Some(e) = elem_of(unit, i, &m.name_expression) {
                     elems.entry(ptr.alloc).or_insert(e);
                 }
                 names
@@ -506,6 +542,27 @@ mod tests {
         let mut naive = unit("norm_naive", &ps);
         naive.template_params = vec!["class T".into()];
         assert_eq!(slow_symbol(&naive, &u, "norm<float>"), "norm_naive<float>");
+    }
+
+    #[test]
+    fn template_parameters_take_the_captured_instances_arguments() {
+        assert_eq!(
+            template_args("k<float, Op<int, 2>, 4>"),
+            ["float", "Op<int, 2>", "4"]
+        );
+        assert!(template_args("k").is_empty());
+        let ps = [("dinp", "Tdinp *"), ("dweight", "Tparams *"), ("n", "int")];
+        let mut u = unit("lnb", &ps);
+        u.template_params = vec!["typename Tdinp".into(), "typename Tparams".into()];
+        assert_eq!(
+            elem_of(&u, 1, "lnb<float, __nv_bfloat16>"),
+            Some(ElemType::BF16)
+        );
+        assert_eq!(
+            elem_of(&u, 0, "lnb<float, __nv_bfloat16>"),
+            Some(ElemType::F32)
+        );
+        assert_eq!(elem_of(&u, 0, "lnb"), None, "no instance: unknown");
     }
 
     #[test]
