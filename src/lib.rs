@@ -2,11 +2,13 @@
 //! agree numerically and differ in speed.
 //!
 //! Stages (one module each): [`suite`] walks suites and pairs kernels, [`cuda`] isolates
-//! kernels with tree-sitter, [`synth`] asks an LLM for naive variants, [`harness`] describes
-//! how a pair runs (no GPU), [`verify`] runs pairs on a GPU through [`gpu`], [`selfcheck`]
-//! proves harnesses there, [`export`] writes training files, and [`pipeline`] chains them
-//! resumably. Layers, lowest first: evidence, record → cuda, dataset, gpu, harness → synth,
-//! suite → verify → export, selfcheck → pipeline → cli (`tests/module_graph.rs` fails on a cycle).
+//! kernels with tree-sitter, [`capture`] runs a tree's programs once and records their
+//! launches (the injection library is in [`gpu::capture`]), [`synth`] asks an LLM for naive
+//! variants, [`harness`] describes how a pair runs (no GPU), [`verify`] runs pairs on a GPU
+//! through [`gpu`], [`selfcheck`] proves harnesses there (captured ones by replay),
+//! [`export`] writes training files, and [`pipeline`] chains them resumably. Layers, lowest
+//! first: evidence, record → cuda, dataset, gpu, harness → synth, suite → capture → verify →
+//! export, selfcheck → pipeline → cli (`tests/module_graph.rs` fails on a cycle).
 
 pub mod capture;
 pub mod cli;
