@@ -21,6 +21,15 @@ fn program(root: &Path, name: &str, makefile: &str, extra: &[(&str, &str)]) {
     }
 }
 
+/// The programs here are shell scripts that never load CUDA, so the injection library is
+/// a stand-in file (`cargo test` builds the crate's rlib, not its cdylib; the GPU test
+/// below uses the real `libkernelpair.so`).
+fn stand_in_library(dir: &Path) -> String {
+    let p = dir.join("libstandin.so");
+    std::fs::write(&p, b"not loaded: these programs launch no kernel").unwrap();
+    p.display().to_string()
+}
+
 fn records(out: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(out.join("programs.jsonl"))
         .unwrap()
@@ -70,6 +79,7 @@ fn tree(root: &Path) {
 #[test]
 fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
     let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
     let root = d.path().join("tree");
     tree(&root);
     let out = d.path().join("cap");
@@ -81,7 +91,16 @@ fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
             "-o",
             out.to_str().unwrap(),
         ])
-        .args(["--suite", "generic", "--timeout-s", "2", "--jobs", "2"])
+        .args([
+            "--suite",
+            "generic",
+            "--timeout-s",
+            "2",
+            "--jobs",
+            "2",
+            "--inject",
+            &lib,
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -144,6 +163,7 @@ fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
 #[test]
 fn a_rerun_resumes_from_the_journal_and_redoes_a_torn_record() {
     let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
     let root = d.path().join("tree");
     program(
         &root,
@@ -167,7 +187,7 @@ fn a_rerun_resumes_from_the_journal_and_redoes_a_torn_record() {
                 "-o",
                 out.to_str().unwrap(),
             ])
-            .args(["--suite", "generic"])
+            .args(["--suite", "generic", "--inject", &lib])
             .output()
             .unwrap()
     };
@@ -199,6 +219,7 @@ fn progress_lines_come_at_least_every_ten_seconds_off_a_terminal() {
     // The line format itself is unit-tested (src/progress.rs); here: a batch log sees the
     // final line with the count even when the run is short.
     let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
     let root = d.path().join("tree");
     program(
         &root,
@@ -215,7 +236,7 @@ fn progress_lines_come_at_least_every_ten_seconds_off_a_terminal() {
             "-o",
             out.to_str().unwrap(),
         ])
-        .args(["--suite", "generic"])
+        .args(["--suite", "generic", "--inject", &lib])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -423,4 +444,35 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         v["status"] == "verified" || v["status"] == "not_faster",
         "the pair agrees under its capture: {v}"
     );
+}
+
+#[test]
+fn a_missing_injection_library_is_named_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    program(&root, "a", "all:\n\ttouch built\nrun: all\n\ttrue\n", &[]);
+    let out = d.path().join("cap");
+    let o = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args([
+            "capture",
+            root.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--suite",
+            "generic",
+            "--inject",
+            "/nonexistent/libkernelpair.so",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("injection library /nonexistent/libkernelpair.so does not exist"),
+        "{stderr}"
+    );
+    assert!(!out.join("work/tree/a/built").exists(), "nothing was built");
 }
