@@ -17,6 +17,8 @@ struct Shared {
     running: Vec<String>,
     started: Instant,
     stopped: bool,
+    /// Plain lines printed so far (a step that printed none ends quietly too).
+    printed: usize,
 }
 
 impl Shared {
@@ -46,9 +48,15 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A bar when stderr is a terminal, else plain lines every [`PLAIN_EVERY`].
+    /// A bar when stderr is a terminal, else plain lines every [`PLAIN_EVERY`]
+    /// (`KERNELPAIR_PROGRESS_EVERY_MS` sets another interval, for tests).
     pub fn new(what: &str, total: usize) -> Progress {
-        Self::with_mode(what, total, std::io::stderr().is_terminal(), PLAIN_EVERY)
+        let every = std::env::var("KERNELPAIR_PROGRESS_EVERY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(PLAIN_EVERY);
+        Self::with_mode(what, total, std::io::stderr().is_terminal(), every)
     }
 
     /// `bar`: draw a bar (else print plain lines every `every`).
@@ -60,6 +68,7 @@ impl Progress {
             running: Vec::new(),
             started: Instant::now(),
             stopped: false,
+            printed: 0,
         }));
         let bar = bar.then(|| {
             let b = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
@@ -78,10 +87,11 @@ impl Progress {
             let s = shared.clone();
             std::thread::spawn(move || loop {
                 std::thread::sleep(every);
-                let Ok(g) = s.lock() else { return };
+                let Ok(mut g) = s.lock() else { return };
                 if g.stopped {
                     return;
                 }
+                g.printed += 1;
                 eprintln!("{}", g.line());
             });
         }
@@ -116,18 +126,36 @@ impl Progress {
         }
     }
 
+    /// `n` items finished without having been named at their start (a worker pool's
+    /// results); `last` is shown as the latest outcome.
+    pub fn inc(&self, n: usize, last: &str) {
+        if let Ok(mut g) = self.shared.lock() {
+            g.done += n;
+            g.running = match last.is_empty() {
+                true => Vec::new(),
+                false => vec![format!("last {last}")],
+            };
+            if let Some(b) = &self.bar {
+                b.set_position(g.done as u64);
+            }
+            self.redraw(&g);
+        }
+    }
+
     /// The current line (what a plain log shows).
     pub fn line(&self) -> String {
         self.shared.lock().map(|g| g.line()).unwrap_or_default()
     }
 
-    /// Stop printing; a last plain line says where the step ended.
+    /// Stop printing; after periodic lines, a last one says where the step ended (a step
+    /// shorter than one interval prints nothing).
     pub fn done(&self) {
         if let Ok(mut g) = self.shared.lock() {
             g.stopped = true;
             match &self.bar {
                 Some(b) => b.finish_and_clear(),
-                None => eprintln!("{}", g.line()),
+                None if g.printed > 0 => eprintln!("{}", g.line()),
+                None => {}
             }
         }
     }
@@ -149,6 +177,9 @@ mod tests {
         assert!(line.ends_with("running: dev/cuda/b.cu"), "{line}");
         p.finish("dev/cuda/b.cu");
         assert!(!p.line().contains("running"), "{}", p.line());
+        p.inc(2, "verified");
+        assert!(p.line().starts_with("capture: 4/4 done"), "{}", p.line());
+        assert!(p.line().ends_with("running: last verified"), "{}", p.line());
         p.done();
     }
 }

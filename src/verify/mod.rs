@@ -22,6 +22,7 @@ pub mod verdict;
 
 use crate::exit;
 use crate::gpu::{self, Probe};
+use crate::progress::Progress;
 use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
 use anyhow::Context;
 use engine::{tool_version, Job, RunOptions};
@@ -480,17 +481,17 @@ impl Verdicts {
         r
     }
 
-    /// A verdict inside a batch, its status shown on the batch's bar.
-    fn record_in_batch(&mut self, i: usize, v: Verification, bar: &indicatif::ProgressBar) {
-        bar.set_message(v.status.as_str());
+    /// A verdict inside a batch, counted on the batch's progress with its status.
+    fn record_in_batch(&mut self, i: usize, v: Verification, bar: &Progress, n: usize) {
+        bar.inc(n, v.status.as_str());
         if let Err(e) = self.record(i, v) {
             self.io_err.get_or_insert(e);
         }
     }
 
-    /// The end of a batch: its bar cleared, its first write error returned.
-    fn settle(&mut self, bar: indicatif::ProgressBar) -> Result<(), VerifyError> {
-        bar.finish_and_clear();
+    /// The end of a batch: its progress closed, its first write error returned.
+    fn settle(&mut self, bar: Progress) -> Result<(), VerifyError> {
+        bar.done();
         self.io_err.take().map_or(Ok(()), Err)
     }
 
@@ -546,7 +547,7 @@ fn run_records(
     for (i, v) in rejected {
         verdicts.record(i, v)?;
     }
-    let bar = progress("verify", jobs.len());
+    let bar = Progress::new("verify", jobs.len());
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
     // Said before the batch runs, so the line comes at once; the pass runs after it.
     let sanitizer = locate_sanitizer(args);
@@ -567,8 +568,7 @@ fn run_records(
                     bandwidth_gbs: hello.bandwidth_gbs,
                 },
             );
-            bar.inc(1);
-            verdicts.record_in_batch(i, v, &bar);
+            verdicts.record_in_batch(i, v, &bar, 1);
         },
     );
     verdicts.settle(bar)?;
@@ -614,13 +614,12 @@ fn sanitize(
             return Ok(());
         }
     };
-    let bar = progress("sanitize", targets.len() * pass.tools.len());
+    let bar = Progress::new("sanitize", targets.len() * pass.tools.len());
     sanitizer::run_pass(&pass, targets, |i, job, runs| {
-        bar.inc(runs.len() as u64);
         let mut v = verdicts.results[&i].clone();
         let ev = sanitizer::pass_evidence(&pass.binary, job, pass.timeout, &runs);
         sanitizer::apply(&mut v, ev, &runs);
-        verdicts.record_in_batch(i, v, &bar);
+        verdicts.record_in_batch(i, v, &bar, runs.len());
     });
     verdicts.settle(bar)
 }
@@ -631,18 +630,6 @@ pub fn fill_techniques(p: &mut Pair) {
     if p.techniques.is_empty() && p.slow.unit().is_some() {
         p.techniques = techniques::techniques(p);
     }
-}
-
-/// A progress bar on stderr: `label`, the bar, done/total and the last status.
-fn progress(label: &str, len: usize) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(len as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{label} {{bar:30}} {{pos}}/{{len}} {{msg}}"
-        ))
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar
 }
 
 pub fn partial_path(out: &Path) -> PathBuf {
