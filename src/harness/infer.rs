@@ -2701,7 +2701,10 @@ pub fn infer_all(
     std::fs::create_dir_all(out).map_err(|e| PathIo::new(out, e))?;
     let mut cache: HashMap<(String, String), Host> = HashMap::new();
     let mut jobs: Vec<(&Pair, Host)> = Vec::new();
+    // Progress on large trees: a bar, or a plain line every 10 s off a terminal.
+    let reading = crate::progress::Progress::new("infer (host code)", pairs.len());
     for p in &pairs {
+        reading.inc(1, "");
         let slow_at = p
             .slow
             .natural_unit()
@@ -2720,10 +2723,13 @@ pub fn infer_all(
         };
         jobs.push((p, host));
     }
+    reading.done();
     // Pairs are independent once their host code is read: infer them on every core, each
     // file written as soon as it is inferred (in the order the pairs come).
     use rayon::prelude::*;
-    jobs.into_par_iter()
+    let progress = crate::progress::Progress::new("infer", jobs.len());
+    let all = jobs
+        .into_par_iter()
         .map(|(p, host)| {
             let inf = infer(p, &host, opts);
             let path = out.join(format!("{}.toml", p.id));
@@ -2731,9 +2737,12 @@ pub fn infer_all(
                 use std::io::Write;
                 w.write_all(inf.toml.as_bytes())
             })?;
+            progress.inc(1, &p.kernel);
             Ok((p.id.clone(), format!("{}/{}", p.benchmark, p.kernel), inf))
         })
-        .collect()
+        .collect();
+    progress.done();
+    all
 }
 
 /// Give each pair its harness origin for verify: a hand-written harness (found as verify
