@@ -205,6 +205,7 @@ pub fn complete_missing(
             gpus: None,
             sanitizer: Vec::new(),
             compute_sanitizer: None,
+            partial: None,
         },
         out.to_path_buf(),
     );
@@ -309,6 +310,7 @@ pub fn selfcheck(pairs: &[Pair], hand_dirs: &[PathBuf], timeout_s: u64) -> Optio
         gpus: None,
         sanitizer: Vec::new(),
         compute_sanitizer: None,
+        partial: None,
     };
     let base = hand_dirs.first().cloned().unwrap_or_default();
     // Pairs still waiting for synth are checked as their fast kernel's identity control.

@@ -333,6 +333,7 @@ pub fn run(c: CompleteCmd) -> anyhow::Result<u8> {
             gpus: c.gpus,
             sanitizer: Vec::new(),
             compute_sanitizer: None,
+            partial: None,
         },
         base,
     );

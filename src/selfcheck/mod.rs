@@ -247,6 +247,35 @@ pub struct SelfcheckConfig {
     /// compute-sanitizer tools to run every harness whose kernel ran under (`--sanitizer`).
     pub sanitizer: Vec<crate::verify::sanitizer::Tool>,
     pub compute_sanitizer: Option<PathBuf>,
+    /// Each report is appended here as it is made (one JSON line), so an interrupted run
+    /// keeps what it did (`harness selfcheck --out` writes `<out>.partial`).
+    pub partial: Option<PathBuf>,
+}
+
+/// Reports as they are made: into their slot, and onto the partial file when there is one.
+struct Sink {
+    file: Option<std::sync::Mutex<std::fs::File>>,
+}
+
+impl Sink {
+    fn open(path: Option<&Path>) -> Sink {
+        Sink {
+            file: path
+                .and_then(|p| std::fs::File::create(p).ok())
+                .map(std::sync::Mutex::new),
+        }
+    }
+
+    fn put(&self, reports: &mut [Option<Report>], i: usize, r: Report) {
+        if let Some(f) = &self.file {
+            if let (Ok(mut f), Ok(line)) = (f.lock(), serde_json::to_string(&r)) {
+                use std::io::Write;
+                let _ = writeln!(f, "{line}");
+                let _ = f.flush();
+            }
+        }
+        reports[i] = Some(r);
+    }
 }
 
 /// Find a pair's harness (hand first, then inferred) and prepare its identity control.
@@ -291,6 +320,7 @@ fn prepare(
 /// Self-check every pair: returns one report per pair, in input order.
 pub fn selfcheck_pairs(pairs: &[Pair], base: &Path, cfg: &SelfcheckConfig) -> Vec<Report> {
     let mut reports: Vec<Option<Report>> = vec![None; pairs.len()];
+    let sink = Sink::open(cfg.partial.as_deref());
     let mut pending = Vec::new();
     for (i, p) in pairs.iter().enumerate() {
         let (ip, found, origin) = prepare(p, base, cfg);
@@ -305,18 +335,16 @@ pub fn selfcheck_pairs(pairs: &[Pair], base: &Path, cfg: &SelfcheckConfig) -> Ve
                         .unwrap_or(why),
                     _ => why,
                 };
-                reports[i] = Some(report(
-                    p,
-                    ip.harness.clone(),
-                    origin,
-                    Some((check, why)),
-                    None,
-                ));
+                sink.put(
+                    &mut reports,
+                    i,
+                    report(p, ip.harness.clone(), origin, Some((check, why)), None),
+                );
             }
         }
     }
     if !pending.is_empty() {
-        run_on_workers(pairs, pending, cfg, &mut reports);
+        run_on_workers(pairs, pending, cfg, &mut reports, &sink);
     }
     reports.into_iter().flatten().collect()
 }
@@ -434,6 +462,7 @@ fn run_on_workers(
     pending: Vec<Pending>,
     cfg: &SelfcheckConfig,
     reports: &mut [Option<Report>],
+    sink: &Sink,
 ) {
     let launch: pool::Launcher = match &cfg.worker_cmd {
         Some(cmd) => {
@@ -455,13 +484,9 @@ fn run_on_workers(
             crate::gpu::Probe::NoGpu(reason) => {
                 for (i, _, f, o) in pending {
                     let why = format!("no_gpu: {reason}");
-                    reports[i] = Some(report(
-                        &pairs[i],
-                        Some(f.path.display().to_string()),
-                        o,
-                        Some(("runs_clean", why)),
-                        None,
-                    ));
+                    let path = Some(f.path.display().to_string());
+                    let r = report(&pairs[i], path, o, Some(("runs_clean", why)), None);
+                    sink.put(reports, i, r);
                 }
                 return;
             }
@@ -475,13 +500,10 @@ fn run_on_workers(
         .collect();
     let Some(hello) = workers.first().map(|w| w.hello.clone()) else {
         for (i, _, f, o) in pending {
-            reports[i] = Some(report(
-                &pairs[i],
-                Some(f.path.display().to_string()),
-                o,
-                Some(("runs_clean", "no_gpu: no worker could be started".into())),
-                None,
-            ));
+            let why = "no_gpu: no worker could be started".to_string();
+            let path = Some(f.path.display().to_string());
+            let r = report(&pairs[i], path, o, Some(("runs_clean", why)), None);
+            sink.put(reports, i, r);
         }
         return;
     };
@@ -513,12 +535,14 @@ fn run_on_workers(
             }
             Err((status, why)) => {
                 let c = failed_check(status).unwrap_or("harness");
-                reports[i] = Some(report(&pairs[i], Some(path), origin, Some((c, why)), None));
+                let r = report(&pairs[i], Some(path), origin, Some((c, why)), None);
+                sink.put(reports, i, r);
             }
         }
     }
     let sanitize_jobs = (!cfg.sanitizer.is_empty()).then(|| jobs.clone());
     let mut ran = BTreeSet::new();
+    let progress = crate::progress::Progress::new("self-check", jobs.len());
     pool::run_all(
         workers,
         jobs,
@@ -531,9 +555,12 @@ fn run_on_workers(
             }
             let (path, origin, flags) = meta.get(&i).cloned().unwrap_or_default();
             let ms = v.evidence.phases_ms.get("total").copied();
-            reports[i] = Some(report(&pairs[i], Some(path), origin, judge(&v, &flags), ms));
+            progress.inc(1, v.status.as_str());
+            let r = report(&pairs[i], Some(path), origin, judge(&v, &flags), ms);
+            sink.put(reports, i, r);
         },
     );
+    progress.done();
     if let Some(jobs) = sanitize_jobs {
         let targets = jobs.into_iter().filter(|(i, _)| ran.contains(i)).collect();
         let o = sanitize::Options {
@@ -587,6 +614,7 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
         gpus,
         sanitizer,
         compute_sanitizer,
+        partial: out.as_deref().map(crate::verify::partial_path),
     };
     let base = units.parent().map(Path::to_path_buf).unwrap_or_default();
     let reports = selfcheck_pairs(&pairs, &base, &cfg);
@@ -629,6 +657,10 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
             }
             Ok(())
         })?;
+        // The whole report is written: the lines kept as they came are no longer needed.
+        if let Some(p) = &cfg.partial {
+            let _ = std::fs::remove_file(p);
+        }
     }
     if let Some(o) = records_out {
         let out = with_provenance(records, &reports);
@@ -675,6 +707,35 @@ pub fn with_provenance(records: Vec<Record>, reports: &[Report]) -> Vec<Record> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reports_reach_the_partial_file_as_they_are_made() {
+        let d = tempfile::tempdir().unwrap();
+        let partial = d.path().join("report.jsonl.partial");
+        let sink = Sink::open(Some(&partial));
+        let mut reports: Vec<Option<Report>> = vec![None, None];
+        let r = Report {
+            pair_id: "p1".into(),
+            benchmark: "b".into(),
+            kernel: "k".into(),
+            harness: None,
+            origin: None,
+            pass: false,
+            category: Some("harness".into()),
+            checks: checks_from(Some(("harness", "no harness".into()))),
+            ms: None,
+        };
+        sink.put(&mut reports, 1, r);
+        // On disk before the run ends: a crash now keeps this report.
+        let text = std::fs::read_to_string(&partial).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        assert!(text.contains("\"pair_id\":\"p1\""), "{text}");
+        assert!(reports[1].is_some() && reports[0].is_none());
+        // Without a file, reports only fill their slots.
+        let mut again: Vec<Option<Report>> = vec![None];
+        Sink::open(None).put(&mut again, 0, reports[1].clone().unwrap());
+        assert!(again[0].is_some());
+    }
 
     /// A rerun whose outputs differ only where both hold NaN is a NaN output (degenerate),
     /// not a race; one NaN against a number stays a nondeterminism.
