@@ -30,6 +30,17 @@ fn stand_in_library(dir: &Path) -> String {
     p.display().to_string()
 }
 
+/// `kernelpair capture ROOT -o OUT --suite generic`, more arguments to follow.
+fn capture_cmd(root: &Path, out: &Path) -> Command {
+    let mut c = Command::cargo_bin("kernelpair").unwrap();
+    c.arg("capture")
+        .arg(root)
+        .arg("-o")
+        .arg(out)
+        .args(["--suite", "generic"]);
+    c
+}
+
 fn records(out: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(out.join("programs.jsonl"))
         .unwrap()
@@ -83,24 +94,8 @@ fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
     let root = d.path().join("tree");
     tree(&root);
     let out = d.path().join("cap");
-    let o = Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args([
-            "capture",
-            root.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .args([
-            "--suite",
-            "generic",
-            "--timeout-s",
-            "2",
-            "--jobs",
-            "2",
-            "--inject",
-            &lib,
-        ])
+    let o = capture_cmd(&root, &out)
+        .args(["--timeout-s", "2", "--jobs", "2", "--inject", &lib])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -179,15 +174,8 @@ fn a_rerun_resumes_from_the_journal_and_redoes_a_torn_record() {
     );
     let out = d.path().join("cap");
     let capture = || {
-        Command::cargo_bin("kernelpair")
-            .unwrap()
-            .args([
-                "capture",
-                root.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-            ])
-            .args(["--suite", "generic", "--inject", &lib])
+        capture_cmd(&root, &out)
+            .args(["--inject", &lib])
             .output()
             .unwrap()
     };
@@ -228,15 +216,8 @@ fn progress_lines_come_at_least_every_ten_seconds_off_a_terminal() {
         &[("run.sh", "#!/bin/sh\nsleep 1\nexit 0\n")],
     );
     let out = d.path().join("cap");
-    let o = Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args([
-            "capture",
-            root.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .args(["--suite", "generic", "--inject", &lib])
+    let o = capture_cmd(&root, &out)
+        .args(["--inject", &lib])
         .env("KERNELPAIR_PROGRESS_EVERY_MS", "200")
         .output()
         .unwrap();
@@ -460,20 +441,8 @@ fn a_missing_injection_library_is_named_before_anything_runs() {
     let root = d.path().join("tree");
     program(&root, "a", "all:\n\ttouch built\nrun: all\n\ttrue\n", &[]);
     let out = d.path().join("cap");
-    let o = Command::cargo_bin("kernelpair")
-        .unwrap()
-        .args([
-            "capture",
-            root.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .args([
-            "--suite",
-            "generic",
-            "--inject",
-            "/nonexistent/libkernelpair.so",
-        ])
+    let o = capture_cmd(&root, &out)
+        .args(["--inject", "/nonexistent/libkernelpair.so"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));

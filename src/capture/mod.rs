@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 pub use index::CaptureIndex;
 
@@ -418,7 +418,6 @@ pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
             .open(journal_path(&out))?,
     );
     let queue = Mutex::new(todo.into_iter().collect::<std::collections::VecDeque<_>>());
-    let results: Arc<Mutex<Vec<ProgramRecord>>> = Arc::default();
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
@@ -451,9 +450,6 @@ pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
                 progress.finish(&p.id);
                 if rec.status != ProgramStatus::Captured {
                     eprintln!("{}: {}: {}", p.id, rec.status.name(), rec.reason);
-                }
-                if let Ok(mut r) = results.lock() {
-                    r.push(rec);
                 }
             });
         }

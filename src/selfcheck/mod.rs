@@ -464,19 +464,7 @@ fn run_on_workers(
     reports: &mut [Option<Report>],
     sink: &Sink,
 ) {
-    let launch: pool::Launcher = match &cfg.worker_cmd {
-        Some(cmd) => {
-            let cmd = cmd.clone();
-            std::sync::Arc::new(move |device| {
-                let line = cmd.replace("{device}", &device.to_string());
-                let mut parts = line.split_whitespace();
-                let mut c = std::process::Command::new(parts.next().unwrap_or("false"));
-                c.args(parts);
-                c
-            })
-        }
-        None => pool::default_launcher(Vec::new()),
-    };
+    let launch = pool::launcher_for(cfg.worker_cmd.as_deref(), Vec::new());
     let devices = match cfg.gpus {
         Some(n) => n,
         None => match crate::gpu::probe() {

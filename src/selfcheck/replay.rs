@@ -88,10 +88,11 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
     let mut meta: BTreeMap<usize, (&KernelUnit, String)> = BTreeMap::new();
     let mut settled = 0usize;
     for (i, u) in units.iter().enumerate() {
-        if done.contains_key(&u.id) || idx.find(u).is_none() {
+        if done.contains_key(&u.id) {
             continue;
         }
         match replay::for_pair(&idx, u, u) {
+            Err(replay::ReplayError::NotCaptured(_)) => continue,
             Ok(r) => {
                 let manifest = r.manifest.display().to_string();
                 meta.insert(i, (u, manifest.clone()));
@@ -134,19 +135,7 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         jobs.len()
     );
     if !jobs.is_empty() {
-        let launch: pool::Launcher = match &args.worker_cmd {
-            Some(cmd) => {
-                let cmd = cmd.clone();
-                std::sync::Arc::new(move |device| {
-                    let line = cmd.replace("{device}", &device.to_string());
-                    let mut parts = line.split_whitespace();
-                    let mut c = std::process::Command::new(parts.next().unwrap_or("false"));
-                    c.args(parts);
-                    c
-                })
-            }
-            None => pool::default_launcher(Vec::new()),
-        };
+        let launch = pool::launcher_for(args.worker_cmd.as_deref(), Vec::new());
         let devices = match crate::gpu::probe() {
             crate::gpu::Probe::Ready { devices } => devices,
             crate::gpu::Probe::NoGpu(why) if args.worker_cmd.is_none() => {
@@ -162,9 +151,6 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
             anyhow::bail!("replay: no GPU worker could be started");
         }
         let progress = Progress::new("replay", jobs.len());
-        for (_, j) in &jobs {
-            progress.start(&j.pair_id[..j.pair_id.len().min(12)]);
-        }
         let mut failed = None;
         pool::run_all(
             workers,
@@ -189,7 +175,7 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
                 if let Err(e) = write(&r) {
                     failed = Some(e);
                 }
-                progress.finish(&u.id[..u.id.len().min(12)]);
+                progress.inc(1, &u.kernel);
             },
         );
         progress.done();

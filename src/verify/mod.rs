@@ -207,22 +207,12 @@ pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
 
 /// The worker launcher for `args`: this binary, or the test override.
 fn launcher(args: &Settings) -> pool::Launcher {
-    if let Some(cmd) = &args.worker_cmd {
-        let cmd = cmd.clone();
-        return std::sync::Arc::new(move |device| {
-            let line = cmd.replace("{device}", &device.to_string());
-            let mut parts = line.split_whitespace();
-            let mut c = std::process::Command::new(parts.next().unwrap_or("false"));
-            c.args(parts);
-            c
-        });
-    }
     let mut extra = Vec::new();
     if let Some(d) = &args.cache_dir {
         extra.push("--cache-dir".to_string());
         extra.push(d.display().to_string());
     }
-    pool::default_launcher(extra)
+    pool::launcher_for(args.worker_cmd.as_deref(), extra)
 }
 
 pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {

@@ -29,6 +29,22 @@ pub enum PoolError {
 /// tests substitute a script).
 pub type Launcher = Arc<dyn Fn(usize) -> Command + Send + Sync>;
 
+/// The launcher a command asks for: its test override (`--worker-cmd`, `{device}`
+/// replaced), else this binary's `worker` with `extra` arguments.
+pub fn launcher_for(worker_cmd: Option<&str>, extra: Vec<String>) -> Launcher {
+    let Some(cmd) = worker_cmd else {
+        return default_launcher(extra);
+    };
+    let cmd = cmd.to_string();
+    Arc::new(move |device| {
+        let line = cmd.replace("{device}", &device.to_string());
+        let mut parts = line.split_whitespace();
+        let mut c = Command::new(parts.next().unwrap_or("false"));
+        c.args(parts);
+        c
+    })
+}
+
 pub fn default_launcher(extra: Vec<String>) -> Launcher {
     Arc::new(move |device| {
         let exe = std::env::current_exe().unwrap_or_else(|_| "kernelpair".into());
