@@ -84,27 +84,58 @@ pub fn written_text(
     template: bool,
 ) -> String {
     let mut s = source.to_string();
-    let mut kernel_edited = false;
+    // Kernel heads an edit restored: a head written `extern "C"` keeps its linkage.
+    let mut restored: Vec<String> = Vec::new();
     for d in diagnostics.iter().filter(|d| d.code == CODE) {
         let Ok(e) = serde_json::from_str::<Edit>(&d.message) else {
             continue;
         };
-        kernel_edited |= e.kernel;
+        if e.kernel {
+            restored.push(e.original.trim_start().to_string());
+        }
         s = s.replacen(&e.compiled, &e.original, 1);
     }
     s = s.replacen(&format!("{}\n", super::texture::SHIM), "", 1);
-    if !kernel_edited && !template {
-        // The kernel's definition starts a line (isolation writes each item on its own).
-        let head = s
-            .match_indices(LINKAGE)
-            .map(|(i, _)| i)
-            .filter(|&i| i == 0 || s.as_bytes()[i - 1] == b'\n')
-            .find(|&i| defines_kernel(&s[i + LINKAGE.len()..], kernel));
-        if let Some(i) = head {
-            s.replace_range(i..i + LINKAGE.len(), "");
-        }
+    if template {
+        return s;
+    }
+    // A launcher version (`version` note: its `kernel` is a host function) merges the units
+    // of every kernel it launches, and each got the linkage by rule; else only the unit's
+    // own kernel did.
+    let version = diagnostics.iter().any(|d| d.code == "version");
+    // Each definition starts a line (isolation writes each item on its own).
+    let heads: Vec<usize> = s
+        .match_indices(LINKAGE)
+        .map(|(i, _)| i)
+        .filter(|&i| i == 0 || s.as_bytes()[i - 1] == b'\n')
+        .filter(|&i| {
+            let rest = &s[i + LINKAGE.len()..];
+            if version {
+                defines_a_kernel(rest)
+            } else {
+                defines_kernel(rest, kernel)
+            }
+        })
+        .filter(|&i| {
+            !restored
+                .iter()
+                .any(|o| o.starts_with("extern") && s[i..].starts_with(o.as_str()))
+        })
+        .collect();
+    let heads = if version {
+        &heads[..]
+    } else {
+        &heads[..heads.len().min(1)]
+    };
+    for &i in heads.iter().rev() {
+        s.replace_range(i..i + LINKAGE.len(), "");
     }
     s
+}
+
+/// `text` opens with a kernel definition (`__global__ …(` before any body).
+fn defines_a_kernel(text: &str) -> bool {
+    text[..text.find(['{', ';']).unwrap_or(text.len())].contains("__global__")
 }
 
 /// `text` opens with the definition of `kernel` (`__global__ … kernel(`) before any body.
@@ -119,6 +150,31 @@ fn defines_kernel(text: &str, kernel: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A launcher version merges several kernels' units: the linkage isolation gave each
+    /// kernel goes, and a kernel the suite wrote `extern "C"` keeps it (llm.c's
+    /// `layernorm_forward2` launches three kernels; its export carried three `extern "C"`).
+    #[test]
+    fn a_launcher_version_gives_back_every_kernel_as_written() {
+        let a = "__global__ void mean_k(float *m) {\n  m[0] = 1;\n}";
+        let b = "__global__ void rstd_k(float *r) {\n  r[0] = 2;\n}";
+        let c = "extern \"C\" __global__ void norm_k(float *o) {\n  o[0] = 3;\n}";
+        let compiled = format!("#include <x.h>\n\nextern \"C\" {a}\n\nextern \"C\" {b}\n\n{c}\n");
+        let mut diags = vec![Diagnostic::new(
+            Level::Info,
+            "version",
+            "host launcher `forward2` (f.cu:9) launches mean_k, rstd_k, norm_k in this order",
+        )];
+        diags.extend(note(c, c, true));
+        let text = written_text(&compiled, &diags, "forward2", false);
+        assert_eq!(text, format!("#include <x.h>\n\n{a}\n\n{b}\n\n{c}\n"));
+        // Not a version: only the unit's own kernel loses the linkage.
+        let plain = written_text(&compiled, &diags[1..], "rstd_k", false);
+        assert_eq!(
+            plain,
+            format!("#include <x.h>\n\nextern \"C\" {a}\n\n{b}\n\n{c}\n")
+        );
+    }
 
     #[test]
     fn linkage_added_by_rule_is_not_recorded_and_other_edits_are() {

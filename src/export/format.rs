@@ -189,7 +189,11 @@ pub fn fast_interface(
     let types = |u: &crate::record::KernelUnit| -> Vec<String> {
         u.params.iter().map(|p| caller_type(&p.ty)).collect()
     };
-    if slow.kernel == fast.kernel && types(slow) == types(fast) {
+    // A launcher version's `kernel` is a host function launching several kernels: there
+    // is no one kernel to promise, and its launches show what each side runs.
+    let version = |u: &crate::record::KernelUnit| u.diagnostics.iter().any(|d| d.code == "version");
+    if (slow.kernel == fast.kernel && types(slow) == types(fast)) || version(slow) || version(fast)
+    {
         return None;
     }
     let params: Vec<String> = fast
@@ -451,6 +455,24 @@ pub fn to_line(s: &Sample, f: Format) -> serde_json::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A launcher version (llm.c's `layernorm_forward2` → `layernorm_forward3`) names a host
+    /// function, not a kernel: the prompt promises no `__global__` by that name.
+    #[test]
+    fn a_launcher_version_promises_no_kernel_interface() {
+        let p = [("float*", "out"), ("int", "n")];
+        let slow = crate::record::KernelUnit::for_test("forward2", &p, "");
+        let mut fast = crate::record::KernelUnit::for_test("forward3", &p, "");
+        assert!(fast_interface(&slow, &fast)
+            .unwrap()
+            .contains("__global__ void forward3"));
+        fast.diagnostics.push(crate::record::Diagnostic::new(
+            crate::record::Level::Info,
+            "version",
+            "host launcher `forward3` (f.cu:9) launches k3 in this order",
+        ));
+        assert_eq!(fast_interface(&slow, &fast), None);
+    }
 
     #[test]
     fn techniques_read_as_a_phrase() {

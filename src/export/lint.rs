@@ -262,13 +262,20 @@ fn extern_c_kernels(code: &str) -> Vec<String> {
     out
 }
 
-/// The unit's own source writes `extern "C"` on its kernel (isolation records that as an
-/// edit that changes nothing, so its text keeps it).
-fn writes_extern_c(u: &KernelUnit) -> bool {
+/// The unit's source writes `extern "C"` on kernel `k` (isolation records that as an edit
+/// that changes nothing, so its text keeps it; a launcher version carries the edits of
+/// every kernel it merges).
+fn writes_extern_c(u: &KernelUnit, k: &str) -> bool {
     use crate::cuda::compile_only::{Edit, CODE};
     u.diagnostics.iter().filter(|d| d.code == CODE).any(|d| {
-        serde_json::from_str::<Edit>(&d.message)
-            .is_ok_and(|e| e.kernel && e.original.trim_start().starts_with("extern"))
+        serde_json::from_str::<Edit>(&d.message).is_ok_and(|e| {
+            e.kernel
+                && e.original.trim_start().starts_with("extern")
+                && (u.kernel == k
+                    || e.original
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .any(|w| w == k))
+        })
     })
 }
 
@@ -364,10 +371,7 @@ impl Ctx<'_> {
             );
         }
         for k in extern_c_kernels(code) {
-            let written = self
-                .units
-                .iter()
-                .any(|u| u.kernel == k && writes_extern_c(u));
+            let written = self.units.iter().any(|u| writes_extern_c(u, &k));
             if !written {
                 self.push(
                     field,

@@ -973,17 +973,28 @@ fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
         launch_sites: vec![],
         provenance: first.provenance.clone(),
         compile: None,
-        diagnostics: vec![crate::record::Diagnostic::new(
-            crate::record::Level::Info,
-            "version",
-            format!(
-                "host launcher `{}` ({path}:{}) launches {} in this order",
-                f.name,
-                f.line,
-                names.join(", ")
-            ),
+        diagnostics: std::iter::once(
+            crate::record::Diagnostic::new(
+                crate::record::Level::Info,
+                "version",
+                format!(
+                    "host launcher `{}` ({path}:{}) launches {} in this order",
+                    f.name,
+                    f.line,
+                    names.join(", ")
+                ),
+            )
+            .at(f.line),
         )
-        .at(f.line)],
+        // What isolation changed only for NVRTC in each merged kernel's unit, so export
+        // gives back the text as the suite wrote it (`compile_only::source_text`).
+        .chain(distinct.iter().flat_map(|u| {
+            u.diagnostics
+                .iter()
+                .filter(|d| d.code == crate::cuda::compile_only::CODE)
+                .cloned()
+        }))
+        .collect(),
     }
 }
 
