@@ -350,3 +350,49 @@ fn build_over_the_bundled_fixtures_runs_what_it_can() {
         .code(0)
         .stderr(predicate::str::is_match("extract +reused").unwrap());
 }
+
+/// A suite with a `[capture]` recipe on a machine that cannot capture (no GPU visible):
+/// the build says capture did not run and why, and goes on with the other harnesses.
+#[test]
+fn capture_that_cannot_run_here_is_a_named_skip_and_the_build_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = std::fs::canonicalize("fixtures/capture").unwrap();
+    let ext = dir.path().join("ours.toml");
+    // The generic description, renamed, with a recipe.
+    let generic = std::fs::read_to_string("extractors/generic.toml").unwrap();
+    std::fs::write(
+        &ext,
+        format!(
+            "{}\n[capture]\nprograms = [\"pair\"]\nbuild = \"make\"\nrun = [\"./pair\"]\n",
+            generic.replacen("name = \"generic\"", "name = \"ours\"", 1)
+        ),
+    )
+    .unwrap();
+    let cfg = dir.path().join("build.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "output = \"out\"\n\n[[suite]]\npath = \"{}\"\nextractor = \"{}\"\n\n[extract]\ncompile = false\n",
+            fixtures.display(),
+            ext.display()
+        ),
+    )
+    .unwrap();
+    let out = kp()
+        .args(["build", cfg.to_str().unwrap()])
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("capture ") && l.contains("skipped")),
+        "{err}"
+    );
+    assert!(err.contains("capture: not run for ours ("), "{err}");
+    assert!(!dir.path().join("out/captures").exists());
+    // The step times close the table.
+    assert!(err.contains("time: extract "), "{err}");
+}

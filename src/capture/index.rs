@@ -10,6 +10,12 @@ use std::path::{Path, PathBuf};
 pub struct Entry {
     pub program: String,
     pub path: PathBuf,
+    /// The capture folder holding the manifest (its `blobs/` hold the contents).
+    pub root: PathBuf,
+    /// The suite whose units it serves: the subfolder's name in a folder of capture
+    /// folders (`build` keeps one per suite under `<output>/captures/<suite>`); empty
+    /// for a capture folder opened by itself (any unit).
+    pub suite: String,
 }
 
 /// Every manifest of a capture folder.
@@ -23,12 +29,37 @@ pub struct CaptureIndex {
 }
 
 impl CaptureIndex {
-    /// Read every manifest under `root/launches` (a missing folder is an empty index).
+    /// Read every manifest under `root/launches` (a missing folder is an empty index). A
+    /// folder without `launches/` whose subfolders are capture folders (`build`'s
+    /// `<output>/captures/<suite>/`) is read as all of them, each serving its suite's units.
     pub fn open(root: &Path) -> CaptureIndex {
         let mut idx = CaptureIndex {
             root: root.to_path_buf(),
             ..Default::default()
         };
+        if root.join("launches").is_dir() || !root.is_dir() {
+            idx.read(root, "");
+            return idx;
+        }
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(root)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.join("launches").is_dir())
+            .collect();
+        subs.sort();
+        for sub in subs {
+            let suite = sub
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            idx.read(&sub, &suite);
+        }
+        idx
+    }
+
+    fn read(&mut self, root: &Path, suite: &str) {
         let launches = root.join("launches");
         let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&launches)
             .into_iter()
@@ -58,11 +89,18 @@ impl CaptureIndex {
                 .map_err(|e| e.to_string())
                 .and_then(|t| toml::from_str::<Manifest>(&t).map_err(|e| e.to_string()))
             {
-                Ok(m) => idx.manifests.push((Entry { program, path: f }, m)),
-                Err(e) => idx.unreadable.push((f, e)),
+                Ok(m) => self.manifests.push((
+                    Entry {
+                        program,
+                        path: f,
+                        root: root.to_path_buf(),
+                        suite: suite.to_string(),
+                    },
+                    m,
+                )),
+                Err(e) => self.unreadable.push((f, e)),
             }
         }
-        idx
     }
 
     pub fn blobs(&self) -> BlobStore {
@@ -75,7 +113,10 @@ impl CaptureIndex {
     pub fn find(&self, unit: &KernelUnit) -> Option<&(Entry, Manifest)> {
         let path = unit.path.replace('\\', "/");
         let of_unit = |e: &Entry| {
-            e.program == path || e.program == "." || path.starts_with(&format!("{}/", e.program))
+            (e.suite.is_empty() || e.suite == unit.suite)
+                && (e.program == path
+                    || e.program == "."
+                    || path.starts_with(&format!("{}/", e.program)))
         };
         let mut hits: Vec<&(Entry, Manifest)> = self
             .manifests

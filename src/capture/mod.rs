@@ -345,6 +345,29 @@ fn global_names(root: &Path, suite: &str) -> (Vec<String>, String) {
 }
 
 pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
+    let all = capture_tree(&args, None)?;
+    let out = args.out.canonicalize()?;
+    print_summary(&all, &out);
+    let failed = all
+        .iter()
+        .any(|r| r.status != ProgramStatus::Captured && r.status != ProgramStatus::NoLaunches);
+    Ok(if failed { exit::PARTIAL } else { exit::OK })
+}
+
+/// What a caller that already extracted the tree knows (`build`): the suite description
+/// (its `[capture]` recipe) and the global names its units use, so capture need not
+/// extract the tree again.
+pub struct Known {
+    pub desc: Option<crate::suite::SuiteDesc>,
+    pub globals: Vec<String>,
+}
+
+/// Capture every program of `args.root` not yet in the journal (see [`run_capture`]);
+/// returns the journal's records afterwards (every program, this run's and earlier ones).
+pub fn capture_tree(
+    args: &CaptureArgs,
+    known: Option<Known>,
+) -> anyhow::Result<Vec<ProgramRecord>> {
     let root = args
         .root
         .canonicalize()
@@ -356,10 +379,32 @@ pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
     if let Err(why) = &cupti {
         eprintln!("warning: {why}; programs run, but nothing is captured");
     }
-    let (globals, suite) = global_names(&root, &args.suite);
-    let desc = crate::suite::SuiteDesc::builtin(&suite).ok();
+    let (globals, suite, desc) = match known {
+        Some(k) => {
+            let name = k
+                .desc
+                .as_ref()
+                .map_or("generic".to_string(), |d| d.name.clone());
+            (k.globals, name, k.desc)
+        }
+        None => {
+            let (g, suite) = global_names(&root, &args.suite);
+            let desc = crate::suite::SuiteDesc::builtin(&suite).ok();
+            (g, suite, desc)
+        }
+    };
     let recipe = args.recipe(desc.as_ref().and_then(|d| d.capture.clone()));
     let mut programs = run::discover(&root, recipe.as_ref());
+    // Recipes call `nvcc`: where it is installed but not on PATH, their commands get it.
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("nvcc").is_file()));
+    if let (false, Some(bin)) = (on_path, crate::pipeline::capture::nvcc_dir()) {
+        let old = std::env::var("PATH").unwrap_or_default();
+        let path = format!("{}:{old}", bin.display());
+        for p in &mut programs {
+            p.env.entry("PATH".into()).or_insert_with(|| path.clone());
+        }
+    }
     if !args.only.is_empty() {
         programs.retain(|p| args.only.iter().any(|o| p.id.contains(o.as_str())));
     }
@@ -455,12 +500,7 @@ pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {
         }
     });
     progress.done();
-    let all = read_journal(&out);
-    print_summary(&all, &out);
-    let failed = all
-        .iter()
-        .any(|r| r.status != ProgramStatus::Captured && r.status != ProgramStatus::NoLaunches);
-    Ok(if failed { exit::PARTIAL } else { exit::OK })
+    Ok(read_journal(&out))
 }
 
 /// Programs per status and launches captured, from the journal.

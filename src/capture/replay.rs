@@ -337,7 +337,7 @@ pub fn for_pair(
     let (entry, fm): &(Entry, Manifest) = idx
         .find(fast)
         .ok_or_else(|| ReplayError::NotCaptured(fast.kernel.clone()))?;
-    let blobs = idx.blobs();
+    let blobs = BlobStore::new(entry.root.join("blobs"));
     let FastSide {
         mut args,
         launch: fast_launch,
@@ -462,6 +462,8 @@ mod tests {
                         Entry {
                             program: "pair".into(),
                             path: format!("/cap/launches/pair/run-0/{}", m.file_name()).into(),
+                            root: "/cap".into(),
+                            suite: String::new(),
                         },
                         m,
                     )
@@ -469,6 +471,36 @@ mod tests {
                 .collect(),
             unreadable: vec![],
         }
+    }
+
+    /// `build` keeps one capture folder per suite under `<output>/captures/`: opened
+    /// together, each serves its own suite's units, and its own blobs.
+    #[test]
+    fn a_folder_of_capture_folders_serves_each_suite_its_own_launches() {
+        let dir = tempfile::tempdir().unwrap();
+        for suite in ["llm-c", "other"] {
+            let m = manifest("k", [256, 1, 1], "in", "out");
+            let d = dir.path().join(suite).join("launches/pair/run-0");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(m.file_name()), toml::to_string(&m).unwrap()).unwrap();
+        }
+        let idx = CaptureIndex::open(dir.path());
+        assert_eq!(idx.manifests.len(), 2, "{:?}", idx.unreadable);
+        let mut u = unit("k", &[("a", "float*"), ("b", "float*"), ("n", "int")]);
+        u.suite = "llm-c".into();
+        let (e, _) = idx
+            .find(&u)
+            .expect("the llm-c capture serves an llm-c unit");
+        assert_eq!(e.root, dir.path().join("llm-c"));
+        assert_eq!(e.suite, "llm-c");
+        u.suite = "parboil".into();
+        assert!(
+            idx.find(&u).is_none(),
+            "no suite's capture serves another's units"
+        );
+        // A capture folder opened by itself serves any unit.
+        let one = CaptureIndex::open(&dir.path().join("other"));
+        assert!(one.find(&u).is_some_and(|(e, _)| e.suite.is_empty()));
     }
 
     #[test]

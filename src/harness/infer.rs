@@ -2679,6 +2679,38 @@ pub enum InferError {
     Io(#[from] crate::path_io::PathIo),
 }
 
+/// The host code of each pair (read from the suite root `root_of` gives it), read once per
+/// launch site: pairs sharing a fast kernel's launch and slow side share it. Shows progress
+/// on large trees (a bar, or a plain line every 10 s off a terminal).
+pub fn hosts_for<'a>(pairs: &[&Pair], root_of: impl Fn(&Pair) -> Option<&'a Path>) -> Vec<Host> {
+    let mut cache: HashMap<(String, String), Host> = HashMap::new();
+    let reading = crate::progress::Progress::new("infer (host code)", pairs.len());
+    let mut out = Vec::with_capacity(pairs.len());
+    for p in pairs {
+        reading.inc(1, "");
+        let slow_at = p
+            .slow
+            .natural_unit()
+            .and_then(site_for)
+            .map(|s| format!("{}:{}:{}", s.path, s.kernel, s.line))
+            .unwrap_or_default();
+        let host = match (root_of(p), site_for(&p.fast)) {
+            (Some(r), Some(s)) => cache
+                .entry((s.path.clone(), format!("{}:{}|{slow_at}", s.kernel, s.line)))
+                .or_insert_with(|| load_pair_host(r, p))
+                .clone(),
+            (Some(r), None) => load_pair_host(r, p),
+            _ => Host {
+                launch_line: site_for(&p.fast).map(|s| s.line).unwrap_or(0),
+                ..Host::default()
+            },
+        };
+        out.push(host);
+    }
+    reading.done();
+    out
+}
+
 /// Infer a harness for every pair in a records file; write `DIR/<pair-id>.toml`.
 /// Returns (pair id, benchmark/kernel, inferred) per pair.
 pub fn infer_all(
@@ -2699,31 +2731,9 @@ pub fn infer_all(
         .filter(|p| only.is_none_or(|id| p.id.starts_with(id)))
         .collect();
     std::fs::create_dir_all(out).map_err(|e| PathIo::new(out, e))?;
-    let mut cache: HashMap<(String, String), Host> = HashMap::new();
-    let mut jobs: Vec<(&Pair, Host)> = Vec::new();
-    // Progress on large trees: a bar, or a plain line every 10 s off a terminal.
-    let reading = crate::progress::Progress::new("infer (host code)", pairs.len());
-    for p in &pairs {
-        reading.inc(1, "");
-        let slow_at = p
-            .slow
-            .natural_unit()
-            .and_then(site_for)
-            .map(|s| format!("{}:{}:{}", s.path, s.kernel, s.line))
-            .unwrap_or_default();
-        let host = match (root, site_for(&p.fast)) {
-            (Some(r), Some(s)) => cache
-                .entry((s.path.clone(), format!("{}:{}|{slow_at}", s.kernel, s.line)))
-                .or_insert_with(|| load_pair_host(r, p))
-                .clone(),
-            _ => Host {
-                launch_line: site_for(&p.fast).map(|s| s.line).unwrap_or(0),
-                ..Host::default()
-            },
-        };
-        jobs.push((p, host));
-    }
-    reading.done();
+    let refs: Vec<&Pair> = pairs.iter().collect();
+    let hosts = hosts_for(&refs, |_| root);
+    let jobs: Vec<(&Pair, Host)> = refs.into_iter().zip(hosts).collect();
     // Pairs are independent once their host code is read: infer them on every core, each
     // file written as soon as it is inferred (in the order the pairs come).
     use rayon::prelude::*;

@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 pub const EXTRACTED: &str = "extracted.jsonl";
 pub const SYNTHESIZED: &str = "synthesized.jsonl";
 pub const VERIFIED: &str = "verified.jsonl";
+/// The synthesized pairs with the harness each runs under (the harness step's output).
+pub const HARNESSED: &str = "harnessed.jsonl";
+/// LLM-completed harnesses under the output folder (`pipeline::harnesses::LLM_DIR`).
+const LLM_DIR_REL: &str = super::harnesses::LLM_DIR;
 pub const DATASET: &str = "dataset";
 /// Inside the dataset folder: what a run without a GPU can show (`export::export_preview`).
 pub const PREVIEW: &str = "preview";
@@ -58,6 +62,8 @@ pub struct BuildReport {
     pub rows: Vec<StepRow>,
     pub output: PathBuf,
     pub exit: u8,
+    /// Wall seconds of each step, in order (not journaled: they differ run to run).
+    pub seconds: Vec<(&'static str, f64)>,
 }
 
 impl BuildReport {
@@ -83,6 +89,15 @@ impl BuildReport {
                 t.push_str(&format!("{}: {n}\n", r.stage));
             }
         }
+        if !self.seconds.is_empty() {
+            let total: f64 = self.seconds.iter().map(|(_, s)| s).sum();
+            let each: Vec<String> = self
+                .seconds
+                .iter()
+                .map(|(k, s)| format!("{k} {s:.1} s"))
+                .collect();
+            t.push_str(&format!("time: {} (total {total:.1} s)\n", each.join(", ")));
+        }
         t
     }
 }
@@ -96,18 +111,9 @@ fn delay() {
     }
 }
 
-fn progress(stage: &str, len: usize) -> indicatif::ProgressBar {
-    let pb = indicatif::ProgressBar::with_draw_target(
-        Some(len as u64),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
-            .expect("template")
-            .progress_chars("=> "),
-    );
-    pb.set_prefix(stage.to_string());
-    pb
+/// Progress over a step's items: a bar on a terminal, else a plain line every 10 s.
+fn progress(stage: &str, len: usize) -> crate::progress::Progress {
+    crate::progress::Progress::new(&format!("build {stage}"), len)
 }
 
 fn pair_counts(records: &[Record]) -> BTreeMap<String, usize> {
@@ -203,13 +209,13 @@ fn run_chunked(
                     out.records[i] = r;
                 }
                 out.reused += idx.len();
-                pb.inc(idx.len() as u64);
+                pb.inc(idx.len(), "");
                 continue;
             }
         }
         if unavailable.is_some() {
             out.awaiting += idx.len();
-            pb.inc(idx.len() as u64);
+            pb.inc(idx.len(), "");
             continue;
         }
         delay();
@@ -255,9 +261,9 @@ fn run_chunked(
                 out.notes.push(e.to_string());
             }
         }
-        pb.inc(idx.len() as u64);
+        pb.inc(idx.len(), "");
     }
-    pb.finish_and_clear();
+    pb.done();
     if let Some(why) = unavailable {
         if out.awaiting > 0 {
             out.notes
@@ -301,12 +307,26 @@ pub fn build(
         journal: Journal::load(&out),
         out,
         rows: Vec::new(),
+        extract_key: String::new(),
+        seconds: Vec::new(),
+    };
+    let mut t = std::time::Instant::now();
+    let mut lap = |run: &mut Run, step: &'static str| {
+        run.seconds.push((step, t.elapsed().as_secs_f64()));
+        t = std::time::Instant::now();
     };
     let extracted = run.extract()?;
+    lap(&mut run, "extract");
+    run.capture(&extracted);
+    lap(&mut run, "capture");
     let mut synthesized = run.synth(extracted)?;
+    lap(&mut run, "synth");
     let chosen = run.harnesses(&mut synthesized);
+    lap(&mut run, "harness");
     let verified = run.verify(synthesized, chosen)?;
+    lap(&mut run, "self-check + verify");
     run.export(&verified)?;
+    lap(&mut run, "export");
     Ok(run.summary())
 }
 
@@ -320,6 +340,9 @@ struct Run<'a> {
     out: PathBuf,
     journal: Journal,
     rows: Vec<StepRow>,
+    /// The extract step's key (the suites' content), once extract ran or was reused.
+    extract_key: String,
+    seconds: Vec<(&'static str, f64)>,
 }
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -361,6 +384,7 @@ impl Run<'_> {
             }
         }
         let extract_key = journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>());
+        self.extract_key = extract_key.clone();
         delay();
         if let Some(step) = self.journal.reusable("extract", &extract_key, &self.out) {
             self.rows.push(reused_row("extract", step));
@@ -371,6 +395,8 @@ impl Run<'_> {
         let mut notes = Vec::new();
         let pb = progress("extract", cfg.suites.len());
         for s in &cfg.suites {
+            let name = s.path.display().to_string();
+            pb.start(&name);
             match self.stages.extract(s, &cfg.extract) {
                 Ok(recs) => all.extend(recs),
                 Err(e) => {
@@ -378,9 +404,9 @@ impl Run<'_> {
                     notes.push(format!("{}: {e}", s.path.display()));
                 }
             }
-            pb.inc(1);
+            pb.finish(&name);
         }
-        pb.finish_and_clear();
+        pb.done();
         if let Some(s) = self.shard {
             all = shard_filter(all, s.index, s.count);
         }
@@ -456,12 +482,101 @@ impl Run<'_> {
         self.finish_chunked("synth", synth_key, SYNTHESIZED, c)
     }
 
-    /// Harnesses: hand-written, else inferred, else LLM-completed (attached to the pairs).
-    fn harnesses(&self, synthesized: &mut [Record]) -> super::harnesses::Chosen {
+    /// The capture step (`pipeline::capture`): the suites' own programs run once under the
+    /// launch recorder; its row goes to the table.
+    fn capture(&mut self, extracted: &[Record]) {
+        if self.shard.is_some() {
+            return;
+        }
+        let c = super::capture::capture(&self.cfg.suites, extracted, &self.cfg.capture, &self.out);
+        if c.no_recipe && self.cfg.capture.mode == super::config::CaptureMode::Auto {
+            return;
+        }
+        self.rows.push(StepRow {
+            stage: "capture",
+            state: if c.skipped { "skipped" } else { "ran" },
+            worked: c.suites,
+            reused: 0,
+            awaiting: 0,
+            failed: 0,
+            counts: c.counts,
+            notes: c.notes,
+        });
+    }
+
+    /// The capture folder verify replays from: `[verify] captures`, else the capture
+    /// step's `<output>/captures` when it holds anything.
+    fn captures(&self) -> Option<PathBuf> {
+        self.cfg.verify.captures.clone().or_else(|| {
+            let d = self.cfg.output.join(super::capture::CAPTURE_DIR);
+            d.is_dir().then_some(d)
+        })
+    }
+
+    /// Harnesses: hand-written, else captured, else inferred, else LLM-completed (attached
+    /// to the pairs).
+    fn harnesses(&mut self, synthesized: &mut Vec<Record>) -> super::harnesses::Chosen {
+        let cfg = self.cfg;
+        // Journaled: the same pairs, harness folders, settings and captures choose the same
+        // harnesses, so a rerun reads them back instead of inferring again.
+        let mut parts = vec![
+            "harness".to_string(),
+            VERSION.to_string(),
+            self.extract_key.clone(),
+            file_sha256(&self.out.join(SYNTHESIZED)).unwrap_or_default(),
+            settings_json(&cfg.harness),
+            super::capture::state_key(&self.cfg.output),
+        ];
+        // The suites' own harness files are in the extract key (their trees' content).
+        for d in cfg.verify.harness_dirs.iter().chain(&cfg.harness.llm_dir) {
+            parts.push(tree_sha256(d, Some(&cfg.output)));
+        }
+        parts.push(tree_sha256(&self.out.join(LLM_DIR_REL), None));
+        let key = journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>());
+        if let Some(step) = self.journal.reusable("harness", &key, &self.out) {
+            if let Ok(recs) = jsonl::read_records(&self.out.join(HARNESSED)) {
+                if recs.len() == synthesized.len() {
+                    *synthesized = recs;
+                    return super::harnesses::Chosen {
+                        counts: step.counts.clone(),
+                        notes: Vec::new(),
+                    };
+                }
+            }
+        }
+        let chosen = self.choose_harnesses(synthesized);
+        if let Ok(sha) = write_step_output(&self.out, HARNESSED, synthesized) {
+            self.journal.steps.insert(
+                "harness".into(),
+                Step {
+                    key,
+                    complete: true,
+                    outputs: [(HARNESSED.to_string(), sha)].into(),
+                    counts: chosen.counts.clone(),
+                },
+            );
+            if let Err(e) = self.journal.save(&self.out) {
+                tracing::warn!("journal: {e}");
+            }
+        }
+        chosen
+    }
+
+    fn choose_harnesses(&self, synthesized: &mut [Record]) -> super::harnesses::Chosen {
         let cfg = self.cfg;
         let hand_dirs = self.hand_dirs();
+        let captures = self
+            .captures()
+            .map(|d| crate::capture::CaptureIndex::open(&d));
         let choose = |recs: &mut [Record]| {
-            super::harnesses::choose(recs, &cfg.suites, &hand_dirs, &self.out, &cfg.harness)
+            super::harnesses::choose(
+                recs,
+                &cfg.suites,
+                &hand_dirs,
+                &self.out,
+                &cfg.harness,
+                captures.as_ref(),
+            )
         };
         let mut chosen = choose(synthesized);
         if cfg.harness.complete && cfg.synth.llm.is_some() {
@@ -514,6 +629,11 @@ impl Run<'_> {
         harness_settings.llm_dir = None;
         parts.push(settings_json(&harness_settings));
         parts.push(tree_sha256(&self.out.join("harnesses"), None));
+        // What was captured (each suite's program journal), when anything was.
+        let captured = super::capture::state_key(&self.cfg.output);
+        if !captured.is_empty() {
+            parts.push(captured);
+        }
         if let Some(d) = &cfg.harness.llm_dir {
             parts.push(tree_sha256(d, None));
         }
@@ -559,6 +679,7 @@ impl Run<'_> {
         }
         // Harnesses are also looked for in each suite (`benchmarks/<app>/harness.toml`).
         let mut verify_run = cfg.verify.clone();
+        verify_run.captures = self.captures();
         for s in &cfg.suites {
             if s.path.is_dir() {
                 verify_run.harness_dirs.push(s.path.clone());
@@ -603,7 +724,14 @@ impl Run<'_> {
         let pairs: Vec<Pair> = synthesized
             .iter()
             .filter_map(|r| match r {
-                Record::Pair(p) if needs_verify(p) && p.harness_origin.is_some() => {
+                // A captured harness proves itself inside verify's run (its replay must
+                // reproduce what the program wrote), so it takes no GPU pass here.
+                Record::Pair(p)
+                    if needs_verify(p)
+                        && p.harness_origin.as_ref().is_some_and(|h| {
+                            h.origin != crate::record::HarnessOrigin::Captured
+                        }) =>
+                {
                     Some(p.as_ref().clone())
                 }
                 _ => None,
@@ -755,6 +883,7 @@ impl Run<'_> {
             rows: self.rows,
             output: self.out,
             exit,
+            seconds: self.seconds,
         }
     }
 
@@ -978,6 +1107,7 @@ mod tests {
             },
             export: Default::default(),
             harness: Default::default(),
+            capture: Default::default(),
         }
     }
 
@@ -1073,6 +1203,16 @@ mod tests {
         let r = build(&config(b.path(), true), None, &idle).unwrap();
         assert!(r.rows.iter().all(|x| x.state == "reused"), "{}", r.table());
         same_files(a.path(), b.path());
+        // The harness step is journaled too: with its output in place, a rerun reads the
+        // chosen harnesses back and infers nothing (the inferred folder is not rewritten).
+        let j = Journal::load(b.path());
+        assert!(j.steps.get("harness").is_some_and(|s| s.complete), "{j:?}");
+        let inferred = b.path().join(super::super::harnesses::INFERRED_DIR);
+        let before = std::fs::read_dir(&inferred).map(|d| d.count()).unwrap_or(0);
+        assert!(before > 0, "the fake's pairs had harnesses inferred");
+        std::fs::remove_dir_all(&inferred).unwrap();
+        build(&config(b.path(), true), None, &Fake::new(true, None)).unwrap();
+        assert!(!inferred.exists(), "a reused harness step infers nothing");
     }
 
     #[test]

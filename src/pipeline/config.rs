@@ -31,6 +31,59 @@ pub struct BuildConfig {
     pub export: ExportOptions,
     #[serde(default)]
     pub harness: HarnessSettings,
+    /// Left out of the serialization at its default, so older journals stay valid.
+    #[serde(default, skip_serializing_if = "CaptureSettings::is_default")]
+    pub capture: CaptureSettings,
+}
+
+/// When `build` captures: its suites' own programs are built and run once under the
+/// launch recorder (`kernelpair capture`), and their captured launches become harnesses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureMode {
+    /// Where a GPU, `nvcc`, CUPTI and the injection library are all found.
+    #[default]
+    Auto,
+    /// Always (a missing piece is a note on the capture row).
+    On,
+    Off,
+}
+
+/// `[capture]`: the capture step of `build` (`kernelpair capture` for each suite with a
+/// `[capture]` recipe, into `<output>/captures/<suite>/`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CaptureSettings {
+    pub mode: CaptureMode,
+    /// Input files the programs read (`{data}` in recipes: Rodinia's data folder).
+    pub data: Option<PathBuf>,
+    /// Seconds each run may take (else the recipe's).
+    pub timeout_s: Option<u64>,
+    /// Launches snapshotted per kernel.
+    pub first: u64,
+    /// Bytes one launch may snapshot.
+    pub max_bytes: u64,
+    /// Runs at once on one GPU.
+    pub runs_per_gpu: usize,
+}
+
+impl Default for CaptureSettings {
+    fn default() -> Self {
+        CaptureSettings {
+            mode: CaptureMode::Auto,
+            data: None,
+            timeout_s: None,
+            first: 1,
+            max_bytes: 1 << 30,
+            runs_per_gpu: 8,
+        }
+    }
+}
+
+impl CaptureSettings {
+    fn is_default(&self) -> bool {
+        *self == CaptureSettings::default()
+    }
 }
 
 /// Harnesses for pairs nobody wrote one for (`pipeline::harnesses`).
@@ -279,6 +332,9 @@ impl BuildConfig {
             fix(c);
         }
         if let Some(p) = &mut self.harness.llm_dir {
+            fix(p);
+        }
+        if let Some(p) = &mut self.capture.data {
             fix(p);
         }
         if let Some(t) = &mut self.export.templates {

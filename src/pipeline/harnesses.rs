@@ -70,13 +70,17 @@ pub fn choose(
     hand_dirs: &[PathBuf],
     out: &Path,
     s: &HarnessSettings,
+    captures: Option<&crate::capture::CaptureIndex>,
 ) -> Chosen {
     let mut c = Chosen::default();
     let inferred_dir = out.join(INFERRED_DIR);
     let mut llm_dirs = vec![out.join(LLM_DIR)];
     llm_dirs.extend(s.llm_dir.iter().cloned());
     let mut write_errors = 0;
-    for r in records.iter_mut() {
+    // What each pair gets, decided in record order; inference runs between the two passes,
+    // on every core.
+    let mut to_infer: Vec<usize> = Vec::new();
+    for (i, r) in records.iter_mut().enumerate() {
         let Record::Pair(p) = r else { continue };
         if p.identical {
             continue;
@@ -92,26 +96,71 @@ pub fn choose(
             *c.counts.entry("hand".into()).or_default() += 1;
             continue;
         }
-        if s.infer {
-            let host = match root_for(suites, p) {
-                Some(root) => infer::load_pair_host(root, p),
-                None => crate::harness::infer_host::Host::default(),
-            };
-            let inf = infer::infer(p, &host, &InferOptions::default());
-            let path = inferred_dir.join(format!("{}.toml", p.id));
-            let written = std::fs::create_dir_all(&inferred_dir)
-                .and_then(|_| std::fs::write(&path, inf.toml.as_bytes()));
-            if let Err(e) = written {
-                write_errors += 1;
-                tracing::warn!("{}: {e}", path.display());
-            } else if inf.complete() {
+        // The fast kernel's captured launch, when it replays: verify runs the pair under
+        // it (and the replay must reproduce what the program wrote before any timing).
+        let slow = p.slow.unit().unwrap_or(&p.fast);
+        if captures.is_some_and(|idx| crate::capture::replay::for_pair(idx, slow, &p.fast).is_ok())
+        {
+            p.harness = None;
+            p.set_harness_origin(HarnessOrigin::Captured);
+            *c.counts.entry("captured".into()).or_default() += 1;
+            continue;
+        }
+        to_infer.push(i);
+    }
+    let inferred: BTreeMap<usize, bool> = match s.infer {
+        true => {
+            let pairs: Vec<&Pair> = to_infer
+                .iter()
+                .filter_map(|&i| match &records[i] {
+                    Record::Pair(p) => Some(&**p),
+                    _ => None,
+                })
+                .collect();
+            let hosts = infer::hosts_for(&pairs, |p| root_for(suites, p));
+            let progress = crate::progress::Progress::new("infer", pairs.len());
+            use rayon::prelude::*;
+            let done: Vec<(usize, Result<bool, String>)> = to_infer
+                .par_iter()
+                .zip(pairs.par_iter().zip(hosts.into_par_iter()))
+                .map(|(&i, (p, host))| {
+                    let inf = infer::infer(p, &host, &InferOptions::default());
+                    let path = inferred_dir.join(format!("{}.toml", p.id));
+                    let written = std::fs::create_dir_all(&inferred_dir)
+                        .and_then(|_| std::fs::write(&path, inf.toml.as_bytes()))
+                        .map_err(|e| format!("{}: {e}", path.display()));
+                    progress.inc(1, &p.kernel);
+                    (i, written.map(|_| inf.complete()))
+                })
+                .collect();
+            progress.done();
+            done.into_iter()
+                .filter_map(|(i, r)| match r {
+                    Ok(complete) => Some((i, complete)),
+                    Err(e) => {
+                        write_errors += 1;
+                        tracing::warn!("{e}");
+                        None
+                    }
+                })
+                .collect()
+        }
+        false => BTreeMap::new(),
+    };
+    for i in to_infer {
+        let Record::Pair(p) = &mut records[i] else {
+            continue;
+        };
+        match inferred.get(&i) {
+            Some(true) => {
+                let path = inferred_dir.join(format!("{}.toml", p.id));
                 p.harness = Some(path.display().to_string());
                 p.set_harness_origin(HarnessOrigin::Inferred);
                 *c.counts.entry("inferred".into()).or_default() += 1;
                 continue;
-            } else {
-                *c.counts.entry("inferred_incomplete".into()).or_default() += 1;
             }
+            Some(false) => *c.counts.entry("inferred_incomplete".into()).or_default() += 1,
+            None => {}
         }
         let llm = llm_dirs
             .iter()

@@ -5,6 +5,7 @@
 //! is [`crate::dataset::Shard`].
 
 pub mod build;
+pub mod capture;
 pub mod config;
 pub mod harnesses;
 pub mod journal;

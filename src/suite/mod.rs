@@ -24,9 +24,7 @@ pub use walk::SourceFile;
 use crate::exit;
 use crate::record::{KernelUnit, Pair, Record, Skipped, Unpaired};
 use desc::ScopeKey;
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Default `--max-file-size`: real suite sources are far smaller; larger files are
@@ -150,7 +148,7 @@ impl ExtractConfig {
             (Some(d), false) => compile::CheckCache::at(d.clone()),
             (None, false) => compile::CheckCache::default_location(),
         };
-        c.progress = std::io::stderr().is_terminal();
+        c.progress = true;
         // No journal beside `-` (stdout) or a device (`-o /dev/null`).
         let device = std::fs::metadata(&a.output).is_ok_and(|m| !m.is_file());
         if a.output != Path::new("-") && !device {
@@ -174,6 +172,8 @@ pub fn extract_suite(
     let mut cfg = ExtractConfig::new(root, suite, extractor)?;
     cfg.arch = arch.to_string();
     cfg.compile = compile;
+    // A long extraction (a build over large trees) says where it is.
+    cfg.progress = true;
     extract(&cfg)
 }
 
@@ -230,30 +230,10 @@ impl Extraction {
     }
 }
 
-fn bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let style = ProgressStyle::default_bar()
-        .template("{msg:>12} [{bar:30}] {pos}/{len} {per_sec} {elapsed} (eta {eta})")
-        .expect("static template")
-        .progress_chars("=> ");
-    ProgressBar::new(len).with_style(style).with_message(what)
-}
-
-/// Progress of isolation: benchmark scopes done (each is in the journal once counted),
-/// with the kernels they hold and the rate.
-fn scope_bar(show: bool, len: u64) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let style = ProgressStyle::default_bar()
-        .template("   isolating [{bar:30}] {pos}/{len} benchmarks, {msg} ({per_sec}) {elapsed} (eta {eta})")
-        .expect("static template")
-        .progress_chars("=> ");
-    ProgressBar::new(len)
-        .with_style(style)
-        .with_message("0 kernels")
+/// Progress of one extraction phase when `show`: a bar on a terminal, else a plain line
+/// every 10 s (`crate::progress`); nothing when not shown.
+fn phase(show: bool, what: String, len: usize) -> Option<crate::progress::Progress> {
+    show.then(|| crate::progress::Progress::new(&what, len))
 }
 
 /// Run an extraction (the library entry point of `kernelpair extract`).
@@ -327,7 +307,11 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         commit: provenance::git_commit(root),
         licences: &licences,
     };
-    let pb = scope_bar(cfg.progress, scopes.len() as u64);
+    let pb = phase(
+        cfg.progress,
+        format!("extract {}: isolating", desc.name),
+        scopes.len(),
+    );
     let kernels = std::sync::atomic::AtomicUsize::new(0);
     let stats = journal::JournalStats::default();
     let iso = units::isolate_all(
@@ -338,11 +322,14 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         &stats,
         &|n| {
             let k = kernels.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
-            pb.set_message(format!("{k} kernels"));
-            pb.inc(1);
+            if let Some(pb) = &pb {
+                pb.inc(1, &format!("{k} kernels"));
+            }
         },
     );
-    pb.finish_and_clear();
+    if let Some(pb) = pb {
+        pb.done();
+    }
     ex.scopes = scopes.len();
     ex.scopes_from_journal = stats.reused.load(std::sync::atomic::Ordering::Relaxed);
     ex.units = iso.units;
@@ -350,8 +337,17 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     ex.kernel_files = iso.kernel_files;
 
     if cfg.compile {
-        let pb = bar(cfg.progress, ex.units.len() as u64, "compiling");
-        match compile::compile_units(&mut ex.units, &cfg.arch, &cfg.cache, &|| pb.inc(1)) {
+        let pb = phase(
+            cfg.progress,
+            format!("extract {}: NVRTC check", desc.name),
+            ex.units.len(),
+        );
+        let tick = || {
+            if let Some(pb) = &pb {
+                pb.inc(1, "");
+            }
+        };
+        match compile::compile_units(&mut ex.units, &cfg.arch, &cfg.cache, &tick) {
             Ok(()) => {}
             Err(e) => {
                 ex.nvrtc_missing = true;
@@ -359,7 +355,9 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
                     .push(format!("{e}; units are not compile-checked"));
             }
         }
-        pb.finish_and_clear();
+        if let Some(pb) = pb {
+            pb.done();
+        }
     }
 
     let mut by_bench: BTreeMap<&str, Vec<&KernelUnit>> = BTreeMap::new();

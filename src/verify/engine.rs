@@ -753,6 +753,17 @@ fn check_seed(
             "the harness names no out/inout buffer",
         ));
     }
+    // A captured harness proves itself first, in the same run (one GPU pass per pair):
+    // the fast kernel's replay must reproduce what the program wrote, else the harness is
+    // at fault, not the slow kernel.
+    if !self_check && !ss.expected.is_empty() {
+        compare_expected(ss, &outs, &outputs[&Variant::Fast]).map_err(|stop| {
+            Stop::new(
+                Status::HarnessError,
+                format!("the captured harness fails its self-check: {}", stop.reason),
+            )
+        })?;
+    }
     for (k, &i) in outs.iter().enumerate() {
         compare_output(ss, seed, inputs, &mut outputs, k, i, ev, self_check)?;
     }

@@ -244,8 +244,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
                 let mut p = p.clone();
                 // A replayed capture ran (its manifest is the evidence's harness).
                 let captured = args.captures.as_deref().is_some_and(|c| {
-                    !v.evidence.harness.is_empty()
-                        && Path::new(&v.evidence.harness).starts_with(c.join("launches"))
+                    !v.evidence.harness.is_empty() && Path::new(&v.evidence.harness).starts_with(c)
                 });
                 if captured {
                     p.set_harness_origin(HarnessOrigin::Captured);

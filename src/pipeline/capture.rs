@@ -1,0 +1,218 @@
+//! `build`'s capture step: each suite whose description has a `[capture]` recipe (llm.c,
+//! cuda-samples, a user's `extractors/*.toml`) has its own programs built and run once under
+//! the launch recorder (`kernelpair capture`), into `<output>/captures/<suite>/`. Verify then
+//! runs a pair without a hand-written harness under its fast kernel's captured launch
+//! (hand > captured > inferred > llm), and that replay must reproduce what the program
+//! wrote before any timing. Only the trees given to `build` are run; never a contributed
+//! folder or an LLM's output. Each suite's capture keeps its own journal
+//! (`programs.jsonl`), so a killed build recaptures at most the programs in flight.
+
+use super::config::{CaptureMode, CaptureSettings, SuiteKind, SuiteSpec};
+use crate::capture::{CaptureArgs, Known, ProgramStatus};
+use crate::record::Record;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The capture folders, under the build's output folder (one subfolder per suite).
+pub const CAPTURE_DIR: &str = "captures";
+
+/// What the capture step did, for the build table.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Captured {
+    /// Suites captured (this run or an earlier one).
+    pub suites: usize,
+    pub counts: BTreeMap<String, usize>,
+    pub notes: Vec<String>,
+    /// Capture could not run here (the reason is in the notes).
+    pub skipped: bool,
+    /// No suite has a `[capture]` recipe.
+    pub no_recipe: bool,
+}
+
+/// Why capture cannot run on this machine, or None.
+pub fn unavailable() -> Option<String> {
+    if let crate::gpu::Probe::NoGpu(why) = crate::gpu::probe() {
+        return Some(why);
+    }
+    if nvcc_dir().is_none() {
+        return Some("no nvcc on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin".into());
+    }
+    if let Err(why) = crate::capture::locate_inject(None) {
+        return Some(why);
+    }
+    crate::capture::locate_cupti(None).err()
+}
+
+/// The folder holding `nvcc`: on PATH, else `$CUDA_HOME/bin`, else `/usr/local/cuda/bin`.
+pub fn nvcc_dir() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("bin")))
+        .chain([PathBuf::from("/usr/local/cuda/bin")])
+        .find(|d| d.join("nvcc").is_file())
+}
+
+/// The suite's description: its extractor file, else the built-in one for its kind, else
+/// the one its tree is detected as.
+fn desc_of(s: &SuiteSpec) -> Option<crate::suite::SuiteDesc> {
+    use crate::suite::SuiteDesc;
+    if let Some(e) = &s.extractor {
+        return SuiteDesc::load(e).ok();
+    }
+    let kind = match s.kind {
+        SuiteKind::Parboil => "parboil",
+        SuiteKind::Rodinia => "rodinia",
+        SuiteKind::Generic => "generic",
+        SuiteKind::Records => return None,
+        SuiteKind::Auto => {
+            let files: Vec<String> = crate::suite::walk::walk(&s.path).files;
+            return crate::suite::desc::detect(&files).ok();
+        }
+    };
+    SuiteDesc::builtin(kind).ok()
+}
+
+/// A subfolder name for a suite: its description's name (`llm-c`), which is also the
+/// `suite` of its units, so the capture index serves each suite's units only.
+fn folder_name(desc: &crate::suite::SuiteDesc) -> String {
+    desc.name
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect()
+}
+
+/// The `__constant__`/`__device__` names the suite's units use (the recorder snapshots
+/// them at each launch), from the records extract already made.
+fn globals_of(records: &[Record], suite: &str) -> Vec<String> {
+    let names: BTreeSet<String> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Unit(u) if u.suite == suite => Some(u),
+            _ => None,
+        })
+        .flat_map(|u| u.pulled.globals.iter().cloned())
+        .filter(|g| g.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    names.into_iter().collect()
+}
+
+/// Run the capture step (see the module doc). `out`: the build's output folder.
+pub fn capture(
+    suites: &[SuiteSpec],
+    records: &[Record],
+    s: &CaptureSettings,
+    out: &Path,
+) -> Captured {
+    let mut c = Captured::default();
+    if s.mode == CaptureMode::Off {
+        c.skipped = true;
+        c.notes.push("off ([capture] mode = \"off\")".into());
+        return c;
+    }
+    let with_recipe: Vec<(&SuiteSpec, crate::suite::SuiteDesc)> = suites
+        .iter()
+        .filter(|x| x.kind != SuiteKind::Records && x.path.is_dir())
+        .filter_map(|x| desc_of(x).map(|d| (x, d)))
+        .filter(|(_, d)| d.capture.is_some())
+        .collect();
+    if with_recipe.is_empty() {
+        c.skipped = true;
+        c.no_recipe = true;
+        c.notes
+            .push("no suite has a [capture] recipe (extractors/*.toml)".into());
+        return c;
+    }
+    if let Some(why) = unavailable() {
+        c.skipped = true;
+        let names: Vec<&str> = with_recipe.iter().map(|(_, d)| d.name.as_str()).collect();
+        c.notes.push(format!(
+            "not run for {} ({why}); pairs use hand-written or inferred harnesses",
+            names.join(", ")
+        ));
+        return c;
+    }
+    for (spec, desc) in with_recipe {
+        let dir = out.join(CAPTURE_DIR).join(folder_name(&desc));
+        let args = CaptureArgs {
+            root: spec.path.clone(),
+            out: dir.clone(),
+            suite: desc.name.clone(),
+            only: vec![],
+            data: s.data.clone(),
+            first: s.first,
+            max_bytes: s.max_bytes,
+            timeout_s: s.timeout_s,
+            jobs: None,
+            runs_per_gpu: s.runs_per_gpu,
+            quiet_launches: 2000,
+            inject: None,
+            cupti: None,
+            fresh: false,
+            programs: vec![],
+            build: None,
+            run: vec![],
+            each: vec![],
+        };
+        let known = Known {
+            globals: globals_of(records, &desc.name),
+            desc: Some(desc.clone()),
+        };
+        match crate::capture::capture_tree(&args, Some(known)) {
+            Ok(programs) => {
+                c.suites += 1;
+                let mut latest: BTreeMap<&str, ProgramStatus> = BTreeMap::new();
+                for p in &programs {
+                    latest.insert(p.program.as_str(), p.status);
+                }
+                for st in latest.values() {
+                    *c.counts
+                        .entry(format!("programs_{}", st.name()))
+                        .or_default() += 1;
+                }
+                let idx = crate::capture::CaptureIndex::open(&dir);
+                let kernels: BTreeSet<&str> = idx
+                    .manifests
+                    .iter()
+                    .filter(|m| m.1.skipped.is_none())
+                    .map(|m| m.1.kernel.as_str())
+                    .collect();
+                *c.counts.entry("kernels_captured".into()).or_default() += kernels.len();
+            }
+            Err(e) => c.notes.push(format!("{}: {e:#}", spec.path.display())),
+        }
+    }
+    c
+}
+
+/// A key for what the capture folders hold (each suite's program journal), so verify's
+/// journal entry changes when a capture does; empty when nothing was captured.
+pub fn state_key(out: &Path) -> String {
+    let dir = out.join(CAPTURE_DIR);
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    subs.sort();
+    let parts: Vec<String> = subs
+        .iter()
+        .map(|d| {
+            let j = crate::capture::journal_path(d);
+            format!(
+                "{}:{}",
+                d.file_name().unwrap_or_default().to_string_lossy(),
+                super::journal::file_sha256(&j).unwrap_or_default()
+            )
+        })
+        .collect();
+    match parts.is_empty() {
+        true => String::new(),
+        false => super::journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>()),
+    }
+}
