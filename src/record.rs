@@ -503,6 +503,9 @@ pub enum SynthReason {
     LlmRequestRejected,
     LlmMalformedResponse,
     OfflineCacheMiss,
+    /// The first request is over `[synth] max_prompt_tokens` even with only the kernel and
+    /// the helpers it calls: nothing was sent (never a silent truncation).
+    PromptTooLarge,
 }
 
 impl SynthReason {
@@ -524,6 +527,7 @@ impl SynthReason {
             SynthReason::LlmRequestRejected => "llm_request_rejected",
             SynthReason::LlmMalformedResponse => "llm_malformed_response",
             SynthReason::OfflineCacheMiss => "offline_cache_miss",
+            SynthReason::PromptTooLarge => "prompt_too_large",
         }
     }
 }
@@ -616,6 +620,24 @@ pub struct SynthOutcome {
     /// Cost from the configured price table, when one is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// With `[synth] max_prompt_tokens` set: the first request's size in tokens as counted
+    /// (o200k_base), of the form sent, or of the smallest form for `prompt_too_large`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// With `[synth] max_prompt_tokens` set: which form of the fast kernel the prompt held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_scope: Option<PromptScope>,
+}
+
+/// What of the fast unit a deoptimize prompt shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptScope {
+    /// The whole isolated unit (headers, macros, types, globals, helpers, kernel).
+    Unit,
+    /// The kernel and the functions it calls; the rest of the unit is compiled before the
+    /// answer without being shown (the unit was over the token budget).
+    KernelWithHelpers,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

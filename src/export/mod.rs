@@ -19,7 +19,8 @@ pub mod lint;
 pub mod plot;
 pub mod split;
 pub mod template;
-pub mod tokens;
+/// Token counting lives below export (synth's prompt budget counts with it too).
+pub use crate::tokens;
 
 pub use format::{Format, Metadata, Sample};
 

@@ -123,6 +123,9 @@ pub struct SynthSettings {
     pub max_repairs: u32,
     /// Pairs per journaled chunk: a killed run redoes at most one chunk.
     pub chunk: usize,
+    /// Token budget of a deoptimize request ([`crate::synth::Settings::max_prompt_tokens`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_prompt_tokens: Option<u64>,
     /// NVRTC target of synth's compile check: the `[extract] arch` of the same config
     /// (filled on load, not a key of its own).
     #[serde(skip)]
@@ -139,6 +142,7 @@ impl Default for SynthSettings {
             cache: None,
             max_repairs: d.max_repairs,
             chunk: 8,
+            max_prompt_tokens: d.max_prompt_tokens,
             arch: d.arch,
         }
     }
@@ -156,6 +160,7 @@ impl SynthSettings {
             // The compile check targets the architecture the build's extract stage uses.
             arch: self.arch.clone(),
             journal,
+            max_prompt_tokens: self.max_prompt_tokens,
             ..crate::synth::Settings::default()
         }
     }
@@ -329,10 +334,12 @@ mod tests {
         );
         // A config's own values get through.
         let c = BuildConfig::parse(
-            "output = \"o\"\n[[suite]]\npath = \"s\"\n[extract]\narch = \"sm_80\"\n[verify]\nseeds = 9\n",
+            "output = \"o\"\n[[suite]]\npath = \"s\"\n[extract]\narch = \"sm_80\"\n[verify]\nseeds = 9\n[synth]\nmax_prompt_tokens = 4000\n",
         )
         .unwrap();
         assert_eq!(c.synth.to_synth(cache, None).arch, "sm_80");
+        assert_eq!(c.synth.to_synth(cache, None).max_prompt_tokens, Some(4000));
+        assert_eq!(SynthSettings::default().max_prompt_tokens, None);
         assert_eq!(c.verify.to_verify(cache).seeds, 9);
     }
 

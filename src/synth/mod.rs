@@ -18,8 +18,8 @@ pub mod techniques;
 use crate::exit;
 use crate::jsonl::{write_atomic, write_records};
 use crate::record::{
-    content_id, KernelUnit, Pair, Record, Slow, SynthOutcome, SynthReason, SynthRejection,
-    TokenUsage, UnitBody, UnitPlace,
+    content_id, KernelUnit, Pair, PromptScope, Record, Slow, SynthOutcome, SynthReason,
+    SynthRejection, TokenUsage, UnitBody, UnitPlace,
 };
 use cache::Journal;
 use client::{ChatAnswer, ChatRequest, Client, LlmError, Message};
@@ -75,6 +75,10 @@ pub struct SynthArgs {
     /// Write a JSON summary of the run here.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Token budget of a deoptimize request (o200k_base): over it only the kernel and the
+    /// helpers it calls are sent; still over it the pair is `prompt_too_large`.
+    #[arg(long)]
+    pub max_prompt_tokens: Option<u64>,
     #[arg(long)]
     pub base_url: Option<String>,
     #[arg(long)]
@@ -126,6 +130,7 @@ impl SynthArgs {
                     .clone()
                     .unwrap_or_else(|| default_journal(&self.files.output)),
             ),
+            max_prompt_tokens: self.max_prompt_tokens,
         }
     }
 }
@@ -415,15 +420,35 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
         cache_keys: vec![],
         usage: TokenUsage::default(),
         cost_usd: None,
+        prompt_tokens: None,
+        prompt_scope: None,
     };
+    let first = match first_prompt(fast, &techniques, cfg) {
+        Ok(f) => f,
+        Err((tokens, message)) => {
+            // Decided by the settings alone: final, journaled like a model's answer.
+            outcome.reason = Some(SynthReason::PromptTooLarge);
+            outcome.message = Some(message);
+            outcome.prompt_tokens = Some(tokens);
+            let mut pair = p.clone();
+            pair.techniques = techniques;
+            pair.slow = Slow::Pending {
+                rejected: Some(Box::new(outcome)),
+            };
+            return (pair, true);
+        }
+    };
+    outcome.prompt_tokens = first.tokens;
+    outcome.prompt_scope = first.scope;
     let target = checks::Target {
         fast,
         min_difference: cfg.min_difference,
         arch: &cfg.arch,
+        context: first.context.as_deref(),
     };
     let mut messages = vec![
         Message::new("system", cfg.prompts.system.trim_end()),
-        Message::new("user", cfg.prompts.deoptimize_for(fast, &techniques)),
+        Message::new("user", first.user),
     ];
     let mut accepted = None;
     let mut final_outcome = true;
@@ -522,6 +547,74 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
         };
     }
     (pair, final_outcome)
+}
+
+/// The first user message of a deoptimize conversation, within the token budget.
+struct FirstPrompt {
+    user: String,
+    /// The unit's unshown rest, when the prompt holds only the kernel and its helpers.
+    context: Option<String>,
+    /// Tokens of the request (system and user message); set when a budget is.
+    tokens: Option<u64>,
+    scope: Option<PromptScope>,
+}
+
+/// The whole unit if the request fits `[synth] max_prompt_tokens`, else the kernel with only
+/// the helpers it calls ([`crate::cuda::kernel_with_helpers`]); still over it, the size
+/// (tokens of the smallest form) and why, and nothing is sent: never a truncated kernel.
+fn first_prompt(
+    fast: &KernelUnit,
+    techniques: &[String],
+    cfg: &Config,
+) -> Result<FirstPrompt, (u64, String)> {
+    let full = cfg.prompts.deoptimize_for(fast, techniques);
+    let Some((budget, tok)) = &cfg.prompt_budget else {
+        return Ok(FirstPrompt {
+            user: full,
+            context: None,
+            tokens: None,
+            scope: None,
+        });
+    };
+    let system = tok.count(cfg.prompts.system.trim_end()) as u64;
+    let count = |user: &str| system + tok.count(user) as u64;
+    let n_full = count(&full);
+    if n_full <= *budget {
+        return Ok(FirstPrompt {
+            user: full,
+            context: None,
+            tokens: Some(n_full),
+            scope: Some(PromptScope::Unit),
+        });
+    }
+    let Some(cut) = crate::cuda::kernel_with_helpers(&fast.source, &fast.kernel) else {
+        return Err((
+            n_full,
+            format!(
+                "the prompt is {n_full} tokens, over max_prompt_tokens = {budget}, and the kernel cannot be cut out of its unit; nothing was sent"
+            ),
+        ));
+    };
+    let user = cfg.prompts.deoptimize_helpers_for(fast, techniques, &cut);
+    let n = count(&user);
+    if n <= *budget {
+        return Ok(FirstPrompt {
+            user,
+            context: Some(cut.context),
+            tokens: Some(n),
+            scope: Some(PromptScope::KernelWithHelpers),
+        });
+    }
+    let helpers = match cut.helpers.len() {
+        0 => "no helpers".to_string(),
+        _ => format!("helpers {}", cut.helpers.join(", ")),
+    };
+    Err((
+        n.min(n_full),
+        format!(
+            "the prompt is {n_full} tokens with the whole unit and {n} with only the kernel and the helpers it calls ({helpers}), over max_prompt_tokens = {budget}; nothing was sent"
+        ),
+    ))
 }
 
 fn request(cfg: &Config, messages: Vec<Message>) -> ChatRequest {

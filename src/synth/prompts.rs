@@ -41,6 +41,22 @@ const FILES: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
+        "deoptimize_helpers.md",
+        include_str!("../../prompts/deoptimize_helpers.md"),
+        &[
+            "kernel",
+            "suite",
+            "benchmark",
+            "path",
+            "variant",
+            "techniques",
+            "signature",
+            "launch",
+            "source",
+            "context",
+        ],
+    ),
+    (
         "repair.md",
         include_str!("../../prompts/repair.md"),
         &["kernel", "attempt", "log"],
@@ -56,6 +72,8 @@ const FILES: &[(&str, &str, &[&str])] = &[
 pub struct Prompts {
     pub system: String,
     pub deoptimize: String,
+    /// The deoptimize prompt over a token budget: the kernel and the helpers it calls.
+    pub deoptimize_helpers: String,
     pub repair: String,
     pub describe: String,
     /// Hash over every template: recorded in each synthesized pair's origin.
@@ -86,6 +104,7 @@ impl Prompts {
         Ok(Prompts {
             system: next(),
             deoptimize: next(),
+            deoptimize_helpers: next(),
             repair: next(),
             describe: next(),
             hash,
@@ -93,57 +112,28 @@ impl Prompts {
     }
 
     pub fn deoptimize_for(&self, fast: &KernelUnit, techniques: &[String]) -> String {
-        let signature = format!(
-            "{}__global__ void {}({})",
-            if fast.template_params.is_empty() {
-                String::new()
-            } else {
-                format!("template <{}>\n", fast.template_params.join(", "))
-            },
-            fast.kernel,
-            fast.params
-                .iter()
-                .map(|p| format!("{} {}", p.ty, p.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let launch = if fast.launch_sites.is_empty() {
-            "(launch sites unknown: keep the indexing scheme of the original)".to_string()
-        } else {
-            fast.launch_sites
-                .iter()
-                .map(|l| {
-                    let smem = l
-                        .shared_mem
-                        .as_deref()
-                        .map(|s| format!(", {s}"))
-                        .unwrap_or_default();
-                    format!(
-                        "{}<<<{}, {}{}>>>({})",
-                        l.kernel,
-                        l.grid,
-                        l.block,
-                        smem,
-                        l.args.join(", ")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        render(
+        render_owned(
             &self.deoptimize,
-            &[
-                ("kernel", &fast.kernel),
-                ("suite", &fast.suite),
-                ("benchmark", &fast.benchmark),
-                ("path", &fast.path),
-                ("variant", &fast.variant),
-                ("techniques", &technique_list(techniques)),
-                ("signature", &signature),
-                ("launch", &launch),
-                ("source", fast.source.trim_end()),
-            ],
+            &deoptimize_vars(fast, techniques, fast.source.trim_end()),
         )
+    }
+
+    /// The deoptimize prompt with only the kernel and the helpers it calls (`cut.code`);
+    /// the names the unshown rest defines are listed.
+    pub fn deoptimize_helpers_for(
+        &self,
+        fast: &KernelUnit,
+        techniques: &[String],
+        cut: &crate::cuda::HelperCut,
+    ) -> String {
+        let context = if cut.context_names.is_empty() {
+            "- (only headers)".to_string()
+        } else {
+            format!("- {}", cut.context_names.join(", "))
+        };
+        let mut vars = deoptimize_vars(fast, techniques, cut.code.trim_end());
+        vars.push(("context", context));
+        render_owned(&self.deoptimize_helpers, &vars)
     }
 
     pub fn repair_for(&self, kernel: &str, attempt: u32, log: &str) -> String {
@@ -176,6 +166,62 @@ impl Prompts {
             ],
         )
     }
+}
+
+/// The variables of the deoptimize templates, with `source` as the code shown.
+fn deoptimize_vars(
+    fast: &KernelUnit,
+    techniques: &[String],
+    source: &str,
+) -> Vec<(&'static str, String)> {
+    let signature = format!(
+        "{}__global__ void {}({})",
+        if fast.template_params.is_empty() {
+            String::new()
+        } else {
+            format!("template <{}>\n", fast.template_params.join(", "))
+        },
+        fast.kernel,
+        fast.params
+            .iter()
+            .map(|p| format!("{} {}", p.ty, p.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let launch = if fast.launch_sites.is_empty() {
+        "(launch sites unknown: keep the indexing scheme of the original)".to_string()
+    } else {
+        fast.launch_sites
+            .iter()
+            .map(|l| {
+                let smem = l
+                    .shared_mem
+                    .as_deref()
+                    .map(|s| format!(", {s}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}<<<{}, {}{}>>>({})",
+                    l.kernel,
+                    l.grid,
+                    l.block,
+                    smem,
+                    l.args.join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    vec![
+        ("kernel", fast.kernel.clone()),
+        ("suite", fast.suite.clone()),
+        ("benchmark", fast.benchmark.clone()),
+        ("path", fast.path.clone()),
+        ("variant", fast.variant.clone()),
+        ("techniques", technique_list(techniques)),
+        ("signature", signature),
+        ("launch", launch),
+        ("source", source.to_string()),
+    ]
 }
 
 /// Human wording of each technique name, for prompts.
@@ -232,6 +278,12 @@ fn validate(file: &str, text: &str, vars: &[&str]) -> Result<(), PromptError> {
         });
     }
     Ok(())
+}
+
+/// [`render`] with owned values.
+fn render_owned(template: &str, vars: &[(&str, String)]) -> String {
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    render(template, &vars)
 }
 
 /// Replace each `{{name}}` in one pass, so a value containing `{{…}}` is never expanded again.

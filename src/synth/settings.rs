@@ -38,6 +38,10 @@ pub struct Settings {
     /// Journal of finished pairs, so a killed run resumes without asking again; `None`
     /// keeps no journal.
     pub journal: Option<PathBuf>,
+    /// Token budget of a deoptimize request (system and user message, counted with
+    /// o200k_base). Over it the prompt holds only the kernel and the helpers it calls;
+    /// still over it the pair is `prompt_too_large` and nothing is sent. `None`: no budget.
+    pub max_prompt_tokens: Option<u64>,
 }
 
 impl Default for Settings {
@@ -53,6 +57,7 @@ impl Default for Settings {
             arch: crate::gpu::nvrtc::DEFAULT_ARCH.into(),
             prompts: None,
             journal: None,
+            max_prompt_tokens: None,
         }
     }
 }
@@ -72,6 +77,8 @@ pub enum SynthError {
     Records(#[from] crate::jsonl::JsonlError),
     #[error("starting worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
+    #[error("counting prompt tokens: {0}")]
+    Tokenizer(#[from] crate::tokens::TokenizerError),
 }
 
 /// The checked settings of a run: endpoint, prompts and cache ready to use.
@@ -85,6 +92,8 @@ pub struct Config {
     pub min_difference: f64,
     pub arch: String,
     pub journal: Option<PathBuf>,
+    /// The token budget and what counts against it (loaded only when a budget is set).
+    pub prompt_budget: Option<(u64, crate::tokens::Tokenizer)>,
 }
 
 impl Config {
@@ -100,6 +109,15 @@ impl Config {
                 "--min-difference must be within 0..=1".into(),
             ));
         }
+        if s.max_prompt_tokens == Some(0) {
+            return Err(SynthError::Invalid(
+                "max_prompt_tokens must be at least 1".into(),
+            ));
+        }
+        let prompt_budget = match s.max_prompt_tokens {
+            Some(n) => Some((n, crate::tokens::Tokenizer::load(None)?)),
+            None => None,
+        };
         Ok(Config {
             llm,
             prompts: Prompts::load(s.prompts.as_deref())?,
@@ -110,6 +128,7 @@ impl Config {
             min_difference: s.min_difference,
             arch: s.arch,
             journal: s.journal,
+            prompt_budget,
         })
     }
 
@@ -124,17 +143,23 @@ impl Config {
 
     /// Everything that changes a pair's outcome; journal entries from other settings are redone.
     pub(super) fn fingerprint(&self) -> String {
-        content_id(&[
-            env!("CARGO_PKG_VERSION"),
-            &self.llm.model,
-            &self.llm.temperature.to_string(),
-            &self.llm.max_tokens.to_string(),
-            &self.prompts.hash,
-            &self.max_repairs.to_string(),
-            &self.describe.to_string(),
-            &self.min_difference.to_string(),
-            &self.arch,
-        ])
+        let mut parts: Vec<String> = vec![
+            env!("CARGO_PKG_VERSION").into(),
+            self.llm.model.clone(),
+            self.llm.temperature.to_string(),
+            self.llm.max_tokens.to_string(),
+            self.prompts.hash.clone(),
+            self.max_repairs.to_string(),
+            self.describe.to_string(),
+            self.min_difference.to_string(),
+            self.arch.clone(),
+        ];
+        // A budget joins only when set, so journals of runs without one stay valid.
+        if let Some((n, _)) = &self.prompt_budget {
+            parts.push(format!("max_prompt_tokens={n}"));
+        }
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        content_id(&parts)
     }
 }
 
