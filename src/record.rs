@@ -741,6 +741,9 @@ pub enum Flag {
         /// The threshold `slow_x` exceeded.
         k: f64,
     },
+    /// With the status `reversed`: the original's time over the plain variant's, at the
+    /// main size set with its 95% interval (the pair's `speedup` inverted).
+    Reversed { speedup: Speedup },
 }
 
 impl Flag {
@@ -748,6 +751,7 @@ impl Flag {
         match self {
             Flag::SizeDependent { .. } => "size_dependent",
             Flag::SuspectSlow { .. } => "suspect_slow",
+            Flag::Reversed { .. } => "reversed",
         }
     }
 }

@@ -1073,3 +1073,141 @@ fn export_fails_on_a_lint_finding_and_writes_nothing() {
         .stderr(predicate::str::contains("`TODO`"));
     assert!(!out.join("chat").exists(), "nothing was written");
 }
+
+/// The fixture pairs with `transpose` turned into a `reversed` record as verify writes one:
+/// its slow slot a synthesized plain version (here the fixture's fast kernel) measured
+/// faster than the original (the fixture's slow kernel), so the reversed view is the
+/// fixture pair again and its figures must come back exactly.
+fn with_a_reversed_pair(dir: &Path) -> (PathBuf, kernelpair::record::Pair) {
+    use kernelpair::record::{Flag, Record, Slow, Status, SynthOutcome};
+    let mut recs = kernelpair::jsonl::read_records(Path::new(PAIRS)).unwrap();
+    let i = recs
+        .iter()
+        .position(|r| matches!(r, Record::Pair(p) if p.benchmark == "transpose"))
+        .unwrap();
+    let Record::Pair(p) = recs[i].clone() else {
+        unreachable!()
+    };
+    let mut r = (*p).clone();
+    r.fast = p.slow.unit().unwrap().clone();
+    r.slow = Slow::Synthesized {
+        unit: Box::new(p.fast.clone()),
+        outcome: Box::new(SynthOutcome {
+            model: "test-model".into(),
+            prompt_hash: "0123456789abcdef".into(),
+            attempts: 1,
+            ..Default::default()
+        }),
+    };
+    let v = r.verification.as_mut().unwrap();
+    let measured = v.speedup.clone().unwrap();
+    v.status = Status::Reversed;
+    v.speedup = Some(kernelpair::verify::verdict::inverted(&measured));
+    v.flags = vec![Flag::Reversed { speedup: measured }];
+    for t in &mut v.evidence.timings {
+        std::mem::swap(&mut t.slow, &mut t.fast);
+        let (lo, hi) = (t.ci_low, t.ci_high);
+        t.speedup = 1.0 / t.speedup;
+        t.ci_low = 1.0 / hi;
+        t.ci_high = 1.0 / lo;
+    }
+    recs[i] = Record::Pair(Box::new(r.clone()));
+    let path = dir.join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&path, &recs).unwrap();
+    (path, *p)
+}
+
+/// Reversed pairs are off by default and counted on the card either way; with
+/// `--include-reversed` each is one sample, slow side the original, fast side the plain
+/// version, its speedup the original's time over the plain version's, and a description
+/// that names the techniques removed and the device.
+#[test]
+fn reversed_pairs_are_counted_always_and_exported_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, original) = with_a_reversed_pair(dir.path());
+    let run = |out: &Path, extra: &[&str]| {
+        kp().args(["export", "--in"])
+            .arg(&input)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .assert()
+            .success();
+    };
+    let off = dir.path().join("off");
+    run(&off, &[]);
+    assert!(!ids(&all_rows(&off, "chat"))
+        .iter()
+        .any(|i| i.starts_with(&original.id)));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(off.join("filter_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        report["excluded"]["reversed (--include-reversed exports them)"],
+        1
+    );
+    let card = std::fs::read_to_string(off.join("README.md")).unwrap();
+    assert!(card.contains("**1 pairs are `reversed`**"), "{card}");
+    assert!(
+        card.contains("Not exported (`--include-reversed`"),
+        "{card}"
+    );
+    assert!(card.contains("| NVIDIA H100 80GB HBM3 | 1 | 0 |"), "{card}");
+
+    let on = dir.path().join("on");
+    run(&on, &["--include-reversed", "--with-description"]);
+    let rows = all_rows(&on, "chat");
+    let id = format!("{}-reversed", original.id);
+    let row = rows.iter().find(|r| r["id"] == id.as_str()).unwrap();
+    let m = &row["metadata"];
+    assert_eq!(m["origin"], "reversed");
+    assert_eq!(m["model"], "test-model");
+    assert_eq!(m["status"], "reversed");
+    assert_eq!(m["verified"], true);
+    // Slow side: the original (the record's fast unit); fast side: the plain version.
+    assert_eq!(m["slow"]["id"], original.slow.unit().unwrap().id.as_str());
+    assert_eq!(m["fast"]["id"], original.fast.id.as_str());
+    let want = original
+        .verification
+        .as_ref()
+        .unwrap()
+        .speedup
+        .clone()
+        .unwrap();
+    let got = &m["speedup"];
+    assert_eq!(got["size_set"], want.size_set.as_str());
+    for (k, w) in [
+        ("median", want.median),
+        ("ci_low", want.ci_low),
+        ("ci_high", want.ci_high),
+    ] {
+        assert!((got[k].as_f64().unwrap() - w).abs() < 1e-9, "{k}: {got}");
+    }
+    let description = m["description"].as_str().unwrap();
+    assert!(
+        description.starts_with("A reversed pair: the slow kernel is the original and the fast kernel its plain version with shared memory, coalescing removed, which is faster on NVIDIA H100 80GB HBM3."),
+        "{description}"
+    );
+    assert!(description.contains("3.40× faster"), "{description}");
+    let answer = row["messages"][2]["content"].as_str().unwrap();
+    assert!(answer.contains("A reversed pair"), "{answer}");
+    let card = std::fs::read_to_string(on.join("README.md")).unwrap();
+    assert!(card.contains("**1 pairs are `reversed`**"), "{card}");
+    assert!(
+        card.contains("Exported the other way round (`--include-reversed`): 1 samples"),
+        "{card}"
+    );
+    assert!(card.contains("| NVIDIA H100 80GB HBM3 | 1 | 1 |"), "{card}");
+    assert!(card.contains("| reversed | test-model | 1 |"), "{card}");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("schemas/export-chat.schema.json").unwrap())
+            .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(row).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Without a reversed pair in the input the card still states the count.
+    let none = dir.path().join("none");
+    export(&none, &[]).success();
+    let card = std::fs::read_to_string(none.join("README.md")).unwrap();
+    assert!(card.contains("**0 pairs are `reversed`**"), "{card}");
+}

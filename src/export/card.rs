@@ -24,6 +24,10 @@ pub struct CardInput<'a> {
     pub templates_overridden: &'a [String],
     /// Pairs by harness origin ([`harness_origins`]).
     pub harness_origins: &'a BTreeMap<String, OriginCount>,
+    /// Input pairs whose status is `reversed`, by verification device.
+    pub reversed_per_device: &'a BTreeMap<String, usize>,
+    /// Whether they were exported (`--include-reversed`).
+    pub include_reversed: bool,
 }
 
 /// How many input pairs ran under a harness of one origin, and how many of them became
@@ -369,6 +373,7 @@ fn section_verification(out: &mut String, c: &CardInput) {
              memory traffic needs while the fast one runs near the bandwidth; worth a look.\n"
         );
     }
+    section_reversed(out, c);
     out.push_str("Status of every pair in the input, before filtering:\n\n| status | pairs |\n| --- | ---: |\n");
     for (st, k) in c.input_status {
         let _ = writeln!(out, "| {st} | {k} |");
@@ -380,6 +385,43 @@ fn section_verification(out: &mut String, c: &CardInput) {
             "| {o} | {} | {} | {} |",
             k.pairs, k.verified, k.samples
         );
+    }
+}
+
+/// Reversed pairs: how many, per device, and whether they are in the samples. Stated
+/// whether or not they were exported: they say which optimizations lose on a device.
+fn section_reversed(out: &mut String, c: &CardInput) {
+    let n: usize = c.reversed_per_device.values().sum();
+    let reversed = |s: &&Sample| s.metadata.origin == "reversed";
+    let exported = c.samples.iter().filter(reversed).count();
+    let what = match c.include_reversed {
+        true => format!(
+            "Exported the other way round (`--include-reversed`): {exported} samples whose slow \
+             side is the original and whose fast side is the plain version (`metadata.origin` \
+             `reversed`)."
+        ),
+        false => "Not exported (`--include-reversed` exports them the other way round).".into(),
+    };
+    let _ = writeln!(
+        out,
+        "**{n} pairs are `reversed`**: the synthesized plain version agreed with the original \
+         and was faster than it (the plain version's speedup over the original has a 95% CI \
+         low at or above the min speedup). {what}\n"
+    );
+    if n > 0 {
+        out.push_str("| device | reversed pairs | exported |\n| --- | ---: | ---: |\n");
+        for (device, k) in c.reversed_per_device {
+            let on_device = |s: &&Sample| {
+                s.metadata
+                    .device
+                    .as_ref()
+                    .map_or("unknown", |d| d.name.as_str())
+                    == device
+            };
+            let e = c.samples.iter().filter(reversed).filter(on_device).count();
+            let _ = writeln!(out, "| {device} | {k} | {e} |");
+        }
+        out.push('\n');
     }
 }
 

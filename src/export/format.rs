@@ -312,6 +312,8 @@ pub fn build_sample_with(
         Slow::Synthesized { outcome, .. } => Some(outcome.model.clone()),
         _ => None,
     };
+    // A reversed view (`export::reversed`) agreed and was faster: as verified as any.
+    let verified = v.is_some_and(|v| matches!(v.status, Status::Verified | Status::Reversed));
     Ok(Sample {
         system: t.system.render(&vars).trim_end().to_string(),
         user: t.user.render(&vars).trim_end().to_string(),
@@ -331,7 +333,7 @@ pub fn build_sample_with(
             origin: origin.to_string(),
             model,
             techniques: techniques_list.clone(),
-            verified: v.is_some_and(|v| v.status == Status::Verified),
+            verified,
             status: v.map_or("unverified", |v| v.status.as_str()).to_string(),
             speedup,
             speedups: v.map(speedups_per_size_set).unwrap_or_default(),

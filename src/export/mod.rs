@@ -17,6 +17,7 @@ pub mod format;
 pub mod launch;
 pub mod lint;
 pub mod plot;
+pub mod reversed;
 pub mod split;
 pub mod template;
 /// Token counting lives below export (synth's prompt budget counts with it too).
@@ -66,6 +67,10 @@ pub struct ExportArgs {
     /// at another); by default they are kept, the condition stated in their description.
     #[arg(long)]
     pub exclude_size_dependent: bool,
+    /// Also export `reversed` pairs (a synthesized plain version faster than the original)
+    /// as samples whose slow side is the original and whose fast side is the plain version.
+    #[arg(long)]
+    pub include_reversed: bool,
     /// Folder whose template files (system.txt, user.md, assistant.md, performance.md) replace the built-in ones.
     #[arg(long)]
     pub templates: Option<PathBuf>,
@@ -102,6 +107,10 @@ pub struct ExportOptions {
     pub with_speedup: bool,
     pub with_description: bool,
     pub exclude_size_dependent: bool,
+    /// Export `reversed` pairs the other way round ([`reversed::view`]). Left out of the
+    /// JSON when off, so a build journal keyed by these settings is unchanged.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub include_reversed: bool,
     pub templates: Option<PathBuf>,
     pub split: f64,
     pub seed: u64,
@@ -120,6 +129,7 @@ impl Default for ExportOptions {
             with_speedup: false,
             with_description: false,
             exclude_size_dependent: false,
+            include_reversed: false,
             templates: None,
             split: 0.8,
             seed: 42,
@@ -140,6 +150,7 @@ impl From<&ExportArgs> for ExportOptions {
             with_speedup: a.with_speedup,
             with_description: a.with_description,
             exclude_size_dependent: a.exclude_size_dependent,
+            include_reversed: a.include_reversed,
             templates: a.templates.clone(),
             split: a.split,
             seed: a.seed,
@@ -236,8 +247,16 @@ fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
     if p.identical {
         return Some("identical (control pair)".into());
     }
-    let slow = p.slow.unit()?;
+    p.slow.unit()?;
     let status = p.verification.as_ref().map(|v| v.status);
+    // Never the way round it was measured (the original is the slower side), even with
+    // --include-unverified: reversed pairs are exported only reversed.
+    if status == Some(Status::Reversed) {
+        return Some(match o.include_reversed {
+            true => "reversed, but the record has no reversed speedup".into(),
+            false => "reversed (--include-reversed exports them)".into(),
+        });
+    }
     if status != Some(Status::Verified) && !o.include_unverified {
         return Some(format!(
             "not verified: {}",
@@ -253,6 +272,12 @@ fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
     {
         return Some("size_dependent (--exclude-size-dependent)".into());
     }
+    licence_exclusion(p, o)
+}
+
+/// `--exclude-non-redistributable`: why a pair (or a reversed view) is left out.
+fn licence_exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
+    let slow = p.slow.unit()?;
     if o.exclude_non_redistributable {
         let ok = |u: &crate::record::KernelUnit| {
             u.provenance
@@ -323,6 +348,7 @@ pub fn export_preview(
 /// options say otherwise), counting every input pair's status and every exclusion.
 fn select_samples(
     pairs: &BTreeMap<&str, &Pair>,
+    reversed: &BTreeMap<&str, &Pair>,
     cfg: &ExportConfig,
     o: &ExportOptions,
     report: &mut FilterReport,
@@ -345,6 +371,28 @@ fn select_samples(
                 .excluded
                 .entry("missing slow kernel".into())
                 .or_default() += 1;
+            continue;
+        }
+        if let Some(q) = reversed.get(p.id.as_str()) {
+            // Its reversed view becomes the sample instead.
+            if let Some(why) = licence_exclusion(q, o) {
+                *report.excluded.entry(why).or_default() += 1;
+                continue;
+            }
+            match format::build_sample_with(
+                q,
+                q.slow.unit().expect("a view has both sides"),
+                &cfg.templates,
+                o.with_speedup,
+                o.with_description,
+            ) {
+                Ok(mut s) => {
+                    s.metadata.origin = "reversed".into();
+                    s.metadata.model = p.slow.synth_outcome().map(|o| o.model.clone());
+                    samples.push(s);
+                }
+                Err(why) => *report.excluded.entry(why).or_default() += 1,
+            }
             continue;
         }
         if let Some(why) = exclusion(p, o) {
@@ -443,13 +491,26 @@ fn export_with(
             _ => None,
         })
         .collect();
-    let samples = select_samples(&pairs, cfg, o, &mut report, &mut input_status);
+    // `reversed` pairs seen the other way round, by their pair's id (only when asked for).
+    let views: Vec<Pair> = match o.include_reversed {
+        true => pairs.values().filter_map(|p| reversed::view(p)).collect(),
+        false => Vec::new(),
+    };
+    let by_pair: BTreeMap<&str, &Pair> = views
+        .iter()
+        .map(|q| (&q.id[..q.id.len() - reversed::ID_SUFFIX.len()], q))
+        .collect();
+    let samples = select_samples(&pairs, &by_pair, cfg, o, &mut report, &mut input_status);
+    // Every sample's pair by the sample's id, reversed views included.
+    let mut pairs_by_sample = pairs.clone();
+    pairs_by_sample.extend(views.iter().map(|q| (q.id.as_str(), q)));
+    let reversed_per_device = reversed::per_device(pairs.values().copied());
     let mut samples = dedup_and_cap(samples, cfg, o, &mut report);
     // A trainer learns exactly this text: nothing is written while the lint finds a defect.
     let findings: Vec<lint::Finding> = samples
         .par_iter()
         .flat_map_iter(|s| {
-            let p = pairs[s.metadata.id.as_str()];
+            let p = pairs_by_sample[s.metadata.id.as_str()];
             let slow = p.slow.unit().expect("samples have a slow kernel");
             lint::lint(s, [slow, &p.fast])
         })
@@ -517,7 +578,7 @@ fn export_with(
     files.push("filter_report.json".into());
     let mut licences: BTreeMap<card::LicenceKey, usize> = BTreeMap::new();
     for s in &samples {
-        let p = pairs[s.metadata.id.as_str()];
+        let p = pairs_by_sample[s.metadata.id.as_str()];
         let mut keys = vec![card::LicenceKey::of(p.fast.provenance.licence.as_ref())];
         if let Some(slow) = p.slow.unit() {
             keys.push(card::LicenceKey::of(slow.provenance.licence.as_ref()));
@@ -529,7 +590,7 @@ fn export_with(
         }
     }
     let options_line = format!(
-        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}",
+        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}, reversed included {}",
         o.formats.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
         o.split,
         o.seed,
@@ -540,6 +601,7 @@ fn export_with(
         if o.with_description { "yes" } else { "no" },
         if o.exclude_size_dependent { "excluded" } else { "kept" },
         if o.include_unverified { "yes" } else { "no" },
+        if o.include_reversed { "yes" } else { "no" },
     );
     let harness_origins = card::harness_origins(pairs.values().copied(), &samples);
     let card_text = card::render(&card::CardInput {
@@ -552,6 +614,8 @@ fn export_with(
         options_line,
         templates_overridden: &cfg.templates.overridden,
         harness_origins: &harness_origins,
+        reversed_per_device: &reversed_per_device,
+        include_reversed: o.include_reversed,
     });
     let card_text = match first_line {
         Some(l) => format!("{l}\n\n{card_text}"),

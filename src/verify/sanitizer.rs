@@ -333,6 +333,7 @@ pub fn worth_sanitizing(status: Status) -> bool {
         status,
         Status::Verified
             | Status::NotFaster
+            | Status::Reversed
             | Status::Mismatch
             | Status::OutOfBounds
             | Status::Unwritten

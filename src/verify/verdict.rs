@@ -33,6 +33,20 @@ pub struct Context<'a> {
     pub seeds: u32,
     /// The worker's measured copy bandwidth, GB/s.
     pub bandwidth_gbs: Option<f64>,
+    /// The slow kernel is a synthesized plain variant: one faster than the original is
+    /// `reversed` rather than `not_faster`.
+    pub synthesized: bool,
+}
+
+/// The original's speedup over the plain variant: `s` (slow / fast) inverted, its
+/// interval's ends swapped.
+pub fn inverted(s: &Speedup) -> Speedup {
+    Speedup {
+        size_set: s.size_set.clone(),
+        median: 1.0 / s.median,
+        ci_low: 1.0 / s.ci_high,
+        ci_high: 1.0 / s.ci_low,
+    }
 }
 
 /// Settle a timed verification (`verified` or `not_faster` with timings); anything
@@ -61,12 +75,20 @@ pub fn finish(v: &mut Verification, cx: &Context) {
     let m = &sets[main];
     v.speedup = Some(m.speedup());
     let verified = m.ci_low >= cx.min_speedup;
-    v.status = if verified {
-        Status::Verified
-    } else {
-        Status::NotFaster
+    // The plain variant is faster than the original: CI low of plain over original.
+    let back = inverted(&m.speedup());
+    let reversed = !verified && cx.synthesized && back.ci_low >= cx.min_speedup;
+    v.status = match (verified, reversed) {
+        (true, _) => Status::Verified,
+        (_, true) => Status::Reversed,
+        _ => Status::NotFaster,
     };
-    let head = if verified {
+    let head = if reversed {
+        format!(
+            "agrees, and the plain (synthesized) version is faster: {:.2}× the original's speed at {} (95% CI {:.2}–{:.2}); the original over it is {:.2}× (95% CI {:.2}–{:.2})",
+            back.median, m.size_set, back.ci_low, back.ci_high, m.speedup, m.ci_low, m.ci_high
+        )
+    } else if verified {
         format!(
             "agrees on {} size sets × {} seeds; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
             sets.len(),
@@ -104,8 +126,15 @@ pub fn finish(v: &mut Verification, cx: &Context) {
         })
         .collect();
     v.reason = format!("{head}; per size set: {}", per_set.join(", "));
-    v.flags
-        .retain(|f| !matches!(f, Flag::SizeDependent { .. } | Flag::SuspectSlow { .. }));
+    v.flags.retain(|f| {
+        !matches!(
+            f,
+            Flag::SizeDependent { .. } | Flag::SuspectSlow { .. } | Flag::Reversed { .. }
+        )
+    });
+    if reversed {
+        v.flags.push(Flag::Reversed { speedup: back });
+    }
     let losing: Vec<Speedup> = sets
         .iter()
         .enumerate()
@@ -208,7 +237,52 @@ mod tests {
             min_speedup: 1.1,
             seeds: 3,
             bandwidth_gbs: None,
+            synthesized: false,
         }
+    }
+
+    /// kmeans `kmeansPoint` on the H200: the plain version is 3.7× faster than the
+    /// original. A synthesized slow kernel that fast is `reversed`, with both speedups; a
+    /// natural one stays `not_faster`, and so does a plain version only marginally faster.
+    #[test]
+    fn a_faster_plain_variant_is_reversed_with_both_speedups() {
+        let synth = Context {
+            synthesized: true,
+            ..cx(None)
+        };
+        let mut v = timed(&[("large", 9_000, 0.27, 1.0, 0.26, 0.28)]);
+        finish(&mut v, &synth);
+        assert_eq!(v.status, Status::Reversed, "{}", v.reason);
+        let s = v.speedup.as_ref().unwrap();
+        assert!((s.median - 0.27).abs() < 1e-9, "speedup stays slow / fast");
+        let [Flag::Reversed { speedup: back }] = v.flags.as_slice() else {
+            panic!("{:?}", v.flags)
+        };
+        assert_eq!(back.size_set, "large");
+        assert!((back.median - 1.0 / 0.27).abs() < 1e-9);
+        assert!(
+            (back.ci_low - 1.0 / 0.28).abs() < 1e-9 && (back.ci_high - 1.0 / 0.26).abs() < 1e-9
+        );
+        assert!(
+            v.reason.contains("the plain (synthesized) version is faster: 3.70× the original's speed at large (95% CI 3.57–3.85); the original over it is 0.27× (95% CI 0.26–0.28)"),
+            "{}",
+            v.reason
+        );
+        // A natural slow kernel that fast is a finding about the suite, not a reversed pair.
+        let mut v = timed(&[("large", 9_000, 0.27, 1.0, 0.26, 0.28)]);
+        finish(&mut v, &cx(None));
+        assert_eq!(v.status, Status::NotFaster);
+        assert!(v.flags.is_empty());
+        // 1/0.93 = 1.075 < 1.1: faster, but not by the margin a speedup needs.
+        let mut v = timed(&[("large", 9_000, 0.9, 1.0, 0.85, 0.93)]);
+        finish(&mut v, &synth);
+        assert_eq!(v.status, Status::NotFaster, "{}", v.reason);
+        // Settling again (a rerun of finish) keeps one flag.
+        let mut v = timed(&[("large", 9_000, 0.27, 1.0, 0.26, 0.28)]);
+        finish(&mut v, &synth);
+        v.status = Status::NotFaster;
+        finish(&mut v, &synth);
+        assert_eq!(v.flags.len(), 1);
     }
 
     /// Parboil cp on the H100: 3.08× at the 512×512 lattice, 0.19× at 384×200.
