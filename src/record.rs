@@ -558,6 +558,15 @@ pub struct HarnessProvenance {
 impl Pair {
     /// A pair as a stage first makes it: id over the two units, suite, benchmark and
     /// kernel from the fast unit, nothing described, harnessed or verified yet.
+    /// The id of the pair this one was made for: a synth candidate's group (the pending
+    /// pair it was asked for), else its own id.
+    pub fn group(&self) -> &str {
+        self.slow
+            .synth_outcome()
+            .and_then(|o| o.candidate.as_ref())
+            .map_or(&self.id, |c| &c.group)
+    }
+
     pub fn new(slow: Slow, fast: KernelUnit, rule: PairRule) -> Pair {
         Pair {
             id: Pair::make_id(slow.unit(), &fast),
@@ -627,6 +636,39 @@ pub struct SynthOutcome {
     /// With `[synth] max_prompt_tokens` set: which form of the fast kernel the prompt held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_scope: Option<PromptScope>,
+    /// With `[synth] candidates` other than `all`: what this candidate undoes, and the
+    /// group its kernel's candidates share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<Candidate>,
+}
+
+/// One of several slow candidates asked for one fast kernel (`[synth] candidates`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// The pending pair's id: every candidate of the kernel carries it, so export can pick
+    /// one per kernel and splits keep them together. The `all` candidate keeps it as its id.
+    pub group: String,
+    pub undo: Undo,
+}
+
+/// What a candidate's prompt asks to undo.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Undo {
+    /// Every technique detected (the one candidate of `candidates = "all"`).
+    All,
+    /// One technique, the others kept.
+    One { technique: String },
+}
+
+impl Undo {
+    /// `all`, or the technique's name (the card's label).
+    pub fn label(&self) -> &str {
+        match self {
+            Undo::All => "all",
+            Undo::One { technique } => technique,
+        }
+    }
 }
 
 /// What of the fast unit a deoptimize prompt shows.

@@ -1273,3 +1273,160 @@ fn prompt_budget_sends_the_kernel_with_its_helpers_or_records_prompt_too_large()
     let p = &pairs_by_kernel(&d2.join("out.jsonl"))["k_big"];
     assert_eq!(outcome(p).unwrap().prompt_scope, None);
 }
+
+// ---------------------------------------------------------------- candidates per technique (issue 27)
+
+/// `--candidates per-technique`: a kernel with two techniques gets three candidates (both
+/// undone, then each alone), each checked and kept with its label in its kernel's group;
+/// every request is cached per candidate, so a rerun sends nothing; the default asks one.
+#[test]
+fn per_technique_candidates_are_checked_labelled_and_cached_each() {
+    use kernelpair::record::Undo;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // shared memory undone alone: the tile goes, __ldg stays.
+    let no_tile = "__global__ void k_two(float* out, const float* __restrict__ in, int n) {\n\
+                   \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                   \x20   if (i < n) out[i] = 2.0f * __ldg(&in[i]);\n\
+                   }\n";
+    let server = Server::start(move |req: &Seen, _: &[Seen]| {
+        let prompt = req.body["messages"][1]["content"].as_str().unwrap_or("");
+        if prompt.contains("Undo exactly one of its techniques:\n- shared_memory") {
+            Reply::Ok(fenced(no_tile))
+        } else if prompt.contains("Undo exactly one of its techniques:\n- read_only_cache") {
+            // The model hands the fast kernel back: rejected, and kept as such.
+            Reply::Ok(fenced(&fast_source("k_two")))
+        } else {
+            Reply::Ok(fenced(&naive_source("k_two")))
+        }
+    });
+    let pending = pending_pair("k_two");
+    let input = d.join("pairs.jsonl");
+    write_records(&input, &[Record::Pair(Box::new(pending.clone()))]).unwrap();
+    let llm = llm_toml(d, &server.url);
+    let out = synth(d, &input, &llm, &["--candidates", "per-technique"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "one candidate is rejected\n{stderr}"
+    );
+    assert!(
+        stderr.contains("1 pending pairs, 3 candidates: 2 accepted"),
+        "{stderr}"
+    );
+    assert_eq!(server.count(), 3, "one request per candidate");
+    // Requests run concurrently: pick the shared-memory candidate's by its content.
+    let one = server
+        .seen()
+        .into_iter()
+        .find(|s| {
+            s.body["messages"][1]["content"]
+                .as_str()
+                .unwrap()
+                .contains("Undo exactly one of its techniques:\n- shared_memory")
+        })
+        .unwrap();
+    let prompt = one.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("Keep the other techniques it uses as they are:\n- read_only_cache"),
+        "{prompt}"
+    );
+
+    let pairs: Vec<Pair> = read_records(&d.join("out.jsonl"))
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(*p),
+            _ => None,
+        })
+        .collect();
+    let labels: Vec<String> = pairs
+        .iter()
+        .map(|p| {
+            outcome(p)
+                .unwrap()
+                .candidate
+                .as_ref()
+                .unwrap()
+                .undo
+                .label()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(labels, ["all", "shared_memory", "read_only_cache"]);
+    for p in &pairs {
+        let c = outcome(p).unwrap().candidate.clone().unwrap();
+        assert_eq!(c.group, pending.id, "one group per kernel");
+    }
+    assert_eq!(
+        pairs[0].id, pending.id,
+        "the all candidate keeps the pair's id"
+    );
+    let ids: std::collections::BTreeSet<&str> = pairs.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "each candidate is a pair of its own");
+    assert!(accepted(&pairs[0]) && accepted(&pairs[1]));
+    // What the shared-memory candidate undid is what its pair's techniques say.
+    assert!(
+        pairs[1].techniques.contains(&"shared_memory".to_string()),
+        "{:?}",
+        pairs[1].techniques
+    );
+    assert!(
+        !pairs[1].techniques.contains(&"read_only_cache".to_string()),
+        "{:?}",
+        pairs[1].techniques
+    );
+    assert_eq!(
+        outcome(&pairs[1]).unwrap().candidate.as_ref().unwrap().undo,
+        Undo::One {
+            technique: "shared_memory".into()
+        }
+    );
+    assert_eq!(reason(&pairs[2]).as_deref(), Some("same_as_fast"));
+    for line in std::fs::read_to_string(d.join("out.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        schema_check("record.schema.json", &serde_json::from_str(line).unwrap());
+    }
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        (report["pending"].as_u64(), report["candidates"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(
+        (report["accepted"].as_u64(), report["rejected"].as_u64()),
+        (Some(2), Some(1))
+    );
+    schema_check("synth-report.schema.json", &report);
+
+    // Cached per candidate: without the journal, a rerun sends nothing and writes the same.
+    let first = std::fs::read(d.join("out.jsonl")).unwrap();
+    std::fs::remove_file(d.join("out.jsonl.journal")).unwrap();
+    server.clear();
+    synth(d, &input, &llm, &["--candidates", "per-technique"]);
+    assert_eq!(server.count(), 0);
+    assert_eq!(std::fs::read(d.join("out.jsonl")).unwrap(), first);
+
+    // At most 2: `all` and the first technique, both from the cache.
+    server.clear();
+    synth(d, &input, &llm, &["--candidates", "2", "--journal", "j2"]);
+    assert_eq!(server.count(), 0);
+    let two = read_records(&d.join("out.jsonl")).unwrap();
+    assert_eq!(two.len(), 2);
+
+    // The default asks one candidate, and its record carries no candidate label.
+    let dir2 = tempfile::tempdir().unwrap();
+    let d2 = dir2.path();
+    let input2 = d2.join("pairs.jsonl");
+    write_records(&input2, &[Record::Pair(Box::new(pending))]).unwrap();
+    server.clear();
+    let out = synth(d2, &input2, &llm, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.count(), 1);
+    let recs = read_records(&d2.join("out.jsonl")).unwrap();
+    let Record::Pair(p) = &recs[0] else { panic!() };
+    assert_eq!(outcome(p).unwrap().candidate, None);
+}

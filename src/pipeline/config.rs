@@ -126,6 +126,10 @@ pub struct SynthSettings {
     /// Token budget of a deoptimize request ([`crate::synth::Settings::max_prompt_tokens`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_prompt_tokens: Option<u64>,
+    /// Slow candidates per fast kernel ([`crate::synth::Candidates`]); left out of the
+    /// settings JSON at its default, so build journals are unchanged.
+    #[serde(skip_serializing_if = "is_all")]
+    pub candidates: crate::synth::Candidates,
     /// NVRTC target of synth's compile check: the `[extract] arch` of the same config
     /// (filled on load, not a key of its own).
     #[serde(skip)]
@@ -143,6 +147,7 @@ impl Default for SynthSettings {
             max_repairs: d.max_repairs,
             chunk: 8,
             max_prompt_tokens: d.max_prompt_tokens,
+            candidates: d.candidates,
             arch: d.arch,
         }
     }
@@ -161,9 +166,14 @@ impl SynthSettings {
             arch: self.arch.clone(),
             journal,
             max_prompt_tokens: self.max_prompt_tokens,
+            candidates: self.candidates,
             ..crate::synth::Settings::default()
         }
     }
+}
+
+fn is_all(c: &crate::synth::Candidates) -> bool {
+    *c == crate::synth::Candidates::All
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -339,6 +349,27 @@ mod tests {
         .unwrap();
         assert_eq!(c.synth.to_synth(cache, None).arch, "sm_80");
         assert_eq!(c.synth.to_synth(cache, None).max_prompt_tokens, Some(4000));
+        let base = "output = \"o\"\n[[suite]]\npath = \"s\"\n[synth]\n";
+        for (text, want) in [
+            (
+                "candidates = \"per-technique\"",
+                crate::synth::Candidates::PerTechnique,
+            ),
+            ("candidates = 3", crate::synth::Candidates::AtMost(3)),
+            ("candidates = \"all\"", crate::synth::Candidates::All),
+        ] {
+            let c = BuildConfig::parse(&format!("{base}{text}\n")).unwrap();
+            assert_eq!(c.synth.to_synth(cache, None).candidates, want, "{text}");
+        }
+        for bad in ["candidates = 0", "candidates = \"some\""] {
+            assert!(
+                BuildConfig::parse(&format!("{base}{bad}\n")).is_err(),
+                "{bad}"
+            );
+        }
+        // The journal keys synth settings by their JSON: unchanged at the default.
+        let json = serde_json::to_string(&SynthSettings::default()).unwrap();
+        assert!(!json.contains("candidates"), "{json}");
         assert_eq!(SynthSettings::default().max_prompt_tokens, None);
         assert_eq!(c.verify.to_verify(cache).seeds, 9);
     }

@@ -57,6 +57,22 @@ const FILES: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
+        "deoptimize_one.md",
+        include_str!("../../prompts/deoptimize_one.md"),
+        &[
+            "kernel",
+            "suite",
+            "benchmark",
+            "path",
+            "variant",
+            "technique",
+            "others",
+            "signature",
+            "launch",
+            "source",
+        ],
+    ),
+    (
         "repair.md",
         include_str!("../../prompts/repair.md"),
         &["kernel", "attempt", "log"],
@@ -74,6 +90,8 @@ pub struct Prompts {
     pub deoptimize: String,
     /// The deoptimize prompt over a token budget: the kernel and the helpers it calls.
     pub deoptimize_helpers: String,
+    /// The deoptimize prompt of a per-technique candidate: undo one, keep the others.
+    pub deoptimize_one: String,
     pub repair: String,
     pub describe: String,
     /// Hash over every template: recorded in each synthesized pair's origin.
@@ -105,6 +123,7 @@ impl Prompts {
             system: next(),
             deoptimize: next(),
             deoptimize_helpers: next(),
+            deoptimize_one: next(),
             repair: next(),
             describe: next(),
             hash,
@@ -116,6 +135,20 @@ impl Prompts {
             &self.deoptimize,
             &deoptimize_vars(fast, techniques, fast.source.trim_end()),
         )
+    }
+
+    /// The prompt of a candidate undoing `technique` alone, the `others` kept.
+    pub fn deoptimize_one_for(
+        &self,
+        fast: &KernelUnit,
+        technique: &str,
+        others: &[String],
+    ) -> String {
+        let mut vars = deoptimize_vars(fast, &[technique.to_string()], fast.source.trim_end());
+        vars.retain(|(k, _)| *k != "techniques");
+        vars.push(("technique", technique_list(&[technique.to_string()])));
+        vars.push(("others", technique_list(others)));
+        render_owned(&self.deoptimize_one, &vars)
     }
 
     /// The deoptimize prompt with only the kernel and the helpers it calls (`cut.code`);
