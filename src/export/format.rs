@@ -102,6 +102,11 @@ pub struct Metadata {
     /// the harness; null when no harness was found.
     pub slow_launch: Option<String>,
     pub fast_launch: Option<String>,
+    /// The pair this sample was made for: its own id, or for a synth candidate the pending
+    /// pair its kernel's candidates share ([`Pair::group`]), so they can be kept together.
+    pub group: String,
+    /// What a synth candidate undid (`all` or a technique); null for other pairs.
+    pub candidate: Option<String>,
 }
 
 /// One exported pair before it is written in any format.
@@ -347,6 +352,12 @@ pub fn build_sample_with(
                 .unwrap_or_default(),
             slow_launch,
             fast_launch,
+            group: pair.group().to_string(),
+            candidate: pair
+                .slow
+                .synth_outcome()
+                .and_then(|o| o.candidate.as_ref())
+                .map(|c| c.undo.label().to_string()),
         },
     })
 }

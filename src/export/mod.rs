@@ -71,6 +71,10 @@ pub struct ExportArgs {
     /// as samples whose slow side is the original and whose fast side is the plain version.
     #[arg(long)]
     pub include_reversed: bool,
+    /// Export every verified synth candidate of a kernel as its own sample (sharing
+    /// `metadata.group`); by default only the one with the largest honest speedup.
+    #[arg(long)]
+    pub all_candidates: bool,
     /// Folder whose template files (system.txt, user.md, assistant.md, performance.md) replace the built-in ones.
     #[arg(long)]
     pub templates: Option<PathBuf>,
@@ -111,6 +115,10 @@ pub struct ExportOptions {
     /// JSON when off, so a build journal keyed by these settings is unchanged.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub include_reversed: bool,
+    /// Every candidate of a kernel, not only its best ([`best_candidates`]); left out of
+    /// the JSON when off, like `include_reversed`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub all_candidates: bool,
     pub templates: Option<PathBuf>,
     pub split: f64,
     pub seed: u64,
@@ -130,6 +138,7 @@ impl Default for ExportOptions {
             with_description: false,
             exclude_size_dependent: false,
             include_reversed: false,
+            all_candidates: false,
             templates: None,
             split: 0.8,
             seed: 42,
@@ -151,6 +160,7 @@ impl From<&ExportArgs> for ExportOptions {
             with_description: a.with_description,
             exclude_size_dependent: a.exclude_size_dependent,
             include_reversed: a.include_reversed,
+            all_candidates: a.all_candidates,
             templates: a.templates.clone(),
             split: a.split,
             seed: a.seed,
@@ -388,6 +398,7 @@ fn select_samples(
             ) {
                 Ok(mut s) => {
                     s.metadata.origin = "reversed".into();
+                    s.metadata.group = p.group().to_string();
                     s.metadata.model = p.slow.synth_outcome().map(|o| o.model.clone());
                     samples.push(s);
                 }
@@ -406,7 +417,56 @@ fn select_samples(
             Err(why) => *report.excluded.entry(why).or_default() += 1,
         }
     }
-    samples
+    if o.all_candidates {
+        samples
+    } else {
+        best_candidates(samples, report)
+    }
+}
+
+/// Why a candidate is left out by default.
+const NOT_BEST: &str = "another candidate of the kernel is faster (--all-candidates exports each)";
+
+/// One sample per kernel among synth candidates (samples sharing `metadata.group`): the
+/// one with the largest honest speedup, the lower end of its 95% interval (then the
+/// median, then the id); verified before unverified. Samples of other pairs pass.
+pub fn best_candidates(samples: Vec<Sample>, report: &mut FilterReport) -> Vec<Sample> {
+    let rank = |s: &Sample| {
+        let sp = s.metadata.speedup.as_ref();
+        (
+            s.metadata.verified,
+            sp.map_or(f64::NEG_INFINITY, |x| x.ci_low),
+            sp.map_or(f64::NEG_INFINITY, |x| x.median),
+        )
+    };
+    // Greater is better; on a full tie the smaller id wins.
+    let order = |a: &Sample, b: &Sample| {
+        let (ra, rb) = (rank(a), rank(b));
+        ra.0.cmp(&rb.0)
+            .then(ra.1.total_cmp(&rb.1))
+            .then(ra.2.total_cmp(&rb.2))
+            .then_with(|| b.metadata.id.cmp(&a.metadata.id))
+    };
+    let mut best: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, s) in samples.iter().enumerate() {
+        if s.metadata.candidate.is_none() {
+            continue;
+        }
+        let b = best.entry(s.metadata.group.clone()).or_insert(i);
+        if order(s, &samples[*b]).is_gt() {
+            *b = i;
+        }
+    }
+    let keep: std::collections::BTreeSet<usize> = best.into_values().collect();
+    let mut out = Vec::with_capacity(samples.len());
+    for (i, s) in samples.into_iter().enumerate() {
+        if s.metadata.candidate.is_none() || keep.contains(&i) {
+            out.push(s);
+        } else {
+            *report.excluded.entry(NOT_BEST.into()).or_default() += 1;
+        }
+    }
+    out
 }
 
 /// Exact and near duplicates removed (verified samples win), tokens counted, and samples
@@ -435,7 +495,12 @@ fn dedup_and_cap(
             )
         })
         .collect();
-    let (keep, dups) = filter::dedup(&texts, o.near_dup_threshold);
+    // With --all-candidates a kernel's candidates differ on purpose: never near duplicates.
+    let groups: Vec<String> = match o.all_candidates {
+        true => samples.iter().map(|s| s.metadata.group.clone()).collect(),
+        false => Vec::new(),
+    };
+    let (keep, dups) = filter::dedup_grouped(&texts, &groups, o.near_dup_threshold);
     report.duplicates = dups;
     let mut samples: Vec<Sample> = samples
         .into_iter()
@@ -590,7 +655,7 @@ fn export_with(
         }
     }
     let options_line = format!(
-        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}, reversed included {}",
+        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}, reversed included {}, candidates {}",
         o.formats.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
         o.split,
         o.seed,
@@ -602,6 +667,7 @@ fn export_with(
         if o.exclude_size_dependent { "excluded" } else { "kept" },
         if o.include_unverified { "yes" } else { "no" },
         if o.include_reversed { "yes" } else { "no" },
+        if o.all_candidates { "all" } else { "best per kernel" },
     );
     let harness_origins = card::harness_origins(pairs.values().copied(), &samples);
     let card_text = card::render(&card::CardInput {
@@ -615,6 +681,7 @@ fn export_with(
         templates_overridden: &cfg.templates.overridden,
         harness_origins: &harness_origins,
         reversed_per_device: &reversed_per_device,
+        technique_yield: &card::technique_yield(pairs.values().copied()),
         include_reversed: o.include_reversed,
     });
     let card_text = match first_line {
