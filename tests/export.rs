@@ -1185,7 +1185,7 @@ fn reversed_pairs_are_counted_always_and_exported_only_when_asked() {
     }
     let description = m["description"].as_str().unwrap();
     assert!(
-        description.starts_with("A reversed pair: the slow kernel is the original and the fast kernel its plain version with shared memory, coalescing removed, which is faster on NVIDIA H100 80GB HBM3."),
+        description.starts_with("A reversed pair: the slow kernel is the original and the fast kernel its plain version with shared memory and coalescing removed, which is faster on NVIDIA H100 80GB HBM3."),
         "{description}"
     );
     assert!(description.contains("3.40× faster"), "{description}");

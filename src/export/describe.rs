@@ -59,11 +59,12 @@ pub fn describe(pair: &Pair, techniques: &[String], rendered: Option<&Rendered>)
             .map_or("the verification device", |d| d.name.as_str());
         let removed = match techniques.is_empty() {
             true => "its optimizations".to_string(),
-            false => techniques
-                .iter()
-                .map(|t| t.replace(['_', '-'], " "))
-                .collect::<Vec<_>>()
-                .join(", "),
+            false => join(
+                &techniques
+                    .iter()
+                    .map(|t| t.replace(['_', '-'], " "))
+                    .collect::<Vec<_>>(),
+            ),
         };
         parts.push(format!(
             "A reversed pair: the slow kernel is the original and the fast kernel its plain version with {removed} removed, which is faster on {device}."
