@@ -49,6 +49,30 @@ pub fn inverted(s: &Speedup) -> Speedup {
     }
 }
 
+/// Where both kernels wrote NaN (agreement, from inputs that held NaN or Inf already, or
+/// an output allowed to be degenerate): said in the reason, with the largest count per
+/// output, so an agreement on NaN is never silent.
+fn both_nan(v: &Verification) -> Option<String> {
+    let mut most: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    for c in &v.evidence.checks {
+        let e = most.entry(c.output.as_str()).or_default();
+        if c.comparison.both_nan > e.0 {
+            *e = (c.comparison.both_nan, c.comparison.len);
+        }
+    }
+    let parts: Vec<String> = most
+        .iter()
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(o, (n, len))| format!("{o} {n} of {len}"))
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "NaN on both sides (counted as agreement) in {}",
+            parts.join(", ")
+        )
+    })
+}
+
 /// Settle a timed verification (`verified` or `not_faster` with timings); anything
 /// else is left as it is.
 pub fn finish(v: &mut Verification, cx: &Context) {
@@ -126,6 +150,9 @@ pub fn finish(v: &mut Verification, cx: &Context) {
         })
         .collect();
     v.reason = format!("{head}; per size set: {}", per_set.join(", "));
+    if let Some(nan) = both_nan(v) {
+        v.reason.push_str(&format!("; {nan}"));
+    }
     v.flags.retain(|f| {
         !matches!(
             f,
@@ -322,6 +349,33 @@ mod tests {
         finish(&mut v, &cx(None));
         assert!(v.flags.is_empty(), "{:?}", v.flags);
         assert!(v.reason.contains("small 1.05×"), "{}", v.reason);
+    }
+
+    /// Agreement on NaN is reported, never silent.
+    #[test]
+    fn both_sides_nan_is_named_in_the_reason() {
+        use crate::harness::{ElemType, HostBuffer, Tolerance};
+        let mut v = timed(&[("large", 9_000, 3.0, 1.0, 2.9, 3.1)]);
+        finish(&mut v, &cx(None));
+        assert!(!v.reason.contains("NaN"), "{}", v.reason);
+        let out = HostBuffer::from_f64s(ElemType::F32, &[1.0, f64::NAN, f64::NAN, 4.0]);
+        let c = crate::verify::compare::compare(&out, &out, &Tolerance::default_for(ElemType::F32));
+        assert!(c.pass);
+        v.evidence.checks.push(crate::evidence::CheckEvidence {
+            size_set: "large".into(),
+            seed: 0,
+            output: "y".into(),
+            fast_hash: None,
+            comparison: c,
+        });
+        v.status = Status::Verified;
+        finish(&mut v, &cx(None));
+        assert!(
+            v.reason
+                .ends_with("; NaN on both sides (counted as agreement) in y 2 of 4"),
+            "{}",
+            v.reason
+        );
     }
 
     #[test]
