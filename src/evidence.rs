@@ -158,8 +158,8 @@ pub struct Comparison {
     pub mismatches: usize,
     /// Elements where either side is NaN.
     pub nans: usize,
-    /// Of those, elements where both sides are NaN (an output of NaNs rather than a
-    /// disagreement; still a mismatch).
+    /// Of those, elements where both sides are NaN: agreement, not a mismatch (records
+    /// before issue 27 counted them as mismatches too).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub both_nan: usize,
     #[serde(deserialize_with = "f64_or_nan")]

@@ -28,6 +28,7 @@ pub mod record;
 pub mod selfcheck;
 pub mod suite;
 pub mod synth;
+pub mod tokens;
 pub mod verify;
 
 pub use record::{

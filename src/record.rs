@@ -503,6 +503,9 @@ pub enum SynthReason {
     LlmRequestRejected,
     LlmMalformedResponse,
     OfflineCacheMiss,
+    /// The first request is over `[synth] max_prompt_tokens` even with only the kernel and
+    /// the helpers it calls: nothing was sent (never a silent truncation).
+    PromptTooLarge,
 }
 
 impl SynthReason {
@@ -524,6 +527,7 @@ impl SynthReason {
             SynthReason::LlmRequestRejected => "llm_request_rejected",
             SynthReason::LlmMalformedResponse => "llm_malformed_response",
             SynthReason::OfflineCacheMiss => "offline_cache_miss",
+            SynthReason::PromptTooLarge => "prompt_too_large",
         }
     }
 }
@@ -554,6 +558,15 @@ pub struct HarnessProvenance {
 impl Pair {
     /// A pair as a stage first makes it: id over the two units, suite, benchmark and
     /// kernel from the fast unit, nothing described, harnessed or verified yet.
+    /// The id of the pair this one was made for: a synth candidate's group (the pending
+    /// pair it was asked for), else its own id.
+    pub fn group(&self) -> &str {
+        self.slow
+            .synth_outcome()
+            .and_then(|o| o.candidate.as_ref())
+            .map_or(&self.id, |c| &c.group)
+    }
+
     pub fn new(slow: Slow, fast: KernelUnit, rule: PairRule) -> Pair {
         Pair {
             id: Pair::make_id(slow.unit(), &fast),
@@ -616,6 +629,57 @@ pub struct SynthOutcome {
     /// Cost from the configured price table, when one is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// With `[synth] max_prompt_tokens` set: the first request's size in tokens as counted
+    /// (o200k_base), of the form sent, or of the smallest form for `prompt_too_large`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// With `[synth] max_prompt_tokens` set: which form of the fast kernel the prompt held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_scope: Option<PromptScope>,
+    /// With `[synth] candidates` other than `all`: what this candidate undoes, and the
+    /// group its kernel's candidates share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<Candidate>,
+}
+
+/// One of several slow candidates asked for one fast kernel (`[synth] candidates`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// The pending pair's id: every candidate of the kernel carries it, so export can pick
+    /// one per kernel and splits keep them together. The `all` candidate keeps it as its id.
+    pub group: String,
+    pub undo: Undo,
+}
+
+/// What a candidate's prompt asks to undo.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Undo {
+    /// Every technique detected (the one candidate of `candidates = "all"`).
+    All,
+    /// One technique, the others kept.
+    One { technique: String },
+}
+
+impl Undo {
+    /// `all`, or the technique's name (the card's label).
+    pub fn label(&self) -> &str {
+        match self {
+            Undo::All => "all",
+            Undo::One { technique } => technique,
+        }
+    }
+}
+
+/// What of the fast unit a deoptimize prompt shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptScope {
+    /// The whole isolated unit (headers, macros, types, globals, helpers, kernel).
+    Unit,
+    /// The kernel and the functions it calls; the rest of the unit is compiled before the
+    /// answer without being shown (the unit was over the token budget).
+    KernelWithHelpers,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -719,6 +783,9 @@ pub enum Flag {
         /// The threshold `slow_x` exceeded.
         k: f64,
     },
+    /// With the status `reversed`: the original's time over the plain variant's, at the
+    /// main size set with its 95% interval (the pair's `speedup` inverted).
+    Reversed { speedup: Speedup },
 }
 
 impl Flag {
@@ -726,6 +793,7 @@ impl Flag {
         match self {
             Flag::SizeDependent { .. } => "size_dependent",
             Flag::SuspectSlow { .. } => "suspect_slow",
+            Flag::Reversed { .. } => "reversed",
         }
     }
 }

@@ -286,6 +286,11 @@ fn build_config_errors_name_the_file_and_the_example_config_matches_its_schema()
     let mut bad = example.clone();
     bad["verify"]["seed"] = 3.into();
     assert!(!v.is_valid(&bad));
+    let mut budget = example.clone();
+    budget["synth"]["max_prompt_tokens"] = 16000.into();
+    assert!(v.is_valid(&budget));
+    budget["synth"]["max_prompt_tokens"] = 0.into();
+    assert!(!v.is_valid(&budget));
 }
 
 /// The README's main job: `build` over the bundled fixture suites (as examples/build.toml).

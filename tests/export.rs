@@ -1073,3 +1073,286 @@ fn export_fails_on_a_lint_finding_and_writes_nothing() {
         .stderr(predicate::str::contains("`TODO`"));
     assert!(!out.join("chat").exists(), "nothing was written");
 }
+
+/// The fixture pairs with `transpose` turned into a `reversed` record as verify writes one:
+/// its slow slot a synthesized plain version (here the fixture's fast kernel) measured
+/// faster than the original (the fixture's slow kernel), so the reversed view is the
+/// fixture pair again and its figures must come back exactly.
+fn with_a_reversed_pair(dir: &Path) -> (PathBuf, kernelpair::record::Pair) {
+    use kernelpair::record::{Flag, Record, Slow, Status, SynthOutcome};
+    let mut recs = kernelpair::jsonl::read_records(Path::new(PAIRS)).unwrap();
+    let i = recs
+        .iter()
+        .position(|r| matches!(r, Record::Pair(p) if p.benchmark == "transpose"))
+        .unwrap();
+    let Record::Pair(p) = recs[i].clone() else {
+        unreachable!()
+    };
+    let mut r = (*p).clone();
+    r.fast = p.slow.unit().unwrap().clone();
+    r.slow = Slow::Synthesized {
+        unit: Box::new(p.fast.clone()),
+        outcome: Box::new(SynthOutcome {
+            model: "test-model".into(),
+            prompt_hash: "0123456789abcdef".into(),
+            attempts: 1,
+            ..Default::default()
+        }),
+    };
+    let v = r.verification.as_mut().unwrap();
+    let measured = v.speedup.clone().unwrap();
+    v.status = Status::Reversed;
+    v.speedup = Some(kernelpair::verify::verdict::inverted(&measured));
+    v.flags = vec![Flag::Reversed { speedup: measured }];
+    for t in &mut v.evidence.timings {
+        std::mem::swap(&mut t.slow, &mut t.fast);
+        let (lo, hi) = (t.ci_low, t.ci_high);
+        t.speedup = 1.0 / t.speedup;
+        t.ci_low = 1.0 / hi;
+        t.ci_high = 1.0 / lo;
+    }
+    recs[i] = Record::Pair(Box::new(r.clone()));
+    let path = dir.join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&path, &recs).unwrap();
+    (path, *p)
+}
+
+/// Reversed pairs are off by default and counted on the card either way; with
+/// `--include-reversed` each is one sample, slow side the original, fast side the plain
+/// version, its speedup the original's time over the plain version's, and a description
+/// that names the techniques removed and the device.
+#[test]
+fn reversed_pairs_are_counted_always_and_exported_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, original) = with_a_reversed_pair(dir.path());
+    let run = |out: &Path, extra: &[&str]| {
+        kp().args(["export", "--in"])
+            .arg(&input)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .assert()
+            .success();
+    };
+    let off = dir.path().join("off");
+    run(&off, &[]);
+    assert!(!ids(&all_rows(&off, "chat"))
+        .iter()
+        .any(|i| i.starts_with(&original.id)));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(off.join("filter_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        report["excluded"]["reversed (--include-reversed exports them)"],
+        1
+    );
+    let card = std::fs::read_to_string(off.join("README.md")).unwrap();
+    assert!(card.contains("**1 pairs are `reversed`**"), "{card}");
+    assert!(
+        card.contains("Not exported (`--include-reversed`"),
+        "{card}"
+    );
+    assert!(card.contains("| NVIDIA H100 80GB HBM3 | 1 | 0 |"), "{card}");
+
+    let on = dir.path().join("on");
+    run(&on, &["--include-reversed", "--with-description"]);
+    let rows = all_rows(&on, "chat");
+    let id = format!("{}-reversed", original.id);
+    let row = rows.iter().find(|r| r["id"] == id.as_str()).unwrap();
+    let m = &row["metadata"];
+    assert_eq!(m["origin"], "reversed");
+    assert_eq!(m["model"], "test-model");
+    assert_eq!(m["status"], "reversed");
+    assert_eq!(m["verified"], true);
+    // Slow side: the original (the record's fast unit); fast side: the plain version.
+    assert_eq!(m["slow"]["id"], original.slow.unit().unwrap().id.as_str());
+    assert_eq!(m["fast"]["id"], original.fast.id.as_str());
+    let want = original
+        .verification
+        .as_ref()
+        .unwrap()
+        .speedup
+        .clone()
+        .unwrap();
+    let got = &m["speedup"];
+    assert_eq!(got["size_set"], want.size_set.as_str());
+    for (k, w) in [
+        ("median", want.median),
+        ("ci_low", want.ci_low),
+        ("ci_high", want.ci_high),
+    ] {
+        assert!((got[k].as_f64().unwrap() - w).abs() < 1e-9, "{k}: {got}");
+    }
+    let description = m["description"].as_str().unwrap();
+    assert!(
+        description.starts_with("A reversed pair: the slow kernel is the original and the fast kernel its plain version with shared memory and coalescing removed, which is faster on NVIDIA H100 80GB HBM3."),
+        "{description}"
+    );
+    assert!(description.contains("3.40× faster"), "{description}");
+    let answer = row["messages"][2]["content"].as_str().unwrap();
+    assert!(answer.contains("A reversed pair"), "{answer}");
+    let card = std::fs::read_to_string(on.join("README.md")).unwrap();
+    assert!(card.contains("**1 pairs are `reversed`**"), "{card}");
+    assert!(
+        card.contains("Exported the other way round (`--include-reversed`): 1 samples"),
+        "{card}"
+    );
+    assert!(card.contains("| NVIDIA H100 80GB HBM3 | 1 | 1 |"), "{card}");
+    assert!(card.contains("| reversed | test-model | 1 |"), "{card}");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("schemas/export-chat.schema.json").unwrap())
+            .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(row).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Without a reversed pair in the input the card still states the count.
+    let none = dir.path().join("none");
+    export(&none, &[]).success();
+    let card = std::fs::read_to_string(none.join("README.md")).unwrap();
+    assert!(card.contains("**0 pairs are `reversed`**"), "{card}");
+}
+
+/// The fixture pairs with `transpose` asked as two synth candidates (`all`, and
+/// `shared_memory` undone alone), both verified, the second faster.
+fn with_two_candidates(dir: &Path) -> (PathBuf, String) {
+    use kernelpair::record::{Candidate, Record, Slow, SynthOutcome, Undo};
+    let mut recs = kernelpair::jsonl::read_records(Path::new(PAIRS)).unwrap();
+    let i = recs
+        .iter()
+        .position(|r| matches!(r, Record::Pair(p) if p.benchmark == "transpose"))
+        .unwrap();
+    let Record::Pair(p) = recs[i].clone() else {
+        unreachable!()
+    };
+    let group = p.id.clone();
+    let as_candidate = |undo: Undo, id: &str, source: String, ci_low: f64, median: f64| {
+        let mut q = (*p).clone();
+        q.id = id.into();
+        let mut unit = p.slow.unit().unwrap().clone();
+        unit.source = source;
+        q.slow = Slow::Synthesized {
+            unit: Box::new(unit),
+            outcome: Box::new(SynthOutcome {
+                model: "test-model".into(),
+                prompt_hash: "0123456789abcdef".into(),
+                attempts: 1,
+                candidate: Some(Candidate {
+                    group: group.clone(),
+                    undo,
+                }),
+                ..Default::default()
+            }),
+        };
+        let s = q.verification.as_mut().unwrap().speedup.as_mut().unwrap();
+        (s.ci_low, s.median, s.ci_high) = (ci_low, median, median + 0.1);
+        Record::Pair(Box::new(q))
+    };
+    let plain = p.slow.unit().unwrap().source.clone();
+    let other = plain.replace(
+        "if (x < w && y < h) {",
+        "bool inside = x < w && y < h;\n    if (inside) {",
+    );
+    assert_ne!(plain, other);
+    let smem = Undo::One {
+        technique: "shared_memory".into(),
+    };
+    recs[i] = as_candidate(Undo::All, &group, plain, 3.23, 3.4);
+    recs.insert(i + 1, as_candidate(smem, "cand-smem", other, 4.0, 4.2));
+    let path = dir.join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&path, &recs).unwrap();
+    (path, group)
+}
+
+/// By default a kernel's candidates give one sample, the one with the largest honest
+/// speedup (CI low); `--all-candidates` exports each, sharing `metadata.group` (and they
+/// are not near duplicates of each other). The card shows the yield per technique.
+#[test]
+fn the_best_candidate_by_default_every_candidate_on_request_and_yield_per_technique() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, group) = with_two_candidates(dir.path());
+    let run = |out: &Path, extra: &[&str]| {
+        kp().args(["export", "--in"])
+            .arg(&input)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .assert()
+            .success();
+    };
+    let best = dir.path().join("best");
+    run(&best, &[]);
+    let rows = all_rows(&best, "chat");
+    let mine: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["metadata"]["group"] == group.as_str())
+        .collect();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0]["id"], "cand-smem");
+    assert_eq!(mine[0]["metadata"]["candidate"], "shared_memory");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(best.join("filter_report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        report["excluded"]
+            ["another candidate of the kernel is faster (--all-candidates exports each)"],
+        1
+    );
+    let card = std::fs::read_to_string(best.join("README.md")).unwrap();
+    assert!(
+        card.contains("| undid | asked | accepted | verified | not faster | reversed |"),
+        "{card}"
+    );
+    assert!(
+        card.contains("| shared_memory | 1 | 1 | 1 | 0 | 0 |"),
+        "{card}"
+    );
+    // matmul's synthesized slow kernel and the all candidate.
+    assert!(card.contains("| all | 2 | 2 | 2 | 0 | 0 |"), "{card}");
+    // Pairs that are no candidate: their own group, no label.
+    let others: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["metadata"]["group"] != group.as_str())
+        .collect();
+    assert!(!others.is_empty());
+    for r in others {
+        assert_eq!(r["metadata"]["group"], r["id"]);
+        assert!(r["metadata"]["candidate"].is_null());
+    }
+
+    let all = dir.path().join("all");
+    run(&all, &["--all-candidates"]);
+    let rows = all_rows(&all, "chat");
+    let mut mine: Vec<(String, String)> = rows
+        .iter()
+        .filter(|r| r["metadata"]["group"] == group.as_str())
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["metadata"]["candidate"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    mine.sort();
+    assert_eq!(
+        mine,
+        [
+            (group.clone(), "all".to_string()),
+            ("cand-smem".to_string(), "shared_memory".to_string())
+        ]
+    );
+    // Kept together by the split, which groups by benchmark.
+    let splits: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter(|r| r["metadata"]["group"] == group.as_str())
+        .map(|r| r["metadata"]["split"].as_str().unwrap())
+        .collect();
+    assert_eq!(splits.len(), 1);
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("schemas/export-chat.schema.json").unwrap())
+            .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    for row in &rows {
+        let errors: Vec<String> = v.iter_errors(row).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", row["id"]);
+    }
+}

@@ -1090,3 +1090,343 @@ fn isolated_pairs(suite: &Path, dir: &Path) -> PathBuf {
     write_records(&out, &recs).unwrap();
     out
 }
+
+// ---------------------------------------------------------------- prompt budget (issue 27)
+
+/// A fast unit whose context (400 macros, a type, an uncalled helper) dwarfs its kernel.
+fn big_context_source(name: &str) -> String {
+    let mut s = String::from("#define TILE 256\n");
+    for i in 0..400 {
+        s.push_str(&format!("#define C_{i} ({i} * 3 + 1)\n"));
+    }
+    s.push_str("struct Weights { float w[4]; };\n");
+    s.push_str("__device__ float unused_helper(float v) { return v - 1.0f; }\n");
+    s.push_str("__device__ float twice(float v) { return 2.0f * v + C_0; }\n");
+    s.push_str(&format!(
+        "__global__ void {name}(float* out, const float* __restrict__ in, int n) {{\n\
+         \x20   __shared__ float tile[TILE];\n\
+         \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20   tile[threadIdx.x] = (i < n) ? __ldg(&in[i]) : 0.0f;\n\
+         \x20   __syncthreads();\n\
+         \x20   if (i < n) out[i] = twice(tile[threadIdx.x]);\n\
+         }}\n"
+    ));
+    s
+}
+
+/// A kernel too long for the budget whatever is cut around it.
+fn huge_kernel_source(name: &str) -> String {
+    let mut body = String::new();
+    for j in 0..600 {
+        body.push_str(&format!("    acc += in[(i + {j}) % n] * {j}.5f;\n"));
+    }
+    format!(
+        "__global__ void {name}(float* out, const float* __restrict__ in, int n) {{\n\
+         \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20   if (i >= n) return;\n\
+         \x20   float acc = 0.0f;\n{body}\
+         \x20   out[i] = acc;\n\
+         }}\n"
+    )
+}
+
+fn pending_pair_with(name: &str, source: String) -> Pair {
+    let fast = unit(name, "cuda", source);
+    serde_json::from_value(json!({
+        "id": Pair::make_id(None, &fast), "suite": "fixture", "benchmark": "bench",
+        "kernel": name, "fast": fast, "slow": {"kind": "pending"}, "rule": "no_naive_variant"
+    }))
+    .unwrap()
+}
+
+/// `--max-prompt-tokens`: a unit that fits goes whole; one over the budget goes as the kernel
+/// with only the helpers it calls (the rest compiled before the answer, unshown); one still
+/// over it is `prompt_too_large` with its size, and nothing about it is sent.
+#[test]
+fn prompt_budget_sends_the_kernel_with_its_helpers_or_records_prompt_too_large() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = Server::start(|req: &Seen, _: &[Seen]| {
+        let k = req.kernel();
+        match k.as_str() {
+            // Uses C_0 from the unshown context: compiles only with it in front.
+            "k_big" => Reply::Ok(fenced(
+                "__device__ float twice(float v) { return 2.0f * v + C_0; }\n\
+                 __global__ void k_big(float* out, const float* in, int n) {\n\
+                 \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                 \x20   if (i < n) out[i] = twice(in[i]);\n\
+                 }\n",
+            )),
+            _ => Reply::Ok(fenced(&naive_source(&k))),
+        }
+    });
+    let recs = vec![
+        Record::Pair(Box::new(pending_pair("k_small"))),
+        Record::Pair(Box::new(pending_pair_with(
+            "k_big",
+            big_context_source("k_big"),
+        ))),
+        Record::Pair(Box::new(pending_pair_with(
+            "k_huge",
+            huge_kernel_source("k_huge"),
+        ))),
+    ];
+    let input = d.join("pairs.jsonl");
+    write_records(&input, &recs).unwrap();
+    let llm = llm_toml(d, &server.url);
+    let out = synth(d, &input, &llm, &["--max-prompt-tokens", "1500"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(3), "k_huge is rejected\n{stderr}");
+
+    let seen = server.seen();
+    let kernels: std::collections::BTreeSet<String> = seen.iter().map(Seen::kernel).collect();
+    assert_eq!(
+        kernels,
+        ["k_big", "k_small"].map(String::from).into(),
+        "nothing is sent for k_huge"
+    );
+    let big = seen.iter().find(|s| s.kernel() == "k_big").unwrap();
+    let prompt = big.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("Below are the kernel and the __device__ helpers"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("__device__ float twice(float v)"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("#define C_1 ") && !prompt.contains("unused_helper"),
+        "{prompt}"
+    );
+    // The context's names the code uses are named, without their definitions.
+    assert!(prompt.contains("- TILE, C_0"), "{prompt}");
+    let small = seen.iter().find(|s| s.kernel() == "k_small").unwrap();
+    let small_prompt = small.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        small_prompt.contains("The optimized source:"),
+        "{small_prompt}"
+    );
+
+    let pairs = pairs_by_kernel(&d.join("out.jsonl"));
+    use kernelpair::record::PromptScope;
+    let o = outcome(&pairs["k_small"]).unwrap();
+    assert!(accepted(&pairs["k_small"]), "{o:?}");
+    assert_eq!(o.prompt_scope, Some(PromptScope::Unit));
+    assert!(o.prompt_tokens.is_some_and(|t| t <= 1500), "{o:?}");
+    let p = &pairs["k_big"];
+    let o = outcome(p).unwrap();
+    assert!(accepted(p), "{o:?}");
+    assert_eq!(o.prompt_scope, Some(PromptScope::KernelWithHelpers));
+    assert!(o.prompt_tokens.is_some_and(|t| t <= 1500), "{o:?}");
+    // The slow unit stands alone: the unshown context, then the answer.
+    let slow = p.slow.unit().unwrap();
+    assert!(
+        slow.source.contains("#define C_399 (399 * 3 + 1)"),
+        "{}",
+        slow.source
+    );
+    assert!(
+        slow.source.contains("out[i] = twice(in[i]);"),
+        "{}",
+        slow.source
+    );
+    assert!(slow.compile.as_ref().unwrap().ok);
+    let p = &pairs["k_huge"];
+    let o = outcome(p).unwrap();
+    assert_eq!(reason(p).as_deref(), Some("prompt_too_large"));
+    assert!(
+        p.slow.is_pending() && o.attempts == 0 && o.cache_keys.is_empty(),
+        "{o:?}"
+    );
+    let tokens = o.prompt_tokens.unwrap();
+    assert!(tokens > 1500, "{o:?}");
+    let msg = o.message.as_deref().unwrap();
+    assert!(
+        msg.contains(&format!(
+            "the prompt is {tokens} tokens with the whole unit"
+        )) && msg.contains("with only the kernel and the helpers it calls (no helpers)")
+            && msg.contains("max_prompt_tokens = 1500; nothing was sent"),
+        "{msg}"
+    );
+    for line in std::fs::read_to_string(d.join("out.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        schema_check("record.schema.json", &serde_json::from_str(line).unwrap());
+    }
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["reasons"]["prompt_too_large"], 1);
+    schema_check("synth-report.schema.json", &report);
+
+    // Without a budget the whole unit goes, as before (another folder: its own cache).
+    server.clear();
+    let dir2 = tempfile::tempdir().unwrap();
+    let d2 = dir2.path();
+    let input2 = d2.join("pairs.jsonl");
+    write_records(&input2, &recs[1..2]).unwrap();
+    synth(d2, &input2, &llm, &[]);
+    let seen = server.seen();
+    let prompt = seen[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("#define C_399") && prompt.contains("The optimized source:"));
+    let p = &pairs_by_kernel(&d2.join("out.jsonl"))["k_big"];
+    assert_eq!(outcome(p).unwrap().prompt_scope, None);
+}
+
+// ---------------------------------------------------------------- candidates per technique (issue 27)
+
+/// `--candidates per-technique`: a kernel with two techniques gets three candidates (both
+/// undone, then each alone), each checked and kept with its label in its kernel's group;
+/// every request is cached per candidate, so a rerun sends nothing; the default asks one.
+#[test]
+fn per_technique_candidates_are_checked_labelled_and_cached_each() {
+    use kernelpair::record::Undo;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // shared memory undone alone: the tile goes, __ldg stays.
+    let no_tile = "__global__ void k_two(float* out, const float* __restrict__ in, int n) {\n\
+                   \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                   \x20   if (i < n) out[i] = 2.0f * __ldg(&in[i]);\n\
+                   }\n";
+    let server = Server::start(move |req: &Seen, _: &[Seen]| {
+        let prompt = req.body["messages"][1]["content"].as_str().unwrap_or("");
+        if prompt.contains("Undo exactly one of its techniques:\n- shared_memory") {
+            Reply::Ok(fenced(no_tile))
+        } else if prompt.contains("Undo exactly one of its techniques:\n- read_only_cache") {
+            // The model hands the fast kernel back: rejected, and kept as such.
+            Reply::Ok(fenced(&fast_source("k_two")))
+        } else {
+            Reply::Ok(fenced(&naive_source("k_two")))
+        }
+    });
+    let pending = pending_pair("k_two");
+    let input = d.join("pairs.jsonl");
+    write_records(&input, &[Record::Pair(Box::new(pending.clone()))]).unwrap();
+    let llm = llm_toml(d, &server.url);
+    let out = synth(d, &input, &llm, &["--candidates", "per-technique"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "one candidate is rejected\n{stderr}"
+    );
+    assert!(
+        stderr.contains("1 pending pairs, 3 candidates: 2 accepted"),
+        "{stderr}"
+    );
+    assert_eq!(server.count(), 3, "one request per candidate");
+    // Requests run concurrently: pick the shared-memory candidate's by its content.
+    let one = server
+        .seen()
+        .into_iter()
+        .find(|s| {
+            s.body["messages"][1]["content"]
+                .as_str()
+                .unwrap()
+                .contains("Undo exactly one of its techniques:\n- shared_memory")
+        })
+        .unwrap();
+    let prompt = one.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("Keep the other techniques it uses as they are:\n- read_only_cache"),
+        "{prompt}"
+    );
+
+    let pairs: Vec<Pair> = read_records(&d.join("out.jsonl"))
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(*p),
+            _ => None,
+        })
+        .collect();
+    let labels: Vec<String> = pairs
+        .iter()
+        .map(|p| {
+            outcome(p)
+                .unwrap()
+                .candidate
+                .as_ref()
+                .unwrap()
+                .undo
+                .label()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(labels, ["all", "shared_memory", "read_only_cache"]);
+    for p in &pairs {
+        let c = outcome(p).unwrap().candidate.clone().unwrap();
+        assert_eq!(c.group, pending.id, "one group per kernel");
+    }
+    assert_eq!(
+        pairs[0].id, pending.id,
+        "the all candidate keeps the pair's id"
+    );
+    let ids: std::collections::BTreeSet<&str> = pairs.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "each candidate is a pair of its own");
+    assert!(accepted(&pairs[0]) && accepted(&pairs[1]));
+    // What the shared-memory candidate undid is what its pair's techniques say.
+    assert!(
+        pairs[1].techniques.contains(&"shared_memory".to_string()),
+        "{:?}",
+        pairs[1].techniques
+    );
+    assert!(
+        !pairs[1].techniques.contains(&"read_only_cache".to_string()),
+        "{:?}",
+        pairs[1].techniques
+    );
+    assert_eq!(
+        outcome(&pairs[1]).unwrap().candidate.as_ref().unwrap().undo,
+        Undo::One {
+            technique: "shared_memory".into()
+        }
+    );
+    assert_eq!(reason(&pairs[2]).as_deref(), Some("same_as_fast"));
+    for line in std::fs::read_to_string(d.join("out.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        schema_check("record.schema.json", &serde_json::from_str(line).unwrap());
+    }
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        (report["pending"].as_u64(), report["candidates"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(
+        (report["accepted"].as_u64(), report["rejected"].as_u64()),
+        (Some(2), Some(1))
+    );
+    schema_check("synth-report.schema.json", &report);
+
+    // Cached per candidate: without the journal, a rerun sends nothing and writes the same.
+    let first = std::fs::read(d.join("out.jsonl")).unwrap();
+    std::fs::remove_file(d.join("out.jsonl.journal")).unwrap();
+    server.clear();
+    synth(d, &input, &llm, &["--candidates", "per-technique"]);
+    assert_eq!(server.count(), 0);
+    assert_eq!(std::fs::read(d.join("out.jsonl")).unwrap(), first);
+
+    // At most 2: `all` and the first technique, both from the cache.
+    server.clear();
+    synth(d, &input, &llm, &["--candidates", "2", "--journal", "j2"]);
+    assert_eq!(server.count(), 0);
+    let two = read_records(&d.join("out.jsonl")).unwrap();
+    assert_eq!(two.len(), 2);
+
+    // The default asks one candidate, and its record carries no candidate label.
+    let dir2 = tempfile::tempdir().unwrap();
+    let d2 = dir2.path();
+    let input2 = d2.join("pairs.jsonl");
+    write_records(&input2, &[Record::Pair(Box::new(pending))]).unwrap();
+    server.clear();
+    let out = synth(d2, &input2, &llm, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.count(), 1);
+    let recs = read_records(&d2.join("out.jsonl")).unwrap();
+    let Record::Pair(p) = &recs[0] else { panic!() };
+    assert_eq!(outcome(p).unwrap().candidate, None);
+}

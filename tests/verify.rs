@@ -1275,3 +1275,82 @@ fn gpu_parboil_fixture_pairs_verify_with_their_features() {
 fn san(v: &Verification) -> serde_json::Value {
     serde_json::to_value(&v.evidence.sanitizer).unwrap()
 }
+
+/// A worker that times every pair's slow kernel 3.7× faster than its fast one (kmeans
+/// `kmeansPoint` on an H200): agreement, then `not_faster` with its timings.
+const FASTER_PLAIN_WORKER: &str = r#"#!/bin/sh
+echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
+  case "$line" in
+    *'"type":"shutdown"'*) exit 0 ;;
+    *)
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"not_faster\",\"reason\":\"fake\",\"tool_version\":\"fake\",\"device\":{\"name\":\"Fake GPU\",\"sm_count\":1,\"compute_capability\":\"9.0\",\"driver_version\":\"0\",\"cuda_version\":\"13.0\"},\"speedup\":{\"size_set\":\"s\",\"median\":0.27,\"ci_low\":0.26,\"ci_high\":0.28},\"evidence\":{\"timings\":[{\"size_set\":\"s\",\"bytes\":8000,\"slow\":{\"median_ms\":1.0,\"iqr_ms\":0.01,\"min_ms\":0.99,\"runs\":20},\"fast\":{\"median_ms\":3.7,\"iqr_ms\":0.02,\"min_ms\":3.68,\"runs\":20},\"speedup\":0.27,\"ci_low\":0.26,\"ci_high\":0.28}]}}}" ;;
+  esac
+done
+"#;
+
+/// Issue 27: a synthesized plain variant that agrees and is faster than the original is
+/// `reversed`, with both speedups; the same timings for a natural slow kernel stay
+/// `not_faster`. The parent decides, from the pair's slow slot.
+#[test]
+fn a_faster_synthesized_plain_variant_is_reversed_and_a_natural_one_not_faster() {
+    use kernelpair::record::{Flag, Slow, SynthOutcome};
+    let t = tempfile::tempdir().unwrap();
+    let dirs = [
+        pair_folder(t.path(), "plain"),
+        pair_folder(t.path(), "natural"),
+    ];
+    let mut recs: Vec<Record> = dirs
+        .iter()
+        .map(|d| Record::Pair(Box::new(load_folder(d).unwrap().1)))
+        .collect();
+    let Record::Pair(p) = &mut recs[0] else {
+        unreachable!()
+    };
+    let unit = p.slow.unit().unwrap().clone();
+    p.slow = Slow::Synthesized {
+        unit: Box::new(unit),
+        outcome: Box::new(SynthOutcome {
+            model: "test-model".into(),
+            prompt_hash: "0123456789abcdef".into(),
+            attempts: 1,
+            ..Default::default()
+        }),
+    };
+    let input = t.path().join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&input, &recs).unwrap();
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FASTER_PLAIN_WORKER).unwrap();
+    let out = t.path().join("out.jsonl");
+    verify_cmd(&input, &out)
+        .args(["--gpus", "1", "--worker-cmd"])
+        .arg(format!("sh {}", fake.display()))
+        .assert()
+        .success();
+    assert_eq!(
+        statuses(&out),
+        [
+            ("plain".to_string(), Status::Reversed),
+            ("natural".to_string(), Status::NotFaster)
+        ]
+    );
+    let recs = kernelpair::jsonl::read_records(&out).unwrap();
+    let Record::Pair(p) = &recs[0] else {
+        unreachable!()
+    };
+    let v = p.verification.as_ref().unwrap();
+    assert!((v.speedup.as_ref().unwrap().median - 0.27).abs() < 1e-9);
+    let [Flag::Reversed { speedup }] = v.flags.as_slice() else {
+        panic!("{:?}", v.flags)
+    };
+    assert!(
+        (speedup.median - 1.0 / 0.27).abs() < 1e-9 && (speedup.ci_low - 1.0 / 0.28).abs() < 1e-9
+    );
+    assert!(
+        v.reason.contains("3.70× the original's speed"),
+        "{}",
+        v.reason
+    );
+    check_verifications(&out);
+}

@@ -81,6 +81,93 @@ pub fn isolate_at(
     })
 }
 
+/// A unit's source cut in two for a prompt that must be short ([`kernel_with_helpers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperCut {
+    /// The kernel and the functions it calls, directly or through each other, in source order.
+    pub code: String,
+    /// Everything else, in source order: headers, macros, types, globals and functions the
+    /// kernel never calls. It compiles before the code and is not sent.
+    pub context: String,
+    /// The names `context` defines that the code uses, for the prompt to say what exists
+    /// without showing it.
+    pub context_names: Vec<String>,
+    /// The helpers in `code`, besides the kernel.
+    pub helpers: Vec<String>,
+}
+
+/// The kernel `kernel` of an isolated unit's `source` with only the helpers it calls: the
+/// closure isolation computed, read again over the unit alone, keeping functions reached
+/// from the kernel by call and leaving macros, types and globals as context. `None` when
+/// the unit has no such kernel or its items cannot be cut out of the text exactly.
+pub fn kernel_with_helpers(source: &str, kernel: &str) -> Option<HelperCut> {
+    let fi = super::index_file("unit.cu", source);
+    let k = fi.kernels.iter().position(|k| k.name == kernel)?;
+    let start = fi.kernel_items[k];
+    let is_fn = |it: &Item| matches!(it.kind, ItemKind::Function | ItemKind::Kernel);
+    // Functions reached from the kernel by name, breadth first.
+    let mut keep = vec![start];
+    let mut i = 0;
+    while i < keep.len() {
+        let it = &fi.items[keep[i]];
+        for (name, _) in &it.refs {
+            for &j in fi.by_name.get(name).into_iter().flatten() {
+                if is_fn(&fi.items[j]) && !keep.contains(&j) {
+                    keep.push(j);
+                }
+            }
+        }
+        i += 1;
+    }
+    keep.sort_unstable();
+    let mut ranges = Vec::new();
+    for &j in &keep {
+        let it = &fi.items[j];
+        let text = it.written.as_deref().unwrap_or(&it.text);
+        let r = it.offset..it.offset + text.len();
+        if source.get(r.clone()) != Some(text) {
+            return None;
+        }
+        ranges.push(r);
+    }
+    let (mut code, mut context, mut at) = (String::new(), String::new(), 0);
+    for r in &ranges {
+        context.push_str(&source[at..r.start]);
+        code.push_str(&source[r.clone()]);
+        code.push_str("\n\n");
+        at = r.end;
+    }
+    context.push_str(&source[at..]);
+    // The context's names the code uses, in source order (the whole list can be longer
+    // than the code: heartwall's hundreds of macros).
+    let used: HashSet<&str> = keep
+        .iter()
+        .flat_map(|&j| &fi.items[j].refs)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let mut context_names: Vec<String> = Vec::new();
+    for (j, it) in fi.items.iter().enumerate() {
+        if !keep.contains(&j) && it.kind != ItemKind::Prototype {
+            for n in it.names.iter().filter(|n| used.contains(n.as_str())) {
+                if !context_names.contains(n) {
+                    context_names.push(n.clone());
+                }
+            }
+        }
+    }
+    let helpers = keep
+        .iter()
+        .filter(|&&j| j != start)
+        .map(|&j| fi.items[j].names[0].clone())
+        .collect();
+    Some(HelperCut {
+        code: format!("{}\n", code.trim_end()),
+        context: format!("{}\n", context.trim_end()),
+        context_names,
+        helpers,
+    })
+}
+
 /// Resolve `#include "target"` written in `from` to a file of the scope the way a
 /// compiler does: relative to `from`'s folder first, then relative to each of the scope's
 /// include folders in order. Never by file name alone.
@@ -1750,5 +1837,40 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
             Some("y/b.h")
         );
         assert_eq!(resolve_include(&s, "x/src/k.cu", "zzz.h"), None);
+    }
+
+    /// A prompt over budget sends the kernel and the helpers it calls; macros, types,
+    /// globals and functions it never calls stay behind as context.
+    #[test]
+    fn kernel_with_helpers_keeps_called_functions_and_leaves_the_rest_as_context() {
+        let unit = "#include <math.h>\n\
+#define N 16\n\
+struct Pt { float x, y; };\n\
+__constant__ float scale[N];\n\
+__device__ float sq(float v) { return v * v; }\n\
+__device__ float norm2(Pt p) { return sq(p.x) + sq(p.y); }\n\
+__device__ float unused(float v) { return v + 1.0f; }\n\
+__global__ void k(const Pt* p, float* out) {\n  int i = threadIdx.x;\n  out[i] = norm2(p[i]) * scale[i % N];\n}\n";
+        let cut = kernel_with_helpers(unit, "k").unwrap();
+        assert_eq!(cut.helpers, ["sq", "norm2"]);
+        assert!(cut.code.starts_with("__device__ float sq("), "{}", cut.code);
+        assert!(cut.code.contains("__global__ void k("), "{}", cut.code);
+        for gone in ["#define N", "struct Pt", "__constant__", "unused"] {
+            assert!(!cut.code.contains(gone), "{gone} in {}", cut.code);
+            assert!(cut.context.contains(gone), "{gone} not in {}", cut.context);
+        }
+        assert_eq!(
+            cut.context_names,
+            ["N", "Pt", "scale"],
+            "unused is not used"
+        );
+        // Context then code is the unit again, but for the order of its items.
+        let joined = format!("{}{}", cut.context, cut.code);
+        let mut again: Vec<&str> = joined.lines().filter(|l| !l.trim().is_empty()).collect();
+        let mut orig: Vec<&str> = unit.lines().filter(|l| !l.trim().is_empty()).collect();
+        again.sort_unstable();
+        orig.sort_unstable();
+        assert_eq!(again, orig);
+        assert_eq!(kernel_with_helpers(unit, "nope"), None);
     }
 }

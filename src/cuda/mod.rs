@@ -23,7 +23,9 @@ use crate::record::{Diagnostic, LaunchSite, Param};
 use std::collections::{BTreeMap, HashMap};
 
 pub use inspect::{run_inspect, InspectArgs};
-pub use isolate::{features_of, isolate, isolate_at, resolve_in, resolve_include};
+pub use isolate::{
+    features_of, isolate, isolate_at, kernel_with_helpers, resolve_in, resolve_include, HelperCut,
+};
 pub use lex::normalized_tokens;
 
 /// Everything isolation needs from one file. Built once by [`index_file`]; `Send + Sync`.

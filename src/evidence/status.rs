@@ -27,6 +27,10 @@ pub enum Status {
     /// The slow kernel pads its runtime (timer spin, busy loop, added `volatile`, …):
     /// found by the static checks before any GPU time.
     ArtificialSlowdown,
+    /// A synthesized plain variant agrees and is faster than the original (the
+    /// original's speedup over it has CI low ≥ `min_speedup`): the optimization loses on
+    /// this device. The `reversed` flag carries that speedup; `speedup` stays slow / fast.
+    Reversed,
 }
 
 impl Status {
@@ -48,6 +52,7 @@ impl Status {
             Status::MissingSlow => "missing_slow",
             Status::SanitizerError => "sanitizer_error",
             Status::ArtificialSlowdown => "artificial_slowdown",
+            Status::Reversed => "reversed",
         }
     }
 }

@@ -24,6 +24,50 @@ pub struct CardInput<'a> {
     pub templates_overridden: &'a [String],
     /// Pairs by harness origin ([`harness_origins`]).
     pub harness_origins: &'a BTreeMap<String, OriginCount>,
+    /// Input pairs whose status is `reversed`, by verification device.
+    pub reversed_per_device: &'a BTreeMap<String, usize>,
+    /// Whether they were exported (`--include-reversed`).
+    pub include_reversed: bool,
+    /// Synth candidates by what they undid ([`technique_yield`]).
+    pub technique_yield: &'a BTreeMap<String, Yield>,
+}
+
+/// What became of the synth candidates that undid one technique (or `all`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Yield {
+    /// Candidates asked (accepted or not).
+    pub asked: usize,
+    /// Accepted by synth's checks.
+    pub accepted: usize,
+    pub verified: usize,
+    pub not_faster: usize,
+    pub reversed: usize,
+}
+
+/// Synth candidates among the input pairs by what they undid: the candidate's technique,
+/// or `all` (one answer undoing every technique, as `candidates = "all"` asks). Natural
+/// pairs and pairs never sent to synth are not counted.
+pub fn technique_yield<'p>(
+    pairs: impl IntoIterator<Item = &'p crate::record::Pair>,
+) -> BTreeMap<String, Yield> {
+    use crate::record::{Slow, Status};
+    let mut out: BTreeMap<String, Yield> = BTreeMap::new();
+    for p in pairs {
+        let Some(o) = p.slow.synth_outcome() else {
+            continue;
+        };
+        let label = o.candidate.as_ref().map_or("all", |c| c.undo.label());
+        let y = out.entry(label.to_string()).or_default();
+        y.asked += 1;
+        y.accepted += usize::from(matches!(p.slow, Slow::Synthesized { .. }));
+        match p.verification.as_ref().map(|v| v.status) {
+            Some(Status::Verified) => y.verified += 1,
+            Some(Status::NotFaster) => y.not_faster += 1,
+            Some(Status::Reversed) => y.reversed += 1,
+            _ => {}
+        }
+    }
+    out
 }
 
 /// How many input pairs ran under a harness of one origin, and how many of them became
@@ -369,6 +413,8 @@ fn section_verification(out: &mut String, c: &CardInput) {
              memory traffic needs while the fast one runs near the bandwidth; worth a look.\n"
         );
     }
+    section_reversed(out, c);
+    section_technique_yield(out, c);
     out.push_str("Status of every pair in the input, before filtering:\n\n| status | pairs |\n| --- | ---: |\n");
     for (st, k) in c.input_status {
         let _ = writeln!(out, "| {st} | {k} |");
@@ -380,6 +426,60 @@ fn section_verification(out: &mut String, c: &CardInput) {
             "| {o} | {} | {} | {} |",
             k.pairs, k.verified, k.samples
         );
+    }
+}
+
+/// Yield per technique: which de-optimizations still pay on the verification device.
+fn section_technique_yield(out: &mut String, c: &CardInput) {
+    if c.technique_yield.is_empty() {
+        out.push_str("No input pair has a synthesized slow kernel.\n\n");
+        return;
+    }
+    out.push_str("Synthesized slow kernels by the technique their candidate undid (`all`: every technique at once; `--candidates per-technique` asks one per technique too): asked, accepted by synth's checks, and the verdicts. A technique whose candidates come back `reversed` no longer pays on this device.\n\n| undid | asked | accepted | verified | not faster | reversed |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (t, y) in c.technique_yield {
+        let _ = writeln!(
+            out,
+            "| {t} | {} | {} | {} | {} | {} |",
+            y.asked, y.accepted, y.verified, y.not_faster, y.reversed
+        );
+    }
+    out.push('\n');
+}
+
+/// Reversed pairs: how many, per device, and whether they are in the samples. Stated
+/// whether or not they were exported: they say which optimizations lose on a device.
+fn section_reversed(out: &mut String, c: &CardInput) {
+    let n: usize = c.reversed_per_device.values().sum();
+    let reversed = |s: &&Sample| s.metadata.origin == "reversed";
+    let exported = c.samples.iter().filter(reversed).count();
+    let what = match c.include_reversed {
+        true => format!(
+            "Exported the other way round (`--include-reversed`): {exported} samples whose slow \
+             side is the original and whose fast side is the plain version (`metadata.origin` \
+             `reversed`)."
+        ),
+        false => "Not exported (`--include-reversed` exports them the other way round).".into(),
+    };
+    let _ = writeln!(
+        out,
+        "**{n} pairs are `reversed`**: the synthesized plain version agreed with the original \
+         and was faster than it (the plain version's speedup over the original has a 95% CI \
+         low at or above the min speedup). {what}\n"
+    );
+    if n > 0 {
+        out.push_str("| device | reversed pairs | exported |\n| --- | ---: | ---: |\n");
+        for (device, k) in c.reversed_per_device {
+            let on_device = |s: &&Sample| {
+                s.metadata
+                    .device
+                    .as_ref()
+                    .map_or("unknown", |d| d.name.as_str())
+                    == device
+            };
+            let e = c.samples.iter().filter(reversed).filter(on_device).count();
+            let _ = writeln!(out, "| {device} | {k} | {e} |");
+        }
+        out.push('\n');
     }
 }
 

@@ -50,7 +50,33 @@ pub fn describe(pair: &Pair, techniques: &[String], rendered: Option<&Rendered>)
     let v = pair.verification.as_ref();
     let launches = v.and_then(Launches::of);
     let mut parts = Vec::new();
-    if techniques.is_empty() {
+    if let Some(v) = v.filter(|v| v.status == Status::Reversed) {
+        // The reversed view (`export::reversed`): the slow kernel is the original, the
+        // fast one its plain version, and `techniques` what the plain version removed.
+        let device = v
+            .device
+            .as_ref()
+            .map_or("the verification device", |d| d.name.as_str());
+        let removed = match techniques.is_empty() {
+            true => "its optimizations".to_string(),
+            false => join(
+                &techniques
+                    .iter()
+                    .map(|t| t.replace(['_', '-'], " "))
+                    .collect::<Vec<_>>(),
+            ),
+        };
+        parts.push(format!(
+            "A reversed pair: the slow kernel is the original and the fast kernel its plain version with {removed} removed, which is faster on {device}."
+        ));
+        if !techniques.is_empty() {
+            let words: Vec<String> = techniques.iter().map(|t| phrase(t)).collect();
+            parts.push(format!(
+                "The original {}; on this device that costs more than it saves.",
+                join(&words)
+            ));
+        }
+    } else if techniques.is_empty() {
         parts.push(
             "The fast kernel restructures the computation; none of the techniques kernelpair \
              detects (shared memory, coalescing, unrolling, register blocking, vector types, \
@@ -81,7 +107,8 @@ pub fn describe(pair: &Pair, techniques: &[String], rendered: Option<&Rendered>)
 }
 
 fn measured(v: &Verification, launches: Option<&Launches>) -> String {
-    let Some(s) = v.speedup.as_ref().filter(|_| v.status == Status::Verified) else {
+    let timed = matches!(v.status, Status::Verified | Status::Reversed);
+    let Some(s) = v.speedup.as_ref().filter(|_| timed) else {
         return match v.status {
             Status::Verified => "Verified on a GPU (agreement only, not timed).".into(),
             st => format!("Not verified on a GPU ({}).", st.as_str()),

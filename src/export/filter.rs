@@ -141,6 +141,17 @@ pub struct Duplicate {
 /// Decide which samples stay. `items` are (id, text) in priority order: an item is dropped
 /// when it duplicates an earlier kept one. Returns the kept flags and the duplicates.
 pub fn dedup(items: &[(String, String)], threshold: f64) -> (Vec<bool>, Vec<Duplicate>) {
+    dedup_grouped(items, &[], threshold)
+}
+
+/// [`dedup`], where items of one group (`groups[i]`, when given: the candidates of one
+/// kernel exported with `--all-candidates`) are never near duplicates of each other, only
+/// exact ones: they differ on purpose, in one technique each.
+pub fn dedup_grouped(
+    items: &[(String, String)],
+    groups: &[String],
+    threshold: f64,
+) -> (Vec<bool>, Vec<Duplicate>) {
     let mut keep = vec![true; items.len()];
     let mut dups = Vec::new();
     let mut exact: HashMap<Vec<String>, usize> = HashMap::new();
@@ -177,10 +188,14 @@ pub fn dedup(items: &[(String, String)], threshold: f64) -> (Vec<bool>, Vec<Dupl
             .collect();
         candidates.sort_unstable();
         candidates.dedup();
-        let hit = candidates.into_iter().find_map(|j| {
-            let s = estimated_jaccard(&sig, sigs[j].as_ref().expect("kept items have a sig"));
-            (s >= threshold).then_some((j, s))
-        });
+        let same_group = |j: usize| groups.len() == items.len() && groups[i] == groups[j];
+        let hit = candidates
+            .into_iter()
+            .filter(|&j| !same_group(j))
+            .find_map(|j| {
+                let s = estimated_jaccard(&sig, sigs[j].as_ref().expect("kept items have a sig"));
+                (s >= threshold).then_some((j, s))
+            });
         if let Some((j, s)) = hit {
             keep[i] = false;
             dups.push(Duplicate {
@@ -277,6 +292,13 @@ mod tests {
         // A threshold of 1.0 keeps the near-duplicate.
         let (keep, _) = dedup(&items, 1.0);
         assert_eq!(keep, [true, false, true, true]);
+        // Candidates of one kernel (one group) are never near duplicates of each other,
+        // only exact ones; another group's near copy still is.
+        let groups = |g: [&str; 4]| g.map(String::from).to_vec();
+        let (keep, _) = dedup_grouped(&items, &groups(["k", "k", "k", "d"]), 0.7);
+        assert_eq!(keep, [true, false, true, true]);
+        let (keep, _) = dedup_grouped(&items, &groups(["k", "k", "j", "d"]), 0.7);
+        assert_eq!(keep, [true, false, false, true]);
     }
 
     #[test]

@@ -102,6 +102,11 @@ pub struct Metadata {
     /// the harness; null when no harness was found.
     pub slow_launch: Option<String>,
     pub fast_launch: Option<String>,
+    /// The pair this sample was made for: its own id, or for a synth candidate the pending
+    /// pair its kernel's candidates share ([`Pair::group`]), so they can be kept together.
+    pub group: String,
+    /// What a synth candidate undid (`all` or a technique); null for other pairs.
+    pub candidate: Option<String>,
 }
 
 /// One exported pair before it is written in any format.
@@ -316,6 +321,8 @@ pub fn build_sample_with(
         Slow::Synthesized { outcome, .. } => Some(outcome.model.clone()),
         _ => None,
     };
+    // A reversed view (`export::reversed`) agreed and was faster: as verified as any.
+    let verified = v.is_some_and(|v| matches!(v.status, Status::Verified | Status::Reversed));
     Ok(Sample {
         system: t.system.render(&vars).trim_end().to_string(),
         user: t.user.render(&vars).trim_end().to_string(),
@@ -335,7 +342,7 @@ pub fn build_sample_with(
             origin: origin.to_string(),
             model,
             techniques: techniques_list.clone(),
-            verified: v.is_some_and(|v| v.status == Status::Verified),
+            verified,
             status: v.map_or("unverified", |v| v.status.as_str()).to_string(),
             speedup,
             speedups: v.map(speedups_per_size_set).unwrap_or_default(),
@@ -349,6 +356,12 @@ pub fn build_sample_with(
                 .unwrap_or_default(),
             slow_launch,
             fast_launch,
+            group: pair.group().to_string(),
+            candidate: pair
+                .slow
+                .synth_outcome()
+                .and_then(|o| o.candidate.as_ref())
+                .map(|c| c.undo.label().to_string()),
         },
     })
 }

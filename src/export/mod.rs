@@ -17,9 +17,11 @@ pub mod format;
 pub mod launch;
 pub mod lint;
 pub mod plot;
+pub mod reversed;
 pub mod split;
 pub mod template;
-pub mod tokens;
+/// Token counting lives below export (synth's prompt budget counts with it too).
+pub use crate::tokens;
 
 pub use format::{Format, Metadata, Sample};
 
@@ -65,6 +67,14 @@ pub struct ExportArgs {
     /// at another); by default they are kept, the condition stated in their description.
     #[arg(long)]
     pub exclude_size_dependent: bool,
+    /// Also export `reversed` pairs (a synthesized plain version faster than the original)
+    /// as samples whose slow side is the original and whose fast side is the plain version.
+    #[arg(long)]
+    pub include_reversed: bool,
+    /// Export every verified synth candidate of a kernel as its own sample (sharing
+    /// `metadata.group`); by default only the one with the largest honest speedup.
+    #[arg(long)]
+    pub all_candidates: bool,
     /// Folder whose template files (system.txt, user.md, assistant.md, performance.md) replace the built-in ones.
     #[arg(long)]
     pub templates: Option<PathBuf>,
@@ -101,6 +111,14 @@ pub struct ExportOptions {
     pub with_speedup: bool,
     pub with_description: bool,
     pub exclude_size_dependent: bool,
+    /// Export `reversed` pairs the other way round ([`reversed::view`]). Left out of the
+    /// JSON when off, so a build journal keyed by these settings is unchanged.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub include_reversed: bool,
+    /// Every candidate of a kernel, not only its best ([`best_candidates`]); left out of
+    /// the JSON when off, like `include_reversed`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub all_candidates: bool,
     pub templates: Option<PathBuf>,
     pub split: f64,
     pub seed: u64,
@@ -119,6 +137,8 @@ impl Default for ExportOptions {
             with_speedup: false,
             with_description: false,
             exclude_size_dependent: false,
+            include_reversed: false,
+            all_candidates: false,
             templates: None,
             split: 0.8,
             seed: 42,
@@ -139,6 +159,8 @@ impl From<&ExportArgs> for ExportOptions {
             with_speedup: a.with_speedup,
             with_description: a.with_description,
             exclude_size_dependent: a.exclude_size_dependent,
+            include_reversed: a.include_reversed,
+            all_candidates: a.all_candidates,
             templates: a.templates.clone(),
             split: a.split,
             seed: a.seed,
@@ -235,8 +257,16 @@ fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
     if p.identical {
         return Some("identical (control pair)".into());
     }
-    let slow = p.slow.unit()?;
+    p.slow.unit()?;
     let status = p.verification.as_ref().map(|v| v.status);
+    // Never the way round it was measured (the original is the slower side), even with
+    // --include-unverified: reversed pairs are exported only reversed.
+    if status == Some(Status::Reversed) {
+        return Some(match o.include_reversed {
+            true => "reversed, but the record has no reversed speedup".into(),
+            false => "reversed (--include-reversed exports them)".into(),
+        });
+    }
     if status != Some(Status::Verified) && !o.include_unverified {
         return Some(format!(
             "not verified: {}",
@@ -252,6 +282,12 @@ fn exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
     {
         return Some("size_dependent (--exclude-size-dependent)".into());
     }
+    licence_exclusion(p, o)
+}
+
+/// `--exclude-non-redistributable`: why a pair (or a reversed view) is left out.
+fn licence_exclusion(p: &Pair, o: &ExportOptions) -> Option<String> {
+    let slow = p.slow.unit()?;
     if o.exclude_non_redistributable {
         let ok = |u: &crate::record::KernelUnit| {
             u.provenance
@@ -322,6 +358,7 @@ pub fn export_preview(
 /// options say otherwise), counting every input pair's status and every exclusion.
 fn select_samples(
     pairs: &BTreeMap<&str, &Pair>,
+    reversed: &BTreeMap<&str, &Pair>,
     cfg: &ExportConfig,
     o: &ExportOptions,
     report: &mut FilterReport,
@@ -346,6 +383,29 @@ fn select_samples(
                 .or_default() += 1;
             continue;
         }
+        if let Some(q) = reversed.get(p.id.as_str()) {
+            // Its reversed view becomes the sample instead.
+            if let Some(why) = licence_exclusion(q, o) {
+                *report.excluded.entry(why).or_default() += 1;
+                continue;
+            }
+            match format::build_sample_with(
+                q,
+                q.slow.unit().expect("a view has both sides"),
+                &cfg.templates,
+                o.with_speedup,
+                o.with_description,
+            ) {
+                Ok(mut s) => {
+                    s.metadata.origin = "reversed".into();
+                    s.metadata.group = p.group().to_string();
+                    s.metadata.model = p.slow.synth_outcome().map(|o| o.model.clone());
+                    samples.push(s);
+                }
+                Err(why) => *report.excluded.entry(why).or_default() += 1,
+            }
+            continue;
+        }
         if let Some(why) = exclusion(p, o) {
             *report.excluded.entry(why).or_default() += 1;
             continue;
@@ -357,7 +417,56 @@ fn select_samples(
             Err(why) => *report.excluded.entry(why).or_default() += 1,
         }
     }
-    samples
+    if o.all_candidates {
+        samples
+    } else {
+        best_candidates(samples, report)
+    }
+}
+
+/// Why a candidate is left out by default.
+const NOT_BEST: &str = "another candidate of the kernel is faster (--all-candidates exports each)";
+
+/// One sample per kernel among synth candidates (samples sharing `metadata.group`): the
+/// one with the largest honest speedup, the lower end of its 95% interval (then the
+/// median, then the id); verified before unverified. Samples of other pairs pass.
+pub fn best_candidates(samples: Vec<Sample>, report: &mut FilterReport) -> Vec<Sample> {
+    let rank = |s: &Sample| {
+        let sp = s.metadata.speedup.as_ref();
+        (
+            s.metadata.verified,
+            sp.map_or(f64::NEG_INFINITY, |x| x.ci_low),
+            sp.map_or(f64::NEG_INFINITY, |x| x.median),
+        )
+    };
+    // Greater is better; on a full tie the smaller id wins.
+    let order = |a: &Sample, b: &Sample| {
+        let (ra, rb) = (rank(a), rank(b));
+        ra.0.cmp(&rb.0)
+            .then(ra.1.total_cmp(&rb.1))
+            .then(ra.2.total_cmp(&rb.2))
+            .then_with(|| b.metadata.id.cmp(&a.metadata.id))
+    };
+    let mut best: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, s) in samples.iter().enumerate() {
+        if s.metadata.candidate.is_none() {
+            continue;
+        }
+        let b = best.entry(s.metadata.group.clone()).or_insert(i);
+        if order(s, &samples[*b]).is_gt() {
+            *b = i;
+        }
+    }
+    let keep: std::collections::BTreeSet<usize> = best.into_values().collect();
+    let mut out = Vec::with_capacity(samples.len());
+    for (i, s) in samples.into_iter().enumerate() {
+        if s.metadata.candidate.is_none() || keep.contains(&i) {
+            out.push(s);
+        } else {
+            *report.excluded.entry(NOT_BEST.into()).or_default() += 1;
+        }
+    }
+    out
 }
 
 /// Exact and near duplicates removed (verified samples win), tokens counted, and samples
@@ -386,7 +495,12 @@ fn dedup_and_cap(
             )
         })
         .collect();
-    let (keep, dups) = filter::dedup(&texts, o.near_dup_threshold);
+    // With --all-candidates a kernel's candidates differ on purpose: never near duplicates.
+    let groups: Vec<String> = match o.all_candidates {
+        true => samples.iter().map(|s| s.metadata.group.clone()).collect(),
+        false => Vec::new(),
+    };
+    let (keep, dups) = filter::dedup_grouped(&texts, &groups, o.near_dup_threshold);
     report.duplicates = dups;
     let mut samples: Vec<Sample> = samples
         .into_iter()
@@ -442,13 +556,26 @@ fn export_with(
             _ => None,
         })
         .collect();
-    let samples = select_samples(&pairs, cfg, o, &mut report, &mut input_status);
+    // `reversed` pairs seen the other way round, by their pair's id (only when asked for).
+    let views: Vec<Pair> = match o.include_reversed {
+        true => pairs.values().filter_map(|p| reversed::view(p)).collect(),
+        false => Vec::new(),
+    };
+    let by_pair: BTreeMap<&str, &Pair> = views
+        .iter()
+        .map(|q| (&q.id[..q.id.len() - reversed::ID_SUFFIX.len()], q))
+        .collect();
+    let samples = select_samples(&pairs, &by_pair, cfg, o, &mut report, &mut input_status);
+    // Every sample's pair by the sample's id, reversed views included.
+    let mut pairs_by_sample = pairs.clone();
+    pairs_by_sample.extend(views.iter().map(|q| (q.id.as_str(), q)));
+    let reversed_per_device = reversed::per_device(pairs.values().copied());
     let mut samples = dedup_and_cap(samples, cfg, o, &mut report);
     // A trainer learns exactly this text: nothing is written while the lint finds a defect.
     let findings: Vec<lint::Finding> = samples
         .par_iter()
         .flat_map_iter(|s| {
-            let p = pairs[s.metadata.id.as_str()];
+            let p = pairs_by_sample[s.metadata.id.as_str()];
             let slow = p.slow.unit().expect("samples have a slow kernel");
             lint::lint(s, [slow, &p.fast])
         })
@@ -516,7 +643,7 @@ fn export_with(
     files.push("filter_report.json".into());
     let mut licences: BTreeMap<card::LicenceKey, usize> = BTreeMap::new();
     for s in &samples {
-        let p = pairs[s.metadata.id.as_str()];
+        let p = pairs_by_sample[s.metadata.id.as_str()];
         let mut keys = vec![card::LicenceKey::of(p.fast.provenance.licence.as_ref())];
         if let Some(slow) = p.slow.unit() {
             keys.push(card::LicenceKey::of(slow.provenance.licence.as_ref()));
@@ -528,7 +655,7 @@ fn export_with(
         }
     }
     let options_line = format!(
-        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}",
+        "formats {}, train share {}, seed {}, held out [{}], max tokens {}, near-duplicate threshold {}, speedup in answers {}, description in answers {}, size-dependent pairs {}, unverified included {}, reversed included {}, candidates {}",
         o.formats.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
         o.split,
         o.seed,
@@ -539,6 +666,8 @@ fn export_with(
         if o.with_description { "yes" } else { "no" },
         if o.exclude_size_dependent { "excluded" } else { "kept" },
         if o.include_unverified { "yes" } else { "no" },
+        if o.include_reversed { "yes" } else { "no" },
+        if o.all_candidates { "all" } else { "best per kernel" },
     );
     let harness_origins = card::harness_origins(pairs.values().copied(), &samples);
     let card_text = card::render(&card::CardInput {
@@ -551,6 +680,9 @@ fn export_with(
         options_line,
         templates_overridden: &cfg.templates.overridden,
         harness_origins: &harness_origins,
+        reversed_per_device: &reversed_per_device,
+        technique_yield: &card::technique_yield(pairs.values().copied()),
+        include_reversed: o.include_reversed,
     });
     let card_text = match first_line {
         Some(l) => format!("{l}\n\n{card_text}"),

@@ -142,6 +142,9 @@ fn write_step_output(dir: &Path, rel: &str, records: &[Record]) -> Result<String
 /// What a chunked stage did.
 struct Chunked {
     records: Vec<Record>,
+    /// Further answers to the record at an index (synth's candidates beyond the first),
+    /// placed after it when the stage is done.
+    extra: BTreeMap<usize, Vec<Record>>,
     worked: usize,
     /// Pairs in chunks without a final answer (kept for this run, asked again next run).
     retry: usize,
@@ -175,6 +178,7 @@ fn run_chunked(
 ) -> Result<Chunked, BuildError> {
     let mut out = Chunked {
         records,
+        extra: BTreeMap::new(),
         worked: 0,
         retry: 0,
         reused: 0,
@@ -196,6 +200,13 @@ fn run_chunked(
     let pb = progress(stage, todo.len());
     for idx in todo.chunks(chunk) {
         let input: Vec<Record> = idx.iter().map(|&i| out.records[i].clone()).collect();
+        let ids: Vec<String> = input
+            .iter()
+            .map(|r| match r {
+                Record::Pair(p) => p.id.clone(),
+                _ => String::new(),
+            })
+            .collect();
         let text: Vec<String> = input
             .iter()
             .map(|r| serde_json::to_string(r).expect("records serialize"))
@@ -204,9 +215,9 @@ fn run_chunked(
         parts.extend(text.iter().map(String::as_str));
         let cache = cache_dir.join(format!("{}.jsonl", journal::key(&parts)));
         if let Ok(cached) = jsonl::read_records(&cache) {
-            if cached.len() == input.len() {
-                for (&i, r) in idx.iter().zip(cached) {
-                    out.records[i] = r;
+            if let Some(slots) = by_input(&ids, cached) {
+                for (&i, rs) in idx.iter().zip(slots) {
+                    place(&mut out, i, rs);
                 }
                 out.reused += idx.len();
                 pb.inc(idx.len(), "");
@@ -225,14 +236,15 @@ fn run_chunked(
                     .into_iter()
                     .filter(|r| matches!(r, Record::Pair(_)))
                     .collect();
-                if pairs.len() != idx.len() {
+                let slots = by_input(&ids, pairs.clone());
+                if let (None, n) = (&slots, pairs.len()) {
                     out.failed += idx.len();
                     out.notes.push(format!(
                         "the stage answered {} pairs for a chunk of {}; kept the inputs",
-                        pairs.len(),
+                        n,
                         idx.len()
                     ));
-                } else {
+                } else if let Some(slots) = slots {
                     match judge(&pairs) {
                         Verdict::Await(why) => {
                             out.awaiting += idx.len();
@@ -244,8 +256,8 @@ fn run_chunked(
                             } else {
                                 out.retry += idx.len();
                             }
-                            for (&i, r) in idx.iter().zip(pairs) {
-                                out.records[i] = r;
+                            for (&i, rs) in idx.iter().zip(slots) {
+                                place(&mut out, i, rs);
                             }
                             out.worked += idx.len();
                         }
@@ -276,7 +288,46 @@ fn run_chunked(
             out.retry
         ));
     }
+    // Extra answers (synth's further candidates) follow the record they answer.
+    if !out.extra.is_empty() {
+        let extra = std::mem::take(&mut out.extra);
+        let mut flat = Vec::with_capacity(out.records.len());
+        for (i, r) in std::mem::take(&mut out.records).into_iter().enumerate() {
+            flat.push(r);
+            flat.extend(extra.get(&i).into_iter().flatten().cloned());
+        }
+        out.records = flat;
+    }
     Ok(out)
+}
+
+/// A chunk's answer by input: every answered pair belongs to the input pair of its group
+/// ([`Pair::group`]: its own id, or the pending pair a synth candidate was asked for), and
+/// every input gets at least one, in input order. None when the answer does not fit.
+fn by_input(ids: &[String], answered: Vec<Record>) -> Option<Vec<Vec<Record>>> {
+    let pos: BTreeMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| (id.as_str(), k))
+        .collect();
+    let mut slots: Vec<Vec<Record>> = vec![Vec::new(); ids.len()];
+    for r in answered {
+        let Record::Pair(p) = &r else { return None };
+        let k = *pos.get(p.group())?;
+        slots[k].push(r);
+    }
+    slots.iter().all(|s| !s.is_empty()).then_some(slots)
+}
+
+/// Input `i`'s answer: the first record in its place, the rest after it at the end.
+fn place(out: &mut Chunked, i: usize, mut rs: Vec<Record>) {
+    let rest = rs.split_off(1);
+    out.records[i] = rs.pop().expect("by_input gives every input an answer");
+    if rest.is_empty() {
+        out.extra.remove(&i);
+    } else {
+        out.extra.insert(i, rest);
+    }
 }
 
 fn settings_json<T: serde::Serialize>(t: &T) -> String {
@@ -1131,6 +1182,93 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// synth with `candidates` answers one pending pair with several pairs (its group):
+    /// they follow the input's place in order, on the first run and from the chunk cache.
+    #[test]
+    fn a_stage_may_answer_a_pair_with_its_candidates() {
+        use crate::record::{Candidate, SynthOutcome, Undo};
+        let recs: Vec<Record> = fixture().into_iter().take(3).collect();
+        let ids: Vec<String> = recs
+            .iter()
+            .map(|r| match r {
+                Record::Pair(p) => p.id.clone(),
+                _ => unreachable!(),
+            })
+            .collect();
+        let candidate = |p: &Pair, undo: Undo, id: &str| {
+            let mut q = p.clone();
+            q.id = id.into();
+            let unit = q.fast.clone();
+            q.slow = Slow::Synthesized {
+                unit: Box::new(unit),
+                outcome: Box::new(SynthOutcome {
+                    candidate: Some(Candidate {
+                        group: p.id.clone(),
+                        undo,
+                    }),
+                    ..SynthOutcome::default()
+                }),
+            };
+            Record::Pair(Box::new(q))
+        };
+        // The second pair gets two candidates; the others answer as they are.
+        let call = |chunk: Vec<Record>| -> Result<Vec<Record>, StageError> {
+            let mut out = Vec::new();
+            for r in chunk {
+                match &r {
+                    Record::Pair(p) if p.id == ids[1] => {
+                        out.push(candidate(p, Undo::All, &p.id));
+                        let one = Undo::One {
+                            technique: "shared_memory".into(),
+                        };
+                        out.push(candidate(p, one, "cand-2"));
+                    }
+                    _ => out.push(r),
+                }
+            }
+            Ok(out)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let order = |c: &Chunked| -> Vec<String> {
+            c.records
+                .iter()
+                .map(|r| match r {
+                    Record::Pair(p) => p.id.clone(),
+                    _ => String::new(),
+                })
+                .collect()
+        };
+        let want = [
+            ids[0].clone(),
+            ids[1].clone(),
+            "cand-2".into(),
+            ids[2].clone(),
+        ];
+        for pass in ["ran", "cached"] {
+            let c = run_chunked(
+                "synth",
+                recs.clone(),
+                |_| true,
+                2,
+                "k",
+                dir.path(),
+                Ok(()),
+                call,
+                |_| Verdict::Final,
+            )
+            .unwrap();
+            assert_eq!(order(&c), want, "{pass}");
+            assert_eq!((c.failed, c.records.len()), (0, 4), "{pass}");
+            assert_eq!(c.reused, if pass == "cached" { 3 } else { 0 }, "{pass}");
+        }
+        // An answer naming no input pair does not fit: the chunk keeps its inputs.
+        assert!(by_input(&ids[..1], vec![recs[1].clone()]).is_none());
+        assert!(
+            by_input(&ids[..2], vec![recs[0].clone()]).is_none(),
+            "every input answered"
+        );
     }
 
     #[test]

@@ -176,6 +176,13 @@ pub struct SynthSettings {
     pub max_repairs: u32,
     /// Pairs per journaled chunk: a killed run redoes at most one chunk.
     pub chunk: usize,
+    /// Token budget of a deoptimize request ([`crate::synth::Settings::max_prompt_tokens`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_prompt_tokens: Option<u64>,
+    /// Slow candidates per fast kernel ([`crate::synth::Candidates`]); left out of the
+    /// settings JSON at its default, so build journals are unchanged.
+    #[serde(skip_serializing_if = "is_all")]
+    pub candidates: crate::synth::Candidates,
     /// NVRTC target of synth's compile check: the `[extract] arch` of the same config
     /// (filled on load, not a key of its own).
     #[serde(skip)]
@@ -192,6 +199,8 @@ impl Default for SynthSettings {
             cache: None,
             max_repairs: d.max_repairs,
             chunk: 8,
+            max_prompt_tokens: d.max_prompt_tokens,
+            candidates: d.candidates,
             arch: d.arch,
         }
     }
@@ -209,9 +218,15 @@ impl SynthSettings {
             // The compile check targets the architecture the build's extract stage uses.
             arch: self.arch.clone(),
             journal,
+            max_prompt_tokens: self.max_prompt_tokens,
+            candidates: self.candidates,
             ..crate::synth::Settings::default()
         }
     }
+}
+
+fn is_all(c: &crate::synth::Candidates) -> bool {
+    *c == crate::synth::Candidates::All
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -385,10 +400,33 @@ mod tests {
         );
         // A config's own values get through.
         let c = BuildConfig::parse(
-            "output = \"o\"\n[[suite]]\npath = \"s\"\n[extract]\narch = \"sm_80\"\n[verify]\nseeds = 9\n",
+            "output = \"o\"\n[[suite]]\npath = \"s\"\n[extract]\narch = \"sm_80\"\n[verify]\nseeds = 9\n[synth]\nmax_prompt_tokens = 4000\n",
         )
         .unwrap();
         assert_eq!(c.synth.to_synth(cache, None).arch, "sm_80");
+        assert_eq!(c.synth.to_synth(cache, None).max_prompt_tokens, Some(4000));
+        let base = "output = \"o\"\n[[suite]]\npath = \"s\"\n[synth]\n";
+        for (text, want) in [
+            (
+                "candidates = \"per-technique\"",
+                crate::synth::Candidates::PerTechnique,
+            ),
+            ("candidates = 3", crate::synth::Candidates::AtMost(3)),
+            ("candidates = \"all\"", crate::synth::Candidates::All),
+        ] {
+            let c = BuildConfig::parse(&format!("{base}{text}\n")).unwrap();
+            assert_eq!(c.synth.to_synth(cache, None).candidates, want, "{text}");
+        }
+        for bad in ["candidates = 0", "candidates = \"some\""] {
+            assert!(
+                BuildConfig::parse(&format!("{base}{bad}\n")).is_err(),
+                "{bad}"
+            );
+        }
+        // The journal keys synth settings by their JSON: unchanged at the default.
+        let json = serde_json::to_string(&SynthSettings::default()).unwrap();
+        assert!(!json.contains("candidates"), "{json}");
+        assert_eq!(SynthSettings::default().max_prompt_tokens, None);
         assert_eq!(c.verify.to_verify(cache).seeds, 9);
     }
 

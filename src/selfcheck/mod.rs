@@ -385,9 +385,6 @@ fn report(
 /// harness allows to be degenerate (a mask the kernel only clears): they need not depend on
 /// the seed, as long as some output does.
 pub fn judge(v: &Verification, flags: &BTreeSet<String>) -> Option<(&'static str, String)> {
-    if let Some(why) = nan_outputs(v) {
-        return Some(("non_degenerate", why));
-    }
     if let Some(c) = failed_check(v.status) {
         return Some((c, format!("{}: {}", v.status.as_str(), v.reason)));
     }
@@ -427,32 +424,6 @@ pub fn degenerate_allowed(sets: &[crate::harness::Resolved]) -> BTreeSet<String>
             _ => None,
         })
         .collect()
-}
-
-/// A rerun that "differs" only where both runs hold NaN (NaN ≠ NaN): not a race but an
-/// output of NaNs, from random inputs outside the kernel's domain (a `log` or `sqrt` of a
-/// negative number). Reported as a degenerate output, with where.
-pub fn nan_outputs(v: &Verification) -> Option<String> {
-    if v.status != Status::Mismatch {
-        return None;
-    }
-    let failed: Vec<_> = v
-        .evidence
-        .checks
-        .iter()
-        .filter(|c| !c.comparison.pass)
-        .collect();
-    let all_nan = !failed.is_empty()
-        && failed.iter().all(|c| {
-            c.comparison.mismatches > 0 && c.comparison.both_nan == c.comparison.mismatches
-        });
-    all_nan.then(|| {
-        let c = failed[0];
-        format!(
-            "NaN output: {} holds NaN in {} of {} elements (size set {}, seed {}) in both runs; the random inputs are outside the kernel's domain",
-            c.output, c.comparison.both_nan, c.comparison.len, c.size_set, c.seed
-        )
-    })
 }
 
 type Pending = (usize, Pair, resolve::Found, Option<HarnessOrigin>);
@@ -725,52 +696,70 @@ mod tests {
         assert!(again[0].is_some());
     }
 
-    /// A rerun whose outputs differ only where both hold NaN is a NaN output (degenerate),
-    /// not a race; one NaN against a number stays a nondeterminism.
+    /// A run that writes NaN from finite inputs is a NaN output (the worker reports it
+    /// `degenerate` before comparing the two runs), not a race; where the inputs hold NaN
+    /// themselves, NaN in both runs agrees, and one NaN against a number stays a
+    /// nondeterminism.
     #[test]
-    fn nan_only_differences_are_a_nan_output_not_a_race() {
+    fn nan_outputs_are_degenerate_not_a_race() {
         use crate::harness::{ElemType, HostBuffer};
+        use crate::verify::compare;
         let tol = Tolerance {
             atol: 0.0,
             rtol: 0.0,
             l2: 0.0,
             scale: 0.0,
         };
-        let verdict = |a: &[f64], b: &[f64]| {
-            let c = crate::verify::compare::compare(
-                &HostBuffer::from_f64s(ElemType::F32, a),
-                &HostBuffer::from_f64s(ElemType::F32, b),
-                &tol,
-            );
-            let v = Verification {
-                status: Status::Mismatch,
-                reason: "output y differs".into(),
+        let f32s = |v: &[f64]| HostBuffer::from_f64s(ElemType::F32, v);
+        let verification =
+            |status: Status, reason: String, c: Option<crate::evidence::Comparison>| Verification {
+                status,
+                reason,
                 device: None,
                 evidence: crate::evidence::Evidence {
-                    checks: vec![crate::evidence::CheckEvidence {
-                        size_set: "default".into(),
-                        seed: 0,
-                        output: "y".into(),
-                        fast_hash: None,
-                        comparison: c,
-                    }],
+                    checks: c
+                        .into_iter()
+                        .map(|comparison| crate::evidence::CheckEvidence {
+                            size_set: "default".into(),
+                            seed: 0,
+                            output: "y".into(),
+                            fast_hash: None,
+                            comparison,
+                        })
+                        .collect(),
                     ..Default::default()
                 },
                 speedup: None,
                 tool_version: String::new(),
                 flags: Vec::new(),
             };
-            judge(&v, &BTreeSet::new()).unwrap()
-        };
-        let (check, why) = verdict(&[1.0, f64::NAN, f64::NAN], &[1.0, f64::NAN, f64::NAN]);
+        let run = f32s(&[1.0, f64::NAN, f64::NAN]);
+        let d = compare::non_finite(&run, true, false).unwrap();
+        let v = verification(
+            d.status(),
+            format!(
+                "size set default, seed 0, fast kernel: output y: {}",
+                d.describe()
+            ),
+            None,
+        );
+        let (check, why) = judge(&v, &BTreeSet::new()).unwrap();
         assert_eq!(check, "non_degenerate");
-        assert!(why.contains("NaN in 2 of 3 elements"), "{why}");
+        assert!(
+            why.contains("2 elements are NaN, the first at index 1"),
+            "{why}"
+        );
         assert_eq!(
             category(check, &why),
             "NaN output (random inputs outside the kernel's domain)"
         );
-        let (check, _) = verdict(&[1.0, 2.0, f64::NAN], &[1.0, f64::NAN, f64::NAN]);
-        assert_eq!(check, "deterministic");
+        // NaN inputs: the same NaN twice agrees; NaN against a number is a race.
+        let c = compare::compare(&run, &run, &tol);
+        assert!(c.pass && c.both_nan == 2, "{c:?}");
+        let c = compare::compare(&f32s(&[1.0, 2.0, f64::NAN]), &run, &tol);
+        assert!(!c.pass);
+        let v = verification(Status::Mismatch, compare::describe(&c), Some(c));
+        assert_eq!(judge(&v, &BTreeSet::new()).unwrap().0, "deterministic");
     }
 
     #[test]

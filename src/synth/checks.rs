@@ -60,11 +60,19 @@ pub struct Target<'a> {
     /// Below this normalized-token difference the answer counts as the fast kernel again.
     pub min_difference: f64,
     pub arch: &'a str,
+    /// The part of the fast unit the prompt did not show (a prompt over the token budget
+    /// held only the kernel and its helpers): compiled before the answer, and part of the
+    /// slow unit's source.
+    pub context: Option<&'a str>,
 }
 
 /// Run every check on one answer.
 pub fn check_answer(answer: &str, t: &Target) -> Result<Candidate, Rejection> {
-    let source = code_block(answer, &t.fast.kernel)?;
+    let block = code_block(answer, &t.fast.kernel)?;
+    let source = match t.context {
+        Some(c) => format!("{}\n\n{block}", c.trim_end()),
+        None => block,
+    };
     // The answer is parsed once; every syntactic check reads the same tree.
     let parsed = Parsed::new(&source);
     let def = find_kernel(&parsed, &t.fast.kernel)?;
@@ -575,6 +583,7 @@ pub(crate) mod tests {
             fast: f,
             min_difference: crate::synth::DEFAULT_MIN_DIFFERENCE,
             arch: crate::gpu::nvrtc::DEFAULT_ARCH,
+            context: None,
         }
     }
 

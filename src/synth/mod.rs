@@ -18,8 +18,8 @@ pub mod techniques;
 use crate::exit;
 use crate::jsonl::{write_atomic, write_records};
 use crate::record::{
-    content_id, KernelUnit, Pair, Record, Slow, SynthOutcome, SynthReason, SynthRejection,
-    TokenUsage, UnitBody, UnitPlace,
+    content_id, Candidate, KernelUnit, Pair, PromptScope, Record, Slow, SynthOutcome, SynthReason,
+    SynthRejection, TokenUsage, Undo, UnitBody, UnitPlace,
 };
 use cache::Journal;
 use client::{ChatAnswer, ChatRequest, Client, LlmError, Message};
@@ -35,7 +35,8 @@ use std::sync::Mutex;
 pub const REPORT_VERSION: u32 = 1;
 
 pub use settings::{
-    Config, Settings, SynthError, DEFAULT_CACHE_DIR, DEFAULT_MAX_REPAIRS, DEFAULT_MIN_DIFFERENCE,
+    Candidates, Config, Settings, SynthError, DEFAULT_CACHE_DIR, DEFAULT_MAX_REPAIRS,
+    DEFAULT_MIN_DIFFERENCE,
 };
 
 #[derive(Debug, clap::Args)]
@@ -75,6 +76,14 @@ pub struct SynthArgs {
     /// Write a JSON summary of the run here.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Token budget of a deoptimize request (o200k_base): over it only the kernel and the
+    /// helpers it calls are sent; still over it the pair is `prompt_too_large`.
+    #[arg(long)]
+    pub max_prompt_tokens: Option<u64>,
+    /// Slow candidates per fast kernel: `all` (one undoing every technique), `per-technique`
+    /// (also one per technique undone alone), or a number (at most that many).
+    #[arg(long, default_value_t = Candidates::All)]
+    pub candidates: Candidates,
     #[arg(long)]
     pub base_url: Option<String>,
     #[arg(long)]
@@ -126,6 +135,8 @@ impl SynthArgs {
                     .clone()
                     .unwrap_or_else(|| default_journal(&self.files.output)),
             ),
+            max_prompt_tokens: self.max_prompt_tokens,
+            candidates: self.candidates,
         }
     }
 }
@@ -143,7 +154,7 @@ pub fn run_synth(args: SynthArgs) -> anyhow::Result<u8> {
             std::io::Write::write_all(w, b"\n")
         })?;
     }
-    Ok(if report.accepted == report.pending {
+    Ok(if report.accepted == report.candidates {
         exit::OK
     } else {
         exit::PARTIAL
@@ -159,6 +170,9 @@ pub struct Report {
     pub records: usize,
     /// Pairs with an empty slow slot in the input.
     pub pending: usize,
+    /// Candidates asked for them (one per pair unless `--candidates` asks for more); each
+    /// is a pair in the output, `accepted` or `rejected`.
+    pub candidates: usize,
     pub accepted: usize,
     pub rejected: usize,
     /// Pairs taken from the journal of an earlier, interrupted run.
@@ -187,8 +201,12 @@ pub struct MissingRequest {
 
 impl Report {
     pub fn summary(&self) -> String {
+        let asked = match self.candidates == self.pending {
+            true => String::new(),
+            false => format!(", {} candidates", self.candidates),
+        };
         let mut s = format!(
-            "synth: {} pending pairs: {} accepted (unverified), {} rejected{}\n",
+            "synth: {} pending pairs{asked}: {} accepted (unverified), {} rejected{}\n",
             self.pending,
             self.accepted,
             self.rejected,
@@ -292,15 +310,31 @@ pub fn synthesize_records(
         .enumerate()
         .filter_map(|(i, r)| matches!(r, Record::Pair(p) if is_pending(p)).then_some(i))
         .collect();
+    // One unit of work per candidate: the record, the techniques its fast kernel shows, and
+    // what the candidate undoes (`all` first).
+    let work: Vec<(usize, Vec<String>, Undo)> = pending
+        .iter()
+        .flat_map(|&i| {
+            let Record::Pair(p) = &records[i] else {
+                unreachable!("pending holds pair indices")
+            };
+            let techniques = techniques::detect_pair(None, &p.fast);
+            cfg.candidates
+                .plan(&techniques)
+                .into_iter()
+                .map(move |u| (i, techniques.clone(), u))
+        })
+        .collect();
     let mut report = Report {
         version: REPORT_VERSION,
         model: cfg.llm.model.clone(),
         prompt_hash: cfg.prompts.hash.clone(),
         records: records.len(),
         pending: pending.len(),
+        candidates: work.len(),
         ..Default::default()
     };
-    let bar = indicatif::ProgressBar::new(pending.len() as u64);
+    let bar = indicatif::ProgressBar::new(work.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("synth {bar:30} {pos}/{len} {msg} [{elapsed}]")
             .expect("template is valid"),
@@ -310,18 +344,21 @@ pub fn synthesize_records(
         .build()?;
     let journal_errors = Mutex::new(Vec::<String>::new());
     let results: Vec<(usize, Pair, bool)> = pool.install(|| {
-        pending
-            .par_iter()
-            .map(|&i| {
+        work.par_iter()
+            .map(|(i, techniques, undo)| {
+                let i = *i;
                 let Record::Pair(p) = &records[i] else {
                     unreachable!("pending holds pair indices")
                 };
-                let key = journal_key(p);
+                let key = match (cfg.candidates, undo) {
+                    (Candidates::All, _) => journal_key(p),
+                    (_, u) => content_id(&["synth-journal-candidate", &journal_key(p), u.label()]),
+                };
                 if let Some(prev) = done.get(&key) {
                     bar.inc(1);
                     return (i, prev.clone(), true);
                 }
-                let (pair, final_outcome) = synth_pair(p, cfg, &llm);
+                let (pair, final_outcome) = synth_pair(p, cfg, &llm, techniques, undo);
                 if let (true, Some(journal)) = (final_outcome, &journal) {
                     if let Err(e) = journal.record(&key, &pair) {
                         journal_errors
@@ -340,7 +377,7 @@ pub fn synthesize_records(
     if let Some(e) = journal_errors.into_inner().unwrap_or_default().first() {
         tracing::warn!("journal not written (a rerun will redo those pairs): {e}");
     }
-    let mut out = records;
+    let mut candidates: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
     for (i, pair, resumed) in results {
         report.resumed += usize::from(resumed);
         let o = pair
@@ -361,7 +398,18 @@ pub fn synthesize_records(
             let reason = o.reason.map_or("unknown", SynthReason::as_str);
             *report.reasons.entry(reason.into()).or_default() += 1;
         }
-        out[i] = Record::Pair(Box::new(pair));
+        candidates
+            .entry(i)
+            .or_default()
+            .push(Record::Pair(Box::new(pair)));
+    }
+    // Each pending pair's candidates where it stood, `all` (its own id) first.
+    let mut out = Vec::with_capacity(records.len() + work.len() - pending.len());
+    for (i, r) in records.into_iter().enumerate() {
+        match candidates.remove(&i) {
+            Some(c) => out.extend(c),
+            None => out.push(r),
+        }
     }
     if let Some(c) = &llm.client {
         report.requests_sent = c.stats.sent.load(Ordering::Relaxed);
@@ -401,9 +449,24 @@ fn outcome_word(p: &Pair) -> &str {
 /// Synthesize one pair's slow unit. The bool is false when the outcome came from the
 /// transport (unreachable, offline miss, …) rather than the model: such pairs are not
 /// journaled, so a rerun tries them again.
-fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
+fn synth_pair(
+    p: &Pair,
+    cfg: &Config,
+    llm: &Llm,
+    techniques: &[String],
+    undo: &Undo,
+) -> (Pair, bool) {
     let fast = &p.fast;
-    let techniques = techniques::detect_pair(None, fast);
+    let techniques = techniques.to_vec();
+    // A candidate other than `all` is a pair of its own, in its kernel's group.
+    let candidate = (cfg.candidates != Candidates::All).then(|| Candidate {
+        group: p.id.clone(),
+        undo: undo.clone(),
+    });
+    let id = match undo {
+        Undo::All => p.id.clone(),
+        Undo::One { technique } => content_id(&["synth-candidate", &p.id, technique]),
+    };
     let mut outcome = SynthOutcome {
         reason: None,
         message: None,
@@ -415,15 +478,37 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
         cache_keys: vec![],
         usage: TokenUsage::default(),
         cost_usd: None,
+        prompt_tokens: None,
+        prompt_scope: None,
+        candidate,
     };
+    let first = match first_prompt(fast, &techniques, undo, cfg) {
+        Ok(f) => f,
+        Err((tokens, message)) => {
+            // Decided by the settings alone: final, journaled like a model's answer.
+            outcome.reason = Some(SynthReason::PromptTooLarge);
+            outcome.message = Some(message);
+            outcome.prompt_tokens = Some(tokens);
+            let mut pair = p.clone();
+            pair.id = id;
+            pair.techniques = techniques;
+            pair.slow = Slow::Pending {
+                rejected: Some(Box::new(outcome)),
+            };
+            return (pair, true);
+        }
+    };
+    outcome.prompt_tokens = first.tokens;
+    outcome.prompt_scope = first.scope;
     let target = checks::Target {
         fast,
         min_difference: cfg.min_difference,
         arch: &cfg.arch,
+        context: first.context.as_deref(),
     };
     let mut messages = vec![
         Message::new("system", cfg.prompts.system.trim_end()),
-        Message::new("user", cfg.prompts.deoptimize_for(fast, &techniques)),
+        Message::new("user", first.user),
     ];
     let mut accepted = None;
     let mut final_outcome = true;
@@ -473,6 +558,7 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
         }
     }
     let mut pair = p.clone();
+    pair.id = id;
     pair.techniques = techniques;
     if let Some(c) = accepted {
         outcome.reason = None;
@@ -522,6 +608,90 @@ fn synth_pair(p: &Pair, cfg: &Config, llm: &Llm) -> (Pair, bool) {
         };
     }
     (pair, final_outcome)
+}
+
+/// The first user message of a deoptimize conversation, within the token budget.
+struct FirstPrompt {
+    user: String,
+    /// The unit's unshown rest, when the prompt holds only the kernel and its helpers.
+    context: Option<String>,
+    /// Tokens of the request (system and user message); set when a budget is.
+    tokens: Option<u64>,
+    scope: Option<PromptScope>,
+}
+
+/// The whole unit if the request fits `[synth] max_prompt_tokens`, else the kernel with only
+/// the helpers it calls ([`crate::cuda::kernel_with_helpers`]); still over it, the size
+/// (tokens of the smallest form) and why, and nothing is sent: never a truncated kernel.
+fn first_prompt(
+    fast: &KernelUnit,
+    techniques: &[String],
+    undo: &Undo,
+    cfg: &Config,
+) -> Result<FirstPrompt, (u64, String)> {
+    let one;
+    let (full, techniques) = match undo {
+        Undo::All => (cfg.prompts.deoptimize_for(fast, techniques), techniques),
+        Undo::One { technique } => {
+            let others: Vec<String> = techniques
+                .iter()
+                .filter(|t| *t != technique)
+                .cloned()
+                .collect();
+            one = [technique.clone()];
+            (
+                cfg.prompts.deoptimize_one_for(fast, technique, &others),
+                &one[..],
+            )
+        }
+    };
+    let Some((budget, tok)) = &cfg.prompt_budget else {
+        return Ok(FirstPrompt {
+            user: full,
+            context: None,
+            tokens: None,
+            scope: None,
+        });
+    };
+    let system = tok.count(cfg.prompts.system.trim_end()) as u64;
+    let count = |user: &str| system + tok.count(user) as u64;
+    let n_full = count(&full);
+    if n_full <= *budget {
+        return Ok(FirstPrompt {
+            user: full,
+            context: None,
+            tokens: Some(n_full),
+            scope: Some(PromptScope::Unit),
+        });
+    }
+    let Some(cut) = crate::cuda::kernel_with_helpers(&fast.source, &fast.kernel) else {
+        return Err((
+            n_full,
+            format!(
+                "the prompt is {n_full} tokens, over max_prompt_tokens = {budget}, and the kernel cannot be cut out of its unit; nothing was sent"
+            ),
+        ));
+    };
+    let user = cfg.prompts.deoptimize_helpers_for(fast, techniques, &cut);
+    let n = count(&user);
+    if n <= *budget {
+        return Ok(FirstPrompt {
+            user,
+            context: Some(cut.context),
+            tokens: Some(n),
+            scope: Some(PromptScope::KernelWithHelpers),
+        });
+    }
+    let helpers = match cut.helpers.len() {
+        0 => "no helpers".to_string(),
+        _ => format!("helpers {}", cut.helpers.join(", ")),
+    };
+    Err((
+        n.min(n_full),
+        format!(
+            "the prompt is {n_full} tokens with the whole unit and {n} with only the kernel and the helpers it calls ({helpers}), over max_prompt_tokens = {budget}; nothing was sent"
+        ),
+    ))
 }
 
 fn request(cfg: &Config, messages: Vec<Message>) -> ChatRequest {

@@ -41,6 +41,38 @@ const FILES: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
+        "deoptimize_helpers.md",
+        include_str!("../../prompts/deoptimize_helpers.md"),
+        &[
+            "kernel",
+            "suite",
+            "benchmark",
+            "path",
+            "variant",
+            "techniques",
+            "signature",
+            "launch",
+            "source",
+            "context",
+        ],
+    ),
+    (
+        "deoptimize_one.md",
+        include_str!("../../prompts/deoptimize_one.md"),
+        &[
+            "kernel",
+            "suite",
+            "benchmark",
+            "path",
+            "variant",
+            "technique",
+            "others",
+            "signature",
+            "launch",
+            "source",
+        ],
+    ),
+    (
         "repair.md",
         include_str!("../../prompts/repair.md"),
         &["kernel", "attempt", "log"],
@@ -56,6 +88,10 @@ const FILES: &[(&str, &str, &[&str])] = &[
 pub struct Prompts {
     pub system: String,
     pub deoptimize: String,
+    /// The deoptimize prompt over a token budget: the kernel and the helpers it calls.
+    pub deoptimize_helpers: String,
+    /// The deoptimize prompt of a per-technique candidate: undo one, keep the others.
+    pub deoptimize_one: String,
     pub repair: String,
     pub describe: String,
     /// Hash over every template: recorded in each synthesized pair's origin.
@@ -86,6 +122,8 @@ impl Prompts {
         Ok(Prompts {
             system: next(),
             deoptimize: next(),
+            deoptimize_helpers: next(),
+            deoptimize_one: next(),
             repair: next(),
             describe: next(),
             hash,
@@ -93,57 +131,42 @@ impl Prompts {
     }
 
     pub fn deoptimize_for(&self, fast: &KernelUnit, techniques: &[String]) -> String {
-        let signature = format!(
-            "{}__global__ void {}({})",
-            if fast.template_params.is_empty() {
-                String::new()
-            } else {
-                format!("template <{}>\n", fast.template_params.join(", "))
-            },
-            fast.kernel,
-            fast.params
-                .iter()
-                .map(|p| format!("{} {}", p.ty, p.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let launch = if fast.launch_sites.is_empty() {
-            "(launch sites unknown: keep the indexing scheme of the original)".to_string()
-        } else {
-            fast.launch_sites
-                .iter()
-                .map(|l| {
-                    let smem = l
-                        .shared_mem
-                        .as_deref()
-                        .map(|s| format!(", {s}"))
-                        .unwrap_or_default();
-                    format!(
-                        "{}<<<{}, {}{}>>>({})",
-                        l.kernel,
-                        l.grid,
-                        l.block,
-                        smem,
-                        l.args.join(", ")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        render(
+        render_owned(
             &self.deoptimize,
-            &[
-                ("kernel", &fast.kernel),
-                ("suite", &fast.suite),
-                ("benchmark", &fast.benchmark),
-                ("path", &fast.path),
-                ("variant", &fast.variant),
-                ("techniques", &technique_list(techniques)),
-                ("signature", &signature),
-                ("launch", &launch),
-                ("source", fast.source.trim_end()),
-            ],
+            &deoptimize_vars(fast, techniques, fast.source.trim_end()),
         )
+    }
+
+    /// The prompt of a candidate undoing `technique` alone, the `others` kept.
+    pub fn deoptimize_one_for(
+        &self,
+        fast: &KernelUnit,
+        technique: &str,
+        others: &[String],
+    ) -> String {
+        let mut vars = deoptimize_vars(fast, &[technique.to_string()], fast.source.trim_end());
+        vars.retain(|(k, _)| *k != "techniques");
+        vars.push(("technique", technique_list(&[technique.to_string()])));
+        vars.push(("others", technique_list(others)));
+        render_owned(&self.deoptimize_one, &vars)
+    }
+
+    /// The deoptimize prompt with only the kernel and the helpers it calls (`cut.code`);
+    /// the names the unshown rest defines are listed.
+    pub fn deoptimize_helpers_for(
+        &self,
+        fast: &KernelUnit,
+        techniques: &[String],
+        cut: &crate::cuda::HelperCut,
+    ) -> String {
+        let context = if cut.context_names.is_empty() {
+            "- (only headers)".to_string()
+        } else {
+            format!("- {}", cut.context_names.join(", "))
+        };
+        let mut vars = deoptimize_vars(fast, techniques, cut.code.trim_end());
+        vars.push(("context", context));
+        render_owned(&self.deoptimize_helpers, &vars)
     }
 
     pub fn repair_for(&self, kernel: &str, attempt: u32, log: &str) -> String {
@@ -176,6 +199,62 @@ impl Prompts {
             ],
         )
     }
+}
+
+/// The variables of the deoptimize templates, with `source` as the code shown.
+fn deoptimize_vars(
+    fast: &KernelUnit,
+    techniques: &[String],
+    source: &str,
+) -> Vec<(&'static str, String)> {
+    let signature = format!(
+        "{}__global__ void {}({})",
+        if fast.template_params.is_empty() {
+            String::new()
+        } else {
+            format!("template <{}>\n", fast.template_params.join(", "))
+        },
+        fast.kernel,
+        fast.params
+            .iter()
+            .map(|p| format!("{} {}", p.ty, p.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let launch = if fast.launch_sites.is_empty() {
+        "(launch sites unknown: keep the indexing scheme of the original)".to_string()
+    } else {
+        fast.launch_sites
+            .iter()
+            .map(|l| {
+                let smem = l
+                    .shared_mem
+                    .as_deref()
+                    .map(|s| format!(", {s}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}<<<{}, {}{}>>>({})",
+                    l.kernel,
+                    l.grid,
+                    l.block,
+                    smem,
+                    l.args.join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    vec![
+        ("kernel", fast.kernel.clone()),
+        ("suite", fast.suite.clone()),
+        ("benchmark", fast.benchmark.clone()),
+        ("path", fast.path.clone()),
+        ("variant", fast.variant.clone()),
+        ("techniques", technique_list(techniques)),
+        ("signature", signature),
+        ("launch", launch),
+        ("source", source.to_string()),
+    ]
 }
 
 /// Human wording of each technique name, for prompts.
@@ -232,6 +311,12 @@ fn validate(file: &str, text: &str, vars: &[&str]) -> Result<(), PromptError> {
         });
     }
     Ok(())
+}
+
+/// [`render`] with owned values.
+fn render_owned(template: &str, vars: &[(&str, String)]) -> String {
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    render(template, &vars)
 }
 
 /// Replace each `{{name}}` in one pass, so a value containing `{{…}}` is never expanded again.

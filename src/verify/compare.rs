@@ -3,7 +3,11 @@
 //!
 //! Integers compare exactly. Floats pass when every element satisfies
 //! `|a - b| <= atol + scale * max|b| + rtol * |b|` (b = expected) AND the relative L2 error
-//! `‖a − b‖₂ / ‖b‖₂` is at most `l2`; NaN never passes. The per-type defaults and the
+//! `‖a − b‖₂ / ‖b‖₂` is at most `l2`. NaN on one side never passes; NaN on both sides is
+//! agreement, counted in `both_nan` and reported. A fast kernel that writes NaN or Inf
+//! from finite inputs never reaches the comparison: [`non_finite`] calls that output
+//! degenerate first (the harness's inputs are outside the kernel's domain, which says
+//! nothing about the slow kernel). The per-type defaults and the
 //! reasoning behind them are on [`Tolerance::default_for`]: a reordered f32 reduction
 //! legitimately moves single elements by up to ~1e-3 relative where terms cancel, while
 //! a real bug moves elements by O(1) and the whole-buffer L2 error by far more than 1e-4.
@@ -126,9 +130,14 @@ fn float_part(
     };
     for i in r {
         let (b, a) = (expected.get_f64(i), actual.get_f64(i));
+        if a.is_nan() && b.is_nan() {
+            // Both kernels computed NaN here: they agree (the count is reported).
+            p.nans += 1;
+            p.both_nan += 1;
+            continue;
+        }
         if a.is_nan() || b.is_nan() {
             p.nans += 1;
-            p.both_nan += usize::from(a.is_nan() && b.is_nan());
             p.mismatch(i);
             if p.worst_score < f64::INFINITY {
                 p.worst_score = f64::INFINITY;
@@ -257,6 +266,82 @@ pub fn compare(expected: &HostBuffer, actual: &HostBuffer, tol: &Tolerance) -> C
     c
 }
 
+/// What a failed comparison says, in words, for a `mismatch` reason: how many elements
+/// differ, NaN on one side and on both (agreement), and the relative L2 error only where
+/// it says something (it is over the finite elements, so `0` beside a mismatch would
+/// blame nothing: the cfd `cuda_compute_step_factor` record read "rel L2 0.000e0").
+pub fn describe(c: &Comparison) -> String {
+    if let Some(note) = &c.note {
+        return note.clone();
+    }
+    let mut parts = Vec::new();
+    if c.mismatches > 0 {
+        parts.push(format!("differs in {} of {} elements", c.mismatches, c.len));
+    } else {
+        parts.push(format!("agrees elementwise on {} elements", c.len));
+    }
+    let one_sided = c.nans - c.both_nan;
+    if one_sided > 0 {
+        parts.push(format!("{one_sided} NaN on one side only"));
+    }
+    if c.both_nan > 0 {
+        parts.push(format!("{} NaN on both sides (agreement)", c.both_nan));
+    }
+    if c.exact {
+        parts.push(format!("max abs {:.3e}", c.max_abs_err));
+    } else if c.l2_rel_err > 0.0 {
+        let over = if c.mismatches == 0 {
+            format!(" over the bound {:.1e}", c.tolerance.l2)
+        } else {
+            String::new()
+        };
+        parts.push(format!("rel L2 {:.3e}{over}", c.l2_rel_err));
+    }
+    parts.join("; ")
+}
+
+/// Whether every element of `b` is finite (integers always are).
+pub fn all_finite(b: &HostBuffer) -> bool {
+    use rayon::prelude::*;
+    !b.elem.is_float()
+        || (0..b.len())
+            .into_par_iter()
+            .with_min_len(SCAN_CHUNK)
+            .all(|i| b.get_f64(i).is_finite())
+}
+
+/// NaN or Inf in a fast kernel's output computed from finite inputs: a [`Degenerate::NonFinite`]
+/// with the count and the first index, decided before any comparison. Random floats fed to
+/// physics code (a `sqrt` of a negative pressure) give NaN; that is the harness's fault
+/// until shown otherwise, not the slow kernel's. `inputs_finite` is false when some input
+/// already held NaN or Inf (then NaN may be the answer, and the comparison judges it);
+/// `allow` (the harness's `allow_degenerate`) accepts such an output too.
+pub fn non_finite(actual: &HostBuffer, inputs_finite: bool, allow: bool) -> Option<Degenerate> {
+    use rayon::prelude::*;
+    if !inputs_finite || allow || !actual.elem.is_float() {
+        return None;
+    }
+    // (count, NaN count, first index) per chunk, merged in order.
+    let (count, nan, first) = chunks(actual.len())
+        .into_par_iter()
+        .map(|r| {
+            let (mut count, mut nan, mut first) = (0usize, 0usize, None);
+            for i in r {
+                let v = actual.get_f64(i);
+                // The poison is a NaN no arithmetic makes: an unwritten element, which
+                // `check_degenerate` reports as such.
+                if !v.is_finite() && !actual.is_poison(i) {
+                    count += 1;
+                    nan += usize::from(v.is_nan());
+                    first = first.or(Some(i));
+                }
+            }
+            (count, nan, first)
+        })
+        .reduce(|| (0, 0, None), |a, b| (a.0 + b.0, a.1 + b.1, a.2.or(b.2)));
+    first.map(|first| Degenerate::NonFinite { count, nan, first })
+}
+
 /// An output that is not evidence of a computation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -275,6 +360,13 @@ pub enum Degenerate {
     },
     /// An `inout` buffer came back exactly as it went in.
     Unchanged,
+    /// NaN or Inf from finite inputs ([`non_finite`]): `count` elements, `nan` of them NaN,
+    /// the first at index `first`.
+    NonFinite {
+        count: usize,
+        nan: usize,
+        first: usize,
+    },
 }
 
 impl Degenerate {
@@ -294,6 +386,16 @@ impl Degenerate {
             Degenerate::AllZero => "every element is zero".into(),
             Degenerate::Constant { value } => format!("every element equals {value}"),
             Degenerate::Unchanged => "the in/out buffer is unchanged from its input".into(),
+            Degenerate::NonFinite { count, nan, first } => {
+                let what = match (*nan, count - nan) {
+                    (_, 0) => format!("{count} elements are NaN"),
+                    (0, _) => format!("{count} elements are Inf"),
+                    (n, _) => format!("{count} elements are NaN or Inf ({n} NaN)"),
+                };
+                format!(
+                    "NaN output: {what}, the first at index {first}, from finite inputs (the harness's inputs are outside the kernel's domain)"
+                )
+            }
         }
     }
 }
@@ -514,12 +616,13 @@ mod tests {
     }
 
     #[test]
-    fn nan_never_passes_even_on_both_sides() {
+    fn nan_on_both_sides_agrees_and_on_one_side_never_passes() {
         let mut e = ramp(10);
         e[4] = f64::NAN;
         let c = compare(&f32s(&e), &f32s(&e), &tol32());
-        assert!(!c.pass);
-        assert_eq!((c.nans, c.mismatches, c.worst_index), (1, 1, Some(4)));
+        assert!(c.pass, "{c:?}");
+        assert_eq!((c.nans, c.both_nan, c.mismatches), (1, 1, 0));
+        assert!(describe(&c).contains("1 NaN on both sides (agreement)"));
         let loose = Tolerance {
             atol: 1e9,
             rtol: 1e9,
@@ -528,7 +631,98 @@ mod tests {
         };
         let mut a = ramp(10);
         a[9] = f64::NAN;
-        assert!(!compare(&f32s(&ramp(10)), &f32s(&a), &loose).pass);
+        let c = compare(&f32s(&ramp(10)), &f32s(&a), &loose);
+        assert!(!c.pass);
+        assert_eq!((c.nans, c.both_nan, c.worst_index), (1, 0, Some(9)));
+        // NaN on the slow side only is just as much a mismatch.
+        let c = compare(&f32s(&a), &f32s(&ramp(10)), &tol32());
+        assert!(!c.pass && c.mismatches == 1, "{c:?}");
+    }
+
+    /// The cfd `cuda_compute_step_factor` record: a mismatch whose differing elements are
+    /// all NaN against a number read "rel L2 0.000e0", blaming nothing.
+    #[test]
+    fn a_mismatch_is_never_described_as_rel_l2_zero() {
+        let e = ramp(16);
+        let mut a = e.clone();
+        a[0] = f64::NAN;
+        a[3] = f64::NAN;
+        let c = compare(&f32s(&e), &f32s(&a), &tol32());
+        assert!(!c.pass && c.l2_rel_err == 0.0, "{c:?}");
+        let d = describe(&c);
+        assert!(!d.contains("rel L2"), "{d}");
+        assert_eq!(d, "differs in 2 of 16 elements; 2 NaN on one side only");
+        // A real numeric difference names its L2 error; an L2-only failure says so.
+        a[0] = e[0] + 3.0;
+        a[3] = e[3];
+        let d = describe(&compare(&f32s(&e), &f32s(&a), &tol32()));
+        assert!(d.starts_with("differs in 1 of 16 elements; rel L2 "), "{d}");
+        let scaled: Vec<f64> = e.iter().map(|x| x * (1.0 + 5e-4)).collect();
+        let d = describe(&compare(&f32s(&e), &f32s(&scaled), &tol32()));
+        assert!(
+            d.starts_with("agrees elementwise on 16 elements; rel L2 ")
+                && d.ends_with("over the bound 1.0e-4"),
+            "{d}"
+        );
+        // Integers say their largest difference instead.
+        let c = compare(
+            &HostBuffer::from_i64s(ElemType::I32, &[1, 2]),
+            &HostBuffer::from_i64s(ElemType::I32, &[1, 5]),
+            &Tolerance::default_for(ElemType::I32),
+        );
+        assert_eq!(describe(&c), "differs in 1 of 2 elements; max abs 3.000e0");
+    }
+
+    #[test]
+    fn nan_or_inf_from_finite_inputs_is_degenerate_with_count_and_first_index() {
+        let mut v = ramp(3 * SCAN_CHUNK);
+        v[SCAN_CHUNK + 5] = f64::NAN;
+        v[2 * SCAN_CHUNK] = f64::INFINITY;
+        v[2 * SCAN_CHUNK + 1] = f64::NAN;
+        let out = f32s(&v);
+        let d = non_finite(&out, true, false).unwrap();
+        assert_eq!(
+            d,
+            Degenerate::NonFinite {
+                count: 3,
+                nan: 2,
+                first: SCAN_CHUNK + 5
+            }
+        );
+        assert_eq!(d.status(), Status::Degenerate);
+        let why = d.describe();
+        assert!(
+            why.starts_with(
+                "NaN output: 3 elements are NaN or Inf (2 NaN), the first at index 262149"
+            ),
+            "{why}"
+        );
+        // Non-finite inputs make NaN a possible answer; the harness may allow it; a finite
+        // output and an integer output are never non-finite.
+        assert_eq!(non_finite(&out, false, false), None);
+        assert_eq!(non_finite(&out, true, true), None);
+        assert_eq!(non_finite(&f32s(&ramp(100)), true, false), None);
+        // Poison left in place is unwritten, not computed NaN.
+        let mut part = HostBuffer::poisoned(ElemType::F32, 8);
+        part.bytes[..4].copy_from_slice(&1.0f32.to_le_bytes());
+        assert_eq!(non_finite(&part, true, false), None);
+        part.bytes[8..12].copy_from_slice(&f32::NAN.to_le_bytes());
+        assert_eq!(
+            non_finite(&part, true, false),
+            Some(Degenerate::NonFinite {
+                count: 1,
+                nan: 1,
+                first: 2
+            })
+        );
+        let ints = HostBuffer::from_i64s(ElemType::I32, &[-1, 0, 7]);
+        assert_eq!(non_finite(&ints, true, false), None);
+        assert!(all_finite(&ints) && all_finite(&f32s(&ramp(9))));
+        assert!(!all_finite(&out));
+        let inf = non_finite(&f32s(&[1.0, f64::NEG_INFINITY]), true, false).unwrap();
+        assert!(inf
+            .describe()
+            .starts_with("NaN output: 1 elements are Inf, the first at index 1"));
     }
 
     #[test]

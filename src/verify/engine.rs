@@ -123,6 +123,7 @@ pub fn output_hash(bytes: &[u8]) -> String {
 const CANARY: usize = 64 * 1024;
 
 /// Why a pair stopped early.
+#[derive(Debug)]
 struct Stop {
     status: Status,
     reason: String,
@@ -765,7 +766,17 @@ fn check_seed(
         })?;
     }
     for (k, &i) in outs.iter().enumerate() {
-        compare_output(ss, seed, inputs, &mut outputs, k, i, ev, self_check)?;
+        mask_output(ss, inputs, &mut outputs, k, i);
+    }
+    // NaN or Inf from finite inputs is the harness's fault until shown otherwise: decided
+    // for every output before any comparison (and for both runs of a self-check, which
+    // are both the fast kernel).
+    let finite = inputs_finite(ss, inputs, consts);
+    for (k, &i) in outs.iter().enumerate() {
+        non_finite_output(ss, seed, finite, &outputs, k, i, self_check)?;
+    }
+    for (k, &i) in outs.iter().enumerate() {
+        compare_output(ss, seed, inputs, &outputs, k, i, ev, self_check)?;
     }
     if self_check {
         compare_expected(ss, &outs, &outputs[&Variant::Fast])?;
@@ -798,11 +809,8 @@ fn compare_expected(ss: &Resolved, outs: &[usize], fast: &[HostBuffer]) -> Resul
             return Err(Stop::new(
                 Status::Mismatch,
                 format!(
-                    "the fast kernel's replay differs from what the captured program wrote to {name}: {} of {len} elements (rel L2 {:.3e}, max abs {:.3e}{})",
-                    c.mismatches,
-                    c.l2_rel_err,
-                    c.max_abs_err,
-                    c.note.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
+                    "the fast kernel's replay differs from what the captured program wrote to {name}: {}",
+                    compare::describe(&c)
                 ),
             ));
         }
@@ -919,14 +927,97 @@ fn download_outputs(
     Ok(got)
 }
 
-/// Output `k` (arg `i`) of both variants: ignored ranges masked, the compare window cut,
-/// degenerate checks on each side and the agreement check between them.
+/// Output `k` (arg `i`) of both variants with the harness's ignored ranges masked.
+fn mask_output(
+    ss: &Resolved,
+    inputs: &[HostBuffer],
+    outputs: &mut BTreeMap<Variant, Vec<HostBuffer>>,
+    k: usize,
+    i: usize,
+) {
+    let ResolvedArg::Buffer { role, .. } = &ss.args[i] else {
+        return;
+    };
+    let input = role.is_input().then_some(&inputs[i]);
+    if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
+        for which in Variant::BOTH {
+            if let Some(out) = outputs.get_mut(&which) {
+                compare::mask_ignored(&mut out[k], input, ig);
+            }
+        }
+    }
+}
+
+/// Whether every input of the seed is finite: the `in`/`inout` buffers, the scalars and
+/// the `__constant__` contents (`out` buffers hold the poison, a NaN, and are no input).
+fn inputs_finite(ss: &Resolved, inputs: &[HostBuffer], consts: &[HostBuffer]) -> bool {
+    let args = ss.args.iter().zip(inputs).filter(|(a, _)| match a {
+        ResolvedArg::Buffer { role, .. } => role.is_input(),
+        ResolvedArg::Scalar { .. } => true,
+        _ => false,
+    });
+    args.map(|(_, b)| b).chain(consts).all(compare::all_finite)
+}
+
+/// Output `k` (arg `i`): a fast kernel (both runs in a self-check) that wrote NaN or Inf
+/// from finite inputs makes the pair `degenerate`, with the count and first index.
+fn non_finite_output(
+    ss: &Resolved,
+    seed: u32,
+    inputs_finite: bool,
+    outputs: &BTreeMap<Variant, Vec<HostBuffer>>,
+    k: usize,
+    i: usize,
+    self_check: bool,
+) -> Result<(), Stop> {
+    let ResolvedArg::Buffer {
+        name,
+        allow_degenerate,
+        compare: window,
+        ..
+    } = &ss.args[i]
+    else {
+        return Ok(());
+    };
+    let sides: &[Variant] = match self_check {
+        true => &[Variant::Fast, Variant::Slow],
+        false => &[Variant::Fast],
+    };
+    for &which in sides {
+        let out = &outputs[&which][k];
+        let part;
+        let out = match window {
+            Some(w) => {
+                part = w.slice(out);
+                &part
+            }
+            None => out,
+        };
+        if let Some(mut d) = compare::non_finite(out, inputs_finite, *allow_degenerate) {
+            if let (compare::Degenerate::NonFinite { first, .. }, Some(w)) = (&mut d, window) {
+                *first += w.offset;
+            }
+            return Err(Stop::new(
+                d.status(),
+                format!(
+                    "size set {}, seed {seed}, {which} kernel: output {name}: {}",
+                    ss.size_set,
+                    d.describe()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Output `k` (arg `i`) of both variants, ignored ranges already masked: the compare
+/// window cut, degenerate checks on each side and the agreement check between them.
 #[allow(clippy::too_many_arguments)] // the seed's context, passed explicitly
 fn compare_output(
     ss: &Resolved,
     seed: u32,
     inputs: &[HostBuffer],
-    outputs: &mut BTreeMap<Variant, Vec<HostBuffer>>,
+    outputs: &BTreeMap<Variant, Vec<HostBuffer>>,
     k: usize,
     i: usize,
     ev: &mut Evidence,
@@ -938,7 +1029,6 @@ fn compare_output(
         role,
         tol,
         allow_degenerate,
-        len,
         compare: window,
         ..
     } = &ss.args[i]
@@ -947,13 +1037,6 @@ fn compare_output(
     };
     let t = Instant::now();
     let input = role.is_input().then_some(&inputs[i]);
-    if let Some(ig) = ss.ignores.iter().find(|g| g.arg == i) {
-        for which in Variant::BOTH {
-            if let Some(out) = outputs.get_mut(&which) {
-                compare::mask_ignored(&mut out[k], input, ig);
-            }
-        }
-    }
     // A compare window restricts comparison and degenerate checks to the part of the
     // output the kernels define; the rest is scratch (lbm's ghost margins).
     let (s_part, f_part, in_part);
@@ -970,7 +1053,6 @@ fn compare_output(
             input,
         ),
     };
-    let len = window.map_or(*len, |w| w.len);
     // The three checks are independent scans of large buffers: run them at once.
     let ((df, ds), c) = rayon::join(
         || {
@@ -995,7 +1077,7 @@ fn compare_output(
         }
     }
     let pass = c.pass;
-    let (mism, l2, worst) = (c.mismatches, c.l2_rel_err, c.worst_index);
+    let (what, worst) = (compare::describe(&c), c.worst_index);
     ev.checks.push(CheckEvidence {
         size_set: ss.size_set.clone(),
         seed,
@@ -1017,7 +1099,7 @@ fn compare_output(
         return Err(Stop::new(
             Status::Mismatch,
             format!(
-                "size set {}, seed {seed}: output {name} differs in {mism} of {len} elements (rel L2 {l2:.3e}){detail}",
+                "size set {}, seed {seed}: output {name} {what}{detail}",
                 ss.size_set
             ),
         ));
@@ -1112,4 +1194,95 @@ fn time_size_set(
         ci_low: est.ci_low,
         ci_high: est.ci_high,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::tests::SAXPY;
+    use crate::harness::{parse, DeviceProps, ElemType};
+
+    fn saxpy() -> Resolved {
+        let h = parse(SAXPY, "t.toml").unwrap();
+        h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap()
+    }
+
+    /// Both variants' output `y` (arg 3) with NaN where `fast_nan` and `slow_nan` say.
+    fn outputs(
+        n: usize,
+        slow_nan: &[usize],
+        fast_nan: &[usize],
+    ) -> BTreeMap<Variant, Vec<HostBuffer>> {
+        let with = |nan: &[usize]| {
+            let v: Vec<f64> = (0..n)
+                .map(|i| if nan.contains(&i) { f64::NAN } else { i as f64 })
+                .collect();
+            vec![HostBuffer::from_f64s(ElemType::F32, &v)]
+        };
+        BTreeMap::from([
+            (Variant::Slow, with(slow_nan)),
+            (Variant::Fast, with(fast_nan)),
+        ])
+    }
+
+    /// cfd `cuda_compute_step_factor`: the fast kernel itself writes NaN under the
+    /// harness's finite inputs. That is a degenerate harness, decided before the
+    /// comparison, not a mismatch blamed on the slow kernel.
+    #[test]
+    fn fast_nan_from_finite_inputs_is_degenerate_before_any_comparison() {
+        let ss = saxpy();
+        let inputs = crate::harness::generate_inputs(&ss, seed_for(0)).unwrap();
+        assert!(inputs_finite(&ss, &inputs, &[]));
+        let n = ss.args.iter().find_map(|a| match a {
+            ResolvedArg::Buffer { name, len, .. } if name == "y" => Some(*len),
+            _ => None,
+        });
+        let n = n.unwrap();
+        let outs = outputs(n, &[7, 9], &[7, 9]);
+        let stop = non_finite_output(&ss, 0, true, &outs, 0, 3, false).unwrap_err();
+        assert_eq!(stop.status, Status::Degenerate);
+        assert!(
+            stop.reason.contains(
+                "fast kernel: output y: NaN output: 2 elements are NaN, the first at index 7"
+            ),
+            "{}",
+            stop.reason
+        );
+        // The same NaN from NaN inputs is for the comparison to judge: both sides agree.
+        let mut bad = inputs.clone();
+        bad[2] = HostBuffer::from_f64s(ElemType::F32, &[f64::NAN; 4]);
+        assert!(!inputs_finite(&ss, &bad, &[]));
+        assert!(non_finite_output(&ss, 0, false, &outs, 0, 3, false).is_ok());
+        let mut ev = Evidence::default();
+        compare_output(&ss, 0, &bad, &outs, 0, 3, &mut ev, false).unwrap();
+        assert_eq!(ev.checks[0].comparison.both_nan, 2);
+        // NaN from the slow kernel alone is the slow kernel's fault: a mismatch, and its
+        // reason does not say "rel L2 0".
+        let slow_only = outputs(n, &[4], &[]);
+        assert!(non_finite_output(&ss, 0, true, &slow_only, 0, 3, false).is_ok());
+        let stop = compare_output(&ss, 0, &inputs, &slow_only, 0, 3, &mut ev, false).unwrap_err();
+        assert_eq!(stop.status, Status::Mismatch);
+        assert!(!stop.reason.contains("rel L2"), "{}", stop.reason);
+        assert!(
+            stop.reason.contains("1 NaN on one side only"),
+            "{}",
+            stop.reason
+        );
+        // A self-check runs the fast kernel twice: NaN in either run is degenerate.
+        let stop = non_finite_output(&ss, 0, true, &slow_only, 0, 3, true).unwrap_err();
+        assert!(
+            stop.reason.contains("slow kernel: output y: NaN output"),
+            "{}",
+            stop.reason
+        );
+    }
+
+    /// Constant-memory contents are inputs too.
+    #[test]
+    fn non_finite_constants_make_the_inputs_non_finite() {
+        let ss = saxpy();
+        let inputs = crate::harness::generate_inputs(&ss, seed_for(1)).unwrap();
+        let k = HostBuffer::from_f64s(ElemType::F64, &[1.0, f64::INFINITY]);
+        assert!(!inputs_finite(&ss, &inputs, &[k]));
+    }
 }

@@ -533,6 +533,12 @@ fn run_records(
     let hello = workers[0].hello.clone();
     let mut rejected = Vec::new();
     let (jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
+    // Pairs whose slow kernel is a synthesized plain variant (they may come back `reversed`).
+    let synthesized: std::collections::BTreeSet<usize> = pending
+        .iter()
+        .filter(|(_, p, _)| matches!(p.slow, crate::record::Slow::Synthesized { .. }))
+        .map(|(i, _, _)| *i)
+        .collect();
     for (i, v) in rejected {
         verdicts.record(i, v)?;
     }
@@ -555,6 +561,7 @@ fn run_records(
                     min_speedup: args.min_speedup,
                     seeds: args.seeds.max(1),
                     bandwidth_gbs: hello.bandwidth_gbs,
+                    synthesized: synthesized.contains(&i),
                 },
             );
             verdicts.record_in_batch(i, v, &bar, 1);

@@ -333,6 +333,7 @@ pub fn worth_sanitizing(status: Status) -> bool {
         status,
         Status::Verified
             | Status::NotFaster
+            | Status::Reversed
             | Status::Mismatch
             | Status::OutOfBounds
             | Status::Unwritten
@@ -369,19 +370,19 @@ impl ToolRun {
     }
 }
 
-/// Put the pass's evidence into `v` (`evidence.sanitizer`) and, when `v` was verified
-/// and a tool reported errors, make it `sanitizer_error` with the tool, kernel and
-/// first error as its reason.
+/// Put the pass's evidence into `v` (`evidence.sanitizer`) and, when `v` was verified (or
+/// reversed: both are exportable) and a tool reported errors, make it `sanitizer_error`
+/// with the tool, kernel and first error as its reason.
 pub fn apply(v: &mut Verification, evidence: SanitizerEvidence, runs: &BTreeMap<Tool, ToolRun>) {
     v.evidence.sanitizer = Some(evidence);
-    if v.status != Status::Verified {
+    if !matches!(v.status, Status::Verified | Status::Reversed) {
         return;
     }
     let Some((tool, run)) = runs.iter().find(|(_, r)| r.errors > 0) else {
         return;
     };
+    v.reason = format!("{}, but {}", v.status.as_str(), error_line(*tool, run));
     v.status = Status::SanitizerError;
-    v.reason = format!("verified, but {}", error_line(*tool, run));
 }
 
 /// The sanitizer's line for a run with errors: the tool, the count, and the first error
@@ -886,6 +887,12 @@ mod tests {
             "{}",
             v.reason
         );
+        // A reversed pair is exported too, so its errors count the same.
+        let mut v = verified();
+        v.status = Status::Reversed;
+        apply(&mut v, ev(&runs), &runs);
+        assert_eq!(v.status, Status::SanitizerError);
+        assert!(v.reason.starts_with("reversed, but "), "{}", v.reason);
         // A pair that already failed keeps its status; the evidence is added.
         let mut v = verified();
         v.status = Status::OutOfBounds;

@@ -33,6 +33,44 @@ pub struct Context<'a> {
     pub seeds: u32,
     /// The worker's measured copy bandwidth, GB/s.
     pub bandwidth_gbs: Option<f64>,
+    /// The slow kernel is a synthesized plain variant: one faster than the original is
+    /// `reversed` rather than `not_faster`.
+    pub synthesized: bool,
+}
+
+/// The original's speedup over the plain variant: `s` (slow / fast) inverted, its
+/// interval's ends swapped.
+pub fn inverted(s: &Speedup) -> Speedup {
+    Speedup {
+        size_set: s.size_set.clone(),
+        median: 1.0 / s.median,
+        ci_low: 1.0 / s.ci_high,
+        ci_high: 1.0 / s.ci_low,
+    }
+}
+
+/// Where both kernels wrote NaN (agreement, from inputs that held NaN or Inf already, or
+/// an output allowed to be degenerate): said in the reason, with the largest count per
+/// output, so an agreement on NaN is never silent.
+fn both_nan(v: &Verification) -> Option<String> {
+    let mut most: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    for c in &v.evidence.checks {
+        let e = most.entry(c.output.as_str()).or_default();
+        if c.comparison.both_nan > e.0 {
+            *e = (c.comparison.both_nan, c.comparison.len);
+        }
+    }
+    let parts: Vec<String> = most
+        .iter()
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(o, (n, len))| format!("{o} {n} of {len}"))
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "NaN on both sides (counted as agreement) in {}",
+            parts.join(", ")
+        )
+    })
 }
 
 /// Settle a timed verification (`verified` or `not_faster` with timings); anything
@@ -61,12 +99,20 @@ pub fn finish(v: &mut Verification, cx: &Context) {
     let m = &sets[main];
     v.speedup = Some(m.speedup());
     let verified = m.ci_low >= cx.min_speedup;
-    v.status = if verified {
-        Status::Verified
-    } else {
-        Status::NotFaster
+    // The plain variant is faster than the original: CI low of plain over original.
+    let back = inverted(&m.speedup());
+    let reversed = !verified && cx.synthesized && back.ci_low >= cx.min_speedup;
+    v.status = match (verified, reversed) {
+        (true, _) => Status::Verified,
+        (_, true) => Status::Reversed,
+        _ => Status::NotFaster,
     };
-    let head = if verified {
+    let head = if reversed {
+        format!(
+            "agrees, and the plain (synthesized) version is faster: {:.2}× the original's speed at {} (95% CI {:.2}–{:.2}); the original over it is {:.2}× (95% CI {:.2}–{:.2})",
+            back.median, m.size_set, back.ci_low, back.ci_high, m.speedup, m.ci_low, m.ci_high
+        )
+    } else if verified {
         format!(
             "agrees on {} size sets × {} seeds; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
             sets.len(),
@@ -104,8 +150,18 @@ pub fn finish(v: &mut Verification, cx: &Context) {
         })
         .collect();
     v.reason = format!("{head}; per size set: {}", per_set.join(", "));
-    v.flags
-        .retain(|f| !matches!(f, Flag::SizeDependent { .. } | Flag::SuspectSlow { .. }));
+    if let Some(nan) = both_nan(v) {
+        v.reason.push_str(&format!("; {nan}"));
+    }
+    v.flags.retain(|f| {
+        !matches!(
+            f,
+            Flag::SizeDependent { .. } | Flag::SuspectSlow { .. } | Flag::Reversed { .. }
+        )
+    });
+    if reversed {
+        v.flags.push(Flag::Reversed { speedup: back });
+    }
     let losing: Vec<Speedup> = sets
         .iter()
         .enumerate()
@@ -208,7 +264,52 @@ mod tests {
             min_speedup: 1.1,
             seeds: 3,
             bandwidth_gbs: None,
+            synthesized: false,
         }
+    }
+
+    /// kmeans `kmeansPoint` on the H200: the plain version is 3.7× faster than the
+    /// original. A synthesized slow kernel that fast is `reversed`, with both speedups; a
+    /// natural one stays `not_faster`, and so does a plain version only marginally faster.
+    #[test]
+    fn a_faster_plain_variant_is_reversed_with_both_speedups() {
+        let synth = Context {
+            synthesized: true,
+            ..cx(None)
+        };
+        let mut v = timed(&[("large", 9_000, 0.27, 1.0, 0.26, 0.28)]);
+        finish(&mut v, &synth);
+        assert_eq!(v.status, Status::Reversed, "{}", v.reason);
+        let s = v.speedup.as_ref().unwrap();
+        assert!((s.median - 0.27).abs() < 1e-9, "speedup stays slow / fast");
+        let [Flag::Reversed { speedup: back }] = v.flags.as_slice() else {
+            panic!("{:?}", v.flags)
+        };
+        assert_eq!(back.size_set, "large");
+        assert!((back.median - 1.0 / 0.27).abs() < 1e-9);
+        assert!(
+            (back.ci_low - 1.0 / 0.28).abs() < 1e-9 && (back.ci_high - 1.0 / 0.26).abs() < 1e-9
+        );
+        assert!(
+            v.reason.contains("the plain (synthesized) version is faster: 3.70× the original's speed at large (95% CI 3.57–3.85); the original over it is 0.27× (95% CI 0.26–0.28)"),
+            "{}",
+            v.reason
+        );
+        // A natural slow kernel that fast is a finding about the suite, not a reversed pair.
+        let mut v = timed(&[("large", 9_000, 0.27, 1.0, 0.26, 0.28)]);
+        finish(&mut v, &cx(None));
+        assert_eq!(v.status, Status::NotFaster);
+        assert!(v.flags.is_empty());
+        // 1/0.93 = 1.075 < 1.1: faster, but not by the margin a speedup needs.
+        let mut v = timed(&[("large", 9_000, 0.9, 1.0, 0.85, 0.93)]);
+        finish(&mut v, &synth);
+        assert_eq!(v.status, Status::NotFaster, "{}", v.reason);
+        // Settling again (a rerun of finish) keeps one flag.
+        let mut v = timed(&[("large", 9_000, 0.27, 1.0, 0.26, 0.28)]);
+        finish(&mut v, &synth);
+        v.status = Status::NotFaster;
+        finish(&mut v, &synth);
+        assert_eq!(v.flags.len(), 1);
     }
 
     /// Parboil cp on the H100: 3.08× at the 512×512 lattice, 0.19× at 384×200.
@@ -248,6 +349,33 @@ mod tests {
         finish(&mut v, &cx(None));
         assert!(v.flags.is_empty(), "{:?}", v.flags);
         assert!(v.reason.contains("small 1.05×"), "{}", v.reason);
+    }
+
+    /// Agreement on NaN is reported, never silent.
+    #[test]
+    fn both_sides_nan_is_named_in_the_reason() {
+        use crate::harness::{ElemType, HostBuffer, Tolerance};
+        let mut v = timed(&[("large", 9_000, 3.0, 1.0, 2.9, 3.1)]);
+        finish(&mut v, &cx(None));
+        assert!(!v.reason.contains("NaN"), "{}", v.reason);
+        let out = HostBuffer::from_f64s(ElemType::F32, &[1.0, f64::NAN, f64::NAN, 4.0]);
+        let c = crate::verify::compare::compare(&out, &out, &Tolerance::default_for(ElemType::F32));
+        assert!(c.pass);
+        v.evidence.checks.push(crate::evidence::CheckEvidence {
+            size_set: "large".into(),
+            seed: 0,
+            output: "y".into(),
+            fast_hash: None,
+            comparison: c,
+        });
+        v.status = Status::Verified;
+        finish(&mut v, &cx(None));
+        assert!(
+            v.reason
+                .ends_with("; NaN on both sides (counted as agreement) in y 2 of 4"),
+            "{}",
+            v.reason
+        );
     }
 
     #[test]

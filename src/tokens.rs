@@ -1,6 +1,7 @@
-//! Token counting for the length filter: an embedded BPE (tiktoken's o200k_base by default,
-//! cl100k_base on request) or a Hugging Face `tokenizer.json` (the `hf-tokenizers` feature,
-//! on by default) counted with the model's own vocabulary.
+//! Token counting for export's length filter and synth's prompt budget: an embedded BPE
+//! (tiktoken's o200k_base by default, cl100k_base on request) or a Hugging Face
+//! `tokenizer.json` (the `hf-tokenizers` feature, on by default) counted with the model's
+//! own vocabulary.
 //!
 //! A build without that feature cannot read a `tokenizer.json`, so counting falls back to
 //! o200k_base and the fallback is stated in the filter report and the dataset card.
