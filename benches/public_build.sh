@@ -10,13 +10,23 @@ mkdir -p "$OUT" /tmp/t
 [ -x /tmp/t/pub/kernelpair ] || tar -C /tmp/t -xJf carry/pub.tar.xz
 for t in /tmp/t/pub/trees/*; do [ -e /tmp/t/$(basename $t) ] || ln -s $t /tmp/t/$(basename $t); done
 K=/tmp/t/pub/kernelpair
+# Capture finds libkernelpair.so beside the binary, CUPTI here, nvcc in /usr/local/cuda/bin.
+export KERNELPAIR_CUPTI=/tmp/t/pub/cupti
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 n=$(ls /tmp/kp-public-log.* 2>/dev/null | wc -l)
 LOG=/tmp/kp-public-log.$n
 echo "=== build run $n, limit $LIMIT s ($(date +%T))"
 /usr/bin/time -f "build wall %e s, peak %M KB" timeout -s KILL $LIMIT $K build benches/public-build.toml > $LOG 2>&1
-echo "exit $?"
-grep -v "^  *warning\|WARN" $LOG | tail -60
+rc=$?
+echo "exit $rc"
+# A killed build leaves its workers and the programs it was capturing: end them.
+[ "$rc" = 137 ] && { pkill -9 -f /tmp/t/pub/kernelpair; pkill -9 kp_sample; sleep 1; }
+grep -v "^  *warning\|WARN\|not UTF-8" $LOG | tail -70
+if [ "$rc" != 137 ] && [ -n "${WARM:-}" ]; then
+  echo "=== warm rerun ($(date +%T))"
+  /usr/bin/time -f "warm build wall %e s" $K build benches/public-build.toml > $LOG.warm 2>&1
+  echo "exit $?"; grep -v "not UTF-8" $LOG.warm | tail -25
+fi
 python3 - <<'PY'
 import json, collections, os
 p = "/tmp/kp-public/verified.jsonl"
@@ -26,9 +36,10 @@ if os.path.exists(p):
         r = json.loads(l)
         if r.get("type") != "pair": continue
         d = r["data"]; v = d.get("verification") or {}
-        by[d.get("suite", "?")][v.get("status", "pending")] += 1
+        o = (d.get("harness_origin") or {}).get("origin", "-")
+        by[d.get("suite", "?")][v.get("status", "pending") + "/" + o] += 1
     for s, c in sorted(by.items()):
-        print(s, dict(c))
+        print(s, dict(sorted(c.items())))
 PY
-cd /tmp && tar -cJf "$OUT/public.tar.xz" kp-public-log.* kp-public/*.jsonl kp-public/*.json kp-public/dataset kp-public/harnesses 2>/dev/null
+cd /tmp && tar -cJf "$OUT/public.tar.xz" kp-public-log.* kp-public/*.jsonl kp-public/*.json kp-public/dataset kp-public/harnesses kp-public/captures/*/programs.jsonl 2>/dev/null
 ls -la "$OUT"
