@@ -125,9 +125,15 @@ pub fn compile_units(
                 cache.put(key, &c);
                 c
             });
+            // Progress as each compile ends (a unit shared by identical pairs counts once
+            // here and its copies after).
+            tick();
             (key, check)
         })
         .collect();
+    for _ in done.len()..units.len() {
+        tick();
+    }
     for (u, key) in units.iter_mut().zip(&keys) {
         let check = done[key.as_str()].clone();
         if check.ok && !u.template_params.is_empty() {
@@ -153,7 +159,6 @@ pub fn compile_units(
             }
         }
         u.compile = Some(check);
-        tick();
     }
     Ok(())
 }
@@ -378,7 +383,13 @@ mod tests {
         let cache = CheckCache::at(dir.path().to_path_buf());
         let src = "extern \"C\" __global__ void k(float *x) { x[0] = 2; }";
         let mut units = vec![unit(src, "k"), unit(src, "k")];
-        compile_units(&mut units, "sm_90", &cache, &|| {}).unwrap();
+        let ticks = std::sync::atomic::AtomicUsize::new(0);
+        let tick = || {
+            ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        compile_units(&mut units, "sm_90", &cache, &tick).unwrap();
+        // Progress counts every unit, the copy too.
+        assert_eq!(ticks.load(std::sync::atomic::Ordering::Relaxed), 2);
         let files: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .flatten()
