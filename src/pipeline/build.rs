@@ -408,6 +408,38 @@ fn needs_verify(p: &Pair) -> bool {
             .is_none_or(|v| v.status == Status::NoGpu)
 }
 
+/// Self-check the harness of every pair of `chunk` verify will work on: an inferred or LLM
+/// harness that fails stops its pair (`harness_error`); a hand-written one is only
+/// reported. A captured harness proves itself inside verify's run (its replay must
+/// reproduce what the program wrote), so it takes no GPU pass here.
+fn selfcheck_chunk(
+    stages: &dyn Stages,
+    chunk: &mut [Record],
+    harness_dirs: &[PathBuf],
+    timeout_s: u64,
+) {
+    let pairs: Vec<Pair> = chunk
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p)
+                if needs_verify(p)
+                    && p.harness_origin
+                        .as_ref()
+                        .is_some_and(|h| h.origin != crate::record::HarnessOrigin::Captured) =>
+            {
+                Some(p.as_ref().clone())
+            }
+            _ => None,
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    if let Some(reports) = stages.selfcheck(&pairs, harness_dirs, timeout_s) {
+        super::harnesses::apply_selfcheck(chunk, &reports);
+    }
+}
+
 impl Run<'_> {
     /// The LLM response cache: `[synth] cache`, else `<output>/llm-cache`.
     fn llm_cache(&self) -> PathBuf {
@@ -694,7 +726,7 @@ impl Run<'_> {
     /// The harness row (reported with verify, whose reuse it shares), then verify itself.
     fn verify(
         &mut self,
-        mut synthesized: Vec<Record>,
+        synthesized: Vec<Record>,
         chosen: super::harnesses::Chosen,
     ) -> Result<Vec<Record>, BuildError> {
         let cfg = self.cfg;
@@ -736,11 +768,12 @@ impl Run<'_> {
                 verify_run.harness_dirs.push(s.path.clone());
             }
         }
-        if cfg.harness.selfcheck {
-            self.selfcheck(&mut synthesized, &verify_run.harness_dirs);
-        }
         let compile_cache = cfg.output.join("cache").join("compile");
         let stages = self.stages;
+        let selfcheck = cfg.harness.selfcheck;
+        // Each chunk self-checks its pairs' harnesses, then verifies the pairs that passed:
+        // both are in the chunk's cached answer, so a killed build redoes at most the
+        // chunk in flight, self-check included.
         let c = run_chunked(
             "verify",
             synthesized,
@@ -749,7 +782,25 @@ impl Run<'_> {
             &verify_settings_key,
             &cfg.output.join("cache").join("verify"),
             Ok(()),
-            |chunk| stages.verify(chunk, &verify_run, &compile_cache),
+            |mut chunk| {
+                if selfcheck {
+                    selfcheck_chunk(
+                        stages,
+                        &mut chunk,
+                        &verify_run.harness_dirs,
+                        cfg.verify.timeout_s,
+                    );
+                }
+                let (go, stopped): (Vec<Record>, Vec<Record>) = chunk
+                    .into_iter()
+                    .partition(|r| matches!(r, Record::Pair(p) if needs_verify(p)));
+                let mut out = match go.is_empty() {
+                    true => Vec::new(),
+                    false => stages.verify(go, &verify_run, &compile_cache)?,
+                };
+                out.extend(stopped);
+                Ok(out)
+            },
             |pairs| {
                 let no_gpu = pairs.iter().find_map(|r| match r {
                     Record::Pair(p) => p
@@ -766,44 +817,39 @@ impl Run<'_> {
                 }
             },
         )?;
-        self.finish_chunked("verify", verify_key, VERIFIED, c)
-    }
-
-    /// Self-check the harness of every pair verify will work on (inferred and LLM harnesses
-    /// that fail stop their pair); the figures go to the harness row.
-    fn selfcheck(&mut self, synthesized: &mut [Record], harness_dirs: &[PathBuf]) {
-        let pairs: Vec<Pair> = synthesized
-            .iter()
-            .filter_map(|r| match r {
-                // A captured harness proves itself inside verify's run (its replay must
-                // reproduce what the program wrote), so it takes no GPU pass here.
-                Record::Pair(p)
-                    if needs_verify(p)
-                        && p.harness_origin.as_ref().is_some_and(|h| {
-                            h.origin != crate::record::HarnessOrigin::Captured
-                        }) =>
-                {
-                    Some(p.as_ref().clone())
+        // The self-check figures, from every pair's record (this run's chunks and reused ones).
+        let (mut pass, mut fail, mut stopped) = (0, 0, 0);
+        for r in &c.records {
+            let Record::Pair(p) = r else { continue };
+            let Some(h) = &p.harness_origin else { continue };
+            match h.selfcheck_pass {
+                Some(true) => pass += 1,
+                Some(false) => {
+                    fail += 1;
+                    let stopping = h.origin != crate::record::HarnessOrigin::Hand;
+                    if stopping
+                        && p.verification
+                            .as_ref()
+                            .is_some_and(|v| v.status == Status::HarnessError)
+                    {
+                        stopped += 1;
+                    }
                 }
-                _ => None,
-            })
-            .collect();
-        let Some(reports) = self
-            .stages
-            .selfcheck(&pairs, harness_dirs, self.cfg.verify.timeout_s)
-        else {
-            return;
-        };
-        let (pass, fail, stopped) = super::harnesses::apply_selfcheck(synthesized, &reports);
+                None => {}
+            }
+        }
         if let Some(row) = self.rows.iter_mut().find(|r| r.stage == "harness") {
-            row.counts.insert("selfcheck_pass".into(), pass);
-            row.counts.insert("selfcheck_fail".into(), fail);
+            if pass + fail > 0 {
+                row.counts.insert("selfcheck_pass".into(), pass);
+                row.counts.insert("selfcheck_fail".into(), fail);
+            }
             if stopped > 0 {
                 row.notes.push(format!(
                     "{stopped} pairs stopped: their inferred or LLM harness failed its self-check (harness_error)"
                 ));
             }
         }
+        self.finish_chunked("verify", verify_key, VERIFIED, c)
     }
 
     fn export(&mut self, verified: &[Record]) -> Result<(), BuildError> {
