@@ -629,13 +629,21 @@ impl<'s, 'a> Closure<'s, 'a> {
     ) {
         let mut kept: Vec<String> = Vec::new();
         let mut dropped: BTreeMap<String, String> = BTreeMap::new();
+        let mut thrust: BTreeMap<String, String> = BTreeMap::new();
+        let mut umbrella: Option<String> = None;
         for &r in contributing {
             let (path, _, fi) = self.files[r];
             for inc in fi.includes.iter().filter(|i| i.system) {
                 if resolve_include(self.scope, path, &inc.target).is_some() {
                     continue;
                 }
-                if builtins::keep_system_header(&inc.target) {
+                if builtins::is_thrust_host_header(&inc.target) {
+                    thrust
+                        .entry(format!("<{}>", inc.target))
+                        .or_insert_with(|| format!("{path}:{}", inc.line));
+                } else if builtins::is_cub_umbrella(&inc.target) {
+                    umbrella.get_or_insert_with(|| format!("<{}>", inc.target));
+                } else if builtins::keep_system_header(&inc.target) {
                     if !kept.contains(&inc.target) {
                         kept.push(inc.target.clone());
                     }
@@ -658,9 +666,78 @@ impl<'s, 'a> Closure<'s, 'a> {
                 kept.push(h.to_string());
             }
         }
+        // What the unit's own code names in `cub::` and `std::`.
+        let masked: Vec<String> = self
+            .order
+            .iter()
+            .chain(&self.macros)
+            .map(|&id| lex::mask(&self.item(id).text))
+            .collect();
+        let named = |ns: &str| -> Vec<String> {
+            let mut v: Vec<String> = Vec::new();
+            for m in &masked {
+                for n in lex::qualified_names(m, ns) {
+                    if !v.iter().any(|x| x == n) {
+                        v.push(n.to_string());
+                    }
+                }
+            }
+            v
+        };
+        if let Some(u) = &umbrella {
+            let cub = named("cub");
+            let specific = builtins::cub_headers(cub.iter().map(String::as_str));
+            diags.push(Diagnostic::new(
+                Level::Info,
+                "cub_umbrella_replaced",
+                format!(
+                    "{u} refuses NVRTC: replaced by the CUB device headers for {}: {}",
+                    if cub.is_empty() {
+                        "no cub:: name".to_string()
+                    } else {
+                        format!("cub::{}", cub.join(", cub::"))
+                    },
+                    specific.join(", ")
+                ),
+            ));
+            for h in specific {
+                if !kept.iter().any(|k| k == h) {
+                    kept.push(h.to_string());
+                }
+            }
+        }
+        // `std::` names NVRTC lacks come from libcu++, brought into `std` by a using.
+        let cuda_std: Vec<(String, &str)> = named("std")
+            .into_iter()
+            .filter_map(|n| builtins::cuda_std_header(&n).map(|h| (n, h)))
+            .collect();
+        for (_, h) in &cuda_std {
+            if !kept.iter().any(|k| k == h) {
+                kept.push(h.to_string());
+            }
+        }
         for h in &kept {
             out.push_str(&format!("#include <{h}>\n"));
             pulled.headers.push(format!("<{h}>"));
+        }
+        if !cuda_std.is_empty() {
+            let names: Vec<String> = cuda_std
+                .iter()
+                .map(|(n, _)| format!("using cuda::std::{n};"))
+                .collect();
+            out.push_str(&format!(
+                "// std:: names NVRTC lacks, from libcu++\nnamespace std {{ {} }}\n",
+                names.join(" ")
+            ));
+        }
+        for (h, at) in &thrust {
+            diags.push(Diagnostic::new(
+                Level::Info,
+                "host_header_dropped",
+                format!(
+                    "{h} (included at {at}) is a Thrust header with host code, which NVRTC refuses in a device unit; dropped"
+                ),
+            ));
         }
         for (h, at) in &dropped {
             diags.push(Diagnostic::new(
@@ -686,7 +763,7 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push_str(s.definition);
             out.push('\n');
         }
-        if !kept.is_empty() || !self.shims.is_empty() {
+        if !kept.is_empty() || !self.shims.is_empty() || !cuda_std.is_empty() {
             out.push('\n');
         }
     }
