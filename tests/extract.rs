@@ -888,3 +888,49 @@ fn kill_9_mid_run_keeps_finished_scopes_and_the_rerun_resumes_to_the_same_output
         "only the marked unit differs"
     );
 }
+
+/// Issue 26: numbered steps that write different outputs are refused before any GPU time,
+/// as `not_a_progression` with the reason, and the summary counts candidates, accepted
+/// and refused.
+#[test]
+fn numbered_phases_are_refused_and_counted() {
+    let s = Suite::empty();
+    s.write(
+        "app/phases.cu",
+        b"__global__ void phase1(float *a, float *b, int n) { int i = threadIdx.x; if (i < n) a[i] = b[i] * 2.0f; }\n\
+          __global__ void phase2(float *a, float *b, int n) { int i = threadIdx.x; if (i < n) b[i] = a[i] + 1.0f; }\n\
+          __global__ void axpy1(float *x, float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += 2.0f * x[i]; }\n\
+          __global__ void axpy2(float *x, float *y, int n) { for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] += 2.0f * x[i]; }\n",
+    );
+    let (code, stderr, recs) = s.extract(&["--no-compile", "--suite", "generic"]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines = pair_lines(&recs);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("axpy1") && l.contains("axpy2")),
+        "{lines:?}"
+    );
+    assert!(!lines
+        .iter()
+        .any(|l| l.contains("phase1") && l.contains("phase2")));
+    let refused: Vec<&Value> = of_type(&recs, "unpaired")
+        .into_iter()
+        .filter(|u| {
+            u["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("not_a_progression")
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{recs:?}");
+    assert_eq!(refused[0]["kernel"], "phase2");
+    assert!(refused[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("`phase1` writes (a) and `phase2` writes (b)"));
+    assert!(
+        stderr.contains("progressions (numbered series): 2 candidates, 1 accepted, 1 refused"),
+        "{stderr}"
+    );
+}
