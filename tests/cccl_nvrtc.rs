@@ -83,6 +83,7 @@ fn cccl_headers_are_rewritten_for_nvrtc() {
         p.source
     );
     assert!(p.source.contains("using cuda::std::conditional;"));
+    assert!(p.source.contains("using cuda::std::bool_constant;"));
     assert!(!p.source.contains("#include <cstdint>"));
 }
 

@@ -318,6 +318,27 @@ const CUDA_STD: &[(&str, &str)] = &[
     ("decay_t", "cuda/std/type_traits"),
     ("common_type", "cuda/std/type_traits"),
     ("common_type_t", "cuda/std/type_traits"),
+    ("bool_constant", "cuda/std/type_traits"),
+    ("is_arithmetic", "cuda/std/type_traits"),
+    ("is_arithmetic_v", "cuda/std/type_traits"),
+    ("is_void", "cuda/std/type_traits"),
+    ("void_t", "cuda/std/type_traits"),
+    ("is_signed_v", "cuda/std/type_traits"),
+    ("is_unsigned_v", "cuda/std/type_traits"),
+    ("is_pointer_v", "cuda/std/type_traits"),
+    ("is_const_v", "cuda/std/type_traits"),
+    ("is_reference", "cuda/std/type_traits"),
+    ("is_base_of", "cuda/std/type_traits"),
+    ("is_convertible", "cuda/std/type_traits"),
+    ("is_trivially_copyable", "cuda/std/type_traits"),
+    ("underlying_type_t", "cuda/std/type_traits"),
+    ("remove_cvref", "cuda/std/type_traits"),
+    ("remove_cvref_t", "cuda/std/type_traits"),
+    ("type_identity_t", "cuda/std/type_traits"),
+    ("conjunction", "cuda/std/type_traits"),
+    ("disjunction", "cuda/std/type_traits"),
+    ("negation", "cuda/std/type_traits"),
+    ("swap", "cuda/std/utility"),
 ];
 
 /// The libcu++ header that declares `std::name` for device code (`uint32_t` →
@@ -440,6 +461,12 @@ mod tests {
         assert!(!is_thrust_host_header("cub/cub.cuh"));
         assert_eq!(cuda_std_header("uint32_t"), Some("cuda/std/cstdint"));
         assert_eq!(cuda_std_header("conditional"), Some("cuda/std/type_traits"));
+        // llm.c's `std::bool_constant<…>` (four units of matmul_backward_bias and the
+        // fused classifier failed on it).
+        assert_eq!(
+            cuda_std_header("bool_constant"),
+            Some("cuda/std/type_traits")
+        );
         assert_eq!(cuda_std_header("vector"), None);
     }
 
