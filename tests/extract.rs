@@ -934,3 +934,68 @@ fn numbered_phases_are_refused_and_counted() {
         "{stderr}"
     );
 }
+
+/// Issue 26, item 1: a unit compiles with its program's own build flags. The names
+/// `dfloat` and `TILE` are defined only by the build (CMake's `target_compile_definitions`,
+/// a Makefile's NVCC flags); each unit records the flags and the compile check passes them.
+#[test]
+fn units_compile_with_the_flags_of_their_programs_build() {
+    let s = Suite::empty();
+    s.write(
+        "solver/CMakeLists.txt",
+        b"add_executable(solver main.cu)\ntarget_compile_definitions(solver PRIVATE dfloat=double)\nset(CMAKE_CUDA_STANDARD 17)\n",
+    );
+    s.write(
+        "solver/main.cu",
+        b"__global__ void axpy(dfloat a, const dfloat *x, dfloat *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += a * x[i]; }\n",
+    );
+    s.write(
+        "tiles/Makefile",
+        b"NVCCFLAGS := -O3 -DTILE=16 -DNDEBUG\ntiles: tiles.cu\n\tnvcc $(NVCCFLAGS) -o $@ $<\n",
+    );
+    s.write(
+        "tiles/tiles.cu",
+        b"__global__ void tile_copy(const float *in, float *out) { __shared__ float t[TILE]; t[threadIdx.x] = in[threadIdx.x]; __syncthreads(); out[threadIdx.x] = t[TILE - 1 - threadIdx.x]; }\n",
+    );
+    s.write(
+        "plain/k.cu",
+        b"__global__ void plain(float *x) { x[0] = 1.0f; }\n",
+    );
+    let nvrtc = kernelpair::gpu::nvrtc::load().is_ok();
+    let flags: &[&str] = if nvrtc {
+        &["--suite", "generic", "--no-cache"]
+    } else {
+        eprintln!("skipped: the compile check (no NVRTC here); the flags are still recorded");
+        &["--suite", "generic", "--no-compile"]
+    };
+    let (code, stderr, recs) = s.extract(flags);
+    let units = of_type(&recs, "unit");
+    let unit = |k: &str| *units.iter().find(|u| u["kernel"] == k).unwrap();
+    let recorded = |k: &str| unit(k)["build_flags"].clone();
+    assert_eq!(
+        recorded("axpy"),
+        serde_json::json!(["-Ddfloat=double", "--std=c++17"])
+    );
+    assert_eq!(
+        recorded("tile_copy"),
+        serde_json::json!(["-DTILE=16", "-DNDEBUG"])
+    );
+    assert!(recorded("plain").is_null(), "no build file, no flags");
+    if nvrtc {
+        assert_eq!(code, 0, "{stderr}");
+        for k in ["axpy", "tile_copy", "plain"] {
+            assert_eq!(unit(k)["compile"]["ok"], true, "{k}: {:#}", unit(k));
+        }
+    }
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/record.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    for r in &recs {
+        assert!(v.is_valid(r), "{r:#}");
+    }
+}

@@ -1051,6 +1051,7 @@ fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
         features,
         launch_sites: vec![],
         provenance: first.provenance.clone(),
+        build_flags: first.build_flags.clone(),
         compile: None,
         diagnostics: vec![crate::record::Diagnostic::new(
             crate::record::Level::Info,
