@@ -32,6 +32,7 @@ fn job_for(dir: &Path, options: RunOptions, g: &Gpu) -> Job {
         name: u.path.clone(),
         source: u.source.clone(),
         symbol: u.symbol.clone(),
+        flags: u.build_flags.clone(),
     };
     Job {
         pair_id: p.id.clone(),

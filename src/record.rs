@@ -87,6 +87,11 @@ pub struct KernelUnit {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub launch_sites: Vec<LaunchSite>,
     pub provenance: Provenance,
+    /// Compile flags from the program's own build (`-DNAME=VALUE`, `--std=c++20`; see
+    /// `suite::buildflags`): the compile check and verify pass them to NVRTC, so the unit
+    /// compiles as the program's build compiles it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub build_flags: Vec<String>,
     /// NVRTC compile check; absent when not run (e.g. `--no-compile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile: Option<CompileCheck>,
@@ -149,6 +154,7 @@ impl KernelUnit {
             features: body.features,
             launch_sites: vec![],
             provenance: Provenance::default(),
+            build_flags: vec![],
             compile: None,
             diagnostics: body.diagnostics,
         }
@@ -839,6 +845,7 @@ impl KernelUnit {
             features: Features::default(),
             launch_sites: vec![],
             provenance: Provenance::default(),
+            build_flags: vec![],
             compile: None,
             diagnostics: vec![],
         }

@@ -137,9 +137,14 @@ fn fixture_units_compile_with_nvrtc() {
         for (path, fi) in &files {
             for (i, k) in fi.kernels().iter().enumerate() {
                 let u = isolate_at(&scope, path, i).unwrap();
-                // Template kernels compile without an instantiation; their symbol is
-                // looked up by the verify stage with `<…>` added.
-                let expr: Vec<String> = Vec::new();
+                // A kernel is found by its symbol as an NVRTC name expression (issue 26:
+                // no `extern "C"` is added). Template kernels compile without an
+                // instantiation; the verify stage adds `<…>` to their symbol.
+                let expr: Vec<String> = if k.template_params.is_empty() {
+                    vec![u.symbol.clone()]
+                } else {
+                    Vec::new()
+                };
                 let c = nvrtc::compile(&nvrtc::CompileRequest {
                     source: &u.source,
                     name: "unit.cu",
@@ -164,9 +169,11 @@ fn fixture_units_compile_with_nvrtc() {
                 );
                 if c.ok && k.template_params.is_empty() {
                     let ptx = c.ptx.unwrap();
+                    assert_eq!(c.lowered.len(), 1, "{path}: {} not lowered", u.symbol);
+                    let lowered = &c.lowered[0].1;
                     assert!(
-                        ptx.contains(&format!(".entry {}(", u.symbol)),
-                        "{path}: symbol {} not in PTX",
+                        ptx.contains(&format!(".entry {lowered}(")),
+                        "{path}: symbol {} ({lowered}) not in PTX",
                         u.symbol
                     );
                 }
@@ -209,7 +216,8 @@ fn inspect_prints_units_pulls_and_launches() {
     assert!(s.contains("host_header_dropped"), "{s}");
     assert!(s.contains("launch k.cu:6: <<<1, THREADS>>>(0)"), "{s}");
     assert!(s.contains("THREADS: #define THREADS 32"), "{s}");
-    assert!(s.contains("extern \"C\" __global__ void square"), "{s}");
+    assert!(s.contains("__global__ void square"), "{s}");
+    assert!(!s.contains("extern \"C\""), "{s}");
     assert!(!s.contains("=== kernel other"), "{s}");
     let all = bin()
         .arg("inspect")

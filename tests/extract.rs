@@ -888,3 +888,114 @@ fn kill_9_mid_run_keeps_finished_scopes_and_the_rerun_resumes_to_the_same_output
         "only the marked unit differs"
     );
 }
+
+/// Issue 26: numbered steps that write different outputs are refused before any GPU time,
+/// as `not_a_progression` with the reason, and the summary counts candidates, accepted
+/// and refused.
+#[test]
+fn numbered_phases_are_refused_and_counted() {
+    let s = Suite::empty();
+    s.write(
+        "app/phases.cu",
+        b"__global__ void phase1(float *a, float *b, int n) { int i = threadIdx.x; if (i < n) a[i] = b[i] * 2.0f; }\n\
+          __global__ void phase2(float *a, float *b, int n) { int i = threadIdx.x; if (i < n) b[i] = a[i] + 1.0f; }\n\
+          __global__ void axpy1(float *x, float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += 2.0f * x[i]; }\n\
+          __global__ void axpy2(float *x, float *y, int n) { for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] += 2.0f * x[i]; }\n",
+    );
+    let (code, stderr, recs) = s.extract(&["--no-compile", "--suite", "generic"]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines = pair_lines(&recs);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("axpy1") && l.contains("axpy2")),
+        "{lines:?}"
+    );
+    assert!(!lines
+        .iter()
+        .any(|l| l.contains("phase1") && l.contains("phase2")));
+    let refused: Vec<&Value> = of_type(&recs, "unpaired")
+        .into_iter()
+        .filter(|u| {
+            u["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("not_a_progression")
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{recs:?}");
+    assert_eq!(refused[0]["kernel"], "phase2");
+    assert!(refused[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("`phase1` writes (a) and `phase2` writes (b)"));
+    assert!(
+        stderr.contains("progressions (numbered series): 2 candidates, 1 accepted, 1 refused"),
+        "{stderr}"
+    );
+}
+
+/// Issue 26, item 1: a unit compiles with its program's own build flags. The names
+/// `dfloat` and `TILE` are defined only by the build (CMake's `target_compile_definitions`,
+/// a Makefile's NVCC flags); each unit records the flags and the compile check passes them.
+#[test]
+fn units_compile_with_the_flags_of_their_programs_build() {
+    let s = Suite::empty();
+    s.write(
+        "solver/CMakeLists.txt",
+        b"add_executable(solver main.cu)\ntarget_compile_definitions(solver PRIVATE dfloat=double)\nset(CMAKE_CUDA_STANDARD 17)\n",
+    );
+    s.write(
+        "solver/main.cu",
+        b"__global__ void axpy(dfloat a, const dfloat *x, dfloat *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += a * x[i]; }\n",
+    );
+    s.write(
+        "tiles/Makefile",
+        b"NVCCFLAGS := -O3 -DTILE=16 -DNDEBUG\ntiles: tiles.cu\n\tnvcc $(NVCCFLAGS) -o $@ $<\n",
+    );
+    s.write(
+        "tiles/tiles.cu",
+        b"__global__ void tile_copy(const float *in, float *out) { __shared__ float t[TILE]; t[threadIdx.x] = in[threadIdx.x]; __syncthreads(); out[threadIdx.x] = t[TILE - 1 - threadIdx.x]; }\n",
+    );
+    s.write(
+        "plain/k.cu",
+        b"__global__ void plain(float *x) { x[0] = 1.0f; }\n",
+    );
+    let nvrtc = kernelpair::gpu::nvrtc::load().is_ok();
+    let flags: &[&str] = if nvrtc {
+        &["--suite", "generic", "--no-cache"]
+    } else {
+        eprintln!("skipped: the compile check (no NVRTC here); the flags are still recorded");
+        &["--suite", "generic", "--no-compile"]
+    };
+    let (code, stderr, recs) = s.extract(flags);
+    let units = of_type(&recs, "unit");
+    let unit = |k: &str| *units.iter().find(|u| u["kernel"] == k).unwrap();
+    let recorded = |k: &str| unit(k)["build_flags"].clone();
+    assert_eq!(
+        recorded("axpy"),
+        serde_json::json!(["-Ddfloat=double", "--std=c++17"])
+    );
+    assert_eq!(
+        recorded("tile_copy"),
+        serde_json::json!(["-DTILE=16", "-DNDEBUG"])
+    );
+    assert!(recorded("plain").is_null(), "no build file, no flags");
+    if nvrtc {
+        assert_eq!(code, 0, "{stderr}");
+        for k in ["axpy", "tile_copy", "plain"] {
+            assert_eq!(unit(k)["compile"]["ok"], true, "{k}: {:#}", unit(k));
+        }
+    }
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/record.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    for r in &recs {
+        assert!(v.is_valid(r), "{r:#}");
+    }
+}

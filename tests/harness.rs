@@ -219,6 +219,7 @@ fn unit(kernel: &str, variant: &str, site: LaunchSite) -> KernelUnit {
         features: Features::default(),
         launch_sites: vec![site],
         provenance: Provenance::default(),
+        build_flags: vec![],
         compile: None,
         diagnostics: vec![],
     }

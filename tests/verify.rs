@@ -429,6 +429,7 @@ fn protocol_and_verification_match_their_schemas() {
         name: u.path.clone(),
         source: u.source.clone(),
         symbol: u.symbol.clone(),
+        flags: u.build_flags.clone(),
     };
     let job = kernelpair::verify::engine::Job {
         pair_id: p.id.clone(),

@@ -28,7 +28,7 @@ saturate rsqrt rsqrtf rcbrt rcbrtf normcdf normcdff normcdfinv normcdfinvf erfcx
 erfinv erfinvf erfcinv erfcinvf j0 j0f j1 j1f jn jnf y0 y0f y1 y1f yn ynf cyl_bessel_i0 \
 cyl_bessel_i0f cyl_bessel_i1 cyl_bessel_i1f norm normf norm3d norm3df norm4d norm4df rnorm \
 rnormf rnorm3d rnorm3df rnorm4d rnorm4df rhypot rhypotf sinpi sinpif cospi cospif exp10 \
-exp10f nan nanf";
+exp10f nan nanf cub thrust";
 
 /// Names of <math.h> functions; each also exists with an `f` suffix.
 const MATH: &str = "sqrt cbrt exp exp2 expm1 log log2 log10 log1p logb ilogb pow sin cos tan asin \
@@ -175,6 +175,178 @@ pub fn keep_system_header(target: &str) -> bool {
     NVRTC_HEADERS.contains(&target) || NVRTC_HEADER_DIRS.iter().any(|d| target.starts_with(d))
 }
 
+/// CUB's umbrella header, which refuses NVRTC (`#error … Including <cub/cub.cuh> is not
+/// supported when compiling with NVRTC`). `CCCL_DISABLE_NVRTC_COMPATIBILITY_CHECK` gets past
+/// the `#error` only to fail on CUB's host functions ("A function explicitly marked as a
+/// __host__ function is not allowed in JIT mode", CCCL 3 from the PyPI wheels), so a unit
+/// gets the specific device headers instead ([`cub_headers`]).
+pub fn is_cub_umbrella(target: &str) -> bool {
+    matches!(target, "cub/cub.cuh" | "cub.cuh")
+}
+
+/// CUB's device-side names and the header that declares each.
+const CUB_HEADERS: &[(&str, &str)] = &[
+    (
+        "BlockAdjacentDifference",
+        "cub/block/block_adjacent_difference.cuh",
+    ),
+    ("BlockDiscontinuity", "cub/block/block_discontinuity.cuh"),
+    ("BlockExchange", "cub/block/block_exchange.cuh"),
+    ("BlockHistogram", "cub/block/block_histogram.cuh"),
+    ("BlockLoad", "cub/block/block_load.cuh"),
+    ("BlockMergeSort", "cub/block/block_merge_sort.cuh"),
+    ("BlockRadixRank", "cub/block/block_radix_rank.cuh"),
+    ("BlockRadixSort", "cub/block/block_radix_sort.cuh"),
+    ("BlockReduce", "cub/block/block_reduce.cuh"),
+    (
+        "BlockRunLengthDecode",
+        "cub/block/block_run_length_decode.cuh",
+    ),
+    ("BlockScan", "cub/block/block_scan.cuh"),
+    ("BlockShuffle", "cub/block/block_shuffle.cuh"),
+    ("BlockStore", "cub/block/block_store.cuh"),
+    ("WarpExchange", "cub/warp/warp_exchange.cuh"),
+    ("WarpLoad", "cub/warp/warp_load.cuh"),
+    ("WarpMergeSort", "cub/warp/warp_merge_sort.cuh"),
+    ("WarpReduce", "cub/warp/warp_reduce.cuh"),
+    ("WarpScan", "cub/warp/warp_scan.cuh"),
+    ("WarpStore", "cub/warp/warp_store.cuh"),
+    ("ThreadLoad", "cub/thread/thread_load.cuh"),
+    ("ThreadStore", "cub/thread/thread_store.cuh"),
+    ("ThreadReduce", "cub/thread/thread_reduce.cuh"),
+    ("Sum", "cub/thread/thread_operators.cuh"),
+    ("Max", "cub/thread/thread_operators.cuh"),
+    ("Min", "cub/thread/thread_operators.cuh"),
+    ("ArgMax", "cub/thread/thread_operators.cuh"),
+    ("ArgMin", "cub/thread/thread_operators.cuh"),
+    ("ShuffleIndex", "cub/util_ptx.cuh"),
+    ("ShuffleUp", "cub/util_ptx.cuh"),
+    ("ShuffleDown", "cub/util_ptx.cuh"),
+    ("LaneId", "cub/util_ptx.cuh"),
+    ("WarpId", "cub/util_ptx.cuh"),
+    ("KeyValuePair", "cub/util_type.cuh"),
+    ("Traits", "cub/util_type.cuh"),
+];
+
+/// The CUB device headers for the `cub::` names a unit uses, in the table's order. A name
+/// the table lacks brings every block, warp and thread header (they compile together
+/// under NVRTC), so the umbrella's replacement never loses a declaration.
+pub fn cub_headers<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
+    let names: Vec<&str> = names.into_iter().collect();
+    let unknown = names
+        .iter()
+        .any(|n| !CUB_HEADERS.iter().any(|(c, _)| c == n));
+    let mut out: Vec<&'static str> = Vec::new();
+    for (name, h) in CUB_HEADERS {
+        if (unknown || names.contains(name)) && !out.contains(h) {
+            out.push(h);
+        }
+    }
+    out
+}
+
+/// Thrust headers that compile under NVRTC (device-side utilities). Every other Thrust
+/// header brings host code (`std::runtime_error`, `__host__` allocators, streams) that
+/// NVRTC refuses, so it is dropped from a unit like a host header.
+const THRUST_DEVICE_HEADERS: &[&str] = &[
+    "thrust/addressof.h",
+    "thrust/advance.h",
+    "thrust/distance.h",
+    "thrust/functional.h",
+    "thrust/pair.h",
+    "thrust/tuple.h",
+    "thrust/version.h",
+    "thrust/zip_function.h",
+];
+
+/// A Thrust header with host code, which a device unit drops.
+pub fn is_thrust_host_header(target: &str) -> bool {
+    target.starts_with("thrust/") && !THRUST_DEVICE_HEADERS.contains(&target)
+}
+
+/// `std::` names device code uses that NVRTC has no declaration of (`namespace "std" has
+/// no member "uint32_t"`), and the libcu++ header that declares each in `cuda::std`.
+const CUDA_STD: &[(&str, &str)] = &[
+    ("int8_t", "cuda/std/cstdint"),
+    ("int16_t", "cuda/std/cstdint"),
+    ("int32_t", "cuda/std/cstdint"),
+    ("int64_t", "cuda/std/cstdint"),
+    ("uint8_t", "cuda/std/cstdint"),
+    ("uint16_t", "cuda/std/cstdint"),
+    ("uint32_t", "cuda/std/cstdint"),
+    ("uint64_t", "cuda/std/cstdint"),
+    ("intptr_t", "cuda/std/cstdint"),
+    ("uintptr_t", "cuda/std/cstdint"),
+    ("intmax_t", "cuda/std/cstdint"),
+    ("uintmax_t", "cuda/std/cstdint"),
+    ("size_t", "cuda/std/cstddef"),
+    ("ptrdiff_t", "cuda/std/cstddef"),
+    ("nullptr_t", "cuda/std/cstddef"),
+    ("numeric_limits", "cuda/std/limits"),
+    ("min", "cuda/std/algorithm"),
+    ("max", "cuda/std/algorithm"),
+    ("integral_constant", "cuda/std/type_traits"),
+    ("true_type", "cuda/std/type_traits"),
+    ("false_type", "cuda/std/type_traits"),
+    ("conditional", "cuda/std/type_traits"),
+    ("conditional_t", "cuda/std/type_traits"),
+    ("enable_if", "cuda/std/type_traits"),
+    ("enable_if_t", "cuda/std/type_traits"),
+    ("is_same", "cuda/std/type_traits"),
+    ("is_same_v", "cuda/std/type_traits"),
+    ("is_integral", "cuda/std/type_traits"),
+    ("is_integral_v", "cuda/std/type_traits"),
+    ("is_floating_point", "cuda/std/type_traits"),
+    ("is_floating_point_v", "cuda/std/type_traits"),
+    ("is_signed", "cuda/std/type_traits"),
+    ("is_unsigned", "cuda/std/type_traits"),
+    ("is_pointer", "cuda/std/type_traits"),
+    ("is_const", "cuda/std/type_traits"),
+    ("make_signed", "cuda/std/type_traits"),
+    ("make_signed_t", "cuda/std/type_traits"),
+    ("make_unsigned", "cuda/std/type_traits"),
+    ("make_unsigned_t", "cuda/std/type_traits"),
+    ("remove_cv", "cuda/std/type_traits"),
+    ("remove_cv_t", "cuda/std/type_traits"),
+    ("remove_const", "cuda/std/type_traits"),
+    ("remove_const_t", "cuda/std/type_traits"),
+    ("remove_reference", "cuda/std/type_traits"),
+    ("remove_reference_t", "cuda/std/type_traits"),
+    ("remove_pointer", "cuda/std/type_traits"),
+    ("remove_pointer_t", "cuda/std/type_traits"),
+    ("decay", "cuda/std/type_traits"),
+    ("decay_t", "cuda/std/type_traits"),
+    ("common_type", "cuda/std/type_traits"),
+    ("common_type_t", "cuda/std/type_traits"),
+    ("bool_constant", "cuda/std/type_traits"),
+    ("is_arithmetic", "cuda/std/type_traits"),
+    ("is_arithmetic_v", "cuda/std/type_traits"),
+    ("is_void", "cuda/std/type_traits"),
+    ("void_t", "cuda/std/type_traits"),
+    ("is_signed_v", "cuda/std/type_traits"),
+    ("is_unsigned_v", "cuda/std/type_traits"),
+    ("is_pointer_v", "cuda/std/type_traits"),
+    ("is_const_v", "cuda/std/type_traits"),
+    ("is_reference", "cuda/std/type_traits"),
+    ("is_base_of", "cuda/std/type_traits"),
+    ("is_convertible", "cuda/std/type_traits"),
+    ("is_trivially_copyable", "cuda/std/type_traits"),
+    ("underlying_type_t", "cuda/std/type_traits"),
+    ("remove_cvref", "cuda/std/type_traits"),
+    ("remove_cvref_t", "cuda/std/type_traits"),
+    ("type_identity_t", "cuda/std/type_traits"),
+    ("conjunction", "cuda/std/type_traits"),
+    ("disjunction", "cuda/std/type_traits"),
+    ("negation", "cuda/std/type_traits"),
+    ("swap", "cuda/std/utility"),
+];
+
+/// The libcu++ header that declares `std::name` for device code (`uint32_t` →
+/// `cuda/std/cstdint`), for the `std::` names NVRTC lacks.
+pub fn cuda_std_header(name: &str) -> Option<&'static str> {
+    CUDA_STD.iter().find(|(n, _)| *n == name).map(|(_, h)| *h)
+}
+
 /// The CUDA header that declares a name code may use without including it (nvcc's
 /// implicit `cuda_runtime.h`, or a library header such as `cublas_v2.h`, brought it in):
 /// `__nv_bfloat16` → `cuda_bf16.h`, `half` → `cuda_fp16.h`, `__nv_fp8_e4m3` → `cuda_fp8.h`.
@@ -272,6 +444,31 @@ pub fn shim(name: &str) -> Option<&'static Shim> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cccl_header_choices() {
+        assert_eq!(
+            cub_headers(["BlockReduce", "WarpScan", "BlockReduce"]),
+            ["cub/block/block_reduce.cuh", "cub/warp/warp_scan.cuh"]
+        );
+        // A name the table lacks brings every device header rather than lose one.
+        let all = cub_headers(["BlockReduce", "SomethingNew"]);
+        assert!(all.len() > 10 && all.contains(&"cub/warp/warp_store.cuh"));
+        assert!(cub_headers([]).is_empty());
+        assert!(is_cub_umbrella("cub/cub.cuh") && !is_cub_umbrella("cub/block/block_scan.cuh"));
+        assert!(is_thrust_host_header("thrust/device_vector.h"));
+        assert!(!is_thrust_host_header("thrust/functional.h"));
+        assert!(!is_thrust_host_header("cub/cub.cuh"));
+        assert_eq!(cuda_std_header("uint32_t"), Some("cuda/std/cstdint"));
+        assert_eq!(cuda_std_header("conditional"), Some("cuda/std/type_traits"));
+        // llm.c's `std::bool_constant<…>` (four units of matmul_backward_bias and the
+        // fused classifier failed on it).
+        assert_eq!(
+            cuda_std_header("bool_constant"),
+            Some("cuda/std/type_traits")
+        );
+        assert_eq!(cuda_std_header("vector"), None);
+    }
 
     #[test]
     fn classifies_builtins() {

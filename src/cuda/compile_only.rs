@@ -1,13 +1,15 @@
-//! Edits isolation makes only so that a unit compiles under NVRTC and its kernel can be
-//! looked up by name: `extern "C"` linkage on the kernel (and `static` dropped from it),
-//! namespace-scope `const` globals made `constexpr`, legacy `texture<>` references
-//! replaced by the shim, the shim's definition. They belong in what is compiled, never in
-//! what a model is trained on: [`source_text`] gives a unit's text back as the suite
-//! wrote it.
+//! Edits isolation makes only so that a unit compiles under NVRTC: namespace-scope
+//! `const` globals made `constexpr`, legacy `texture<>` references replaced by the shim,
+//! the shim's definition, C99 compound literals written as C++ list-initialization. They
+//! belong in what is compiled, never in what a model is trained on: [`source_text`] gives
+//! a unit's text back as the suite wrote it.
 //!
-//! The common case, `extern "C" ` put before a kernel that had no linkage, is undone by
-//! rule and recorded nowhere; every other edit is recorded in the unit as an info
-//! diagnostic `compile_only_edit` whose message is the JSON of an [`Edit`].
+//! The kernel's linkage is never touched: every stage finds a kernel by an NVRTC name
+//! expression (`k`, `k<float>`). Units written before that (issue 26) carry an
+//! `extern "C" ` put before a kernel that had no linkage, and `static` dropped from it;
+//! the first is undone by rule and recorded nowhere, the second is recorded. Every edit
+//! is recorded in the unit as an info diagnostic `compile_only_edit` whose message is the
+//! JSON of an [`Edit`].
 
 use crate::record::{Diagnostic, Level};
 use serde::{Deserialize, Serialize};
@@ -65,7 +67,8 @@ pub fn note(original: &str, compiled: &str, kernel: bool) -> Option<Diagnostic> 
 }
 
 /// A unit's source as the suite wrote it: recorded edits undone, the texture shim's
-/// definition left out, and the kernel's added `extern "C"` dropped.
+/// definition left out, and (in units written before issue 26) the kernel's added
+/// `extern "C"` dropped.
 pub fn source_text(unit: &crate::record::KernelUnit) -> String {
     written_text(
         &unit.source,

@@ -52,7 +52,6 @@ pub(crate) struct Item {
     /// Identifiers of the enclosing `#if` conditions (macros, maybe defined nowhere).
     pub cond_refs: Vec<String>,
     pub cond: Vec<CondBranch>,
-    pub template: bool,
     /// Has `__device__` or `__global__`.
     pub device: bool,
     /// For functions: length of the text before the body (the signature).
@@ -316,7 +315,6 @@ fn macro_item(ctext: &str, frames: &mut [Frame], start: usize, line: u32) -> Opt
         refs: dedup(refs),
         cond_refs: Vec::new(),
         cond: Vec::new(),
-        template: false,
         device: false,
         header_len: None,
         error_line: None,
@@ -691,7 +689,6 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
             refs: Vec::new(),
             cond_refs: Vec::new(),
             cond: Vec::new(),
-            template: false,
             device: false,
             header_len: c.header_len,
             error_line: None,
@@ -755,7 +752,6 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
         refs,
         cond_refs: Vec::new(),
         cond: Vec::new(),
-        template: item.template,
         device: item.device,
         header_len: item.header_len,
         error_line,

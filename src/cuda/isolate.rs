@@ -716,13 +716,21 @@ impl<'s, 'a> Closure<'s, 'a> {
     ) {
         let mut kept: Vec<String> = Vec::new();
         let mut dropped: BTreeMap<String, String> = BTreeMap::new();
+        let mut thrust: BTreeMap<String, String> = BTreeMap::new();
+        let mut umbrella: Option<String> = None;
         for &r in contributing {
             let (path, _, fi) = self.files[r];
             for inc in fi.includes.iter().filter(|i| i.system) {
                 if resolve_include(self.scope, path, &inc.target).is_some() {
                     continue;
                 }
-                if builtins::keep_system_header(&inc.target) {
+                if builtins::is_thrust_host_header(&inc.target) {
+                    thrust
+                        .entry(format!("<{}>", inc.target))
+                        .or_insert_with(|| format!("{path}:{}", inc.line));
+                } else if builtins::is_cub_umbrella(&inc.target) {
+                    umbrella.get_or_insert_with(|| format!("<{}>", inc.target));
+                } else if builtins::keep_system_header(&inc.target) {
                     if !kept.contains(&inc.target) {
                         kept.push(inc.target.clone());
                     }
@@ -745,9 +753,78 @@ impl<'s, 'a> Closure<'s, 'a> {
                 kept.push(h.to_string());
             }
         }
+        // What the unit's own code names in `cub::` and `std::`.
+        let masked: Vec<String> = self
+            .order
+            .iter()
+            .chain(&self.macros)
+            .map(|&id| lex::mask(&self.item(id).text))
+            .collect();
+        let named = |ns: &str| -> Vec<String> {
+            let mut v: Vec<String> = Vec::new();
+            for m in &masked {
+                for n in lex::qualified_names(m, ns) {
+                    if !v.iter().any(|x| x == n) {
+                        v.push(n.to_string());
+                    }
+                }
+            }
+            v
+        };
+        if let Some(u) = &umbrella {
+            let cub = named("cub");
+            let specific = builtins::cub_headers(cub.iter().map(String::as_str));
+            diags.push(Diagnostic::new(
+                Level::Info,
+                "cub_umbrella_replaced",
+                format!(
+                    "{u} refuses NVRTC: replaced by the CUB device headers for {}: {}",
+                    if cub.is_empty() {
+                        "no cub:: name".to_string()
+                    } else {
+                        format!("cub::{}", cub.join(", cub::"))
+                    },
+                    specific.join(", ")
+                ),
+            ));
+            for h in specific {
+                if !kept.iter().any(|k| k == h) {
+                    kept.push(h.to_string());
+                }
+            }
+        }
+        // `std::` names NVRTC lacks come from libcu++, brought into `std` by a using.
+        let cuda_std: Vec<(String, &str)> = named("std")
+            .into_iter()
+            .filter_map(|n| builtins::cuda_std_header(&n).map(|h| (n, h)))
+            .collect();
+        for (_, h) in &cuda_std {
+            if !kept.iter().any(|k| k == h) {
+                kept.push(h.to_string());
+            }
+        }
         for h in &kept {
             out.push_str(&format!("#include <{h}>\n"));
             pulled.headers.push(format!("<{h}>"));
+        }
+        if !cuda_std.is_empty() {
+            let names: Vec<String> = cuda_std
+                .iter()
+                .map(|(n, _)| format!("using cuda::std::{n};"))
+                .collect();
+            out.push_str(&format!(
+                "// std:: names NVRTC lacks, from libcu++\nnamespace std {{ {} }}\n",
+                names.join(" ")
+            ));
+        }
+        for (h, at) in &thrust {
+            diags.push(Diagnostic::new(
+                Level::Info,
+                "host_header_dropped",
+                format!(
+                    "{h} (included at {at}) is a Thrust header with host code, which NVRTC refuses in a device unit; dropped"
+                ),
+            ));
         }
         for (h, at) in &dropped {
             diags.push(Diagnostic::new(
@@ -773,7 +850,7 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push_str(s.definition);
             out.push('\n');
         }
-        if !kept.is_empty() || !self.shims.is_empty() {
+        if !kept.is_empty() || !self.shims.is_empty() || !cuda_std.is_empty() {
             out.push('\n');
         }
     }
@@ -829,9 +906,10 @@ impl<'s, 'a> Closure<'s, 'a> {
             }
         }
         let is_kernel = id == (0, self.kernel_item);
-        let text = if is_kernel {
-            kernel_text(it)
-        } else if it.kind == ItemKind::Global {
+        // The kernel keeps its linkage as written (`static`, `extern "C"` or none): it is
+        // found in the module by an NVRTC name expression (`k`, `k<float>`), which serves
+        // templates and overloads alike, so nothing is added for the lookup.
+        let text = if it.kind == ItemKind::Global {
             const_global_text(&it.text)
         } else if let Some(Ok(t)) = textures.get(&id) {
             t.text.clone()
@@ -989,32 +1067,6 @@ fn texture_diagnostics(
     diags.push(Diagnostic::new(Level::Warning, "legacy_texture_reference", message).at(it.line));
 }
 
-/// The kernel's own text, with `extern "C"` linkage unless it is a template.
-fn kernel_text(it: &Item) -> String {
-    if it.template {
-        return it.text.clone();
-    }
-    let mut text = it.text.trim_start().to_string();
-    if let Some(rest) = text.strip_prefix("extern") {
-        let r = rest.trim_start();
-        if let Some(r2) = r.strip_prefix("\"C\"") {
-            text = r2.trim_start().to_string();
-        }
-    }
-    // `extern "C" static` is ill-formed: drop `static` from the signature.
-    if let Some(h) = it.header_len {
-        let off = it.text.len() - text.len();
-        let hl = h.saturating_sub(off).min(text.len());
-        let header: Vec<&str> = text[..hl].split_inclusive(char::is_whitespace).collect();
-        let cleaned: String = header
-            .into_iter()
-            .filter(|w| w.trim() != "static")
-            .collect();
-        text = format!("{cleaned}{}", &text[hl..]);
-    }
-    format!("extern \"C\" {text}")
-}
-
 /// A namespace-scope `const` of arithmetic type (`const float k = 1.0 / other;`) is a
 /// host variable that nvcc folds into device code; under NVRTC's `-default-device` it
 /// would become a `__device__` variable needing dynamic initialization. `constexpr`
@@ -1145,9 +1197,9 @@ int main() {
         assert_eq!(u.source.matches("__device__ float over(").count(), 2);
         // Callees come before callers.
         assert!(u.source.find("float leaf").unwrap() < u.source.find("float mid").unwrap());
-        assert!(u
-            .source
-            .contains("extern \"C\" __global__ void k(float *out, int n)"));
+        // The kernel keeps the linkage its source writes: none.
+        assert!(u.source.contains("\n__global__ void k(float *out, int n)"));
+        assert!(!u.source.contains("extern"), "{}", u.source);
         assert_eq!(u.symbol, "k");
         assert_eq!(
             u.params
@@ -1177,6 +1229,66 @@ int main() {
         assert_eq!(u.pulled.macros, vec!["SCALE"]);
         assert!(!u.source.contains("main"));
         assert!(compiles(&u).unwrap_or(true));
+    }
+
+    /// Issue 26: isolation never writes linkage. Each kernel keeps what its source says
+    /// (`static`, `extern "C"`, nothing; a template, an overload), and NVRTC finds it by
+    /// the unit's symbol as a name expression.
+    #[test]
+    fn kernels_keep_their_written_linkage_and_are_found_by_name_expression() {
+        let src = r#"
+static __global__ void st(float *a) { a[0] = 1.0f; }
+extern "C" __global__ void ec(float *a) { a[0] = 2.0f; }
+__global__ void ov(float *a) { a[0] = 3.0f; }
+__global__ void ov(int *a) { a[0] = 4; }
+template <typename T>
+__global__ void tp(T *a) { a[0] = T(5); }
+"#;
+        let map = scope_of(&[("l.cu", src)]);
+        let scope = Scope::new(&map);
+        let heads = [
+            "static __global__ void st(float *a)",
+            "extern \"C\" __global__ void ec(float *a)",
+            "__global__ void ov(float *a)",
+            "__global__ void ov(int *a)",
+            "__global__ void tp(T *a)",
+        ];
+        for (i, head) in heads.iter().enumerate() {
+            let u = isolate_at(&scope, "l.cu", i).unwrap();
+            assert!(u.source.contains(head), "{head}: {}", u.source);
+            let written = src.matches("extern \"C\"").filter(|_| i == 1).count();
+            assert_eq!(
+                u.source.matches("extern \"C\"").count(),
+                written,
+                "{}",
+                u.source
+            );
+            // Nothing to undo for export: the compiled text is the written text.
+            assert!(!codes(&u).contains(&super::super::compile_only::CODE) || i == 1);
+            if nvrtc::load().is_err() {
+                continue;
+            }
+            let expr = if u.template_params.is_empty() {
+                u.symbol.clone()
+            } else {
+                format!("{}<float>", u.symbol)
+            };
+            let c = nvrtc::compile(&nvrtc::CompileRequest {
+                source: &u.source,
+                name: "unit.cu",
+                arch: "sm_90",
+                name_expressions: std::slice::from_ref(&expr),
+                cubin: false,
+                extra_options: &[],
+            })
+            .unwrap();
+            assert!(c.ok, "{}\n{}", u.source, c.log);
+            assert_eq!(c.lowered.len(), 1, "{expr}");
+            // C++ linkage everywhere except where the source wrote `extern "C"`.
+            let lowered = &c.lowered[0].1;
+            assert_eq!(lowered == "ec", i == 1, "{lowered}");
+            assert!(i == 1 || lowered.starts_with("_Z"), "{lowered}");
+        }
     }
 
     #[test]

@@ -525,6 +525,20 @@ pub fn idents(masked: &str) -> Vec<Ident<'_>> {
     out
 }
 
+/// Names written qualified by the namespace `ns` in masked text (`std::uint32_t` gives
+/// `uint32_t` for `std`), in order, without repeats; `cuda::std::x` is not `std::x`.
+pub fn qualified_names<'a>(masked: &'a str, ns: &str) -> Vec<&'a str> {
+    let ids = idents(masked);
+    let mut out: Vec<&str> = Vec::new();
+    for w in ids.windows(2) {
+        let between = &masked[w[0].offset + w[0].text.len()..w[1].offset];
+        if w[0].text == ns && !w[0].member && between.trim() == "::" && !out.contains(&w[1].text) {
+            out.push(w[1].text);
+        }
+    }
+    out
+}
+
 fn preceded_by_member(b: &[u8], i: usize) -> bool {
     let mut k = i;
     while k > 0 && matches!(b[k - 1], b' ' | b'\t' | b'\n' | b'\r') {
@@ -674,6 +688,13 @@ mod tests {
             "{kinds:?}"
         );
         assert_eq!(pieces(t).iter().map(|p| p.1).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn qualified_names_of_one_namespace() {
+        let m = mask("std::uint32_t a; cuda::std::int8_t b; cub::BlockReduce<float, 128> r; std :: conditional<true, int, int>::type c; std::uint32_t d; // std::min\n");
+        assert_eq!(qualified_names(&m, "std"), ["uint32_t", "conditional"]);
+        assert_eq!(qualified_names(&m, "cub"), ["BlockReduce"]);
     }
 
     #[test]

@@ -43,12 +43,21 @@ impl CompileCache {
         }
     }
 
-    pub fn key(source: &str, arch: &str, exprs: &[String], nvrtc_version: &str) -> String {
+    pub fn key(
+        source: &str,
+        arch: &str,
+        exprs: &[String],
+        flags: &[String],
+        nvrtc_version: &str,
+    ) -> String {
         let mut h = Sha256::new();
         for part in [source, arch, nvrtc_version]
             .into_iter()
             .chain(OPTIONS.iter().copied())
             .chain(exprs.iter().map(String::as_str))
+            // A separator no expression is, so flags never read as expressions.
+            .chain(std::iter::once("\u{1}flags"))
+            .chain(flags.iter().map(String::as_str))
         {
             h.update(part.as_bytes());
             h.update([0u8]);
@@ -63,6 +72,7 @@ impl CompileCache {
         source: &str,
         arch: &str,
         exprs: &[String],
+        flags: &[String],
     ) -> Result<(Arc<CachedCompile>, CacheHit), NvrtcError> {
         // The include path is part of what was compiled: a header installed later must
         // not be hidden behind a cached failure.
@@ -71,7 +81,7 @@ impl CompileCache {
             nvrtc::load()?.version_string(),
             nvrtc::include_options().join(" ")
         );
-        let key = Self::key(source, arch, exprs, &version);
+        let key = Self::key(source, arch, exprs, flags, &version);
         if let Some(c) = self.memory.get(&key) {
             return Ok((c.clone(), CacheHit::Memory));
         }
@@ -80,7 +90,12 @@ impl CompileCache {
             self.memory.insert(key, c.clone());
             return Ok((c, CacheHit::Disk));
         }
-        let extra: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
+        // The program's own build flags (a unit's `build_flags`) after the fixed options.
+        let extra: Vec<String> = OPTIONS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(flags.iter().cloned())
+            .collect();
         let out = nvrtc::compile(&CompileRequest {
             source,
             name,
@@ -140,26 +155,35 @@ mod tests {
 
     #[test]
     fn key_changes_with_every_input() {
-        let base = CompileCache::key("src", "sm_90", &["k".into()], "13.0");
+        let base = CompileCache::key("src", "sm_90", &["k".into()], &[], "13.0");
         assert_ne!(
             base,
-            CompileCache::key("src2", "sm_90", &["k".into()], "13.0")
+            CompileCache::key("src2", "sm_90", &["k".into()], &[], "13.0")
         );
         assert_ne!(
             base,
-            CompileCache::key("src", "sm_80", &["k".into()], "13.0")
+            CompileCache::key("src", "sm_80", &["k".into()], &[], "13.0")
         );
         assert_ne!(
             base,
-            CompileCache::key("src", "sm_90", &["j".into()], "13.0")
+            CompileCache::key("src", "sm_90", &["j".into()], &[], "13.0")
         );
         assert_ne!(
             base,
-            CompileCache::key("src", "sm_90", &["k".into()], "13.1")
+            CompileCache::key("src", "sm_90", &["k".into()], &[], "13.1")
+        );
+        assert_ne!(
+            base,
+            CompileCache::key("src", "sm_90", &["k".into()], &["-DX=1".into()], "13.0")
+        );
+        // A flag is not an expression.
+        assert_ne!(
+            CompileCache::key("src", "sm_90", &["k".into(), "-DX".into()], &[], "13.0"),
+            CompileCache::key("src", "sm_90", &["k".into()], &["-DX".into()], "13.0")
         );
         assert_eq!(
             base,
-            CompileCache::key("src", "sm_90", &["k".into()], "13.0")
+            CompileCache::key("src", "sm_90", &["k".into()], &[], "13.0")
         );
     }
 
@@ -174,14 +198,14 @@ mod tests {
         let src = "template<typename T> __global__ void k(T* x){ x[threadIdx.x] *= 2; }";
         let exprs = vec!["k<float>".to_string()];
         let mut c = CompileCache::new(Some(dir.path().to_path_buf()));
-        let (a, hit) = c.compile("t.cu", src, "sm_90", &exprs).unwrap();
+        let (a, hit) = c.compile("t.cu", src, "sm_90", &exprs, &[]).unwrap();
         assert_eq!(hit, CacheHit::Miss);
         assert!(a.ok, "{}", a.log);
         assert!(a.image.starts_with(b"\x7fELF"), "CUBIN expected");
-        let (_, hit) = c.compile("t.cu", src, "sm_90", &exprs).unwrap();
+        let (_, hit) = c.compile("t.cu", src, "sm_90", &exprs, &[]).unwrap();
         assert_eq!(hit, CacheHit::Memory);
         let mut c2 = CompileCache::new(Some(dir.path().to_path_buf()));
-        let (b, hit) = c2.compile("t.cu", src, "sm_90", &exprs).unwrap();
+        let (b, hit) = c2.compile("t.cu", src, "sm_90", &exprs, &[]).unwrap();
         assert_eq!(hit, CacheHit::Disk);
         assert_eq!(a.lowered, b.lowered);
         assert_eq!(a.image, b.image);

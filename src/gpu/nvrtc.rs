@@ -385,9 +385,12 @@ fn compile_program(
     }
     let mut opts: Vec<String> = vec![
         format!("--gpu-architecture={}", req.arch),
-        "--std=c++17".into(),
         "-default-device".into(),
     ];
+    // C++17 unless the caller names a standard (a program's build flags: `--std=c++20`).
+    if !req.extra_options.iter().any(|o| o.starts_with("--std=")) {
+        opts.push("--std=c++17".into());
+    }
     // CUDA's headers on every machine, in the CPU check and the GPU worker alike.
     opts.extend(include_options());
     opts.extend(req.extra_options.iter().cloned());

@@ -84,8 +84,20 @@ pub enum UnpairedReason {
         series: String,
         why: String,
     },
+    /// A numbered-series candidate (`step_2` → `step_4`) refused before any GPU time: the
+    /// two bodies do not compute the same thing (they write different outputs), so the
+    /// numbers name steps of one algorithm, not versions of one computation. `slow` is the
+    /// candidate's slow side; this record's kernel is its fast side.
+    NotAProgression { slow: String, why: String },
     /// A sentence no variant above reads (an older kernelpair's), kept as written.
     Other(String),
+}
+
+impl UnpairedReason {
+    /// The reason's code, where one exists (`not_a_progression`).
+    pub fn code(&self) -> Option<&'static str> {
+        matches!(self, UnpairedReason::NotAProgression { .. }).then_some(NOT_A_PROGRESSION)
+    }
 }
 
 const NO_NAIVE_HEAD: &str = "no naive variant pairs with `";
@@ -101,6 +113,10 @@ const NO_MATCH_TAIL: &str = " matches by name, parameters or file role";
 const NO_OPT_HEAD: &str = "no optimized variant pairs with `";
 const PARAMS_HEAD: &str = ": its parameters (";
 const PARAMS_TAIL: &str = ") differ from the other versions'";
+/// The code of [`UnpairedReason::NotAProgression`], which opens its sentence.
+pub const NOT_A_PROGRESSION: &str = "not_a_progression";
+const NOT_PROG_HEAD: &str = "not_a_progression: after `";
+const NOT_PROG_MID: &str = "`, ";
 
 impl fmt::Display for UnpairedReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -136,6 +152,9 @@ impl fmt::Display for UnpairedReason {
                 series,
                 why,
             } => write!(f, "version {version} of {series} {why}"),
+            UnpairedReason::NotAProgression { slow, why } => {
+                write!(f, "{NOT_PROG_HEAD}{slow}{NOT_PROG_MID}{why}")
+            }
             UnpairedReason::Other(s) => f.write_str(s),
         }
     }
@@ -197,6 +216,15 @@ impl From<String> for UnpairedReason {
         {
             return UnpairedReason::NoOptimizedVariant { naive: n.into() };
         }
+        if let Some((slow, why)) = s
+            .strip_prefix(NOT_PROG_HEAD)
+            .and_then(|r| r.split_once(NOT_PROG_MID))
+        {
+            return UnpairedReason::NotAProgression {
+                slow: slow.into(),
+                why: why.into(),
+            };
+        }
         // `version V of SERIES…`: names have no spaces.
         let version = s.strip_prefix("version ").and_then(|r| {
             let (version, r) = r.split_once(" of ")?;
@@ -251,6 +279,13 @@ mod tests {
                     naive_here: vec!["base".into(), "cpu".into()],
                 },
                 "no naive variant pairs with `cuda` (naive variants here: base, cpu)",
+            ),
+            (
+                UnpairedReason::NotAProgression {
+                    slow: "step_2".into(),
+                    why: "it writes (a) and `step_4` writes (b): different outputs".into(),
+                },
+                "not_a_progression: after `step_2`, it writes (a) and `step_4` writes (b): different outputs",
             ),
             (
                 UnpairedReason::SeriesParamsDiffer {

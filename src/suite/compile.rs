@@ -199,6 +199,7 @@ fn check_key(u: &KernelUnit, arch: &str, nvrtc_version: &str) -> String {
         &u.kernel,
         &u.symbol,
         resolve,
+        &u.build_flags.join(" "),
         arch,
         nvrtc_version,
     ])
@@ -252,7 +253,7 @@ fn compile_one(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
         arch,
         name_expressions: if resolve { &exprs } else { &[] },
         cubin: false,
-        extra_options: &[],
+        extra_options: &u.build_flags,
     };
     match nvrtc::compile(&req) {
         Ok(c) => CompileCheck {

@@ -7,6 +7,7 @@
 //! isolates every kernel with `crate::cuda` → [`compile::compile_units`] checks each
 //! unit with NVRTC → [`pairing::pair_benchmark`] pairs them → one JSONL file.
 
+pub mod buildflags;
 pub mod compile;
 pub mod desc;
 mod error;
@@ -335,6 +336,12 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     ex.units = iso.units;
     ex.skipped.extend(iso.skipped);
     ex.kernel_files = iso.kernel_files;
+    // Each unit compiles with its program's flags (issue 26): read from the build files
+    // after isolation, so the journal of isolated scopes stays as it was.
+    let mut build = BTreeMap::new();
+    for u in &mut ex.units {
+        u.build_flags = buildflags::flags_for(&cfg.root, &u.path, &mut build);
+    }
 
     if cfg.compile {
         let pb = phase(

@@ -430,6 +430,7 @@ impl Progression {
             by_file.entry((&u.variant, &u.path)).or_default().push(u);
         }
         let mut found = Found::default();
+        let mut outputs: BTreeMap<String, Option<Outputs>> = BTreeMap::new();
         let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
         let mut push = |found: &mut Found, s: &KernelUnit, f: &KernelUnit, rule: PairRule| {
             if s.id == f.id || !seen.insert((s.id.clone(), f.id.clone())) {
@@ -480,11 +481,26 @@ impl Progression {
                         continue;
                     }
                     for i in 1..g.len() {
+                        let mut candidates = Vec::new();
                         if self.steps != Steps::First || i == 1 {
-                            push(&mut found, g[i - 1], g[i], RULE_STEP);
+                            candidates.push((g[i - 1], RULE_STEP));
                         }
                         if self.steps != Steps::Predecessor && i >= 2 {
-                            push(&mut found, g[0], g[i], RULE_FROM_FIRST);
+                            candidates.push((g[0], RULE_FROM_FIRST));
+                        }
+                        for (s, rule) in candidates {
+                            // Evidence before any GPU time: both bodies write the same
+                            // outputs, or the numbers name steps of one algorithm.
+                            match not_a_progression(s, g[i], &mut outputs) {
+                                None => push(&mut found, s, g[i], rule),
+                                Some(why) => found.unpaired.push(unpaired(
+                                    g[i],
+                                    UnpairedReason::NotAProgression {
+                                        slow: s.kernel.clone(),
+                                        why,
+                                    },
+                                )),
+                            }
                         }
                     }
                 }
@@ -522,6 +538,69 @@ impl Progression {
         }
         found
     }
+}
+
+/// What a kernel writes, by parameter position, as read from its body.
+#[derive(Debug, Clone)]
+struct Outputs {
+    /// Stored to or updated atomically.
+    written: BTreeSet<usize>,
+    /// Passed to a function the unit does not define, which may write through it.
+    maybe: BTreeSet<usize>,
+}
+
+fn outputs_of(u: &KernelUnit) -> Option<Outputs> {
+    let names: Vec<String> = u.params.iter().map(|p| p.name.clone()).collect();
+    let facts = crate::harness::infer_kernel::body_facts(&u.source, &u.kernel, &names)?;
+    let pos = |n: &String| names.iter().position(|x| x == n);
+    Some(Outputs {
+        written: facts.writes.keys().filter_map(pos).collect(),
+        maybe: facts.opaque.keys().filter_map(pos).collect(),
+    })
+}
+
+/// Why `slow` → `fast` (parameter lists compatible) is no progression: the two bodies
+/// write different outputs (a parameter one writes that the other neither writes nor
+/// hands to a function it cannot see). None when the outputs agree or a body cannot be
+/// read (no evidence against the candidate). `memo` keeps each unit's outputs by id.
+fn not_a_progression(
+    slow: &KernelUnit,
+    fast: &KernelUnit,
+    memo: &mut BTreeMap<String, Option<Outputs>>,
+) -> Option<String> {
+    let mut get = |u: &KernelUnit| {
+        memo.entry(u.id.clone())
+            .or_insert_with(|| outputs_of(u))
+            .clone()
+    };
+    let (a, b) = (get(slow)?, get(fast)?);
+    let only = |x: &Outputs, y: &Outputs| {
+        x.written
+            .iter()
+            .any(|i| !y.written.contains(i) && !y.maybe.contains(i))
+    };
+    if !only(&a, &b) && !only(&b, &a) {
+        return None;
+    }
+    let names = |u: &KernelUnit, o: &Outputs| {
+        let v: Vec<&str> = o
+            .written
+            .iter()
+            .filter_map(|&i| u.params.get(i).map(|p| p.name.as_str()))
+            .collect();
+        if v.is_empty() {
+            "no parameter".to_string()
+        } else {
+            format!("({})", v.join(", "))
+        }
+    };
+    Some(format!(
+        "`{}` writes {} and `{}` writes {}: different outputs, so the numbers name different computations, not versions of one",
+        slow.kernel,
+        names(slow, &a),
+        fast.kernel,
+        names(fast, &b)
+    ))
 }
 
 /// Same parameter types in order (names, spacing, `const`, `__restrict__` aside; pointer
@@ -972,6 +1051,7 @@ fn version_unit(path: &str, f: &HostFn, kernels: &[&KernelUnit]) -> KernelUnit {
         features,
         launch_sites: vec![],
         provenance: first.provenance.clone(),
+        build_flags: first.build_flags.clone(),
         compile: None,
         diagnostics: std::iter::once(
             crate::record::Diagnostic::new(
@@ -1260,6 +1340,66 @@ mod tests {
             // Another file: its own series, never mixed with r.cu's.
             gunit("s.cu", 1, "reduce9", t, "z"),
         ]
+    }
+
+    /// Issue 26: a numbered-series candidate needs the same written outputs, read from
+    /// both bodies. Phases of one algorithm (`step1` writes `p0`, `step2` writes `p1`)
+    /// are refused as `not_a_progression` with the reason; versions of one computation
+    /// (naive and tiled scale, both writing `p1`, names of their own) are accepted.
+    #[test]
+    fn numbered_steps_writing_other_outputs_are_not_a_progression() {
+        let t = &["float *", "float *", "int"];
+        let units = [
+            gunit(
+                "p.cu",
+                1,
+                "step1",
+                t,
+                "__global__ void step1(float *p0, float *p1, int p2) { int i = threadIdx.x; if (i < p2) p0[i] = p1[i] * 2.0f; }",
+            ),
+            gunit(
+                "p.cu",
+                2,
+                "step2",
+                t,
+                "__global__ void step2(float *p0, float *p1, int p2) { int i = threadIdx.x; if (i < p2) p1[i] = p0[i] + 1.0f; }",
+            ),
+            gunit(
+                "q.cu",
+                1,
+                "scale1",
+                t,
+                "__global__ void scale1(float *in, float *out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = 3.0f * in[i]; }",
+            ),
+            gunit(
+                "q.cu",
+                2,
+                "scale2",
+                t,
+                "__global__ void scale2(float *src, float *dst, int n) { for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) dst[i] = 3.0f * src[i]; }",
+            ),
+        ];
+        let refs: Vec<&KernelUnit> = units.iter().collect();
+        let p = pair_benchmark(&prog_desc("both"), &refs, &same);
+        assert_eq!(progressions(&p), ["scale1->scale2 progression_step"]);
+        let refused: Vec<&Unpaired> = p
+            .unpaired
+            .iter()
+            .filter(|u| u.reason.code() == Some("not_a_progression"))
+            .collect();
+        assert_eq!(refused.len(), 1, "{:?}", p.unpaired);
+        assert_eq!(refused[0].kernel, "step2");
+        assert_eq!(
+            refused[0].reason.to_string(),
+            "not_a_progression: after `step1`, `step1` writes (p0) and `step2` writes (p1): different outputs, so the numbers name different computations, not versions of one"
+        );
+        // A body that cannot be read is no evidence against a candidate.
+        let mut unread = units[1].clone();
+        unread.source = "garbled".into();
+        unread.id = "unread".into();
+        let refs = vec![&units[0], &unread];
+        let p = pair_benchmark(&prog_desc("both"), &refs, &same);
+        assert_eq!(progressions(&p), ["step1->step2 progression_step"]);
     }
 
     #[test]

@@ -31,13 +31,37 @@ pub fn rows(ex: &Extraction) -> BTreeMap<String, Row> {
         r.pairs += 1;
         r.identical += p.identical as usize;
     }
-    for u in &ex.unpaired {
+    // A refused progression candidate is counted on the progressions line, not here: its
+    // kernel may well be paired otherwise.
+    for u in ex.unpaired.iter().filter(|u| u.reason.code().is_none()) {
         rows.entry(u.benchmark.clone()).or_default().unpaired += 1;
     }
     for (b, n) in &ex.skipped_by_benchmark {
         rows.entry(b.clone()).or_default().skipped += n;
     }
     rows
+}
+
+/// Numbered-series progression candidates: (candidates, accepted, refused as
+/// `not_a_progression`). Accepted ones are the pairs of the series rules.
+pub fn progressions(ex: &Extraction) -> (usize, usize, usize) {
+    use crate::record::PairRule;
+    let accepted = ex
+        .pairs
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.rule,
+                PairRule::ProgressionStep | PairRule::ProgressionFromFirst
+            )
+        })
+        .count();
+    let refused = ex
+        .unpaired
+        .iter()
+        .filter(|u| u.reason.code().is_some())
+        .count();
+    (accepted + refused, accepted, refused)
 }
 
 /// The table as text, with a total line.
@@ -124,6 +148,13 @@ pub fn table_of(ex: &Extraction, limit: Option<usize>) -> String {
             s,
             "… {hidden} more benchmarks not shown (the {} with the most failures are)",
             rows.len()
+        );
+    }
+    let (candidates, accepted, refused) = progressions(ex);
+    if candidates > 0 {
+        let _ = writeln!(
+            s,
+            "progressions (numbered series): {candidates} candidates, {accepted} accepted, {refused} refused as not_a_progression (different outputs; each named in the output)"
         );
     }
     let _ = writeln!(s, "suite: {}", ex.suite);

@@ -517,7 +517,8 @@ fn compile(src: &str, t: &Target) -> Result<CompileCheck, Rejection> {
         arch: t.arch,
         name_expressions: &exprs,
         cubin: false,
-        extra_options: &[],
+        // As the program builds the fast kernel (its `build_flags`).
+        extra_options: &t.fast.build_flags,
     });
     match r {
         Ok(c) if c.ok => Ok(CompileCheck {

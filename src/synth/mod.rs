@@ -730,6 +730,8 @@ fn slow_unit(fast: &KernelUnit, c: checks::Candidate) -> KernelUnit {
     KernelUnit {
         launch_sites: fast.launch_sites.clone(),
         provenance: fast.provenance.clone(),
+        // The slow variant is built as the program builds the fast one.
+        build_flags: fast.build_flags.clone(),
         compile: Some(c.compile),
         ..KernelUnit::new(place, body)
     }

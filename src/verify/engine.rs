@@ -26,6 +26,9 @@ pub struct Source {
     pub source: String,
     /// The kernel's symbol or name expression (`k`, `k<float>`).
     pub symbol: String,
+    /// NVRTC flags from the program's own build (the unit's `build_flags`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -257,7 +260,7 @@ fn compile_variant(
     let exprs = kernel_exprs(sets, which);
     let arch = gpu.arch();
     let (c, hit): (Arc<CachedCompile>, CacheHit) = cache
-        .compile(&src.name, &src.source, &arch, &exprs)
+        .compile(&src.name, &src.source, &arch, &exprs, &src.flags)
         .map_err(|e| {
             // A name the source does not define fails lowering, after a good compile.
             let status = if matches!(e, NvrtcError::UnknownName { .. }) {

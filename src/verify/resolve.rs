@@ -23,6 +23,7 @@ pub fn source(u: &KernelUnit) -> Source {
         name,
         source: u.source.clone(),
         symbol: u.symbol.clone(),
+        flags: u.build_flags.clone(),
     }
 }
 

@@ -807,6 +807,7 @@ mod tests {
             name: "k.cu".into(),
             source: String::new(),
             symbol: "copy".into(),
+            flags: vec![],
         };
         let job = Job {
             pair_id: "p".into(),
