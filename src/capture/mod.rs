@@ -262,6 +262,15 @@ pub fn locate_inject(given: Option<&Path>) -> Result<PathBuf, String> {
     ))
 }
 
+/// The folder holding `nvcc`: on PATH, else `$CUDA_HOME/bin`, else `/usr/local/cuda/bin`.
+pub fn nvcc_dir() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("bin")))
+        .chain([PathBuf::from("/usr/local/cuda/bin")])
+        .find(|d| d.join("nvcc").is_file())
+}
+
 /// The folder holding libcupti: `--cupti`, `KERNELPAIR_CUPTI`, then the CUDA install.
 pub fn locate_cupti(given: Option<&Path>) -> Result<PathBuf, String> {
     let has = |d: &Path| {
@@ -398,7 +407,7 @@ pub fn capture_tree(
     // Recipes call `nvcc`: where it is installed but not on PATH, their commands get it.
     let on_path = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("nvcc").is_file()));
-    if let (false, Some(bin)) = (on_path, crate::pipeline::capture::nvcc_dir()) {
+    if let (false, Some(bin)) = (on_path, nvcc_dir()) {
         let old = std::env::var("PATH").unwrap_or_default();
         let path = format!("{}:{old}", bin.display());
         for p in &mut programs {

@@ -34,22 +34,13 @@ pub fn unavailable() -> Option<String> {
     if let crate::gpu::Probe::NoGpu(why) = crate::gpu::probe() {
         return Some(why);
     }
-    if nvcc_dir().is_none() {
+    if crate::capture::nvcc_dir().is_none() {
         return Some("no nvcc on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin".into());
     }
     if let Err(why) = crate::capture::locate_inject(None) {
         return Some(why);
     }
     crate::capture::locate_cupti(None).err()
-}
-
-/// The folder holding `nvcc`: on PATH, else `$CUDA_HOME/bin`, else `/usr/local/cuda/bin`.
-pub fn nvcc_dir() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("bin")))
-        .chain([PathBuf::from("/usr/local/cuda/bin")])
-        .find(|d| d.join("nvcc").is_file())
 }
 
 /// The suite's description: its extractor file, else the built-in one for its kind, else
