@@ -39,6 +39,10 @@ pub enum Command {
     /// Internal: the per-GPU worker process `verify` talks to over stdin/stdout.
     #[command(hide = true)]
     Worker(crate::verify::WorkerArgs),
+    /// Internal: a compile-check worker process (extract runs one per core: NVRTC
+    /// compiles one program at a time per process).
+    #[command(hide = true, name = "compile-worker")]
+    CompileWorker,
     /// Check a contributed pair folder (slow.cu, fast.cu, harness.toml) and give a verdict.
     Validate(crate::verify::ValidateArgs),
     /// Write training files (chat, prompt-completion, preference, sharegpt) from verified pairs.
@@ -71,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Synth(a) => crate::synth::run_synth(*a),
         Command::Verify(a) => crate::verify::run_verify(a),
         Command::Worker(a) => crate::verify::run_worker(a),
+        Command::CompileWorker => crate::suite::compile::serve(),
         Command::Validate(a) => crate::verify::run_validate(a),
         Command::Export(a) => crate::export::run_export(a),
         Command::Build(a) => crate::pipeline::run_build(a),

@@ -999,3 +999,56 @@ fn units_compile_with_the_flags_of_their_programs_build() {
         assert!(v.is_valid(r), "{r:#}");
     }
 }
+
+/// NVRTC compiles one program at a time per process, so the compile check runs in worker
+/// processes (`kernelpair compile-worker`, one per core): their results are exactly those
+/// of compiling in this process. Where NVRTC is missing the test says so and checks nothing.
+#[test]
+fn compile_checks_in_worker_processes_equal_those_in_one_process() {
+    if kernelpair::gpu::nvrtc::load().is_err() {
+        assert!(
+            std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+            "NVRTC required"
+        );
+        eprintln!("skipped: no NVRTC here, nothing to compile");
+        return;
+    }
+    let s = Suite::copy("parboil");
+    let run = |procs: &str| -> BTreeMap<String, Value> {
+        let out = Command::cargo_bin("kernelpair")
+            .unwrap()
+            .arg("extract")
+            .arg(&s.root)
+            .arg("-o")
+            .arg(&s.out)
+            .arg("--no-cache")
+            .env("KERNELPAIR_COMPILE_PROCS", procs)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&s.out).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["type"] == "unit")
+            .map(|r| {
+                let mut c = r["data"]["compile"].clone();
+                c.as_object_mut().unwrap().remove("millis");
+                (r["data"]["id"].as_str().unwrap().to_string(), c)
+            })
+            .collect()
+    };
+    let one = run("0");
+    let many = run("3");
+    assert!(
+        one.len() >= 6,
+        "enough units to go to workers: {}",
+        one.len()
+    );
+    assert!(one.values().all(|c| c["ok"] == true));
+    assert_eq!(one, many);
+}

@@ -110,30 +110,32 @@ pub fn compile_units(
     if cached.len() < unique.len() {
         nvrtc::load()?;
     }
-    let done: BTreeMap<&str, CompileCheck> = unique
-        .into_par_iter()
-        .map(|(key, i)| {
-            let check = cached.get(key).cloned().unwrap_or_else(|| {
-                let c = std::panic::catch_unwind(|| compile_one(&units[i], arch, &version))
-                    .unwrap_or_else(|p| CompileCheck {
-                        ok: false,
-                        arch: arch.to_string(),
-                        log: format!("the compile check failed: {}", super::units::panic_text(&p)),
-                        millis: 0.0,
-                        nvrtc_version: version.clone(),
-                    });
-                cache.put(key, &c);
-                c
-            });
-            // Progress as each compile ends (a unit shared by identical pairs counts once
-            // here and its copies after).
-            tick();
-            (key, check)
-        })
+    let todo: Vec<(&str, usize)> = unique
+        .iter()
+        .filter(|(k, _)| !cached.contains_key(**k))
+        .map(|(k, i)| (*k, *i))
         .collect();
-    for _ in done.len()..units.len() {
+    // NVRTC compiles one program at a time per process (threads queue on it: two threads
+    // take as long as one), so a large batch goes to worker processes, one per core.
+    let procs = compile_processes().min(todo.len() / 2);
+    let compiled: BTreeMap<&str, CompileCheck> = if procs >= 2 {
+        in_processes(&todo, units, arch, &version, procs, cache, tick)
+    } else {
+        todo.par_iter()
+            .map(|&(key, i)| {
+                let c = compile_guarded(&units[i], arch, &version);
+                cache.put(key, &c);
+                tick();
+                (key, c)
+            })
+            .collect()
+    };
+    // Progress for results from the cache and for units shared by identical pairs.
+    for _ in compiled.len()..units.len() {
         tick();
     }
+    let mut done = cached;
+    done.extend(compiled);
     for (u, key) in units.iter_mut().zip(&keys) {
         let check = done[key.as_str()].clone();
         if check.ok && !u.template_params.is_empty() {
@@ -225,6 +227,174 @@ pub fn nesting_depth(source: &str) -> usize {
         }
     }
     max
+}
+
+/// [`compile_one`], a panic inside NVRTC's binding turned into a failed check.
+fn compile_guarded(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
+    std::panic::catch_unwind(|| compile_one(u, arch, version)).unwrap_or_else(|p| CompileCheck {
+        ok: false,
+        arch: arch.to_string(),
+        log: format!("the compile check failed: {}", super::units::panic_text(&p)),
+        millis: 0.0,
+        nvrtc_version: version.to_string(),
+    })
+}
+
+/// Processes the compile check may use: `KERNELPAIR_COMPILE_PROCS`, else one per core; 0
+/// where this executable is not `kernelpair` (a test binary cannot serve as a worker).
+pub fn compile_processes() -> usize {
+    if let Some(n) = std::env::var("KERNELPAIR_COMPILE_PROCS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return n;
+    }
+    let ours = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .is_some_and(|s| s == "kernelpair");
+    match ours {
+        true => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        false => 0,
+    }
+}
+
+/// One compile request to a worker process (`kernelpair compile-worker`), one JSON line.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Request {
+    unit: KernelUnit,
+    arch: String,
+    version: String,
+}
+
+/// Serve compile checks: one [`Request`] per stdin line, one [`CompileCheck`] per stdout
+/// line, until stdin closes (the hidden `kernelpair compile-worker`).
+pub fn serve() -> anyhow::Result<u8> {
+    // NVRTC recurses with the input's nesting: the same deep stack as extract's workers.
+    std::thread::Builder::new()
+        .stack_size(super::WORKER_STACK)
+        .spawn(serve_lines)?
+        .join()
+        .map_err(|p| anyhow::anyhow!("{}", super::units::panic_text(&p)))?
+}
+
+fn serve_lines() -> anyhow::Result<u8> {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let req: Request = serde_json::from_str(&line?)?;
+        let c = compile_guarded(&req.unit, &req.arch, &req.version);
+        writeln!(out, "{}", serde_json::to_string(&c)?)?;
+        out.flush()?;
+    }
+    Ok(crate::exit::OK)
+}
+
+/// One worker process and its pipes.
+struct Child {
+    proc: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Child {
+    fn spawn() -> std::io::Result<Child> {
+        let exe = std::env::current_exe()?;
+        let mut proc = std::process::Command::new(exe)
+            .arg("compile-worker")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let stdin = proc
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdout = proc
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        Ok(Child {
+            proc,
+            stdin,
+            stdout: std::io::BufReader::new(stdout),
+        })
+    }
+
+    fn check(&mut self, req: &str) -> std::io::Result<CompileCheck> {
+        use std::io::{BufRead, Write};
+        writeln!(self.stdin, "{req}")?;
+        self.stdin.flush()?;
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::other("the worker exited"));
+        }
+        serde_json::from_str(&line).map_err(std::io::Error::other)
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.proc.kill();
+        let _ = self.proc.wait();
+    }
+}
+
+/// Compile `todo` in `procs` worker processes, each result cached as it comes. A worker
+/// that dies (NVRTC crashing on a unit) fails that unit's check with the reason, and a new
+/// worker takes the rest; where no worker starts, the units compile in this process.
+fn in_processes<'k>(
+    todo: &[(&'k str, usize)],
+    units: &[KernelUnit],
+    arch: &str,
+    version: &str,
+    procs: usize,
+    cache: &CheckCache,
+    tick: &(dyn Fn() + Sync),
+) -> BTreeMap<&'k str, CompileCheck> {
+    let queue = std::sync::Mutex::new(
+        todo.iter()
+            .copied()
+            .collect::<std::collections::VecDeque<_>>(),
+    );
+    let results = std::sync::Mutex::new(BTreeMap::new());
+    std::thread::scope(|s| {
+        for _ in 0..procs {
+            s.spawn(|| {
+                let mut child = Child::spawn().ok();
+                while let Some((key, i)) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                    let u = &units[i];
+                    let req = serde_json::to_string(&Request {
+                        unit: u.clone(),
+                        arch: arch.to_string(),
+                        version: version.to_string(),
+                    })
+                    .expect("requests serialize");
+                    let c = match child.as_mut().map(|c| c.check(&req)) {
+                        Some(Ok(c)) => c,
+                        Some(Err(e)) => {
+                            child = Child::spawn().ok();
+                            CompileCheck {
+                                ok: false,
+                                arch: arch.to_string(),
+                                log: format!("the compile check's worker process died on this unit ({e}): NVRTC crashed"),
+                                millis: 0.0,
+                                nvrtc_version: version.to_string(),
+                            }
+                        }
+                        None => compile_guarded(u, arch, version),
+                    };
+                    cache.put(key, &c);
+                    tick();
+                    if let Ok(mut r) = results.lock() {
+                        r.insert(key, c);
+                    }
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_default()
 }
 
 fn compile_one(u: &KernelUnit, arch: &str, version: &str) -> CompileCheck {
