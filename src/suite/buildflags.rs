@@ -8,8 +8,13 @@
 //! words those tools split arguments into (comments and line continuations removed); no
 //! CUDA text is parsed here. Only what NVRTC accepts comes out: `-DNAME`, `-DNAME=VALUE`
 //! and `--std=c++17` or later (CCCL's headers need C++17, so an older standard is left
-//! at NVRTC's `--std=c++17`). `-I` folders are not passed: isolation already resolves a
-//! program's local includes into the unit. `--expt-*` options have no NVRTC spelling.
+//! at NVRTC's `--std=c++17`). `--expt-*` options have no NVRTC spelling.
+//!
+//! `-I` folders ([`include_dirs_for`]) go to isolation instead: they are where a program's
+//! `#include <common.h>` is found (PolyBench-ACC's `-I${PATH_TO_UTILS}`, set in the
+//! Makefile and used in the `common.mk` it includes), so the header's text is carried into
+//! the unit like any local include. Make variables are expanded from the Makefile and the
+//! files it `include`s; a word that still holds a variable is left out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +47,177 @@ pub fn flags_for(root: &Path, rel: &str, memo: &mut BTreeMap<PathBuf, Vec<String
         dir = d.parent().map(Path::to_path_buf);
     }
     Vec::new()
+}
+
+/// The include folders (root-relative) the nearest build file at or above folder `dir`
+/// names with `-I` (Make, with its variables and `include`d files) or `include_directories`
+/// / `target_include_directories` (CMake): folders inside the root that exist. `memo`
+/// keeps each folder's answer.
+pub fn include_dirs_for(
+    root: &Path,
+    dir: &str,
+    memo: &mut BTreeMap<PathBuf, Vec<String>>,
+) -> Vec<String> {
+    let mut d = Some(PathBuf::from(dir));
+    while let Some(cur) = d {
+        if let Some(f) = memo.get(&cur) {
+            return f.clone();
+        }
+        let found = BUILD_FILES.iter().find_map(|name| {
+            let p = root.join(&cur).join(name);
+            let text = std::fs::read_to_string(&p).ok()?;
+            let words = if name.starts_with("CMake") {
+                cmake_include_words(&text)
+            } else {
+                make_include_words(&text, &root.join(&cur))
+            };
+            Some(
+                words
+                    .iter()
+                    .filter_map(|w| inside(root, &cur.join(w)))
+                    .collect::<Vec<_>>(),
+            )
+        });
+        if let Some(f) = found {
+            let mut f = f;
+            f.dedup();
+            memo.insert(cur, f.clone());
+            return f;
+        }
+        d = cur.parent().map(Path::to_path_buf);
+    }
+    Vec::new()
+}
+
+/// `rel` (relative to the root, `..` allowed) as a root-relative folder path, when it
+/// stays inside the root and is a folder.
+fn inside(root: &Path, rel: &Path) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for c in rel.components() {
+        match c {
+            std::path::Component::Normal(x) => parts.push(x.to_string_lossy().into_owned()),
+            std::path::Component::ParentDir => {
+                parts.pop()?;
+            }
+            std::path::Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    let p = parts.join("/");
+    root.join(&p).is_dir().then_some(p)
+}
+
+/// The `-I` folders of a Makefile (relative to its folder `dir`), its variables expanded
+/// (`NAME := value`, `=`, `?=`, from it and the files it `include`s, outside conditionals).
+fn make_include_words(text: &str, dir: &Path) -> Vec<String> {
+    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    let mut kept = String::new();
+    let mut pending = vec![text.to_string()];
+    let mut seen = 0;
+    while let Some(t) = pending.pop() {
+        seen += 1;
+        let mut depth = 0usize;
+        for l in code_lines(&t) {
+            let head = l.split_whitespace().next().unwrap_or("");
+            match head {
+                "ifeq" | "ifneq" | "ifdef" | "ifndef" => depth += 1,
+                "endif" => depth = depth.saturating_sub(1),
+                _ if depth > 0 => {}
+                "include" | "-include" | "sinclude" if seen < 8 => {
+                    for f in l.split_whitespace().skip(1) {
+                        let f = expand(f, &vars);
+                        if let Ok(t) = std::fs::read_to_string(dir.join(&f)) {
+                            pending.push(t);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some((name, value)) = assignment(&l) {
+                        let v = expand(&value, &vars);
+                        vars.entry(name).or_insert(v);
+                    }
+                    kept.push_str(&l);
+                    kept.push('\n');
+                }
+            }
+        }
+    }
+    let ws = words(&kept);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < ws.len() {
+        let (arg, used) = match ws[i].strip_prefix("-I") {
+            Some("") => (ws.get(i + 1).cloned(), 2),
+            Some(a) => (Some(a.to_string()), 1),
+            None => (None, 1),
+        };
+        if let Some(a) = arg.map(|a| expand(&a, &vars)).filter(|a| !a.contains('$')) {
+            out.push(a);
+        }
+        i += used;
+    }
+    out
+}
+
+/// `NAME := value` (or `=`, `?=`, `::=`) as (name, value).
+fn assignment(line: &str) -> Option<(String, String)> {
+    let i = line.find('=')?;
+    let name = line[..i].trim_end_matches([':', '?', '+']).trim();
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    ok.then(|| (name.to_string(), line[i + 1..].trim().to_string()))
+}
+
+/// `${NAME}` and `$(NAME)` replaced by their values (a few rounds, for nested ones).
+fn expand(s: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut s = s.to_string();
+    for _ in 0..4 {
+        if !s.contains('$') {
+            break;
+        }
+        for (k, v) in vars {
+            s = s
+                .replace(&format!("${{{k}}}"), v)
+                .replace(&format!("$({k})"), v);
+        }
+    }
+    s
+}
+
+/// A CMakeLists.txt's include folders (relative to its folder): the arguments of
+/// `include_directories` and `target_include_directories`, `${CMAKE_CURRENT_SOURCE_DIR}`
+/// and `${PROJECT_SOURCE_DIR}` read as its own folder.
+fn cmake_include_words(text: &str) -> Vec<String> {
+    static COMMAND: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(target_include_directories|include_directories)\s*\(([^()]*)\)")
+            .expect("static regex")
+    });
+    let code = code_lines(text).join("\n");
+    let mut out = Vec::new();
+    for c in COMMAND.captures_iter(&code) {
+        let target = c[1].eq_ignore_ascii_case("target_include_directories");
+        for (k, a) in words(&c[2]).into_iter().enumerate() {
+            if (target && k == 0)
+                || matches!(
+                    a.as_str(),
+                    "PRIVATE" | "PUBLIC" | "INTERFACE" | "SYSTEM" | "BEFORE" | "AFTER"
+                )
+            {
+                continue;
+            }
+            let a = a
+                .replace("${CMAKE_CURRENT_SOURCE_DIR}/", "")
+                .replace("${CMAKE_CURRENT_SOURCE_DIR}", ".")
+                .replace("${PROJECT_SOURCE_DIR}/", "")
+                .replace("${PROJECT_SOURCE_DIR}", ".");
+            if !a.contains('$') {
+                out.push(a);
+            }
+        }
+    }
+    out
 }
 
 /// Lines of a build file with comments (`#` to the end of a line) removed and `\` line
@@ -202,6 +378,40 @@ pub fn from_cmake(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PolyBench-ACC's layout: the kernel folder's Makefile sets a variable and includes a
+    /// shared `common.mk` whose rule passes `-I${PATH_TO_UTILS}`; CMake names its folders
+    /// directly. Folders outside the root, missing ones and unexpanded variables are left out.
+    #[test]
+    fn include_folders_come_from_the_build_with_its_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["bench/kernels/k1", "utilities", "cm/src", "cm/inc"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(
+            root.join("bench/kernels/k1/Makefile"),
+            "CUFILES := k1.cu\nPATH_TO_UTILS := ../../../utilities\ninclude ${PATH_TO_UTILS}/common.mk\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("utilities/common.mk"),
+            "all:\n\tnvcc -O3 ${CUFILES} -I${PATH_TO_UTILS} -I $(MISSING)/x -I../../../../outside -o a.exe\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("cm/CMakeLists.txt"),
+            "add_executable(app src/main.cu)\ntarget_include_directories(app PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/inc nothere)\n",
+        )
+        .unwrap();
+        let mut memo = BTreeMap::new();
+        assert_eq!(
+            include_dirs_for(root, "bench/kernels/k1", &mut memo),
+            ["utilities"]
+        );
+        assert_eq!(include_dirs_for(root, "cm/src", &mut memo), ["cm/inc"]);
+        assert!(include_dirs_for(root, "utilities", &mut memo).is_empty());
+    }
 
     #[test]
     fn makefile_definitions_and_standard() {

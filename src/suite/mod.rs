@@ -485,9 +485,19 @@ fn gather(
     );
     let exists = |p: &str| by_path.contains_key(p) || failed.contains_key(p);
     let mut owned: HashSet<usize> = HashSet::new();
+    let mut build_includes = BTreeMap::new();
     for s in scopes.values_mut() {
         prune_unincluded(desc, &sources, &includes, s);
-        let dirs = desc.include_dirs_for(&s.key);
+        let mut dirs = desc.include_dirs_for(&s.key);
+        // Where the program's build points `-I` (its Makefile's or CMakeLists.txt's).
+        for &m in &s.members {
+            let folder = sources[m].path.rsplit_once('/').map_or("", |(d, _)| d);
+            for d in buildflags::include_dirs_for(root, folder, &mut build_includes) {
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
         s.include_dirs = dirs.clone();
         let mut seen: HashSet<usize> = s.members.iter().copied().collect();
         let mut queue: Vec<usize> = s.members.clone();
