@@ -22,7 +22,8 @@ dataset/preview/):
    conversations, metadata.description, metadata.slow_launch/fast_launch) is checked for
    - harness_token: the harness's language outside the kernels' own code (`{name}`
      placeholders, `ceil_div(`, `round_up(`, `pow2(`, `ASSUMED`, `TODO`);
-   - tool_artifact: the texture shim's `kernelpair_…` names in code, or `extern "C"` on a
+   - tool_artifact: the texture shim's `kernelpair_…` names in code, a host-header shim
+     (`// from <math.h> (NVRTC has no host headers)`), or `extern "C"` on a
      `__global__` kernel whose source file does not write it (checked where
      `--root SUITE=DIR` locates the suite; elsewhere a `skipped:` line counts them);
    - unbalanced_fence: a fenced code block that is never closed;
@@ -101,7 +102,7 @@ def openai_chat_errors(row):
 HARNESS_TOKEN = re.compile(
     r"\{[A-Za-z_]\w*\}|\b(?:ceil_div|round_up|pow2|c_not|truthy)\s*\(|\bASSUMED\b|\bTODO\b"
 )
-SHIM = re.compile(r"\bkernelpair_\w+|//\s*kernelpair:")
+SHIM = re.compile(r"\bkernelpair_\w+|//\s*kernelpair:|// from <[^>]+> \(NVRTC has no host headers\)")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 INLINE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.S)
 QUALIFIERS = {"const", "__restrict__", "__restrict", "restrict", "volatile"}
@@ -403,7 +404,7 @@ class Lint:
             if not is_source(b):
                 continue
             for m in SHIM.finditer(b):
-                out.append(("tool_artifact", field, f"`{m.group(0)}` (the texture shim) in code"))
+                out.append(("tool_artifact", field, f"`{m.group(0)}` (a shim isolation wrote for NVRTC) in code"))
             for k in self.cuda.kernels(b):
                 if not k["extern_c"]:
                     continue

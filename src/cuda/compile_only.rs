@@ -99,6 +99,7 @@ pub fn written_text(
         s = s.replacen(&e.compiled, &e.original, 1);
     }
     s = s.replacen(&format!("{}\n", super::texture::SHIM), "", 1);
+    s = shims_as_includes(&s);
     if template {
         return s;
     }
@@ -134,6 +135,42 @@ pub fn written_text(
         s.replace_range(i..i + LINKAGE.len(), "");
     }
     s
+}
+
+/// The line isolation writes before the shims of one host header's names.
+pub fn shim_comment(header: &str) -> String {
+    format!("// from {header} (NVRTC has no host headers)\n")
+}
+
+/// Each group of host-header shims (the comment [`shim_comment`], then that header's shim
+/// definitions, one a line) given back as the header's `#include`, by rule: a name from
+/// `<math.h>` reads as the suite wrote it, `#include <math.h>`.
+fn shims_as_includes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut lines = s.split_inclusive('\n').peekable();
+    while let Some(l) = lines.next() {
+        let header = super::builtins::SHIMS
+            .iter()
+            .map(|x| x.header)
+            .find(|h| l == shim_comment(h));
+        let Some(h) = header else {
+            out.push_str(l);
+            continue;
+        };
+        out.push_str(&format!("#include {h}\n"));
+        while let Some(next) = lines.peek() {
+            let def = next.trim_end_matches('\n');
+            if super::builtins::SHIMS
+                .iter()
+                .any(|x| x.header == h && x.definition == def)
+            {
+                lines.next();
+            } else {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// `text` opens with a kernel definition (`__global__ …(` before any body).

@@ -835,15 +835,13 @@ impl<'s, 'a> Closure<'s, 'a> {
                 ),
             ));
         }
-        // Shims for host-header names the unit uses, grouped by header.
+        // Shims for host-header names the unit uses, grouped by header (the training text
+        // gives each group back as the header's `#include`: `compile_only::source_text`).
         self.shims.sort_by_key(|s| s.header);
         let mut last_header = "";
         for s in &self.shims {
             if s.header != last_header {
-                out.push_str(&format!(
-                    "// from {} (NVRTC has no host headers)\n",
-                    s.header
-                ));
+                out.push_str(&super::compile_only::shim_comment(s.header));
                 pulled.headers.push(s.header.to_string());
                 last_header = s.header;
             }
@@ -1790,6 +1788,15 @@ __global__ void k2(float *a) { a[0] = 1.0f KERNEL_END }
             vec!["<cuda_fp16.h>", "<float.h>", "<math.h>", "<stdint.h>"]
         );
         assert!(!codes(&u).contains(&"unresolved_identifier"));
+        // The training text names the headers, never the shims (a compile-only edit each).
+        let text =
+            crate::cuda::compile_only::written_text(&u.source, &u.diagnostics, &u.kernel, false);
+        assert!(!text.contains("NVRTC has no host headers"), "{text}");
+        assert!(!text.contains("#define FLT_MAX"), "{text}");
+        for h in ["<float.h>", "<math.h>", "<stdint.h>"] {
+            assert!(text.contains(&format!("#include {h}\n")), "{text}");
+        }
+        assert!(text.contains("a[0] = FLT_MAX + M_PI;"), "{text}");
     }
 
     #[test]

@@ -72,8 +72,10 @@ static HARNESS_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("valid regex")
 });
-static SHIM: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bkernelpair_\w+|//\s*kernelpair:").expect("valid regex"));
+static SHIM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\bkernelpair_\w+|//\s*kernelpair:|// from <[^>]+> \(NVRTC has no host headers\)")
+        .expect("valid regex")
+});
 static FENCE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^ {0,3}(`{3,}|~{3,})(.*)$").expect("valid regex"));
 
@@ -367,7 +369,10 @@ impl Ctx<'_> {
             self.push(
                 field,
                 Kind::ToolArtifact,
-                format!("`{}` (the texture shim) in code", m.as_str()),
+                format!(
+                    "`{}` (a shim isolation wrote for NVRTC) in code",
+                    m.as_str()
+                ),
             );
         }
         for k in extern_c_kernels(code) {
@@ -656,6 +661,17 @@ shared_mem = "(block / 32) * 4"
         );
         assert_eq!(
             plant(&|s| s.chosen = s.chosen.replace("in[0]", "kernelpair_tex_load(in)")),
+            [Kind::ToolArtifact]
+        );
+        // A host-header shim isolation wrote for NVRTC (`#include <math.h>` in the suite).
+        assert_eq!(
+            plant(&|s| {
+                s.chosen = s.chosen.replacen(
+                "__global__",
+                "// from <math.h> (NVRTC has no host headers)\n#define INFINITY __int_as_float(0x7f800000)\n__global__",
+                1
+            )
+            }),
             [Kind::ToolArtifact]
         );
         // An unclosed fence.
