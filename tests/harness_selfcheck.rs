@@ -44,6 +44,7 @@ answer() {
 while read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
   case "$line" in *'"type":"shutdown"'*) exit 0 ;; esac
+  [ -n "$JOBS" ] && echo "$id" >> "$JOBS"
   case "$line" in
     *'"check_only":true'*)
       if [ "$FAKE_SANITIZER_TOOL" = memcheck ] && [ "$id" = "$OOB_PAIR" ]; then
@@ -237,4 +238,73 @@ fn gpu_selfcheck_memcheck_catches_a_too_short_buffer() {
         line.contains("Invalid __global__ read") && line.contains("gather_scale"),
         "{line}"
     );
+}
+
+/// A self-check killed mid-run keeps each report in `<out>.partial` as it comes; the rerun
+/// reuses those made for the same inputs (pair, harness bytes, options) and checks only the
+/// rest: nothing when nothing changed, the one pair whose harness changed when one did.
+#[test]
+fn a_rerun_after_a_kill_reuses_the_partial_reports_for_the_same_inputs() {
+    let t = tempfile::tempdir().unwrap();
+    let (units, inferred, _) = extract_and_infer(t.path());
+    let worker = t.path().join("worker.sh");
+    std::fs::write(&worker, WORKER).unwrap();
+    let report = t.path().join("report.jsonl");
+    let partial = t.path().join("report.jsonl.partial");
+    let jobs = t.path().join("jobs.txt");
+    let run = || {
+        let out = kp()
+            .args(["harness", "selfcheck"])
+            .arg(&units)
+            .arg("--inferred-dir")
+            .arg(&inferred)
+            .args(["--gpus", "1", "--timeout-s", "5", "--worker-cmd"])
+            .arg(format!("sh {}", worker.display()))
+            .arg("--out")
+            .arg(&report)
+            .env("JOBS", &jobs)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let count = || {
+        std::fs::read_to_string(&jobs)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    run();
+    let first = count();
+    assert!(first >= 2, "the stand-in worker ran the pairs: {first}");
+    assert!(!partial.exists(), "a complete run leaves no partial file");
+    let done = reports(&report);
+    // As a kill leaves it: the reports are in the partial file, no report yet.
+    std::fs::rename(&report, &partial).unwrap();
+    std::fs::remove_file(&jobs).unwrap();
+    let err = run();
+    assert_eq!(count(), 0, "nothing checked again: {err}");
+    assert!(err.contains(&format!("{first} report(s) reused")), "{err}");
+    assert_eq!(reports(&report).len(), done.len());
+    // One harness changes: only its pair is checked again.
+    std::fs::rename(&report, &partial).unwrap();
+    let h = std::fs::read_dir(&inferred)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let id = p.file_stem().unwrap().to_string_lossy().into_owned();
+            done.iter()
+                .any(|r| r["pair_id"] == id.as_str() && r["inputs"].is_string())
+        })
+        .expect("a harness the worker ran");
+    let mut text = std::fs::read_to_string(&h).unwrap();
+    text.push_str("\n# reviewed\n");
+    std::fs::write(&h, text).unwrap();
+    run();
+    assert_eq!(count(), 1, "only the changed harness's pair");
 }

@@ -382,6 +382,7 @@ mod tests {
             category: failed.as_ref().map(|_| "crash".to_string()),
             checks: checks_from(failed),
             ms: None,
+            inputs: String::new(),
         }
     }
 

@@ -22,13 +22,13 @@ use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
 use crate::verify::engine::{Job, RunOptions};
 use crate::verify::{pool, resolve};
 pub use commands::HarnessCommand;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// One check's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckResult {
     Pass,
@@ -47,16 +47,17 @@ pub const CHECKS: [&str; 6] = [
     "seed_dependent",
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
-    pub name: &'static str,
+    /// One of [`CHECKS`], or a sanitizer tool's name.
+    pub name: std::borrow::Cow<'static, str>,
     pub result: CheckResult,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub detail: String,
 }
 
 /// One pair's self-check report (a line of `--out`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub pair_id: String,
     pub benchmark: String,
@@ -73,6 +74,10 @@ pub struct Report {
     /// The worker's wall time for the pair, milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ms: Option<f64>,
+    /// What the GPU check ran on (the pair, its harness file's bytes, the options), hashed:
+    /// a rerun reuses a report from the partial file only for the same inputs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub inputs: String,
 }
 
 /// Check results from the first failing check: the ones before pass, the ones after were
@@ -90,7 +95,7 @@ pub fn checks_from(failed: Option<(&'static str, String)>) -> Vec<Check> {
             _ => (CheckResult::Pass, String::new()),
         };
         out.push(Check {
-            name,
+            name: name.into(),
             result,
             detail,
         });
@@ -253,17 +258,33 @@ pub struct SelfcheckConfig {
 }
 
 /// Reports as they are made: into their slot, and onto the partial file when there is one.
+/// The reports a killed run left there are kept for the run to reuse ([`Sink::earlier`]).
 struct Sink {
     file: Option<std::sync::Mutex<std::fs::File>>,
+    earlier: BTreeMap<String, Report>,
 }
 
 impl Sink {
     fn open(path: Option<&Path>) -> Sink {
+        let earlier = path
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Report>(l).ok())
+            .filter(|r| !r.inputs.is_empty())
+            .map(|r| (r.inputs.clone(), r))
+            .collect();
         Sink {
             file: path
                 .and_then(|p| std::fs::File::create(p).ok())
                 .map(std::sync::Mutex::new),
+            earlier,
         }
+    }
+
+    /// The report an earlier, interrupted run made for the same inputs.
+    fn earlier(&self, inputs: &str) -> Option<Report> {
+        self.earlier.get(inputs).cloned()
     }
 
     fn put(&self, reports: &mut [Option<Report>], i: usize, r: Report) {
@@ -378,7 +399,26 @@ fn report(
         category,
         checks: checks_from(failed),
         ms,
+        inputs: String::new(),
     }
+}
+
+/// The key of what a pair's GPU check runs on: the pair, its harness file's bytes, the
+/// seeds and the sanitizer tools.
+fn inputs_key(pair: &Pair, harness: &Path, cfg: &SelfcheckConfig) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(serde_json::to_vec(pair).unwrap_or_default());
+    h.update([0u8]);
+    h.update(std::fs::read(harness).unwrap_or_default());
+    h.update([0u8]);
+    h.update(format!(
+        "{} {:?} {}",
+        cfg.seeds,
+        cfg.sanitizer,
+        env!("CARGO_PKG_VERSION")
+    ));
+    hex::encode(h.finalize())
 }
 
 /// Interpret a worker's verification of an identity job. `flags` are the outputs the
@@ -435,6 +475,33 @@ fn run_on_workers(
     reports: &mut [Option<Report>],
     sink: &Sink,
 ) {
+    // A killed run's reports for the same inputs are kept, not checked again (the plain
+    // self-check only: a sanitizer pass adds its checks after the partial line is written).
+    let mut keys: BTreeMap<usize, String> = BTreeMap::new();
+    let mut reused = 0;
+    let mut pending = pending;
+    if cfg.sanitizer.is_empty() {
+        pending.retain(|(i, _, found, _)| {
+            let key = inputs_key(&pairs[*i], &found.path, cfg);
+            match sink.earlier(&key) {
+                Some(r) => {
+                    sink.put(reports, *i, r);
+                    reused += 1;
+                    false
+                }
+                None => {
+                    keys.insert(*i, key);
+                    true
+                }
+            }
+        });
+    }
+    if reused > 0 {
+        eprintln!("self-check: {reused} report(s) reused from the interrupted run's partial file");
+    }
+    if pending.is_empty() {
+        return;
+    }
     let launch = pool::launcher_for(cfg.worker_cmd.as_deref(), Vec::new());
     let devices = match cfg.gpus {
         Some(n) => n,
@@ -515,7 +582,12 @@ fn run_on_workers(
             let (path, origin, flags) = meta.get(&i).cloned().unwrap_or_default();
             let ms = v.evidence.phases_ms.get("total").copied();
             progress.inc(1, v.status.as_str());
-            let r = report(&pairs[i], Some(path), origin, judge(&v, &flags), ms);
+            let mut r = report(&pairs[i], Some(path), origin, judge(&v, &flags), ms);
+            // Only a run on the GPU is worth keeping for a rerun: a worker lost to a crash
+            // or a missing GPU is asked again.
+            if v.status != Status::NoGpu {
+                r.inputs = keys.get(&i).cloned().unwrap_or_default();
+            }
             sink.put(reports, i, r);
         },
     );
@@ -674,6 +746,7 @@ mod tests {
         let sink = Sink::open(Some(&partial));
         let mut reports: Vec<Option<Report>> = vec![None, None];
         let r = Report {
+            inputs: String::new(),
             pair_id: "p1".into(),
             benchmark: "b".into(),
             kernel: "k".into(),

@@ -47,7 +47,7 @@ pub fn tool_check(tool: Tool, run: &ToolRun) -> Check {
         )
     };
     Check {
-        name: tool.as_str(),
+        name: tool.as_str().into(),
         result,
         detail,
     }
@@ -89,7 +89,7 @@ pub fn sanitize(o: &Options, targets: Vec<(usize, Job)>, reports: &mut [Option<R
                 if let Some(r) = reports[i].as_mut() {
                     for &tool in o.tools {
                         r.checks.push(Check {
-                            name: tool.as_str(),
+                            name: tool.as_str().into(),
                             result: CheckResult::NotRun,
                             detail: format!("skipped: {why}"),
                         });
@@ -143,6 +143,7 @@ mod tests {
             category: None,
             checks: super::super::checks_from(None),
             ms: None,
+            inputs: String::new(),
         }
     }
 
