@@ -340,17 +340,21 @@ fn scratch_copy(root: &Path, dst: &Path) -> std::io::Result<()> {
 /// snapshot at each launch.
 fn global_names(root: &Path, suite: &str) -> (Vec<String>, String) {
     match crate::suite::extract_suite(root, suite, None, "", false) {
-        Ok(ex) => {
-            let names: BTreeSet<String> = ex
-                .units
-                .iter()
-                .flat_map(|u| u.pulled.globals.iter().cloned())
-                .filter(|g| g.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-                .collect();
-            (names.into_iter().collect(), ex.suite)
-        }
+        Ok(ex) => (globals_of(&ex.units), ex.suite),
         Err(_) => (Vec::new(), suite.to_string()),
     }
+}
+
+/// The `__constant__`/`__device__` globals `units` use, by plain name, sorted and unique.
+pub fn globals_of<'a>(
+    units: impl IntoIterator<Item = &'a crate::record::KernelUnit>,
+) -> Vec<String> {
+    let names: BTreeSet<String> = units
+        .into_iter()
+        .flat_map(|u| u.pulled.globals.iter().cloned())
+        .filter(|g| g.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    names.into_iter().collect()
 }
 
 pub fn run_capture(args: CaptureArgs) -> anyhow::Result<u8> {

@@ -80,33 +80,6 @@ fn slow_symbol(slow: &KernelUnit, fast: &KernelUnit, fast_expr: &str) -> String 
     }
 }
 
-/// The arguments of a name expression's outermost template argument list, split at
-/// top-level commas: `k<float, Op<int, 2>, 4>` → [`float`, `Op<int, 2>`, `4`].
-fn template_args(expr: &str) -> Vec<String> {
-    let Some(open) = expr.find('<') else {
-        return Vec::new();
-    };
-    let (mut depth, mut cur, mut out) = (0i32, String::new(), Vec::new());
-    for c in expr[open + 1..].chars() {
-        match c {
-            '<' | '(' => depth += 1,
-            '>' | ')' if depth == 0 => break,
-            '>' | ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out
-}
-
 /// The element type of a buffer passed directly as parameter `p` of `unit`: its pointee,
 /// through the unit's typedefs and `#define`s, and through the template arguments the
 /// captured instance was launched with (`Tparams *` of `k<float, float>` is a float).
@@ -115,14 +88,11 @@ fn elem_of(unit: &KernelUnit, p: usize, expr: &str) -> Option<ElemType> {
     if !crate::harness::c_is_pointer(ty) {
         return None;
     }
-    let base = crate::harness::c_base_type(ty);
-    let args = template_args(expr);
-    let instance = unit
-        .template_params
-        .iter()
-        .position(|t| t.split_whitespace().last() == Some(base.as_str()))
-        .and_then(|i| args.get(i).cloned());
-    let base = instance.unwrap_or(base);
+    use crate::harness::template::{bindings, substitute};
+    let base = substitute(
+        &crate::harness::c_base_type(ty),
+        &bindings(&unit.template_params, expr),
+    );
     ElemType::from_c_type(&base)
         .or_else(|| ElemType::from_c_type(&crate::harness::resolve_alias(&base, &unit.source)))
 }
@@ -579,10 +549,10 @@ mod tests {
     #[test]
     fn template_parameters_take_the_captured_instances_arguments() {
         assert_eq!(
-            template_args("k<float, Op<int, 2>, 4>"),
+            crate::harness::template::launch_args("k<float, Op<int, 2>, 4>"),
             ["float", "Op<int, 2>", "4"]
         );
-        assert!(template_args("k").is_empty());
+        assert!(crate::harness::template::launch_args("k").is_empty());
         let ps = [("dinp", "Tdinp *"), ("dweight", "Tparams *"), ("n", "int")];
         let mut u = unit("lnb", &ps);
         u.template_params = vec!["typename Tdinp".into(), "typename Tparams".into()];

@@ -22,8 +22,6 @@ pub const SYNTHESIZED: &str = "synthesized.jsonl";
 pub const VERIFIED: &str = "verified.jsonl";
 /// The synthesized pairs with the harness each runs under (the harness step's output).
 pub const HARNESSED: &str = "harnessed.jsonl";
-/// LLM-completed harnesses under the output folder (`pipeline::harnesses::LLM_DIR`).
-const LLM_DIR_REL: &str = super::harnesses::LLM_DIR;
 pub const DATASET: &str = "dataset";
 /// Inside the dataset folder: what a run without a GPU can show (`export::export_preview`).
 pub const PREVIEW: &str = "preview";
@@ -614,7 +612,7 @@ impl Run<'_> {
         for d in cfg.verify.harness_dirs.iter().chain(&cfg.harness.llm_dir) {
             parts.push(tree_sha256(d, Some(&cfg.output)));
         }
-        parts.push(tree_sha256(&self.out.join(LLM_DIR_REL), None));
+        parts.push(tree_sha256(&self.out.join(super::harnesses::LLM_DIR), None));
         let key = journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>());
         if let Some(step) = self.journal.reusable("harness", &key, &self.out) {
             if let Ok(recs) = jsonl::read_records(&self.out.join(HARNESSED)) {

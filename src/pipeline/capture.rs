@@ -80,16 +80,10 @@ fn folder_name(desc: &crate::suite::SuiteDesc) -> String {
 /// The `__constant__`/`__device__` names the suite's units use (the recorder snapshots
 /// them at each launch), from the records extract already made.
 fn globals_of(records: &[Record], suite: &str) -> Vec<String> {
-    let names: BTreeSet<String> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Unit(u) if u.suite == suite => Some(u),
-            _ => None,
-        })
-        .flat_map(|u| u.pulled.globals.iter().cloned())
-        .filter(|g| g.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        .collect();
-    names.into_iter().collect()
+    crate::capture::globals_of(records.iter().filter_map(|r| match r {
+        Record::Unit(u) if u.suite == suite => Some(&**u),
+        _ => None,
+    }))
 }
 
 /// Run the capture step (see the module doc). `out`: the build's output folder.

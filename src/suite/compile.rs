@@ -362,7 +362,11 @@ fn in_processes<'k>(
     std::thread::scope(|s| {
         for _ in 0..procs {
             s.spawn(|| {
-                let mut child = Child::spawn().ok();
+                let mut child = Child::spawn()
+                    .map_err(|e| {
+                        eprintln!("warning: a compile worker could not start ({e}); its share compiles in this process");
+                    })
+                    .ok();
                 while let Some((key, i)) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
                     let u = &units[i];
                     let req = serde_json::to_string(&Request {
