@@ -20,6 +20,9 @@ ln -sfn ../harness_infer-test carry/harness/harness-infer-test
 ln -sfn ../../fixtures carry/harness/fixtures
 export KERNELPAIR_FIXTURES=$PWD/fixtures KERNELPAIR_SCHEMAS=$PWD/schemas
 export CARGO_BIN_EXE_kernelpair=$PWD/carry/kernelpair
+# Capture: the injection library and CUPTI travel in the pack; nvcc is the device's.
+export KERNELPAIR_INJECT=$PWD/carry/libkernelpair.so KERNELPAIR_CUPTI=$PWD/carry/cupti
+export PATH=/usr/local/cuda/bin:$PATH
 step() { echo; echo "=== $* ($(date +%T))"; }
 fail=0
 case "${1:-}" in

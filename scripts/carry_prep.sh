@@ -8,19 +8,28 @@
 set -eu
 TREES=${TREES:-/work/trees}
 T=${CARGO_TARGET_DIR:-target}
-cargo build --release --locked
-cargo test --release --locked --no-run >/dev/null 2>&1
+[ -n "${NO_BUILD:-}" ] || cargo build --release --locked
+[ -n "${NO_BUILD:-}" ] || cargo test --release --locked --no-run >/dev/null 2>&1
 rm -rf carry/stage && mkdir -p carry/stage/real carry/stage/harness
 S=carry/stage
 cp $T/release/kernelpair $S/kernelpair
 # An older binary to compare with (benches/sanitizer_same.sh), when BASE_BIN names one.
 [ -n "${BASE_BIN:-}" ] && cp "$BASE_BIN" $S/kernelpair-base
 # Every test binary with #[ignore] GPU tests, named <test>-test.
-for t in verify harness_infer harness_infer_asof harness_infer_template harness_infer_parboil harness_selfcheck rodinia_e2e; do
+for t in verify harness_infer harness_infer_asof harness_infer_template harness_infer_parboil harness_selfcheck rodinia_e2e capture; do
   b=$(ls -t $T/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1 || true)
   [ -n "$b" ] && cp "$b" $S/$t-test
 done
 strip $S/kernelpair $S/*-test
+# Capture's GPU test needs the injection library and CUPTI (PyPI nvidia-cuda-cupti 13.0).
+cp $T/release/libkernelpair.so $S/ && strip $S/libkernelpair.so
+mkdir -p $S/cupti
+if [ -f carry/pub/cupti/libcupti.so.13 ]; then cp carry/pub/cupti/libcupti.so.13 $S/cupti/
+else
+  W=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps -d $W "nvidia-cuda-cupti==13.0.85"
+  unzip -q -j -o $W/nvidia_cuda_cupti-*.whl 'nvidia/cu13/lib/libcupti.so.13' -d $S/cupti
+fi
 [ -f $S/kernelpair-base ] && strip $S/kernelpair-base || true
 K=$S/kernelpair
 # Real Parboil pairs with the hand-written harnesses (benches/honest.sh, benches/device.sh).

@@ -304,29 +304,33 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         why.contains("67108864 bytes") && why.contains("33554432"),
         "{why}"
     );
-    // 10,000 launches: one snapshot, every launch counted.
+    // 10,000 launches of one kernel: one snapshot, then the run ends once 2,000 launches
+    // in a row brought nothing new (--quiet-launches' default), counted and recorded.
     assert_eq!(manifests(&cap.join("launches/manylaunch")).len(), 1);
-    let counts = std::fs::read_dir(cap.join("launches/manylaunch/run-0"))
+    let run_file = |suffix: &str| -> toml::Value {
+        let f = std::fs::read_dir(cap.join("launches/manylaunch/run-0"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name().to_string_lossy().ends_with(suffix))
+            .unwrap_or_else(|| panic!("no {suffix} in manylaunch/run-0"));
+        toml::from_str(&std::fs::read_to_string(f.path()).unwrap()).unwrap()
+    };
+    let counts = run_file("launch-counts.toml");
+    let counted = counts
+        .as_table()
         .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .ends_with("launch-counts.toml")
-        })
-        .expect("launch counts written at exit");
-    let counts: toml::Value =
-        toml::from_str(&std::fs::read_to_string(counts.path()).unwrap()).unwrap();
+        .values()
+        .next()
+        .unwrap()
+        .as_integer();
+    assert_eq!(counted, Some(2001), "{counts}");
+    let stopped = run_file("stopped-early.toml");
     assert_eq!(
-        counts
-            .as_table()
-            .unwrap()
-            .values()
-            .next()
-            .unwrap()
-            .as_integer(),
-        Some(10000)
+        stopped["quiet_launches"].as_integer(),
+        Some(2000),
+        "{stopped}"
     );
+    assert_eq!(stopped["launches_seen"].as_integer(), counted, "{stopped}");
     // The struct of pointers: three addresses found inside the by-value struct.
     let sp = &manifests(&cap.join("launches/structptr"))[0];
     assert_eq!(

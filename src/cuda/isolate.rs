@@ -571,9 +571,10 @@ impl<'s, 'a> Closure<'s, 'a> {
         }
     }
 
-    /// The item's text inside the `#if` branches it needs.
-    fn wrapped(&self, id: ItemId, text: &str) -> String {
-        let conds: Vec<&CondBranch> = if id.0 == 0 {
+    /// The `#if` branches an item needs around it, outermost first: all of them, except in
+    /// the kernel's own file, where the branches the kernel sits in are taken as true.
+    fn conds(&self, id: ItemId) -> Vec<&CondBranch> {
+        if id.0 == 0 {
             let k = &self.kernel().cond;
             self.item(id)
                 .cond
@@ -582,7 +583,12 @@ impl<'s, 'a> Closure<'s, 'a> {
                 .collect()
         } else {
             self.item(id).cond.iter().collect()
-        };
+        }
+    }
+
+    /// The item's text inside the `#if` branches it needs.
+    fn wrapped(&self, id: ItemId, text: &str) -> String {
+        let conds = self.conds(id);
         if conds.is_empty() {
             return format!("{}\n", text.trim_end());
         }
@@ -873,12 +879,35 @@ impl<'s, 'a> Closure<'s, 'a> {
             k.push(self.item((r, i)).line);
             (k, i)
         });
+        // Macros of one `#if` group stay inside one `#if … #endif`: the condition is tested
+        // once, as the preprocessor does. Wrapping each `#define` alone would test it again
+        // after the group's own defines (`#if !defined(NI) && !defined(NJ)` holding
+        // `#define NI …` then `#define NJ …` loses NJ).
+        let mut open: Vec<(usize, &CondBranch)> = Vec::new();
         for &id in &macros {
             let it = self.item(id);
-            out.push_str(&self.wrapped(id, &it.text));
+            let conds = self.conds(id);
+            let keep = open
+                .iter()
+                .zip(&conds)
+                .take_while(|((r, o), c)| *r == id.0 && o.frame == c.frame && o.branch == c.branch)
+                .count();
+            while open.len() > keep {
+                open.pop();
+                out.push_str("#endif\n");
+            }
+            for c in &conds[keep..] {
+                out.push_str(&format!("#if {}\n", c.expr));
+                open.push((id.0, c));
+            }
+            out.push_str(it.text.trim_end());
+            out.push('\n');
             if !pulled.macros.contains(&it.names[0]) {
                 pulled.macros.push(it.names[0].clone());
             }
+        }
+        for _ in &open {
+            out.push_str("#endif\n");
         }
         if !macros.is_empty() {
             out.push('\n');
@@ -1388,6 +1417,63 @@ __global__ void k(float4 *v, int *flags) {
             "p",
         );
         assert_eq!(plain.features, Features::default());
+    }
+
+    /// PolyBench's size headers: `#if !defined(NI) && !defined(NJ)` around `#ifdef
+    /// STANDARD_DATASET` blocks that define NI then NJ. The group's condition is tested once,
+    /// so both sizes are defined (wrapping each define alone lost NJ: 28 of 47 PolyBench-ACC
+    /// units failed to compile).
+    #[test]
+    fn macros_of_one_if_group_are_emitted_inside_one_if() {
+        let header = r#"
+#ifndef SIZES_H
+# define SIZES_H
+# if !defined(MINI_DATASET) && !defined(LARGE_DATASET)
+#  define STANDARD_DATASET
+# endif
+# if !defined(NI) && !defined(NJ)
+#  ifdef MINI_DATASET
+# define NI 16
+# define NJ 16
+#  endif
+#  ifdef STANDARD_DATASET
+# define NI 1024
+# define NJ 512
+#  endif
+# endif
+#endif
+"#;
+        let kernel = r#"
+#include "sizes.cuh"
+__global__ void k(float *a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < NI * NJ) a[i] = 2.0f * a[i];
+}
+"#;
+        let u = unit(
+            &[("p/sizes.cuh", header), ("p/k.cu", kernel)],
+            "p/k.cu",
+            "k",
+        );
+        let s = &u.source;
+        let group = "#if (!defined(NI) && !defined(NJ))\n";
+        assert_eq!(s.matches(group).count(), 1, "{s}");
+        let start = s.find(group).unwrap();
+        let std = s[start..]
+            .find("#if (defined(STANDARD_DATASET))\n")
+            .unwrap()
+            + start;
+        let end = s[std..].find("#endif").unwrap() + std;
+        let block = &s[std..end];
+        assert!(
+            block.contains("# define NI 1024") && block.contains("# define NJ 512"),
+            "{s}"
+        );
+        assert!(s.find("#  define STANDARD_DATASET").unwrap() < start, "{s}");
+        match compiles(&u) {
+            Some(ok) => assert!(ok, "NVRTC rejects the unit:\n{s}"),
+            None => eprintln!("NVRTC not found: the compile half of this test did not run"),
+        }
     }
 
     #[test]
