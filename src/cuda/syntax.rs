@@ -4,13 +4,14 @@
 //! answer, a contributed file or an extracted unit is described the same way. Used by
 //! synth's checks, the slowdown checks, technique detection and descriptions.
 
+pub use super::tree::visit;
 use crate::record::Param;
 use tree_sitter::{Node, Tree};
 
-/// Parse CUDA source with the index's parser. Tree-sitter always yields a tree (errors
+/// Parse CUDA source with the front end's one parser. Tree-sitter always yields a tree (errors
 /// become ERROR nodes).
 pub fn parse(src: &str) -> Tree {
-    super::index::parse(src).expect("no timeout or cancellation is set")
+    super::tree::parse(src).expect("no timeout or cancellation is set")
 }
 
 /// A text and its syntax tree, parsed once and shared by every check that reads it.
@@ -107,25 +108,6 @@ pub fn normalize_type(t: &str) -> String {
 
 pub fn text<'a>(n: Node, src: &'a str) -> &'a str {
     &src[n.byte_range()]
-}
-
-/// Pre-order walk over every node (named and anonymous).
-pub fn visit<'t>(root: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
-    let mut c = root.walk();
-    loop {
-        f(c.node());
-        if c.goto_first_child() {
-            continue;
-        }
-        loop {
-            if c.goto_next_sibling() {
-                break;
-            }
-            if !c.goto_parent() {
-                return;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
