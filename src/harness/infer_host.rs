@@ -5,7 +5,7 @@
 //! expressions. Text rules over comment-free source: the host code is never compiled, and a
 //! rule that cannot tell says why.
 
-use super::draft::{int_literal, sizeof_type, tokenize, Tok};
+use super::draft::{int_literal, sizeof_type, split_args, tokenize, Tok};
 use super::expr::{Num, Scope};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -193,44 +193,6 @@ pub fn split_top_level_plus(t: &str) -> Option<(&str, &str)> {
             '+' if depth == 0 => return Some((&t[..i], &t[i + 1..])),
             _ => {}
         }
-    }
-    None
-}
-
-/// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
-pub fn split_args(s: &str) -> Option<Vec<String>> {
-    // A backslash that ends a line (a continued macro-style call, Parboil's sgemm) is
-    // white space.
-    let s = s.replace("\\\r\n", " ").replace("\\\n", " ");
-    let mut depth = 0;
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    for c in s.chars() {
-        match c {
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth == 1 {
-                    continue;
-                }
-            }
-            ')' | ']' | '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    let last = cur.trim().to_string();
-                    if !last.is_empty() || !parts.is_empty() {
-                        parts.push(last);
-                    }
-                    return Some(parts);
-                }
-            }
-            ',' if depth == 1 => {
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
     }
     None
 }

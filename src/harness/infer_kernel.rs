@@ -599,7 +599,7 @@ pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(
         }
         let mut d = squash(r);
         for _ in 0..4 {
-            let words = super::infer::idents(&d);
+            let words = super::draft::idents(&d);
             let mut changed = false;
             for w in words
                 .into_iter()
