@@ -5,13 +5,13 @@ use super::builtins;
 use super::lex::{self, Lines, PieceKind};
 use super::ppcond;
 use super::queries;
+use super::tree::parse;
 use super::{FileData, FileIndex, Include, KernelInfo};
 use crate::record::{Diagnostic, LaunchSite, Level, Param};
 use regex::Regex;
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::LazyLock;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::Node;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ItemKind {
@@ -84,19 +84,6 @@ struct Frame {
     fresh: bool,
     /// `#ifndef X` / `#if !defined(X)`: the X, for guard detection.
     guard_candidate: Option<String>,
-}
-
-thread_local! {
-    static PARSER: RefCell<Parser> = RefCell::new({
-        let mut p = Parser::new();
-        p.set_language(&tree_sitter_cuda::LANGUAGE.into())
-            .expect("tree-sitter-cuda is ABI-compatible with tree-sitter");
-        p
-    });
-}
-
-pub(crate) fn parse(text: &str) -> Option<Tree> {
-    PARSER.with(|p| p.borrow_mut().parse(text, None))
 }
 
 static INCLUDE_RE: LazyLock<Regex> =

@@ -126,6 +126,38 @@ pub fn comment_end(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// Remove `//` and `/* */` comments, keeping line breaks and string literals.
+pub fn strip_comments(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'"' || b[i] == b'\'' {
+            let q = b[i];
+            let st = i;
+            i += 1;
+            while i < b.len() && b[i] != q && b[i] != b'\n' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i = (i + 1).min(b.len());
+            out.push_str(&s[st..i]);
+        } else if let Some(end) = comment_end(b, i) {
+            // Lines stay where they were: a block comment keeps its newlines.
+            let lines = b[i..end].iter().filter(|&&c| c == b'\n').count();
+            out.extend(std::iter::repeat_n('\n', lines));
+            i = end;
+        } else {
+            let ch = s[i..].chars().next().expect("in bounds");
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
 /// For the scanners below: skip white space from `i` (a newline starts a line, where a
 /// `#` begins a directive) and give the byte there; None at the end of the text.
 fn next_nonblank(b: &[u8], i: &mut usize, line_start: &mut bool) -> Option<u8> {

@@ -18,6 +18,7 @@ pub(crate) mod ppcond;
 mod queries;
 pub mod syntax;
 pub mod texture;
+mod tree;
 
 use crate::record::{Diagnostic, LaunchSite, Param};
 use std::collections::{BTreeMap, HashMap};

@@ -12,7 +12,7 @@ use tree_sitter::Node;
 /// Every node under `root` (itself included), named or not, in document (pre-)order
 /// (the front end's one walk, `syntax::visit`).
 fn preorder<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>)) {
-    super::syntax::visit(root, &mut visit)
+    super::tree::visit(root, &mut visit)
 }
 
 /// The named children of `n` under field `field` (a query's `field: (_)`).
@@ -337,7 +337,7 @@ mod tests {
 
     /// Compare every walk with its query on one source; returns how many captures agreed.
     fn agree(q: &Queries, src: &str, what: &str) -> usize {
-        let Some(tree) = crate::cuda::index::parse(src) else {
+        let Some(tree) = crate::cuda::tree::parse(src) else {
             return 0;
         };
         let root = tree.root_node();

@@ -3,14 +3,21 @@
 //! exactly the rules of the extract index (`super::index`), so a kernel read from an LLM
 //! answer, a contributed file or an extracted unit is described the same way. Used by
 //! synth's checks, the slowdown checks, technique detection and descriptions.
+//!
+//! And a kernel unit as NVRTC compiles it ([`UnitSyntax`], `#if` resolved), parsed once per
+//! unit for every fact harness inference reads from kernel bodies.
 
+pub use super::tree::visit;
 use crate::record::Param;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::LazyLock;
 use tree_sitter::{Node, Tree};
 
-/// Parse CUDA source with the index's parser. Tree-sitter always yields a tree (errors
+/// Parse CUDA source with the front end's one parser. Tree-sitter always yields a tree (errors
 /// become ERROR nodes).
 pub fn parse(src: &str) -> Tree {
-    super::index::parse(src).expect("no timeout or cancellation is set")
+    super::tree::parse(src).expect("no timeout or cancellation is set")
 }
 
 /// A text and its syntax tree, parsed once and shared by every check that reads it.
@@ -44,6 +51,66 @@ impl<'s> Parsed<'s> {
     pub fn has_error(&self) -> bool {
         self.tree.root_node().has_error()
     }
+}
+
+/// A kernel unit's text as NVRTC compiles it, and its tree. A unit is self-contained and
+/// compiled with no `-D` flags, so a macro is defined exactly when the unit `#define`s it:
+/// `#ifdef` branches of others are off (kmeans stores its per-block centers only under
+/// `GPU_NEW_CENTER_REDUCTION`, which its unit never defines), and `#if` conditions over the
+/// unit's integer macros are evaluated ([`super::ppcond::active_text`]; an unknown one keeps
+/// every branch). Off lines are blanked, so lines and columns are the unit's own.
+pub struct UnitSyntax {
+    /// The unit's source as given (what [`unit`] recognizes it by).
+    source: String,
+    /// The source with off branches blanked: what `tree` was parsed from.
+    pub text: String,
+    pub tree: Tree,
+}
+
+impl UnitSyntax {
+    pub fn new(source: &str) -> UnitSyntax {
+        static DEFINE: LazyLock<regex::Regex> = LazyLock::new(|| {
+            regex::Regex::new(r"(?m)^\s*#\s*define\s+([A-Za-z_]\w*)").expect("valid regex")
+        });
+        let defined: std::collections::BTreeSet<&str> = DEFINE
+            .captures_iter(source)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .collect();
+        let text = super::ppcond::active_text(source, &|m| defined.contains(m));
+        let tree = parse(&text);
+        UnitSyntax {
+            source: source.to_string(),
+            text,
+            tree,
+        }
+    }
+}
+
+/// How many parsed units each thread keeps for [`unit`]: inference asks about one pair's
+/// slow and fast units (and a template instance) many times over, then moves on.
+const UNITS_KEPT: usize = 8;
+
+thread_local! {
+    static UNITS: RefCell<Vec<Rc<UnitSyntax>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The parse of a kernel unit's `source` ([`UnitSyntax`]), shared: every fact read from the
+/// same unit on this thread uses one parse, kept while the thread works on that unit.
+pub fn unit(source: &str) -> Rc<UnitSyntax> {
+    UNITS.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if let Some(i) = kept.iter().position(|u| u.source == source) {
+            let u = kept.remove(i);
+            kept.push(Rc::clone(&u));
+            return u;
+        }
+        let u = Rc::new(UnitSyntax::new(source));
+        if kept.len() >= UNITS_KEPT {
+            kept.remove(0);
+        }
+        kept.push(Rc::clone(&u));
+        u
+    })
 }
 
 /// One `__global__` function definition found in a source.
@@ -109,25 +176,6 @@ pub fn text<'a>(n: Node, src: &'a str) -> &'a str {
     &src[n.byte_range()]
 }
 
-/// Pre-order walk over every node (named and anonymous).
-pub fn visit<'t>(root: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
-    let mut c = root.walk();
-    loop {
-        f(c.node());
-        if c.goto_first_child() {
-            continue;
-        }
-        loop {
-            if c.goto_next_sibling() {
-                break;
-            }
-            if !c.goto_parent() {
-                return;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +206,20 @@ __global__ void bad(float* x) { x[0] = ; }
         assert_eq!(tys, ["float4 *", "const float []", "unsigned int"]);
         assert!(!ks[1].has_error);
         assert!(ks[2].has_error);
+    }
+
+    #[test]
+    fn a_unit_is_parsed_once_with_its_own_macros_resolved() {
+        let src = "#define WIDE\n#ifdef WIDE\n__global__ void k(float *a) { a[0] = 1; }\n#else\n__global__ void k(float *b) { b[0] = 1; }\n#endif\n#ifdef NARROW\nint n;\n#endif\n";
+        let u = unit(src);
+        assert!(Rc::ptr_eq(&u, &unit(src)), "the same text is parsed once");
+        assert_eq!(u.text.lines().count(), src.lines().count());
+        assert!(u.text.contains("float *a") && !u.text.contains("float *b"));
+        assert!(
+            !u.text.contains("int n"),
+            "NARROW is not defined by the unit"
+        );
+        assert!(!u.tree.root_node().has_error());
+        assert!(!Rc::ptr_eq(&u, &unit(&src.replace("WIDE", "W"))));
     }
 }

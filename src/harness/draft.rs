@@ -599,13 +599,69 @@ fn top_level_until_comma(s: &str) -> String {
     s.trim().to_string()
 }
 
+/// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
+pub fn split_args(s: &str) -> Option<Vec<String>> {
+    // A backslash that ends a line (a continued macro-style call, Parboil's sgemm) is
+    // white space.
+    let s = s.replace("\\\r\n", " ").replace("\\\n", " ");
+    let mut depth = 0;
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth == 1 {
+                    continue;
+                }
+            }
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let last = cur.trim().to_string();
+                    if !last.is_empty() || !parts.is_empty() {
+                        parts.push(last);
+                    }
+                    return Some(parts);
+                }
+            }
+            ',' if depth == 1 => {
+                parts.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    None
+}
+
+/// Names in a host expression (identifiers not followed by `(`, no members).
+pub(super) fn idents(e: &str) -> Vec<String> {
+    let Ok(toks) = tokenize(e) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        if let Tok::Ident(w) = t {
+            let call = toks.get(i + 1) == Some(&Tok::Op("(".into()));
+            let member = i > 0 && matches!(&toks[i - 1], Tok::Op(o) if o == "." || o == "->");
+            if !call && !member && !CAST_WORDS.contains(&w.as_str()) {
+                out.push(w.clone());
+            }
+        }
+    }
+    out
+}
+
 /// `( a, f(b, c) ) …` → [a, f(b, c)].
 pub(super) fn split_call_args(s: &str) -> Result<Vec<String>, String> {
     let s = s.trim();
     if !s.starts_with('(') {
         return Err(format!("expected `(` in `{s}`"));
     }
-    super::infer_host::split_args(s).ok_or_else(|| format!("unclosed `(` in `{s}`"))
+    split_args(s).ok_or_else(|| format!("unclosed `(` in `{s}`"))
 }
 
 /// The 1–3 components of a launch's grid or block text.

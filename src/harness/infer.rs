@@ -6,7 +6,7 @@
 //! [`Unknown`] written as a `TODO` with its reason, so `harness check` fails until someone
 //! (a person or an LLM) completes it.
 
-use super::draft::{self, int_scalars, site_for, tidy, toml_str, translate, Names};
+use super::draft::{self, idents, int_scalars, site_for, tidy, toml_str, translate, Names};
 use super::infer_asof;
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{self, body_facts, BodyFacts, WriteKind};
@@ -120,25 +120,6 @@ pub fn load_pair_host(root: &Path, pair: &Pair) -> Host {
         }
     }
     host
-}
-
-/// Names in a host expression (identifiers not followed by `(`, no members).
-pub(crate) fn idents(e: &str) -> Vec<String> {
-    let Ok(toks) = draft::tokenize(e) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (i, t) in toks.iter().enumerate() {
-        if let draft::Tok::Ident(w) = t {
-            let call = toks.get(i + 1) == Some(&draft::Tok::Op("(".into()));
-            let member =
-                i > 0 && matches!(&toks[i - 1], draft::Tok::Op(o) if o == "." || o == "->");
-            if !call && !member && !draft::CAST_WORDS.contains(&w.as_str()) {
-                out.push(w.clone());
-            }
-        }
-    }
-    out
 }
 
 /// Add to `defs` the host definitions of the names `expr` uses, recursively, where they are

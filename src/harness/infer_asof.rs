@@ -8,6 +8,8 @@
 
 use super::draft::{self, Tok};
 use super::infer_host;
+// Re-exported: inference resolves host text through `infer_asof`.
+pub use crate::cuda::ppcond::active_text;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -982,105 +984,6 @@ fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, Stri
     Ok(value_as_of(text, name, None, at, 0)?.map(|v| format!("{name} = {v}")))
 }
 
-/// The host text with the lines of `#ifdef`/`#ifndef` branches that are off blanked (line
-/// numbers kept): a branch is on when `defined(macro)` says so. An `#if`/`#elif` condition
-/// is evaluated over the macros `text` defines once with an integer (`#if R2` with
-/// `#define R2 1`, `crate::cuda::ppcond`); one whose value is not known keeps every branch.
-pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
-    // A macro's value: its one `#define` in `text`, when that is an integer literal (one
-    // defined under several branches has no one value: its value is the question).
-    let value = |n: &str| match infer_host::define_bodies(text, n).as_slice() {
-        [body] => crate::cuda::ppcond::int_literal(&infer_host::strip_comments(body)),
-        _ => None,
-    };
-    let macros = crate::cuda::ppcond::Macros {
-        defined,
-        value: &value,
-    };
-    let cond = |d: &str, k: &str| {
-        crate::cuda::ppcond::eval(&infer_host::strip_comments(&d[k.len()..]), &macros)
-    };
-    let mut stack: Vec<Cond> = Vec::new();
-    let on = |st: &Vec<Cond>| st.last().is_none_or(|c| c.outer_on && c.on);
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let t = line.trim_start();
-        let directive = t.strip_prefix('#').map(str::trim_start);
-        let word = |d: &str, k: &str| {
-            d.strip_prefix(k)
-                .map(|r| r.split_whitespace().next().unwrap_or("").to_string())
-        };
-        let mut keep = on(&stack);
-        match directive {
-            Some(d) if d.starts_with("ifdef") || d.starts_with("ifndef") => {
-                let neg = d.starts_with("ifndef");
-                let m = word(d, if neg { "ifndef" } else { "ifdef" }).unwrap_or_default();
-                stack.push(Cond::new(on(&stack), Some(defined(&m) != neg)));
-                keep = true;
-            }
-            Some(d) if d.starts_with("if") => {
-                stack.push(Cond::new(on(&stack), cond(d, "if")));
-                keep = true;
-            }
-            Some(d) if d.starts_with("elif") => {
-                if let Some(top) = stack.last_mut() {
-                    if !top.known {
-                        top.on = true;
-                    } else if top.taken {
-                        top.on = false;
-                    } else {
-                        *top = Cond::new(top.outer_on, cond(d, "elif"));
-                    }
-                }
-                keep = true;
-            }
-            Some(d) if d.starts_with("else") => {
-                if let Some(top) = stack.last_mut() {
-                    if top.known {
-                        top.on = !top.taken;
-                        top.taken = true;
-                    }
-                }
-                keep = true;
-            }
-            Some(d) if d.starts_with("endif") => {
-                stack.pop();
-                keep = true;
-            }
-            _ => {}
-        }
-        if keep {
-            out.push_str(line);
-        } else if line.ends_with('\n') {
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// One open `#if` group in [`active_text`].
-struct Cond {
-    /// The text around the group is on.
-    outer_on: bool,
-    /// The current branch is on (an unknown condition keeps it on).
-    on: bool,
-    /// Every condition of the group so far was known.
-    known: bool,
-    /// A branch so far was known to be taken: the later ones are off.
-    taken: bool,
-}
-
-impl Cond {
-    fn new(outer_on: bool, value: Option<bool>) -> Self {
-        Cond {
-            outer_on,
-            on: value.unwrap_or(true),
-            known: value.is_some(),
-            taken: value == Some(true),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1258,44 +1161,6 @@ mod tests {
             definition_at_launch(t, "g", 6).unwrap().as_deref(),
             Some("dim3 g; g.x = n / 16; g.y = (n)")
         );
-    }
-
-    #[test]
-    fn branches_of_undefined_macros_are_off() {
-        let t = "a = 1;\n#ifdef WIDE\na = 2;\n#else\na = 3;\n#endif\n#ifndef WIDE\nb = 1;\n#endif\n#if X > 2\nc = 1;\n#endif\n";
-        let off = active_text(t, &|m| m == "NARROW");
-        assert_eq!(off.lines().count(), t.lines().count());
-        assert!(!off.contains("a = 2") && off.contains("a = 3") && off.contains("b = 1"));
-        assert!(off.contains("c = 1"), "an #if expression keeps its branch");
-        let on = active_text(t, &|m| m == "WIDE");
-        assert!(on.contains("a = 2") && !on.contains("a = 3") && !on.contains("b = 1"));
-    }
-
-    #[test]
-    fn if_conditions_over_stated_integer_macros_pick_their_branch() {
-        // Written for this test, in the shape of a radix switch: one flag on, three off.
-        let t = "#define R2 1\n#define R4 0\n#define R8 0\n#if R2\n#define R 2\n#endif\n#if (R4) // radix 4\n#define R 4\n#endif\n#if R8\n#define R 8\n#elif R4\n#define R 44\n#else\n#define R 88\n#endif\n#if defined(R2) && !R4\nint a = 1;\n#else\nint a = 2;\n#endif\n";
-        let defined = |m: &str| ["R2", "R4", "R8", "R"].contains(&m);
-        let a = active_text(t, &defined);
-        assert_eq!(a.lines().count(), t.lines().count());
-        for (want, has) in [
-            ("#define R 2", true),
-            ("#define R 4", false),
-            ("#define R 8\n", false),
-            ("#define R 44", false),
-            ("#define R 88", true),
-            ("int a = 1", true),
-            ("int a = 2", false),
-        ] {
-            assert_eq!(a.contains(want), has, "{want}: {a}");
-        }
-        // A flag the text does not state (a -D flag) keeps both branches, as before.
-        let u = "#if WIDE\nint w = 2;\n#else\nint w = 1;\n#endif\n";
-        let a = active_text(u, &|_| false);
-        assert!(a.contains("w = 2") && a.contains("w = 1"));
-        // A flag defined twice has no one value: both branches stay.
-        let twice = "#define F 0\n#ifdef X\n#define F 1\n#endif\n#if F\nint f = 1;\n#endif\n";
-        assert!(active_text(twice, &|m| m == "F").contains("int f = 1"));
     }
 
     #[test]

@@ -5,8 +5,11 @@
 //! expressions. Text rules over comment-free source: the host code is never compiled, and a
 //! rule that cannot tell says why.
 
-use super::draft::{int_literal, sizeof_type, tokenize, Tok};
+use super::draft::{int_literal, sizeof_type, split_args, tokenize, Tok};
 use super::expr::{Num, Scope};
+// Re-exported: harness code reads host text through `infer_host`.
+pub use crate::cuda::lex::strip_comments;
+use crate::cuda::ppcond::define_bodies;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -68,38 +71,6 @@ pub struct Copy {
     pub line: u32,
     pub dir: Direction,
     pub bytes: String,
-}
-
-/// Remove `//` and `/* */` comments, keeping line breaks and string literals.
-pub fn strip_comments(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'"' || b[i] == b'\'' {
-            let q = b[i];
-            let st = i;
-            i += 1;
-            while i < b.len() && b[i] != q && b[i] != b'\n' {
-                if b[i] == b'\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i = (i + 1).min(b.len());
-            out.push_str(&s[st..i]);
-        } else if let Some(end) = crate::cuda::lex::comment_end(b, i) {
-            // Lines stay where they were: a block comment keeps its newlines.
-            let lines = b[i..end].iter().filter(|&&c| c == b'\n').count();
-            out.extend(std::iter::repeat_n('\n', lines));
-            i = end;
-        } else {
-            let ch = s[i..].chars().next().expect("in bounds");
-            out.push(ch);
-            i += ch.len_utf8();
-        }
-    }
-    out
 }
 
 /// Every call `name(…)` in `text` (whole-word name), with its top-level arguments.
@@ -193,44 +164,6 @@ pub fn split_top_level_plus(t: &str) -> Option<(&str, &str)> {
             '+' if depth == 0 => return Some((&t[..i], &t[i + 1..])),
             _ => {}
         }
-    }
-    None
-}
-
-/// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
-pub fn split_args(s: &str) -> Option<Vec<String>> {
-    // A backslash that ends a line (a continued macro-style call, Parboil's sgemm) is
-    // white space.
-    let s = s.replace("\\\r\n", " ").replace("\\\n", " ");
-    let mut depth = 0;
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    for c in s.chars() {
-        match c {
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth == 1 {
-                    continue;
-                }
-            }
-            ')' | ']' | '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    let last = cur.trim().to_string();
-                    if !last.is_empty() || !parts.is_empty() {
-                        parts.push(last);
-                    }
-                    return Some(parts);
-                }
-            }
-            ',' if depth == 1 => {
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
     }
     None
 }
@@ -1018,27 +951,6 @@ fn draft_idents(e: &str) -> Vec<String> {
 /// The body of the first object-like `#define name body` in `text`.
 pub fn define_body(text: &str, name: &str) -> Option<String> {
     define_bodies(text, name).into_iter().next()
-}
-
-/// The bodies of every object-like `#define name body` in `text`, in order.
-pub fn define_bodies(text: &str, name: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let rest = l
-                .trim()
-                .strip_prefix('#')?
-                .trim_start()
-                .strip_prefix("define")?;
-            let rest = rest.trim_start();
-            let after = rest.strip_prefix(name)?;
-            if after.starts_with('(')
-                || after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
-            {
-                return None;
-            }
-            Some(after.trim().to_string())
-        })
-        .collect()
 }
 
 /// Every `name = expr` (assignment or initialized declaration, also inside a declaration

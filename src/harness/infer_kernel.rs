@@ -1,14 +1,16 @@
-//! What a kernel body does with its parameters, read from its tree-sitter parse: which
+//! What a kernel body does with its parameters, read from the front end's one parse of its
+//! unit (`cuda::syntax::unit`, `#if` resolved as NVRTC compiles it): which
 //! pointers it writes (assignment targets, compound assignments, `++`/`--`, atomics, and
 //! the same through local aliases and device helpers it calls), which it reads, which
 //! integer buffers it uses as subscripts of other buffers, and which names its bounds
 //! checks compare. Harness inference turns these facts into roles, index ranges and
 //! irregular size sets.
 
+use crate::cuda::syntax;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
 /// How a kernel writes a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -241,26 +243,13 @@ const PURE_CALLS: &[&str] = &[
     "tex1Dfetch",
 ];
 
-/// Facts for kernel `kernel` (a `__global__` or any function) defined in `source`, over the
-/// parameter names `params`. None when the function is not found.
+/// Facts for kernel `kernel` (a `__global__` or any function) defined in the unit `source`,
+/// over the parameter names `params`, read from the unit as NVRTC compiles it
+/// ([`syntax::unit`]: `#if` resolved, parsed once). None when the function is not found.
 pub fn body_facts(source: &str, kernel: &str, params: &[String]) -> Option<BodyFacts> {
-    // What NVRTC compiles: `#ifdef` branches of macros the unit never defines are off
-    // (kmeans stores its per-block centers only under GPU_NEW_CENTER_REDUCTION).
-    static DEFINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?m)^\s*#\s*define\s+([A-Za-z_]\w*)").expect("valid")
-    });
-    let defined: BTreeSet<&str> = DEFINE
-        .captures_iter(source)
-        .filter_map(|c| c.get(1).map(|m| m.as_str()))
-        .collect();
-    let active = super::infer_asof::active_text(source, &|m| defined.contains(m));
-    let source = active.as_str();
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_cuda::LANGUAGE.into())
-        .ok()?;
-    let tree = parser.parse(source, None)?;
-    let root = tree.root_node();
+    let unit = syntax::unit(source);
+    let source = unit.text.as_str();
+    let root = unit.tree.root_node();
     let functions = functions(root, source);
     let macros = accessor_macros(source);
     let body = functions.get(kernel)?.1;
@@ -520,17 +509,9 @@ fn names_for(body: Node, src: &str, builtin: &str) -> BTreeSet<String> {
 /// written out: `(blockDim.x / WARP_SIZE)`).
 pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_cuda::LANGUAGE.into())
-        .is_err()
-    {
-        return out;
-    }
-    let Some(tree) = parser.parse(source, None) else {
-        return out;
-    };
-    let functions = functions(tree.root_node(), source);
+    let unit = syntax::unit(source);
+    let source = unit.text.as_str();
+    let functions = functions(unit.tree.root_node(), source);
     let Some((_, body)) = functions.get(kernel) else {
         return out;
     };
@@ -599,7 +580,7 @@ pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(
         }
         let mut d = squash(r);
         for _ in 0..4 {
-            let words = super::infer::idents(&d);
+            let words = super::draft::idents(&d);
             let mut changed = false;
             for w in words
                 .into_iter()
@@ -628,39 +609,10 @@ pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(
 /// element, so the block's x size cannot exceed the extent: a larger block writes past the
 /// array. Stores in an `if (i < n)` branch, or in the `else` of `if (i > n)`, are left out.
 pub fn thread_indexed_shared(source: &str, kernel: &str) -> BTreeMap<String, String> {
-    // Inference asks again for every size, launch and halved assumption: parse once.
-    type Memo =
-        std::sync::Mutex<std::collections::HashMap<(u64, String), BTreeMap<String, String>>>;
-    static MEMO: std::sync::LazyLock<Memo> = std::sync::LazyLock::new(Default::default);
-    let key = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        source.hash(&mut h);
-        (h.finish(), kernel.to_string())
-    };
-    if let Some(hit) = MEMO.lock().ok().and_then(|m| m.get(&key).cloned()) {
-        return hit;
-    }
-    let out = thread_indexed_shared_uncached(source, kernel);
-    if let Ok(mut m) = MEMO.lock() {
-        m.insert(key, out.clone());
-    }
-    out
-}
-
-fn thread_indexed_shared_uncached(source: &str, kernel: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_cuda::LANGUAGE.into())
-        .is_err()
-    {
-        return out;
-    }
-    let Some(tree) = parser.parse(source, None) else {
-        return out;
-    };
-    let functions = functions(tree.root_node(), source);
+    let unit = syntax::unit(source);
+    let source = unit.text.as_str();
+    let functions = functions(unit.tree.root_node(), source);
     let Some((_, body)) = functions.get(kernel) else {
         return out;
     };

@@ -12,7 +12,8 @@
 //! Each rule is one function; [`instantiate`] applies the first two to a pair before
 //! inference proper.
 
-use super::infer_host::{split_args, Host};
+use super::draft::split_args;
+use super::infer_host::Host;
 use super::template;
 use super::{c_base_type, ElemType};
 use crate::record::{KernelUnit, Pair, Param};

@@ -135,7 +135,7 @@ pub struct RawPairing {
     /// Progressions inside one file (docs/pairing.md, "Progressions"): numbered series
     /// and naive/optimized naming pairs, in any mode.
     #[serde(default)]
-    pub progression: Option<super::pairing::RawProgression>,
+    pub progression: Option<super::progression::RawProgression>,
 }
 
 fn default_rules() -> Vec<Rule> {
@@ -209,7 +209,7 @@ pub struct SuiteDesc {
     counterpart: String,
     pub fallback_naive: Vec<String>,
     pub rules: Vec<Rule>,
-    pub progression: Option<super::pairing::Progression>,
+    pub progression: Option<super::progression::Progression>,
     /// How capture builds and runs this suite's programs.
     pub capture: Option<CaptureRecipe>,
 }
@@ -376,7 +376,7 @@ impl SuiteDesc {
             progression: raw
                 .pairing
                 .progression
-                .map(|p| super::pairing::Progression::compile(p).map_err(err))
+                .map(|p| super::progression::Progression::compile(p).map_err(err))
                 .transpose()?,
             capture: raw.capture,
         })

@@ -13,6 +13,7 @@ pub mod desc;
 mod error;
 pub mod journal;
 pub mod pairing;
+pub mod progression;
 pub mod provenance;
 pub mod summary;
 pub mod units;
