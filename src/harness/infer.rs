@@ -2602,12 +2602,22 @@ pub fn constant_scalars(source: &str, sym: &str) -> Option<i64> {
 /// The element count of a `__constant__ T sym[EXPR];` declaration in `source`, when EXPR
 /// folds to an integer through the source's `#define`s (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
 pub fn constant_capacity(source: &str, sym: &str) -> Option<i64> {
-    let re = regex::Regex::new(&format!(
-        r"__constant__[^;\n]*\b{}\s*\[([^\]\n]*)\]",
-        regex::escape(sym)
-    ))
-    .ok()?;
-    declared_extent(source, re.captures(source)?.get(1)?.as_str())
+    // `sym` as a whole word on the declaration's line (before its `;`), the last such
+    // followed by `[…]`, in the first `__constant__` declaration that has one.
+    static EXTENT: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*\[([^\]\n]*)\]").expect("valid"));
+    const KEY: &str = "__constant__";
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let inner = source.match_indices(KEY).find_map(|(at, _)| {
+        let rest = &source[at + KEY.len()..];
+        let line = &rest[..rest.find([';', '\n']).unwrap_or(rest.len())];
+        line.match_indices(sym)
+            .filter(|(i, _)| *i > 0 && !line[..*i].ends_with(word))
+            .filter_map(|(i, _)| EXTENT.captures(&rest[i + sym.len()..]))
+            .last()
+            .map(|c| c[1].to_string())
+    })?;
+    declared_extent(source, &inner)
 }
 
 /// An array's declared extent (`[BLOCK_SIZE]`, `[2 * TILE]`) as a number, through the
@@ -3253,6 +3263,11 @@ mod tests {
         assert_eq!(constant_capacity(src, "c_tab"), Some(340));
         assert_eq!(constant_capacity(src, "d"), None);
         assert_eq!(constant_capacity(src, "nothing"), None);
+        // Several declarators on one line; a longer name that ends in the symbol is not it.
+        let two = "__constant__ float a[4], b[2 * 4];\n__constant__ int xa[3];\n";
+        assert_eq!(constant_capacity(two, "a"), Some(4));
+        assert_eq!(constant_capacity(two, "b"), Some(8));
+        assert_eq!(constant_capacity(two, "xa"), Some(3));
     }
 
     #[test]
