@@ -3,6 +3,8 @@
 //! (`dim3 grid(ceil(n/256.0))` → `ceil_div(n, 256)`) and every unknown written as `TODO`,
 //! a string that fails `harness check` until a person completes it. And `harness check`.
 
+pub(super) use super::draft_value::toml_str;
+use super::draft_value::{Field, LaunchDraft};
 use super::expr::Scope;
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
@@ -724,10 +726,6 @@ pub(super) fn begin_arg(o: &mut String, i: usize, p: &crate::record::Param) -> S
     name
 }
 
-pub(super) fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
-}
-
 /// Size names: the int scalar parameters of the fast kernel.
 pub(super) fn int_scalars(u: &KernelUnit) -> Vec<String> {
     u.params
@@ -756,22 +754,21 @@ pub(super) fn site_for(u: &KernelUnit) -> Option<&LaunchSite> {
 /// Translate one unit's launch into TOML lines (without the table header).
 /// Returns the host variables the translated expressions use (they become sizes).
 pub(super) fn draft_launch(u: &KernelUnit, sizes: &[String], out: &mut String) -> Vec<String> {
-    draft_launch_with(u, sizes, out, &mut BTreeMap::new())
+    let (launch, vars) = draft_launch_with(u, sizes, &mut BTreeMap::new());
+    out.push_str(&launch.text());
+    vars
 }
 
-/// [`draft_launch`], adding the struct fields the launch reads (size name → host text) to
-/// `members`.
+/// One unit's launch as a table, and the host variables its translated expressions use
+/// (they become sizes); the struct fields the launch reads (size name → host text) are
+/// added to `members`.
 pub(super) fn draft_launch_with(
     u: &KernelUnit,
     sizes: &[String],
-    out: &mut String,
     members: &mut BTreeMap<String, String>,
-) -> Vec<String> {
+) -> (LaunchDraft, Vec<String>) {
     let Some(site) = site_for(u) else {
-        writeln!(out, "kernel = {}", toml_str(&u.symbol)).expect("string");
-        out.push_str("# TODO: extract recorded no launch site for this kernel\n");
-        out.push_str("grid = \"TODO\"\nblock = \"TODO\"\n");
-        return Vec::new();
+        return (LaunchDraft::without_site(&u.symbol), Vec::new());
     };
     let mut host_to_size = BTreeMap::new();
     for (a, p) in site.args.iter().zip(&u.params) {
@@ -791,7 +788,7 @@ pub(super) fn draft_launch_with(
     // A templated launch (`reduceSum<BLOCK_SIZE><<<…>>>`) names its instance: integer
     // arguments become `{expr}` parts of the name expression, type arguments stay as written.
     let kernel = match site.template_args.as_deref() {
-        None => toml_str(&u.symbol),
+        None => Field::known(u.symbol.clone()),
         Some(ta) => {
             let inner = ta.trim().trim_start_matches('<').trim_end_matches('>');
             let parts: Result<Vec<String>, String> = split_call_args(&format!("({inner})"))
@@ -819,15 +816,13 @@ pub(super) fn draft_launch_with(
                         .collect()
                 });
             match parts {
-                Ok(p) => toml_str(&format!("{}<{}>", u.kernel, p.join(", "))),
-                Err(why) => format!("\"TODO\"  # template instance {}<{inner}>: {why}", u.kernel),
+                Ok(p) => Field::known(format!("{}<{}>", u.kernel, p.join(", "))),
+                Err(why) => Field::todo(format!("template instance {}<{inner}>: {why}", u.kernel)),
             }
         }
     };
-    writeln!(out, "kernel = {kernel}").expect("string");
-    writeln!(
-        out,
-        "# from {}:{}: <<<{}, {}{}>>>",
+    let from = format!(
+        "{}:{}: <<<{}, {}{}>>>",
         site.path,
         site.line,
         site.grid,
@@ -836,8 +831,16 @@ pub(super) fn draft_launch_with(
             .as_deref()
             .map(|s| format!(", {s}"))
             .unwrap_or_default()
-    )
-    .expect("string");
+    );
+    let mut launch = LaunchDraft {
+        kernel,
+        args: None,
+        from: Some(from),
+        grid: Field::todo(""),
+        block: Field::todo(""),
+        shared_mem: None,
+        todo: None,
+    };
     for (key, text) in [
         ("grid", Some(&site.grid)),
         ("block", Some(&site.block)),
@@ -848,42 +851,46 @@ pub(super) fn draft_launch_with(
         let dims = dims_of(text, &names);
         let mut known: Vec<String> = sizes.to_vec();
         known.extend(names.host_vars.borrow().iter().cloned());
-        let line = match dims {
+        let f = match dims {
             Ok(d) if d.iter().all(|e| evaluates(e, &known).is_ok()) => {
                 for v in names.host_vars.borrow().iter() {
                     if !used.contains(v) {
                         used.push(v.clone());
                     }
                 }
-                if key == "shared_mem" && d.len() == 1 {
-                    format!("{key} = {}", toml_str(&d[0]))
-                } else if key == "shared_mem" {
-                    format!("{key} = \"TODO\"  # not one value: {}", toml_str(text))
-                } else {
-                    format!(
-                        "{key} = [{}]",
-                        d.iter().map(|e| toml_str(e)).collect::<Vec<_>>().join(", ")
-                    )
-                }
+                Field::known(d)
             }
             Ok(d) => {
                 let why = d
                     .iter()
                     .find_map(|e| evaluates(e, &known).err())
                     .unwrap_or_default();
-                format!("{key} = \"TODO\"  # translated to {d:?}, which fails: {why}")
+                Field::todo(format!("translated to {d:?}, which fails: {why}"))
             }
-            Err(why) => format!("{key} = \"TODO\"  # host text {}: {why}", toml_str(text)),
+            Err(why) => Field::todo(format!("host text {}: {why}", toml_str(text))),
         };
-        out.push_str(&line);
-        out.push('\n');
+        match key {
+            "grid" => launch.grid = f,
+            "block" => launch.block = f,
+            _ => {
+                launch.shared_mem = Some(match f {
+                    Field::Known { value, .. } if value.len() == 1 => {
+                        Field::known(value[0].clone())
+                    }
+                    Field::Known { .. } => {
+                        Field::todo(format!("not one value: {}", toml_str(text)))
+                    }
+                    Field::Assumed { .. } | Field::Todo { .. } => f.map(|d| d.join(", ")),
+                })
+            }
+        }
     }
     for (v, t) in names.members.borrow().iter() {
         if used.contains(v) {
             members.insert(v.clone(), t.clone());
         }
     }
-    used
+    (launch, used)
 }
 
 /// A draft harness (TOML text) for a pair.

@@ -6,29 +6,24 @@
 //! [`Unknown`] written as a `TODO` with its reason, so `harness check` fails until someone
 //! (a person or an LLM) completes it.
 
-use super::draft::{self, idents, int_scalars, site_for, tidy, toml_str, translate, Names};
+use super::draft::{self, idents, int_scalars, site_for, tidy, translate, Names};
+pub use super::draft_value::Unknown;
+use super::draft_value::{ArgDraft, ConstDraft, Field, HarnessDraft, Irregular};
+use super::draft_value::{LaunchDraft, Launches, TextureDraft};
 use super::infer_asof;
 use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{self, body_facts, BodyFacts, WriteKind};
 use super::infer_template;
+use super::spec::{Expr, RawHarness, RawInit, RawWindow};
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Something inference could not say, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unknown {
-    /// Where in the harness: `sizes.n`, `args[2].len`, `launch.grid`, ….
-    pub field: String,
-    pub reason: String,
-}
-
-/// An inferred harness: its TOML text and what it leaves open.
+/// An inferred harness: the value, and what it leaves open.
 #[derive(Debug, Clone)]
 pub struct Inferred {
-    pub toml: String,
+    pub harness: HarnessDraft,
     pub unknowns: Vec<Unknown>,
     /// What `--assume-size` filled in, with why the code did not say it.
     pub assumed: Vec<Unknown>,
@@ -39,6 +34,11 @@ pub struct Inferred {
 impl Inferred {
     pub fn complete(&self) -> bool {
         self.unknowns.is_empty()
+    }
+
+    /// The harness file: what is open and assumed at its head, then the tables.
+    pub fn toml(&self) -> String {
+        self.harness.write(&self.unknowns, &self.assumed)
     }
 }
 
@@ -199,26 +199,6 @@ pub fn elem_of(ty: &str, source: &str, host: &Host) -> (Option<ElemType>, Option
     (None, None)
 }
 
-/// The first grid component of a translated launch table (`grid = ["a", "b"]` or
-/// `grid = "a"`); None when it is a TODO.
-pub fn grid_x_of(launch: &str) -> Option<String> {
-    launch_x_of(launch, "grid")
-}
-
-/// The first component of a translated launch table's `grid` or `block`.
-fn launch_x_of(launch: &str, field: &str) -> Option<String> {
-    let key = format!("{field} = ");
-    let v = launch
-        .lines()
-        .find_map(|l| l.strip_prefix(key.as_str()))?
-        .trim();
-    let first = match serde_json::from_str::<Vec<String>>(v) {
-        Ok(c) => c.into_iter().next()?,
-        Err(_) => serde_json::from_str::<String>(v).ok()?,
-    };
-    (first != "TODO").then_some(first)
-}
-
 /// `int width, height` or `float x;`: a declaration that gives `name` no value (the program
 /// sets it later, with `fscanf` or in a loop), so not a definition of it.
 pub fn declares_without_value(name: &str, def: &str) -> bool {
@@ -306,14 +286,14 @@ pub fn product_of_others(k: &str, v: i64, values: &BTreeMap<String, i64>) -> boo
         .any(|(i, a)| others[i..].iter().any(|b| a.checked_mul(*b) == Some(v)))
 }
 
-/// `grid = ["a / 4", "1"]`: its expressions as one text of arithmetic (`a / 4 , 1`),
+/// A launch's grid or block (`["a / 4", "1"]`) as one text of arithmetic (`a / 4 , 1`),
 /// without the names in sums: an offset (`(n - offset) / 16`) is 0 legitimately.
-fn launch_exprs(line: &str) -> String {
+fn launch_exprs(dims: &[String]) -> String {
     static AFTER: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"[-+]\s*[A-Za-z_]\w*").expect("regex"));
     static BEFORE: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"[A-Za-z_]\w*\s*[-+]").expect("regex"));
-    let v = line.split_once('=').map_or(line, |(_, v)| v);
+    let v = dims.join(" , ");
     let v = AFTER
         .replace_all(&v.replace(['"', '[', ']'], " "), " ")
         .into_owned();
@@ -322,8 +302,14 @@ fn launch_exprs(line: &str) -> String {
 
 /// A `bool` buffer's inputs: only 0 and 1 are `bool` values (other bytes are undefined
 /// behaviour in C++).
-pub fn bool_init() -> &'static str {
-    "{ kind = \"int_range\", lo = 0, hi = 1 }  # bool: 0 or 1"
+pub fn bool_init() -> Field<RawInit> {
+    Field::noted(
+        RawInit::IntRange {
+            lo: Expr::Int(0),
+            hi: Expr::Int(1),
+        },
+        "bool: 0 or 1",
+    )
 }
 
 /// A buffer's length in elements, as host text, from its allocation or copies.
@@ -469,11 +455,31 @@ fn arg_name(i: usize, p: &crate::record::Param) -> String {
 }
 
 /// The init of an input with nothing more known: floats uniform in [-1, 1), integers 0..=100.
-fn default_init(e: Option<ElemType>) -> &'static str {
+fn default_init(e: Option<ElemType>) -> Field<RawInit> {
     match e {
-        Some(e) if e.is_float() => "{ kind = \"uniform\", lo = -1.0, hi = 1.0 }",
-        _ => "{ kind = \"int_range\", lo = 0, hi = 100 }  # not an index: values unconstrained",
+        Some(e) if e.is_float() => Field::known(RawInit::Uniform {
+            lo: Expr::Float(-1.0),
+            hi: Expr::Float(1.0),
+        }),
+        _ => Field::noted(
+            RawInit::IntRange {
+                lo: Expr::Int(0),
+                hi: Expr::Int(100),
+            },
+            "not an index: values unconstrained",
+        ),
     }
+}
+
+/// Floats drawn positive: for values that reach a log, sqrt, pow or divisor.
+fn positive_init() -> Field<RawInit> {
+    Field::noted(
+        RawInit::Uniform {
+            lo: Expr::Float(0.5),
+            hi: Expr::Float(2.0),
+        },
+        "positive: its values reach a log, sqrt, pow or divisor",
+    )
 }
 
 /// Infer a harness for a pair. `host` is the fast unit's launch context (empty when the
@@ -545,15 +551,9 @@ fn first_within_limits(
     first
 }
 
-/// Put an assumption note first in the file's "Assumed" comment block (made if missing)
-/// and in the result's list.
+/// Put an assumption note first in the result's list (and so in the file's "Assumed"
+/// comment block).
 fn insert_assumed(r: &mut Inferred, note: Unknown) {
-    const HEAD: &str = "# Assumed (review these):\n";
-    let line = format!("#   {}: {}\n", note.field, note.reason);
-    match r.toml.find(HEAD) {
-        Some(at) => r.toml.insert_str(at + HEAD.len(), &line),
-        None => r.toml.insert_str(0, &format!("{HEAD}{line}")),
-    }
     r.assumed.insert(0, note);
 }
 
@@ -603,17 +603,29 @@ fn infer_once(pair: &Pair, host: &Host, opts: &InferOptions) -> Inferred {
     let mut cx = Cx::new(pair, host, opts);
     cx.buffers();
     cx.texture_buffers();
-    let launches = cx.launches();
-    let mut o = cx.header();
-    if let Some(i) = &inst {
-        o.push_str(&i.note);
-    }
-    let all_sizes = cx.size_values(&mut o, &launches);
-    cx.args(&mut o);
-    cx.constants(&all_sizes, &mut o);
-    cx.textures(&mut o);
-    o.push_str(&cx.launch_arg_lists(launches));
-    cx.finish(o)
+    let mut launches = cx.launches();
+    let (sizes, irregular, all_sizes) = cx.size_values(&launches);
+    let args = cx.args();
+    let constants = cx.constants(&all_sizes);
+    let textures = cx.textures();
+    cx.launch_arg_lists(&mut launches);
+    let h = HarnessDraft {
+        heading: (
+            pair.id.clone(),
+            format!("{}/{}", pair.suite, pair.benchmark),
+            pair.fast.kernel.clone(),
+        ),
+        description: format!("{} {} (inferred)", pair.benchmark, pair.fast.kernel),
+        template_note: inst.as_ref().map(|i| i.note.clone()).unwrap_or_default(),
+        sizes,
+        irregular,
+        args,
+        constants,
+        textures,
+        launches,
+        check_fails: None,
+    };
+    cx.finish(h)
 }
 
 /// A pointer parameter's inferred facts.
@@ -692,95 +704,60 @@ struct Cx<'a> {
 
 /// Sizes a launch's grid divides by a number without rounding up (`grid = ["m / 16"]`,
 /// `"n / (16 * 8)"`): not `(n + 511) / 512` or `ceil_div(n, 16)`.
-pub fn floor_divided(launches: &str) -> BTreeSet<String> {
+pub fn floor_divided(launches: &Launches) -> BTreeSet<String> {
     static DIV: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?:^|[\s(\[,])([A-Za-z_]\w*)\s*/\s*\(*\s*\d").expect("valid")
     });
     launches
-        .lines()
-        .filter(|l| l.starts_with("grid ="))
-        .flat_map(|l| {
-            l.split(['"', ','])
-                .map(str::trim)
-                .filter(|c| !c.is_empty())
-                .flat_map(|c| {
-                    // Rounded up: `ceil_div`, `(n + 511) / 512`, `n / 4 + (n % 4 ? 1 : 0)`.
-                    let rounded = c.contains("ceil") || c.contains("- 1)") || c.contains('%');
-                    DIV.captures_iter(c)
-                        .filter(move |_| !rounded)
-                        .map(|m| m[1].to_string())
-                        .collect::<Vec<_>>()
-                })
+        .tables()
+        .into_iter()
+        .filter_map(|t| t.grid.value())
+        .flatten()
+        // Each part between commas on its own: `ceil_div(n, 16) + m / 4` floors `m`.
+        .flat_map(|e| e.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .flat_map(|c| {
+            // Rounded up: `ceil_div`, `(n + 511) / 512`, `n / 4 + (n % 4 ? 1 : 0)`.
+            let rounded = c.contains("ceil") || c.contains("- 1)") || c.contains('%');
+            DIV.captures_iter(c)
+                .filter(move |_| !rounded)
+                .map(|m| m[1].to_string())
                 .collect::<Vec<_>>()
         })
         .collect()
 }
 
-/// `args = [names]` after each `kernel = ` line of launch tables that has no `args` line
-/// yet (a slow launch whose kernel takes other parameters already names its own).
-fn with_args(tables: &str, names: &[String]) -> String {
-    let lines: Vec<&str> = tables.split_inclusive('\n').collect();
-    let mut out = String::with_capacity(tables.len());
-    for (i, l) in lines.iter().enumerate() {
-        out.push_str(l);
-        let named = lines.get(i + 1).is_some_and(|n| n.starts_with("args = "));
-        if l.starts_with("kernel = ") && !named {
-            writeln!(out, "args = [{}]", names.join(", ")).expect("string");
-        }
-    }
-    out
-}
-
 /// The slow launch's host names that its own code (`slow`) values differently from the fast
 /// side's (`fast`): replaced by the slow side's value in `table`'s grid, block and shared
-/// memory, and no longer sizes.
-fn own_values(table: &str, vars: Vec<String>, slow: &Host, fast: &Host) -> (String, Vec<String>) {
-    let mut t = table.to_string();
+/// memory, and no longer sizes. Returns the names that stay sizes.
+fn own_values(table: &mut LaunchDraft, vars: Vec<String>, slow: &Host, fast: &Host) -> Vec<String> {
     let mut keep = Vec::new();
     for v in vars {
         match (slow.int_value(&v), fast.int_value(&v)) {
             (Ok(a), b) if b != Ok(a) && super::is_ident(&v) => {
-                t = t
-                    .split_inclusive('\n')
-                    .map(|l| {
-                        if ["grid =", "block =", "shared_mem ="]
-                            .iter()
-                            .any(|k| l.starts_with(k))
-                        {
-                            infer_host::replace_word(l, &v, &a.to_string())
-                        } else {
-                            l.to_string()
-                        }
-                    })
-                    .collect();
+                let a = a.to_string();
+                let with = |t: &str| infer_host::replace_word(t, &v, &a);
+                let dims = |f: &mut Field<Vec<String>>| match f {
+                    Field::Known { value, .. } | Field::Assumed { value, .. } => {
+                        value.iter_mut().for_each(|e| *e = with(e));
+                    }
+                    Field::Todo { reason } => *reason = with(reason),
+                };
+                dims(&mut table.grid);
+                dims(&mut table.block);
+                match &mut table.shared_mem {
+                    Some(Field::Known { value, .. } | Field::Assumed { value, .. }) => {
+                        *value = with(value);
+                    }
+                    Some(Field::Todo { reason }) => *reason = with(reason),
+                    None => {}
+                }
             }
             _ => keep.push(v),
         }
     }
-    (t, keep)
-}
-
-/// Slow and fast launch tables that say the same (but for where they come from) become one
-/// `[[launch]]` table: rpes' `DoReduction` is launched alike from both variants' code.
-fn same_launches_merged(launches: String) -> String {
-    const SLOW: &str = "\n[[variants.slow.launch]]\n";
-    const FAST: &str = "\n[[variants.fast.launch]]\n";
-    let (Some(rest), Some(f)) = (launches.strip_prefix(SLOW), launches.find(FAST)) else {
-        return launches;
-    };
-    let slow = &rest[..f - SLOW.len()];
-    let fast = &launches[f + FAST.len()..];
-    let body = |t: &str| -> Vec<String> {
-        t.lines()
-            .filter(|l| !l.starts_with("# from ") && !l.trim().is_empty())
-            .map(String::from)
-            .collect()
-    };
-    if body(slow) == body(fast) {
-        format!("\n[[launch]]\n{fast}")
-    } else {
-        launches
-    }
+    keep
 }
 
 /// A launch site's definitions as the host code gives them at the launch: the recorded
@@ -1104,37 +1081,38 @@ impl<'a> Cx<'a> {
     }
 
     /// `[[args]]` for the buffers only textures read: inputs of the texel type.
-    fn texture_args(&mut self, o: &mut String) {
+    fn texture_args(&mut self) -> Vec<ArgDraft> {
         let mut unknowns = Vec::new();
+        let mut out = Vec::new();
         for t in &self.tex_bufs {
-            o.push_str("\n[[args]]\n");
-            writeln!(o, "name = {}", toml_str(&t.name)).expect("string");
-            writeln!(
-                o,
-                "# not a kernel parameter: `{}`, which the host binds to texture `{}`",
-                t.var, t.texture
-            )
-            .expect("string");
-            match t.elem {
-                Some(e) => writeln!(o, "type = {}", toml_str(e.name())).expect("string"),
+            let ty = match t.elem {
+                Some(e) => Field::known(e.name().to_string()),
                 None => {
                     let why = format!("the texels of `{}` are not an element type", t.texture);
-                    writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-                    unknowns.push((format!("args.{}.type", t.name), why));
+                    unknowns.push((format!("args.{}.type", t.name), why.clone()));
+                    Field::todo(why)
                 }
-            }
-            match &t.len {
-                Ok(l) => writeln!(o, "len = {}", toml_str(l)).expect("string"),
+            };
+            let mut a = ArgDraft::new(&t.name, ty);
+            a.comment = Some(format!(
+                "not a kernel parameter: `{}`, which the host binds to texture `{}`",
+                t.var, t.texture
+            ));
+            a.len = Some(match &t.len {
+                Ok(l) => Field::known(l.clone()),
                 Err(why) => {
-                    writeln!(o, "len = \"TODO\"  # {why}").expect("string");
                     unknowns.push((format!("args.{}.len", t.name), why.clone()));
+                    Field::todo(why.clone())
                 }
-            }
-            writeln!(o, "init = {}\nrole = \"in\"", default_init(t.elem)).expect("string");
+            });
+            a.init = Some(default_init(t.elem));
+            a.role = Some(Field::known("in".to_string()));
+            out.push(a);
         }
         for (f, why) in unknowns {
             self.unknown(f, why);
         }
+        out
     }
 
     /// The slow kernel's launch read from its own host code: the definitions there, with
@@ -1173,7 +1151,7 @@ impl<'a> Cx<'a> {
     /// takes 4 of the fast one's 6): its launch names the args it takes (`args = [...]`),
     /// each the fast parameter of the same name and type, else the one its launch passes
     /// the same host expression to. One that matches neither is an unknown.
-    fn slow_arg_list(&mut self, slow: &KernelUnit, table: &str) -> String {
+    fn slow_arg_list(&mut self, slow: &KernelUnit, table: &mut LaunchDraft) {
         let same = slow.params.len() == self.fast.params.len()
             && slow
                 .params
@@ -1181,7 +1159,7 @@ impl<'a> Cx<'a> {
                 .zip(&self.fast.params)
                 .all(|(a, b)| a.ty == b.ty);
         if same {
-            return table.to_string();
+            return;
         }
         let (ss, fs) = (site_for(slow), self.site);
         let mut names = Vec::new();
@@ -1215,34 +1193,35 @@ impl<'a> Cx<'a> {
                 .map(|i| arg_name(i, &self.fast.params[i]))
                 .or_else(by_texture);
             match name {
-                Some(n) => names.push(toml_str(&n)),
+                Some(n) => names.push(n),
                 None => {
-                    let why = format!(
+                    table.todo = Some(format!(
                         "the slow kernel's parameter `{} {}` is none of the fast kernel's, by name or by what the launches pass",
                         p.ty, p.name
-                    );
-                    let mut out = table.to_string();
-                    writeln!(out, "# TODO: {why}").expect("string");
-                    return out;
+                    ));
+                    return;
                 }
             }
         }
-        with_args(table, &names)
+        table.args.get_or_insert(names);
     }
 
-    /// With texture-only buffers among the args, each launch names its parameters' args.
-    fn launch_arg_lists(&self, launches: String) -> String {
+    /// With texture-only buffers among the args, each launch names its parameters' args
+    /// (a slow launch whose kernel takes other parameters names its own already).
+    fn launch_arg_lists(&self, launches: &mut Launches) {
         if self.tex_bufs.is_empty() {
-            return launches;
+            return;
         }
         let names: Vec<String> = self
             .fast
             .params
             .iter()
             .enumerate()
-            .map(|(i, p)| toml_str(&arg_name(i, p)))
+            .map(|(i, p)| arg_name(i, p))
             .collect();
-        with_args(&launches, &names)
+        for t in launches.tables_mut() {
+            t.args.get_or_insert_with(|| names.clone());
+        }
     }
 
     /// A buffer of structs of one scalar type (`struct P { float x, y; }`): its length in
@@ -1305,8 +1284,8 @@ impl<'a> Cx<'a> {
     }
 
     /// Launches (the draft's translation, over the definitions found in the host code): the
-    /// TOML text of the launch tables; their TODOs become unknowns.
-    fn launches(&mut self) -> String {
+    /// launch tables; their TODOs become unknowns.
+    fn launches(&mut self) -> Launches {
         let (fast, host) = (self.fast, self.host);
         let assume = self.opts.assume_size.is_some();
         let mut names = BTreeMap::new();
@@ -1319,90 +1298,57 @@ impl<'a> Cx<'a> {
             assume.then_some(&mut names),
         );
         self.unsettled_sizes.extend(names);
-        let mut launches = String::new();
         let slow_differs = self.pair.slow.unit().is_some_and(|s| {
             let a = site_for(s).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
             let b = site_for(fast).map(|x| (&x.grid, &x.block, &x.shared_mem, &x.definitions));
             a != b || s.symbol != fast.symbol || host.slow_side.is_some()
         });
-        if slow_differs {
+        let slow_table = slow_differs.then(|| {
             let slow = self.pair.slow.unit().expect("checked");
-            launches.push_str("\n[[variants.slow.launch]]\n");
-            let from = launches.len();
-            let vars = match host.slow_side.as_deref() {
+            let mut table = match host.slow_side.as_deref() {
                 // The slow kernel's own host code (Parboil's `cuda_base/main.cu`).
                 Some(sh) => {
                     let (patched, unsettled) = self.patched_slow(slow, sh);
-                    let vars = draft::draft_launch_with(
-                        &patched,
-                        &self.sizes,
-                        &mut launches,
-                        &mut self.members,
-                    );
-                    let tail = unsettle_fields(&launches[from..], &unsettled);
+                    let (mut table, vars) =
+                        draft::draft_launch_with(&patched, &self.sizes, &mut self.members);
+                    unsettle_fields(&mut table, &unsettled);
                     // A name the two variants' code gives different values (cp's
                     // `UNROLLX`, 1 in cuda_base and 8 in cuda) is no shared size: the slow
                     // launch takes its own value.
-                    let (tail, vars) = own_values(&tail, vars, sh, host);
-                    launches.truncate(from);
-                    launches.push_str(&tail);
-                    vars
+                    let vars = own_values(&mut table, vars, sh, host);
+                    self.note_host_vars(vars);
+                    table
                 }
                 None => {
-                    draft::draft_launch_with(slow, &self.sizes, &mut launches, &mut self.members)
+                    let (table, vars) =
+                        draft::draft_launch_with(slow, &self.sizes, &mut self.members);
+                    self.note_host_vars(vars);
+                    table
                 }
             };
-            self.note_host_vars(vars);
-            let tail = self.slow_arg_list(slow, &launches[from..]);
-            launches.truncate(from);
-            launches.push_str(&tail);
-            launches.push_str("\n[[variants.fast.launch]]\n");
-        } else {
-            launches.push_str("\n[[launch]]\n");
-        }
-        let fast_from = launches.len();
-        let vars =
-            draft::draft_launch_with(&patched, &self.sizes, &mut launches, &mut self.members);
+            self.slow_arg_list(slow, &mut table);
+            table
+        });
+        let (mut table, vars) = draft::draft_launch_with(&patched, &self.sizes, &mut self.members);
         self.note_host_vars(vars);
-        let tail = unsettle_fields(&launches[fast_from..], &unsettled);
-        self.grid_x = grid_x_of(&tail);
-        self.block_x = launch_x_of(&tail, "block");
-        launches.truncate(fast_from);
-        launches.push_str(&tail);
-        let launches = same_launches_merged(launches);
-        for l in launches.lines() {
-            if let Some((k, why)) = l.split_once("= \"TODO\"") {
-                self.unknown(
-                    format!("launch.{}", k.trim()),
-                    why.trim().trim_start_matches('#').trim().to_string(),
-                );
-            } else if l.starts_with("# TODO") {
-                self.unknown(
-                    "launch".into(),
-                    l.trim_start_matches("# TODO:").trim().to_string(),
-                );
+        unsettle_fields(&mut table, &unsettled);
+        self.grid_x = table.grid_x().cloned();
+        self.block_x = table.block_x().cloned();
+        // Slow and fast launches that say the same (but for where they come from) are one
+        // table: rpes' `DoReduction` is launched alike from both variants' code.
+        let launches = match slow_table {
+            Some(slow) if !slow.same_as(&table) => Launches::PerVariant {
+                slow: Box::new(slow),
+                fast: table,
+            },
+            _ => Launches::Shared(table),
+        };
+        for t in launches.tables() {
+            for (field, why) in t.todos() {
+                self.unknown(field, why);
             }
         }
         launches
-    }
-
-    /// The file's opening comment and description.
-    fn header(&self) -> String {
-        let (pair, fast) = (self.pair, self.fast);
-        let mut o = String::new();
-        writeln!(
-            o,
-            "# Inferred harness for pair {} ({}/{}, kernel {}).\n# Written by `kernelpair harness infer` from the host code and the kernel body;\n# every TODO fails `harness check` until it is resolved.",
-            pair.id, pair.suite, pair.benchmark, fast.kernel
-        )
-        .expect("string");
-        writeln!(
-            o,
-            "description = {}",
-            toml_str(&format!("{} {} (inferred)", pair.benchmark, fast.kernel))
-        )
-        .expect("string");
-        o
     }
 
     /// Size values (`[sizes]`) and the size sets; returns every size name (parameters, then
@@ -1444,12 +1390,13 @@ impl<'a> Cx<'a> {
     /// When size `s` is the x width of a launch's block and a launched kernel stores to a
     /// shared array at `[threadIdx.x]` (rpes' `Result[BLOCK_SIZE]`), the array's extent:
     /// the widest block the kernel can run, and why.
-    fn block_width_cap(&self, s: &str, launches: &str) -> Option<(i64, String)> {
-        let widths: BTreeSet<String> = launches
-            .split("[[")
-            .filter_map(|t| launch_x_of(t, "block"))
+    fn block_width_cap(&self, s: &str, launches: &Launches) -> Option<(i64, String)> {
+        let widths: BTreeSet<&String> = launches
+            .tables()
+            .into_iter()
+            .filter_map(LaunchDraft::block_x)
             .collect();
-        if !widths.contains(s) {
+        if !widths.iter().any(|w| *w == s) {
             return None;
         }
         self.block_cap
@@ -1459,19 +1406,15 @@ impl<'a> Cx<'a> {
 
     /// The smallest extent of a shared array a launched kernel stores to at
     /// `[threadIdx.x]`, and why (see [`Cx::block_width_cap`]).
-    fn narrowest_shared(&self, launches: &str) -> Option<(i64, String)> {
+    fn narrowest_shared(&self, launches: &Launches) -> Option<(i64, String)> {
         let units = [Some(self.fast), self.pair.slow.unit()];
         let mut best: Option<(i64, String)> = None;
-        for t in launches.split("[[") {
-            let Some(k) = t
-                .lines()
-                .find_map(|l| l.strip_prefix("kernel = "))
-                .and_then(|k| serde_json::from_str::<String>(k.trim()).ok())
-            else {
+        for t in launches.tables() {
+            let Some(k) = t.kernel.value() else {
                 continue;
             };
             for u in units.iter().flatten() {
-                for (arr, ext) in infer_kernel::thread_indexed_shared(&u.source, plain_kernel(&k)) {
+                for (arr, ext) in infer_kernel::thread_indexed_shared(&u.source, plain_kernel(k)) {
                     if let Some(n) = declared_extent(&u.source, &ext).filter(|n| *n > 0) {
                         if best.as_ref().is_none_or(|(b, _)| n < *b) {
                             best = Some((
@@ -1486,7 +1429,11 @@ impl<'a> Cx<'a> {
         best
     }
 
-    fn size_values(&mut self, o: &mut String, launches: &str) -> Vec<String> {
+    #[allow(clippy::type_complexity)] // (the [sizes] fields, the size sets, every size name)
+    fn size_values(
+        &mut self,
+        launches: &Launches,
+    ) -> (Vec<(String, Field<i64>)>, Irregular, Vec<String>) {
         // Where a size of 0 would be no size: buffer lengths, the launch's grid and block.
         let len_texts: Vec<String> = self
             .bufs
@@ -1494,12 +1441,14 @@ impl<'a> Cx<'a> {
             .filter_map(|b| b.len.as_ref().ok().cloned())
             .chain(
                 launches
-                    .lines()
-                    .filter(|l| l.starts_with("grid =") || l.starts_with("block ="))
-                    .map(launch_exprs),
+                    .tables()
+                    .into_iter()
+                    .flat_map(|t| [t.grid.value(), t.block.value()])
+                    .flatten()
+                    .map(|d| launch_exprs(d)),
             )
             .collect();
-        let mut size_lines = String::new();
+        let mut size_fields = Vec::new();
         let mut values: BTreeMap<String, i64> = BTreeMap::new();
         let all_sizes: Vec<String> = self
             .sizes
@@ -1548,16 +1497,12 @@ impl<'a> Cx<'a> {
                     } else {
                         ""
                     };
-                    writeln!(size_lines, "{s} = {v}  # host `{}`{how}", host_text.trim())
-                        .expect("string");
+                    let note = format!("host `{}`{how}", host_text.trim());
+                    size_fields.push((s.clone(), Field::noted(v, note)));
                 }
                 Ok(v) => {
-                    writeln!(
-                        size_lines,
-                        "{s} = \"TODO\"  # host `{}` is {v}",
-                        host_text.trim()
-                    )
-                    .expect("string");
+                    let why = format!("host `{}` is {v}", host_text.trim());
+                    size_fields.push((s.clone(), Field::todo(why)));
                     self.unknown(format!("sizes.{s}"), format!("host value {v} is negative"));
                 }
                 Err(why) => match self.opts.assume_size {
@@ -1590,31 +1535,32 @@ impl<'a> Cx<'a> {
                         } else {
                             format!("{how}: {why}")
                         };
-                        writeln!(size_lines, "{s} = {v}  # ASSUMED (--assume-size): {why}")
-                            .expect("string");
+                        size_fields.push((
+                            s.clone(),
+                            Field::Assumed {
+                                value: v,
+                                reason: why.clone(),
+                            },
+                        ));
                         self.assumed.push(Unknown {
                             field: format!("sizes.{s}"),
                             reason: why,
                         });
                     }
                     None => {
-                        writeln!(size_lines, "{s} = \"TODO\"  # {why}").expect("string");
+                        size_fields.push((s.clone(), Field::todo(why.clone())));
                         self.unknown(format!("sizes.{s}"), why);
                     }
                 },
             }
         }
-        o.push_str("\n[sizes]\n");
-        o.push_str(&size_lines);
-        if all_sizes.is_empty() {
-            o.push_str("# (no sizes: the launch and lengths are constants)\n");
-        }
-        self.size_sets(&values, launches, o);
-        all_sizes
+        let irregular = self.size_sets(&values, launches);
+        (size_fields, irregular, all_sizes)
     }
 
-    /// The default size set, and an irregular one over the sizes the kernel bounds-checks.
-    fn size_sets(&self, values: &BTreeMap<String, i64>, launches: &str, o: &mut String) {
+    /// The size sets beside the default one: an irregular one over the sizes the kernel
+    /// bounds-checks, when some may move.
+    fn size_sets(&self, values: &BTreeMap<String, i64>, launches: &Launches) -> Irregular {
         // A size that is the product of two of the kernel's other size parameters (srad's
         // `Ne = Nr * Nc`) stays: moving it alone would break the relation the kernel's
         // indexing relies on.
@@ -1708,7 +1654,7 @@ impl<'a> Cx<'a> {
                 }
             })
         };
-        let mut split_note = String::new();
+        let mut multiple_of = None;
         if !irregular_set.is_empty() {
             if let Some((p, d)) = broken(&irregular_set) {
                 let stepped = (1..=64).find_map(|k| {
@@ -1721,34 +1667,27 @@ impl<'a> Cx<'a> {
                         .then(|| build(&m))
                         .filter(|set| broken(set).is_none())
                 });
-                split_note = format!(
-                    "# `{p}` stays a multiple of `{d}`: the kernel splits it into that many equal parts and drops the remainder.\n"
-                );
                 irregular_set = stepped.unwrap_or_default();
                 if irregular_set.is_empty() {
-                    writeln!(
-                        o,
-                        "\n# No irregular size set: `{p}` must stay a multiple of `{d}` (the kernel splits it into equal parts and drops the remainder), and no nearby sizes keep it one."
-                    )
-                    .expect("string");
+                    return Irregular::Refused(p.clone(), d.clone());
                 }
+                multiple_of = Some((p.clone(), d.clone()));
             }
         }
-        // Always one set, also when the launch and lengths are constants (fft, lbm): a
-        // harness runs once per size set.
-        o.push_str("\n[[size_sets]]\nname = \"default\"\n");
-        if !irregular_set.is_empty() {
-            o.push_str("\n# Non-power-of-two sizes the kernel's bounds checks compare against.\n");
-            o.push_str(&split_note);
-            o.push_str("[[size_sets]]\nname = \"irregular\"\n");
-            for (k, v) in &irregular_set {
-                writeln!(o, "{k} = {v}").expect("string");
+        // The default set is always there, also when the launch and lengths are constants
+        // (fft, lbm): a harness runs once per size set.
+        if irregular_set.is_empty() {
+            Irregular::None
+        } else {
+            Irregular::Set {
+                values: irregular_set,
+                multiple_of,
             }
         }
     }
 
     /// `[[args]]`, one per kernel parameter.
-    fn args(&mut self, o: &mut String) {
+    fn args(&mut self) -> Vec<ArgDraft> {
         let fast = self.fast;
         let lens: BTreeMap<String, String> = fast
             .params
@@ -1761,106 +1700,100 @@ impl<'a> Cx<'a> {
                     .map(|l| (p.name.clone(), l.clone()))
             })
             .collect();
+        let mut out = Vec::new();
         for (i, p) in fast.params.iter().enumerate() {
             let name = arg_name(i, p);
-            o.push_str("\n[[args]]\n");
-            writeln!(o, "name = {}", toml_str(&name)).expect("string");
-            if self.bufs.contains_key(&i) {
-                self.buffer_arg(i, &name, &lens, o);
+            out.push(if self.bufs.contains_key(&i) {
+                self.buffer_arg(i, &name, &lens)
             } else {
-                self.scalar_arg(i, &name, o);
-            }
+                self.scalar_arg(i, &name)
+            });
         }
-        self.texture_args(o);
+        out.extend(self.texture_args());
+        out
     }
 
     /// A pointer argument's type, length, init and role.
-    fn buffer_arg(
-        &mut self,
-        i: usize,
-        name: &str,
-        lens: &BTreeMap<String, String>,
-        o: &mut String,
-    ) {
+    fn buffer_arg(&mut self, i: usize, name: &str, lens: &BTreeMap<String, String>) -> ArgDraft {
         let p = &self.fast.params[i];
         let b = &self.bufs[&i];
         let mut unknowns = Vec::new();
-        match b.elem {
+        let mut a = match b.elem {
             Some(e) => {
-                writeln!(o, "type = {}", toml_str(e.name())).expect("string");
-                if let Some(a) = &b.alias {
-                    writeln!(o, "c_type = {}", toml_str(a)).expect("string");
-                }
+                let mut a = ArgDraft::new(name, Field::known(e.name().to_string()));
+                a.c_type = b.alias.clone();
+                a
             }
             None => {
                 let why = format!(
                     "`{}` is not an element type (a struct or struct-of-pointers input)",
                     c_base_type(&p.ty)
                 );
-                writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-                unknowns.push((format!("args.{name}.type"), why));
+                unknowns.push((format!("args.{name}.type"), why.clone()));
+                ArgDraft::new(name, Field::todo(why))
             }
-        }
-        match &b.len {
-            Ok(l) => writeln!(o, "len = {}", toml_str(l)).expect("string"),
+        };
+        a.len = Some(match &b.len {
+            Ok(l) => Field::known(l.clone()),
             Err(why) => {
-                writeln!(o, "len = \"TODO\"  # {why}").expect("string");
                 unknowns.push((format!("args.{name}.len"), why.clone()));
+                Field::todo(why.clone())
             }
-        }
+        });
         let init = match self.buffer_init(b, &p.name, lens) {
             Ok(init) => init,
             Err(why) => {
                 unknowns.push((format!("args.{name}.init"), why.clone()));
-                format!("\"TODO\"  # an index buffer: {why}")
+                Field::todo(format!("an index buffer: {why}"))
             }
         };
         let is_out = b.role.as_ref().is_ok_and(|r| r.role == "out");
         if !is_out {
-            writeln!(o, "init = {init}").expect("string");
+            a.init = Some(init);
         }
-        match &b.role {
-            Ok(r) => writeln!(o, "role = \"{}\"", r.role).expect("string"),
+        a.role = Some(match &b.role {
+            Ok(r) => Field::known(r.role.to_string()),
             Err(why) => {
-                writeln!(o, "role = \"TODO\"  # {why}").expect("string");
                 unknowns.push((format!("args.{name}.role"), why.clone()));
+                Field::todo(why.clone())
             }
-        }
+        });
         if let (true, Some(g)) = (
             is_out && self.facts.per_block.contains(&p.name),
             self.grid_x.as_ref(),
         ) {
-            match self.facts.per_block_offset.get(&p.name) {
-                None => writeln!(
-                    o,
-                    "compare = {{ len = {} }}  # one result per block (stored at [blockIdx.x]): the rest is not the kernel's",
-                    toml_str(g)
-                )
-                .expect("string"),
+            let len = Expr::Text(g.clone());
+            a.compare = match self.facts.per_block_offset.get(&p.name) {
+                None => Some(Field::noted(
+                    RawWindow { offset: None, len },
+                    "one result per block (stored at [blockIdx.x]): the rest is not the kernel's",
+                )),
                 // `[blockIdx.x + Offset]`: the launch's blocks write from `Offset` on (a
                 // chunk of a launch the host repeats); an offset that is no size is left
                 // compared whole.
-                Some(off) if self.sizes.contains(off) => writeln!(
-                    o,
-                    "compare = {{ offset = {}, len = {} }}  # one result per block (stored at [blockIdx.x + {off}]): the rest is not this launch's",
-                    toml_str(off),
-                    toml_str(g)
-                )
-                .expect("string"),
-                Some(_) => {}
-            }
+                Some(off) if self.sizes.contains(off) => Some(Field::noted(
+                    RawWindow {
+                        offset: Some(Expr::Text(off.clone())),
+                        len,
+                    },
+                    format!("one result per block (stored at [blockIdx.x + {off}]): the rest is not this launch's"),
+                )),
+                Some(_) => None,
+            };
         }
         if b.role.as_ref().is_ok_and(|r| r.role != "in")
             && self.facts.constant_stores.contains(&p.name)
         {
-            o.push_str("allow_degenerate = true  # the kernel only stores literals into it (a flag or mask it sets or clears)\n");
+            a.allow_degenerate = Some(Field::noted(
+                true,
+                "the kernel only stores literals into it (a flag or mask it sets or clears)",
+            ));
         }
-        if self.float_atomics.contains(&p.name) {
-            o.push_str("# float atomics: the summation order varies between runs\n");
-        }
+        a.float_atomics = self.float_atomics.contains(&p.name);
         for (f, why) in unknowns {
             self.unknown(f, why);
         }
+        a
     }
 
     /// A buffer's initial values: zeros, an index range bounded by the buffers it
@@ -1871,15 +1804,15 @@ impl<'a> Cx<'a> {
         b: &Buf,
         param: &str,
         lens: &BTreeMap<String, String>,
-    ) -> Result<String, String> {
+    ) -> Result<Field<RawInit>, String> {
         let zeros = b.role.as_ref().is_ok_and(|r| r.zeros);
         if zeros {
-            return Ok("{ kind = \"zeros\" }".to_string());
+            return Ok(Field::known(RawInit::Zeros));
         }
         if let Some(src) = &b.copy_of {
-            return Ok(format!(
-                "{{ kind = \"copy_of\", arg = {} }}  # the host copies it on the device",
-                toml_str(src)
+            return Ok(Field::noted(
+                RawInit::CopyOf { arg: src.clone() },
+                "the host copies it on the device",
             ));
         }
         if let Some(targets) = self.facts.indexes.get(param) {
@@ -1920,17 +1853,23 @@ impl<'a> Cx<'a> {
                                 .join(", ")
                         )
                     };
-                    Ok(format!(
-                        "{{ kind = \"int_range\", lo = 0, hi = {} }}  # indexes {}{}",
-                        toml_str(&hi),
-                        targets.iter().cloned().collect::<Vec<_>>().join(", "),
-                        if run {
-                            " as the start of a run of the block's width (`[first + threadIdx.x]`)"
-                        } else if offset {
-                            " as an offset inside a larger subscript: a map onto its own range"
-                        } else {
-                            ""
-                        }
+                    let range = RawInit::IntRange {
+                        lo: Expr::Int(0),
+                        hi: Expr::Text(hi),
+                    };
+                    Ok(Field::noted(
+                        range,
+                        format!(
+                            "indexes {}{}",
+                            targets.iter().cloned().collect::<Vec<_>>().join(", "),
+                            if run {
+                                " as the start of a run of the block's width (`[first + threadIdx.x]`)"
+                            } else if offset {
+                                " as an offset inside a larger subscript: a map onto its own range"
+                            } else {
+                                ""
+                            }
+                        ),
                     ))
                 }
                 _ => Err(format!(
@@ -1940,30 +1879,25 @@ impl<'a> Cx<'a> {
             };
         }
         Ok(match b.elem {
-            _ if b.alias.as_deref() == Some("bool") => bool_init().into(),
-            Some(e) if e.is_float() && self.facts.domain.contains(param) => {
-                "{ kind = \"uniform\", lo = 0.5, hi = 2.0 }  # positive: its values reach a log, sqrt, pow or divisor".into()
-            }
-            e => default_init(e).into(),
+            _ if b.alias.as_deref() == Some("bool") => bool_init(),
+            Some(e) if e.is_float() && self.facts.domain.contains(param) => positive_init(),
+            e => default_init(e),
         })
     }
 
     /// A scalar argument's type and value (a size, or the host expression at the launch).
-    fn scalar_arg(&mut self, i: usize, name: &str, o: &mut String) {
+    fn scalar_arg(&mut self, i: usize, name: &str) -> ArgDraft {
         let p = &self.fast.params[i];
         let (Some(e), alias) = elem_of(&p.ty, &self.fast.source, self.host) else {
             let why = format!("`{}` passed by value is not a scalar type", p.ty);
-            writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-            self.unknown(format!("args.{name}.type"), why);
-            return;
+            self.unknown(format!("args.{name}.type"), why.clone());
+            return ArgDraft::new(name, Field::todo(why));
         };
-        writeln!(o, "type = {}", toml_str(e.name())).expect("string");
-        if let Some(a) = &alias {
-            writeln!(o, "c_type = {}", toml_str(a)).expect("string");
-        }
+        let mut a = ArgDraft::new(name, Field::known(e.name().to_string()));
+        a.c_type = alias;
         if self.sizes.contains(&p.name) {
-            writeln!(o, "value = {}", toml_str(&p.name)).expect("string");
-            return;
+            a.value = Some(Field::known(Expr::Text(p.name.clone())));
+            return a;
         }
         let host_text = self
             .site
@@ -1976,26 +1910,25 @@ impl<'a> Cx<'a> {
                     super::expr::Num::Int(x) => x.to_string(),
                     super::expr::Num::Float(f) => format!("{f:?}"),
                 };
-                writeln!(
-                    o,
-                    "value = {}  # host `{}`",
-                    toml_str(&text),
-                    host_text.trim()
-                )
-                .expect("string");
+                let note = format!("host `{}`", host_text.trim());
+                a.value = Some(Field::noted(Expr::Text(text), note));
             }
             Err(why) if self.opts.assume_size.is_some() && e.is_float() => {
-                writeln!(o, "value = 0.5  # ASSUMED (--assume-size): {why}").expect("string");
+                a.value = Some(Field::Assumed {
+                    value: Expr::Float(0.5),
+                    reason: why.clone(),
+                });
                 self.assumed.push(Unknown {
                     field: format!("args.{name}.value"),
                     reason: why,
                 });
             }
             Err(why) => {
-                writeln!(o, "value = \"TODO\"  # {why}").expect("string");
+                a.value = Some(Field::todo(why.clone()));
                 self.unknown(format!("args.{name}.value"), why);
             }
         }
+        a
     }
 
     /// `[[constants]]`: the `__constant__` tables the host uploads. The element type is
@@ -2003,14 +1936,13 @@ impl<'a> Cx<'a> {
     /// fields are all one scalar (`kValues c[512]`) is that scalar, `fields` per struct.
     /// When the upload's length names host values that are not sizes, the whole declared
     /// table is filled: the kernel cannot read past its declaration.
-    fn constants(&mut self, all_sizes: &[String], o: &mut String) {
+    fn constants(&mut self, all_sizes: &[String]) -> Vec<ConstDraft> {
         let uploads = self.host.symbol_uploads();
+        let mut out = Vec::new();
         for (sym, bytes) in &uploads {
             let Some(ty) = constant_type(&self.fast.source, sym) else {
                 continue;
             };
-            o.push_str("\n[[constants]]\n");
-            writeln!(o, "name = {}", toml_str(sym)).expect("string");
             let (e, fields) = match elem_of(&ty, &self.fast.source, self.host) {
                 // `float4 atominfo[N]`: four f32 per declared element.
                 (Some(e), _) => (
@@ -2021,15 +1953,17 @@ impl<'a> Cx<'a> {
                     Some((e, n, _)) => (e, n),
                     None => {
                         let why = format!("`__constant__ {ty} {sym}` is not an element type");
-                        writeln!(o, "type = \"TODO\"  # {why}").expect("string");
-                        writeln!(o, "len = \"TODO\"  # the element type is unknown")
-                            .expect("string");
-                        self.unknown(format!("constants.{sym}.type"), why);
+                        self.unknown(format!("constants.{sym}.type"), why.clone());
+                        out.push(ConstDraft {
+                            name: sym.clone(),
+                            ty: Field::todo(why),
+                            len: Field::todo("the element type is unknown"),
+                            init: None,
+                        });
                         continue;
                     }
                 },
             };
-            writeln!(o, "type = {}", toml_str(e.name())).expect("string");
             let t = elements_of(bytes, self.host, e.size_of() * fields);
             add_definitions(&t, self.host, &self.keep, &mut self.defs);
             let names = Names {
@@ -2052,19 +1986,17 @@ impl<'a> Cx<'a> {
                 Ok(l) => Err(format!("length `{l}` uses host names that are not sizes")),
                 Err(why) => Err(why),
             };
-            match (len, constant_capacity(&self.fast.source, sym)) {
-                (Ok(l), _) => writeln!(o, "len = {}", toml_str(&l)).expect("string"),
-                (Err(why), Some(cap)) => writeln!(
-                    o,
-                    "len = {}  # the whole declared table ({cap} {ty}): {why}",
-                    cap * fields as i64
-                )
-                .expect("string"),
+            let len = match (len, constant_capacity(&self.fast.source, sym)) {
+                (Ok(l), _) => Field::known(Expr::Text(l)),
+                (Err(why), Some(cap)) => Field::noted(
+                    Expr::Int(cap * fields as i64),
+                    format!("the whole declared table ({cap} {ty}): {why}"),
+                ),
                 (Err(why), None) => {
-                    writeln!(o, "len = \"TODO\"  # {why}").expect("string");
-                    self.unknown(format!("constants.{sym}.len"), why);
+                    self.unknown(format!("constants.{sym}.len"), why.clone());
+                    Field::todo(why)
                 }
-            }
+            };
             // A table whose values reach a log, sqrt, pow or divisor (cp's precomputed
             // `dz * dz` under `rsqrtf`) is drawn positive, as buffers are.
             let positive = e.is_float()
@@ -2074,38 +2006,36 @@ impl<'a> Cx<'a> {
                     std::slice::from_ref(sym),
                 )
                 .is_some_and(|f| f.domain.contains(sym));
-            if positive {
-                writeln!(
-                    o,
-                    "init = {{ kind = \"uniform\", lo = 0.5, hi = 2.0 }}  # positive: its values reach a log, sqrt, pow or divisor"
-                )
-                .expect("string");
-            } else {
-                writeln!(o, "init = {}", default_init(Some(e))).expect("string");
-            }
+            out.push(ConstDraft {
+                name: sym.clone(),
+                ty: Field::known(e.name().to_string()),
+                len,
+                init: Some(if positive {
+                    positive_init()
+                } else {
+                    default_init(Some(e))
+                }),
+            });
         }
+        out
     }
 
     /// `[[textures]]`: each 1-D legacy texture the unit declares that the host binds
     /// (`cudaBindTexture(0, t, d_x, bytes)`) to a buffer the launch passes, with the same
     /// element type (the texture's width is then the buffer's length).
-    fn textures(&mut self, o: &mut String) {
+    fn textures(&mut self) -> Vec<TextureDraft> {
+        let mut out = Vec::new();
         for t in self.tex_bufs.iter().filter(|t| t.extent.is_some()) {
             let Some((w, h)) = &t.extent else { continue };
-            o.push_str("\n[[textures]]\n");
-            writeln!(o, "name = {}", toml_str(&t.texture)).expect("string");
-            writeln!(
-                o,
-                "buffer = {}  # cudaBindTextureToArray(…{}…, {})",
-                toml_str(&t.name),
-                t.texture,
-                t.var
-            )
-            .expect("string");
-            writeln!(o, "width = {}", toml_str(w)).expect("string");
-            if let Some(h) = h {
-                writeln!(o, "height = {}", toml_str(h)).expect("string");
-            }
+            out.push(TextureDraft {
+                name: t.texture.clone(),
+                buffer: Field::noted(
+                    t.name.clone(),
+                    format!("cudaBindTextureToArray(…{}…, {})", t.texture, t.var),
+                ),
+                width: Some(Field::known(w.clone())),
+                height: h.clone(),
+            });
         }
         for (tex, texel, var) in texture_binds(&self.fast.source, self.host) {
             let site = self.site;
@@ -2115,79 +2045,67 @@ impl<'a> Cx<'a> {
                         .and_then(|s| s.args.get(*i))
                         .is_some_and(|a| infer_host::pointer_name(a) == var)
             });
+            let bound = format!("cudaBindTexture(…, {tex}, {var}, …)");
             let Some((i, p)) = param else {
                 if let Some(t) = self.tex_bufs.iter().find(|t| t.var == var) {
-                    o.push_str("\n[[textures]]\n");
-                    writeln!(o, "name = {}", toml_str(&tex)).expect("string");
-                    writeln!(
-                        o,
-                        "buffer = {}  # cudaBindTexture(…, {tex}, {var}, …)",
-                        toml_str(&t.name)
-                    )
-                    .expect("string");
                     // `float4` texels over an f32 buffer: a quarter as many texels.
                     let lanes = crate::cuda::texture::texel_bytes(&texel)
                         .zip(t.elem.map(|e| e.size_of()))
                         .filter(|(tb, eb)| tb > eb && tb % eb == 0)
                         .map(|(tb, eb)| tb / eb);
-                    if let (Some(k), Ok(len)) = (lanes, &t.len) {
-                        writeln!(
-                            o,
-                            "width = {}  # {texel} texels",
-                            toml_str(&format!("({len}) / {k}"))
-                        )
-                        .expect("string");
-                    }
+                    let width = match (lanes, &t.len) {
+                        (Some(k), Ok(len)) => Some(Field::noted(
+                            format!("({len}) / {k}"),
+                            format!("{texel} texels"),
+                        )),
+                        _ => None,
+                    };
+                    out.push(TextureDraft {
+                        name: tex.clone(),
+                        buffer: Field::noted(t.name.clone(), bound),
+                        width,
+                        height: None,
+                    });
                 }
                 continue;
             };
             let same_type = self.bufs.get(&i).and_then(|b| b.elem) == ElemType::from_c_type(&texel);
-            o.push_str("\n[[textures]]\n");
-            writeln!(o, "name = {}", toml_str(&tex)).expect("string");
-            if same_type {
-                writeln!(
-                    o,
-                    "buffer = {}  # cudaBindTexture(…, {tex}, {var}, …)",
-                    toml_str(&p.name)
-                )
-                .expect("string");
+            let buffer = if same_type {
+                Field::noted(p.name.clone(), bound)
             } else {
                 let why = format!(
                     "texture `{tex}` holds `{texel}`, the buffer `{}` another type: its width in texels is not known",
                     p.name
                 );
-                writeln!(o, "buffer = \"TODO\"  # {why}").expect("string");
-                self.unknown(format!("textures.{tex}"), why);
-            }
+                self.unknown(format!("textures.{tex}"), why.clone());
+                Field::todo(why)
+            };
+            out.push(TextureDraft {
+                name: tex.clone(),
+                buffer,
+                width: None,
+                height: None,
+            });
         }
+        out
     }
 
     /// A harness with no unknown left must also pass `harness check` (load, bind the
     /// kernel's parameters, resolve every size set on an H100): what does not stays an
     /// unknown. Then the `# Unknowns:` / `# Assumed` head.
-    fn finish(mut self, mut o: String) -> Inferred {
+    fn finish(mut self, mut h: HarnessDraft) -> Inferred {
         if self.unknowns.is_empty() {
             let slow = self.pair.slow.unit().unwrap_or(self.fast);
-            if let Err(why) = check_complete(&o, slow, self.fast) {
-                o.push_str(&format!("\n# TODO: harness check fails: {why}\n"));
+            if let Err(why) = h
+                .to_raw()
+                .and_then(|raw| check_complete(raw, slow, self.fast))
+            {
+                h.check_fails = Some(why.clone());
                 self.unknown("harness".into(), why);
             }
         }
-        let mut head = String::new();
-        if !self.unknowns.is_empty() {
-            head.push_str("# Unknowns:\n");
-            for u in &self.unknowns {
-                writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
-            }
-        }
-        if !self.assumed.is_empty() {
-            head.push_str("# Assumed (review these):\n");
-            for u in &self.assumed {
-                writeln!(head, "#   {}: {}", u.field, u.reason).expect("string");
-            }
-        }
         Inferred {
-            toml: format!("{head}{o}"),
+            harness: h,
             unknowns: self.unknowns,
             assumed: self.assumed,
             float_atomics: self.float_atomics,
@@ -2295,26 +2213,29 @@ pub fn definitions_as_of_launch(
 
 /// A drafted launch table with each `(field, reason)` in `fields` turned into a TODO with
 /// that reason (fields the draft left TODO already keep theirs).
-pub fn unsettle_fields(table: &str, fields: &[(&str, String)]) -> String {
-    let mut out = String::with_capacity(table.len());
-    for l in table.split_inclusive('\n') {
-        // A field already TODO keeps its reason, unless the reason is the translation's
-        // loop through the unsettled name's stale definition (`per = sqrt(nb)` recorded,
-        // `nb = per * per` at the launch): then the unsettled reason is the real one.
-        let todo = fields.iter().find(|(k, _)| {
-            l.strip_prefix(k).is_some_and(|r| {
-                r.trim_start().starts_with('=')
-                    && (!r.contains("\"TODO\"") || r.contains("definitions nest too deeply"))
-            })
-        });
-        match todo {
-            Some((k, why)) => {
-                writeln!(out, "{k} = \"TODO\"  # {why}").expect("string");
-            }
-            None => out.push_str(l),
+pub fn unsettle_fields(table: &mut LaunchDraft, fields: &[(&str, String)]) {
+    // A field already TODO keeps its reason, unless the reason is the translation's loop
+    // through the unsettled name's stale definition (`per = sqrt(nb)` recorded,
+    // `nb = per * per` at the launch): then the unsettled reason is the real one.
+    fn unsettle<T>(f: &mut Field<T>, why: &str) {
+        let stale = match f {
+            Field::Todo { reason } => reason.contains("definitions nest too deeply"),
+            _ => true,
+        };
+        if stale {
+            *f = Field::todo(why);
         }
     }
-    out
+    let why = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, w)| w);
+    if let Some(w) = why("grid") {
+        unsettle(&mut table.grid, w);
+    }
+    if let Some(w) = why("block") {
+        unsettle(&mut table.block, w);
+    }
+    if let (Some(w), Some(s)) = (why("shared_mem"), table.shared_mem.as_mut()) {
+        unsettle(s, w);
+    }
 }
 
 /// The 1-D legacy textures a unit declares (extract's `kernelpair_legacy_texture<T, 1> name`)
@@ -2452,10 +2373,10 @@ pub fn names_used<'t>(
     seen
 }
 
-/// Load an inferred harness and check it against the fast unit as `harness check` does, and
-/// resolve every size set for an H100 (block limits, lengths > 0).
-pub fn check_complete(toml: &str, slow: &KernelUnit, fast: &KernelUnit) -> Result<(), String> {
-    let h = crate::harness::parse(toml, "inferred")
+/// Validate an inferred harness (the value, not its text) and check it against the fast unit
+/// as `harness check` does, and resolve every size set for an H100 (block limits, lengths > 0).
+pub fn check_complete(raw: RawHarness, slow: &KernelUnit, fast: &KernelUnit) -> Result<(), String> {
+    let h = super::validate::build(raw, "inferred")
         .and_then(|h| h.for_pair(Some(slow), fast))
         .map_err(|e| e.to_string())?;
     if !fast.params.is_empty() {
@@ -2583,12 +2504,22 @@ pub fn constant_scalars(source: &str, sym: &str) -> Option<i64> {
 /// The element count of a `__constant__ T sym[EXPR];` declaration in `source`, when EXPR
 /// folds to an integer through the source's `#define`s (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
 pub fn constant_capacity(source: &str, sym: &str) -> Option<i64> {
-    let re = regex::Regex::new(&format!(
-        r"__constant__[^;\n]*\b{}\s*\[([^\]\n]*)\]",
-        regex::escape(sym)
-    ))
-    .ok()?;
-    declared_extent(source, re.captures(source)?.get(1)?.as_str())
+    // `sym` as a whole word on the declaration's line (before its `;`), the last such
+    // followed by `[…]`, in the first `__constant__` declaration that has one.
+    static EXTENT: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*\[([^\]\n]*)\]").expect("valid"));
+    const KEY: &str = "__constant__";
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let inner = source.match_indices(KEY).find_map(|(at, _)| {
+        let rest = &source[at + KEY.len()..];
+        let line = &rest[..rest.find([';', '\n']).unwrap_or(rest.len())];
+        line.match_indices(sym)
+            .filter(|(i, _)| *i > 0 && !line[..*i].ends_with(word))
+            .filter_map(|(i, _)| EXTENT.captures(&rest[i + sym.len()..]))
+            .last()
+            .map(|c| c[1].to_string())
+    })?;
+    declared_extent(source, &inner)
 }
 
 /// An array's declared extent (`[BLOCK_SIZE]`, `[2 * TILE]`) as a number, through the
@@ -2726,7 +2657,7 @@ pub fn infer_all(
             let path = out.join(format!("{}.toml", p.id));
             crate::jsonl::write_atomic(&path, |w| {
                 use std::io::Write;
-                w.write_all(inf.toml.as_bytes())
+                w.write_all(inf.toml().as_bytes())
             })?;
             progress.inc(1, &p.kernel);
             Ok((p.id.clone(), format!("{}/{}", p.benchmark, p.kernel), inf))
@@ -2779,6 +2710,25 @@ mod tests {
     use super::*;
     use crate::harness::infer_kernel::BodyFacts;
 
+    /// A launch table of kernel `k` read from `a.cu:3`.
+    fn launch(grid: &[&str], block: &[&str]) -> LaunchDraft {
+        let dims = |d: &[&str]| Field::known(d.iter().map(|e| e.to_string()).collect());
+        LaunchDraft {
+            kernel: Field::known("k".to_string()),
+            args: None,
+            from: Some("a.cu:3: <<<…>>>".into()),
+            grid: dims(grid),
+            block: dims(block),
+            shared_mem: None,
+            todo: None,
+        }
+    }
+
+    /// `check_complete` of a harness written as TOML.
+    fn check_text(toml: &str, slow: &KernelUnit, fast: &KernelUnit) -> Result<(), String> {
+        check_complete(toml::from_str(toml).expect("a harness"), slow, fast)
+    }
+
     #[test]
     fn a_pointer_offset_by_a_counter_at_zero_is_its_base_on_the_first_pass() {
         let h = Host::default();
@@ -2809,41 +2759,33 @@ mod tests {
             file: "#define UNROLLX 8\n#define BX 16\n".into(),
             ..Host::default()
         };
-        let table = "kernel = \"k\"\n# from a.cu:3: <<<n / (BX * UNROLLX), BX>>>\ngrid = [\"n / (BX * UNROLLX)\"]\nblock = [\"BX\"]\n";
-        let (t, vars) = own_values(
-            table,
+        let mut t = launch(&["n / (BX * UNROLLX)"], &["BX"]);
+        t.from = Some("a.cu:3: <<<n / (BX * UNROLLX), BX>>>".into());
+        let vars = own_values(
+            &mut t,
             vec!["UNROLLX".into(), "BX".into(), "n".into()],
             &slow,
             &fast,
         );
-        assert!(t.contains("grid = [\"n / (BX * 1)\"]"), "{t}");
+        assert_eq!(t.grid_x().map(String::as_str), Some("n / (BX * 1)"));
         // The comment keeps the host text; shared names stay sizes.
-        assert!(t.contains("<<<n / (BX * UNROLLX), BX>>>"), "{t}");
+        assert!(t.text().contains("<<<n / (BX * UNROLLX), BX>>>"), "{t:?}");
         assert_eq!(vars, vec!["BX".to_string(), "n".to_string()]);
     }
 
     #[test]
-    fn args_lines_go_only_where_a_launch_names_none() {
-        let t = "\n[[variants.slow.launch]]\nkernel = \"k\"\nargs = [\"a\"]\ngrid = [\"1\"]\n\n[[variants.fast.launch]]\nkernel = \"k\"\ngrid = [\"1\"]\n";
-        let out = with_args(t, &["\"a\"".into(), "\"b\"".into()]);
-        assert_eq!(out.matches("args = ").count(), 2, "{out}");
-        assert!(
-            out.contains("kernel = \"k\"\nargs = [\"a\"]\ngrid"),
-            "{out}"
-        );
-        assert!(
-            out.contains("kernel = \"k\"\nargs = [\"a\", \"b\"]\ngrid"),
-            "{out}"
-        );
-    }
-
-    #[test]
     fn floor_divided_grid_sizes_are_found() {
-        let l = "grid = [\"m / ((16 * 8))\", \"n / 16\"]\nblock = [\"k / 2\"]\n\
-                 grid = [\"(p + 512 - 1) / 512\", \"ceil_div(q, 4)\", \"r\"]\n\
-                 grid = [\"((s / 4) + (! (s % 4 ? 0 : 1)))\"]\n";
-        let f = floor_divided(l);
+        let l = Launches::PerVariant {
+            slow: Box::new(launch(&["m / ((16 * 8))", "n / 16"], &["k / 2"])),
+            fast: launch(&["(p + 512 - 1) / 512", "ceil_div(q, 4)", "r"], &["1"]),
+        };
+        let f = floor_divided(&l);
         assert_eq!(f.into_iter().collect::<Vec<_>>(), vec!["m", "n"]);
+        let l = Launches::Shared(launch(&["((s / 4) + (! (s % 4 ? 0 : 1)))"], &["1"]));
+        assert!(floor_divided(&l).is_empty());
+        // Each part between commas on its own: the `ceil` rounds `q` up, not `m`.
+        let l = Launches::Shared(launch(&["ceil_div(q, 16) + m / 4"], &["1"]));
+        assert_eq!(floor_divided(&l).into_iter().collect::<Vec<_>>(), vec!["m"]);
     }
 
     #[test]
@@ -3033,29 +2975,28 @@ mod tests {
 
     #[test]
     fn unsettled_launch_fields_become_todos() {
-        let table =
-            "kernel = \"k\"\ngrid = [\"1\"]\nblock = [\"256\"]\nshared_mem = \"TODO\"  # other\n";
+        let mut t = launch(&["1"], &["256"]);
+        t.shared_mem = Some(Field::todo("other"));
         let why = "`parts` is changed in a loop (line 9) before it is used".to_string();
-        let t = unsettle_fields(table, &[("grid", why.clone()), ("shared_mem", why.clone())]);
-        assert!(t.contains(&format!("grid = \"TODO\"  # {why}\n")), "{t}");
-        assert!(
-            t.contains("block = [\"256\"]") && t.contains("shared_mem = \"TODO\"  # other"),
-            "{t}"
+        unsettle_fields(
+            &mut t,
+            &[("grid", why.clone()), ("shared_mem", why.clone())],
         );
+        assert_eq!(t.grid, Field::todo(why.clone()));
+        assert_eq!(t.block_x().map(String::as_str), Some("256"));
+        assert_eq!(t.shared_mem, Some(Field::todo("other")));
         // A translation that looped through the unsettled name's stale definition says why.
-        let looped = "grid = \"TODO\"  # host text \"nb\": definitions nest too deeply\n";
-        let t = unsettle_fields(looped, &[("grid", why.clone())]);
-        assert_eq!(t, format!("grid = \"TODO\"  # {why}\n"));
+        t.grid = Field::todo("host text \"nb\": definitions nest too deeply");
+        unsettle_fields(&mut t, &[("grid", why.clone())]);
+        assert_eq!(t.grid, Field::todo(why));
     }
 
     #[test]
     fn grid_x_is_the_first_grid_component() {
-        assert_eq!(
-            grid_x_of("kernel = \"k\"\ngrid = [\"ceil_div(n, 256)\", \"2\"]\n").as_deref(),
-            Some("ceil_div(n, 256)")
-        );
-        assert_eq!(grid_x_of("grid = \"4\"\n").as_deref(), Some("4"));
-        assert_eq!(grid_x_of("grid = \"TODO\"  # why\n"), None);
+        let mut t = launch(&["ceil_div(n, 256)", "2"], &["1"]);
+        assert_eq!(t.grid_x().map(String::as_str), Some("ceil_div(n, 256)"));
+        t.grid = Field::todo("why");
+        assert_eq!(t.grid_x(), None);
     }
 
     #[test]
@@ -3075,13 +3016,13 @@ mod tests {
         let lens = vec![
             "npoints * nfeatures".to_string(),
             "(n + 1)".to_string(),
-            launch_exprs("grid = [\"(listsize / 4) / 256\", \"1\"]"),
+            launch_exprs(&["(listsize / 4) / 256".into(), "1".into()]),
         ];
         assert!(
             zero_length_size("listsize", 0, &lens).is_err(),
             "a grid of 0"
         );
-        let grid = vec![launch_exprs("grid = [\"(dim - offset) / 16 - 1\"]")];
+        let grid = vec![launch_exprs(&["(dim - offset) / 16 - 1".into()])];
         assert_eq!(
             zero_length_size("offset", 0, &grid),
             Ok(0),
@@ -3190,17 +3131,17 @@ mod tests {
             )
         };
         let unit = KernelUnit::for_test("k", &[("float *", "x"), ("int", "n")], "");
-        assert_eq!(check_complete(&toml(4096, "f32"), &unit, &unit), Ok(()));
+        assert_eq!(check_text(&toml(4096, "f32"), &unit, &unit), Ok(()));
         // 65536² floats: 2^32 elements, past what a 32-bit int index reaches, in words the
         // halving rule reads.
-        let e = check_complete(&toml(65536, "f32"), &unit, &unit).unwrap_err();
+        let e = check_text(&toml(65536, "f32"), &unit, &unit).unwrap_err();
         assert!(
             e.contains("more than a 32-bit int index reaches: over a limit"),
             "{e}"
         );
         // 46000² doubles: under 2^31 elements, but 16.9 GB: over the budget.
         let unit = KernelUnit::for_test("k", &[("double *", "x"), ("int", "n")], "");
-        let e = check_complete(&toml(46000, "f64"), &unit, &unit).unwrap_err();
+        let e = check_text(&toml(46000, "f64"), &unit, &unit).unwrap_err();
         assert!(e.contains("exceeds the device's budget"), "{e}");
         assert!(e.contains("over a limit"), "{e}");
     }
@@ -3218,8 +3159,8 @@ mod tests {
                    __shared__ float part[MAX_RUN]; int t = threadIdx.x;\n\
                    part[t] = 1.0f; __syncthreads(); x[blockIdx.x * blockDim.x + t] = part[0];\n}\n";
         let unit = KernelUnit::for_test("k", &[("float *", "x")], src);
-        assert_eq!(check_complete(&toml(64), &unit, &unit), Ok(()));
-        let e = check_complete(&toml(128), &unit, &unit).unwrap_err();
+        assert_eq!(check_text(&toml(64), &unit, &unit), Ok(()));
+        let e = check_text(&toml(128), &unit, &unit).unwrap_err();
         assert!(
             e.contains("128 threads per block in x")
                 && e.contains("`__shared__ part[64]`")
@@ -3234,6 +3175,11 @@ mod tests {
         assert_eq!(constant_capacity(src, "c_tab"), Some(340));
         assert_eq!(constant_capacity(src, "d"), None);
         assert_eq!(constant_capacity(src, "nothing"), None);
+        // Several declarators on one line; a longer name that ends in the symbol is not it.
+        let two = "__constant__ float a[4], b[2 * 4];\n__constant__ int xa[3];\n";
+        assert_eq!(constant_capacity(two, "a"), Some(4));
+        assert_eq!(constant_capacity(two, "b"), Some(8));
+        assert_eq!(constant_capacity(two, "xa"), Some(3));
     }
 
     #[test]

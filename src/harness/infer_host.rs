@@ -10,8 +10,10 @@ use super::expr::{Num, Scope};
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
 use crate::cuda::ppcond::define_bodies;
+use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::LazyLock;
 
 /// The host code one launch lives in: its file (comments removed), the launch's line, the
 /// other source files of its folder, and the benchmark's run command arguments.
@@ -602,11 +604,14 @@ impl Host {
 
     /// Whether `name` is declared a `cudaDeviceProp` in the host code.
     fn is_device_prop(&self, name: &str) -> bool {
-        let re = regex::Regex::new(&format!(
-            r"\bcudaDeviceProp\s+(?:[A-Za-z_]\w*\s*,\s*)*{}\b",
-            regex::escape(name)
-        ));
-        re.is_ok_and(|re| self.texts().any(|t| re.is_match(t)))
+        // The declarators of each `cudaDeviceProp a, b` (a plain list of names).
+        static DECL: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\bcudaDeviceProp\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)").expect("valid")
+        });
+        self.texts().any(|t| {
+            DECL.captures_iter(t)
+                .any(|c| c[1].split(',').any(|d| d.trim() == name))
+        })
     }
 
     /// `sizeof(ty)`: a scalar or pointer type, or a template parameter the launching
@@ -1637,21 +1642,39 @@ impl Host {
     }
 
     fn member_definition(&self, obj: Option<&str>, field: &str) -> Option<String> {
-        let re = regex::Regex::new(&format!(
-            r"{}(?:->|\.)\s*{}\s*=([^=;][^;]*);",
-            obj.map_or(String::new(), |o| format!(r"\b{}\s*", regex::escape(o))),
-            regex::escape(field)
-        ))
-        .ok()?;
+        // `.f = rhs;` / `->f = rhs;`, and with the object before it: the names are checked
+        // against `obj` and `field` per match (a mismatch retries one character on, so a
+        // match inside another's right-hand side is still found).
+        static ANY: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?:->|\.)\s*()([A-Za-z_]\w*)\s*=([^=;][^;]*);").expect("valid")
+        });
+        static OF_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\b([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)\s*=([^=;][^;]*);")
+                .expect("valid")
+        });
+        let re = if obj.is_some() { &*OF_OBJECT } else { &*ANY };
+        let assignments = |t: &'_ str| {
+            let mut out = Vec::new();
+            let mut at = 0;
+            while let Some(c) = re.captures_at(t, at) {
+                let m = c.get(0).expect("whole match");
+                if &c[2] == field && obj.is_none_or(|o| &c[1] == o) {
+                    out.push((m.start(), c[3].to_string()));
+                    at = m.end();
+                } else {
+                    at = m.start() + t[m.start()..].chars().next().map_or(1, char::len_utf8);
+                }
+            }
+            out
+        };
         let mut found: Option<(String, Spot)> = None;
         for (ti, t) in self.texts().enumerate() {
-            for c in re.captures_iter(t) {
-                let m = c.get(0)?;
-                if in_string_literal(t, m.start()) {
+            for (start, rhs) in assignments(t) {
+                if in_string_literal(t, start) {
                     continue;
                 }
-                let rhs = c[1].split_whitespace().collect::<Vec<_>>().join(" ");
-                let line = t[..m.start()].matches('\n').count() as u32 + 1;
+                let rhs = rhs.split_whitespace().collect::<Vec<_>>().join(" ");
+                let line = t[..start].matches('\n').count() as u32 + 1;
                 match &found {
                     Some((f, _)) if *f != rhs => return None,
                     Some(_) => {}
@@ -2491,6 +2514,12 @@ mod tests {
         );
         assert!(g.object_field_definition("g", "x").is_none());
         assert!(h.int_value("other.x").is_err());
+        // An assignment inside another's right-hand side (`a.y = b.x = 8;`) is found too.
+        let c = host(
+            "int main() {\n  dim3 a, b;\n  a.y = b.x = 8;\n  k<<<b.x, 1>>>(d);\n}\n",
+            4,
+        );
+        assert_eq!(c.object_field_definition("b", "x").as_deref(), Some("8"));
     }
 
     #[test]

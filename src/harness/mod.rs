@@ -10,6 +10,7 @@
 //! `verify::compare` and `verify::stats`. The format is described in docs/harness.md.
 
 pub mod draft;
+pub mod draft_value;
 pub mod expr;
 pub mod gen;
 pub mod infer;

@@ -127,7 +127,7 @@ pub fn choose(
                     let inf = infer::infer(p, &host, &InferOptions::default());
                     let path = inferred_dir.join(format!("{}.toml", p.id));
                     let written = std::fs::create_dir_all(&inferred_dir)
-                        .and_then(|_| std::fs::write(&path, inf.toml.as_bytes()))
+                        .and_then(|_| std::fs::write(&path, inf.toml().as_bytes()))
                         .map_err(|e| format!("{}: {e}", path.display()));
                     progress.inc(1, &p.kernel);
                     (i, written.map(|_| inf.complete()))
