@@ -202,6 +202,114 @@ fn a_rerun_resumes_from_the_journal_and_redoes_a_torn_record() {
     assert_eq!(runs(), 3);
 }
 
+/// A program whose versions 1-3 exist (each writes a stand-in launch manifest where the
+/// injection library would, and notes when it started and ended) and whose version 4 is
+/// refused, run with `--each 1,…,8`.
+fn versions_tree(root: &Path) {
+    program(
+        root,
+        "versions",
+        "all:\n\tcp run.sh prog && chmod +x prog\n",
+        &[(
+            "run.sh",
+            "#!/bin/sh\necho \"start $1 $(date +%s%N)\" >> \"$KERNELPAIR_CAPTURE_OUT/../spans.txt\"\nsleep 1\n\
+             if [ \"$1\" -gt 3 ]; then echo \"end $1 $(date +%s%N)\" >> \"$KERNELPAIR_CAPTURE_OUT/../spans.txt\"; echo \"invalid kernel $1\"; exit 1; fi\n\
+             echo 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n\
+             echo \"end $1 $(date +%s%N)\" >> \"$KERNELPAIR_CAPTURE_OUT/../spans.txt\"\n",
+        )],
+    );
+}
+
+fn versions_capture(root: &Path, out: &Path, slots: &str) -> serde_json::Value {
+    let lib = stand_in_library(root.parent().unwrap());
+    capture_cmd(root, out)
+        .args(["--inject", &lib, "--runs-per-gpu", slots])
+        .args(["--run", "./prog {arg}", "--each", "1,2,3,4,5,6,7,8"])
+        .assert()
+        .success();
+    by_program(&records(out), "versions").clone()
+}
+
+/// Most runs at once, from the start/end lines the runs wrote.
+fn most_at_once(spans: &str) -> usize {
+    let mut ev: Vec<(u128, i32)> = spans
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let t: u128 = w.get(2)?.parse().ok()?;
+            Some((t, if w[0] == "start" { 1 } else { -1 }))
+        })
+        .collect();
+    ev.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in ev {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+#[test]
+fn a_programs_versions_run_side_by_side_and_stop_where_the_versions_run_out() {
+    // One GPU slot: the sequential order, so version 4's refusal stops the group there.
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    versions_tree(&root);
+    let cap = d.path().join("cap1");
+    let r = versions_capture(&root, &cap, "1");
+    assert_eq!(r["status"], "captured", "{r}");
+    let runs = r["runs"].as_array().unwrap();
+    let cmds: Vec<&str> = runs
+        .iter()
+        .map(|x| x["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cmds,
+        ["./prog 1", "./prog 2", "./prog 3", "./prog 4"],
+        "{r}"
+    );
+    let launches: Vec<i64> = runs
+        .iter()
+        .map(|x| x["launches"].as_i64().unwrap())
+        .collect();
+    assert_eq!(launches, [1, 1, 1, 0]);
+    assert_eq!(runs[3]["exit"], 1);
+    let spans = std::fs::read_to_string(cap.join("launches/versions/spans.txt")).unwrap();
+    assert_eq!(most_at_once(&spans), 1, "{spans}");
+
+    // Four slots: the versions overlap; the same three are captured, the refusal is still
+    // recorded, and no run starts after the group has stopped.
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    versions_tree(&root);
+    let cap = d.path().join("cap4");
+    let r = versions_capture(&root, &cap, "4");
+    assert_eq!(r["status"], "captured", "{r}");
+    assert_eq!(r["launches"], 3, "{r}");
+    let runs = r["runs"].as_array().unwrap();
+    let ks: Vec<String> = runs
+        .iter()
+        .map(|x| x["command"].as_str().unwrap().replace("./prog ", ""))
+        .collect();
+    assert_eq!(
+        &ks[..4],
+        ["1", "2", "3", "4"],
+        "runs are recorded in order: {r}"
+    );
+    assert!(
+        runs.iter()
+            .skip(3)
+            .all(|x| x["launches"] == 0 && x["exit"] == 1),
+        "{r}"
+    );
+    let spans = std::fs::read_to_string(cap.join("launches/versions/spans.txt")).unwrap();
+    assert!(most_at_once(&spans) > 1, "runs did not overlap:\n{spans}");
+    // Runs already started when version 4 was refused finish, but the group never runs
+    // all eight: a run records its result before its slot is given back, so version 8
+    // (which needs version 4's slot or a later one) always sees the stop.
+    assert!(runs.len() < 8, "the group did not stop: {r}");
+}
+
 #[test]
 fn progress_lines_come_at_least_every_ten_seconds_off_a_terminal() {
     // The interval is 10 s; the test shortens it to 200 ms and runs a program of a second:

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A run may take this long unless the recipe or `--timeout-s` says otherwise.
@@ -435,62 +436,57 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
     }
     let mut run_env = p.env.clone();
     run_env.extend(env.inject_env.clone());
-    // A group stops at its first run that fails with nothing captured, once an earlier
-    // run of the group captured something (numbered kernel versions run out).
-    let mut group_captured: BTreeMap<usize, bool> = BTreeMap::new();
-    let mut stopped: std::collections::BTreeSet<usize> = Default::default();
-    for (k, (g, cmd)) in runs.iter().enumerate() {
-        if stopped.contains(g) {
-            continue;
-        }
-        let dir = env.launches.join(format!("run-{k}"));
-        let _ = std::fs::create_dir_all(&dir);
-        let mut e = run_env.clone();
-        e.insert(
-            crate::gpu::capture::inject::ENV_OUT.into(),
-            dir.display().to_string(),
-        );
-        let ran = {
-            let _slot = env.slots.take();
-            run_shell(cmd, &cwd, &e, p.timeout)
-        };
-        let launches = count_manifests(&dir);
-        let stopped_early = std::fs::read_dir(&dir).is_ok_and(|rd| {
-            rd.filter_map(|e| e.ok()).any(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .ends_with(crate::gpu::capture::inject::STOPPED_FILE)
-            })
-        });
-        let mut rr = RunRecord {
-            command: cmd.clone(),
-            exit: None,
-            timed_out: false,
-            seconds: 0.0,
-            launches,
-            missing: None,
-            stopped_early,
-        };
-        match ran {
-            Ok(r) => {
-                rr.exit = r.exit;
-                rr.timed_out = r.timed_out;
-                rr.seconds = r.seconds;
-                if r.exit != Some(0) {
-                    rr.missing = missing_input(&r.tail, &cwd);
-                    if rec.log_tail.is_empty() || launches == 0 {
-                        rec.log_tail = last_lines(&r.tail, 20);
-                    }
-                }
+    // Runs start in order, each as soon as a GPU slot is free, so a program's versions run
+    // side by side (llm.c: ten versions of 25-60 s each, mostly the CPU reference). A
+    // group stops at its first run that fails with nothing captured once an earlier run of
+    // the group captured something (numbered kernel versions run out): later runs of the
+    // group not yet started are skipped. A run records its result before it gives its
+    // slot back, so with one slot this is exactly the sequential order.
+    let groups: Mutex<BTreeMap<usize, GroupState>> = Mutex::new(BTreeMap::new());
+    let results: Mutex<Vec<(usize, RunRecord, Result<String, String>)>> = Mutex::new(Vec::new());
+    let stopped = |g: usize, k: usize| {
+        groups
+            .lock()
+            .map(|m| m.get(&g).and_then(|s| s.stop_after).is_some_and(|s| k > s))
+            .unwrap_or(false)
+    };
+    std::thread::scope(|sc| {
+        for (k, (g, cmd)) in runs.iter().enumerate() {
+            if stopped(*g, k) {
+                continue;
             }
-            Err(e) => rec.reason = format!("`{cmd}` could not start: {e}"),
+            let slot = env.slots.take();
+            if stopped(*g, k) {
+                continue;
+            }
+            let (groups, results, run_env, cwd) = (&groups, &results, &run_env, &cwd);
+            sc.spawn(move || {
+                let _slot = slot;
+                let (rr, tail) = one_run(k, cmd, cwd, run_env, env, p.timeout);
+                if let Ok(mut m) = groups.lock() {
+                    let st = m.entry(*g).or_default();
+                    if rr.launches > 0 {
+                        st.captured.push(k);
+                    } else if rr.exit != Some(0) {
+                        st.failed_empty.push(k);
+                    }
+                    st.settle();
+                }
+                if let Ok(mut r) = results.lock() {
+                    r.push((k, rr, tail));
+                }
+            });
         }
-        let failed_empty = rr.exit != Some(0) && rr.launches == 0;
-        if failed_empty && group_captured.get(g).copied().unwrap_or(false) {
-            stopped.insert(*g);
-        }
-        if rr.launches > 0 {
-            group_captured.insert(*g, true);
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(k, _, _)| *k);
+    for (_, rr, tail) in results {
+        match tail {
+            Err(why) => rec.reason = why,
+            Ok(t) if rr.exit != Some(0) && (rec.log_tail.is_empty() || rr.launches == 0) => {
+                rec.log_tail = last_lines(&t, 20)
+            }
+            Ok(_) => {}
         }
         rec.runs.push(rr);
     }
@@ -509,6 +505,79 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
     }
     rec.seconds = t.elapsed().as_secs_f64();
     rec
+}
+
+/// Where one group of runs (the versions of one run command) stands.
+#[derive(Default)]
+struct GroupState {
+    captured: Vec<usize>,
+    failed_empty: Vec<usize>,
+    /// Runs after this one are not started.
+    stop_after: Option<usize>,
+}
+
+impl GroupState {
+    /// The group stops at its first run that failed with nothing captured after a run that
+    /// captured something.
+    fn settle(&mut self) {
+        let Some(&first) = self.captured.iter().min() else {
+            return;
+        };
+        self.stop_after = self
+            .failed_empty
+            .iter()
+            .copied()
+            .filter(|&f| f > first)
+            .min();
+    }
+}
+
+/// One run of a built program, in its own manifest folder: its record, and its output tail
+/// (or why it could not start).
+fn one_run(
+    k: usize,
+    cmd: &str,
+    cwd: &Path,
+    run_env: &BTreeMap<String, String>,
+    env: &RunEnv<'_>,
+    timeout: Duration,
+) -> (RunRecord, Result<String, String>) {
+    let dir = env.launches.join(format!("run-{k}"));
+    let _ = std::fs::create_dir_all(&dir);
+    let mut e = run_env.clone();
+    e.insert(
+        crate::gpu::capture::inject::ENV_OUT.into(),
+        dir.display().to_string(),
+    );
+    let ran = run_shell(cmd, cwd, &e, timeout);
+    let stopped_early = std::fs::read_dir(&dir).is_ok_and(|rd| {
+        rd.filter_map(|e| e.ok()).any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(crate::gpu::capture::inject::STOPPED_FILE)
+        })
+    });
+    let mut rr = RunRecord {
+        command: cmd.to_string(),
+        exit: None,
+        timed_out: false,
+        seconds: 0.0,
+        launches: count_manifests(&dir),
+        missing: None,
+        stopped_early,
+    };
+    match ran {
+        Ok(r) => {
+            rr.exit = r.exit;
+            rr.timed_out = r.timed_out;
+            rr.seconds = r.seconds;
+            if r.exit != Some(0) {
+                rr.missing = missing_input(&r.tail, cwd);
+            }
+            (rr, Ok(r.tail))
+        }
+        Err(e) => (rr, Err(format!("`{cmd}` could not start: {e}"))),
+    }
 }
 
 fn summarize(rec: &ProgramRecord) -> String {
