@@ -105,13 +105,21 @@ fn statuses(out: &Path) -> Vec<(String, Status)> {
 
 const FAKE_WORKER: &str = r#"#!/bin/sh
 # A stand-in for `kernelpair worker`: says hello, then answers each job by the plan's
-# harness path: .../hang/ never answers, .../crash/ exits, .../sticky/ answers then exits.
+# harness path: .../hang/ never answers, .../crash/ exits, .../sticky/ answers then exits,
+# .../slowprogress/ reports a step every 0.5 s for 3.5 s (past the 2 s timeout) then
+# answers, .../stalls/ reports one step and then hangs.
 echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
 while read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
   case "$line" in
     *'"type":"shutdown"'*) exit 0 ;;
     *'/hang/harness.toml"'*) exec sleep 600 ;;
+    *'/slowprogress/harness.toml"'*)
+      for i in 1 2 3 4 5 6 7; do sleep 0.5; echo "{\"version\":1,\"type\":\"progress\",\"pair_id\":\"$id\",\"step\":\"timing round $i\"}"; done
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"verified\",\"reason\":\"fake\",\"tool_version\":\"fake\"}}" ;;
+    *'/stalls/harness.toml"'*)
+      echo "{\"version\":1,\"type\":\"progress\",\"pair_id\":\"$id\",\"step\":\"compiled both kernels\"}"
+      exec sleep 600 ;;
     *'/crash/harness.toml"'*) echo "fake: illegal address" >&2; exit 7 ;;
     *'/sticky/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":true,\"verification\":{\"status\":\"crashed\",\"reason\":\"sticky\",\"tool_version\":\"fake\"}}"
@@ -126,7 +134,17 @@ done
 #[test]
 fn fake_worker_watchdog_kills_hangs_and_restarts_after_crashes() {
     let t = tempfile::tempdir().unwrap();
-    let names = ["ok1", "hang", "ok2", "crash", "ok3", "sticky", "ok4"];
+    let names = [
+        "ok1",
+        "hang",
+        "ok2",
+        "crash",
+        "ok3",
+        "sticky",
+        "ok4",
+        "slowprogress",
+        "stalls",
+    ];
     let dirs: Vec<PathBuf> = names.iter().map(|n| pair_folder(t.path(), n)).collect();
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, &dirs);
@@ -139,7 +157,7 @@ fn fake_worker_watchdog_kills_hangs_and_restarts_after_crashes() {
         .arg(format!("sh {}", fake.display()))
         .assert()
         .success();
-    assert!(start.elapsed().as_secs() < 30, "the hang was not cut short");
+    assert!(start.elapsed().as_secs() < 45, "the hang was not cut short");
     let got = statuses(&out);
     let want: Vec<(String, Status)> = names
         .iter()
@@ -151,6 +169,9 @@ fn fake_worker_watchdog_kills_hangs_and_restarts_after_crashes() {
             Status::Verified,
             Status::Crashed,
             Status::Verified,
+            // Slow but reporting steps: the no-progress timeout restarts at each.
+            Status::Verified,
+            Status::Timeout,
         ])
         .map(|(n, s)| (n.to_string(), s))
         .collect();
@@ -164,10 +185,90 @@ fn fake_worker_watchdog_kills_hangs_and_restarts_after_crashes() {
         })
         .unwrap();
     assert!(crash.reason.contains("illegal address"), "{}", crash.reason);
+    let reason = |name: &str| {
+        recs.iter()
+            .find_map(|r| match r {
+                Record::Pair(p) if p.benchmark == name => p.verification.clone(),
+                _ => None,
+            })
+            .unwrap()
+            .reason
+    };
+    let stalls = reason("stalls");
+    assert!(
+        stalls.contains("made no progress for 2 s after its last step (compiled both kernels)"),
+        "{stalls}"
+    );
+    assert!(reason("hang").contains("did not finish within 2 s"));
     assert!(
         !kernelpair::verify::partial_path(&out).exists(),
         "partial file removed"
     );
+}
+
+/// A killed verify leaves `<out>.partial`; `--resume` keeps the verdicts it holds for the
+/// same pairs (matched by index and pair id), runs only the rest, and rewrites the file.
+#[test]
+fn resume_keeps_an_interrupted_runs_verdicts_and_runs_only_the_rest() {
+    let t = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = ["ok1", "ok2", "ok3"]
+        .iter()
+        .map(|n| pair_folder(t.path(), n))
+        .collect();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let ids: Vec<String> = kernelpair::jsonl::read_records(&input)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(p.id.clone()),
+            _ => None,
+        })
+        .collect();
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FAKE_WORKER).unwrap();
+    let out = t.path().join("out.jsonl");
+    let earlier = |i: usize, id: &str| {
+        format!(
+            "{{\"index\":{i},\"pair_id\":\"{id}\",\"verification\":{{\"status\":\"not_faster\",\"reason\":\"from the killed run\",\"tool_version\":\"fake\"}}}}\n"
+        )
+    };
+    // ok1's verdict, a line whose id does not match ok2, and a torn last line.
+    let text = earlier(0, &ids[0]) + &earlier(1, "someone-else") + "{\"index\":2,\"pair";
+    std::fs::write(kernelpair::verify::partial_path(&out), text).unwrap();
+    verify_cmd(&input, &out)
+        .args(["--gpus", "1", "--resume", "--worker-cmd"])
+        .arg(format!("sh {}", fake.display()))
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "1 pair(s) already verified by an interrupted run (kept)",
+        ));
+    let recs = kernelpair::jsonl::read_records(&out).unwrap();
+    let reasons: Vec<(String, String)> = recs
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some((p.benchmark.clone(), p.verification.clone()?.reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons[0], ("ok1".into(), "from the killed run".into()));
+    assert!(
+        reasons[1].1.contains("fake") && reasons[2].1.contains("fake"),
+        "{reasons:?}"
+    );
+    // Without --resume the partial file is started afresh: every pair runs.
+    std::fs::write(kernelpair::verify::partial_path(&out), earlier(0, &ids[0])).unwrap();
+    verify_cmd(&input, &out)
+        .args(["--gpus", "1", "--worker-cmd"])
+        .arg(format!("sh {}", fake.display()))
+        .assert()
+        .success();
+    let recs = kernelpair::jsonl::read_records(&out).unwrap();
+    assert!(recs.iter().all(|r| match r {
+        Record::Pair(p) => p.verification.as_ref().unwrap().reason.contains("fake"),
+        _ => true,
+    }));
 }
 
 #[test]
@@ -416,6 +517,12 @@ fn protocol_and_verification_match_their_schemas() {
         "{line}"
     );
     assert_valid(&ws, &line);
+    // A step report, as the worker writes one.
+    let progress = encode(kernelpair::verify::protocol::Response::Progress {
+        pair_id: "p1".into(),
+        step: "size set default, seed 0 checked".into(),
+    });
+    assert_valid(&ws, &serde_json::from_str(&progress).unwrap());
     // A job line, resolved for an H100's figures.
     let (_, p) = load_folder(&planted().join("good_matvec")).unwrap();
     let h = kernelpair::harness::load(Path::new(p.harness.as_ref().unwrap())).unwrap();

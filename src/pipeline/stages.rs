@@ -104,10 +104,22 @@ impl Stages for Library {
         s: &VerifySettings,
         cache: &Path,
     ) -> Result<Vec<Record>, StageError> {
-        let settings = s.to_verify(cache);
+        let mut settings = s.to_verify(cache);
         // A pair's own relative `harness` path resolves against the first harness folder.
         let base = s.harness_dirs.first().cloned().unwrap_or_default();
-        let results = crate::verify::verify_records(&pairs, &base, &settings, None)?;
+        // Each verdict is written as it comes, to a file keyed by this chunk and these
+        // settings: a build killed mid-chunk keeps the chunk's finished pairs, and its
+        // rerun runs only the others. The chunk's journal entry replaces the file.
+        let mut text: Vec<String> = pairs
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("records serialize"))
+            .collect();
+        text.push(format!("{settings:?}"));
+        let key = super::journal::key(&text.iter().map(String::as_str).collect::<Vec<_>>());
+        let partial = cache.join(format!("verify-{key}.partial.jsonl"));
+        settings.resume = true;
+        let results = crate::verify::verify_records(&pairs, &base, &settings, Some(&partial))?;
+        let _ = std::fs::remove_file(&partial);
         Ok(pairs
             .into_iter()
             .enumerate()

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One variant's code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +57,12 @@ pub struct RunOptions {
     /// unwritten (there is no independent reference to excuse it).
     #[serde(default)]
     pub selfcheck: bool,
+    /// The most a pair may take in all, milliseconds (the parent's cut-off); 0 = none.
+    /// When the first check shows the pair's remaining work would pass it (a slow kernel
+    /// of many seconds per launch), the pair stops at once as a `timeout` that says so,
+    /// instead of running until it is killed.
+    #[serde(default)]
+    pub pair_budget_ms: f64,
 }
 
 impl Default for RunOptions {
@@ -71,6 +77,7 @@ impl Default for RunOptions {
             bootstrap_iters: 2000,
             check_only: false,
             selfcheck: false,
+            pair_budget_ms: 0.0,
         }
     }
 }
@@ -160,22 +167,25 @@ pub fn tool_version() -> String {
     format!("kernelpair {}", env!("CARGO_PKG_VERSION"))
 }
 
+/// Called as each step of a job finishes (a compile, a seed's check, a timing round), with
+/// the step in words: the worker reports it so the parent's no-progress timeout restarts.
+pub type Step<'a> = &'a mut dyn FnMut(&str);
+
 /// Run the job; never panics on bad kernels or harnesses.
-pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
+pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job, step: Step<'_>) -> Outcome {
     let t0 = Instant::now();
     let mut ev = Evidence::default();
     let mut speedup = None;
     ev.harness = job.harness.clone();
-    let result = run_inner(gpu, cache, job, &mut ev, &mut speedup);
+    let result = run_inner(gpu, cache, job, &mut ev, &mut speedup, step);
     ev.phases_ms
         .insert("total".into(), t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
         Ok(()) if job.options.check_only || job.options.selfcheck => (
             Status::Verified,
             format!(
-                "check-only run: agrees on {} size set(s) × {} seed(s); not timed",
-                job.sets.len(),
-                job.options.seeds
+                "check-only run: agrees on {}; not timed",
+                super::verdict::checked(&ev, job.sets.len(), job.options.seeds)
             ),
             false,
         ),
@@ -185,9 +195,8 @@ pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job) -> Outcome {
                 (
                     Status::Verified,
                     format!(
-                        "agrees on {} size sets × {} seeds; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
-                        job.sets.len(),
-                        job.options.seeds,
+                        "agrees on {}; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
+                        super::verdict::checked(&ev, job.sets.len(), job.options.seeds),
                         s.median,
                         s.size_set,
                         s.ci_low,
@@ -372,7 +381,9 @@ fn run_inner(
     job: &Job,
     ev: &mut Evidence,
     speedup: &mut Option<Speedup>,
+    step: Step<'_>,
 ) -> Result<(), Stop> {
+    let t0 = Instant::now();
     if job.sets.is_empty() {
         return Err(Stop::new(
             Status::HarnessError,
@@ -384,9 +395,10 @@ fn run_inner(
     let fast = compile_variant(gpu, cache, Variant::Fast, &job.fast, &job.sets, ev)?;
     ev.phases_ms
         .insert("compile".into(), t.elapsed().as_secs_f64() * 1e3);
+    step("compiled both kernels");
     let mut largest: Option<(usize, Speedup)> = None;
     let (mut check_ms, mut time_ms) = (0.0, 0.0);
-    for ss in &job.sets {
+    for (set_no, ss) in job.sets.iter().enumerate() {
         let t = Instant::now();
         let canary = if job.options.check_only { 0 } else { CANARY };
         let bufs = alloc_buffers(gpu, ss, canary)?;
@@ -399,7 +411,9 @@ fn run_inner(
         // Host-side generation is the slow part for large inputs: all seeds at once.
         let data: Vec<_> = {
             use rayon::prelude::*;
-            (0..job.options.seeds)
+            // A captured launch's inputs are the same bytes under every seed: check once.
+            let seeds = if ss.seed_free() { 1 } else { job.options.seeds };
+            (0..seeds)
                 .into_par_iter()
                 .map(|seed| {
                     let s = seed_for(seed);
@@ -409,8 +423,11 @@ fn run_inner(
                 .collect()
         };
         add_phase(ev, "check.generate", tg);
+        let n_seeds = data.len();
         for (seed, d) in data.into_iter().enumerate() {
             let (inputs, consts) = d.map_err(|e| Stop::new(Status::HarnessError, e.to_string()))?;
+            let tc = Instant::now();
+            let run_before = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
             check_seed(
                 gpu,
                 ss,
@@ -423,13 +440,26 @@ fn run_inner(
                 ev,
                 job.options.selfcheck,
             )?;
+            step(&format!("size set {}, seed {seed} checked", ss.size_set));
+            if seed == 0 && set_no == 0 {
+                let check_ms = tc.elapsed().as_secs_f64() * 1e3;
+                let run_ms = ev.phases_ms.get("check.run").copied().unwrap_or(0.0) - run_before;
+                over_budget(
+                    &job.options,
+                    job.sets.len(),
+                    t0.elapsed().as_secs_f64() * 1e3,
+                    check_ms,
+                    run_ms,
+                    n_seeds,
+                )?;
+            }
         }
         check_ms += t.elapsed().as_secs_f64() * 1e3;
         if job.options.check_only || job.options.selfcheck {
             continue;
         }
         let t = Instant::now();
-        let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast)?;
+        let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast, step)?;
         time_ms += t.elapsed().as_secs_f64() * 1e3;
         let s = Speedup {
             size_set: ss.size_set.clone(),
@@ -446,6 +476,45 @@ fn run_inner(
     ev.phases_ms.insert("time".into(), time_ms);
     *speedup = largest.map(|(_, s)| s);
     Ok(())
+}
+
+/// After the first seed's check of the first size set: the pair's remaining work, from
+/// what that check took (`check_ms` for both kernels with the copies and the comparison,
+/// `run_ms` of it restoring inputs and running the kernels), and a `timeout` now when it
+/// would pass the pair's budget. The estimate is each further check as long as the first,
+/// and each timing round (two warm-ups at most and five rounds at least) as long as its runs.
+fn over_budget(
+    o: &RunOptions,
+    sets: usize,
+    spent_ms: f64,
+    check_ms: f64,
+    run_ms: f64,
+    seeds: usize,
+) -> Result<(), Stop> {
+    let budget = o.pair_budget_ms;
+    if budget <= 0.0 || o.check_only || o.selfcheck {
+        return Ok(());
+    }
+    let sets = sets as f64;
+    let checks_left = (seeds as f64 * sets - 1.0).max(0.0);
+    let warm = if run_ms > 1000.0 { 1.0 } else { 2.0 };
+    let rounds = sets * (warm + 5.0);
+    let left = checks_left * check_ms + rounds * run_ms;
+    if spent_ms + left <= budget {
+        return Ok(());
+    }
+    Err(Stop::new(
+        Status::Timeout,
+        format!(
+            "stopped early: the first check of both kernels took {:.1} s ({:.1} s of it running them), so the rest ({:.0} more check(s), {:.0} timing round(s)) would take about {:.0} s, past this pair's {:.0} s budget",
+            check_ms / 1e3,
+            run_ms / 1e3,
+            checks_left,
+            rounds,
+            left / 1e3,
+            budget / 1e3
+        ),
+    ))
 }
 
 fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<Guarded>>, Stop> {
@@ -1129,17 +1198,24 @@ fn time_size_set(
     bufs: &[Option<Guarded>],
     slow: &Loaded,
     fast: &Loaded,
+    step: Step<'_>,
 ) -> Result<TimingEvidence, Stop> {
     let ctx = format!("timing size set {}", ss.size_set);
     let variants = [(Variant::Slow, slow), (Variant::Fast, fast)];
-    // Warm-up: caches, clocks, lazy module loading.
+    // Warm-up: caches, clocks, lazy module loading. A round of over a second has warmed
+    // all of that already; a second one would only spend the pair's time.
     for _ in 0..2 {
+        let t = Instant::now();
         for (which, loaded) in variants {
             restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
             launch_all(gpu, which, loaded, ss, bufs)?;
         }
+        gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
+        step(&format!("size set {}, warm-up round", ss.size_set));
+        if t.elapsed() > Duration::from_secs(1) {
+            break;
+        }
     }
-    gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
     let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     let start = Instant::now();
     let o = &job.options;
@@ -1175,6 +1251,7 @@ fn time_size_set(
             times[vi].push(ms as f64);
         }
         round += 1;
+        step(&format!("size set {}, timing round {round}", ss.size_set));
     }
     let vt = |t: &[f64]| {
         let s = stats::summarize(t);
@@ -1202,6 +1279,44 @@ fn time_size_set(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pair whose first check shows seconds-long kernels stops at once when the rest
+    /// would pass its budget, naming the estimate; a quick pair, a pair without a budget,
+    /// and a self-check never do.
+    #[test]
+    fn a_pair_stops_early_only_when_its_remaining_work_would_pass_the_budget() {
+        let o = RunOptions {
+            seeds: 3,
+            pair_budget_ms: 180_000.0,
+            ..RunOptions::default()
+        };
+        // 2 more checks of 30 s and 1 warm-up + 5 timing rounds of 25 s: 210 s left.
+        let stop = over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 3).unwrap_err();
+        assert_eq!(stop.status, Status::Timeout);
+        assert!(
+            stop.reason
+                .contains("took 30.0 s (25.0 s of it running them)")
+                && stop
+                    .reason
+                    .contains("about 210 s, past this pair's 180 s budget"),
+            "{}",
+            stop.reason
+        );
+        // One seed (a captured size set): 0 checks and 6 rounds of 25 s fit 180 s.
+        assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 1).is_ok());
+        // Quick kernels: two warm-ups, far inside the budget.
+        assert!(over_budget(&o, 2, 500.0, 200.0, 20.0, 3).is_ok());
+        let none = RunOptions {
+            pair_budget_ms: 0.0,
+            ..o.clone()
+        };
+        assert!(over_budget(&none, 1, 5_000.0, 30_000.0, 25_000.0, 3).is_ok());
+        let sc = RunOptions {
+            selfcheck: true,
+            ..o.clone()
+        };
+        assert!(over_budget(&sc, 1, 5_000.0, 30_000.0, 25_000.0, 3).is_ok());
+    }
     use crate::harness::tests::SAXPY;
     use crate::harness::{parse, DeviceProps, ElemType};
 

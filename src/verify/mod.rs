@@ -31,8 +31,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Defaults shared by `verify`, `validate` and `build` (one place each): seconds one pair
-/// may run before its worker is killed, input seeds per size set, and the CI low bound a
+/// Defaults shared by `verify`, `validate` and `build` (one place each): seconds a pair may
+/// go without finishing a step before its worker is killed, input seeds per size set, and the CI low bound a
 /// speedup must reach.
 pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
 pub const DEFAULT_SEEDS: u32 = 3;
@@ -64,7 +64,9 @@ pub struct VerifyArgs {
     /// replay their fast kernel's captured launch (before any inferred or LLM harness).
     #[arg(long)]
     pub captures: Option<PathBuf>,
-    /// Seconds one pair may run before its worker is killed (`timeout`).
+    /// Seconds a pair may go without finishing a step (a compile, a seed's check, a timing
+    /// round) before its worker is killed (`timeout`); a pair still finishing steps may run
+    /// 3× this in all; one whose first check shows it would pass that stops then, as a `timeout` that says why.
     #[arg(long = "timeout-s", default_value_t = DEFAULT_TIMEOUT_S)]
     pub timeout_s: f64,
     /// Input seeds per size set.
@@ -99,6 +101,10 @@ pub struct VerifyArgs {
     /// $CUDA_PATH/bin, /usr/local/cuda/bin).
     #[arg(long = "compute-sanitizer", value_name = "PATH")]
     pub compute_sanitizer: Option<PathBuf>,
+    /// Keep the verdicts a killed run left in `<out>.partial` (give the same input and
+    /// flags: each kept verdict must match its pair's id) and verify only the rest.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 impl VerifyArgs {
@@ -119,6 +125,7 @@ impl VerifyArgs {
             compute_sanitizer: self.compute_sanitizer.clone(),
             gpus: self.gpus,
             worker_cmd: self.worker_cmd.clone(),
+            resume: self.resume,
         }
     }
 }
@@ -188,7 +195,20 @@ pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
         match decode::<Request>(&line) {
             Ok(Request::Shutdown) => break,
             Ok(Request::Job { job }) => {
-                let out = engine::run_job(&mut g, &mut cache, &job);
+                // Steps are reported at most once a second: enough to restart the
+                // parent's no-progress timeout, few lines for a fast pair.
+                let mut last: Option<std::time::Instant> = None;
+                let mut step = |what: &str| {
+                    if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1)) {
+                        return;
+                    }
+                    last = Some(std::time::Instant::now());
+                    let _ = say(Response::Progress {
+                        pair_id: job.pair_id.clone(),
+                        step: what.to_string(),
+                    });
+                };
+                let out = engine::run_job(&mut g, &mut cache, &job, &mut step);
                 say(Response::Result {
                     pair_id: job.pair_id.clone(),
                     verification: Box::new(out.verification),
@@ -319,6 +339,7 @@ fn jobs_for(
         min_speedup: args.min_speedup,
         time_budget_ms: args.time_budget_ms,
         precision: args.precision,
+        pair_budget_ms: args.timeout_s * pool::MAX_EXTEND * 1e3,
         ..RunOptions::default()
     };
     let mut jobs: Vec<(usize, Job)> = Vec::new();
@@ -500,13 +521,31 @@ fn run_records(
     args: &Settings,
     partial: Option<&Path>,
 ) -> Result<BTreeMap<usize, Verification>, VerifyError> {
-    let (settled, pending) = triage(records, base, args);
+    let (settled, mut pending) = triage(records, base, args);
+    // With `resume`, what an interrupted run already wrote to the partial file is kept
+    // (and written again), and only the other pairs run.
+    let earlier = match (partial, args.resume) {
+        (Some(p), true) => Partial::earlier(p, records),
+        _ => BTreeMap::new(),
+    };
     let mut verdicts = Verdicts {
         results: BTreeMap::new(),
-        partial: partial.map(Partial::create).transpose()?,
+        partial: partial.map(|p| Partial::create(p, records)).transpose()?,
         io_err: None,
     };
+    if !earlier.is_empty() {
+        eprintln!(
+            "verify: {} pair(s) already verified by an interrupted run (kept)",
+            earlier.len()
+        );
+    }
     for (i, v) in settled {
+        if !earlier.contains_key(&i) {
+            verdicts.record(i, v)?;
+        }
+    }
+    pending.retain(|(i, _, _)| !earlier.contains_key(i));
+    for (i, v) in earlier {
         verdicts.record(i, v)?;
     }
     if pending.is_empty() {
@@ -638,22 +677,54 @@ pub fn partial_path(out: &Path) -> PathBuf {
 struct Partial {
     path: PathBuf,
     file: std::fs::File,
+    /// Each record index's pair id, written with its verdict.
+    ids: BTreeMap<usize, String>,
 }
 
 impl Partial {
-    fn create(path: &Path) -> Result<Partial, VerifyError> {
+    fn create(path: &Path, records: &[Record]) -> Result<Partial, VerifyError> {
         let file = std::fs::File::create(path).map_err(|source| VerifyError::Partial {
             path: path.to_path_buf(),
             source,
         })?;
+        let ids = records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match r {
+                Record::Pair(p) => Some((i, p.id.clone())),
+                _ => None,
+            })
+            .collect();
         Ok(Partial {
             path: path.to_path_buf(),
             file,
+            ids,
         })
     }
 
+    /// The verdicts an earlier, interrupted run wrote to `path` for these same records: a
+    /// line counts only where its index holds a pair with the same id. A torn last line
+    /// (the process killed mid-write) is skipped.
+    fn earlier(path: &Path, records: &[Record]) -> BTreeMap<usize, Verification> {
+        #[derive(serde::Deserialize)]
+        struct Line {
+            index: usize,
+            #[serde(default)]
+            pair_id: String,
+            verification: Verification,
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return BTreeMap::new();
+        };
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+            .filter(|l| matches!(records.get(l.index), Some(Record::Pair(p)) if p.id == l.pair_id))
+            .map(|l| (l.index, l.verification))
+            .collect()
+    }
+
     fn append(&mut self, index: usize, v: &Verification) -> Result<(), VerifyError> {
-        let line = serde_json::json!({ "index": index, "verification": v });
+        let line = serde_json::json!({ "index": index, "pair_id": self.ids.get(&index), "verification": v });
         writeln!(self.file, "{line}")
             .and_then(|_| self.file.flush())
             .map_err(|source| VerifyError::Partial {

@@ -15,6 +15,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// A pair that keeps reporting steps may run this many times its timeout in all.
+pub const MAX_EXTEND: f64 = 3.0;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
     #[error("could not start worker {device}: {message}")]
@@ -266,7 +269,7 @@ impl Worker {
         let _ = writeln!(self.stdin, "{line}").and_then(|_| self.stdin.flush());
         let (verification, timed_out) = match self.answer(&job.pair_id, timeout) {
             Answer::Result { verification, .. } => (Some(*verification), false),
-            Answer::Timeout => (None, true),
+            Answer::Timeout(_) => (None, true),
             Answer::Gone => (None, false),
         };
         let mut exit = None;
@@ -360,15 +363,13 @@ impl Worker {
                 }
                 (*verification, !sticky)
             }
-            Answer::Timeout => {
+            Answer::Timeout(why) => {
                 self.kill();
                 let v = fail(
                     Status::Timeout,
                     format!(
-                        "pair {} did not finish within {:.0} s; worker {} killed and restarted",
-                        job.pair_id,
-                        timeout.as_secs_f64(),
-                        self.device
+                        "pair {} {why}; worker {} killed and restarted",
+                        job.pair_id, self.device
                     ),
                     self.tail(),
                     &self.hello.device,
@@ -404,8 +405,16 @@ impl Worker {
 
     /// Wait up to `timeout` for the result of pair `pair_id`, skipping stray output (a
     /// kernel's printf reaching stdout, say) and other pairs' lines.
+    ///
+    /// `timeout` is a no-progress limit: each step the worker reports (a compile, a seed's
+    /// check, a timing round) starts it again, so a pair whose kernels are slow but run
+    /// finishes, while a hung kernel is cut off `timeout` after its last step. A pair still
+    /// reporting steps is cut off at [`MAX_EXTEND`] times `timeout` in all.
     fn answer(&self, pair_id: &str, timeout: Duration) -> Answer {
-        let deadline = Instant::now() + timeout;
+        let start = Instant::now();
+        let cap = start + timeout.mul_f64(MAX_EXTEND);
+        let mut deadline = start + timeout;
+        let mut last_step: Option<String> = None;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
@@ -420,9 +429,26 @@ impl Worker {
                             sticky,
                         }
                     }
+                    Ok(Response::Progress { pair_id: id, step }) if id == pair_id => {
+                        deadline = (Instant::now() + timeout).min(cap);
+                        last_step = Some(step);
+                    }
                     _ => continue,
                 },
-                Err(RecvTimeoutError::Timeout) => return Answer::Timeout,
+                Err(RecvTimeoutError::Timeout) => {
+                    let secs = timeout.as_secs_f64();
+                    let why = match (&last_step, Instant::now() >= cap) {
+                        (Some(s), true) => format!(
+                            "was still running after {:.0} s ({MAX_EXTEND}× the {secs:.0} s timeout; last step: {s})",
+                            secs * MAX_EXTEND
+                        ),
+                        (Some(s), false) => {
+                            format!("made no progress for {secs:.0} s after its last step ({s})")
+                        }
+                        (None, _) => format!("did not finish within {secs:.0} s"),
+                    };
+                    return Answer::Timeout(why);
+                }
                 Err(RecvTimeoutError::Disconnected) => return Answer::Gone,
             }
         }
@@ -435,8 +461,8 @@ enum Answer {
         verification: Box<Verification>,
         sticky: bool,
     },
-    /// Nothing came within the timeout.
-    Timeout,
+    /// Nothing came within the timeout: why, in words ("did not finish within 60 s").
+    Timeout(String),
     /// The worker's stdout closed: it died.
     Gone,
 }

@@ -35,6 +35,12 @@ pub enum Response {
     NoGpu {
         reason: String,
     },
+    /// A step of the pair's job finished (a compile, a seed's check, a timing round):
+    /// the parent's no-progress timeout starts again.
+    Progress {
+        pair_id: String,
+        step: String,
+    },
     Result {
         pair_id: String,
         verification: Box<Verification>,

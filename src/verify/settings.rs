@@ -16,7 +16,9 @@ pub struct Settings {
     pub inferred_dir: Option<PathBuf>,
     /// A capture folder: captured launches replayed where no hand-written harness exists.
     pub captures: Option<PathBuf>,
-    /// Seconds one pair may run before its worker is killed (`timeout`).
+    /// Seconds a pair may go without finishing a step (a compile, a seed's check, a timing
+    /// round) before its worker is killed (`timeout`); a pair still finishing steps may run
+    /// 3× this in all.
     pub timeout_s: f64,
     /// Input seeds per size set.
     pub seeds: u32,
@@ -36,6 +38,9 @@ pub struct Settings {
     pub gpus: Option<usize>,
     /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
     pub worker_cmd: Option<String>,
+    /// Keep the verdicts an interrupted run left in the partial file (same records, same
+    /// settings: the caller keys the file by both), and run only the rest.
+    pub resume: bool,
 }
 
 impl Default for Settings {
@@ -55,6 +60,7 @@ impl Default for Settings {
             compute_sanitizer: None,
             gpus: None,
             worker_cmd: None,
+            resume: false,
         }
     }
 }

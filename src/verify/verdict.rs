@@ -38,6 +38,26 @@ pub struct Context<'a> {
     pub synthesized: bool,
 }
 
+/// What the checks covered, from the evidence: "2 size sets × 3 seeds". A size set whose
+/// inputs are all captured bytes is checked with one seed (every seed gives the same
+/// inputs), and the text says so.
+pub(crate) fn checked(ev: &crate::evidence::Evidence, sets: usize, seeds: u32) -> String {
+    let mut per_set: std::collections::BTreeMap<&str, std::collections::BTreeSet<u32>> =
+        Default::default();
+    for c in &ev.checks {
+        per_set
+            .entry(c.size_set.as_str())
+            .or_default()
+            .insert(c.seed);
+    }
+    let once = per_set.values().filter(|s| s.len() == 1).count();
+    match once {
+        n if n == 0 || seeds == 1 => format!("{sets} size sets × {seeds} seeds"),
+        n if n == sets => format!("{sets} size sets × 1 seed (captured inputs)"),
+        n => format!("{sets} size sets × {seeds} seeds ({n} with captured inputs, checked once)"),
+    }
+}
+
 /// The original's speedup over the plain variant: `s` (slow / fast) inverted, its
 /// interval's ends swapped.
 pub fn inverted(s: &Speedup) -> Speedup {
@@ -114,9 +134,8 @@ pub fn finish(v: &mut Verification, cx: &Context) {
         )
     } else if verified {
         format!(
-            "agrees on {} size sets × {} seeds; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
-            sets.len(),
-            cx.seeds,
+            "agrees on {}; {:.2}× faster at {} (95% CI {:.2}–{:.2})",
+            checked(&v.evidence, sets.len(), cx.seeds),
             m.speedup,
             m.size_set,
             m.ci_low,
