@@ -91,7 +91,7 @@ fn main() {
         ..RunOptions::default()
     };
     let copy = job_for(&planted.join("good_copy"), opts.clone(), &g);
-    let out = run_job(&mut g, &mut cache, &copy);
+    let out = run_job(&mut g, &mut cache, &copy, &mut |_| {});
     let (_, fast_ms) = timing(&out.verification.evidence, "64M");
     let n = 1u64 << 26;
     let bytes = 2.0 * n as f64 * 4.0;
@@ -119,7 +119,7 @@ fn main() {
         let mut fast = vec![];
         let mut totals = vec![];
         for _ in 0..5 {
-            let o = run_job(&mut g, &mut cache, &job);
+            let o = run_job(&mut g, &mut cache, &job, &mut |_| {});
             let ev = &o.verification.evidence;
             let (s, f) = timing(ev, set);
             slow.push(s);

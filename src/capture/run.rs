@@ -443,7 +443,7 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
     // group not yet started are skipped. A run records its result before it gives its
     // slot back, so with one slot this is exactly the sequential order.
     let groups: Mutex<BTreeMap<usize, GroupState>> = Mutex::new(BTreeMap::new());
-    let results: Mutex<Vec<(usize, RunRecord, Result<String, String>)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<RunDone>> = Mutex::new(Vec::new());
     let stopped = |g: usize, k: usize| {
         groups
             .lock()
@@ -506,6 +506,10 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
     rec.seconds = t.elapsed().as_secs_f64();
     rec
 }
+
+/// A finished run: its index among the program's runs, its record, and its output tail (or
+/// why it could not start).
+type RunDone = (usize, RunRecord, Result<String, String>);
 
 /// Where one group of runs (the versions of one run command) stands.
 #[derive(Default)]
