@@ -117,6 +117,10 @@ impl Stages for Library {
         text.push(format!("{settings:?}"));
         let key = super::journal::key(&text.iter().map(String::as_str).collect::<Vec<_>>());
         let partial = cache.join(format!("verify-{key}.partial.jsonl"));
+        std::fs::create_dir_all(cache).map_err(|source| crate::verify::VerifyError::Partial {
+            path: cache.to_path_buf(),
+            source,
+        })?;
         settings.resume = true;
         let results = crate::verify::verify_records(&pairs, &base, &settings, Some(&partial))?;
         let _ = std::fs::remove_file(&partial);
