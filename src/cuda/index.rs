@@ -1286,7 +1286,7 @@ fn find_launches(idx: &mut FileData, at: Span) {
         let Some(open) = rest.find('(').filter(|p| rest[..*p].trim().is_empty()) else {
             continue;
         };
-        let Some(close) = matching_paren(rest, open) else {
+        let Some(close) = lex::matching(rest, open, b'(', b')') else {
             continue;
         };
         let a0 = after + open + 1;
@@ -1329,23 +1329,6 @@ fn has_launch_opener(s: &str) -> bool {
 /// The `>>>` that closes a launch configuration, spaced or not.
 static LAUNCH_CLOSE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r">>\s*>").expect("valid regex"));
-
-fn matching_paren(s: &str, open: usize) -> Option<usize> {
-    let mut depth = 0i32;
-    for (i, c) in s[open..].char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(open + i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
 
 fn make_site(
     idx: &FileData,

@@ -11,6 +11,23 @@ pub fn mask(text: &str) -> String {
     mask_with(text, true)
 }
 
+/// The byte index of the bracket `c` that closes the `o` at `open` (brackets nest; give masked
+/// text when literals or comments may hold brackets). `None` when it is never closed.
+pub fn matching(text: &str, open: usize, o: u8, c: u8) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, &b) in text.as_bytes().iter().enumerate().skip(open) {
+        if b == o {
+            depth += 1;
+        } else if b == c {
+            depth = depth.checked_sub(1)?;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
 /// The text with comments blanked but literals kept: for emitting directives.
 pub fn mask_comments(text: &str) -> String {
     mask_with(text, false)

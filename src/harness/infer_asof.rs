@@ -235,20 +235,7 @@ pub fn function_start(text: &str, pos: usize) -> usize {
 
 /// The offset just past the `}` matching the `{` at `open` (the text's end if unmatched).
 fn matching_brace(text: &str, open: usize) -> usize {
-    let mut depth = 0;
-    for (i, c) in text[open..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return open + i + 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    text.len()
+    crate::cuda::lex::matching(text, open, b'{', b'}').map_or(text.len(), |i| i + 1)
 }
 
 /// What kind of head a `{` or a one-statement body follows.

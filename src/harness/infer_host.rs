@@ -1287,21 +1287,9 @@ fn top_level_factors(e: &str) -> Option<Vec<String>> {
     Some(parts)
 }
 
+/// The `)` closing the first `(` of `s`.
 fn matching_close(s: &str) -> Option<usize> {
-    let mut depth = 0;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    crate::cuda::lex::matching(s, s.find('(')?, b'(', b')')
 }
 
 /// The function whose body holds 1-based `line` in `text` (comments removed): its name and

@@ -3,6 +3,7 @@
 
 use super::desc::{PairingMode, Rule, SuiteDesc, RULE_NO_NAIVE};
 use super::progression::{Progression, Steps};
+use crate::cuda::lex;
 use crate::record::{KernelUnit, Pair, PairRule, Slow, Unpaired, UnpairedReason};
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
@@ -512,22 +513,6 @@ struct HostFn<'a> {
     body: &'a str,
 }
 
-/// The index of the bracket closing the one at `open`.
-fn matching(text: &str, open: usize, o: u8, c: u8) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, &b) in text.as_bytes().iter().enumerate().skip(open) {
-        if b == o {
-            depth += 1;
-        } else if b == c {
-            depth -= 1;
-            if depth == 0 {
-                return Some(i);
-            }
-        }
-    }
-    None
-}
-
 /// `void name(params) { body }` host functions (not `__global__`/`__device__`) of a file.
 fn host_functions(text: &str) -> Vec<HostFn<'_>> {
     static RE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
@@ -538,7 +523,7 @@ fn host_functions(text: &str) -> Vec<HostFn<'_>> {
     for c in RE.captures_iter(text) {
         let m = c.get(0).expect("match");
         let open = m.end() - 1;
-        let Some(close) = matching(text, open, b'(', b')') else {
+        let Some(close) = lex::matching(text, open, b'(', b')') else {
             continue;
         };
         let after = text[close + 1..].trim_start();
@@ -546,7 +531,7 @@ fn host_functions(text: &str) -> Vec<HostFn<'_>> {
             continue;
         }
         let bopen = text.len() - after.len();
-        let Some(bclose) = matching(text, bopen, b'{', b'}') else {
+        let Some(bclose) = lex::matching(text, bopen, b'{', b'}') else {
             continue;
         };
         out.push(HostFn {
@@ -604,7 +589,7 @@ fn version_launches(body: &str) -> Result<Vec<(String, usize)>, String> {
         let after = if word == "else" {
             l.end()
         } else {
-            let Some(close) = matching(body, l.end() - 1, b'(', b')') else {
+            let Some(close) = lex::matching(body, l.end() - 1, b'(', b')') else {
                 continue;
             };
             close + 1
@@ -612,7 +597,7 @@ fn version_launches(body: &str) -> Result<Vec<(String, usize)>, String> {
         let rest = &body[after..];
         let start = after + (rest.len() - rest.trim_start().len());
         let end = if body[start..].starts_with('{') {
-            matching(body, start, b'{', b'}').unwrap_or(body.len())
+            lex::matching(body, start, b'{', b'}').unwrap_or(body.len())
         } else {
             start + body[start..].find(';').unwrap_or(body.len() - start)
         };
