@@ -11,9 +11,8 @@ S=carry/cap
 rm -rf $S && mkdir -p $S/cupti $S/trees
 cp $T/release/kernelpair $T/release/libkernelpair.so $S/
 strip $S/kernelpair $S/libkernelpair.so
+bash scripts/cupti.sh $S/cupti
 W=$(mktemp -d)
-python3 -m pip download --quiet --no-deps -d $W "nvidia-cuda-cupti==13.0.85"
-unzip -q -j -o $W/nvidia_cuda_cupti-*.whl 'nvidia/cu13/lib/libcupti.so.13' -d $S/cupti
 # llm.c: dev/cuda is the capture target (its programs include only dev/cuda/common.h).
 mkdir -p $S/trees/llm.c/dev && cp -r "$TREES/llm.c/dev/cuda" $S/trees/llm.c/dev/
 mkdir -p $S/trees/llm.c/llmc && cp "$TREES"/llm.c/llmc/*.cuh $S/trees/llm.c/llmc/ 2>/dev/null || true

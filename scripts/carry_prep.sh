@@ -23,13 +23,7 @@ done
 strip $S/kernelpair $S/*-test
 # Capture's GPU test needs the injection library and CUPTI (PyPI nvidia-cuda-cupti 13.0).
 cp $T/release/libkernelpair.so $S/ && strip $S/libkernelpair.so
-mkdir -p $S/cupti
-if [ -f carry/pub/cupti/libcupti.so.13 ]; then cp carry/pub/cupti/libcupti.so.13 $S/cupti/
-else
-  W=$(mktemp -d)
-  python3 -m pip download --quiet --no-deps -d $W "nvidia-cuda-cupti==13.0.85"
-  unzip -q -j -o $W/nvidia_cuda_cupti-*.whl 'nvidia/cu13/lib/libcupti.so.13' -d $S/cupti
-fi
+bash scripts/cupti.sh $S/cupti
 [ -f $S/kernelpair-base ] && strip $S/kernelpair-base || true
 K=$S/kernelpair
 # Real Parboil pairs with the hand-written harnesses (benches/honest.sh, benches/device.sh).

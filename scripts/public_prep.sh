@@ -10,13 +10,7 @@ S=carry/pub
 rm -rf $S && mkdir -p $S/trees
 cp $T/release/kernelpair $T/release/libkernelpair.so $S/ && strip $S/kernelpair $S/libkernelpair.so
 # CUPTI for capture (PyPI nvidia-cuda-cupti 13.0, matching the device's CUDA 13.0 driver).
-mkdir -p $S/cupti
-if [ -f carry/cap/cupti/libcupti.so.13 ]; then cp carry/cap/cupti/libcupti.so.13 $S/cupti/
-else
-  W=$(mktemp -d)
-  python3 -m pip download --quiet --no-deps -d $W "nvidia-cuda-cupti==13.0.85"
-  unzip -q -j -o $W/nvidia_cuda_cupti-*.whl 'nvidia/cu13/lib/libcupti.so.13' -d $S/cupti
-fi
+bash scripts/cupti.sh $S/cupti
 for t in Parboil gpu-rodinia cuda-samples llm.c ${EXTRA_TREES:-}; do
   (cd "$TREES/$t" && find . -type f -size -1024k -not -path './.git/*') > /tmp/pub.list
   mkdir -p $S/trees/$t && tar -C "$TREES/$t" -cf - -T /tmp/pub.list | tar -C $S/trees/$t -xf -

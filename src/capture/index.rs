@@ -127,4 +127,13 @@ impl CaptureIndex {
         hits.sort_by_key(|(e, m)| (e.program != path, m.skipped.is_some(), m.nth, m.seq));
         hits.first().copied()
     }
+
+    /// The kernels with at least one launch snapshotted (not skipped for a budget).
+    pub fn kernels_captured(&self) -> std::collections::BTreeSet<&str> {
+        self.manifests
+            .iter()
+            .filter(|m| m.1.skipped.is_none())
+            .map(|m| m.1.kernel.as_str())
+            .collect()
+    }
 }

@@ -529,12 +529,7 @@ fn print_summary(all: &[ProgramRecord], out: &Path) {
         .iter()
         .filter(|m| m.1.skipped.is_some())
         .count();
-    let kernels: BTreeSet<&str> = idx
-        .manifests
-        .iter()
-        .filter(|m| m.1.skipped.is_none())
-        .map(|m| m.1.kernel.as_str())
-        .collect();
+    let kernels = idx.kernels_captured();
     println!(
         "capture: {} program(s): {}",
         all.len(),

@@ -447,7 +447,11 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
     let stopped = |g: usize, k: usize| {
         groups
             .lock()
-            .map(|m| m.get(&g).and_then(|s| s.stop_after).is_some_and(|s| k > s))
+            .map(|m| {
+                m.get(&g)
+                    .and_then(GroupState::stop_after)
+                    .is_some_and(|s| k > s)
+            })
             .unwrap_or(false)
     };
     std::thread::scope(|sc| {
@@ -470,7 +474,6 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
                     } else if rr.exit != Some(0) {
                         st.failed_empty.push(k);
                     }
-                    st.settle();
                 }
                 if let Ok(mut r) = results.lock() {
                     r.push((k, rr, tail));
@@ -516,23 +519,18 @@ type RunDone = (usize, RunRecord, Result<String, String>);
 struct GroupState {
     captured: Vec<usize>,
     failed_empty: Vec<usize>,
-    /// Runs after this one are not started.
-    stop_after: Option<usize>,
 }
 
 impl GroupState {
-    /// The group stops at its first run that failed with nothing captured after a run that
-    /// captured something.
-    fn settle(&mut self) {
-        let Some(&first) = self.captured.iter().min() else {
-            return;
-        };
-        self.stop_after = self
-            .failed_empty
+    /// Runs after this one are not started: the group's first run that failed with nothing
+    /// captured after a run that captured something.
+    fn stop_after(&self) -> Option<usize> {
+        let first = *self.captured.iter().min()?;
+        self.failed_empty
             .iter()
             .copied()
             .filter(|&f| f > first)
-            .min();
+            .min()
     }
 }
 

@@ -10,7 +10,7 @@
 use super::config::{CaptureMode, CaptureSettings, SuiteKind, SuiteSpec};
 use crate::capture::{CaptureArgs, Known, ProgramStatus};
 use crate::record::Record;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The capture folders, under the build's output folder (one subfolder per suite).
@@ -160,13 +160,8 @@ pub fn capture(
                         .or_default() += 1;
                 }
                 let idx = crate::capture::CaptureIndex::open(&dir);
-                let kernels: BTreeSet<&str> = idx
-                    .manifests
-                    .iter()
-                    .filter(|m| m.1.skipped.is_none())
-                    .map(|m| m.1.kernel.as_str())
-                    .collect();
-                *c.counts.entry("kernels_captured".into()).or_default() += kernels.len();
+                *c.counts.entry("kernels_captured".into()).or_default() +=
+                    idx.kernels_captured().len();
             }
             Err(e) => c.notes.push(format!("{}: {e:#}", spec.path.display())),
         }

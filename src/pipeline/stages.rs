@@ -86,12 +86,7 @@ impl Stages for Library {
     ) -> Result<Vec<Record>, StageError> {
         // The chunk's synth journal is named by the chunk's content, so a rerun after a
         // kill finds it and asks only what was not answered.
-        let text: Vec<String> = pairs
-            .iter()
-            .map(|r| serde_json::to_string(r).expect("records serialize"))
-            .collect();
-        let key = super::journal::key(&text.iter().map(String::as_str).collect::<Vec<_>>());
-        let journal = synth_journal(cache, &key);
+        let journal = synth_journal(cache, &chunk_key(&pairs, None));
         let cfg = crate::synth::Config::new(s.to_synth(cache, Some(journal)))?;
         let (out, report) = crate::synth::synthesize_records(pairs, &cfg)?;
         tracing::info!("{}", report.summary());
@@ -110,12 +105,7 @@ impl Stages for Library {
         // Each verdict is written as it comes, to a file keyed by this chunk and these
         // settings: a build killed mid-chunk keeps the chunk's finished pairs, and its
         // rerun runs only the others. The chunk's journal entry replaces the file.
-        let mut text: Vec<String> = pairs
-            .iter()
-            .map(|r| serde_json::to_string(r).expect("records serialize"))
-            .collect();
-        text.push(format!("{settings:?}"));
-        let key = super::journal::key(&text.iter().map(String::as_str).collect::<Vec<_>>());
+        let key = chunk_key(&pairs, Some(&format!("{settings:?}")));
         let partial = cache.join(format!("verify-{key}.partial.jsonl"));
         std::fs::create_dir_all(cache).map_err(|source| crate::verify::VerifyError::Partial {
             path: cache.to_path_buf(),
@@ -137,6 +127,17 @@ impl Stages for Library {
             })
             .collect())
     }
+}
+
+/// A chunk's journal key: its records' content, and what else the answer depends on.
+fn chunk_key(pairs: &[Record], extra: Option<&str>) -> String {
+    let text: Vec<String> = pairs
+        .iter()
+        .map(|r| serde_json::to_string(r).expect("records serialize"))
+        .collect();
+    let mut parts: Vec<&str> = text.iter().map(String::as_str).collect();
+    parts.extend(extra);
+    super::journal::key(&parts)
 }
 
 /// Where `build` keeps the synth journal of the chunk with content key `key`: beside the
