@@ -337,6 +337,94 @@ fn progress_lines_come_at_least_every_ten_seconds_off_a_terminal() {
     assert!(stderr.contains("capture: 1/1 done"), "{stderr}");
 }
 
+/// A Rodinia-layout tree (`cuda/<app>/` with a Makefile and a `run` script reading
+/// `../../data/<app>/…`, and an empty `data/`), captured with the rodinia suite's recipe.
+/// `bfs` prints no file name when its input is missing (as Rodinia's programs do) and
+/// writes a stand-in launch manifest when it finds it; `backprop` needs no data.
+fn rodinia_like(root: &Path) {
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    let prog = "all:\n\tcp prog.sh prog && chmod +x prog\n";
+    let bfs = "#!/bin/sh\nif [ ! -f \"$1\" ]; then echo 'Error Reading graph file'; exit 139; fi\n\
+               mkdir -p out; cat \"$1\" > out/result.txt\n\
+               echo 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n";
+    program(
+        &root.join("cuda"),
+        "bfs",
+        prog,
+        &[
+            ("prog.sh", bfs),
+            // The output file does not exist before the run either; it is not an input.
+            (
+                "run",
+                "# small graph\nmkdir -p out\n./prog ../../data/bfs/graph4096.txt > out/log.txt\n",
+            ),
+        ],
+    );
+    let ok = "#!/bin/sh\necho 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n";
+    program(
+        &root.join("cuda"),
+        "backprop",
+        prog,
+        &[("prog.sh", ok), ("run", "./prog 65536\n")],
+    );
+}
+
+#[test]
+fn a_run_names_the_input_its_run_script_gives_and_data_given_later_captures_it() {
+    let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
+    let root = d.path().join("tree");
+    rodinia_like(&root);
+    let out = d.path().join("cap");
+    let capture = |data: Option<&Path>| {
+        let mut c = Command::cargo_bin("kernelpair").unwrap();
+        c.arg("capture")
+            .arg(&root)
+            .arg("-o")
+            .arg(&out)
+            .args(["--suite", "rodinia", "--inject", &lib]);
+        if let Some(data) = data {
+            c.arg("--data").arg(data);
+        }
+        // Exit 3 says some program failed; the journal says which.
+        let code = c.output().unwrap().status.code();
+        assert!(matches!(code, Some(0 | 3)), "{code:?}");
+        records(&out)
+    };
+    let rs = capture(None);
+    assert_eq!(rs.len(), 2, "{rs:?}");
+    assert_eq!(by_program(&rs, "cuda/backprop")["status"], "captured");
+    let bfs = by_program(&rs, "cuda/bfs");
+    assert_eq!(bfs["status"], "capture_run_failed", "{bfs}");
+    assert_eq!(
+        bfs["runs"][0]["missing"], "../../data/bfs/graph4096.txt",
+        "{bfs}"
+    );
+    let why = bfs["reason"].as_str().unwrap();
+    assert!(
+        why.contains(
+            "needs input file ../../data/bfs/graph4096.txt, which the tree lacks (give --data)"
+        ),
+        "{why}"
+    );
+
+    // The data folder holds <app>/…; linked at data/ in the scratch copy, the program's
+    // own relative path finds it. Only bfs, which lacked its input, runs again.
+    let data = d.path().join("mydata");
+    std::fs::create_dir_all(data.join("bfs")).unwrap();
+    std::fs::write(data.join("bfs/graph4096.txt"), "4096\n").unwrap();
+    let rs = capture(Some(&data));
+    assert_eq!(rs.len(), 3, "backprop was run again: {rs:?}");
+    let bfs = &rs[2];
+    assert_eq!(bfs["program"], "cuda/bfs");
+    assert_eq!(bfs["status"], "captured", "{bfs}");
+    assert_eq!(bfs["launches"], 1, "{bfs}");
+    assert!(
+        root.join("data").read_dir().unwrap().next().is_none(),
+        "the tree was changed"
+    );
+}
+
 fn fixtures() -> std::path::PathBuf {
     match std::env::var_os("KERNELPAIR_FIXTURES") {
         Some(d) => std::path::PathBuf::from(d).join("capture"),

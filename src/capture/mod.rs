@@ -313,6 +313,31 @@ pub fn locate_cupti(given: Option<&Path>) -> Result<PathBuf, String> {
     ))
 }
 
+/// Link every entry of the data folder `src` into `dst` (made if missing), merging into
+/// folders `dst` already has (Rodinia's tree ships an empty `data/`); a file the data folder
+/// has replaces the tree's. Idempotent, so a resumed capture links again safely.
+fn link_data(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dst)?;
+    for e in std::fs::read_dir(src)? {
+        let e = e?;
+        let from = e.path();
+        let to = dst.join(e.file_name());
+        let meta = std::fs::symlink_metadata(&to);
+        let is_real_dir = meta.as_ref().is_ok_and(|m| m.is_dir());
+        if is_real_dir && from.is_dir() {
+            link_data(&from, &to)?;
+            continue;
+        }
+        match meta {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&to)?,
+            Ok(_) => std::fs::remove_file(&to)?,
+            Err(_) => {}
+        }
+        std::os::unix::fs::symlink(&from, &to)?;
+    }
+    Ok(())
+}
+
 /// Copy `root` to `dst` (regular files and folders; `.git` and symbolic links left out),
 /// once: an existing copy is kept, so a resumed capture builds where it built before.
 fn scratch_copy(root: &Path, dst: &Path) -> std::io::Result<()> {
@@ -426,9 +451,19 @@ pub fn capture_tree(
             p.timeout = std::time::Duration::from_secs(t);
         }
     }
+    // A rerun resumes: finished programs are not run again, except, when `--data` is
+    // given, those that failed for want of an input file (the data may hold it now).
     let done: BTreeSet<String> = match args.fresh {
         true => BTreeSet::new(),
-        false => read_journal(&out).into_iter().map(|r| r.program).collect(),
+        false => read_journal(&out)
+            .into_iter()
+            .filter(|r| {
+                let lacked = r.status != ProgramStatus::Captured
+                    && r.runs.iter().any(|x| x.missing.is_some());
+                !(lacked && args.data.is_some())
+            })
+            .map(|r| r.program)
+            .collect(),
     };
     let todo: Vec<run::Program> = programs
         .iter()
@@ -444,6 +479,19 @@ pub fn capture_tree(
     );
     let scratch = out.join("work").join("tree");
     scratch_copy(&root, &scratch)?;
+    if let Some(d) = &args.data {
+        let at = recipe.as_ref().and_then(|r| r.data_at.as_deref());
+        if let Some(at) = at {
+            let d = d
+                .canonicalize()
+                .map_err(|e| anyhow::anyhow!("--data {}: {e}", d.display()))?;
+            link_data(&d, &scratch.join(at))?;
+            eprintln!(
+                "capture: --data {} linked at {at}/ in the scratch copy",
+                d.display()
+            );
+        }
+    }
     let mut inject_env: BTreeMap<String, String> = BTreeMap::new();
     use crate::gpu::capture::inject as inj;
     inject_env.insert("CUDA_INJECTION64_PATH".into(), inject.display().to_string());

@@ -286,15 +286,74 @@ pub fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// Words of a program's output that say a file could not be opened.
+static OPEN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)(no such file|cannot open|can't open|could not open|couldn't open|unable to open|failed to open|failure to open|error opening|error reading|not opened|file error|cannot find|file not found|does not exist)",
+    )
+    .expect("valid")
+});
+
+/// Whether a run's output says a file could not be opened.
+fn says_open_failed(output: &str) -> bool {
+    OPEN.is_match(output)
+}
+
+/// Input files a run command names that do not exist (relative to `cwd`), for a failed run
+/// whose output names none (`Error Reading graph file`, or a crash after a NULL `fopen`).
+/// Looked at: the command's words, and the lines of the shell script it runs (`sh run`,
+/// `./run.sh`); a word counts when it is a path with a folder (`../../data/bfs/g.txt`),
+/// is not an option, and is not the target of an output redirection (`> out/result.txt`).
+pub fn missing_from_command(cmd: &str, cwd: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = vec![cmd.to_string()];
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let script = match words.as_slice() {
+        [sh, f, ..] if ["sh", "bash", "/bin/sh", "/bin/bash"].contains(sh) => Some(*f),
+        [f, ..] => Some(*f),
+        [] => None,
+    };
+    if let Some(f) = script.map(|f| cwd.join(f)).filter(|f| f.is_file()) {
+        let small = f.metadata().is_ok_and(|m| m.len() <= 64 * 1024);
+        if let Some(text) = small.then(|| std::fs::read(&f).ok()).flatten() {
+            // A script is text; an executable is not.
+            if !text.contains(&0) {
+                lines.extend(
+                    String::from_utf8_lossy(&text)
+                        .lines()
+                        .map(|l| l.split('#').next().unwrap_or("").to_string()),
+                );
+            }
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for line in &lines {
+        let mut skip_next = false;
+        // The first word is the program (or the script itself), not an input.
+        for w in line.split_whitespace().skip(1) {
+            if std::mem::take(&mut skip_next) {
+                continue;
+            }
+            if [">", ">>", "2>", "&>", "1>"].contains(&w) {
+                skip_next = true;
+                continue;
+            }
+            let w = w.trim_matches(|c| c == '"' || c == '\'' || c == ';');
+            let is_path = w.contains('/')
+                && !w.starts_with(['-', '>'])
+                && !w.contains("://")
+                && !w.contains('$')
+                && w.chars().any(|c| c.is_ascii_alphanumeric());
+            if is_path && !cwd.join(w).exists() && !out.iter().any(|o| o == w) {
+                out.push(w.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// A file a failed run says it could not open, when it names one that does not exist
 /// (relative to `cwd`): `Error: cannot open data/input.bin`.
 pub fn missing_input(output: &str, cwd: &Path) -> Option<String> {
-    static OPEN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"(?i)(no such file|cannot open|can't open|could not open|couldn't open|unable to open|failed to open|error opening|error reading|cannot find|file not found|does not exist)",
-        )
-        .expect("valid")
-    });
     static PATHLIKE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r#"[A-Za-z0-9_.~/\-]*[/.][A-Za-z0-9_.~/\-]*[A-Za-z0-9_]"#).expect("valid")
     });
@@ -305,7 +364,8 @@ pub fn missing_input(output: &str, cwd: &Path) -> Option<String> {
         for m in PATHLIKE.find_iter(line) {
             let s = m.as_str().trim_end_matches(['.', ':']);
             let looks = s.contains('/') || s.rsplit_once('.').is_some_and(|(_, e)| e.len() <= 5);
-            if looks && !s.starts_with("..") && !cwd.join(s).exists() {
+            let dots = s.starts_with("..") && !s.starts_with("../");
+            if looks && !dots && !cwd.join(s).exists() {
                 return Some(s.to_string());
             }
         }
@@ -504,7 +564,7 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
         ProgramStatus::CaptureRunFailed
     };
     if rec.reason.is_empty() {
-        rec.reason = summarize(&rec);
+        rec.reason = summarize(&rec, env.data.is_some());
     }
     rec.seconds = t.elapsed().as_secs_f64();
     rec
@@ -573,8 +633,11 @@ fn one_run(
             rr.exit = r.exit;
             rr.timed_out = r.timed_out;
             rr.seconds = r.seconds;
-            if r.exit != Some(0) {
-                rr.missing = missing_input(&r.tail, cwd);
+            if r.exit != Some(0) || (rr.launches == 0 && says_open_failed(&r.tail)) {
+                rr.missing = missing_input(&r.tail, cwd).or_else(|| {
+                    let m = missing_from_command(cmd, cwd);
+                    (!m.is_empty()).then(|| m.join(", "))
+                });
             }
             (rr, Ok(r.tail))
         }
@@ -582,7 +645,7 @@ fn one_run(
     }
 }
 
-fn summarize(rec: &ProgramRecord) -> String {
+fn summarize(rec: &ProgramRecord, data_given: bool) -> String {
     let missing: Vec<&str> = rec
         .runs
         .iter()
@@ -608,9 +671,10 @@ fn summarize(rec: &ProgramRecord) -> String {
         parts.push(format!("{timed} timed out"));
     }
     if let Some(m) = missing.first() {
-        parts.push(format!(
-            "needs input file {m}, which the tree lacks (give --data)"
-        ));
+        parts.push(match data_given {
+            false => format!("needs input file {m}, which the tree lacks (give --data)"),
+            true => format!("needs input file {m}, which neither the tree nor --data has"),
+        });
     }
     parts.join("; ")
 }
@@ -652,6 +716,39 @@ mod tests {
         );
         assert_eq!(missing_input("cannot open here.txt", d.path()), None);
         assert_eq!(missing_input("segmentation fault", d.path()), None);
+    }
+
+    #[test]
+    fn inputs_a_run_script_names_are_found_and_outputs_and_options_are_not() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("prog"), "\x7fELF\0binary").unwrap();
+        std::fs::create_dir_all(d.path().join("in")).unwrap();
+        std::fs::write(d.path().join("in/there.txt"), "x").unwrap();
+        std::fs::write(
+            d.path().join("run"),
+            "# ./prog ../../data/old/commented.txt\n\
+             ./prog 512 ../../data/hotspot/temp_512 in/there.txt -o=x/y > out/result.txt\n\
+             ./prog -f ../../data/hotspot/power_512 >>logs/all.txt 2> err/e.txt\n",
+        )
+        .unwrap();
+        assert_eq!(
+            missing_from_command("sh run", d.path()),
+            [
+                "../../data/hotspot/temp_512",
+                "../../data/hotspot/power_512"
+            ]
+        );
+        // A command line of its own; a binary first word is not read as a script.
+        assert_eq!(
+            missing_from_command("./prog ../../data/bfs/graph.txt", d.path()),
+            ["../../data/bfs/graph.txt"]
+        );
+        assert!(missing_from_command("./prog 2048 10", d.path()).is_empty());
+        // Output naming a file wins; `../` paths are named too.
+        assert_eq!(
+            missing_input("Error: no such file (../../data/kmeans/kdd_cup)", d.path()),
+            Some("../../data/kmeans/kdd_cup".into())
+        );
     }
 
     #[test]

@@ -67,6 +67,11 @@ pub struct CaptureRecipe {
     /// Extra environment for builds and runs.
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
+    /// Root-relative folder where the programs expect their input data (Rodinia: `data`,
+    /// which its run scripts reach as `../../data/<app>/…`). `capture --data DIR` links
+    /// DIR's entries into it in the scratch copy, so the programs' own paths find them.
+    #[serde(default)]
+    pub data_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
