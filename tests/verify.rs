@@ -1462,3 +1462,29 @@ fn a_faster_synthesized_plain_variant_is_reversed_and_a_natural_one_not_faster()
     );
     check_verifications(&out);
 }
+
+/// Off a terminal, verify's progress lines name the pairs on a worker while they run
+/// (benchmark/fast kernel), not only the last verdict.
+#[test]
+fn progress_lines_name_the_pair_a_worker_is_running() {
+    let t = tempfile::tempdir().unwrap();
+    let dirs = vec![pair_folder(t.path(), "slowprogress")];
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FAKE_WORKER).unwrap();
+    let out = t.path().join("out.jsonl");
+    let o = verify_cmd(&input, &out)
+        .env("KERNELPAIR_PROGRESS_EVERY_MS", "200")
+        .args(["--gpus", "1", "--timeout-s", "2", "--worker-cmd"])
+        .arg(format!("sh {}", fake.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("verify: 0/1 done, 0.00/s; running: slowprogress/"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("verify: 1/1 done"), "{stderr}");
+}

@@ -443,6 +443,13 @@ pub fn capture_tree(
             p.env.entry("PATH".into()).or_insert_with(|| path.clone());
         }
     }
+    // Old trees call runtime APIs CUDA 13 removed; their documented replacements, unless
+    // the recipe sets nvcc's extra flags itself.
+    for p in &mut programs {
+        p.env
+            .entry("NVCC_APPEND_FLAGS".into())
+            .or_insert_with(|| run::REMOVED_API_RENAMES.into());
+    }
     if !args.only.is_empty() {
         programs.retain(|p| args.only.iter().any(|o| p.id.contains(o.as_str())));
     }
@@ -452,15 +459,18 @@ pub fn capture_tree(
         }
     }
     // A rerun resumes: finished programs are not run again, except, when `--data` is
-    // given, those that failed for want of an input file (the data may hold it now).
+    // given, those whose runs failed or launched nothing (an input the data may hold now;
+    // Rodinia's nn names no file, its bfs exits 0 without its graph).
     let done: BTreeSet<String> = match args.fresh {
         true => BTreeSet::new(),
         false => read_journal(&out)
             .into_iter()
             .filter(|r| {
-                let lacked = r.status != ProgramStatus::Captured
-                    && r.runs.iter().any(|x| x.missing.is_some());
-                !(lacked && args.data.is_some())
+                let ran_badly = matches!(
+                    r.status,
+                    ProgramStatus::CaptureRunFailed | ProgramStatus::NoLaunches
+                );
+                !(ran_badly && args.data.is_some())
             })
             .map(|r| r.program)
             .collect(),

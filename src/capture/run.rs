@@ -11,6 +11,12 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// `-D` renames for runtime API names CUDA 12/13 removed, as CUDA's deprecation notes give
+/// their replacements: old benchmark trees (Rodinia, PolyBench-ACC) call them in host code.
+/// Capture builds get them through `NVCC_APPEND_FLAGS` (a define of a name no header
+/// declares any more changes nothing else).
+pub const REMOVED_API_RENAMES: &str = "-DcudaThreadSynchronize=cudaDeviceSynchronize -DcudaThreadExit=cudaDeviceReset -DdeviceOverlap=asyncEngineCount";
+
 /// A run may take this long unless the recipe or `--timeout-s` says otherwise.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// A build may take this long.

@@ -569,19 +569,20 @@ fn run_on_workers(
     let sanitize_jobs = (!cfg.sanitizer.is_empty()).then(|| jobs.clone());
     let mut ran = BTreeSet::new();
     let progress = crate::progress::Progress::new("self-check", jobs.len());
+    let label = |i: usize| format!("{}/{}", pairs[i].benchmark, pairs[i].fast.kernel);
     pool::run_all(
         workers,
         jobs,
         launch.clone(),
         cfg.timeout,
         hello_timeout,
+        (&progress, &label),
         |i, v| {
             if crate::verify::sanitizer::worth_sanitizing(v.status) {
                 ran.insert(i);
             }
             let (path, origin, flags) = meta.get(&i).cloned().unwrap_or_default();
             let ms = v.evidence.phases_ms.get("total").copied();
-            progress.inc(1, v.status.as_str());
             let mut r = report(&pairs[i], Some(path), origin, judge(&v, &flags), ms);
             // Only a run on the GPU is worth keeping for a rerun: a worker lost to a crash
             // or a missing GPU is asked again.

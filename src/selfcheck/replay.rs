@@ -152,12 +152,17 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         }
         let progress = Progress::new("replay", jobs.len());
         let mut failed = None;
+        let label = |i: usize| {
+            meta.get(&i)
+                .map_or(format!("unit {i}"), |(u, _)| u.kernel.clone())
+        };
         pool::run_all(
             workers,
             jobs,
             launch,
             Duration::from_secs_f64(args.timeout_s),
             hello,
+            (&progress, &label),
             |i, v| {
                 let Some((u, manifest)) = meta.get(&i) else {
                     return;
@@ -175,7 +180,6 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
                 if let Err(e) = write(&r) {
                     failed = Some(e);
                 }
-                progress.inc(1, &u.kernel);
             },
         );
         progress.done();

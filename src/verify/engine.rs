@@ -424,6 +424,7 @@ fn run_inner(
         };
         add_phase(ev, "check.generate", tg);
         let n_seeds = data.len();
+        let run_before_set = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
         for (seed, d) in data.into_iter().enumerate() {
             let (inputs, consts) = d.map_err(|e| Stop::new(Status::HarnessError, e.to_string()))?;
             let tc = Instant::now();
@@ -458,8 +459,12 @@ fn run_inner(
         if job.options.check_only || job.options.selfcheck {
             continue;
         }
+        // The last seed's check ran both kernels at this size just now, in this process:
+        // when that took over a second it was a warm-up round already.
+        let warmed = ev.phases_ms.get("check.run").copied().unwrap_or(0.0) - run_before_set
+            > 1000.0 * n_seeds as f64;
         let t = Instant::now();
-        let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast, step)?;
+        let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast, warmed, step)?;
         time_ms += t.elapsed().as_secs_f64() * 1e3;
         let s = Speedup {
             size_set: ss.size_set.clone(),
@@ -482,7 +487,9 @@ fn run_inner(
 /// what that check took (`check_ms` for both kernels with the copies and the comparison,
 /// `run_ms` of it restoring inputs and running the kernels), and a `timeout` now when it
 /// would pass the pair's budget. The estimate is each further check as long as the first,
-/// and each timing round (two warm-ups at most and five rounds at least) as long as its runs.
+/// and each timing round as long as its runs: two warm-ups at most and five rounds at least,
+/// or for rounds longer than the size set's hard cap, no warm-up (the checks were one) and
+/// three rounds ([`LONG_ROUND_RUNS`]).
 fn over_budget(
     o: &RunOptions,
     sets: usize,
@@ -497,8 +504,11 @@ fn over_budget(
     }
     let sets = sets as f64;
     let checks_left = (seeds as f64 * sets - 1.0).max(0.0);
-    let warm = if run_ms > 1000.0 { 1.0 } else { 2.0 };
-    let rounds = sets * (warm + 5.0);
+    let rounds = match run_ms {
+        r if r > hard_cap_ms(o) => sets * LONG_ROUND_RUNS as f64,
+        r if r > 1000.0 => sets * 6.0,
+        _ => sets * 7.0,
+    };
     let left = checks_left * check_ms + rounds * run_ms;
     if spent_ms + left <= budget {
         return Ok(());
@@ -1191,6 +1201,14 @@ impl From<CudaError> for Timed {
     }
 }
 
+/// Timed runs of each variant when every round takes longer than the size set's hard cap.
+const LONG_ROUND_RUNS: usize = 3;
+
+/// Timing a size set stops once it has run this long and has five rounds.
+fn hard_cap_ms(o: &RunOptions) -> f64 {
+    (o.time_budget_ms * 8.0).max(2000.0)
+}
+
 fn time_size_set(
     gpu: &mut Gpu,
     job: &Job,
@@ -1198,13 +1216,15 @@ fn time_size_set(
     bufs: &[Option<Guarded>],
     slow: &Loaded,
     fast: &Loaded,
+    warmed: bool,
     step: Step<'_>,
 ) -> Result<TimingEvidence, Stop> {
     let ctx = format!("timing size set {}", ss.size_set);
     let variants = [(Variant::Slow, slow), (Variant::Fast, fast)];
     // Warm-up: caches, clocks, lazy module loading. A round of over a second has warmed
-    // all of that already; a second one would only spend the pair's time.
-    for _ in 0..2 {
+    // all of that already; a second one would only spend the pair's time. Checks that ran
+    // both kernels at this size for over a second each seed (`warmed`) were that round.
+    for _ in 0..(if warmed { 0 } else { 2 }) {
         let t = Instant::now();
         for (which, loaded) in variants {
             restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
@@ -1219,7 +1239,7 @@ fn time_size_set(
     let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     let start = Instant::now();
     let o = &job.options;
-    let hard_cap_ms = (o.time_budget_ms * 8.0).max(2000.0);
+    let hard_cap_ms = hard_cap_ms(o);
     let mut round = 0usize;
     loop {
         let runs = times[0].len();
@@ -1230,9 +1250,13 @@ fn time_size_set(
                     .iter()
                     .all(|t| stats::median_ci_rel_width(t).is_some_and(|w| w <= o.precision))
         };
+        // Rounds that each take longer than the cap (a naive kernel of seconds) stop at 3:
+        // a median of three, its spread in the confidence interval.
+        let long_rounds = runs > 0 && wall / runs as f64 > hard_cap_ms;
         if runs >= o.max_runs
             || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
             || (runs >= 5 && wall >= hard_cap_ms)
+            || (runs >= LONG_ROUND_RUNS && long_rounds)
         {
             break;
         }
@@ -1287,23 +1311,37 @@ mod tests {
     fn a_pair_stops_early_only_when_its_remaining_work_would_pass_the_budget() {
         let o = RunOptions {
             seeds: 3,
-            pair_budget_ms: 180_000.0,
+            pair_budget_ms: 120_000.0,
             ..RunOptions::default()
         };
-        // 2 more checks of 30 s and 1 warm-up + 5 timing rounds of 25 s: 210 s left.
+        // 2 more checks of 30 s and 3 timing rounds of 25 s (rounds past the 2 s hard cap
+        // get no warm-up and three runs): 135 s left.
         let stop = over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 3).unwrap_err();
         assert_eq!(stop.status, Status::Timeout);
         assert!(
             stop.reason
                 .contains("took 30.0 s (25.0 s of it running them)")
+                && stop.reason.contains("3 timing round(s)")
                 && stop
                     .reason
-                    .contains("about 210 s, past this pair's 180 s budget"),
+                    .contains("about 135 s, past this pair's 120 s budget"),
             "{}",
             stop.reason
         );
-        // One seed (a captured size set): 0 checks and 6 rounds of 25 s fit 180 s.
+        // One seed (a captured size set): 0 checks and 3 rounds of 25 s fit 120 s.
         assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 1).is_ok());
+        // Rounds of 1.5 s: one warm-up and five rounds each of 2 size sets, with 5 checks
+        // of 2 s: 28 s.
+        let quick = RunOptions {
+            pair_budget_ms: 20_000.0,
+            ..o.clone()
+        };
+        let stop = over_budget(&quick, 2, 0.0, 2_000.0, 1_500.0, 3).unwrap_err();
+        assert!(
+            stop.reason.contains("12 timing round(s)"),
+            "{}",
+            stop.reason
+        );
         // Quick kernels: two warm-ups, far inside the budget.
         assert!(over_budget(&o, 2, 500.0, 200.0, 20.0, 3).is_ok());
         let none = RunOptions {

@@ -492,8 +492,8 @@ impl Verdicts {
     }
 
     /// A verdict inside a batch, counted on the batch's progress with its status.
-    fn record_in_batch(&mut self, i: usize, v: Verification, bar: &Progress, n: usize) {
-        bar.inc(n, v.status.as_str());
+    /// A verdict of a batch whose progress the pool keeps (it counts the pair).
+    fn record_in_batch(&mut self, i: usize, v: Verification) {
         if let Err(e) = self.record(i, v) {
             self.io_err.get_or_insert(e);
         }
@@ -586,12 +586,23 @@ fn run_records(
     // Said before the batch runs, so the line comes at once; the pass runs after it.
     let sanitizer = locate_sanitizer(args);
     let sanitize_jobs = sanitizer.as_ref().map(|_| jobs.clone());
+    let names: BTreeMap<usize, String> = pending
+        .iter()
+        .map(|(i, p, _)| (*i, format!("{}/{}", p.benchmark, p.fast.kernel)))
+        .collect();
+    let label = |i: usize| {
+        names
+            .get(&i)
+            .cloned()
+            .unwrap_or_else(|| format!("pair {i}"))
+    };
     pool::run_all(
         workers,
         jobs,
         launch.clone(),
         timeout,
         hello_timeout,
+        (&bar, &label),
         |i, mut v| {
             verdict::finish(
                 &mut v,
@@ -603,7 +614,7 @@ fn run_records(
                     synthesized: synthesized.contains(&i),
                 },
             );
-            verdicts.record_in_batch(i, v, &bar, 1);
+            verdicts.record_in_batch(i, v);
         },
     );
     verdicts.settle(bar)?;
@@ -654,7 +665,8 @@ fn sanitize(
         let mut v = verdicts.results[&i].clone();
         let ev = sanitizer::pass_evidence(&pass.binary, job, pass.timeout, &runs);
         sanitizer::apply(&mut v, ev, &runs);
-        verdicts.record_in_batch(i, v, &bar, runs.len());
+        bar.inc(runs.len(), v.status.as_str());
+        verdicts.record_in_batch(i, v);
     });
     verdicts.settle(bar)
 }

@@ -467,6 +467,16 @@ enum Answer {
     Gone,
 }
 
+/// What a worker thread tells the pool's caller: a job went to a worker, or it finished.
+enum Event {
+    Start(usize),
+    Done(usize, Box<Verification>),
+}
+
+/// A batch's progress and each job's name in it: jobs are named in its lines while they
+/// run on a worker, and counted as they finish.
+pub type InFlight<'a> = (&'a crate::progress::Progress, &'a dyn Fn(usize) -> String);
+
 /// Run every job on the given workers; `on_done(index, verification)` is called on
 /// the calling thread as each finishes (in completion order).
 pub fn run_all(
@@ -475,10 +485,11 @@ pub fn run_all(
     launcher: Launcher,
     timeout: Duration,
     hello_timeout: Duration,
+    progress: InFlight<'_>,
     mut on_done: impl FnMut(usize, Verification),
 ) {
     let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
-    let (tx, rx) = mpsc::channel::<(usize, Verification)>();
+    let (tx, rx) = mpsc::channel::<Event>();
     let mut handles = Vec::new();
     for w in workers {
         let queue = queue.clone();
@@ -516,16 +527,17 @@ pub fn run_all(
                             tool_version: tool_version(),
                             flags: vec![],
                         };
-                        let _ = tx.send((i, v));
+                        let _ = tx.send(Event::Done(i, Box::new(v)));
                         continue;
                     }
                 }
                 let w = worker.as_mut().expect("spawned above");
+                let _ = tx.send(Event::Start(i));
                 let (v, alive) = w.run(&job, timeout);
                 if !alive {
                     worker = None;
                 }
-                if tx.send((i, v)).is_err() {
+                if tx.send(Event::Done(i, Box::new(v))).is_err() {
                     break;
                 }
             }
@@ -535,8 +547,23 @@ pub fn run_all(
         }));
     }
     drop(tx);
-    for (i, v) in rx {
-        on_done(i, v);
+    let (bar, label) = progress;
+    let mut named: std::collections::BTreeMap<usize, String> = Default::default();
+    for e in rx {
+        match e {
+            Event::Start(i) => {
+                let name = label(i);
+                bar.start(&name);
+                named.insert(i, name);
+            }
+            Event::Done(i, v) => {
+                match named.remove(&i) {
+                    Some(name) => bar.finish(&name),
+                    None => bar.inc(1, ""),
+                }
+                on_done(i, *v);
+            }
+        }
     }
     for h in handles {
         let _ = h.join();
