@@ -10,6 +10,11 @@ mkdir -p "$OUT" /tmp/t
 [ -x /tmp/t/pub/kernelpair ] || tar -C /tmp/t -xJf carry/pub.tar.xz
 for t in /tmp/t/pub/trees/*; do [ -e /tmp/t/$(basename $t) ] || ln -s $t /tmp/t/$(basename $t); done
 K=/tmp/t/pub/kernelpair
+# Rodinia's inputs (ours, made here: 49 MB would not fit the carry) and the recorded-answer
+# endpoint benches/public-build.toml's [synth] names.
+[ -d /tmp/t/pub/rodinia-data ] || python3 scripts/rodinia_data.py /tmp/t/pub/rodinia-data --seed 1 > /dev/null
+python3 scripts/recorded_llm.py --answers benches/recorded-answers/rodinia --port 18080 > /tmp/recorded-llm.log 2>&1 &
+LLM_PID=$!
 # Capture finds libkernelpair.so beside the binary, CUPTI here, nvcc in /usr/local/cuda/bin.
 export KERNELPAIR_CUPTI=/tmp/t/pub/cupti
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -41,5 +46,6 @@ if os.path.exists(p):
     for s, c in sorted(by.items()):
         print(s, dict(sorted(c.items())))
 PY
+kill $LLM_PID 2>/dev/null
 cd /tmp && tar -cJf "$OUT/public.tar.xz" kp-public-log.* kp-public/*.jsonl kp-public/*.json kp-public/dataset kp-public/harnesses kp-public/captures/*/programs.jsonl 2>/dev/null
 ls -la "$OUT"

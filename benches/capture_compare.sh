@@ -1,0 +1,123 @@
+#!/bin/bash
+# Issue 24 on the device, from the public pack (scripts/public_prep.sh with
+# EXTRA_TREES="PolyBench-ACC"; carry carry/pub.tar.xz):
+#   bash benches/capture_compare.sh polybench   an unseen tree with its own Makefiles:
+#       capture + replay self-check, against `harness infer --assume-size 4096` + self-check
+#   bash benches/capture_compare.sh rodinia     Rodinia's programs without data (each run
+#       names what it lacks), then with --data (scripts/rodinia_data.py's inputs, packed as
+#       pub/rodinia-data), replay self-check, and the synthesized pairs packed as
+#       pub/rodinia-synth.jsonl verified under the captures
+#   bash benches/capture_compare.sh llmc-nohand  llm.c's pairs verified under capture alone
+#       (the public build's captures; no --harness-dirs: the hand-written harnesses set aside)
+# Writes under $OUT: journals, replay reports, verify outputs, and a summary per step.
+set -u
+OUT=${OUT:-/tmp/kp-out}
+mkdir -p "$OUT" /tmp/t
+[ -x /tmp/t/pub/kernelpair ] || tar -C /tmp/t -xJf carry/pub.tar.xz
+P=/tmp/t/pub
+K=$P/kernelpair
+export KERNELPAIR_CUPTI=$P/cupti PATH=/usr/local/cuda/bin:$PATH
+W=${W:-/tmp/kpcmp}
+mkdir -p $W
+step() { echo; echo "=== $* ($(date +%T))"; }
+# Per status, from a capture journal; per result, from a replay report (one line per unit).
+summary() { # name capdir report
+  python3 - "$@" <<'EOF'
+import json, sys, collections
+name, cap, rep = sys.argv[1:4]
+progs = {}
+for l in open(cap + "/programs.jsonl"):
+    try:
+        r = json.loads(l)
+    except Exception:
+        continue
+    progs[r["program"]] = r
+st = collections.Counter(r["status"] for r in progs.values())
+print(f"{name}: programs {len(progs)}: " + ", ".join(f"{v} {k}" for k, v in sorted(st.items())))
+for p, r in sorted(progs.items()):
+    if r["status"] != "captured":
+        print(f"  {p}: {r['status']}: {r['reason'][:160]}")
+try:
+    reps = {}
+    for l in open(rep):
+        r = json.loads(l); reps[r["unit"]] = r
+except FileNotFoundError:
+    reps = {}
+ok = sum(1 for r in reps.values() if r["pass"])
+print(f"{name}: units with a captured launch {len(reps)}, self-check pass {ok}")
+fails = collections.Counter((r["status"], r["reason"][:100]) for r in reps.values() if not r["pass"])
+for (s, why), n in fails.most_common(15):
+    print(f"  {n} x {s}: {why}")
+EOF
+}
+# Fast kernels with a passing inferred self-check, from a selfcheck report.
+infer_summary() {
+  python3 - "$1" <<'PY'
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+fast = {}
+for r in rs:
+    k = (r.get("benchmark"), r.get("kernel"))
+    fast[k] = fast.get(k, False) or bool(r.get("pass"))
+print(f"inferred: {len(rs)} harness(es), {len(fast)} kernel(s), {sum(fast.values())} with a passing self-check")
+PY
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+case "${1:-}" in
+polybench)
+  T=$P/trees/PolyBench-ACC
+  step "PolyBench-ACC CUDA/: capture (the tree's Makefiles, each executable the build makes)"
+  /usr/bin/time -f "polybench capture wall %e s" timeout ${LIMIT:-300} $K capture $T -o $W/pb --suite generic --timeout-s ${RUN_S:-60} --jobs 16 2>&1 | tail -8
+  cp $W/pb/programs.jsonl $OUT/pb-programs.jsonl
+  step "PolyBench-ACC: replay"
+  $K extract $T -o $W/pb-units.jsonl --suite generic --no-compile > /dev/null 2>&1
+  /usr/bin/time -f "polybench replay wall %e s" timeout 240 $K replay $W/pb --units $W/pb-units.jsonl -o $W/pb-replay.jsonl 2>&1 | tail -3
+  cp $W/pb-replay.jsonl $OUT/pb-replay.jsonl
+  summary PolyBench-ACC $W/pb $W/pb-replay.jsonl
+  step "PolyBench-ACC: harness infer --assume-size 4096, then self-check"
+  /usr/bin/time -f "polybench infer wall %e s" $K harness infer $W/pb-units.jsonl -o $W/pb-inf --root $T --assume-size 4096 2>&1 | tail -2
+  timeout 240 $K harness selfcheck $W/pb-units.jsonl --inferred-dir $W/pb-inf --out $W/pb-infer-selfcheck.jsonl --timeout-s 20 > $W/pb-infer-selfcheck.log 2>&1
+  tail -3 $W/pb-infer-selfcheck.log
+  cp $W/pb-infer-selfcheck.jsonl $OUT/ 2>/dev/null
+  infer_summary $W/pb-infer-selfcheck.jsonl
+  ;;
+rodinia)
+  T=$P/trees/gpu-rodinia
+  step "Rodinia: capture without data"
+  /usr/bin/time -f "rodinia capture (no data) wall %e s" timeout ${LIMIT:-240} $K capture $T -o $W/rod --suite rodinia --jobs 16 2>&1 | tail -4
+  cp $W/rod/programs.jsonl $OUT/rod-nodata-programs.jsonl
+  summary "Rodinia (no data)" $W/rod /nonexistent
+  if [ -d $P/rodinia-data ]; then
+    step "Rodinia: capture again with --data (only the programs that lacked an input run)"
+    /usr/bin/time -f "rodinia capture (data) wall %e s" timeout ${LIMIT:-240} $K capture $T -o $W/rod --suite rodinia --jobs 16 --data $P/rodinia-data 2>&1 | tail -4
+    cp $W/rod/programs.jsonl $OUT/rod-programs.jsonl
+  fi
+  step "Rodinia: replay"
+  $K extract $T -o $W/rod-units.jsonl --suite rodinia --no-compile > /dev/null 2>&1
+  timeout 240 $K replay $W/rod --units $W/rod-units.jsonl -o $W/rod-replay.jsonl 2>&1 | tail -3
+  cp $W/rod-replay.jsonl $OUT/rod-replay.jsonl
+  summary Rodinia $W/rod $W/rod-replay.jsonl
+  if [ -f $P/rodinia-synth.jsonl ]; then
+    step "Rodinia: synthesized pairs (recorded answers) verified under capture"
+    /usr/bin/time -f "rodinia verify wall %e s" timeout ${VERIFY_S:-300} $K verify --in $P/rodinia-synth.jsonl --out $W/rod-verified.jsonl --captures $W/rod 2>&1 | tail -12
+    cp $W/rod-verified.jsonl $OUT/ 2>/dev/null
+  fi
+  step "Rodinia: harness infer --assume-size 4096, then self-check"
+  $K harness infer $W/rod-units.jsonl -o $W/rod-inf --root $T --assume-size 4096 2>&1 | tail -1
+  timeout 200 $K harness selfcheck $W/rod-units.jsonl --inferred-dir $W/rod-inf --out $W/rod-infer-selfcheck.jsonl --timeout-s 20 > $W/rod-infer-selfcheck.log 2>&1
+  tail -2 $W/rod-infer-selfcheck.log
+  infer_summary $W/rod-infer-selfcheck.jsonl
+  ;;
+llmc-nohand)
+  C=/tmp/kp-public/captures/llm.c
+  [ -d $C ] || C=$(ls -d /tmp/kp-public/captures/* | grep -i llm | head -1)
+  step "llm.c: extract, then verify its natural pairs under capture alone (--no-hand)"
+  $K extract $P/trees/llm.c -o $W/llmc-pairs.jsonl --suite llm-c > /dev/null 2>&1
+  /usr/bin/time -f "llm.c verify --no-hand wall %e s" timeout ${VERIFY_S:-420} $K verify --in $W/llmc-pairs.jsonl --out $W/llmc-nohand.jsonl --captures $C --resume 2>&1 | tail -15
+  cp $W/llmc-nohand.jsonl $OUT/ 2>/dev/null
+  ;;
+*)
+  echo "usage: capture_compare.sh polybench|rodinia|llmc-nohand"; exit 2
+  ;;
+esac
+ls -la $OUT
