@@ -519,6 +519,7 @@ fn smaller_run_sizes(pair: &Pair, host: &Host, opts: &InferOptions, first: Infer
         .map(|scaled| {
             let mut h = host.clone();
             h.run_args = Some(scaled.clone());
+            h.memo = Default::default();
             let note = Unknown {
                 field: "run-script".into(),
                 reason: format!(

@@ -45,7 +45,23 @@ pub struct Host {
     /// natural kernel launched from other code (Parboil's `cuda_base/`): its launch is
     /// read from there, by the same rules.
     pub slow_side: Option<Box<Host>>,
+    /// Answers already computed from the texts, which never change: [`Host::ranked_calls`]
+    /// by callee, a function's definition by name (the first text defining it), and
+    /// [`Host::definition`] by name. A host is built, then asked; code that changes its
+    /// texts or run commands after asking resets this.
+    pub memo: HostMemo,
 }
+
+/// What a [`Host`] has already looked up in its texts (each buffer of a pair asks again).
+#[derive(Debug, Clone, Default)]
+pub struct HostMemo {
+    calls: std::cell::RefCell<BTreeMap<String, Vec<Call>>>,
+    defs: std::cell::RefCell<BTreeMap<String, Option<FnDef>>>,
+    definitions: std::cell::RefCell<BTreeMap<String, Option<String>>>,
+}
+
+/// A host function's parameters (whole texts), parameter names and body.
+type FnDef = (Vec<String>, Vec<String>, String);
 
 /// Where host text sits: the index of its text in [`Host::texts`] (0 is the launch file)
 /// and a 1-based line.
@@ -204,6 +220,31 @@ impl Host {
 
     /// Calls in the launch file first, nearest before the launch, then the other files.
     fn ranked_calls(&self, name: &str) -> Vec<Call> {
+        if let Some(c) = self.memo.calls.borrow().get(name) {
+            return c.clone();
+        }
+        let here = self.ranked_calls_uncached(name);
+        self.memo
+            .calls
+            .borrow_mut()
+            .insert(name.to_string(), here.clone());
+        here
+    }
+
+    /// The first definition of function `name` in the texts, in [`Host::texts`] order.
+    fn function_def_in_texts(&self, name: &str) -> Option<FnDef> {
+        if let Some(d) = self.memo.defs.borrow().get(name) {
+            return d.clone();
+        }
+        let d = self.texts().find_map(|t| function_def(t, name));
+        self.memo
+            .defs
+            .borrow_mut()
+            .insert(name.to_string(), d.clone());
+        d
+    }
+
+    fn ranked_calls_uncached(&self, name: &str) -> Vec<Call> {
         let mut here = calls(&self.file, name);
         here.sort_by_key(|c| {
             if c.line <= self.launch_line {
@@ -311,7 +352,7 @@ impl Host {
         }
         let mut found: Option<String> = None;
         for fname in fnames {
-            let Some((raw, names, body)) = self.texts().find_map(|d| function_def(d, fname)) else {
+            let Some((raw, names, body)) = self.function_def_in_texts(fname) else {
                 continue;
             };
             if !body.contains("cudaMalloc") {
@@ -443,6 +484,18 @@ impl Host {
     /// initialized declaration before the launch in the launch file, else the first in the
     /// other files. Function-like macros are not values.
     pub fn definition(&self, name: &str) -> Option<String> {
+        if let Some(d) = self.memo.definitions.borrow().get(name) {
+            return d.clone();
+        }
+        let d = self.definition_uncached(name);
+        self.memo
+            .definitions
+            .borrow_mut()
+            .insert(name.to_string(), d.clone());
+        d
+    }
+
+    fn definition_uncached(&self, name: &str) -> Option<String> {
         // `#ifdef RD_WG_SIZE #define B RD_WG_SIZE #else #define B 16`: a body that names a
         // macro defined nowhere (a -D flag) gives way to the next.
         let bodies: Vec<String> = self.texts().flat_map(|t| define_bodies(t, name)).collect();
@@ -2457,6 +2510,8 @@ mod tests {
             vec!["-s".into(), "16".into(), "-n".into(), "900".into()],
         ];
         h.run_args = Some(vec!["-v".into(), "x".into(), "y".into(), "7".into()]);
+        // A host whose inputs changed after it answered forgets what it found.
+        h.memo = HostMemo::default();
         assert_eq!(h.int_value("size * 2"), Ok(32));
         assert_eq!(h.int_value("np"), Ok(900));
         assert_eq!(h.int_value("frames"), Ok(7));
@@ -2465,6 +2520,7 @@ mod tests {
         g.others.push("int main(int c, char **argv) { int ph = 1;\n if ((ph = atoi(argv[2])) <= 0) return 1; }".into());
         assert_eq!(g.int_value("ph"), Ok(1));
         g.run_args = Some(vec!["512".into(), "3".into()]);
+        g.memo = HostMemo::default();
         assert_eq!(g.int_value("ph"), Ok(3));
         assert_eq!(
             command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),

@@ -480,6 +480,7 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
         }
     }
     host.file = file;
+    host.memo = Default::default();
     changed.then_some(Instantiation {
         pair: out,
         host,
