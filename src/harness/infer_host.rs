@@ -844,14 +844,20 @@ pub fn function_def(text: &str, name: &str) -> Option<(Vec<String>, Vec<String>,
         if !before_ok || !rest.starts_with('(') {
             continue;
         }
-        let Some(params) = split_args(rest) else {
-            continue;
+        // The body's brace first: most occurrences are calls, whose arguments need no split.
+        let Some(close) = matching_close(rest) else {
+            if split_args(rest).is_none() {
+                continue;
+            }
+            return None;
         };
-        let close = matching_close(rest)?;
         let after = rest[close + 1..].trim_start();
         if !after.starts_with('{') {
             continue;
         }
+        let Some(params) = split_args(rest) else {
+            continue;
+        };
         let mut depth = 0;
         for (i, c) in after.char_indices() {
             match c {
