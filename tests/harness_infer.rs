@@ -455,3 +455,47 @@ fn selfcheck_runs_the_fast_kernel_with_the_fast_sides_launches() {
         "{v}"
     );
 }
+
+/// Two programs in one folder (llm.c's dev/cuda: one program per file, each with its own
+/// `main`): a size one program's host code never gives is not taken from the other's.
+#[test]
+fn a_program_with_its_own_main_does_not_borrow_another_programs_sizes() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("tree");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("scale.cu"),
+        "__global__ void scale(float *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.0f;\n}\n\
+         void run(float *d, int n) {\n  scale<<<(n + 255) / 256, 256>>>(d, n);\n}\n\
+         int main(int argc, char **argv) {\n  float *d;\n  cudaMalloc(&d, N * sizeof(float));\n  run(d, N);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    // Another program of the folder defines an `N` of its own.
+    std::fs::write(
+        root.join("other.cu"),
+        "int main() {\n  int N = 4096;\n  return N;\n}\n",
+    )
+    .unwrap();
+    // A helper file without a `main` is host code of either program.
+    std::fs::write(
+        root.join("common.h"),
+        "static int unused_helper(int a) { return a; }\n",
+    )
+    .unwrap();
+    let (units, ids) = extract(&root, t.path());
+    let out = t.path().join("inferred");
+    infer(&units, &out, &root);
+    let text = std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "scale")))).unwrap();
+    assert!(!text.contains("4096"), "{text}");
+    assert!(
+        text.contains("`N` has no definition in the host code"),
+        "{text}"
+    );
+    // Without the other program's `main`, its `N` is file-level host code of this one.
+    std::fs::write(root.join("other.cu"), "int N = 4096;\n").unwrap();
+    let out2 = t.path().join("inferred2");
+    infer(&units, &out2, &root);
+    let text =
+        std::fs::read_to_string(out2.join(format!("{}.toml", id_of(&ids, "scale")))).unwrap();
+    assert!(text.contains("4096"), "{text}");
+}

@@ -42,6 +42,15 @@ impl Inferred {
     }
 }
 
+/// Whether host text defines a program's `main` (`int main(…) {`, at a line's start).
+fn defines_main(text: &str) -> bool {
+    static MAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?m)^[ \t]*(?:int|void)[ \t]+main[ \t]*\([^;{]*\)[ \t\r\n]*\{")
+            .expect("valid")
+    });
+    MAIN.is_match(text)
+}
+
 /// Read the host context of a unit's launch site from the suite root: the launch file, the
 /// other sources in its folder, and the run command of its folder (or the folder above).
 pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
@@ -78,10 +87,16 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         here.sort();
         files.extend(here);
     }
+    // A launch file with its own `main` is a whole program: a neighbour with another `main`
+    // is another program (llm.c's dev/cuda: one program per file), not its host code.
+    let whole_program = defines_main(&file);
     for f in files.into_iter().take(32) {
         if let Ok(t) = std::fs::read_to_string(&f) {
             if t.len() < 512 * 1024 {
-                others.push(infer_host::strip_comments(&t));
+                let t = infer_host::strip_comments(&t);
+                if !(whole_program && defines_main(&t)) {
+                    others.push(t);
+                }
             }
         }
     }
