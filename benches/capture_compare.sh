@@ -21,47 +21,9 @@ W=${W:-/tmp/kpcmp}
 mkdir -p $W
 step() { echo; echo "=== $* ($(date +%T))"; }
 # Per status, from a capture journal; per result, from a replay report (one line per unit).
-summary() { # name capdir report
-  python3 - "$@" <<'EOF'
-import json, sys, collections
-name, cap, rep = sys.argv[1:4]
-progs = {}
-for l in open(cap + "/programs.jsonl"):
-    try:
-        r = json.loads(l)
-    except Exception:
-        continue
-    progs[r["program"]] = r
-st = collections.Counter(r["status"] for r in progs.values())
-print(f"{name}: programs {len(progs)}: " + ", ".join(f"{v} {k}" for k, v in sorted(st.items())))
-for p, r in sorted(progs.items()):
-    if r["status"] != "captured":
-        print(f"  {p}: {r['status']}: {r['reason'][:160]}")
-try:
-    reps = {}
-    for l in open(rep):
-        r = json.loads(l); reps[r["unit"]] = r
-except FileNotFoundError:
-    reps = {}
-ok = sum(1 for r in reps.values() if r["pass"])
-print(f"{name}: units with a captured launch {len(reps)}, self-check pass {ok}")
-fails = collections.Counter((r["status"], r["reason"][:100]) for r in reps.values() if not r["pass"])
-for (s, why), n in fails.most_common(15):
-    print(f"  {n} x {s}: {why}")
-EOF
-}
+summary() { python3 benches/capture_summary.py capture "$@"; }  # name capdir report
 # Fast kernels with a passing inferred self-check, from a selfcheck report.
-infer_summary() {
-  python3 - "$1" <<'PY'
-import json, sys
-rs = [json.loads(l) for l in open(sys.argv[1])]
-fast = {}
-for r in rs:
-    k = (r.get("benchmark"), r.get("kernel"))
-    fast[k] = fast.get(k, False) or bool(r.get("pass"))
-print(f"inferred: {len(rs)} harness(es), {len(fast)} kernel(s), {sum(fast.values())} with a passing self-check")
-PY
-}
+infer_summary() { python3 benches/capture_summary.py infer "$1"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 case "${1:-}" in
 polybench)

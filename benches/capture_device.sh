@@ -15,32 +15,7 @@ export KERNELPAIR_FIXTURES=$PWD/fixtures
 W=${W:-/tmp/kpcap}
 mkdir -p $W
 step() { echo; echo "=== $* ($(date +%T))"; }
-summary() { # name capdir report
-  python3 - "$@" <<'EOF'
-import json, sys, collections
-name, cap, rep = sys.argv[1:4]
-progs = {}
-for l in open(cap + "/programs.jsonl"):
-    try:
-        r = json.loads(l)
-    except Exception:
-        continue
-    progs[r["program"]] = r
-st = collections.Counter(r["status"] for r in progs.values())
-reps = {}
-try:
-    for l in open(rep):
-        r = json.loads(l); reps[r["unit"]] = r
-except FileNotFoundError:
-    pass
-ok = sum(1 for r in reps.values() if r["pass"])
-fails = collections.Counter((r["status"], r["reason"][:90]) for r in reps.values() if not r["pass"])
-print(f"{name}: programs {len(progs)}: " + ", ".join(f"{v} {k}" for k, v in sorted(st.items())))
-print(f"{name}: units with a captured launch {len(reps)}, self-check pass {ok}")
-for (s, why), n in fails.most_common(12):
-    print(f"  {n} x {s}: {why}")
-EOF
-}
+summary() { python3 benches/capture_summary.py capture "$@"; }  # name capdir report
 what=${1:-all}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ "$what" = fixtures ] || [ "$what" = all ]; then
@@ -95,14 +70,6 @@ if [ "$what" = infer ] || [ "$what" = all ]; then
     timeout ${INFER_LIMIT:-240} $K harness selfcheck $C/infer/$n-units.jsonl --inferred-dir $C/infer/$n --out $W/$n-infer-selfcheck.jsonl --timeout-s 20 > $W/$n-infer-selfcheck.log 2>&1
     tail -3 $W/$n-infer-selfcheck.log
     cp $W/$n-infer-selfcheck.jsonl $OUT/$n-infer-selfcheck.jsonl 2>/dev/null
-    python3 - $W/$n-infer-selfcheck.jsonl <<'PY'
-import json, sys
-rs = [json.loads(l) for l in open(sys.argv[1])]
-fast = {}
-for r in rs:
-    k = (r.get("benchmark"), r.get("kernel"))
-    fast[k] = fast.get(k, False) or bool(r.get("pass"))
-print(f"inferred: {len(rs)} pair(s), {len(fast)} fast kernel(s), {sum(fast.values())} with a passing self-check")
-PY
+    python3 benches/capture_summary.py infer $W/$n-infer-selfcheck.jsonl
   done
 fi

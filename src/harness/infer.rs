@@ -533,8 +533,7 @@ fn smaller_run_sizes(pair: &Pair, host: &Host, opts: &InferOptions, first: Infer
         })
         .map(|scaled| {
             let mut h = host.clone();
-            h.run_args = Some(scaled.clone());
-            h.memo = Default::default();
+            h.set_run_args(scaled.clone());
             let note = Unknown {
                 field: "run-script".into(),
                 reason: format!(

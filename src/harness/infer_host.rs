@@ -63,6 +63,21 @@ pub struct HostMemo {
 /// A host function's parameters (whole texts), parameter names and body.
 type FnDef = (Vec<String>, Vec<String>, String);
 
+/// `table[key]`, computed by `f` the first time. The table is not borrowed while `f` runs,
+/// so `f` may ask the memo again.
+fn memoized<V: Clone>(
+    table: &std::cell::RefCell<BTreeMap<String, V>>,
+    key: &str,
+    f: impl FnOnce() -> V,
+) -> V {
+    if let Some(v) = table.borrow().get(key) {
+        return v.clone();
+    }
+    let v = f();
+    table.borrow_mut().insert(key.to_string(), v.clone());
+    v
+}
+
 /// Where host text sits: the index of its text in [`Host::texts`] (0 is the launch file)
 /// and a 1-based line.
 pub type Spot = (usize, u32);
@@ -219,29 +234,29 @@ impl Host {
     }
 
     /// Calls in the launch file first, nearest before the launch, then the other files.
+    /// Take `args` as the run script's arguments; what the memo found with the old ones
+    /// is forgotten.
+    pub fn set_run_args(&mut self, args: Vec<String>) {
+        self.run_args = Some(args);
+        self.memo = HostMemo::default();
+    }
+
+    /// Take `file` as the launch file's text; what the memo found in the old one is
+    /// forgotten.
+    pub fn set_file(&mut self, file: String) {
+        self.file = file;
+        self.memo = HostMemo::default();
+    }
+
     fn ranked_calls(&self, name: &str) -> Vec<Call> {
-        if let Some(c) = self.memo.calls.borrow().get(name) {
-            return c.clone();
-        }
-        let here = self.ranked_calls_uncached(name);
-        self.memo
-            .calls
-            .borrow_mut()
-            .insert(name.to_string(), here.clone());
-        here
+        memoized(&self.memo.calls, name, || self.ranked_calls_uncached(name))
     }
 
     /// The first definition of function `name` in the texts, in [`Host::texts`] order.
     fn function_def_in_texts(&self, name: &str) -> Option<FnDef> {
-        if let Some(d) = self.memo.defs.borrow().get(name) {
-            return d.clone();
-        }
-        let d = self.texts().find_map(|t| function_def(t, name));
-        self.memo
-            .defs
-            .borrow_mut()
-            .insert(name.to_string(), d.clone());
-        d
+        memoized(&self.memo.defs, name, || {
+            self.texts().find_map(|t| function_def(t, name))
+        })
     }
 
     fn ranked_calls_uncached(&self, name: &str) -> Vec<Call> {
@@ -484,15 +499,9 @@ impl Host {
     /// initialized declaration before the launch in the launch file, else the first in the
     /// other files. Function-like macros are not values.
     pub fn definition(&self, name: &str) -> Option<String> {
-        if let Some(d) = self.memo.definitions.borrow().get(name) {
-            return d.clone();
-        }
-        let d = self.definition_uncached(name);
-        self.memo
-            .definitions
-            .borrow_mut()
-            .insert(name.to_string(), d.clone());
-        d
+        memoized(&self.memo.definitions, name, || {
+            self.definition_uncached(name)
+        })
     }
 
     fn definition_uncached(&self, name: &str) -> Option<String> {

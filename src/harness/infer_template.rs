@@ -479,8 +479,7 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
             changed |= s.template_args.as_deref() != site.template_args.as_deref();
         }
     }
-    host.file = file;
-    host.memo = Default::default();
+    host.set_file(file);
     changed.then_some(Instantiation {
         pair: out,
         host,
