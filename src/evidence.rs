@@ -208,6 +208,11 @@ pub struct VariantTiming {
     #[serde(deserialize_with = "f64_or_nan")]
     pub min_ms: f64,
     pub runs: usize,
+    /// Of `runs`, the correctness checks' own launches (each timed with events after an L2
+    /// flush), counted only when a round is longer than the size set's hard cap: a kernel of
+    /// seconds is not launched again just to be timed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_checks: usize,
 }
 
 /// Both variants timed at one size set.

@@ -1488,3 +1488,61 @@ fn progress_lines_name_the_pair_a_worker_is_running() {
     );
     assert!(stderr.contains("verify: 1/1 done"), "{stderr}");
 }
+
+/// A naive kernel of seconds: `k` steps of the affine map `x → a·x + b` (u32, wrapping),
+/// one after another; the fast kernel composes the map by squaring (log k steps). Both are
+/// exact, so they agree bit for bit.
+const ITERATE_SLOW: &str = "__global__ void iterate(const unsigned* x0, const unsigned* a, const unsigned* b, unsigned* out, int k, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { unsigned x = x0[i], ai = a[i], bi = b[i]; for (int j = 0; j < k; j++) x = ai * x + bi; out[i] = x; } }";
+const ITERATE_FAST: &str = "__global__ void iterate(const unsigned* x0, const unsigned* a, const unsigned* b, unsigned* out, int k, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { unsigned A = 1, B = 0, ma = a[i], mb = b[i]; for (int e = k; e > 0; e >>= 1) { if (e & 1) { B = ma * B + mb; A = ma * A; } mb = ma * mb + mb; ma = ma * ma; } out[i] = A * x0[i] + B; } }";
+
+/// On the GPU: a size set whose rounds pass the 2 s hard cap is timed three times in all,
+/// and each seed's check is one of those samples (`from_checks`): the naive kernel of
+/// seconds runs 3 times, not a check per seed plus warm-ups plus 3 more.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_seconds_long_rounds_are_timed_three_times_counting_the_checks() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("iterate");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("slow.cu"), ITERATE_SLOW).unwrap();
+    std::fs::write(d.join("fast.cu"), ITERATE_FAST).unwrap();
+    let arg = |name: &str, role: &str| {
+        format!(
+            "[[args]]\nname = \"{name}\"\ntype = \"u32\"\nlen = \"n\"\n{}role = \"{role}\"\n\n",
+            match role {
+                "in" => "init = { kind = \"int_range\", lo = 0, hi = 1000000 }\n",
+                _ => "",
+            }
+        )
+    };
+    let harness = format!(
+        "[sizes]\nn = 4096\nk = 2147483647\n\n[[size_sets]]\nname = \"s\"\n\n{}{}{}{}\
+         [[args]]\nname = \"k\"\ntype = \"i32\"\nvalue = \"k\"\n\n\
+         [[args]]\nname = \"n\"\ntype = \"i32\"\nvalue = \"n\"\n\n\
+         [[launch]]\nkernel = \"iterate\"\ngrid = [\"ceil_div(n, 128)\"]\nblock = [128]\n",
+        arg("x0", "in"),
+        arg("a", "in"),
+        arg("b", "in"),
+        arg("out", "out"),
+    );
+    std::fs::write(d.join("harness.toml"), harness).unwrap();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, std::slice::from_ref(&d));
+    let out = t.path().join("out.jsonl");
+    verify_cmd(&input, &out)
+        .args(["--seeds", "2", "--timeout-s", "120"])
+        .assert()
+        .success();
+    let v = pair_verification(&out, "iterate");
+    eprintln!("{} {}", v.status.as_str(), v.reason);
+    let te = v.evidence.timings.first().expect("timed evidence");
+    eprintln!("{te:?}");
+    assert!(
+        te.slow.median_ms > 2000.0,
+        "the naive kernel took {:.0} ms, under the 2 s hard cap: this test needs a larger k",
+        te.slow.median_ms
+    );
+    assert_eq!(v.status, Status::Verified, "{}", v.reason);
+    assert_eq!((te.slow.runs, te.fast.runs), (3, 3));
+    assert_eq!((te.slow.from_checks, te.fast.from_checks), (2, 2));
+}

@@ -508,6 +508,7 @@ mod tests {
             iqr_ms: 0.0,
             min_ms: ms,
             runs: 20,
+            from_checks: 0,
         };
         let set = |name: &str, bytes, slow, fast, lo, hi| TimingEvidence {
             size_set: name.into(),

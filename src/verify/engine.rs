@@ -425,11 +425,12 @@ fn run_inner(
         add_phase(ev, "check.generate", tg);
         let n_seeds = data.len();
         let run_before_set = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
+        let mut checked: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for (seed, d) in data.into_iter().enumerate() {
             let (inputs, consts) = d.map_err(|e| Stop::new(Status::HarnessError, e.to_string()))?;
             let tc = Instant::now();
             let run_before = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
-            check_seed(
+            let ran = check_seed(
                 gpu,
                 ss,
                 seed as u32,
@@ -441,6 +442,9 @@ fn run_inner(
                 ev,
                 job.options.selfcheck,
             )?;
+            for (times, ms) in checked.iter_mut().zip(ran) {
+                times.push(ms);
+            }
             step(&format!("size set {}, seed {seed} checked", ss.size_set));
             if seed == 0 && set_no == 0 {
                 let check_ms = tc.elapsed().as_secs_f64() * 1e3;
@@ -464,7 +468,7 @@ fn run_inner(
         let warmed = ev.phases_ms.get("check.run").copied().unwrap_or(0.0) - run_before_set
             > 1000.0 * n_seeds as f64;
         let t = Instant::now();
-        let te = time_size_set(gpu, job, ss, &bufs, &slow, &fast, warmed, step)?;
+        let te = time_size_set(gpu, job, ss, &bufs, (&slow, &fast), warmed, checked, step)?;
         time_ms += t.elapsed().as_secs_f64() * 1e3;
         let s = Speedup {
             size_set: ss.size_set.clone(),
@@ -489,7 +493,7 @@ fn run_inner(
 /// would pass the pair's budget. The estimate is each further check as long as the first,
 /// and each timing round as long as its runs: two warm-ups at most and five rounds at least,
 /// or for rounds longer than the size set's hard cap, no warm-up (the checks were one) and
-/// three rounds ([`LONG_ROUND_RUNS`]).
+/// three samples ([`LONG_ROUND_RUNS`]), of which each seed's check is one.
 fn over_budget(
     o: &RunOptions,
     sets: usize,
@@ -505,7 +509,7 @@ fn over_budget(
     let sets = sets as f64;
     let checks_left = (seeds as f64 * sets - 1.0).max(0.0);
     let rounds = match run_ms {
-        r if r > hard_cap_ms(o) => sets * LONG_ROUND_RUNS as f64,
+        r if r > hard_cap_ms(o) => sets * LONG_ROUND_RUNS.saturating_sub(seeds) as f64,
         r if r > 1000.0 => sets * 6.0,
         _ => sets * 7.0,
     };
@@ -804,7 +808,7 @@ fn check_seed(
     fast: &Loaded,
     ev: &mut Evidence,
     self_check: bool,
-) -> Result<(), Stop> {
+) -> Result<[f64; 2], Stop> {
     let where_ = |v: Variant| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
     constants_present(ss, slow, fast)?;
@@ -812,7 +816,11 @@ fn check_seed(
     let canary = compare::canary_pattern(CANARY);
     let mut outputs: BTreeMap<Variant, Vec<HostBuffer>> = BTreeMap::new();
     let outs = ss.outputs();
-    for (which, loaded) in [(Variant::Slow, slow), (Variant::Fast, fast)] {
+    let mut ran_ms = [0.0; 2];
+    for (vi, (which, loaded)) in [(Variant::Slow, slow), (Variant::Fast, fast)]
+        .into_iter()
+        .enumerate()
+    {
         let ctx = where_(which);
         let t = Instant::now();
         restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
@@ -822,7 +830,10 @@ fn check_seed(
                 .map_err(|e| Stop::cuda(e, &ctx))?;
         }
         upload_constants(gpu, loaded, &const_names, consts, &ctx)?;
-        launch_all(gpu, which, loaded, ss, bufs)?;
+        // Timed like a timing round (L2 flushed, events around the launches): when rounds
+        // are longer than the hard cap, this run is the first timing sample.
+        gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
+        ran_ms[vi] = timed_launches(gpu, which, loaded, ss, bufs, &ctx)?;
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         check_canaries(gpu, ss, bufs, &ctx)?;
         add_phase(ev, "check.run", t);
@@ -863,7 +874,7 @@ fn check_seed(
     if self_check {
         compare_expected(ss, &outs, &outputs[&Variant::Fast])?;
     }
-    Ok(())
+    Ok(ran_ms)
 }
 
 /// A captured harness's third witness: the fast kernel's replay reproduces what the real
@@ -1201,8 +1212,42 @@ impl From<CudaError> for Timed {
     }
 }
 
-/// Timed runs of each variant when every round takes longer than the size set's hard cap.
+/// Timed runs of each variant when every round takes longer than the size set's hard cap;
+/// the checks' own launches count among them.
 const LONG_ROUND_RUNS: usize = 3;
+
+/// Launch a variant's launches between two events: their GPU time in milliseconds.
+fn timed_launches(
+    gpu: &Gpu,
+    which: Variant,
+    loaded: &Loaded,
+    ss: &Resolved,
+    bufs: &[Option<Guarded>],
+    ctx: &str,
+) -> Result<f64, Stop> {
+    gpu.timed(|| launch_all(gpu, which, loaded, ss, bufs).map_err(Timed::Stop))
+        .map(f64::from)
+        .map_err(|e| match e {
+            Timed::Stop(s) => s,
+            Timed::Cuda(e) => Stop::cuda(e, ctx),
+        })
+}
+
+/// The checks' launch times as the first timing samples, when each check's round (slow +
+/// fast) took longer than the hard cap: a naive kernel of seconds is not launched again
+/// only to be timed. Otherwise none (short rounds get warm-ups and many fresh rounds).
+fn samples_from_checks(checked: [Vec<f64>; 2], hard_cap_ms: f64) -> [Vec<f64>; 2] {
+    let long = !checked[0].is_empty()
+        && checked[0].len() == checked[1].len()
+        && checked[0]
+            .iter()
+            .zip(&checked[1])
+            .all(|(s, f)| s + f > hard_cap_ms);
+    match long {
+        true => checked,
+        false => [Vec::new(), Vec::new()],
+    }
+}
 
 /// Timing a size set stops once it has run this long and has five rounds.
 fn hard_cap_ms(o: &RunOptions) -> f64 {
@@ -1214,9 +1259,9 @@ fn time_size_set(
     job: &Job,
     ss: &Resolved,
     bufs: &[Option<Guarded>],
-    slow: &Loaded,
-    fast: &Loaded,
+    (slow, fast): (&Loaded, &Loaded),
     warmed: bool,
+    checked: [Vec<f64>; 2],
     step: Step<'_>,
 ) -> Result<TimingEvidence, Stop> {
     let ctx = format!("timing size set {}", ss.size_set);
@@ -1236,10 +1281,12 @@ fn time_size_set(
             break;
         }
     }
-    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    let start = Instant::now();
     let o = &job.options;
     let hard_cap_ms = hard_cap_ms(o);
+    let mut times = samples_from_checks(checked, hard_cap_ms);
+    let from_checks = times[0].len();
+    let checks_ms: f64 = times.iter().flatten().sum();
+    let start = Instant::now();
     let mut round = 0usize;
     loop {
         let runs = times[0].len();
@@ -1252,7 +1299,7 @@ fn time_size_set(
         };
         // Rounds that each take longer than the cap (a naive kernel of seconds) stop at 3:
         // a median of three, its spread in the confidence interval.
-        let long_rounds = runs > 0 && wall / runs as f64 > hard_cap_ms;
+        let long_rounds = runs > 0 && (wall + checks_ms) / runs as f64 > hard_cap_ms;
         if runs >= o.max_runs
             || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
             || (runs >= 5 && wall >= hard_cap_ms)
@@ -1266,13 +1313,7 @@ fn time_size_set(
             let (which, loaded) = variants[vi];
             restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
             gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
-            let ms = gpu
-                .timed(|| launch_all(gpu, which, loaded, ss, bufs).map_err(Timed::Stop))
-                .map_err(|e| match e {
-                    Timed::Stop(s) => s,
-                    Timed::Cuda(e) => Stop::cuda(e, &ctx),
-                })?;
-            times[vi].push(ms as f64);
+            times[vi].push(timed_launches(gpu, which, loaded, ss, bufs, &ctx)?);
         }
         round += 1;
         step(&format!("size set {}, timing round {round}", ss.size_set));
@@ -1284,6 +1325,7 @@ fn time_size_set(
             iqr_ms: s.as_ref().map_or(f64::NAN, |s| s.iqr),
             min_ms: s.as_ref().map_or(f64::NAN, |s| s.min),
             runs: t.len(),
+            from_checks,
         }
     };
     let est = stats::speedup_ci(&times[0], &times[1], o.bootstrap_iters, 42)
@@ -1314,22 +1356,30 @@ mod tests {
             pair_budget_ms: 120_000.0,
             ..RunOptions::default()
         };
-        // 2 more checks of 30 s and 3 timing rounds of 25 s (rounds past the 2 s hard cap
-        // get no warm-up and three runs): 135 s left.
-        let stop = over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 3).unwrap_err();
+        // 2 more checks of 30 s, and no timing round: rounds past the 2 s hard cap get no
+        // warm-up and three samples, and the three seeds' checks are those (60 s left).
+        let tight = RunOptions {
+            pair_budget_ms: 50_000.0,
+            ..o.clone()
+        };
+        let stop = over_budget(&tight, 1, 5_000.0, 30_000.0, 25_000.0, 3).unwrap_err();
         assert_eq!(stop.status, Status::Timeout);
         assert!(
             stop.reason
                 .contains("took 30.0 s (25.0 s of it running them)")
-                && stop.reason.contains("3 timing round(s)")
+                && stop.reason.contains("0 timing round(s)")
                 && stop
                     .reason
-                    .contains("about 135 s, past this pair's 120 s budget"),
+                    .contains("about 60 s, past this pair's 50 s budget"),
             "{}",
             stop.reason
         );
-        // One seed (a captured size set): 0 checks and 3 rounds of 25 s fit 120 s.
+        assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 3).is_ok());
+        // One seed (a captured size set): its check is one sample, two rounds of 25 s are
+        // left: 55 s with what was spent fits 120 s, not 50 s.
         assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 1).is_ok());
+        let stop = over_budget(&tight, 1, 5_000.0, 30_000.0, 25_000.0, 1).unwrap_err();
+        assert!(stop.reason.contains("2 timing round(s)"), "{}", stop.reason);
         // Rounds of 1.5 s: one warm-up and five rounds each of 2 size sets, with 5 checks
         // of 2 s: 28 s.
         let quick = RunOptions {
@@ -1357,6 +1407,25 @@ mod tests {
     }
     use crate::harness::tests::SAXPY;
     use crate::harness::{parse, DeviceProps, ElemType};
+
+    /// Checks whose rounds (slow + fast) each pass the hard cap are the first timing
+    /// samples; one short check, or none, and timing starts from zero.
+    #[test]
+    fn long_checks_are_the_first_timing_samples_and_short_ones_are_not() {
+        let long = [vec![25_000.0, 24_000.0], vec![10.0, 11.0]];
+        assert_eq!(samples_from_checks(long.clone(), 2_000.0), long);
+        let mixed = [vec![25_000.0, 1_000.0], vec![10.0, 11.0]];
+        assert!(samples_from_checks(mixed, 2_000.0)
+            .iter()
+            .all(Vec::is_empty));
+        let short = [vec![1.5], vec![0.2]];
+        assert!(samples_from_checks(short, 2_000.0)
+            .iter()
+            .all(Vec::is_empty));
+        assert!(samples_from_checks([vec![], vec![]], 2_000.0)
+            .iter()
+            .all(Vec::is_empty));
+    }
 
     fn saxpy() -> Resolved {
         let h = parse(SAXPY, "t.toml").unwrap();

@@ -250,6 +250,7 @@ mod tests {
             iqr_ms: 0.0,
             min_ms: ms,
             runs: 20,
+            from_checks: 0,
         };
         let timings: Vec<_> = sets
             .iter()
