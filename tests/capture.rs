@@ -653,3 +653,74 @@ fn a_missing_injection_library_is_named_before_anything_runs() {
     );
     assert!(!out.join("work/tree/a/built").exists(), "nothing was built");
 }
+
+/// `build` captures its suites side by side, sharing the GPU's run slots: with two
+/// suites of two one-second programs each and 3 slots in all, runs of both suites overlap,
+/// never more than 3 run at once, and every program of both is journaled in its suite's
+/// folder. (Through the library: the build's own step needs a GPU to start.)
+#[test]
+fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
+    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
+    use kernelpair::pipeline::config::{CaptureSettings, SuiteKind, SuiteSpec};
+    let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
+    let spans = d.path().join("spans.txt");
+    let generic = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("extractors/generic.toml"),
+    )
+    .unwrap();
+    let mut list = Vec::new();
+    for suite in ["alpha", "beta"] {
+        let root = d.path().join(suite);
+        for prog in ["p1", "p2"] {
+            program(
+                &root,
+                prog,
+                "all:\n\tcp run.sh prog && chmod +x prog\n",
+                &[(
+                    "run.sh",
+                    &format!(
+                        "#!/bin/sh\necho \"start {suite}/{prog} $(date +%s%N)\" >> {s}\nsleep 1\n\
+                         echo 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n\
+                         echo \"end {suite}/{prog} $(date +%s%N)\" >> {s}\n",
+                        s = spans.display()
+                    ),
+                )],
+            );
+        }
+        let text = format!(
+            "{}\n[capture]\nprograms = [\"p1\", \"p2\"]\nbuild = \"make\"\nrun = [\"./prog\"]\n",
+            generic.replacen("name = \"generic\"", &format!("name = \"{suite}\""), 1)
+        );
+        let desc = kernelpair::suite::SuiteDesc::parse(&text, suite).unwrap();
+        let spec = SuiteSpec {
+            path: root,
+            kind: SuiteKind::Generic,
+            extractor: None,
+        };
+        list.push((spec, desc));
+    }
+    let settings = CaptureSettings {
+        runs_per_gpu: 3,
+        ..CaptureSettings::default()
+    };
+    let out = d.path().join("out");
+    let c = capture_side_by_side(
+        &list,
+        &[],
+        &settings,
+        &out,
+        Some(Path::new(&lib)),
+        Captured::default(),
+    );
+    assert_eq!(c.suites, 2, "{c:?}");
+    assert_eq!(c.counts.get("programs_captured"), Some(&4), "{c:?}");
+    let text = std::fs::read_to_string(&spans).unwrap();
+    // Each suite has 2 programs: 3 at once means both suites ran together, and not 4
+    // means the 3 slots were shared.
+    assert_eq!(most_at_once(&text), 3, "3 slots in all:\n{text}");
+    for suite in ["alpha", "beta"] {
+        let recs = records(&out.join("captures").join(suite));
+        assert_eq!(recs.len(), 2, "{suite}: {recs:?}");
+    }
+}

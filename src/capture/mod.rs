@@ -406,6 +406,18 @@ pub fn capture_tree(
     args: &CaptureArgs,
     known: Option<Known>,
 ) -> anyhow::Result<Vec<ProgramRecord>> {
+    let slots = run::GpuSlots::new(args.runs_per_gpu);
+    capture_tree_sharing(args, known, &slots, "capture")
+}
+
+/// [`capture_tree`] with GPU run slots shared by other trees captured at the same time
+/// (`build` captures its suites side by side) and a progress label naming the tree.
+pub fn capture_tree_sharing(
+    args: &CaptureArgs,
+    known: Option<Known>,
+    slots: &run::GpuSlots,
+    label: &str,
+) -> anyhow::Result<Vec<ProgramRecord>> {
     let root = args
         .root
         .canonicalize()
@@ -525,8 +537,7 @@ pub fn capture_tree(
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
-    let slots = run::GpuSlots::new(args.runs_per_gpu);
-    let progress = Progress::new("capture", todo.len());
+    let progress = Progress::new(label, todo.len());
     let journal = Mutex::new(
         std::fs::OpenOptions::new()
             .create(true)
@@ -547,7 +558,7 @@ pub fn capture_tree(
                     data: args.data.as_deref(),
                     inject_env: inject_env.clone(),
                     launches: &launches,
-                    slots: &slots,
+                    slots,
                 };
                 let rec = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     run::capture_program(&p, &env)

@@ -121,33 +121,82 @@ pub fn capture(
         ));
         return c;
     }
-    for (spec, desc) in with_recipe {
-        let dir = out.join(CAPTURE_DIR).join(folder_name(&desc));
-        let args = CaptureArgs {
-            root: spec.path.clone(),
-            out: dir.clone(),
-            suite: desc.name.clone(),
-            only: vec![],
-            data: s.data.clone(),
-            first: s.first,
-            max_bytes: s.max_bytes,
-            timeout_s: s.timeout_s,
-            jobs: None,
-            runs_per_gpu: s.runs_per_gpu,
-            quiet_launches: 2000,
-            inject: None,
-            cupti: None,
-            fresh: false,
-            programs: vec![],
-            build: None,
-            run: vec![],
-            each: vec![],
-        };
-        let known = Known {
-            globals: globals_of(records, &desc.name),
-            desc: Some(desc.clone()),
-        };
-        match crate::capture::capture_tree(&args, Some(known)) {
+    let list: Vec<(SuiteSpec, crate::suite::SuiteDesc)> = with_recipe
+        .into_iter()
+        .map(|(spec, desc)| (spec.clone(), desc))
+        .collect();
+    capture_side_by_side(&list, records, s, out, None, c)
+}
+
+/// Capture each suite's programs with its recipe, the suites side by side, sharing the
+/// GPU's run slots (`runs_per_gpu` in all): one suite's builds and CPU-bound runs (llm.c's
+/// references) leave slots that another's runs fill, so the step takes about its longest
+/// suite rather than the sum. `inject`: the injection library (default: beside the binary).
+pub fn capture_side_by_side(
+    with_recipe: &[(SuiteSpec, crate::suite::SuiteDesc)],
+    records: &[Record],
+    s: &CaptureSettings,
+    out: &Path,
+    inject: Option<&Path>,
+    mut c: Captured,
+) -> Captured {
+    let slots = crate::capture::run::GpuSlots::new(s.runs_per_gpu);
+    let side_by_side = with_recipe.len() > 1;
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = with_recipe
+            .iter()
+            .map(|(spec, desc)| {
+                let slots = &slots;
+                scope.spawn(move || {
+                    let dir = out.join(CAPTURE_DIR).join(folder_name(desc));
+                    let args = CaptureArgs {
+                        root: spec.path.clone(),
+                        out: dir.clone(),
+                        suite: desc.name.clone(),
+                        only: vec![],
+                        data: s.data.clone(),
+                        first: s.first,
+                        max_bytes: s.max_bytes,
+                        timeout_s: s.timeout_s,
+                        jobs: None,
+                        runs_per_gpu: s.runs_per_gpu,
+                        quiet_launches: 2000,
+                        inject: inject.map(Path::to_path_buf),
+                        cupti: None,
+                        fresh: false,
+                        programs: vec![],
+                        build: None,
+                        run: vec![],
+                        each: vec![],
+                    };
+                    let known = Known {
+                        globals: globals_of(records, &desc.name),
+                        desc: Some(desc.clone()),
+                    };
+                    let label = match side_by_side {
+                        true => format!("capture {}", desc.name),
+                        false => "capture".to_string(),
+                    };
+                    let got =
+                        crate::capture::capture_tree_sharing(&args, Some(known), slots, &label);
+                    (dir, got)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(with_recipe)
+            .map(|(h, (spec, desc))| {
+                let (dir, got) = h.join().unwrap_or_else(|_| {
+                    let dir = out.join(CAPTURE_DIR).join(folder_name(desc));
+                    (dir, Err(anyhow::anyhow!("this suite's capture panicked")))
+                });
+                (spec.path.clone(), dir, got)
+            })
+            .collect()
+    });
+    for (path, dir, got) in results {
+        match got {
             Ok(programs) => {
                 c.suites += 1;
                 let mut latest: BTreeMap<&str, ProgramStatus> = BTreeMap::new();
@@ -163,7 +212,7 @@ pub fn capture(
                 *c.counts.entry("kernels_captured".into()).or_default() +=
                     idx.kernels_captured().len();
             }
-            Err(e) => c.notes.push(format!("{}: {e:#}", spec.path.display())),
+            Err(e) => c.notes.push(format!("{}: {e:#}", path.display())),
         }
     }
     c
