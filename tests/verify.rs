@@ -107,10 +107,12 @@ const FAKE_WORKER: &str = r#"#!/bin/sh
 # A stand-in for `kernelpair worker`: says hello, then answers each job by the plan's
 # harness path: .../hang/ never answers, .../crash/ exits, .../sticky/ answers then exits,
 # .../slowprogress/ reports a step every 0.5 s for 3.5 s (past the 2 s timeout) then
-# answers, .../stalls/ reports one step and then hangs.
+# answers, .../stalls/ reports one step and then hangs, .../phased/ answers with phase
+# times (6 s in all). With $ORDER_LOG set, each job's pair id is appended to it.
 echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
 while read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
+  [ -n "$ORDER_LOG" ] && [ -n "$id" ] && echo "$id" >> "$ORDER_LOG"
   case "$line" in
     *'"type":"shutdown"'*) exit 0 ;;
     *'/hang/harness.toml"'*) exec sleep 600 ;;
@@ -124,6 +126,8 @@ while read -r line; do
     *'/sticky/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":true,\"verification\":{\"status\":\"crashed\",\"reason\":\"sticky\",\"tool_version\":\"fake\"}}"
       exit 1 ;;
+    *'/phased/harness.toml"'*)
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"verified\",\"reason\":\"fake\",\"tool_version\":\"fake\",\"evidence\":{\"phases_ms\":{\"compile\":1000,\"check\":2000,\"time\":3000}}}}" ;;
     *)
       echo "a kernel's printf on stdout"
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"verified\",\"reason\":\"fake\",\"tool_version\":\"fake\"}}" ;;
@@ -269,6 +273,59 @@ fn resume_keeps_an_interrupted_runs_verdicts_and_runs_only_the_rest() {
         Record::Pair(p) => p.verification.as_ref().unwrap().reason.contains("fake"),
         _ => true,
     }));
+}
+
+/// A batch starts its longest pairs first, by the seconds each took last time
+/// (`pair-seconds.jsonl` in the cache folder); a pair never timed counts as the median.
+/// Each finished pair's seconds are appended for the next run.
+#[test]
+fn pairs_run_longest_first_by_what_they_took_last_time() {
+    let t = tempfile::tempdir().unwrap();
+    let names = ["short", "long", "mid", "new", "phased"];
+    let dirs: Vec<PathBuf> = names.iter().map(|n| pair_folder(t.path(), n)).collect();
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let ids: Vec<String> = kernelpair::jsonl::read_records(&input)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(p.id.clone()),
+            _ => None,
+        })
+        .collect();
+    let name_of = |id: &str| names[ids.iter().position(|x| x == id).unwrap()];
+    let cache = t.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let line = |i: usize, s: f64| format!("{{\"pair_id\":\"{}\",\"seconds\":{s}}}\n", ids[i]);
+    std::fs::write(
+        cache.join(kernelpair::verify::history::FILE),
+        line(0, 1.0) + &line(1, 100.0) + &line(2, 10.0),
+    )
+    .unwrap();
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FAKE_WORKER).unwrap();
+    let order = t.path().join("order.txt");
+    let out = t.path().join("out.jsonl");
+    verify_cmd(&input, &out)
+        .args(["--gpus", "1", "--cache-dir"])
+        .arg(&cache)
+        .arg("--worker-cmd")
+        .arg(format!("sh {}", fake.display()))
+        .env("ORDER_LOG", &order)
+        .assert()
+        .success();
+    let ran: Vec<&str> = std::fs::read_to_string(&order)
+        .unwrap()
+        .lines()
+        .map(name_of)
+        .collect();
+    // Median of 1, 10 and 100 is 10: `new` and `phased` tie with `mid`, in record order.
+    assert_eq!(ran, ["long", "mid", "new", "phased", "short"]);
+    let history = kernelpair::verify::history::load(&cache);
+    assert_eq!(history.get(&ids[4]), Some(&6.0), "{history:?}");
+    // The output stays in record order.
+    let got: Vec<String> = statuses(&out).into_iter().map(|(b, _)| b).collect();
+    assert_eq!(got, names);
 }
 
 #[test]

@@ -8,6 +8,7 @@
 
 pub mod compare;
 pub mod engine;
+pub mod history;
 pub mod launches;
 pub mod pool;
 pub mod protocol;
@@ -581,6 +582,13 @@ fn run_records(
     for (i, v) in rejected {
         verdicts.record(i, v)?;
     }
+    // Longest first, from what each pair took last time: several workers then end
+    // together rather than waiting on one long pair started last.
+    let mut jobs = jobs;
+    if let Some(d) = &args.cache_dir {
+        history::longest_first(&mut jobs, |(_, j)| j.pair_id.as_str(), &history::load(d));
+    }
+    let mut took = history::Recorder::open(args.cache_dir.as_deref());
     let bar = Progress::new("verify", jobs.len());
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
     // Said before the batch runs, so the line comes at once; the pass runs after it.
@@ -590,6 +598,7 @@ fn run_records(
         .iter()
         .map(|(i, p, _)| (*i, format!("{}/{}", p.benchmark, p.fast.kernel)))
         .collect();
+    let ids: BTreeMap<usize, String> = pending.iter().map(|(i, p, _)| (*i, p.id.clone())).collect();
     let label = |i: usize| {
         names
             .get(&i)
@@ -604,6 +613,9 @@ fn run_records(
         hello_timeout,
         (&bar, &label),
         |i, mut v| {
+            if let Some(id) = ids.get(&i) {
+                took.record(id, history::seconds_of(&v, args.timeout_s));
+            }
             verdict::finish(
                 &mut v,
                 &verdict::Context {
