@@ -332,6 +332,11 @@ pub fn missing_from_command(cmd: &str, cwd: &Path) -> Vec<String> {
         }
     }
     let mut out: Vec<String> = Vec::new();
+    let mut note = |w: &str| {
+        if !cwd.join(w).exists() && !out.iter().any(|o| o == w) {
+            out.push(w.to_string());
+        }
+    };
     for line in &lines {
         let mut skip_next = false;
         // The first word is the program (or the script itself), not an input.
@@ -344,17 +349,78 @@ pub fn missing_from_command(cmd: &str, cwd: &Path) -> Vec<String> {
                 continue;
             }
             let w = w.trim_matches(|c| c == '"' || c == '\'' || c == ';');
-            let is_path = w.contains('/')
-                && !w.starts_with(['-', '>'])
-                && !w.contains("://")
-                && !w.contains('$')
-                && w.chars().any(|c| c.is_ascii_alphanumeric());
-            if is_path && !cwd.join(w).exists() && !out.iter().any(|o| o == w) {
-                out.push(w.to_string());
+            if w.starts_with(['-', '>']) || w.contains("://") || w.contains('$') {
+                continue;
+            }
+            if looks_like_file(w) {
+                note(w);
+            }
+            // An input that lists other inputs, one per line (Rodinia nn's `filelist_4`).
+            for listed in listed_paths(&cwd.join(w)) {
+                note(&listed);
             }
         }
     }
     out
+}
+
+/// A word that names a file: it has a folder in it, or a short extension with a letter
+/// (`192.bmp`, `graph4096.txt`; not `0.5` or `1e-3`).
+fn looks_like_file(w: &str) -> bool {
+    if !w.chars().any(|c| c.is_ascii_alphanumeric()) {
+        return false;
+    }
+    w.contains('/')
+        || w.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && ext.chars().any(|c| c.is_ascii_alphabetic())
+        })
+}
+
+/// The paths a small text file lists, one per line, when every non-empty line is one
+/// file-like word; else none.
+fn listed_paths(f: &Path) -> Vec<String> {
+    let small = f.is_file() && f.metadata().is_ok_and(|m| m.len() <= 64 * 1024);
+    let Some(text) = small.then(|| std::fs::read(f).ok()).flatten() else {
+        return Vec::new();
+    };
+    if text.contains(&0) {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&text);
+    let words: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let all_paths = !words.is_empty()
+        && words
+            .iter()
+            .all(|l| !l.contains(char::is_whitespace) && looks_like_file(l));
+    match all_paths {
+        true => words.into_iter().map(String::from).collect(),
+        false => Vec::new(),
+    }
+}
+
+/// `sh run` where the folder has no `run` but has `run.sh` (Rodinia's dwt2d): the same
+/// command with the script that exists; None when the command needs no change.
+pub fn script_fallback(cmd: &str, cwd: &Path) -> Option<String> {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let [sh, f, rest @ ..] = words.as_slice() else {
+        return None;
+    };
+    if !["sh", "bash", "/bin/sh", "/bin/bash"].contains(sh) || cwd.join(f).exists() {
+        return None;
+    }
+    let alt = format!("{f}.sh");
+    cwd.join(&alt).is_file().then(|| {
+        let mut w = vec![sh.to_string(), alt];
+        w.extend(rest.iter().map(|s| s.to_string()));
+        w.join(" ")
+    })
 }
 
 /// A file a failed run says it could not open, when it names one that does not exist
@@ -617,6 +683,8 @@ fn one_run(
         crate::gpu::capture::inject::ENV_OUT.into(),
         dir.display().to_string(),
     );
+    let fallback = script_fallback(cmd, cwd);
+    let cmd = fallback.as_deref().unwrap_or(cmd);
     let ran = run_shell(cmd, cwd, &e, timeout);
     let stopped_early = std::fs::read_dir(&dir).is_ok_and(|rd| {
         rd.filter_map(|e| e.ok()).any(|e| {
@@ -725,6 +793,24 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_run_script_falls_back_to_its_dot_sh_sibling() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(script_fallback("sh run", d.path()), None);
+        std::fs::write(d.path().join("run.sh"), "./prog 192.bmp\n").unwrap();
+        assert_eq!(
+            script_fallback("sh run", d.path()).as_deref(),
+            Some("sh run.sh")
+        );
+        assert_eq!(
+            script_fallback("bash run -v", d.path()).as_deref(),
+            Some("bash run.sh -v")
+        );
+        std::fs::write(d.path().join("run"), "./prog\n").unwrap();
+        assert_eq!(script_fallback("sh run", d.path()), None);
+        assert_eq!(script_fallback("./prog 1", d.path()), None);
+    }
+
+    #[test]
     fn inputs_a_run_script_names_are_found_and_outputs_and_options_are_not() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("prog"), "\x7fELF\0binary").unwrap();
@@ -750,6 +836,24 @@ mod tests {
             ["../../data/bfs/graph.txt"]
         );
         assert!(missing_from_command("./prog 2048 10", d.path()).is_empty());
+        // A file name without a folder, by its extension; numbers are not files.
+        assert_eq!(
+            missing_from_command("./prog 192.bmp -d 192x192 -f -5 -l 0.5", d.path()),
+            ["192.bmp"]
+        );
+        // An input listing other inputs, one per line: the listed ones that are missing.
+        std::fs::write(
+            d.path().join("filelist_4"),
+            "../../data/nn/cane4_0.db\nin/there.txt\n../../data/nn/cane4_1.db\n",
+        )
+        .unwrap();
+        assert_eq!(
+            missing_from_command("./prog filelist_4 -r 5 -lat 30", d.path()),
+            ["../../data/nn/cane4_0.db", "../../data/nn/cane4_1.db"]
+        );
+        // A file of prose is not a list.
+        std::fs::write(d.path().join("README"), "see data/x.txt for\nthe inputs\n").unwrap();
+        assert!(missing_from_command("./prog README", d.path()).is_empty());
         // Output naming a file wins; `../` paths are named too.
         assert_eq!(
             missing_input("Error: no such file (../../data/kmeans/kdd_cup)", d.path()),
