@@ -401,3 +401,133 @@ fn capture_that_cannot_run_here_is_a_named_skip_and_the_build_goes_on() {
     // The step times close the table.
     assert!(err.contains("time: extract "), "{err}");
 }
+
+/// A stand-in for `kernelpair worker` (no GPU here): says hello, answers each job
+/// `verified` after 0.4 s, and appends the job's pair id to $ORDER_LOG.
+const SLOW_FAKE_WORKER: &str = r#"#!/bin/sh
+echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
+while read -r line; do
+  case "$line" in *'"type":"shutdown"'*) exit 0 ;; esac
+  id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
+  [ -n "$id" ] || continue
+  echo "$id" >> "$ORDER_LOG"
+  sleep 0.4
+  echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"verified\",\"reason\":\"fake\",\"tool_version\":\"fake\"}}"
+done
+"#;
+
+/// Killed with SIGKILL in the middle of verify (chunks of 2, a worker that takes 0.4 s a
+/// pair), the rerun gives the worker only the pairs that neither a finished chunk nor the
+/// killed chunk's partial file holds, and ends byte-identical to an uninterrupted build.
+#[test]
+fn a_build_killed_mid_verify_redoes_no_finished_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake.sh");
+    std::fs::write(&fake, SLOW_FAKE_WORKER).unwrap();
+    let fixtures = std::fs::canonicalize("fixtures").unwrap();
+    let cfg = |name: &str| {
+        let p = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "output = \"{name}\"\n\n[[suite]]\npath = \"{f}/parboil\"\nkind = \"parboil\"\n\n\
+                 [[suite]]\npath = \"{f}/rodinia\"\nkind = \"rodinia\"\n\n[extract]\ncompile = false\n\n\
+                 [verify]\nchunk = 2\n\n[harness]\ninfer = true\n\n[export]\nformats = [\"chat\"]\n",
+                f = fixtures.display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let build = |cfg: &Path, log: &Path| {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("kernelpair"));
+        c.arg("build")
+            .arg(cfg)
+            .env(
+                kernelpair::verify::TEST_WORKER_ENV,
+                format!("sh {}", fake.display()),
+            )
+            .env("ORDER_LOG", log)
+            .stderr(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        c
+    };
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    // Both builds write to the same folder (records name their harness files by absolute
+    // path): the uninterrupted one's output is moved aside to `ref` before the other runs.
+    let ref_log = dir.path().join("ref.log");
+    let killed = cfg("x");
+    assert!(build(&killed, &ref_log).status().unwrap().success());
+    std::fs::rename(dir.path().join("x"), dir.path().join("ref")).unwrap();
+    let all = lines(&ref_log);
+    assert!(all.len() >= 6, "too few pairs reach verify: {all:?}");
+
+    let first_log = dir.path().join("first.log");
+    let mut child = build(&killed, &first_log).spawn().unwrap();
+    let chunks = dir.path().join("x/cache/verify");
+    let start = Instant::now();
+    // Kill once a chunk is finished and the next one has answered a pair (the worker was
+    // given its second one).
+    loop {
+        let finished = std::fs::read_dir(&chunks)
+            .map(|rd| rd.filter_map(|e| e.ok()).count())
+            .unwrap_or(0);
+        if finished >= 1 && lines(&first_log).len() > 3 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "build ended before the kill"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "verify never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The third pair's verdict reaches the partial file as the fourth is handed out;
+    // the fourth takes 0.4 s, so 100 ms later the file has the one and not the other.
+    std::thread::sleep(Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let asked_first = lines(&first_log);
+    // What the killed run kept: finished chunks' answers, and the in-flight chunk's
+    // partial file (one verdict per line).
+    let in_chunks: usize = std::fs::read_dir(&chunks)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| lines(&e.path()).len())
+        .sum();
+    let in_partial: usize = std::fs::read_dir(dir.path().join("x/cache/compile"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial.jsonl"))
+        .map(|e| lines(&e.path()).len())
+        .sum();
+    let kept = in_chunks + in_partial;
+    let second_log = dir.path().join("second.log");
+    assert!(build(&killed, &second_log).status().unwrap().success());
+    let asked_again = lines(&second_log);
+    eprintln!(
+        "pairs: {} in all; asked before the kill {}, kept {in_chunks} in finished chunks and {in_partial} in the killed chunk's partial file, asked after {}",
+        all.len(),
+        asked_first.len(),
+        asked_again.len()
+    );
+    assert!(
+        in_chunks >= 2 && in_partial >= 1,
+        "nothing kept to resume from"
+    );
+    assert_eq!(
+        asked_again.len(),
+        all.len() - kept,
+        "the rerun asked for {asked_again:?}"
+    );
+    assert_same_tree(&dir.path().join("ref"), &dir.path().join("x"));
+}

@@ -516,12 +516,29 @@ impl Verdicts {
     }
 }
 
+/// Test hook: a worker command (a fake worker) and one GPU slot for every verify run of
+/// this process whose settings name no worker, so `build`'s process tests can kill and
+/// resume verify chunks on machines without a GPU.
+pub const TEST_WORKER_ENV: &str = "KERNELPAIR_TEST_WORKER_CMD";
+
 fn run_records(
     records: &[Record],
     base: &Path,
     args: &Settings,
     partial: Option<&Path>,
 ) -> Result<BTreeMap<usize, Verification>, VerifyError> {
+    let hooked;
+    let args = match (std::env::var(TEST_WORKER_ENV).ok(), &args.worker_cmd) {
+        (Some(cmd), None) => {
+            hooked = Settings {
+                worker_cmd: Some(cmd),
+                gpus: Some(1),
+                ..args.clone()
+            };
+            &hooked
+        }
+        _ => args,
+    };
     let (settled, mut pending) = triage(records, base, args);
     // With `resume`, what an interrupted run already wrote to the partial file is kept
     // (and written again), and only the other pairs run.
