@@ -10,6 +10,7 @@
 mod builtins;
 pub mod compile_only;
 pub mod ctype;
+pub mod host;
 mod index;
 mod inspect;
 mod isolate;

@@ -1364,48 +1364,8 @@ fn matching_close(s: &str) -> Option<usize> {
 /// parameter names. Blocks not opened by a parameter list (`namespace`, `extern "C"`,
 /// `struct`) are seen through.
 pub fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)> {
-    // (is a function body, name, params, start line)
-    let mut stack: Vec<(bool, String, Vec<String>, u32)> = Vec::new();
-    let b = text.as_bytes();
-    let mut cur_line = 1u32;
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\n' => cur_line += 1,
-            b'"' | b'\'' => {
-                let q = b[i];
-                i += 1;
-                while i < b.len() && b[i] != q && b[i] != b'\n' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'{' => {
-                let in_function = stack.iter().any(|s| s.0);
-                let head = if in_function {
-                    None
-                } else {
-                    function_head(&text[..i])
-                };
-                match head {
-                    Some((name, params)) => stack.push((true, name, params, cur_line)),
-                    None => stack.push((false, String::new(), Vec::new(), cur_line)),
-                }
-            }
-            b'}' => {
-                if let Some((true, name, params, start)) = stack.pop() {
-                    if (start..=cur_line).contains(&line) {
-                        return Some((name, params));
-                    }
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+    let fns = crate::cuda::host::functions_cached(text);
+    crate::cuda::host::function_at(&fns, line).map(|f| (f.name.clone(), f.params.clone()))
 }
 
 /// Where the `(` matching the final `)` of `t` is (`f(a, (b)) ` → the `(` after `f`).
@@ -1424,63 +1384,6 @@ pub(crate) fn last_group_open(t: &str) -> Option<usize> {
         }
     }
     None
-}
-
-/// `… name(type a, type *b) const` just before a `{`: (name, [a, b]).
-fn function_head(before: &str) -> Option<(String, Vec<String>)> {
-    let t = knr_declarations_cut(before.trim_end());
-    let t = t.strip_suffix("const").map(str::trim_end).unwrap_or(t);
-    if !t.ends_with(')') {
-        return None;
-    }
-    let open = last_group_open(t)?;
-    let name_part = t[..open].trim_end();
-    let start = name_part
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
-        .map_or(0, |p| p + 1);
-    let name = name_part[start..].rsplit("::").next()?.to_string();
-    if name.is_empty()
-        || ["if", "for", "while", "switch", "catch", "return", "sizeof"].contains(&name.as_str())
-    {
-        return None;
-    }
-    let params = split_args(&t[open..])?
-        .iter()
-        .filter(|p| p.trim() != "void")
-        .map(|p| {
-            let p = p.split('=').next().unwrap_or(p).trim();
-            let p = p.split('[').next().unwrap_or(p);
-            p.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .find(|w| !w.is_empty())
-                .unwrap_or("")
-                .to_string()
-        })
-        .collect();
-    Some((name, params))
-}
-
-/// A K&R definition's parameter declarations (`f(a, b)` then `int a, b;` before the `{`)
-/// cut off, so the head ends at its `)`. Other text is returned as it is.
-fn knr_declarations_cut(t: &str) -> &str {
-    let mut cut = t;
-    while cut.ends_with(';') {
-        let body = &cut[..cut.len() - 1];
-        let start = body.rfind([';', ')', '{', '}']).map_or(0, |p| p + 1);
-        let decl = body[start..].trim();
-        let plain = !decl.is_empty()
-            && decl
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || " \t\n\r_*,[]".contains(c));
-        if !plain || !body[..start].ends_with([';', ')']) {
-            return t;
-        }
-        cut = body[..start].trim_end();
-    }
-    if cut.len() < t.len() && cut.ends_with(')') {
-        cut
-    } else {
-        t
-    }
 }
 
 /// Calls of `fname` with `n` arguments that are calls, not its definition or a prototype
@@ -1544,7 +1447,9 @@ impl Host {
             .entry(spot)
             .or_insert_with(|| {
                 let t = self.texts().nth(spot.0)?;
-                enclosing_function(t, spot.1)
+                let fns = crate::cuda::host::functions_cached(t);
+                crate::cuda::host::function_at(&fns, spot.1)
+                    .map(|f| (f.name.clone(), f.params.clone()))
             })
             .clone()
     }
