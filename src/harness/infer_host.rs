@@ -242,10 +242,11 @@ impl Host {
     }
 
     /// Take `file` as the launch file's text; what the memo found in the old one is
-    /// forgotten.
+    /// forgotten, and so are the functions found around its lines.
     pub fn set_file(&mut self, file: String) {
         self.file = file;
         self.memo = HostMemo::default();
+        self.scopes.borrow_mut().clear();
     }
 
     fn ranked_calls(&self, name: &str) -> Vec<Call> {
