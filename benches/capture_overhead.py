@@ -8,8 +8,8 @@ again in the capture's scratch copy without the library, best of --repeat. Print
 captured runs: seconds plain, seconds captured, the ratio, launches and snapshot bytes.
 Programs whose capture failed are listed with their status.
 
-Usage (on the device): python3 benches/capture_overhead.py KERNELPAIR TREE SUITE OUTDIR
-                       [--data DIR] [--repeat N] [PROGRAM ...]
+Usage (on the device): python3 benches/capture_overhead.py [--data DIR] [--repeat N]
+                       KERNELPAIR TREE SUITE OUTDIR [PROGRAM ...]
 """
 import argparse, json, os, statistics, subprocess, sys, time
 
@@ -44,7 +44,8 @@ def main():
     ap.add_argument("--data")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("programs", nargs="*")
-    a = ap.parse_args()
+    # Options may come before, between or after the positionals.
+    a = ap.parse_intermixed_args()
     os.makedirs(a.out, exist_ok=True)
     programs = a.programs
     if not programs:

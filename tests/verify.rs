@@ -92,6 +92,18 @@ fn write_pairs(path: &Path, dirs: &[PathBuf]) {
     kernelpair::jsonl::write_records(path, &recs).unwrap();
 }
 
+/// The pair ids of a records file, in order.
+fn pair_ids(path: &Path) -> Vec<String> {
+    kernelpair::jsonl::read_records(path)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) => Some(p.id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn statuses(out: &Path) -> Vec<(String, Status)> {
     kernelpair::jsonl::read_records(out)
         .unwrap()
@@ -221,14 +233,7 @@ fn resume_keeps_an_interrupted_runs_verdicts_and_runs_only_the_rest() {
         .collect();
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, &dirs);
-    let ids: Vec<String> = kernelpair::jsonl::read_records(&input)
-        .unwrap()
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::Pair(p) => Some(p.id.clone()),
-            _ => None,
-        })
-        .collect();
+    let ids = pair_ids(&input);
     let fake = t.path().join("fake.sh");
     std::fs::write(&fake, FAKE_WORKER).unwrap();
     let out = t.path().join("out.jsonl");
@@ -285,14 +290,7 @@ fn pairs_run_longest_first_by_what_they_took_last_time() {
     let dirs: Vec<PathBuf> = names.iter().map(|n| pair_folder(t.path(), n)).collect();
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, &dirs);
-    let ids: Vec<String> = kernelpair::jsonl::read_records(&input)
-        .unwrap()
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::Pair(p) => Some(p.id.clone()),
-            _ => None,
-        })
-        .collect();
+    let ids = pair_ids(&input);
     let name_of = |id: &str| names[ids.iter().position(|x| x == id).unwrap()];
     let cache = t.path().join("cache");
     std::fs::create_dir_all(&cache).unwrap();

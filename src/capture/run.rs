@@ -305,16 +305,21 @@ fn says_open_failed(output: &str) -> bool {
     OPEN.is_match(output)
 }
 
+/// Shells whose first argument is the script a run command runs (`sh run`).
+const SHELLS: [&str; 4] = ["sh", "bash", "/bin/sh", "/bin/bash"];
+
 /// Input files a run command names that do not exist (relative to `cwd`), for a failed run
 /// whose output names none (`Error Reading graph file`, or a crash after a NULL `fopen`).
 /// Looked at: the command's words, and the lines of the shell script it runs (`sh run`,
-/// `./run.sh`); a word counts when it is a path with a folder (`../../data/bfs/g.txt`),
-/// is not an option, and is not the target of an output redirection (`> out/result.txt`).
+/// `./run.sh`); a word counts when it names a file ([`looks_like_file`]: a path with a
+/// folder, or a name with a short extension), is not an option, and is not the target of
+/// an output redirection (`> out/result.txt`). An existing input that lists other inputs
+/// one per line adds the listed ones that are missing.
 pub fn missing_from_command(cmd: &str, cwd: &Path) -> Vec<String> {
     let mut lines: Vec<String> = vec![cmd.to_string()];
     let words: Vec<&str> = cmd.split_whitespace().collect();
     let script = match words.as_slice() {
-        [sh, f, ..] if ["sh", "bash", "/bin/sh", "/bin/bash"].contains(sh) => Some(*f),
+        [sh, f, ..] if SHELLS.contains(sh) => Some(*f),
         [f, ..] => Some(*f),
         [] => None,
     };
@@ -412,7 +417,7 @@ pub fn script_fallback(cmd: &str, cwd: &Path) -> Option<String> {
     let [sh, f, rest @ ..] = words.as_slice() else {
         return None;
     };
-    if !["sh", "bash", "/bin/sh", "/bin/bash"].contains(sh) || cwd.join(f).exists() {
+    if !SHELLS.contains(sh) || cwd.join(f).exists() {
         return None;
     }
     let alt = format!("{f}.sh");

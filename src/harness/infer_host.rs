@@ -1448,9 +1448,7 @@ impl Host {
             .entry(spot)
             .or_insert_with(|| {
                 let t = self.texts().nth(spot.0)?;
-                let fns = crate::cuda::host::functions_cached(t);
-                crate::cuda::host::function_at(&fns, spot.1)
-                    .map(|f| (f.name.clone(), f.params.clone()))
+                enclosing_function(t, spot.1)
             })
             .clone()
     }

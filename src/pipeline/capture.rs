@@ -142,16 +142,17 @@ pub fn capture_side_by_side(
 ) -> Captured {
     let slots = crate::capture::run::GpuSlots::new(s.runs_per_gpu);
     let side_by_side = with_recipe.len() > 1;
+    let suite_dir = |desc: &crate::suite::SuiteDesc| out.join(CAPTURE_DIR).join(folder_name(desc));
     let results: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = with_recipe
             .iter()
             .map(|(spec, desc)| {
                 let slots = &slots;
+                let dir = suite_dir(desc);
                 scope.spawn(move || {
-                    let dir = out.join(CAPTURE_DIR).join(folder_name(desc));
                     let args = CaptureArgs {
                         root: spec.path.clone(),
-                        out: dir.clone(),
+                        out: dir,
                         suite: desc.name.clone(),
                         only: vec![],
                         data: s.data.clone(),
@@ -177,25 +178,20 @@ pub fn capture_side_by_side(
                         true => format!("capture {}", desc.name),
                         false => "capture".to_string(),
                     };
-                    let got =
-                        crate::capture::capture_tree_sharing(&args, Some(known), slots, &label);
-                    (dir, got)
+                    crate::capture::capture_tree_sharing(&args, Some(known), slots, &label)
                 })
             })
             .collect();
         handles
             .into_iter()
-            .zip(with_recipe)
-            .map(|(h, (spec, desc))| {
-                let (dir, got) = h.join().unwrap_or_else(|_| {
-                    let dir = out.join(CAPTURE_DIR).join(folder_name(desc));
-                    (dir, Err(anyhow::anyhow!("this suite's capture panicked")))
-                });
-                (spec.path.clone(), dir, got)
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("this suite's capture panicked")))
             })
             .collect()
     });
-    for (path, dir, got) in results {
+    for ((spec, desc), got) in with_recipe.iter().zip(results) {
+        let (path, dir) = (&spec.path, suite_dir(desc));
         match got {
             Ok(programs) => {
                 c.suites += 1;

@@ -589,7 +589,7 @@ fn run_records(
     }
     let hello = workers[0].hello.clone();
     let mut rejected = Vec::new();
-    let (jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
+    let (mut jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
     // Pairs whose slow kernel is a synthesized plain variant (they may come back `reversed`).
     let synthesized: std::collections::BTreeSet<usize> = pending
         .iter()
@@ -601,7 +601,6 @@ fn run_records(
     }
     // Longest first, from what each pair took last time: several workers then end
     // together rather than waiting on one long pair started last.
-    let mut jobs = jobs;
     if let Some(d) = &args.cache_dir {
         history::longest_first(&mut jobs, |(_, j)| j.pair_id.as_str(), &history::load(d));
     }
@@ -615,7 +614,7 @@ fn run_records(
         .iter()
         .map(|(i, p, _)| (*i, format!("{}/{}", p.benchmark, p.fast.kernel)))
         .collect();
-    let ids: BTreeMap<usize, String> = pending.iter().map(|(i, p, _)| (*i, p.id.clone())).collect();
+    let ids: BTreeMap<usize, String> = jobs.iter().map(|(i, j)| (*i, j.pair_id.clone())).collect();
     let label = |i: usize| {
         names
             .get(&i)
