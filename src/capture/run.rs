@@ -129,6 +129,14 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
             ),
             false => (id.clone(), None),
         };
+        let each = match (&r.each_stated, p.is_file()) {
+            (Some(re), true) => stated_values(
+                &r.each,
+                re,
+                &String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()),
+            ),
+            _ => r.each.clone(),
+        };
         out.push(Program {
             id,
             dir,
@@ -136,7 +144,7 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
             build: r.build.clone().unwrap_or_else(|| "make".into()),
             runs: match r.run.is_empty() {
                 true => vec![(0, "make run".into())],
-                false => expand(&r.run, &r.each),
+                false => expand(&r.run, &each),
             },
             timeout,
             env: r.env.clone(),
@@ -147,6 +155,28 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
 
 /// Stands for "each executable the build made" among the default runs.
 pub const EXES: &str = "{exes}";
+
+/// The values of `each` that `source` states in `pattern`'s first group (in `each`'s
+/// order); the first value alone when the pattern matches nothing; every value when the
+/// pattern is not a valid regex (the recipe's mistake must not lose runs).
+pub fn stated_values(each: &[String], pattern: &str, source: &str) -> Vec<String> {
+    let Ok(re) = regex::Regex::new(pattern) else {
+        tracing::warn!("capture recipe: each_stated `{pattern}` is not a regex; every value runs");
+        return each.to_vec();
+    };
+    let stated: std::collections::BTreeSet<&str> = re
+        .captures_iter(source)
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    match stated.is_empty() {
+        true => each.iter().take(1).cloned().collect(),
+        false => each
+            .iter()
+            .filter(|v| stated.contains(v.as_str()))
+            .cloned()
+            .collect(),
+    }
+}
 
 fn expand(runs: &[String], each: &[String]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -523,6 +553,7 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
     let t = Instant::now();
     let cwd = env.scratch.join(&p.dir);
     let mut rec = ProgramRecord::new(&p.id);
+    rec.data = env.data.map(|d| d.display().to_string());
     let _ = std::fs::remove_dir_all(env.launches);
     if let Err(e) = std::fs::create_dir_all(env.launches) {
         rec.status = ProgramStatus::CaptureRunFailed;
@@ -925,5 +956,44 @@ mod tests {
         );
         assert_eq!(fill(&p.build, d.path(), p, None), "nvcc gelu.cu -o gelu");
         assert_eq!(fill(&p.runs[1].1, d.path(), p, None), "./gelu 2");
+    }
+
+    #[test]
+    fn only_the_versions_a_source_dispatches_are_run() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("dev/cuda")).unwrap();
+        // Versions 1, 2 and 4 are dispatched; 32 is a block size of another switch, not a
+        // value of `each`; the second file dispatches nothing (one run serves).
+        std::fs::write(
+            d.path().join("dev/cuda/a.cu"),
+            "switch (bs) { case 32: break; }\nswitch (kernel_num) {\n case 1: f1(); break;\n case 2 : f2(); break;\n case 4: f4(); break;\n default: exit(1);\n}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("dev/cuda/b.cu"),
+            "int main() { k<<<1,1>>>(); }",
+        )
+        .unwrap();
+        let r = CaptureRecipe {
+            programs: vec!["dev/cuda/*.cu".into()],
+            run: vec!["./{stem} {arg}".into()],
+            each: (1..=10).map(|i| i.to_string()).collect(),
+            each_stated: Some(r"case\s+([0-9]+)\s*:".into()),
+            ..Default::default()
+        };
+        let ps = discover(d.path(), Some(&r));
+        let runs: Vec<Vec<&str>> = ps
+            .iter()
+            .map(|p| p.runs.iter().map(|(_, c)| c.as_str()).collect())
+            .collect();
+        assert_eq!(
+            runs,
+            vec![
+                vec!["./{stem} 1", "./{stem} 2", "./{stem} 4"],
+                vec!["./{stem} 1"]
+            ]
+        );
+        // A broken pattern loses no run.
+        assert_eq!(stated_values(&r.each, "case (", "case 1:").len(), 10);
     }
 }

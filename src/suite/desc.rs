@@ -61,6 +61,13 @@ pub struct CaptureRecipe {
     /// and launches nothing, once an earlier value captured something.
     #[serde(default)]
     pub each: Vec<String>,
+    /// A regex with one group, read in a per-file program's source: a value of `each` runs
+    /// only when the source states it in that group (llm.c: `case\s+([0-9]+)\s*:`, the
+    /// versions its `switch (kernel_num)` dispatches). A source where it matches nothing
+    /// runs the first value only (its runs would all do the same). Values never stated are
+    /// never run: each such run would compute its CPU reference only to refuse the number.
+    #[serde(default)]
+    pub each_stated: Option<String>,
     /// Seconds each run may take (default 120).
     #[serde(default)]
     pub timeout_s: Option<u64>,

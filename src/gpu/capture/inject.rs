@@ -34,6 +34,7 @@ pub const ENV_FIRST: &str = "KERNELPAIR_CAPTURE_FIRST";
 pub const ENV_MAX_BYTES: &str = "KERNELPAIR_CAPTURE_MAX_BYTES";
 pub const ENV_GLOBALS: &str = "KERNELPAIR_CAPTURE_GLOBALS";
 pub const ENV_QUIET: &str = "KERNELPAIR_CAPTURE_QUIET";
+pub const ENV_QUIET_SECONDS: &str = "KERNELPAIR_CAPTURE_QUIET_SECONDS";
 /// Written (after `p<pid>-`) when a run was ended early: N launches in a row brought
 /// nothing new to snapshot.
 pub const STOPPED_FILE: &str = "stopped-early.toml";
@@ -49,6 +50,48 @@ struct Config {
     globals: Vec<String>,
     /// End the process once this many launches in a row were not snapshotted (0: never).
     quiet: u64,
+    /// Or once such launches went on for this many seconds (0: never); see [`Quiet`].
+    quiet_seconds: f64,
+}
+
+/// A run of launches in a row that brought nothing new to snapshot.
+#[derive(Default)]
+struct Quiet {
+    launches: u64,
+    /// Seconds the run spans, counting only gaps between its launches under [`QUIET_GAP`]:
+    /// a longer pause is the program's own work (a CPU reference, file output) that may
+    /// come before new kernels, not a loop of launches.
+    seconds: f64,
+    last: Option<std::time::Instant>,
+}
+
+/// A gap between two quiet launches longer than this does not count as launch-loop time.
+const QUIET_GAP: std::time::Duration = std::time::Duration::from_secs(5);
+/// The time rule needs at least this many quiet launches: a few validation launches
+/// followed by more work are not a loop.
+const QUIET_MIN_LAUNCHES: u64 = 20;
+
+impl Quiet {
+    fn launch(&mut self, now: std::time::Instant) {
+        if let Some(gap) = self.last.map(|l| now.saturating_duration_since(l)) {
+            if gap < QUIET_GAP {
+                self.seconds += gap.as_secs_f64();
+            }
+        }
+        self.last = Some(now);
+        self.launches += 1;
+    }
+
+    /// The run has gone on long enough: by count (`max_launches`), or by time
+    /// (`max_seconds` of launch-loop time over at least [`QUIET_MIN_LAUNCHES`] launches;
+    /// a naive kernel's benchmark loop of 50 ms launches reaches the count only after
+    /// 100 s). Zero turns a rule off.
+    fn over(&self, max_launches: u64, max_seconds: f64) -> bool {
+        (max_launches > 0 && self.launches >= max_launches)
+            || (max_seconds > 0.0
+                && self.launches >= QUIET_MIN_LAUNCHES
+                && self.seconds >= max_seconds)
+    }
 }
 
 /// One launch snapshotted at entry, waiting for its exit.
@@ -69,7 +112,7 @@ struct State {
     seq: u64,
     pending: HashMap<u32, Pending>,
     /// Launches in a row that were only counted.
-    quiet_run: u64,
+    quiet: Quiet,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -127,6 +170,11 @@ fn init() -> Result<(), String> {
         first: num(ENV_FIRST, 1),
         max_bytes: num(ENV_MAX_BYTES, 1 << 30),
         quiet: num(ENV_QUIET, 0),
+        quiet_seconds: std::env::var(ENV_QUIET_SECONDS)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .unwrap_or(0.0),
         globals: std::env::var(ENV_GLOBALS)
             .unwrap_or_default()
             .split(',')
@@ -349,13 +397,13 @@ fn enter(l: &Launch, correlation: u32) {
     let seq = state.seq;
     state.seq += 1;
     if nth >= cfg.first {
-        state.quiet_run += 1;
-        if cfg.quiet > 0 && state.quiet_run >= cfg.quiet && state.pending.is_empty() {
+        state.quiet.launch(std::time::Instant::now());
+        if state.quiet.over(cfg.quiet, cfg.quiet_seconds) && state.pending.is_empty() {
             // Nothing new for a long while (a benchmark loop): end the run here, without
             // the program's exit handlers (we are inside a driver call).
             let text = format!(
-                "quiet_launches = {}\nlaunches_seen = {}\n",
-                state.quiet_run, state.seq
+                "quiet_launches = {}\nquiet_seconds = {:.3}\nlaunches_seen = {}\n",
+                state.quiet.launches, state.quiet.seconds, state.seq
             );
             let name = format!("p{}-{STOPPED_FILE}", std::process::id());
             let _ = write_atomic(&cfg.out.join(name), text.as_bytes());
@@ -369,7 +417,7 @@ fn enter(l: &Launch, correlation: u32) {
         }
         return;
     }
-    state.quiet_run = 0;
+    state.quiet = Quiet::default();
     let demangled = demangle(&symbol);
     let (kernel, name_expression) = names_of(&demangled);
     let mut m = Manifest {
@@ -645,5 +693,56 @@ fn write_manifest(cfg: &Config, m: &Manifest) {
             }
         }
         Err(e) => eprintln!("kernelpair capture: manifest of {}: {e}", m.kernel),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn run(gaps_ms: &[u64]) -> Quiet {
+        let t0 = Instant::now();
+        let mut q = Quiet::default();
+        let mut t = t0;
+        q.launch(t);
+        for g in gaps_ms {
+            t += Duration::from_millis(*g);
+            q.launch(t);
+        }
+        q
+    }
+
+    #[test]
+    fn a_loop_of_slow_launches_is_quiet_by_time_long_before_the_count() {
+        // A naive kernel of 50 ms in a benchmark loop: 10 s pass after about 200 launches,
+        // where the count rule (2000) would wait 100 s.
+        let q = run(&[50; 198]);
+        assert!(!q.over(2000, 10.0), "{} s", q.seconds);
+        let q = run(&[50; 201]);
+        assert!(q.over(2000, 10.0), "{} s", q.seconds);
+        assert!(!q.over(2000, 0.0), "the time rule is off at 0");
+    }
+
+    #[test]
+    fn pauses_of_the_programs_own_work_and_a_few_launches_are_not_a_loop() {
+        // Three validation launches, then a 60 s CPU reference, then two more: 60 s have
+        // passed, but neither the gap nor so few launches make a loop.
+        let q = run(&[10, 10, 60_000, 10]);
+        assert!(
+            q.seconds < 1.0,
+            "the long gap is not loop time: {}",
+            q.seconds
+        );
+        assert!(!q.over(2000, 10.0));
+        // Many fast launches around long pauses count only their own gaps.
+        let mut gaps = vec![1; 30];
+        gaps.push(30_000);
+        gaps.extend([1; 30]);
+        let q = run(&gaps);
+        assert_eq!(q.launches, 62);
+        assert!(!q.over(2000, 10.0), "{} s", q.seconds);
+        // The count rule alone still ends a long run of fast launches.
+        assert!(run(&[0; 1999]).over(2000, 10.0));
     }
 }
