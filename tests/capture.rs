@@ -408,14 +408,29 @@ fn a_run_names_the_input_its_run_script_gives_and_data_given_later_captures_it()
         "{why}"
     );
 
+    // Data that lacks the input: bfs runs again (other data than it ran with) and fails
+    // again; the same data once more runs nothing (a warm rerun).
+    let empty = d.path().join("nodata");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert_eq!(
+        capture(Some(&empty)).len(),
+        3,
+        "bfs runs again with new data"
+    );
+    assert_eq!(
+        capture(Some(&empty)).len(),
+        3,
+        "the same data again ran a program again"
+    );
+
     // The data folder holds <app>/…; linked at data/ in the scratch copy, the program's
     // own relative path finds it. Only bfs, which lacked its input, runs again.
     let data = d.path().join("mydata");
     std::fs::create_dir_all(data.join("bfs")).unwrap();
     std::fs::write(data.join("bfs/graph4096.txt"), "4096\n").unwrap();
     let rs = capture(Some(&data));
-    assert_eq!(rs.len(), 3, "backprop was run again: {rs:?}");
-    let bfs = &rs[2];
+    assert_eq!(rs.len(), 4, "backprop was run again: {rs:?}");
+    let bfs = &rs[3];
     assert_eq!(bfs["program"], "cuda/bfs");
     assert_eq!(bfs["status"], "captured", "{bfs}");
     assert_eq!(bfs["launches"], 1, "{bfs}");
@@ -702,6 +717,7 @@ fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
     }
     let settings = CaptureSettings {
         runs_per_gpu: 3,
+        programs: kernelpair::pipeline::config::CapturePrograms::All,
         ..CaptureSettings::default()
     };
     let out = d.path().join("out");
@@ -723,4 +739,103 @@ fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
         let recs = records(&out.join("captures").join(suite));
         assert_eq!(recs.len(), 2, "{suite}: {recs:?}");
     }
+}
+
+/// `build` captures only the programs holding the fast kernel of a pair it can verify
+/// (`[capture] programs = "paired"`, the default): of two suites with two programs each,
+/// one pair's program runs, and nothing else is built or run.
+#[test]
+fn build_captures_only_the_programs_holding_a_pair_it_can_verify() {
+    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
+    use kernelpair::pipeline::config::{CaptureSettings, SuiteKind, SuiteSpec};
+    use kernelpair::record::Record;
+    let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
+    let generic = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("extractors/generic.toml"),
+    )
+    .unwrap();
+    let mut list = Vec::new();
+    for suite in ["alpha", "beta"] {
+        let root = d.path().join(suite);
+        for prog in ["p1", "p2"] {
+            program(
+                &root,
+                prog,
+                "all:\n\tcp run.sh prog && chmod +x prog\n",
+                &[(
+                    "run.sh",
+                    "#!/bin/sh\necho 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n",
+                )],
+            );
+        }
+        let text = format!(
+            "{}\n[capture]\nprograms = [\"p1\", \"p2\"]\nbuild = \"make\"\nrun = [\"./prog\"]\n",
+            generic.replacen("name = \"generic\"", &format!("name = \"{suite}\""), 1)
+        );
+        let desc = kernelpair::suite::SuiteDesc::parse(&text, suite).unwrap();
+        let spec = SuiteSpec {
+            path: root,
+            kind: SuiteKind::Generic,
+            extractor: None,
+        };
+        list.push((spec, desc));
+    }
+    // One pair of suite beta whose fast kernel lies in p2; a pair of alpha still waiting
+    // for its slow side (nothing to verify yet) holds nothing.
+    let pair_dir = d.path().join("pair");
+    std::fs::create_dir_all(&pair_dir).unwrap();
+    std::fs::write(
+        pair_dir.join("slow.cu"),
+        "__global__ void k(float* x) { x[0] = 1.0f; }",
+    )
+    .unwrap();
+    std::fs::write(
+        pair_dir.join("fast.cu"),
+        "__global__ void k(float* x) { *x = 1.0f; }",
+    )
+    .unwrap();
+    let mut ready = kernelpair::verify::validate::load_folder(&pair_dir)
+        .unwrap()
+        .1;
+    ready.suite = "beta".into();
+    ready.identical = false;
+    ready.fast.path = "p2/k.cu".into();
+    let mut waiting = ready.clone();
+    waiting.suite = "alpha".into();
+    waiting.fast.path = "p1/k.cu".into();
+    waiting.slow = kernelpair::record::Slow::Pending { rejected: None };
+    let recs = vec![
+        Record::Pair(Box::new(ready)),
+        Record::Pair(Box::new(waiting)),
+    ];
+    let out = d.path().join("out");
+    let c = capture_side_by_side(
+        &list,
+        &recs,
+        &CaptureSettings::default(),
+        &out,
+        Some(Path::new(&lib)),
+        Captured::default(),
+    );
+    assert_eq!(c.counts.get("programs_captured"), Some(&1), "{c:?}");
+    let ran: Vec<String> = ["alpha", "beta"]
+        .iter()
+        .flat_map(|s| {
+            let j = out.join("captures").join(s).join("programs.jsonl");
+            std::fs::read_to_string(j)
+                .unwrap_or_default()
+                .lines()
+                .map(|l| {
+                    format!(
+                        "{s}/{}",
+                        serde_json::from_str::<serde_json::Value>(l).unwrap()["program"]
+                            .as_str()
+                            .unwrap()
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(ran, vec!["beta/p2".to_string()]);
 }

@@ -43,6 +43,11 @@ pub struct CaptureArgs {
     /// Only programs whose id contains one of these.
     #[arg(long)]
     pub only: Vec<String>,
+    /// Only programs holding one of these files (root-relative paths of kernels): a
+    /// folder program holds the files under its folder, a file program its own file.
+    /// `build` sets it to the fast kernels of the pairs it can verify.
+    #[arg(skip)]
+    pub holding: Option<Vec<String>>,
     /// Folder of input files the programs read (`{data}` in recipes; Rodinia's data).
     #[arg(long)]
     pub data: Option<PathBuf>,
@@ -67,6 +72,12 @@ pub struct CaptureArgs {
     /// 0 lets every run finish.
     #[arg(long = "quiet-launches", default_value_t = 2000)]
     pub quiet_launches: u64,
+    /// Or once such launches have gone on for this many seconds (at least 20 of them;
+    /// pauses over 5 s between them, the program's own work, do not count): a naive
+    /// kernel's benchmark loop of 50 ms launches would reach the count only after 100 s.
+    /// 0 turns the time rule off.
+    #[arg(long = "quiet-seconds", default_value_t = 10.0)]
+    pub quiet_seconds: f64,
     /// The injection library (default: libkernelpair.so beside this binary).
     #[arg(long)]
     pub inject: Option<PathBuf>,
@@ -177,6 +188,10 @@ pub struct ProgramRecord {
     /// The end of the failing build's or run's output.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub log_tail: String,
+    /// The `--data` folder the program ran with: a rerun with other data runs it again
+    /// when its runs failed or launched nothing, and one with the same data does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
 }
 
 impl ProgramRecord {
@@ -191,6 +206,25 @@ impl ProgramRecord {
             seconds: 0.0,
             runs: Vec::new(),
             log_tail: String::new(),
+            data: None,
+        }
+    }
+}
+
+/// Whether program `p` holds the root-relative file `f`: its own file, or a file under its
+/// folder (every file, for a program at the root).
+pub fn holds(p: &run::Program, f: &str) -> bool {
+    match &p.file {
+        Some(file) if p.dir.is_empty() => f == file,
+        Some(file) => {
+            f.strip_prefix(p.dir.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+                == Some(file)
+        }
+        None => {
+            p.dir.is_empty()
+                || f.strip_prefix(p.dir.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
         }
     }
 }
@@ -465,14 +499,24 @@ pub fn capture_tree_sharing(
     if !args.only.is_empty() {
         programs.retain(|p| args.only.iter().any(|o| p.id.contains(o.as_str())));
     }
+    if let Some(files) = &args.holding {
+        let before = programs.len();
+        programs.retain(|p| files.iter().any(|f| holds(p, f)));
+        eprintln!(
+            "{label}: {} of {before} program(s) hold a kernel of a pair this build can verify",
+            programs.len()
+        );
+    }
     if let Some(t) = args.timeout_s {
         for p in &mut programs {
             p.timeout = std::time::Duration::from_secs(t);
         }
     }
-    // A rerun resumes: finished programs are not run again, except, when `--data` is
-    // given, those whose runs failed or launched nothing (an input the data may hold now;
-    // Rodinia's nn names no file, its bfs exits 0 without its graph).
+    // A rerun resumes: finished programs are not run again, except, when `--data` gives
+    // other data than they ran with, those whose runs failed or launched nothing (an input
+    // the data may hold now; Rodinia's nn names no file, its bfs exits 0 without its
+    // graph). The same data again changes nothing: a warm rerun runs no program.
+    let data_now = args.data.as_ref().map(|d| d.display().to_string());
     let done: BTreeSet<String> = match args.fresh {
         true => BTreeSet::new(),
         false => read_journal(&out)
@@ -482,7 +526,7 @@ pub fn capture_tree_sharing(
                     r.status,
                     ProgramStatus::CaptureRunFailed | ProgramStatus::NoLaunches
                 );
-                !(ran_badly && args.data.is_some())
+                !(ran_badly && data_now.is_some() && r.data != data_now)
             })
             .map(|r| r.program)
             .collect(),
@@ -525,6 +569,10 @@ pub fn capture_tree_sharing(
     inject_env.insert(inj::ENV_MAX_BYTES.into(), args.max_bytes.to_string());
     inject_env.insert(inj::ENV_GLOBALS.into(), globals.join(","));
     inject_env.insert(inj::ENV_QUIET.into(), args.quiet_launches.to_string());
+    inject_env.insert(
+        inj::ENV_QUIET_SECONDS.into(),
+        args.quiet_seconds.to_string(),
+    );
     if let Ok(d) = &cupti {
         let old = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
         let joined = match old.is_empty() {
@@ -617,6 +665,34 @@ fn print_summary(all: &[ProgramRecord], out: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_holds_its_own_file_or_the_files_under_its_folder() {
+        let prog = |dir: &str, file: Option<&str>| run::Program {
+            id: String::new(),
+            dir: dir.into(),
+            file: file.map(String::from),
+            build: String::new(),
+            runs: vec![],
+            timeout: std::time::Duration::from_secs(1),
+            env: Default::default(),
+        };
+        let per_file = prog("dev/cuda", Some("adamw.cu"));
+        assert!(holds(&per_file, "dev/cuda/adamw.cu"));
+        assert!(!holds(&per_file, "dev/cuda/gelu_forward.cu"));
+        assert!(!holds(&per_file, "llmc/adamw.cu"));
+        let folder = prog("cuda/srad", None);
+        assert!(holds(&folder, "cuda/srad/srad_v1/reduce_kernel.cu"));
+        assert!(
+            !holds(&folder, "cuda/srad_v3/k.cu"),
+            "a name prefix is not a folder"
+        );
+        assert!(
+            holds(&prog("", None), "anything/k.cu"),
+            "the root program holds all"
+        );
+        assert!(holds(&prog("", Some("k.cu")), "k.cu"));
+    }
 
     #[test]
     fn the_root_program_and_nested_programs_get_their_own_launch_folders() {

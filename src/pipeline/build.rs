@@ -366,10 +366,12 @@ pub fn build(
     };
     let extracted = run.extract()?;
     lap(&mut run, "extract");
-    run.capture(&extracted);
-    lap(&mut run, "capture");
+    // Synth first: capture then runs the programs of the pairs that have a slow side now,
+    // synthesized ones included.
     let mut synthesized = run.synth(extracted)?;
     lap(&mut run, "synth");
+    run.capture(&synthesized);
+    lap(&mut run, "capture");
     let chosen = run.harnesses(&mut synthesized);
     lap(&mut run, "harness");
     let verified = run.verify(synthesized, chosen)?;
@@ -563,13 +565,14 @@ impl Run<'_> {
         self.finish_chunked("synth", synth_key, SYNTHESIZED, c)
     }
 
-    /// The capture step (`pipeline::capture`): the suites' own programs run once under the
-    /// launch recorder; its row goes to the table.
-    fn capture(&mut self, extracted: &[Record]) {
+    /// The capture step (`pipeline::capture`): the suites' own programs (those holding a
+    /// pair this build can verify, after synth) run once under the launch recorder; its
+    /// row goes to the table.
+    fn capture(&mut self, records: &[Record]) {
         if self.shard.is_some() {
             return;
         }
-        let c = super::capture::capture(&self.cfg.suites, extracted, &self.cfg.capture, &self.out);
+        let c = super::capture::capture(&self.cfg.suites, records, &self.cfg.capture, &self.out);
         if c.no_recipe && self.cfg.capture.mode == super::config::CaptureMode::Auto {
             return;
         }

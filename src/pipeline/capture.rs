@@ -1,13 +1,14 @@
 //! `build`'s capture step: each suite whose description has a `[capture]` recipe (llm.c,
-//! cuda-samples, a user's `extractors/*.toml`) has its own programs built and run once under
-//! the launch recorder (`kernelpair capture`), into `<output>/captures/<suite>/`. Verify then
+//! cuda-samples, a user's `extractors/*.toml`) has its own programs (by default those
+//! holding a pair the build can verify) built and run once under the launch recorder
+//! (`kernelpair capture`), into `<output>/captures/<suite>/`. Verify then
 //! runs a pair without a hand-written harness under its fast kernel's captured launch
 //! (hand > captured > inferred > llm), and that replay must reproduce what the program
 //! wrote before any timing. Only the trees given to `build` are run; never a contributed
 //! folder or an LLM's output. Each suite's capture keeps its own journal
 //! (`programs.jsonl`), so a killed build recaptures at most the programs in flight.
 
-use super::config::{CaptureMode, CaptureSettings, SuiteKind, SuiteSpec};
+use super::config::{CaptureMode, CapturePrograms, CaptureSettings, SuiteKind, SuiteSpec};
 use crate::capture::{CaptureArgs, Known, ProgramStatus};
 use crate::record::Record;
 use std::collections::BTreeMap;
@@ -86,6 +87,22 @@ fn globals_of(records: &[Record], suite: &str) -> Vec<String> {
     }))
 }
 
+/// The files of the fast kernels of `suite`'s pairs this build can verify: a slow side
+/// (natural, or synthesized by now) and not identical. `[capture] programs = "paired"`
+/// captures only the programs holding one of them.
+fn paired_files(records: &[Record], suite: &str) -> Vec<String> {
+    let files: std::collections::BTreeSet<String> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Pair(p) if p.suite == suite && !p.identical && p.slow.unit().is_some() => {
+                Some(p.fast.path.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    files.into_iter().collect()
+}
+
 /// Run the capture step (see the module doc). `out`: the build's output folder.
 pub fn capture(
     suites: &[SuiteSpec],
@@ -155,6 +172,10 @@ pub fn capture_side_by_side(
                         out: dir,
                         suite: desc.name.clone(),
                         only: vec![],
+                        holding: match s.programs {
+                            CapturePrograms::Paired => Some(paired_files(records, &desc.name)),
+                            CapturePrograms::All => None,
+                        },
                         data: s.data.clone(),
                         first: s.first,
                         max_bytes: s.max_bytes,
@@ -162,6 +183,7 @@ pub fn capture_side_by_side(
                         jobs: None,
                         runs_per_gpu: s.runs_per_gpu,
                         quiet_launches: 2000,
+                        quiet_seconds: 10.0,
                         inject: inject.map(Path::to_path_buf),
                         cupti: None,
                         fresh: false,
@@ -214,8 +236,10 @@ pub fn capture_side_by_side(
     c
 }
 
-/// A key for what the capture folders hold (each suite's program journal), so verify's
-/// journal entry changes when a capture does; empty when nothing was captured.
+/// A key for what the capture folders hold (each suite's programs: outcome, launches and
+/// the data they ran with, not their run times), so verify's journal entry and chunks
+/// change when a capture does and survive a program run again to the same end; empty when
+/// nothing was captured.
 pub fn state_key(out: &Path) -> String {
     let dir = out.join(CAPTURE_DIR);
     let mut subs: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -227,17 +251,77 @@ pub fn state_key(out: &Path) -> String {
     subs.sort();
     let parts: Vec<String> = subs
         .iter()
+        .filter(|d| crate::capture::journal_path(d).is_file())
         .map(|d| {
-            let j = crate::capture::journal_path(d);
+            // What the harnesses depend on: each program's outcome and launches, and the
+            // data it ran with; not its run times, which a program run again changes.
+            let mut recs: Vec<String> = crate::capture::read_journal(d)
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}|{}|{}|{}",
+                        r.program,
+                        r.status.name(),
+                        r.launches,
+                        r.data.as_deref().unwrap_or("")
+                    )
+                })
+                .collect();
+            recs.sort();
             format!(
                 "{}:{}",
                 d.file_name().unwrap_or_default().to_string_lossy(),
-                super::journal::file_sha256(&j).unwrap_or_default()
+                recs.join(";")
             )
         })
         .collect();
     match parts.is_empty() {
         true => String::new(),
         false => super::journal::key(&parts.iter().map(String::as_str).collect::<Vec<_>>()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{ProgramRecord, ProgramStatus};
+
+    fn write(out: &Path, recs: &[ProgramRecord]) {
+        let d = out.join(CAPTURE_DIR).join("suite");
+        std::fs::create_dir_all(&d).unwrap();
+        let text: String = recs
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(crate::capture::journal_path(&d), text).unwrap();
+    }
+
+    /// Verify's chunks stay valid when a program is run again to the same end (its run
+    /// times differ); they are redone when what was captured changes.
+    #[test]
+    fn the_capture_key_follows_what_was_captured_not_how_long_it_took() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(state_key(t.path()), "", "nothing captured");
+        let mut a = ProgramRecord::new("apps/bfs");
+        a.status = ProgramStatus::Captured;
+        a.launches = 2;
+        a.seconds = 1.5;
+        write(t.path(), std::slice::from_ref(&a));
+        let k = state_key(t.path());
+        assert!(!k.is_empty());
+        let mut again = a.clone();
+        again.seconds = 9.25;
+        again.build_seconds = 3.0;
+        // The journal appends: the program's later record is the one that counts.
+        write(t.path(), &[a.clone(), again]);
+        assert_eq!(state_key(t.path()), k, "run times changed the key");
+        let mut more = a.clone();
+        more.launches = 3;
+        write(t.path(), &[more]);
+        assert_ne!(state_key(t.path()), k);
+        let mut data = a.clone();
+        data.data = Some("/data".into());
+        write(t.path(), &[data]);
+        assert_ne!(state_key(t.path()), k);
     }
 }

@@ -49,6 +49,20 @@ pub enum CaptureMode {
     Off,
 }
 
+/// Which of a suite's programs `build` captures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapturePrograms {
+    /// Those holding a fast kernel of a pair this build can verify (a slow side, natural
+    /// or synthesized, and not identical): a program whose kernels all wait for a slow
+    /// side would be built and run for harnesses nothing uses yet. A later build that has
+    /// them (synth answered) captures their programs then.
+    #[default]
+    Paired,
+    /// Every program the recipe names.
+    All,
+}
+
 /// `[capture]`: the capture step of `build` (`kernelpair capture` for each suite with a
 /// `[capture]` recipe, into `<output>/captures/<suite>/`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,6 +79,8 @@ pub struct CaptureSettings {
     pub max_bytes: u64,
     /// Runs at once on one GPU.
     pub runs_per_gpu: usize,
+    /// Which programs: `paired` (the default) or `all`.
+    pub programs: CapturePrograms,
 }
 
 impl Default for CaptureSettings {
@@ -76,6 +92,7 @@ impl Default for CaptureSettings {
             first: 1,
             max_bytes: 1 << 30,
             runs_per_gpu: 8,
+            programs: CapturePrograms::Paired,
         }
     }
 }
