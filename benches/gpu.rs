@@ -8,7 +8,7 @@
 use kernelpair::evidence::Evidence;
 use kernelpair::gpu::{self, cache::CompileCache, Gpu, Probe};
 use kernelpair::harness::DeviceProps;
-use kernelpair::verify::engine::{run_job, Job, RunOptions, Source};
+use kernelpair::verify::engine::{run_job, Job, RunOptions, SlowMemo, Source};
 use kernelpair::verify::validate::load_folder;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -91,7 +91,13 @@ fn main() {
         ..RunOptions::default()
     };
     let copy = job_for(&planted.join("good_copy"), opts.clone(), &g);
-    let out = run_job(&mut g, &mut cache, &copy, &mut |_| {});
+    let out = run_job(
+        &mut g,
+        &mut cache,
+        &mut SlowMemo::default(),
+        &copy,
+        &mut |_| {},
+    );
     let (_, fast_ms) = timing(&out.verification.evidence, "64M");
     let n = 1u64 << 26;
     let bytes = 2.0 * n as f64 * 4.0;
@@ -119,7 +125,14 @@ fn main() {
         let mut fast = vec![];
         let mut totals = vec![];
         for _ in 0..5 {
-            let o = run_job(&mut g, &mut cache, &job, &mut |_| {});
+            // A fresh memo each time: every repetition times its slow side itself.
+            let o = run_job(
+                &mut g,
+                &mut cache,
+                &mut SlowMemo::default(),
+                &job,
+                &mut |_| {},
+            );
             let ev = &o.verification.evidence;
             let (s, f) = timing(ev, set);
             slow.push(s);

@@ -213,6 +213,11 @@ pub struct VariantTiming {
     /// seconds is not launched again just to be timed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub from_checks: usize,
+    /// Of `runs`, samples that earlier pairs in the same worker took of the same slow side
+    /// (same code, launches and input bytes; rounds longer than the hard cap only): a
+    /// naive kernel of seconds shared by several pairs is timed once for all of them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_earlier_pairs: usize,
 }
 
 /// Both variants timed at one size set.

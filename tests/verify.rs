@@ -1550,15 +1550,10 @@ fn progress_lines_name_the_pair_a_worker_is_running() {
 const ITERATE_SLOW: &str = "__global__ void iterate(const unsigned* x0, const unsigned* a, const unsigned* b, unsigned* out, int k, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { unsigned x = x0[i], ai = a[i], bi = b[i]; for (int j = 0; j < k; j++) x = ai * x + bi; out[i] = x; } }";
 const ITERATE_FAST: &str = "__global__ void iterate(const unsigned* x0, const unsigned* a, const unsigned* b, unsigned* out, int k, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { unsigned A = 1, B = 0, ma = a[i], mb = b[i]; for (int e = k; e > 0; e >>= 1) { if (e & 1) { B = ma * B + mb; A = ma * A; } mb = ma * mb + mb; ma = ma * ma; } out[i] = A * x0[i] + B; } }";
 
-/// On the GPU: a size set whose rounds pass the 2 s hard cap is timed three times in all,
-/// and each seed's check is one of those samples (`from_checks`): the naive kernel of
-/// seconds runs 3 times, not a check per seed plus warm-ups plus 3 more.
-#[test]
-#[ignore = "needs a GPU; run on the device with -- --ignored"]
-fn gpu_seconds_long_rounds_are_timed_three_times_counting_the_checks() {
-    let t = tempfile::tempdir().unwrap();
-    let d = t.path().join("iterate");
-    std::fs::create_dir_all(&d).unwrap();
+/// A pair folder of [`ITERATE_SLOW`] → [`ITERATE_FAST`] at `k = 2³¹−1` (seconds per naive
+/// launch), seeded inputs.
+fn write_iterate_pair(d: &Path) {
+    std::fs::create_dir_all(d).unwrap();
     std::fs::write(d.join("slow.cu"), ITERATE_SLOW).unwrap();
     std::fs::write(d.join("fast.cu"), ITERATE_FAST).unwrap();
     let arg = |name: &str, role: &str| {
@@ -1581,6 +1576,17 @@ fn gpu_seconds_long_rounds_are_timed_three_times_counting_the_checks() {
         arg("out", "out"),
     );
     std::fs::write(d.join("harness.toml"), harness).unwrap();
+}
+
+/// On the GPU: a size set whose rounds pass the 2 s hard cap is timed three times in all,
+/// and each seed's check is one of those samples (`from_checks`): the naive kernel of
+/// seconds runs 3 times, not a check per seed plus warm-ups plus 3 more.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_seconds_long_rounds_are_timed_three_times_counting_the_checks() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("iterate");
+    write_iterate_pair(&d);
     let input = t.path().join("pairs.jsonl");
     write_pairs(&input, std::slice::from_ref(&d));
     let out = t.path().join("out.jsonl");
@@ -1600,4 +1606,56 @@ fn gpu_seconds_long_rounds_are_timed_three_times_counting_the_checks() {
     assert_eq!(v.status, Status::Verified, "{}", v.reason);
     assert_eq!((te.slow.runs, te.fast.runs), (3, 3));
     assert_eq!((te.slow.from_checks, te.fast.from_checks), (2, 2));
+}
+
+/// On the GPU: two pairs with the same naive kernel of seconds, the same harness and
+/// inputs, in one worker. The first times it three times; the second launches it once,
+/// for its own check, and takes the first pair's samples (`from_earlier_pairs`), timing
+/// only its own fast side.
+#[test]
+#[ignore = "needs a GPU; run on the device with -- --ignored"]
+fn gpu_a_naive_kernel_of_seconds_shared_by_two_pairs_is_timed_once_for_both() {
+    let t = tempfile::tempdir().unwrap();
+    let dirs = [t.path().join("iterate_a"), t.path().join("iterate_b")];
+    for d in &dirs {
+        write_iterate_pair(d);
+    }
+    let input = t.path().join("pairs.jsonl");
+    write_pairs(&input, &dirs);
+    let out = t.path().join("out.jsonl");
+    verify_cmd(&input, &out)
+        .args(["--seeds", "1", "--timeout-s", "120"])
+        .assert()
+        .success();
+    let vs: Vec<_> = ["iterate_a", "iterate_b"]
+        .iter()
+        .map(|b| pair_verification(&out, b))
+        .collect();
+    let timing = |v: &kernelpair::record::Verification| v.evidence.timings[0].clone();
+    for v in &vs {
+        eprintln!("{} {} {:?}", v.status.as_str(), v.reason, timing(v));
+        assert_eq!(v.status, Status::Verified, "{}", v.reason);
+        assert!(timing(v).slow.median_ms > 2000.0, "needs a larger k");
+    }
+    // Whichever ran first timed the naive kernel itself (its check and two rounds).
+    let (first, second) = match timing(&vs[0]).slow.from_earlier_pairs {
+        0 => (&vs[0], &vs[1]),
+        _ => (&vs[1], &vs[0]),
+    };
+    let (a, b) = (timing(first), timing(second));
+    assert_eq!(
+        (a.slow.runs, a.slow.from_checks, a.slow.from_earlier_pairs),
+        (3, 1, 0)
+    );
+    assert_eq!(
+        (b.slow.runs, b.slow.from_checks, b.slow.from_earlier_pairs),
+        (4, 1, 3)
+    );
+    assert_eq!((a.fast.runs, b.fast.runs), (3, 3));
+    // The second pair's timing phase ran only fast kernels: far under one naive launch.
+    let time_ms = second.evidence.phases_ms["time"];
+    assert!(
+        time_ms < b.slow.median_ms / 2.0,
+        "the second pair spent {time_ms:.0} ms timing: the naive kernel ran again"
+    );
 }

@@ -509,6 +509,7 @@ mod tests {
             min_ms: ms,
             runs: 20,
             from_checks: 0,
+            from_earlier_pairs: 0,
         };
         let set = |name: &str, bytes, slow, fast, lo, hi| TimingEvidence {
             size_set: name.into(),

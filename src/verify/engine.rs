@@ -103,6 +103,53 @@ pub struct Job {
     pub options: RunOptions,
 }
 
+/// Timing samples of slow kernels of seconds, kept by a worker across its pairs.
+///
+/// Pairs that share a slow side (llm.c's naive `softmax_autoregressive_backward_kernel1`
+/// against versions 2 to 6) launch the same module the same way on the same captured bytes:
+/// one quantity on one device. Its samples are timed once and serve every such pair, which
+/// still runs the slow kernel once for its own correctness check (and adds that launch as a
+/// sample). Only rounds longer than the hard cap are kept ([`samples_from_checks`]); every
+/// shorter pair is timed fully, interleaved, as before.
+#[derive(Default)]
+pub struct SlowMemo {
+    samples: std::collections::HashMap<u64, Vec<f64>>,
+}
+
+impl SlowMemo {
+    /// What identifies a slow side's timing: its code and build flags, and the size set's
+    /// arguments, constants, textures and slow launches. The fast launches, the expected
+    /// bytes, the harness's path and where captured blobs are stored (their content id
+    /// stays) are left out.
+    fn key(slow: &Source, ss: &Resolved) -> u64 {
+        use std::hash::{Hash, Hasher};
+        fn strip(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    m.remove("blobs");
+                    m.values_mut().for_each(strip);
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let mut v = serde_json::to_value(ss).unwrap_or_default();
+        if let Some(m) = v.as_object_mut() {
+            for k in ["origin", "fast", "expected"] {
+                m.remove(k);
+            }
+        }
+        strip(&mut v);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&slow.source, &slow.symbol, &slow.flags, v.to_string()).hash(&mut h);
+        h.finish()
+    }
+
+    fn get(&self, key: u64) -> &[f64] {
+        self.samples.get(&key).map_or(&[], Vec::as_slice)
+    }
+}
+
 pub struct Outcome {
     pub verification: Verification,
     /// The context is unusable (sticky error): the worker must exit and be restarted.
@@ -172,12 +219,18 @@ pub fn tool_version() -> String {
 pub type Step<'a> = &'a mut dyn FnMut(&str);
 
 /// Run the job; never panics on bad kernels or harnesses.
-pub fn run_job(gpu: &mut Gpu, cache: &mut CompileCache, job: &Job, step: Step<'_>) -> Outcome {
+pub fn run_job(
+    gpu: &mut Gpu,
+    cache: &mut CompileCache,
+    memo: &mut SlowMemo,
+    job: &Job,
+    step: Step<'_>,
+) -> Outcome {
     let t0 = Instant::now();
     let mut ev = Evidence::default();
     let mut speedup = None;
     ev.harness = job.harness.clone();
-    let result = run_inner(gpu, cache, job, &mut ev, &mut speedup, step);
+    let result = run_inner(gpu, cache, memo, job, &mut ev, &mut speedup, step);
     ev.phases_ms
         .insert("total".into(), t0.elapsed().as_secs_f64() * 1e3);
     let (status, reason, sticky) = match result {
@@ -378,6 +431,7 @@ impl Guarded {
 fn run_inner(
     gpu: &mut Gpu,
     cache: &mut CompileCache,
+    memo: &mut SlowMemo,
     job: &Job,
     ev: &mut Evidence,
     speedup: &mut Option<Speedup>,
@@ -424,6 +478,7 @@ fn run_inner(
         };
         add_phase(ev, "check.generate", tg);
         let n_seeds = data.len();
+        let memo_key = SlowMemo::key(&job.slow, ss);
         let run_before_set = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
         let mut checked: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for (seed, d) in data.into_iter().enumerate() {
@@ -456,6 +511,7 @@ fn run_inner(
                     check_ms,
                     run_ms,
                     n_seeds,
+                    memo.get(memo_key).len(),
                 )?;
             }
         }
@@ -468,7 +524,20 @@ fn run_inner(
         let warmed = ev.phases_ms.get("check.run").copied().unwrap_or(0.0) - run_before_set
             > 1000.0 * n_seeds as f64;
         let t = Instant::now();
-        let te = time_size_set(gpu, job, ss, &bufs, (&slow, &fast), warmed, checked, step)?;
+        let earlier = memo.get(memo_key).to_vec();
+        let (te, slow_ms) = time_size_set(
+            gpu,
+            job,
+            ss,
+            &bufs,
+            (&slow, &fast),
+            warmed,
+            (checked, &earlier),
+            step,
+        )?;
+        if te.slow.from_earlier_pairs > 0 || te.slow.from_checks > 0 {
+            memo.samples.insert(memo_key, slow_ms);
+        }
         time_ms += t.elapsed().as_secs_f64() * 1e3;
         let s = Speedup {
             size_set: ss.size_set.clone(),
@@ -493,7 +562,8 @@ fn run_inner(
 /// would pass the pair's budget. The estimate is each further check as long as the first,
 /// and each timing round as long as its runs: two warm-ups at most and five rounds at least,
 /// or for rounds longer than the size set's hard cap, no warm-up (the checks were one) and
-/// three samples ([`LONG_ROUND_RUNS`]), of which each seed's check is one.
+/// three samples ([`LONG_ROUND_RUNS`]), of which each seed's check is one, and each slow
+/// sample an earlier pair left in the [`SlowMemo`] (`memo_runs`) spares a slow run.
 fn over_budget(
     o: &RunOptions,
     sets: usize,
@@ -501,6 +571,7 @@ fn over_budget(
     check_ms: f64,
     run_ms: f64,
     seeds: usize,
+    memo_runs: usize,
 ) -> Result<(), Stop> {
     let budget = o.pair_budget_ms;
     if budget <= 0.0 || o.check_only || o.selfcheck {
@@ -509,7 +580,7 @@ fn over_budget(
     let sets = sets as f64;
     let checks_left = (seeds as f64 * sets - 1.0).max(0.0);
     let rounds = match run_ms {
-        r if r > hard_cap_ms(o) => sets * LONG_ROUND_RUNS.saturating_sub(seeds) as f64,
+        r if r > hard_cap_ms(o) => sets * LONG_ROUND_RUNS.saturating_sub(seeds + memo_runs) as f64,
         r if r > 1000.0 => sets * 6.0,
         _ => sets * 7.0,
     };
@@ -1261,9 +1332,9 @@ fn time_size_set(
     bufs: &[Option<Guarded>],
     (slow, fast): (&Loaded, &Loaded),
     warmed: bool,
-    checked: [Vec<f64>; 2],
+    (checked, earlier): ([Vec<f64>; 2], &[f64]),
     step: Step<'_>,
-) -> Result<TimingEvidence, Stop> {
+) -> Result<(TimingEvidence, Vec<f64>), Stop> {
     let ctx = format!("timing size set {}", ss.size_set);
     let variants = [(Variant::Slow, slow), (Variant::Fast, fast)];
     // Warm-up: caches, clocks, lazy module loading. A round of over a second has warmed
@@ -1286,10 +1357,19 @@ fn time_size_set(
     let mut times = samples_from_checks(checked, hard_cap_ms);
     let from_checks = times[0].len();
     let checks_ms: f64 = times.iter().flatten().sum();
+    // A long slow side timed by earlier pairs of this worker: their samples come first, and
+    // this pair times only what it lacks (its fast side).
+    let from_earlier = match from_checks > 0 {
+        true => earlier.len(),
+        false => 0,
+    };
+    if from_earlier > 0 {
+        times[0].splice(0..0, earlier.iter().copied());
+    }
     let start = Instant::now();
     let mut round = 0usize;
     loop {
-        let runs = times[0].len();
+        let runs = times[0].len().min(times[1].len());
         let wall = start.elapsed().as_secs_f64() * 1e3;
         let precise = || {
             o.precision > 0.0
@@ -1299,7 +1379,8 @@ fn time_size_set(
         };
         // Rounds that each take longer than the cap (a naive kernel of seconds) stop at 3:
         // a median of three, its spread in the confidence interval.
-        let long_rounds = runs > 0 && (wall + checks_ms) / runs as f64 > hard_cap_ms;
+        let long_rounds =
+            from_checks > 0 || (runs > 0 && (wall + checks_ms) / runs as f64 > hard_cap_ms);
         if runs >= o.max_runs
             || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
             || (runs >= 5 && wall >= hard_cap_ms)
@@ -1310,6 +1391,9 @@ fn time_size_set(
         // Alternate which variant goes first so neither always follows the other.
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for vi in order {
+            if times[vi].len() > runs {
+                continue;
+            }
             let (which, loaded) = variants[vi];
             restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
             gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
@@ -1326,20 +1410,26 @@ fn time_size_set(
             min_ms: s.as_ref().map_or(f64::NAN, |s| s.min),
             runs: t.len(),
             from_checks,
+            from_earlier_pairs: 0,
         }
     };
     let est = stats::speedup_ci(&times[0], &times[1], o.bootstrap_iters, 42)
         .ok_or_else(|| Stop::new(Status::HarnessError, format!("{ctx}: no usable timings")))?;
     let bytes = bufs.iter().flatten().map(|g| g.bytes).sum();
-    Ok(TimingEvidence {
+    let te = TimingEvidence {
         size_set: ss.size_set.clone(),
         bytes,
         speedup: est.ratio,
-        slow: vt(&times[0]),
+        slow: VariantTiming {
+            from_earlier_pairs: from_earlier,
+            ..vt(&times[0])
+        },
         fast: vt(&times[1]),
         ci_low: est.ci_low,
         ci_high: est.ci_high,
-    })
+    };
+    let [slow_ms, _] = times;
+    Ok((te, slow_ms))
 }
 
 #[cfg(test)]
@@ -1362,7 +1452,7 @@ mod tests {
             pair_budget_ms: 50_000.0,
             ..o.clone()
         };
-        let stop = over_budget(&tight, 1, 5_000.0, 30_000.0, 25_000.0, 3).unwrap_err();
+        let stop = over_budget(&tight, 1, 5_000.0, 30_000.0, 25_000.0, 3, 0).unwrap_err();
         assert_eq!(stop.status, Status::Timeout);
         assert!(
             stop.reason
@@ -1374,11 +1464,11 @@ mod tests {
             "{}",
             stop.reason
         );
-        assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 3).is_ok());
+        assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 3, 0).is_ok());
         // One seed (a captured size set): its check is one sample, two rounds of 25 s are
         // left: 55 s with what was spent fits 120 s, not 50 s.
-        assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 1).is_ok());
-        let stop = over_budget(&tight, 1, 5_000.0, 30_000.0, 25_000.0, 1).unwrap_err();
+        assert!(over_budget(&o, 1, 5_000.0, 30_000.0, 25_000.0, 1, 0).is_ok());
+        let stop = over_budget(&tight, 1, 5_000.0, 30_000.0, 25_000.0, 1, 0).unwrap_err();
         assert!(stop.reason.contains("2 timing round(s)"), "{}", stop.reason);
         // Rounds of 1.5 s: one warm-up and five rounds each of 2 size sets, with 5 checks
         // of 2 s: 28 s.
@@ -1386,24 +1476,24 @@ mod tests {
             pair_budget_ms: 20_000.0,
             ..o.clone()
         };
-        let stop = over_budget(&quick, 2, 0.0, 2_000.0, 1_500.0, 3).unwrap_err();
+        let stop = over_budget(&quick, 2, 0.0, 2_000.0, 1_500.0, 3, 0).unwrap_err();
         assert!(
             stop.reason.contains("12 timing round(s)"),
             "{}",
             stop.reason
         );
         // Quick kernels: two warm-ups, far inside the budget.
-        assert!(over_budget(&o, 2, 500.0, 200.0, 20.0, 3).is_ok());
+        assert!(over_budget(&o, 2, 500.0, 200.0, 20.0, 3, 0).is_ok());
         let none = RunOptions {
             pair_budget_ms: 0.0,
             ..o.clone()
         };
-        assert!(over_budget(&none, 1, 5_000.0, 30_000.0, 25_000.0, 3).is_ok());
+        assert!(over_budget(&none, 1, 5_000.0, 30_000.0, 25_000.0, 3, 0).is_ok());
         let sc = RunOptions {
             selfcheck: true,
             ..o.clone()
         };
-        assert!(over_budget(&sc, 1, 5_000.0, 30_000.0, 25_000.0, 3).is_ok());
+        assert!(over_budget(&sc, 1, 5_000.0, 30_000.0, 25_000.0, 3, 0).is_ok());
     }
     use crate::harness::tests::SAXPY;
     use crate::harness::{parse, DeviceProps, ElemType};
@@ -1425,6 +1515,55 @@ mod tests {
         assert!(samples_from_checks([vec![], vec![]], 2_000.0)
             .iter()
             .all(Vec::is_empty));
+    }
+
+    /// The memo's key names one slow side: its code, flags and slow launches on the same
+    /// arguments. The fast launches, the harness's path and where a capture's blobs lie do
+    /// not change it; the slow code, a size, or a captured blob's content do.
+    #[test]
+    fn a_slow_side_is_known_again_by_code_launches_and_inputs_only() {
+        let src = |code: &str| Source {
+            name: "slow.cu".into(),
+            source: code.into(),
+            symbol: "saxpy".into(),
+            flags: vec![],
+        };
+        let slow = src("__global__ void saxpy() {}");
+        let base = saxpy();
+        let k = SlowMemo::key(&slow, &base);
+        let mut other = base.clone();
+        other.origin = "elsewhere/harness.toml".into();
+        other.fast[0].grid = [7, 1, 1];
+        assert_eq!(
+            SlowMemo::key(&slow, &other),
+            k,
+            "fast launches and origin are not the slow side"
+        );
+        assert_ne!(SlowMemo::key(&src("__global__ void saxpy() { }"), &base), k);
+        let mut bigger = base.clone();
+        bigger.slow[0].grid[0] += 1;
+        assert_ne!(SlowMemo::key(&slow, &bigger), k);
+        let captured = |blobs: &str, id: &str| {
+            let mut r = base.clone();
+            for a in &mut r.args {
+                if let ResolvedArg::Buffer { init, .. } = a {
+                    *init = crate::harness::Init::Captured {
+                        blobs: blobs.into(),
+                        id: id.into(),
+                    };
+                }
+            }
+            r
+        };
+        let c = SlowMemo::key(&slow, &captured("/cap/run-3/blobs", "ab12"));
+        assert_eq!(
+            SlowMemo::key(&slow, &captured("/cap/run-4/blobs", "ab12")),
+            c
+        );
+        assert_ne!(
+            SlowMemo::key(&slow, &captured("/cap/run-3/blobs", "cd34")),
+            c
+        );
     }
 
     fn saxpy() -> Resolved {

@@ -188,6 +188,7 @@ pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
         bandwidth_gbs,
     })?;
     let mut cache = gpu::cache::CompileCache::new(args.cache_dir);
+    let mut memo = engine::SlowMemo::default();
     for line in std::io::stdin().lock().lines() {
         let line = line?;
         if line.trim().is_empty() {
@@ -209,7 +210,7 @@ pub fn run_worker(args: WorkerArgs) -> anyhow::Result<u8> {
                         step: what.to_string(),
                     });
                 };
-                let out = engine::run_job(&mut g, &mut cache, &job, &mut step);
+                let out = engine::run_job(&mut g, &mut cache, &mut memo, &job, &mut step);
                 say(Response::Result {
                     pair_id: job.pair_id.clone(),
                     verification: Box::new(out.verification),

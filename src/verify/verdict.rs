@@ -251,6 +251,7 @@ mod tests {
             min_ms: ms,
             runs: 20,
             from_checks: 0,
+            from_earlier_pairs: 0,
         };
         let timings: Vec<_> = sets
             .iter()
