@@ -7,6 +7,8 @@
 #       names what it lacks), then with --data (scripts/rodinia_data.py's inputs, packed as
 #       pub/rodinia-data), replay self-check, and the synthesized pairs packed as
 #       pub/rodinia-synth.jsonl verified under the captures
+#   bash benches/capture_compare.sh samples     cuda-samples: the public build's captures
+#       replayed, and the share of kernels of programs that ran with no arguments that pass
 #   bash benches/capture_compare.sh llmc-nohand  llm.c's pairs verified under capture alone
 #       (the public build's captures; no --harness-dirs: the hand-written harnesses set aside)
 # Writes under $OUT: journals, replay reports, verify outputs, and a summary per step.
@@ -70,6 +72,16 @@ rodinia)
   tail -2 $W/rod-infer-selfcheck.log
   infer_summary $W/rod-infer-selfcheck.jsonl
   ;;
+samples)
+  C=/tmp/kp-public/captures/cuda-samples
+  T=$P/trees/cuda-samples
+  step "cuda-samples: replay the public build's captures"
+  $K extract $T -o $W/cs-units.jsonl --suite cuda-samples --no-compile > /dev/null 2>&1
+  /usr/bin/time -f "cuda-samples replay wall %e s" timeout ${VERIFY_S:-300} $K replay $C --units $W/cs-units.jsonl -o $W/cs-replay.jsonl 2>&1 | tail -3
+  cp $W/cs-replay.jsonl $C/programs.jsonl $OUT/ 2>/dev/null
+  summary cuda-samples $C $W/cs-replay.jsonl
+  python3 benches/capture_summary.py programs cuda-samples $C $W/cs-units.jsonl $W/cs-replay.jsonl
+  ;;
 llmc-nohand)
   C=/tmp/kp-public/captures/llm.c
   [ -d $C ] || C=$(ls -d /tmp/kp-public/captures/* | grep -i llm | head -1)
@@ -79,7 +91,7 @@ llmc-nohand)
   cp $W/llmc-nohand.jsonl $OUT/ 2>/dev/null
   ;;
 *)
-  echo "usage: capture_compare.sh polybench|rodinia|llmc-nohand"; exit 2
+  echo "usage: capture_compare.sh polybench|rodinia|samples|llmc-nohand"; exit 2
   ;;
 esac
 ls -la $OUT

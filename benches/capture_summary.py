@@ -6,6 +6,10 @@
       replay self-check, with the failures by reason (REPORT may not exist)
   capture_summary.py infer REPORT                  `harness selfcheck` of inferred harnesses:
       harnesses, fast kernels, and fast kernels with a passing self-check
+  capture_summary.py programs NAME CAPDIR UNITS REPORT   issue 24's per-program figure: of the
+      programs that built and ran with no arguments (a run that exited 0, or launched
+      something), their kernels (units under the program's folder), how many have a captured
+      launch, and how many pass the replay self-check
 """
 import collections
 import json
@@ -48,9 +52,30 @@ def infer(rep):
     print(f"inferred: {len(rs)} harness(es), {len(fast)} fast kernel(s), {sum(fast.values())} with a passing self-check")
 
 
+def programs(name, cap, units, rep):
+    progs = {r["program"]: r for r in lines(cap + "/programs.jsonl")}
+    ran = sorted(
+        p for p, r in progs.items()
+        if any(x.get("exit") == 0 or x.get("launches", 0) > 0 for x in r.get("runs", []))
+    )
+    us = [r["data"] for r in lines(units) if r.get("type") == "unit"]
+    reps = {r["unit"]: r for r in lines(rep)}
+    total = captured = passed = 0
+    for p in ran:
+        mine = [u for u in us if u["path"].startswith(p.rstrip("/") + "/")]
+        total += len(mine)
+        captured += sum(1 for u in mine if u["id"] in reps)
+        passed += sum(1 for u in mine if reps.get(u["id"], {}).get("pass"))
+    pct = 100.0 * passed / total if total else 0.0
+    print(f"{name}: {len(ran)} of {len(progs)} programs ran with no arguments; their kernels {total}: "
+          f"captured {captured}, self-check pass {passed} ({pct:.1f}%)")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "capture":
         capture(*sys.argv[2:5])
+    elif len(sys.argv) == 6 and sys.argv[1] == "programs":
+        programs(*sys.argv[2:6])
     elif len(sys.argv) == 3 and sys.argv[1] == "infer":
         infer(sys.argv[2])
     else:
