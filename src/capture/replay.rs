@@ -143,7 +143,13 @@ struct FastSide {
     constants: Vec<ResolvedConst>,
 }
 
-fn build_fast(unit: &KernelUnit, m: &Manifest, blobs: &BlobStore) -> Result<FastSide, ReplayError> {
+/// `also`: the other side's source, whose globals are uploaded too.
+fn build_fast(
+    unit: &KernelUnit,
+    m: &Manifest,
+    blobs: &BlobStore,
+    also: &str,
+) -> Result<FastSide, ReplayError> {
     usable(unit, m)?;
     let mut elems: BTreeMap<usize, ElemType> = BTreeMap::new();
     let mut names: BTreeMap<usize, String> = BTreeMap::new();
@@ -216,9 +222,13 @@ fn build_fast(unit: &KernelUnit, m: &Manifest, blobs: &BlobStore) -> Result<Fast
         });
     }
     debug_assert!(launch_args.iter().all(|&a| a >= n_buf));
+    // The recorder snapshots every global the suite's units use that the program's module
+    // has; the pair's isolated sources may need none of them (dct8x8's `DCTv8matrix` is
+    // another kernel's table): those are left out, not reported missing from its modules.
     let constants = m
         .globals
         .iter()
+        .filter(|g| mentions(&unit.source, &g.name) || mentions(also, &g.name))
         .map(|g| ResolvedConst {
             name: g.name.clone(),
             elem: ElemType::U8,
@@ -243,6 +253,16 @@ fn build_fast(unit: &KernelUnit, m: &Manifest, blobs: &BlobStore) -> Result<Fast
         launch,
         expected,
         constants,
+    })
+}
+
+/// Whether `source` names `ident` as a whole identifier.
+fn mentions(source: &str, ident: &str) -> bool {
+    let is_id = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    source.match_indices(ident).any(|(i, _)| {
+        let before = source[..i].chars().next_back();
+        let after = source[i + ident.len()..].chars().next();
+        !before.is_some_and(is_id) && !after.is_some_and(is_id)
     })
 }
 
@@ -313,7 +333,7 @@ pub fn for_pair(
         launch: fast_launch,
         expected,
         constants,
-    } = build_fast(fast, fm, &blobs)?;
+    } = build_fast(fast, fm, &blobs, &slow.source)?;
     let (slow_launch, how) = match idx
         .find(slow)
         .filter(|_| slow.id != fast.id)
@@ -441,6 +461,32 @@ mod tests {
                 .collect(),
             unreadable: vec![],
         }
+    }
+
+    /// The recorder snapshots every global of the suite the module has; a unit that names
+    /// none of them (dct8x8's kernels beside the one reading `DCTv8matrix`) replays without
+    /// them, and one that names a global keeps it.
+    #[test]
+    fn only_the_globals_a_unit_names_are_uploaded_for_its_replay() {
+        use crate::gpu::capture::manifest::CapturedGlobal;
+        let mut m = manifest("k", [256, 1, 1], "in", "out");
+        let g = |name: &str| CapturedGlobal {
+            name: name.into(),
+            bytes: 256,
+            before: format!("{name}-bytes"),
+            after: format!("{name}-bytes"),
+        };
+        m.globals = vec![g("DCTv8matrix"), g("c_Table")];
+        let mut u = unit("k", &[("a", "const float*"), ("b", "float*"), ("n", "int")]);
+        u.source = "__constant__ float c_Table[64];\n__global__ void k(const float* a, float* b, int n) { b[0] = a[0] * c_Table[n]; /* DCTv8matrixT is not it */ }".into();
+        let blobs = BlobStore::new(std::path::PathBuf::from("/cap/blobs"));
+        let side = build_fast(&u, &m, &blobs, "").unwrap();
+        let names: Vec<&str> = side.constants.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, vec!["c_Table"]);
+        // A slow side that reads the other table brings it along.
+        let side = build_fast(&u, &m, &blobs, "... DCTv8matrix[i] ...").unwrap();
+        assert_eq!(side.constants.len(), 2);
+        assert!(mentions("x = T[i];", "T") && !mentions("x = Tab[i];", "T"));
     }
 
     /// `build` keeps one capture folder per suite under `<output>/captures/`: opened
