@@ -187,9 +187,14 @@ fn a_rerun_resumes_from_the_journal_and_redoes_a_torn_record() {
     };
     assert!(capture().status.success());
     assert_eq!(runs(), 2);
+    std::fs::remove_dir_all(out.join("work/tree")).unwrap();
     let o = capture();
     assert!(String::from_utf8_lossy(&o.stderr).contains("2 already in the journal, 0 to run"));
     assert_eq!(runs(), 2, "nothing is run twice");
+    assert!(
+        !out.join("work/tree").exists(),
+        "a rerun with nothing to run copied the tree"
+    );
     // A crash while writing b's record leaves half a line: b runs again, a does not.
     let j = out.join("programs.jsonl");
     let text = std::fs::read_to_string(&j).unwrap();

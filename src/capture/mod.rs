@@ -543,6 +543,10 @@ pub fn capture_tree_sharing(
         programs.len() - todo.len(),
         todo.len()
     );
+    if todo.is_empty() {
+        // A warm rerun: nothing to build or run, so no scratch copy of the tree either.
+        return Ok(read_journal(&out));
+    }
     let scratch = out.join("work").join("tree");
     scratch_copy(&root, &scratch)?;
     if let Some(d) = &args.data {
