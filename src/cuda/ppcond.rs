@@ -44,25 +44,80 @@ pub fn int_literal(body: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
+/// One `#define` line of a text: the macro's name, the text between the parentheses of a
+/// function-like macro, and the body (trimmed; comments are kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Define<'a> {
+    pub name: &'a str,
+    pub params: Option<&'a str>,
+    pub body: &'a str,
+}
+
+impl Define<'_> {
+    /// A function-like macro's parameter names (`#define SQ(x) …` → `[x]`).
+    pub fn param_names(&self) -> Vec<String> {
+        self.params
+            .unwrap_or("")
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect()
+    }
+}
+
+/// Every `#define` of `text`, in order: the one reader of macro definitions (a line
+/// `# define NAME body` or `#define NAME(a, b) body`).
+pub fn defines(text: &str) -> impl Iterator<Item = Define<'_>> {
+    text.lines().filter_map(|l| {
+        let rest = l
+            .trim()
+            .strip_prefix('#')?
+            .trim_start()
+            .strip_prefix("define")?
+            .trim_start();
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if end == 0 {
+            return None;
+        }
+        let (name, after) = rest.split_at(end);
+        match after.strip_prefix('(') {
+            Some(p) => {
+                let close = p.find(')')?;
+                Some(Define {
+                    name,
+                    params: Some(&p[..close]),
+                    body: p[close + 1..].trim(),
+                })
+            }
+            None => Some(Define {
+                name,
+                params: None,
+                body: after.trim(),
+            }),
+        }
+    })
+}
+
 /// The bodies of every object-like `#define name body` in `text`, in order.
 pub fn define_bodies(text: &str, name: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let rest = l
-                .trim()
-                .strip_prefix('#')?
-                .trim_start()
-                .strip_prefix("define")?;
-            let rest = rest.trim_start();
-            let after = rest.strip_prefix(name)?;
-            if after.starts_with('(')
-                || after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
-            {
-                return None;
-            }
-            Some(after.trim().to_string())
-        })
+    defines(text)
+        .filter(|d| d.name == name && d.params.is_none())
+        .map(|d| d.body.to_string())
         .collect()
+}
+
+/// A function-like macro `#define NAME(a, b) body` in `text`: (parameters, body).
+pub fn function_macro(text: &str, name: &str) -> Option<(Vec<String>, String)> {
+    defines(text)
+        .find(|d| d.name == name && d.params.is_some())
+        .map(|d| (d.param_names(), d.body.to_string()))
+}
+
+/// Whether `text` `#define`s `name` (object-like or function-like, as `#ifdef` asks).
+pub fn is_defined(text: &str, name: &str) -> bool {
+    defines(text).any(|d| d.name == name)
 }
 
 /// The text with the lines of `#ifdef`/`#ifndef` branches that are off blanked (line
@@ -409,6 +464,34 @@ mod tests {
             assert_eq!(eval("R2 / 0", m), None);
             assert_eq!(eval("", m), None);
         });
+    }
+
+    #[test]
+    fn one_reader_gives_every_define_object_like_or_function_like() {
+        let text = "#define A 16 // tile\n  #  define SQ(x, y) ((x)*(y))\n#define EMPTY\n#define AB(q) q\nint define_me = 1;\n";
+        let all: Vec<Define> = defines(text).collect();
+        assert_eq!(
+            all.iter().map(|d| d.name).collect::<Vec<_>>(),
+            vec!["A", "SQ", "EMPTY", "AB"]
+        );
+        assert_eq!(all[1].params, Some("x, y"));
+        assert_eq!(all[1].param_names(), vec!["x", "y"]);
+        assert_eq!(all[1].body, "((x)*(y))");
+        assert_eq!(define_bodies(text, "A"), vec!["16 // tile"]);
+        assert_eq!(define_bodies(text, "EMPTY"), vec![""]);
+        assert!(
+            define_bodies(text, "SQ").is_empty(),
+            "function-like is not object-like"
+        );
+        assert!(define_bodies(text, "AB").is_empty() && define_bodies(text, "B").is_empty());
+        assert_eq!(
+            function_macro(text, "SQ"),
+            Some((vec!["x".into(), "y".into()], "((x)*(y))".into()))
+        );
+        assert!(function_macro(text, "A").is_none());
+        assert!(
+            is_defined(text, "SQ") && is_defined(text, "EMPTY") && !is_defined(text, "define_me")
+        );
     }
 
     #[test]

@@ -159,20 +159,17 @@ impl Names<'_> {
             return Some(definition_components(name, d));
         }
         // A macro the kernel unit pulled in (`#define BLOCKSIZEX 16`).
-        self.source.lines().find_map(|l| {
-            let rest = l.trim().strip_prefix("#define")?;
-            let mut it = rest.trim().splitn(2, char::is_whitespace);
-            (it.next() == Some(name)).then(|| {
-                let body = it
-                    .next()
-                    .unwrap_or("")
+        crate::cuda::ppcond::defines(&self.source)
+            .find(|d| d.name == name && d.params.is_none())
+            .map(|d| {
+                Ok(vec![d
+                    .body
                     .split("//")
                     .next()
                     .unwrap_or("")
-                    .trim();
-                Ok(vec![body.to_string()])
+                    .trim()
+                    .to_string()])
             })
-        })
     }
 }
 
@@ -530,10 +527,8 @@ fn ceil_of(arg: &str) -> Result<String, String> {
 /// [256]; `int blocks = (n + 255) / 256;` → [(n + 255) / 256]; `dim3 g = dim3(a)` → [a].
 fn definition_components(name: &str, def: &str) -> Result<Vec<String>, String> {
     let d = def.trim().trim_end_matches(';').trim();
-    if let Some(rest) = d.strip_prefix("#define") {
-        let rest = rest.trim_start();
-        let body = rest.strip_prefix(name).unwrap_or(rest).trim();
-        return Ok(vec![body.to_string()]);
+    if let Some(m) = crate::cuda::ppcond::defines(d).next() {
+        return Ok(vec![m.body.to_string()]);
     }
     // `g.x = a; g.y = b;` member assignments.
     if d.contains(&format!("{name}.")) && !d.contains(&format!("{name}(")) {

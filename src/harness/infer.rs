@@ -2182,15 +2182,7 @@ pub fn definitions_as_of_launch(
     if host.file.is_empty() || host.launch_line == 0 {
         return unsettled;
     }
-    let defined = |m: &str| {
-        host.texts().any(|t| {
-            t.lines().any(|l| {
-                l.trim_start()
-                    .strip_prefix("#define")
-                    .is_some_and(|r| r.split_whitespace().next() == Some(m))
-            })
-        })
-    };
+    let defined = |m: &str| host.texts().any(|t| crate::cuda::ppcond::is_defined(t, m));
     let filtered = infer_asof::active_text(&host.file, &defined);
     // A launch inside a branch whose macro the files do not define (a `-D` flag) is built
     // with that flag: then every branch stays.

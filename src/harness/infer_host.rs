@@ -9,7 +9,7 @@ use super::draft::{int_literal, sizeof_type, split_args, tokenize, Tok};
 use super::expr::{Num, Scope};
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
-use crate::cuda::ppcond::define_bodies;
+use crate::cuda::ppcond::{define_bodies, function_macro};
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -1686,29 +1686,6 @@ pub fn h100_property(field: &str) -> Option<i64> {
         "major" => 9,
         "minor" => 0,
         _ => return None,
-    })
-}
-
-/// A function-like macro `#define NAME(a, b) body` in `text`: (parameters, body).
-pub fn function_macro(text: &str, name: &str) -> Option<(Vec<String>, String)> {
-    text.lines().find_map(|l| {
-        let rest = l
-            .trim()
-            .strip_prefix('#')?
-            .trim_start()
-            .strip_prefix("define")?
-            .trim_start()
-            .strip_prefix(name)?;
-        if !rest.starts_with('(') {
-            return None;
-        }
-        let close = rest.find(')')?;
-        let params = rest[1..close]
-            .split(',')
-            .map(|p| p.trim().to_string())
-            .filter(|p| !p.is_empty())
-            .collect();
-        Some((params, rest[close + 1..].trim().to_string()))
     })
 }
 

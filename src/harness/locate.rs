@@ -103,12 +103,9 @@ pub(crate) fn resolve_alias(base: &str, source: &str) -> String {
         }
         let next = source.lines().find_map(|l| {
             let l = l.split("//").next().unwrap_or("").trim();
-            if let Some(rest) = l.strip_prefix("#define") {
-                let mut it = rest.trim().splitn(2, char::is_whitespace);
-                if it.next() == Some(cur.as_str()) {
-                    let body = it.next().unwrap_or("").trim();
-                    return (!body.is_empty()).then(|| c_base_type(body));
-                }
+            if let Some(d) = crate::cuda::ppcond::defines(l).next() {
+                return (d.name == cur && d.params.is_none() && !d.body.is_empty())
+                    .then(|| c_base_type(d.body));
             }
             let t = l.strip_prefix("typedef ")?.strip_suffix(';')?.trim();
             let (ty, name) = t.rsplit_once(char::is_whitespace)?;

@@ -85,18 +85,14 @@ fn layout_only(slow: &crate::record::KernelUnit, fast: &crate::record::KernelUni
         return false;
     };
     let macros = |u: &crate::record::KernelUnit| -> std::collections::BTreeMap<String, String> {
-        u.source
-            .lines()
-            .filter_map(|l| l.trim_start().strip_prefix("#define "))
+        crate::cuda::ppcond::defines(&u.source)
             .filter_map(|d| {
-                let name_end = d.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
-                let (name, rest) = d.split_at(name_end);
-                rest.starts_with('(').then(|| {
-                    (
-                        name.to_string(),
-                        rest.split_whitespace().collect::<String>(),
-                    )
-                })
+                let params = d.params?;
+                let text = format!("({params}){}", d.body);
+                Some((
+                    d.name.to_string(),
+                    text.split_whitespace().collect::<String>(),
+                ))
             })
             .collect()
     };
