@@ -18,6 +18,13 @@ pub struct HostFn {
     pub params: Vec<String>,
     /// 1-based lines of the body's `{` and `}`.
     pub body_lines: (u32, u32),
+    /// A function template's parameter declarations as written (`int W`, `typename T`);
+    /// empty for a plain function.
+    pub template_params: Vec<String>,
+    /// The text between the parameter list's parentheses (None for a K&R head).
+    pub params_text: Option<String>,
+    /// Byte span from the head (its `template <…>` included) to after the closing `}`.
+    pub span: (usize, usize),
 }
 
 /// [`functions`] of a text, parsed once per process: every pair of a tree asks about the
@@ -91,6 +98,9 @@ fn knr_fn(body: Node, src: &str) -> Option<HostFn> {
                 name,
                 params,
                 body_lines: lines,
+                template_params: Vec::new(),
+                params_text: None,
+                span: (d.start_byte(), body.end_byte()),
             });
         }
         if d.kind() != "declaration" {
@@ -173,8 +183,27 @@ fn host_fn(def: Node, src: &str) -> Option<HostFn> {
     if name.is_empty() {
         return None;
     }
-    let params = decl
-        .child_by_field_name("parameters")
+    let list = decl.child_by_field_name("parameters");
+    let params_text = list.map(|pl| {
+        let t = text(pl, src);
+        t.strip_prefix('(')
+            .and_then(|t| t.strip_suffix(')'))
+            .unwrap_or(t)
+            .to_string()
+    });
+    // `template <int W> void f(…) { … }`: the definition sits in a template declaration.
+    let template = def.parent().filter(|p| p.kind() == "template_declaration");
+    let template_params = template
+        .and_then(|t| t.child_by_field_name("parameters"))
+        .map(|tl| {
+            let mut c = tl.walk();
+            tl.named_children(&mut c)
+                .map(|p| text(p, src).trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let start = template.unwrap_or(def).start_byte();
+    let params = list
         .map(|pl| {
             let mut c = pl.walk();
             pl.named_children(&mut c)
@@ -191,6 +220,9 @@ fn host_fn(def: Node, src: &str) -> Option<HostFn> {
             body.start_position().row as u32 + 1,
             body.end_position().row as u32 + 1,
         ),
+        template_params,
+        params_text,
+        span: (start, def.end_byte()),
     })
 }
 

@@ -1369,24 +1369,6 @@ pub fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)
     crate::cuda::host::function_at(&fns, line).map(|f| (f.name.clone(), f.params.clone()))
 }
 
-/// Where the `(` matching the final `)` of `t` is (`f(a, (b)) ` → the `(` after `f`).
-pub(crate) fn last_group_open(t: &str) -> Option<usize> {
-    let mut depth = 0;
-    for (j, c) in t.bytes().enumerate().rev() {
-        match c {
-            b')' => depth += 1,
-            b'(' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(j);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
 /// Calls of `fname` with `n` arguments that are calls, not its definition or a prototype
 /// (those follow a return type: an identifier, `*` or `&` just before the name).
 pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {

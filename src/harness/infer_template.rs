@@ -65,97 +65,17 @@ fn skip_literal(b: &[u8], i: usize) -> usize {
     j.min(b.len().saturating_sub(1))
 }
 
-/// The top-level function whose body holds 1-based `line` of `text` (comments removed).
-/// `namespace` and `extern "C"` blocks are seen through; preprocessor lines end a head.
+/// The top-level function whose body holds 1-based `line` of `text` (comments removed), from
+/// the host index ([`crate::cuda::host`]): namespaces, `extern "C"` blocks and classes are
+/// seen through; a K&R head has no typed parameters and gives none.
 pub fn enclosing_fn(text: &str, line: u32) -> Option<HostFn> {
-    let b = text.as_bytes();
-    let mut cur_line = 1u32;
-    let mut head_start = 0usize;
-    let mut i = 0;
-    let mut at_line_start = true;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            cur_line += 1;
-            at_line_start = true;
-            i += 1;
-            continue;
-        }
-        if at_line_start && c == b'#' {
-            // A preprocessor line: skip it (with continuations); a head starts after it.
-            while i < b.len() && !(b[i] == b'\n' && b[i - 1] != b'\\') {
-                i += 1;
-            }
-            head_start = i;
-            continue;
-        }
-        if !c.is_ascii_whitespace() {
-            at_line_start = false;
-        }
-        match c {
-            b'"' | b'\'' => i = skip_literal(b, i),
-            b';' | b'}' => head_start = i + 1,
-            b'{' => {
-                let head = text[head_start..i].trim();
-                if head.starts_with("namespace") || head.starts_with("extern") {
-                    head_start = i + 1;
-                } else {
-                    let close = matching(text, i, b'{', b'}')?;
-                    let end_line = cur_line + text[i..close].matches('\n').count() as u32;
-                    if (cur_line..=end_line).contains(&line) {
-                        let h = &text[head_start..i];
-                        let start = head_start + (h.len() - h.trim_start().len());
-                        return parse_head(h, (start, close + 1));
-                    }
-                    cur_line = end_line;
-                    i = close;
-                    head_start = close + 1;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// `template <int W, typename T> __host__ void name(T *a, int n)` → a [`HostFn`].
-fn parse_head(head: &str, span: (usize, usize)) -> Option<HostFn> {
-    let head = head.trim();
-    let (template_params, rest) = match head.strip_prefix("template") {
-        Some(r) if r.trim_start().starts_with('<') => {
-            let r = r.trim_start();
-            let close = matching(r, 0, b'<', b'>')?;
-            let params = split_args(&format!("({})", &r[1..close]))?;
-            (params, &r[close + 1..])
-        }
-        _ => (Vec::new(), head),
-    };
-    let rest = rest.trim_end();
-    let rest = rest.strip_suffix("const").unwrap_or(rest).trim_end();
-    if !rest.ends_with(')') {
-        return None;
-    }
-    // The parameter list is the last top-level `( … )`.
-    let open = super::infer_host::last_group_open(rest)?;
-    let before = rest[..open].trim_end();
-    let name: String = before
-        .chars()
-        .rev()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    if name.is_empty() || ["if", "for", "while", "switch"].contains(&name.as_str()) {
-        return None;
-    }
-    let params = template::split_params(&rest[open + 1..rest.len() - 1]);
+    let fns = crate::cuda::host::functions_cached(text);
+    let f = crate::cuda::host::function_at(&fns, line)?;
     Some(HostFn {
-        template_params,
-        name,
-        params,
-        span,
+        template_params: f.template_params.clone(),
+        name: f.name.clone(),
+        params: template::split_params(f.params_text.as_deref()?),
+        span: f.span,
     })
 }
 
