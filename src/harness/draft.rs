@@ -159,7 +159,7 @@ impl Names<'_> {
             return Some(definition_components(name, d));
         }
         // A macro the kernel unit pulled in (`#define BLOCKSIZEX 16`).
-        crate::cuda::ppcond::defines(&self.source)
+        crate::cuda::ppcond::defines(self.source)
             .find(|d| d.name == name && d.params.is_none())
             .map(|d| {
                 Ok(vec![d
