@@ -70,6 +70,8 @@ pub(crate) struct Item {
     /// The item as the suite wrote it, when indexing rewrote `text` for NVRTC (C99
     /// compound literals); isolation records the difference so export can undo it.
     pub written: Option<String>,
+    /// The named namespaces it is declared in (`a::b`), empty at file scope.
+    pub namespace: String,
 }
 
 struct Frame {
@@ -108,6 +110,7 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
         includes: Vec::new(),
         include_conds: Vec::new(),
         operators: Vec::new(),
+        using_namespaces: Vec::new(),
     };
     let mut frames: Vec<Frame> = Vec::new();
     let mut next_frame = 0u32;
@@ -136,6 +139,11 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                     continue;
                 }
                 mark_not_fresh(&mut frames);
+                if let Some(ns) = using_namespace(&masked[piece.start..piece.end]) {
+                    if piece.namespace.is_empty() && !idx.using_namespaces.contains(&ns) {
+                        idx.using_namespaces.push(ns);
+                    }
+                }
                 let before = idx.items.len();
                 let at = Span {
                     text,
@@ -145,6 +153,9 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
                     end: piece.end,
                 };
                 index_chunk(&mut idx, at, &frames);
+                for it in &mut idx.items[before..] {
+                    it.namespace.clone_from(&piece.namespace);
+                }
                 let host = idx.items[before..]
                     .iter()
                     .all(|i| i.kind != ItemKind::Kernel)
@@ -166,6 +177,21 @@ pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
         find_launches(&mut idx, at);
     }
     FileIndex(std::sync::Arc::new(idx))
+}
+
+/// `using namespace a::b;` → `a::b`.
+fn using_namespace(chunk: &str) -> Option<String> {
+    let rest = chunk
+        .trim()
+        .strip_prefix("using")?
+        .trim_start()
+        .strip_prefix("namespace")?;
+    let name = rest.trim().strip_suffix(';')?.trim();
+    (!name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ':'))
+    .then(|| name.to_string())
 }
 
 /// One preprocessor directive: conditionals move the frame stack; a live `#define` becomes a
@@ -309,6 +335,7 @@ fn macro_item(ctext: &str, frames: &mut [Frame], start: usize, line: u32) -> Opt
         notes: Vec::new(),
         lazy: false,
         written: None,
+        namespace: String::new(),
     })
 }
 
@@ -683,6 +710,7 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
             notes: Vec::new(),
             lazy: true,
             written: None,
+            namespace: String::new(),
         };
         push_item(idx, it, frames);
         return;
@@ -746,6 +774,7 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
         notes,
         lazy: false,
         written,
+        namespace: String::new(),
     };
     push_item(idx, it, frames);
     let last = idx.items.len() - 1;
@@ -892,6 +921,17 @@ fn analyze(
         .chain(enumerators.iter().map(String::as_str))
         .collect();
     let all = lex::idents(mchunk);
+    // `ns::name` (a helper in a namespace, maybe of another file): the pair as one ref
+    // `ns::name`, which isolation resolves only to a `name` declared in a namespace ending
+    // in `ns` (never to a file-scope `name`, nor to a class's static member).
+    let qualified: Vec<(String, usize)> = all
+        .windows(2)
+        .filter(|w| {
+            let between = &mchunk[w[0].offset + w[0].text.len()..w[1].offset];
+            between.trim() == "::" && !w[0].in_condition && !builtins::is_keyword(w[0].text)
+        })
+        .map(|w| (format!("{}::{}", w[0].text, w[1].text), w[1].offset))
+        .collect();
     let mut cond_refs: Vec<String> = Vec::new();
     for i in all
         .iter()
@@ -911,6 +951,7 @@ fn analyze(
                 && !own.contains(i.text)
         })
         .map(|i| (i.text.to_string(), line_of(i.offset)))
+        .chain(qualified.into_iter().map(|(q, o)| (q, line_of(o))))
         .collect();
     Analysis {
         refs: dedup(refs),

@@ -370,9 +370,38 @@ impl<'s, 'a> Closure<'s, 'a> {
         })
     }
 
+    /// `qual::base`: the items named `base` declared in a namespace that is or ends in
+    /// `qual` (`dUtils::AigNodeID`, `dUtils::inner::id`), in the first file that has any.
+    /// Nothing else: a class's static member or a namespace isolation does not carry
+    /// (`std::`, `cub::`) resolves to nothing, silently.
+    fn resolve_qualified(&self, qual: &str, base: &str) -> Vec<ItemId> {
+        for (r, (_, _, fi)) in self.files.iter().enumerate() {
+            let Some(ids) = fi.by_name.get(base) else {
+                continue;
+            };
+            let found: Vec<ItemId> = ids
+                .iter()
+                .map(|&i| (r, i))
+                .filter(|&id| !(id.0 == 0 && id.1 == self.kernel_item))
+                .filter(|&id| {
+                    let ns = self.item(id).namespace.as_str();
+                    ns == qual || ns.ends_with(&format!("::{qual}"))
+                })
+                .filter(|&id| self.compatible(id))
+                .collect();
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        Vec::new()
+    }
+
     /// Definitions of `name` visible from file `from`: all of them in the first file
     /// (in lookup order) that has any.
     fn resolve(&mut self, name: &str, from: usize, only_macros: bool) -> Vec<ItemId> {
+        if let Some((qual, base)) = name.rsplit_once("::") {
+            return self.resolve_qualified(qual, base);
+        }
         let mut ranks: Vec<usize> = vec![from];
         ranks.extend((0..self.files.len()).filter(|&r| r != from));
         let builtin = builtins::is_builtin(name);
@@ -499,7 +528,9 @@ impl<'s, 'a> Closure<'s, 'a> {
             }
             let targets = self.resolve(name, id.0, cond);
             if targets.is_empty() {
-                if cond {
+                // A qualified name resolves only to a namespaced item; a namespace's own
+                // name is no item either.
+                if cond || name.contains("::") || self.is_namespace(name) {
                     continue;
                 }
                 if let Some(s) = builtins::shim(name) {
@@ -587,7 +618,65 @@ impl<'s, 'a> Closure<'s, 'a> {
     }
 
     /// The item's text inside the `#if` branches it needs.
+    /// Whether some file of the scope declares a namespace of this name.
+    fn is_namespace(&self, name: &str) -> bool {
+        self.files.iter().any(|(_, _, fi)| {
+            fi.items
+                .iter()
+                .any(|it| it.namespace.split("::").any(|p| p == name))
+        })
+    }
+
+    /// The namespace an item is emitted in: its own, less the kernel's (the kernel and the
+    /// helpers of its own namespace are emitted at file scope, where the kernel's name
+    /// expression finds it); None at file scope and for macros.
+    fn namespace_of(&self, id: ItemId) -> Option<&'a str> {
+        let it = self.item(id);
+        let k = self.kernel().namespace.as_str();
+        if it.namespace.is_empty() || it.kind == ItemKind::Macro || it.namespace == k {
+            return None;
+        }
+        match k.is_empty() {
+            true => Some(it.namespace.as_str()),
+            false => Some(
+                it.namespace
+                    .strip_prefix(k)
+                    .and_then(|r| r.strip_prefix("::"))
+                    .unwrap_or(it.namespace.as_str()),
+            ),
+        }
+    }
+
+    /// An item's text inside its namespace (`namespace dUtils { … }`, so that
+    /// `dUtils::AigNodeID(x)` finds it), followed by the file's `using namespace dUtils;`
+    /// when one of the unit's files opens it; the text as is at file scope.
+    fn in_namespace(&self, id: ItemId, text: &str) -> String {
+        let Some(ns) = self.namespace_of(id) else {
+            return text.to_string();
+        };
+        let parts: Vec<&str> = ns.split("::").collect();
+        let mut out = String::new();
+        for p in &parts {
+            out.push_str(&format!("namespace {p} {{ "));
+        }
+        out.push('\n');
+        out.push_str(text.trim_end());
+        out.push('\n');
+        out.push_str(&"} ".repeat(parts.len()));
+        out.push_str(&format!("// namespace {ns}\n"));
+        let full = self.item(id).namespace.as_str();
+        if self
+            .files
+            .iter()
+            .any(|f| f.2.using_namespaces.iter().any(|u| u == full))
+        {
+            out.push_str(&format!("using namespace {full};\n"));
+        }
+        out
+    }
+
     fn wrapped(&self, id: ItemId, text: &str) -> String {
+        let text = &self.in_namespace(id, text);
         let conds = self.conds(id);
         if conds.is_empty() {
             return format!("{}\n", text.trim_end());
@@ -1938,6 +2027,44 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
         let u = unit(&[("q.cu", cpp)], "q.cu", "k");
         assert!(u.source.contains("q[0] = Q{1.0f, 2.0f};"));
         assert!(!u.diagnostics.iter().any(|d| d.code == "c_compound_literal"));
+    }
+
+    /// Helpers in namespaces of another file are carried inside their namespace, so the
+    /// kernel's qualified calls (`dUtils::AigNodeID`, `dUtils::inner::id`) find them; an
+    /// unqualified call through the file's `using namespace other;` keeps working; a
+    /// file-scope function of the same name is not taken for the qualified one; a
+    /// namespace's name is not reported as undeclared; and the unit compiles.
+    #[test]
+    fn namespaced_helpers_of_another_file_keep_their_namespace() {
+        let util = "namespace dUtils {\n__device__ int AigNodeID(int l) { return l >> 1; }\nnamespace inner { __device__ int id(int x) { return x; } }\n}\nnamespace other { __device__ int thrice(int x) { return 3 * x; } }\n__device__ int AigNodeID(int l) { return -1; }\n";
+        let src = "#include \"util.h\"\nusing namespace other;\n__global__ void k(int *a) {\n  a[0] = dUtils::AigNodeID(a[1]) + dUtils::inner::id(a[2]) + thrice(a[3]);\n}\n";
+        let u = unit(&[("k.cu", src), ("util.h", util)], "k.cu", "k");
+        let s = &u.source;
+        assert!(
+            s.contains("namespace dUtils { \n__device__ int AigNodeID(int l) { return l >> 1; }"),
+            "{s}"
+        );
+        assert!(
+            s.contains("namespace dUtils { namespace inner { \n__device__ int id"),
+            "{s}"
+        );
+        assert!(
+            s.contains("namespace other { \n__device__ int thrice"),
+            "{s}"
+        );
+        assert!(s.contains("using namespace other;"), "{s}");
+        assert!(
+            !s.contains("return -1;"),
+            "the file-scope AigNodeID was taken: {s}"
+        );
+        assert!(
+            !u.diagnostics
+                .iter()
+                .any(|d| d.code == "unresolved_identifier"),
+            "{:?}",
+            u.diagnostics
+        );
+        assert!(compiles(&u).unwrap_or(true));
     }
 
     #[test]

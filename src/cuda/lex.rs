@@ -110,11 +110,14 @@ pub enum PieceKind {
     Chunk,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Piece {
     pub kind: PieceKind,
     pub start: usize,
     pub end: usize,
+    /// The named namespaces the piece sits in, outermost first (`a::b`); empty at file
+    /// scope, in `extern "C"` or in an anonymous namespace.
+    pub namespace: String,
 }
 
 /// (brace depth, paren depth) at a nested `#if`, and after its first branch.
@@ -205,7 +208,17 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
     // so that branches opening the same brace twice count once.
     let mut nested_if: Vec<NestedIf> = Vec::new();
 
-    let flush = |out: &mut Vec<Piece>, chunk: &mut Option<usize>, end: usize| {
+    // The transparent blocks open around the current point: a named namespace's name, or
+    // None (`extern "C"`, an anonymous namespace).
+    let mut open: Vec<Option<String>> = Vec::new();
+    let ns_of = |open: &[Option<String>]| -> String {
+        open.iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("::")
+    };
+    let flush = |out: &mut Vec<Piece>, chunk: &mut Option<usize>, end: usize, ns: String| {
         if let Some(s) = chunk.take() {
             let e = trim_end(b, s, end);
             if e > s {
@@ -213,6 +226,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                     kind: PieceKind::Chunk,
                     start: s,
                     end: e,
+                    namespace: ns,
                 });
             }
         }
@@ -222,12 +236,13 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
         if c == b'#' && line_start {
             let end = directive_end(b, i);
             if brace == 0 && paren == 0 {
-                flush(&mut out, &mut chunk, i);
+                flush(&mut out, &mut chunk, i, ns_of(&open));
                 header_end = None;
                 out.push(Piece {
                     kind: PieceKind::Directive,
                     start: i,
                     end,
+                    namespace: ns_of(&open),
                 });
             } else {
                 let word = directive_word(&masked[i..end]);
@@ -260,7 +275,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                 if starts_declaration(&masked[i..]) && ends_unfinished(&masked[s..i]) {
                     // `MACRO(x)` or `MACRO_DECL` alone on its line before a definition:
                     // a statement of its own, not the start of the definition.
-                    flush(&mut out, &mut chunk, i);
+                    flush(&mut out, &mut chunk, i, ns_of(&open));
                     header_end = None;
                 }
             }
@@ -273,6 +288,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
             }
             if c == b'}' && brace == 0 && paren == 0 {
                 transparent = transparent.saturating_sub(1);
+                open.pop();
                 i += 1;
                 continue;
             }
@@ -288,6 +304,12 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                     if is_transparent_block(head) {
                         chunk = None;
                         transparent += 1;
+                        open.push(
+                            head.strip_prefix("namespace")
+                                .map(str::trim)
+                                .filter(|n| !n.is_empty())
+                                .map(str::to_string),
+                        );
                         i += 1;
                         continue;
                     }
@@ -297,8 +319,9 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
             }
             b'}' => {
                 if brace == 0 && paren == 0 {
-                    flush(&mut out, &mut chunk, i);
+                    flush(&mut out, &mut chunk, i, ns_of(&open));
                     transparent = transparent.saturating_sub(1);
+                    open.pop();
                     i += 1;
                     continue;
                 }
@@ -306,18 +329,18 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                 if brace == 0 && paren == 0 {
                     let head = &masked[start..header_end.unwrap_or(i)];
                     if !is_declaration_header(head) {
-                        flush(&mut out, &mut chunk, i + 1);
+                        flush(&mut out, &mut chunk, i + 1, ns_of(&open));
                     }
                 }
             }
             b'(' => paren += 1,
             b')' => paren = (paren - 1).max(0),
-            b';' if brace == 0 && paren == 0 => flush(&mut out, &mut chunk, i + 1),
+            b';' if brace == 0 && paren == 0 => flush(&mut out, &mut chunk, i + 1, ns_of(&open)),
             _ => {}
         }
         i += 1;
     }
-    flush(&mut out, &mut chunk, b.len());
+    flush(&mut out, &mut chunk, b.len(), ns_of(&open));
     out
 }
 

@@ -59,6 +59,8 @@ pub struct FileData {
     include_conds: Vec<Vec<index::CondBranch>>,
     /// Items that overload an operator.
     operators: Vec<usize>,
+    /// Namespaces a file-scope `using namespace X;` opens (`X`).
+    using_namespaces: Vec<String>,
 }
 
 /// A `__global__` kernel definition found in a file.
