@@ -13,6 +13,7 @@
 //! inference proper.
 
 use super::draft::split_args;
+use crate::cuda::lex;
 use super::infer_host::Host;
 use super::template;
 use super::{c_base_type, ElemType};
@@ -28,41 +29,6 @@ pub struct HostFn {
     pub name: String,
     pub params: Vec<Param>,
     pub span: (usize, usize),
-}
-
-/// The byte index of the `close` matching the `open` at `at`, skipping string literals.
-fn matching(text: &str, at: usize, open: u8, close: u8) -> Option<usize> {
-    let b = text.as_bytes();
-    let mut depth = 0i32;
-    let mut i = at;
-    while i < b.len() {
-        match b[i] {
-            b'"' | b'\'' => i = skip_literal(b, i),
-            c if c == open => depth += 1,
-            c if c == close => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// The index of the closing quote of the literal opening at `i` (or the line's end).
-fn skip_literal(b: &[u8], i: usize) -> usize {
-    let q = b[i];
-    let mut j = i + 1;
-    while j < b.len() && b[j] != q && b[j] != b'\n' {
-        if b[j] == b'\\' {
-            j += 1;
-        }
-        j += 1;
-    }
-    j.min(b.len().saturating_sub(1))
 }
 
 /// The top-level function whose body holds 1-based `line` of `text` (comments removed), from
@@ -98,6 +64,8 @@ pub fn explicit_instances<'t>(
     let mut out = Vec::new();
     for (ti, t) in texts.into_iter().enumerate() {
         let b = t.as_bytes();
+        // Literals blanked, offsets kept: brackets are matched on this.
+        let masked = lex::mask(t);
         let mut from = 0;
         while let Some(p) = t[from..].find(name).map(|p| p + from) {
             from = p + name.len();
@@ -107,7 +75,7 @@ pub fn explicit_instances<'t>(
             if !before_ok || !rest.trim_start().starts_with('<') {
                 continue;
             }
-            let Some(close) = matching(rest, lt, b'<', b'>') else {
+            let Some(close) = lex::matching(&masked[from..], lt, b'<', b'>') else {
                 continue;
             };
             if !rest[close + 1..].trim_start().starts_with('(') {
@@ -425,6 +393,7 @@ pub fn struct_of_scalars<'t>(
 
 /// The text between the braces of `struct name {…}` or `typedef struct [tag] {…} name;`.
 fn struct_body(t: &str, name: &str) -> Option<String> {
+    let masked = lex::mask(t);
     let mut from = 0;
     while let Some(p) = t[from..].find("struct").map(|p| p + from) {
         from = p + 6;
@@ -443,7 +412,7 @@ fn struct_body(t: &str, name: &str) -> Option<String> {
         if rest.as_bytes()[open] != b'{' || (tag.contains('(') && !attrs(tag)) {
             continue;
         }
-        let close = matching(rest, open, b'{', b'}')?;
+        let close = lex::matching(&masked[from..], open, b'{', b'}')?;
         let body = rest[open + 1..close].to_string();
         if tag.split_whitespace().last() == Some(name) {
             if attrs(tag) {
