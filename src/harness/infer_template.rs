@@ -13,10 +13,10 @@
 //! inference proper.
 
 use super::draft::split_args;
-use crate::cuda::lex;
 use super::infer_host::Host;
 use super::template;
 use super::{c_base_type, ElemType};
+use crate::cuda::lex;
 use crate::record::{KernelUnit, Pair, Param};
 use std::fmt::Write as _;
 
