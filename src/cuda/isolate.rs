@@ -1027,6 +1027,8 @@ impl<'s, 'a> Closure<'s, 'a> {
         // templates and overloads alike, so nothing is added for the lookup.
         let text = if it.kind == ItemKind::Global {
             const_global_text(&it.text)
+        } else if it.kind == ItemKind::Type {
+            without_host_members(&it.text)
         } else if let Some(Ok(t)) = textures.get(&id) {
             t.text.clone()
         } else {
@@ -1187,6 +1189,61 @@ fn texture_diagnostics(
 /// host variable that nvcc folds into device code; under NVRTC's `-default-device` it
 /// would become a `__device__` variable needing dynamic initialization. `constexpr`
 /// keeps the original meaning: a compile-time constant.
+/// A class or struct without its host-only member functions (`__host__ Table(int n) {
+/// cudaMalloc(…); }`, `__host__ ~Table()`, `__host__ void freeMem();`): NVRTC refuses a
+/// function explicitly marked `__host__`, and device code cannot call one. Members marked
+/// `__host__ __device__` or `__device__`, and unmarked ones, stay.
+fn without_host_members(text: &str) -> String {
+    if !text.contains("__host__") {
+        return text.to_string();
+    }
+    let tree = super::syntax::parse(text);
+    let mut cut: Vec<(usize, usize)> = Vec::new();
+    super::tree::visit(tree.root_node(), &mut |n| {
+        if n.kind() != "field_declaration_list" {
+            return;
+        }
+        let mut c = n.walk();
+        for m in n.named_children(&mut c) {
+            // A member template: its declaration is the template's last child.
+            let decl = match m.kind() {
+                "template_declaration" => m.named_child(m.named_child_count().saturating_sub(1)),
+                _ => Some(m),
+            };
+            let Some(d) = decl else { continue };
+            if !matches!(
+                d.kind(),
+                "function_definition" | "field_declaration" | "declaration"
+            ) {
+                continue;
+            }
+            // The specifiers: the text before the member's declarator.
+            let Some(declarator) = d.child_by_field_name("declarator") else {
+                continue;
+            };
+            let head = lex::mask(&text[d.start_byte()..declarator.start_byte()]);
+            let words: Vec<&str> = lex::idents(&head).iter().map(|i| i.text).collect();
+            let is_function = d.kind() == "function_definition"
+                || super::syntax::text(declarator, text).contains('(');
+            if is_function && words.contains(&"__host__") && !words.contains(&"__device__") {
+                cut.push((m.start_byte(), m.end_byte()));
+            }
+        }
+    });
+    if cut.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (a, z) in cut {
+        out.push_str(&text[at..a]);
+        out.push_str("/* host-only member removed */");
+        at = z;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 fn const_global_text(text: &str) -> String {
     let m = lex::mask(text);
     let ids = lex::idents(&m);
@@ -2064,6 +2121,29 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
             "{:?}",
             u.diagnostics
         );
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    /// A class the kernel uses keeps its device and `__host__ __device__` members; its
+    /// host-only constructor, destructor and methods (defined, declared or templated) are
+    /// cut, as NVRTC refuses them, and the edit is recorded so export restores the text.
+    #[test]
+    fn host_only_members_of_a_class_are_cut_from_the_unit() {
+        let src = "template <typename K>\nclass Table {\npublic:\n    Table() = delete;\n    __host__ Table(int c) { cudaMalloc(&keys, c * sizeof(K)); }\n    __host__ ~Table() { freeMem(); }\n    __host__ void freeMem() { cudaFree(keys); }\n    __host__ __device__ int size() const { return n; }\n    __device__ K get(int i) const { return keys[i]; }\n    template <typename T> __host__ void fill(T v) { }\n    __host__ void declared_only(int);\n    K *keys;\n    int n;\n};\n__global__ void k(Table<int> t, int *out) { out[0] = t.get(0) + t.size(); }\n";
+        let u = unit(&[("k.cu", src)], "k.cu", "k");
+        let s = &u.source;
+        for gone in ["cudaMalloc", "~Table", "freeMem", "fill(", "declared_only"] {
+            assert!(!s.contains(gone), "{gone} stayed: {s}");
+        }
+        for kept in [
+            "Table() = delete;",
+            "__host__ __device__ int size()",
+            "__device__ K get(",
+            "K *keys;",
+        ] {
+            assert!(s.contains(kept), "{kept} was cut: {s}");
+        }
+        assert!(codes(&u).contains(&"compile_only_edit"), "{:?}", codes(&u));
         assert!(compiles(&u).unwrap_or(true));
     }
 
