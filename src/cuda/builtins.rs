@@ -431,6 +431,16 @@ pub const SHIMS: &[Shim] = shims![
     "uintptr_t", "<stdint.h>", "typedef unsigned long long uintptr_t;";
     "INT32_MAX", "<stdint.h>", "#define INT32_MAX 2147483647";
     "UINT32_MAX", "<stdint.h>", "#define UINT32_MAX 0xffffffffU";
+    "INT64_MAX", "<stdint.h>", "#define INT64_MAX 9223372036854775807LL";
+    "UINT64_MAX", "<stdint.h>", "#define UINT64_MAX 0xffffffffffffffffULL";
+    "INT8_C", "<stdint.h>", "#define INT8_C(c) c";
+    "INT16_C", "<stdint.h>", "#define INT16_C(c) c";
+    "INT32_C", "<stdint.h>", "#define INT32_C(c) c";
+    "INT64_C", "<stdint.h>", "#define INT64_C(c) c ## LL";
+    "UINT8_C", "<stdint.h>", "#define UINT8_C(c) c";
+    "UINT16_C", "<stdint.h>", "#define UINT16_C(c) c";
+    "UINT32_C", "<stdint.h>", "#define UINT32_C(c) c ## U";
+    "UINT64_C", "<stdint.h>", "#define UINT64_C(c) c ## ULL";
     "uint", "<sys/types.h>", "typedef unsigned int uint;";
     "ushort", "<sys/types.h>", "typedef unsigned short ushort;";
     "ulong", "<sys/types.h>", "typedef unsigned long ulong;";

@@ -2147,6 +2147,26 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
         assert!(compiles(&u).unwrap_or(true));
     }
 
+    /// `<stdint.h>`'s constant macros come from the shim as its types do.
+    #[test]
+    fn stdint_constant_macros_are_shimmed() {
+        let src = "#include <stdint.h>\n__global__ void k(uint64_t *a, uint32_t *b) {\n  a[0] = UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)INT64_C(-1);\n  b[0] = UINT32_C(2654435761) + (uint32_t)UINT64_MAX;\n}\n";
+        let u = unit(&[("k.cu", src)], "k.cu", "k");
+        for m in [
+            "#define UINT64_C(c) c ## ULL",
+            "#define UINT32_C(c) c ## U",
+            "#define INT64_C",
+        ] {
+            assert!(u.source.contains(m), "{m}: {}", u.source);
+        }
+        assert!(
+            !codes(&u).contains(&"unresolved_identifier"),
+            "{:?}",
+            codes(&u)
+        );
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
     #[test]
     fn unresolved_names_are_reported_once_with_their_line() {
         let src = "__global__ void k(float *a) {\n  a[0] = mystery(a[1]);\n  a[2] = mystery(a[3]) + threadIdx.x + sqrtf(2.0f);\n}\n";
