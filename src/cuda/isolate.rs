@@ -2147,6 +2147,17 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
         assert!(compiles(&u).unwrap_or(true));
     }
 
+    /// `std::` utilities and math NVRTC does not declare come from libcu++.
+    #[test]
+    fn std_pairs_tuples_and_math_come_from_libcu() {
+        let src = "#include <utility>\n#include <cmath>\n__global__ void k(float *a, int *b) {\n  std::pair<int, float> p = std::make_pair(1, 2.0f);\n  a[0] = std::abs(a[1]) + std::nearbyint(a[2]) + std::fmax(p.second, std::sqrt(a[3]));\n  b[0] = std::get<0>(std::make_tuple(p.first, 3));\n}\n";
+        let u = unit(&[("k.cu", src)], "k.cu", "k");
+        for h in ["<cuda/std/utility>", "<cuda/std/cmath>", "<cuda/std/tuple>"] {
+            assert!(u.source.contains(h), "{h}: {}", u.source);
+        }
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
     /// `<stdint.h>`'s constant macros come from the shim as its types do.
     #[test]
     fn stdint_constant_macros_are_shimmed() {
