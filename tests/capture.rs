@@ -674,38 +674,30 @@ fn a_missing_injection_library_is_named_before_anything_runs() {
     assert!(!out.join("work/tree/a/built").exists(), "nothing was built");
 }
 
-/// `build` captures its suites side by side, sharing the GPU's run slots: with two
-/// suites of two one-second programs each and 3 slots in all, runs of both suites overlap,
-/// never more than 3 run at once, and every program of both is journaled in its suite's
-/// folder. (Through the library: the build's own step needs a GPU to start.)
-#[test]
-fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
-    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
-    use kernelpair::pipeline::config::{CaptureSettings, SuiteKind, SuiteSpec};
-    let d = tempfile::tempdir().unwrap();
-    let lib = stand_in_library(d.path());
-    let spans = d.path().join("spans.txt");
+/// Two generic suites, `alpha` and `beta`, each with programs `p1` and `p2` whose build copies
+/// `run.sh` (its text from `run_sh(suite, program)`) to `prog`, and a `[capture]` recipe
+/// running `./prog`: (spec, description) pairs for `capture_side_by_side`.
+fn two_suites(
+    dir: &Path,
+    run_sh: impl Fn(&str, &str) -> String,
+) -> Vec<(
+    kernelpair::pipeline::config::SuiteSpec,
+    kernelpair::suite::SuiteDesc,
+)> {
+    use kernelpair::pipeline::config::{SuiteKind, SuiteSpec};
     let generic = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("extractors/generic.toml"),
     )
     .unwrap();
     let mut list = Vec::new();
     for suite in ["alpha", "beta"] {
-        let root = d.path().join(suite);
+        let root = dir.join(suite);
         for prog in ["p1", "p2"] {
             program(
                 &root,
                 prog,
                 "all:\n\tcp run.sh prog && chmod +x prog\n",
-                &[(
-                    "run.sh",
-                    &format!(
-                        "#!/bin/sh\necho \"start {suite}/{prog} $(date +%s%N)\" >> {s}\nsleep 1\n\
-                         echo 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n\
-                         echo \"end {suite}/{prog} $(date +%s%N)\" >> {s}\n",
-                        s = spans.display()
-                    ),
-                )],
+                &[("run.sh", &run_sh(suite, prog))],
             );
         }
         let text = format!(
@@ -720,6 +712,28 @@ fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
         };
         list.push((spec, desc));
     }
+    list
+}
+
+/// `build` captures its suites side by side, sharing the GPU's run slots: with two
+/// suites of two one-second programs each and 3 slots in all, runs of both suites overlap,
+/// never more than 3 run at once, and every program of both is journaled in its suite's
+/// folder. (Through the library: the build's own step needs a GPU to start.)
+#[test]
+fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
+    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
+    use kernelpair::pipeline::config::CaptureSettings;
+    let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
+    let spans = d.path().join("spans.txt");
+    let list = two_suites(d.path(), |suite, prog| {
+        format!(
+            "#!/bin/sh\necho \"start {suite}/{prog} $(date +%s%N)\" >> {s}\nsleep 1\n\
+             echo 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n\
+             echo \"end {suite}/{prog} $(date +%s%N)\" >> {s}\n",
+            s = spans.display()
+        )
+    });
     let settings = CaptureSettings {
         runs_per_gpu: 3,
         programs: kernelpair::pipeline::config::CapturePrograms::All,
@@ -752,40 +766,13 @@ fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
 #[test]
 fn build_captures_only_the_programs_holding_a_pair_it_can_verify() {
     use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
-    use kernelpair::pipeline::config::{CaptureSettings, SuiteKind, SuiteSpec};
+    use kernelpair::pipeline::config::CaptureSettings;
     use kernelpair::record::Record;
     let d = tempfile::tempdir().unwrap();
     let lib = stand_in_library(d.path());
-    let generic = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("extractors/generic.toml"),
-    )
-    .unwrap();
-    let mut list = Vec::new();
-    for suite in ["alpha", "beta"] {
-        let root = d.path().join(suite);
-        for prog in ["p1", "p2"] {
-            program(
-                &root,
-                prog,
-                "all:\n\tcp run.sh prog && chmod +x prog\n",
-                &[(
-                    "run.sh",
-                    "#!/bin/sh\necho 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n",
-                )],
-            );
-        }
-        let text = format!(
-            "{}\n[capture]\nprograms = [\"p1\", \"p2\"]\nbuild = \"make\"\nrun = [\"./prog\"]\n",
-            generic.replacen("name = \"generic\"", &format!("name = \"{suite}\""), 1)
-        );
-        let desc = kernelpair::suite::SuiteDesc::parse(&text, suite).unwrap();
-        let spec = SuiteSpec {
-            path: root,
-            kind: SuiteKind::Generic,
-            extractor: None,
-        };
-        list.push((spec, desc));
-    }
+    let list = two_suites(d.path(), |_, _| {
+        "#!/bin/sh\necho 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n".to_string()
+    });
     // One pair of suite beta whose fast kernel lies in p2; a pair of alpha still waiting
     // for its slow side (nothing to verify yet) holds nothing.
     let pair_dir = d.path().join("pair");

@@ -29,6 +29,11 @@ pub use index::CaptureIndex;
 /// Journal format version.
 pub const RECORD_VERSION: u32 = 1;
 
+/// A run ends once this many launches in a row brought nothing new (`--quiet-launches`).
+pub const QUIET_LAUNCHES: u64 = 2000;
+/// Or once such launches went on for this many seconds (`--quiet-seconds`).
+pub const QUIET_SECONDS: f64 = 10.0;
+
 #[derive(Debug, clap::Args)]
 pub struct CaptureArgs {
     /// Root of the tree whose programs are built and run.
@@ -70,13 +75,13 @@ pub struct CaptureArgs {
     /// End a run once this many launches in a row brought nothing new to snapshot (a
     /// benchmark loop after the first launches); the run records that it stopped early.
     /// 0 lets every run finish.
-    #[arg(long = "quiet-launches", default_value_t = 2000)]
+    #[arg(long = "quiet-launches", default_value_t = QUIET_LAUNCHES)]
     pub quiet_launches: u64,
     /// Or once such launches have gone on for this many seconds (at least 20 of them;
     /// pauses over 5 s between them, the program's own work, do not count): a naive
     /// kernel's benchmark loop of 50 ms launches would reach the count only after 100 s.
     /// 0 turns the time rule off.
-    #[arg(long = "quiet-seconds", default_value_t = 10.0)]
+    #[arg(long = "quiet-seconds", default_value_t = QUIET_SECONDS)]
     pub quiet_seconds: f64,
     /// The injection library (default: libkernelpair.so beside this binary).
     #[arg(long)]

@@ -225,10 +225,11 @@ fn build_fast(
     // The recorder snapshots every global the suite's units use that the program's module
     // has; the pair's isolated sources may need none of them (dct8x8's `DCTv8matrix` is
     // another kernel's table): those are left out, not reported missing from its modules.
+    let named = identifiers(&[&unit.source, also]);
     let constants = m
         .globals
         .iter()
-        .filter(|g| mentions(&unit.source, &g.name) || mentions(also, &g.name))
+        .filter(|g| named.contains(g.name.as_str()))
         .map(|g| ResolvedConst {
             name: g.name.clone(),
             elem: ElemType::U8,
@@ -256,14 +257,18 @@ fn build_fast(
     })
 }
 
-/// Whether `source` names `ident` as a whole identifier.
-fn mentions(source: &str, ident: &str) -> bool {
-    let is_id = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    source.match_indices(ident).any(|(i, _)| {
-        let before = source[..i].chars().next_back();
-        let after = source[i + ident.len()..].chars().next();
-        !before.is_some_and(is_id) && !after.is_some_and(is_id)
-    })
+/// The identifiers the sources name in code (not in comments or literals).
+fn identifiers(sources: &[&str]) -> std::collections::HashSet<String> {
+    use crate::cuda::lex;
+    sources
+        .iter()
+        .flat_map(|s| {
+            lex::idents(&lex::mask(s))
+                .into_iter()
+                .map(|i| i.text.to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The slow kernel's own launch on the fast capture's buffers, when its capture read the
@@ -483,10 +488,12 @@ mod tests {
         let side = build_fast(&u, &m, &blobs, "").unwrap();
         let names: Vec<&str> = side.constants.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, vec!["c_Table"]);
-        // A slow side that reads the other table brings it along.
-        let side = build_fast(&u, &m, &blobs, "... DCTv8matrix[i] ...").unwrap();
+        // A slow side that reads the other table brings it along; one that only names it
+        // in a comment does not.
+        let side = build_fast(&u, &m, &blobs, "/* DCTv8matrix */ x = c_Table[i];").unwrap();
+        assert_eq!(side.constants.len(), 1);
+        let side = build_fast(&u, &m, &blobs, "x = DCTv8matrix[i];").unwrap();
         assert_eq!(side.constants.len(), 2);
-        assert!(mentions("x = T[i];", "T") && !mentions("x = Tab[i];", "T"));
     }
 
     /// `build` keeps one capture folder per suite under `<output>/captures/`: opened

@@ -113,6 +113,20 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
         }
     }
     let Ok(set) = globs.build() else { return out };
+    // The recipe's `each_stated`, compiled once; a pattern that is not a regex is the
+    // recipe's mistake, which must not lose runs: every value runs.
+    let stated = r
+        .each_stated
+        .as_deref()
+        .and_then(|pat| match regex::Regex::new(pat) {
+            Ok(re) => Some(re),
+            Err(e) => {
+                tracing::warn!(
+                    "capture recipe: each_stated `{pat}` is not a regex ({e}); every value runs"
+                );
+                None
+            }
+        });
     for p in &entries {
         let id = rel(p);
         if id.is_empty() || !set.is_match(&id) {
@@ -129,7 +143,7 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
             ),
             false => (id.clone(), None),
         };
-        let each = match (&r.each_stated, p.is_file()) {
+        let each = match (&stated, p.is_file()) {
             (Some(re), true) => stated_values(
                 &r.each,
                 re,
@@ -156,14 +170,9 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
 /// Stands for "each executable the build made" among the default runs.
 pub const EXES: &str = "{exes}";
 
-/// The values of `each` that `source` states in `pattern`'s first group (in `each`'s
-/// order); the first value alone when the pattern matches nothing; every value when the
-/// pattern is not a valid regex (the recipe's mistake must not lose runs).
-pub fn stated_values(each: &[String], pattern: &str, source: &str) -> Vec<String> {
-    let Ok(re) = regex::Regex::new(pattern) else {
-        tracing::warn!("capture recipe: each_stated `{pattern}` is not a regex; every value runs");
-        return each.to_vec();
-    };
+/// The values of `each` that `source` states in `re`'s first group (in `each`'s order);
+/// the first value alone when the pattern matches nothing.
+pub fn stated_values(each: &[String], re: &regex::Regex, source: &str) -> Vec<String> {
     let stated: std::collections::BTreeSet<&str> = re
         .captures_iter(source)
         .filter_map(|c| c.get(1).map(|m| m.as_str()))
@@ -994,6 +1003,11 @@ mod tests {
             ]
         );
         // A broken pattern loses no run.
-        assert_eq!(stated_values(&r.each, "case (", "case 1:").len(), 10);
+        let broken = CaptureRecipe {
+            each_stated: Some("case (".into()),
+            ..r
+        };
+        let ps = discover(d.path(), Some(&broken));
+        assert!(ps.iter().all(|p| p.runs.len() == 10), "{ps:?}");
     }
 }

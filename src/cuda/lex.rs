@@ -203,21 +203,11 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
     let mut chunk: Option<usize> = None;
     let mut header_end: Option<usize> = None;
     let (mut brace, mut paren) = (0i32, 0i32);
-    let mut transparent = 0usize;
     // Nested `#if` inside a chunk: the depth at the `#if` and after the first branch,
     // so that branches opening the same brace twice count once.
     let mut nested_if: Vec<NestedIf> = Vec::new();
 
-    // The transparent blocks open around the current point: a named namespace's name, or
-    // None (`extern "C"`, an anonymous namespace).
-    let mut open: Vec<Option<String>> = Vec::new();
-    let ns_of = |open: &[Option<String>]| -> String {
-        open.iter()
-            .flatten()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("::")
-    };
+    let mut open = OpenBlocks::default();
     let flush = |out: &mut Vec<Piece>, chunk: &mut Option<usize>, end: usize, ns: String| {
         if let Some(s) = chunk.take() {
             let e = trim_end(b, s, end);
@@ -236,13 +226,13 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
         if c == b'#' && line_start {
             let end = directive_end(b, i);
             if brace == 0 && paren == 0 {
-                flush(&mut out, &mut chunk, i, ns_of(&open));
+                flush(&mut out, &mut chunk, i, open.namespace());
                 header_end = None;
                 out.push(Piece {
                     kind: PieceKind::Directive,
                     start: i,
                     end,
-                    namespace: ns_of(&open),
+                    namespace: open.namespace(),
                 });
             } else {
                 let word = directive_word(&masked[i..end]);
@@ -275,7 +265,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                 if starts_declaration(&masked[i..]) && ends_unfinished(&masked[s..i]) {
                     // `MACRO(x)` or `MACRO_DECL` alone on its line before a definition:
                     // a statement of its own, not the start of the definition.
-                    flush(&mut out, &mut chunk, i, ns_of(&open));
+                    flush(&mut out, &mut chunk, i, open.namespace());
                     header_end = None;
                 }
             }
@@ -287,8 +277,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                 continue;
             }
             if c == b'}' && brace == 0 && paren == 0 {
-                transparent = transparent.saturating_sub(1);
-                open.pop();
+                open.close();
                 i += 1;
                 continue;
             }
@@ -303,13 +292,7 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                     let head = original[start..i].trim();
                     if is_transparent_block(head) {
                         chunk = None;
-                        transparent += 1;
-                        open.push(
-                            head.strip_prefix("namespace")
-                                .map(str::trim)
-                                .filter(|n| !n.is_empty())
-                                .map(str::to_string),
-                        );
+                        open.open(head);
                         i += 1;
                         continue;
                     }
@@ -319,9 +302,8 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
             }
             b'}' => {
                 if brace == 0 && paren == 0 {
-                    flush(&mut out, &mut chunk, i, ns_of(&open));
-                    transparent = transparent.saturating_sub(1);
-                    open.pop();
+                    flush(&mut out, &mut chunk, i, open.namespace());
+                    open.close();
                     i += 1;
                     continue;
                 }
@@ -329,19 +311,59 @@ pub fn split_top_level(masked: &str, original: &str) -> Vec<Piece> {
                 if brace == 0 && paren == 0 {
                     let head = &masked[start..header_end.unwrap_or(i)];
                     if !is_declaration_header(head) {
-                        flush(&mut out, &mut chunk, i + 1, ns_of(&open));
+                        flush(&mut out, &mut chunk, i + 1, open.namespace());
                     }
                 }
             }
             b'(' => paren += 1,
             b')' => paren = (paren - 1).max(0),
-            b';' if brace == 0 && paren == 0 => flush(&mut out, &mut chunk, i + 1, ns_of(&open)),
+            b';' if brace == 0 && paren == 0 => {
+                flush(&mut out, &mut chunk, i + 1, open.namespace())
+            }
             _ => {}
         }
         i += 1;
     }
-    flush(&mut out, &mut chunk, b.len(), ns_of(&open));
+    flush(&mut out, &mut chunk, b.len(), open.namespace());
     out
+}
+
+/// The transparent blocks open around a point of the file: each a named namespace's name
+/// or None (`extern "C"`, an anonymous namespace), and the namespace path they make.
+#[derive(Default)]
+struct OpenBlocks {
+    names: Vec<Option<String>>,
+    path: String,
+}
+
+impl OpenBlocks {
+    /// A transparent block whose head is `head` opens.
+    fn open(&mut self, head: &str) {
+        let name = head
+            .strip_prefix("namespace")
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
+        self.names.push(name);
+        self.path = self.joined();
+    }
+
+    /// The innermost one closes (a stray `}` closes nothing).
+    fn close(&mut self) {
+        if self.names.pop().is_some() {
+            self.path = self.joined();
+        }
+    }
+
+    fn joined(&self) -> String {
+        let named: Vec<&str> = self.names.iter().flatten().map(String::as_str).collect();
+        named.join("::")
+    }
+
+    /// The namespace path (`a::b`), empty outside every named namespace.
+    fn namespace(&self) -> String {
+        self.path.clone()
+    }
 }
 
 /// Words that begin a definition when they open a line.
@@ -778,6 +800,31 @@ mod tests {
                 (PieceKind::Chunk, "__global__ void k() { }"),
                 (PieceKind::Chunk, "__device__ int f() { return 1; }"),
             ]
+        );
+    }
+
+    /// Each chunk knows the named namespaces around it; `extern "C"` and anonymous
+    /// namespaces add no name, and a stray `}` at file scope closes nothing.
+    #[test]
+    fn chunks_know_the_named_namespaces_around_them() {
+        let t = "namespace a { int x; namespace b { extern \"C\" { int y; } } namespace { int z; } }\n}\nint w;\nnamespace c { int v; }";
+        let m = mask(t);
+        let got: Vec<(&str, String)> = split_top_level(&m, t)
+            .into_iter()
+            .map(|p| (&t[p.start..p.end], p.namespace))
+            .collect();
+        let want = [
+            ("int x;", "a"),
+            ("int y;", "a::b"),
+            ("int z;", "a"),
+            ("int w;", ""),
+            ("int v;", "c"),
+        ];
+        assert_eq!(
+            got,
+            want.iter()
+                .map(|(c, n)| (*c, n.to_string()))
+                .collect::<Vec<_>>()
         );
     }
 

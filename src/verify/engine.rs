@@ -478,7 +478,10 @@ fn run_inner(
         };
         add_phase(ev, "check.generate", tg);
         let n_seeds = data.len();
-        let memo_key = SlowMemo::key(&job.slow, ss);
+        // The slow side's memo key, computed only for a pair of seconds-long rounds.
+        let mut memo_key: Option<u64> = None;
+        let key = |k: &mut Option<u64>| *k.get_or_insert_with(|| SlowMemo::key(&job.slow, ss));
+        let cap_ms = hard_cap_ms(&job.options);
         let run_before_set = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
         let mut checked: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for (seed, d) in data.into_iter().enumerate() {
@@ -511,7 +514,10 @@ fn run_inner(
                     check_ms,
                     run_ms,
                     n_seeds,
-                    memo.get(memo_key).len(),
+                    match run_ms > cap_ms {
+                        true => memo.get(key(&mut memo_key)).len(),
+                        false => 0,
+                    },
                 )?;
             }
         }
@@ -524,7 +530,10 @@ fn run_inner(
         let warmed = ev.phases_ms.get("check.run").copied().unwrap_or(0.0) - run_before_set
             > 1000.0 * n_seeds as f64;
         let t = Instant::now();
-        let earlier = memo.get(memo_key).to_vec();
+        let earlier = match long_checks(&checked, cap_ms) {
+            true => memo.get(key(&mut memo_key)).to_vec(),
+            false => Vec::new(),
+        };
         let (te, slow_ms) = time_size_set(
             gpu,
             job,
@@ -535,8 +544,8 @@ fn run_inner(
             (checked, &earlier),
             step,
         )?;
-        if te.slow.from_earlier_pairs > 0 || te.slow.from_checks > 0 {
-            memo.samples.insert(memo_key, slow_ms);
+        if te.slow.from_checks > 0 {
+            memo.samples.insert(key(&mut memo_key), slow_ms);
         }
         time_ms += t.elapsed().as_secs_f64() * 1e3;
         let s = Speedup {
@@ -1308,16 +1317,20 @@ fn timed_launches(
 /// fast) took longer than the hard cap: a naive kernel of seconds is not launched again
 /// only to be timed. Otherwise none (short rounds get warm-ups and many fresh rounds).
 fn samples_from_checks(checked: [Vec<f64>; 2], hard_cap_ms: f64) -> [Vec<f64>; 2] {
-    let long = !checked[0].is_empty()
+    match long_checks(&checked, hard_cap_ms) {
+        true => checked,
+        false => [Vec::new(), Vec::new()],
+    }
+}
+
+/// Every check's round (slow + fast) took longer than the hard cap.
+fn long_checks(checked: &[Vec<f64>; 2], hard_cap_ms: f64) -> bool {
+    !checked[0].is_empty()
         && checked[0].len() == checked[1].len()
         && checked[0]
             .iter()
             .zip(&checked[1])
-            .all(|(s, f)| s + f > hard_cap_ms);
-    match long {
-        true => checked,
-        false => [Vec::new(), Vec::new()],
-    }
+            .all(|(s, f)| s + f > hard_cap_ms)
 }
 
 /// Timing a size set stops once it has run this long and has five rounds.
