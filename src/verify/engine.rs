@@ -123,6 +123,7 @@ impl SlowMemo {
     /// stays) are left out.
     fn key(slow: &Source, ss: &Resolved) -> u64 {
         use std::hash::{Hash, Hasher};
+        let ss = &Self::slow_view(ss);
         fn strip(v: &mut serde_json::Value) {
             match v {
                 serde_json::Value::Object(m) => {
@@ -143,6 +144,77 @@ impl SlowMemo {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (&slow.source, &slow.symbol, &slow.flags, v.to_string()).hash(&mut h);
         h.finish()
+    }
+
+    /// The part of a size set the slow side reads, when that part is seed-free (a
+    /// capture's snapshot, fills, formulas): the args its launches bind, directly or
+    /// through struct fields and addresses inside bytes args, in order of first use and
+    /// renumbered, without their names. Pairs whose fast kernels take other parameters
+    /// (llm.c's versions 2 to 6 against the same naive kernel 1 on the same captured
+    /// bytes) then share the key. Anything seeded, or naming args by name (a copy, an
+    /// interleave, a sparse matrix), keeps the whole size set.
+    fn slow_view(ss: &Resolved) -> std::borrow::Cow<'_, Resolved> {
+        use std::borrow::Cow;
+        let mut order: Vec<usize> = Vec::new();
+        let mut stack: Vec<usize> = ss
+            .slow
+            .iter()
+            .flat_map(|l| l.args.iter().copied())
+            .rev()
+            .collect();
+        stack.extend(ss.textures.iter().map(|t| t.buffer).rev());
+        while let Some(i) = stack.pop() {
+            if order.contains(&i) {
+                continue;
+            }
+            order.push(i);
+            match ss.args.get(i) {
+                Some(ResolvedArg::Struct { fields, .. }) => stack.extend(fields.iter().rev()),
+                Some(ResolvedArg::Bytes { pointers, .. }) => {
+                    stack.extend(pointers.iter().map(|p| p.arg).rev())
+                }
+                Some(ResolvedArg::Buffer { init, .. }) if !init.seed_free() => {
+                    return Cow::Borrowed(ss)
+                }
+                Some(_) => {}
+                None => return Cow::Borrowed(ss),
+            }
+        }
+        if !ss.sparse.is_empty() || !ss.constants.iter().all(|c| c.init.seed_free()) {
+            return Cow::Borrowed(ss);
+        }
+        let new = |i: usize| order.iter().position(|&o| o == i).unwrap_or(usize::MAX);
+        let mut v = ss.clone();
+        v.args = order
+            .iter()
+            .map(|&i| {
+                let mut a = ss.args[i].clone();
+                match &mut a {
+                    ResolvedArg::Buffer { name, .. } | ResolvedArg::Scalar { name, .. } => {
+                        name.clear()
+                    }
+                    ResolvedArg::Struct { name, fields } => {
+                        name.clear();
+                        fields.iter_mut().for_each(|f| *f = new(*f));
+                    }
+                    ResolvedArg::Bytes { name, pointers, .. } => {
+                        name.clear();
+                        pointers.iter_mut().for_each(|p| p.arg = new(p.arg));
+                    }
+                }
+                a
+            })
+            .collect();
+        for l in &mut v.slow {
+            l.args.iter_mut().for_each(|a| *a = new(*a));
+        }
+        for t in &mut v.textures {
+            t.buffer = new(t.buffer);
+        }
+        v.ignores.clear();
+        v.fast.clear();
+        v.expected.clear();
+        Cow::Owned(v)
     }
 
     fn get(&self, key: u64) -> &[f64] {
@@ -1577,6 +1649,104 @@ mod tests {
             SlowMemo::key(&slow, &captured("/cap/run-3/blobs", "cd34")),
             c
         );
+    }
+
+    /// A captured size set: two buffers, the fast launch's own bytes args first (as many
+    /// as its kernel takes), then the slow launch's, which point at the same buffers.
+    fn captured_pair(buf_names: [&str; 2], fast_params: usize, slow_scalar: u8) -> Resolved {
+        use crate::harness::{BytesPointer, Init, Role, Tolerance};
+        let buffer = |name: &str, id: &str| ResolvedArg::Buffer {
+            name: name.into(),
+            elem: ElemType::F32,
+            len: 1024,
+            init: Init::Captured {
+                blobs: "/cap/blobs".into(),
+                id: id.into(),
+            },
+            role: Role::Inout,
+            tol: Tolerance::default_for(ElemType::F32),
+            allow_degenerate: true,
+            layout: Default::default(),
+            compare: None,
+        };
+        let ptr = |name: String, arg: usize| ResolvedArg::Bytes {
+            name,
+            bytes: vec![0; 8],
+            pointers: vec![BytesPointer {
+                at: 0,
+                arg,
+                offset: 0,
+            }],
+        };
+        let mut args = vec![buffer(buf_names[0], "in01"), buffer(buf_names[1], "out02")];
+        let fast: Vec<usize> = (0..fast_params)
+            .map(|k| {
+                args.push(ptr(format!("f{k}"), k % 2));
+                args.len() - 1
+            })
+            .collect();
+        args.push(ptr("slow.inp".into(), 0));
+        args.push(ptr("slow.out".into(), 1));
+        args.push(ResolvedArg::Bytes {
+            name: "slow.n".into(),
+            bytes: vec![slow_scalar, 0, 0, 0],
+            pointers: vec![],
+        });
+        let n = args.len();
+        let launch = |kernel: &str, args: Vec<usize>| crate::harness::Launch {
+            kernel: kernel.into(),
+            grid: [64, 1, 1],
+            block: [256, 1, 1],
+            shared_mem: 0,
+            repeat: 1,
+            offsets: vec![0; args.len()],
+            args,
+        };
+        Resolved {
+            origin: "cap/p1-0000001-k.toml".into(),
+            size_set: "captured".into(),
+            values: BTreeMap::new(),
+            args,
+            constants: vec![],
+            textures: vec![],
+            ignores: vec![],
+            sparse: vec![],
+            slow: vec![launch("k1", vec![n - 3, n - 2, n - 1])],
+            fast: vec![launch("k2", fast)],
+            expected: vec![],
+        }
+    }
+
+    /// Under captured inputs the key follows what the slow launch reads, not how the fast
+    /// kernel's parameters or the buffers are named: llm.c's kernel 1 against versions 2
+    /// to 6 is one slow side.
+    #[test]
+    fn a_captured_slow_side_is_the_same_whatever_the_fast_kernel_takes() {
+        let slow = Source {
+            name: "slow.cu".into(),
+            source: "__global__ void k1(float *a, float *b, int n) {}".into(),
+            symbol: "k1".into(),
+            flags: vec![],
+        };
+        let k = SlowMemo::key(&slow, &captured_pair(["dpreatt", "datt"], 2, 7));
+        assert_eq!(
+            SlowMemo::key(&slow, &captured_pair(["d_dpreatt", "d_datt"], 5, 7)),
+            k,
+            "the fast kernel's parameter count and the buffers' names are not the slow side"
+        );
+        assert_ne!(
+            SlowMemo::key(&slow, &captured_pair(["dpreatt", "datt"], 2, 8)),
+            k,
+            "the slow launch's own scalar is"
+        );
+        let mut other_bytes = captured_pair(["dpreatt", "datt"], 2, 7);
+        if let ResolvedArg::Buffer { init, .. } = &mut other_bytes.args[1] {
+            *init = crate::harness::Init::Captured {
+                blobs: "/cap/blobs".into(),
+                id: "out99".into(),
+            };
+        }
+        assert_ne!(SlowMemo::key(&slow, &other_bytes), k, "so is what it reads");
     }
 
     fn saxpy() -> Resolved {
