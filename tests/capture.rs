@@ -493,6 +493,7 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "managed",
         "hostloop",
         "manylaunch",
+        "gpuloop",
         "shared",
         "pair",
         "texobj",
@@ -547,6 +548,26 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "{stopped}"
     );
     assert_eq!(stopped["launches_seen"].as_integer(), counted, "{stopped}");
+    // Rounds of ten queued 0.6 s launches, each followed by a wait: the host's gaps add up
+    // to almost nothing, the GPU time of the finished launches ends the run after about
+    // 20 of its 60 launches (without it, all 36 s).
+    let loop_stop = std::fs::read_dir(cap.join("launches/gpuloop/run-0"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with("stopped-early.toml")
+        })
+        .map(|e| {
+            toml::from_str::<toml::Value>(&std::fs::read_to_string(e.path()).unwrap()).unwrap()
+        })
+        .expect("gpuloop stopped early");
+    let gpu_s = loop_stop["quiet_gpu_seconds"].as_float().unwrap();
+    let host_s = loop_stop["quiet_seconds"].as_float().unwrap();
+    let seen = loop_stop["launches_seen"].as_integer().unwrap();
+    assert!(gpu_s >= 10.0 && host_s < 10.0, "{loop_stop}");
+    assert!((21..60).contains(&seen), "{loop_stop}");
     // The struct of pointers: three addresses found inside the by-value struct.
     let sp = &manifests(&cap.join("launches/structptr"))[0];
     assert_eq!(

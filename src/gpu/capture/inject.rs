@@ -62,6 +62,11 @@ struct Quiet {
     /// a longer pause is the program's own work (a CPU reference, file output) that may
     /// come before new kernels, not a loop of launches.
     seconds: f64,
+    /// GPU seconds of the run's launches that have finished, from events around each
+    /// ([`GpuClock`]). A loop whose launches the host queues at once and then waits for
+    /// (a benchmark of a naive kernel of seconds) shows only tiny gaps between launch
+    /// calls: its time is on the GPU. A CPU reference between launches is in neither.
+    gpu_seconds: f64,
     last: Option<std::time::Instant>,
 }
 
@@ -85,12 +90,111 @@ impl Quiet {
     /// The run has gone on long enough: by count (`max_launches`), or by time
     /// (`max_seconds` of launch-loop time over at least [`QUIET_MIN_LAUNCHES`] launches;
     /// a naive kernel's benchmark loop of 50 ms launches reaches the count only after
-    /// 100 s). Zero turns a rule off.
+    /// 100 s). Loop time is the larger of the host's gaps and the launches' GPU time:
+    /// each is at most the time the run has taken. Zero turns a rule off.
     fn over(&self, max_launches: u64, max_seconds: f64) -> bool {
         (max_launches > 0 && self.launches >= max_launches)
             || (max_seconds > 0.0
                 && self.launches >= QUIET_MIN_LAUNCHES
-                && self.seconds >= max_seconds)
+                && self.seconds.max(self.gpu_seconds) >= max_seconds)
+    }
+}
+
+/// Events around quiet launches, on each launch's stream, read once they have completed:
+/// the GPU time of a loop of launches without synchronizing anything.
+#[derive(Default)]
+struct GpuClock {
+    /// (start, end) event pairs in launch order, waiting to complete.
+    pending: std::collections::VecDeque<(cu::CUevent, cu::CUevent)>,
+    /// The start event of the launch being made (recorded at entry, ended at exit).
+    open: Option<(cu::CUevent, cu::CUstream)>,
+    /// Events to use again.
+    free: Vec<cu::CUevent>,
+}
+
+/// At most this many launches are timed at once; later ones go untimed until some finish.
+const CLOCK_PENDING: usize = 256;
+
+// SAFETY: the events are plain driver handles, used under the STATE mutex only.
+unsafe impl Send for GpuClock {}
+
+impl GpuClock {
+    fn event(&mut self) -> Option<cu::CUevent> {
+        if let Some(e) = self.free.pop() {
+            return Some(e);
+        }
+        let mut e: cu::CUevent = std::ptr::null_mut();
+        // SAFETY: e is a valid out-pointer; a context is current in a launch callback.
+        let rc = unsafe { cu::cuEventCreate(&mut e, 0) };
+        (rc == cu::CUresult::CUDA_SUCCESS).then_some(e)
+    }
+
+    /// Before a quiet launch is queued: record its start event on its stream (not on a
+    /// stream being captured into a graph, where a record would become a graph node).
+    fn start(&mut self, stream: cu::CUstream) {
+        if self.open.is_some() || self.pending.len() >= CLOCK_PENDING {
+            return;
+        }
+        let mut status = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: the launch's stream; status a valid out-pointer.
+        let rc = unsafe { cu::cuStreamIsCapturing(stream, &mut status) };
+        if rc != cu::CUresult::CUDA_SUCCESS
+            || status != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+        {
+            return;
+        }
+        let Some(e) = self.event() else { return };
+        // SAFETY: e is an event of the current context; stream is the launch's.
+        if unsafe { cu::cuEventRecord(e, stream) } == cu::CUresult::CUDA_SUCCESS {
+            self.open = Some((e, stream));
+        } else {
+            self.free.push(e);
+        }
+    }
+
+    /// Once the launch is queued: record its end event.
+    fn end(&mut self) {
+        let Some((s, stream)) = self.open.take() else {
+            return;
+        };
+        let Some(e) = self.event() else {
+            self.free.push(s);
+            return;
+        };
+        // SAFETY: as in start.
+        if unsafe { cu::cuEventRecord(e, stream) } == cu::CUresult::CUDA_SUCCESS {
+            self.pending.push_back((s, e));
+        } else {
+            self.free.extend([s, e]);
+        }
+    }
+
+    /// Seconds of the timed launches that have completed since the last call (in order:
+    /// the first still running stops the reading).
+    fn finished(&mut self) -> f64 {
+        let mut secs = 0.0;
+        while let Some(&(s, e)) = self.pending.front() {
+            // SAFETY: e was recorded on a stream of this context; a query does not block.
+            if unsafe { cu::cuEventQuery(e) } != cu::CUresult::CUDA_SUCCESS {
+                break;
+            }
+            let mut ms = 0f32;
+            // SAFETY: both events have completed; ms a valid out-pointer.
+            if unsafe { cu::cuEventElapsedTime_v2(&mut ms, s, e) } == cu::CUresult::CUDA_SUCCESS {
+                secs += f64::from(ms.max(0.0)) / 1e3;
+            }
+            self.pending.pop_front();
+            self.free.extend([s, e]);
+        }
+        secs
+    }
+
+    /// A new kernel came: the launches timed so far belong to the run that ended.
+    fn reset(&mut self) {
+        let _ = self.finished();
+        while let Some((s, e)) = self.pending.pop_front() {
+            self.free.extend([s, e]);
+        }
     }
 }
 
@@ -113,6 +217,7 @@ struct State {
     pending: HashMap<u32, Pending>,
     /// Launches in a row that were only counted.
     quiet: Quiet,
+    clock: GpuClock,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -398,12 +503,13 @@ fn enter(l: &Launch, correlation: u32) {
     state.seq += 1;
     if nth >= cfg.first {
         state.quiet.launch(std::time::Instant::now());
+        state.quiet.gpu_seconds += state.clock.finished();
         if state.quiet.over(cfg.quiet, cfg.quiet_seconds) && state.pending.is_empty() {
             // Nothing new for a long while (a benchmark loop): end the run here, without
             // the program's exit handlers (we are inside a driver call).
             let text = format!(
-                "quiet_launches = {}\nquiet_seconds = {:.3}\nlaunches_seen = {}\n",
-                state.quiet.launches, state.quiet.seconds, state.seq
+                "quiet_launches = {}\nquiet_seconds = {:.3}\nquiet_gpu_seconds = {:.3}\nlaunches_seen = {}\n",
+                state.quiet.launches, state.quiet.seconds, state.quiet.gpu_seconds, state.seq
             );
             let name = format!("p{}-{STOPPED_FILE}", std::process::id());
             let _ = write_atomic(&cfg.out.join(name), text.as_bytes());
@@ -415,9 +521,13 @@ fn enter(l: &Launch, correlation: u32) {
             // SAFETY: ends the process at once; every manifest is already on disk.
             unsafe { _exit(0) };
         }
+        if cfg.quiet_seconds > 0.0 {
+            state.clock.start(l.stream);
+        }
         return;
     }
     state.quiet = Quiet::default();
+    state.clock.reset();
     let demangled = demangle(&symbol);
     let (kernel, name_expression) = names_of(&demangled);
     let mut m = Manifest {
@@ -663,6 +773,8 @@ fn exit(correlation: u32, rc: cu::CUresult) {
     let Ok(mut guard) = STATE.lock() else { return };
     let Some(state) = guard.as_mut() else { return };
     let Some(mut p) = state.pending.remove(&correlation) else {
+        // A quiet launch: close its timing.
+        state.clock.end();
         return;
     };
     drop(guard);
@@ -722,6 +834,22 @@ mod tests {
         let q = run(&[50; 201]);
         assert!(q.over(2000, 10.0), "{} s", q.seconds);
         assert!(!q.over(2000, 0.0), "the time rule is off at 0");
+    }
+
+    /// llm.c's attention_backward 1: each round of its benchmark queues nine launches at
+    /// once, one a naive kernel of 12.75 s, then waits. The host's gaps add up to
+    /// milliseconds; the GPU time of the finished launches ends the run.
+    #[test]
+    fn a_queued_loop_of_seconds_long_launches_is_quiet_by_gpu_time() {
+        let mut q = run(&[1; 24]);
+        assert!(q.seconds < 0.1);
+        assert!(!q.over(2000, 10.0));
+        q.gpu_seconds = 12.75;
+        assert!(q.over(2000, 10.0));
+        // Few launches are still no loop, however long they ran.
+        let mut few = run(&[1; 5]);
+        few.gpu_seconds = 60.0;
+        assert!(!few.over(2000, 10.0));
     }
 
     #[test]
