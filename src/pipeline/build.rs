@@ -131,6 +131,28 @@ fn pair_counts(records: &[Record]) -> BTreeMap<String, usize> {
     c
 }
 
+/// `verified by suite: llm-c 30, parboil 6` (every suite with a pair, zeros included), or
+/// None when no pair was verified on a GPU at all.
+fn verified_by_suite(records: &[Record]) -> Option<String> {
+    let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut any = false;
+    for r in records {
+        if let Record::Pair(p) = r {
+            let n = by.entry(p.suite.as_str()).or_default();
+            if let Some(v) = &p.verification {
+                any = true;
+                if v.status == crate::record::Status::Verified {
+                    *n += 1;
+                }
+            }
+        }
+    }
+    any.then(|| {
+        let parts: Vec<String> = by.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        format!("verified by suite: {}", parts.join(", "))
+    })
+}
+
 fn write_step_output(dir: &Path, rel: &str, records: &[Record]) -> Result<String, BuildError> {
     let p = dir.join(rel);
     jsonl::write_records(&p, records)?;
@@ -375,6 +397,11 @@ pub fn build(
     let chosen = run.harnesses(&mut synthesized);
     lap(&mut run, "harness");
     let verified = run.verify(synthesized, chosen)?;
+    if let Some(row) = run.rows.iter_mut().find(|r| r.stage == "verify") {
+        if let Some(line) = verified_by_suite(&verified) {
+            row.notes.push(line);
+        }
+    }
     lap(&mut run, "self-check + verify");
     run.export(&verified)?;
     lap(&mut run, "export");
@@ -1054,6 +1081,41 @@ fn reused_row(stage: &'static str, step: &Step) -> StepRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The build's summary names each suite's verified count, zeros included, and says
+    /// nothing before any pair was verified on a GPU.
+    #[test]
+    fn the_verify_row_counts_verified_pairs_by_suite() {
+        use crate::record::{KernelUnit, Pair, PairRule, Slow, Status, Verification};
+        let pair = |suite: &str, status: Option<Status>| {
+            let mut u = KernelUnit::for_test("k", &[("float*", "a")], "");
+            u.suite = suite.into();
+            let mut p = Pair::new(Slow::natural(u.clone()), u, PairRule::Name);
+            p.suite = suite.into();
+            p.verification = status.map(|status| Verification {
+                status,
+                reason: String::new(),
+                device: None,
+                evidence: Default::default(),
+                speedup: None,
+                tool_version: String::new(),
+                flags: vec![],
+            });
+            Record::Pair(Box::new(p))
+        };
+        assert_eq!(verified_by_suite(&[pair("llm-c", None)]), None);
+        let rs = [
+            pair("rodinia", Some(Status::Verified)),
+            pair("llm-c", Some(Status::Verified)),
+            pair("llm-c", Some(Status::NotFaster)),
+            pair("llm-c", Some(Status::Verified)),
+            pair("parboil", None),
+        ];
+        assert_eq!(
+            verified_by_suite(&rs).as_deref(),
+            Some("verified by suite: llm-c 2, parboil 0, rodinia 1")
+        );
+    }
     use crate::pipeline::config::{SuiteKind, SuiteSpec, SynthSettings, VerifySettings};
     use crate::record::{Slow, Speedup, Verification};
     use std::sync::atomic::{AtomicUsize, Ordering};
