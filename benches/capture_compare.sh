@@ -9,6 +9,8 @@
 #       pub/rodinia-synth.jsonl verified under the captures
 #   bash benches/capture_compare.sh samples     cuda-samples: the public build's captures
 #       replayed, and the share of kernels of programs that ran with no arguments that pass
+#   bash benches/capture_compare.sh samples-objects  the cuda-samples programs whose kernels take
+#       texture or surface objects: captured and replayed (objects rebuilt)
 #   bash benches/capture_compare.sh llmc-nohand  llm.c's pairs verified under capture alone
 #       (the public build's captures; no --harness-dirs: the hand-written harnesses set aside)
 # Writes under $OUT: journals, replay reports, verify outputs, and a summary per step.
@@ -82,6 +84,28 @@ samples)
   summary cuda-samples $C $W/cs-replay.jsonl
   python3 benches/capture_summary.py programs cuda-samples $C $W/cs-units.jsonl $W/cs-replay.jsonl
   ;;
+samples-objects)
+  # The cuda-samples programs whose kernels take a texture or surface object: captured,
+  # then replayed (the replay rebuilds each object over its captured memory).
+  T=$P/trees/cuda-samples
+  only=$(cd $T && grep -rl "cudaTextureObject_t\|cudaSurfaceObject_t" --include=*.cu --include=*.cuh Samples | xargs -n1 dirname | sort -u | grep -v "Tegra\|GL\|vulkan\|NvSci" | sed 's#^#--only #' | tr '\n' ' ')
+  step "cuda-samples with texture/surface objects: capture ($only)"
+  /usr/bin/time -f "capture wall %e s" timeout ${LIMIT:-200} $K capture $T -o $W/cso --suite cuda-samples $only --timeout-s 60 --jobs 16 2>&1 | tail -4
+  $K extract $T -o $W/cs-units.jsonl --suite cuda-samples --no-compile > /dev/null 2>&1
+  /usr/bin/time -f "replay wall %e s" timeout ${VERIFY_S:-200} $K replay $W/cso --units $W/cs-units.jsonl -o $W/cso-replay.jsonl 2>&1 | tail -3
+  cp $W/cso-replay.jsonl $OUT/ 2>/dev/null; cp $W/cso/programs.jsonl $OUT/cso-programs.jsonl 2>/dev/null
+  summary "cuda-samples (texture/surface programs)" $W/cso $W/cso-replay.jsonl
+  python3 - $W/cs-units.jsonl $W/cso-replay.jsonl <<'PY'
+import json, sys
+obj = {json.loads(l)["data"]["kernel"] for l in open(sys.argv[1]) if '"type": "unit"' in l or '"type":"unit"' in l
+       if any(t in json.dumps(json.loads(l)["data"].get("params", [])) for t in ("cudaTextureObject_t", "cudaSurfaceObject_t"))}
+rows = [json.loads(l) for l in open(sys.argv[2])]
+mine = [r for r in rows if r.get("kernel") in obj]
+print(f"kernels taking an object, replayed: {len(mine)}; pass {sum(1 for r in mine if r.get('pass'))}")
+for r in mine:
+    print(" ", r.get("kernel"), "pass" if r.get("pass") else "FAIL", (r.get("reason") or "")[:160])
+PY
+  ;;
 llmc-nohand)
   C=/tmp/kp-public/captures/llm.c
   [ -d $C ] || C=$(ls -d /tmp/kp-public/captures/* | grep -i llm | head -1)
@@ -91,7 +115,7 @@ llmc-nohand)
   cp $W/llmc-nohand.jsonl $OUT/ 2>/dev/null
   ;;
 *)
-  echo "usage: capture_compare.sh polybench|rodinia|samples|llmc-nohand"; exit 2
+  echo "usage: capture_compare.sh polybench|rodinia|samples|samples-objects|llmc-nohand"; exit 2
   ;;
 esac
 ls -la $OUT

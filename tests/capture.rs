@@ -497,6 +497,7 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "shared",
         "pair",
         "texobj",
+        "surfobj",
         "overbudget",
     ] {
         assert_eq!(by_program(&rs, p)["status"], "captured", "{p}");
@@ -627,14 +628,35 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "transpose_naive",
         "transpose_tiled",
         "first_ok",
+        "tex_copy",
+        "surf_blur",
     ] {
         assert_eq!(rep(k)["pass"], true, "{k}: {}", rep(k));
     }
-    // Named limits, not silent passes.
-    assert!(rep("tex_copy")["reason"]
-        .as_str()
+    // The texture over linear memory and the two array objects are in their manifests.
+    let tex = &manifests(&cap.join("launches/texobj"))[0];
+    assert_eq!(
+        tex["objects"][0]["object"]["resource"].as_str(),
+        Some("linear"),
+        "{tex}"
+    );
+    let surf = &manifests(&cap.join("launches/surfobj"))[0];
+    let kinds: Vec<(&str, &str)> = surf["objects"]
+        .as_array()
         .unwrap()
-        .contains("texture"));
+        .iter()
+        .map(|o| {
+            (
+                o["object"]["kind"].as_str().unwrap(),
+                o["object"]["resource"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&("texture", "array")) && kinds.contains(&("surface", "array")),
+        "{surf}"
+    );
+    // Named limits, not silent passes.
     assert!(rep("halve")["reason"]
         .as_str()
         .unwrap()

@@ -15,9 +15,10 @@
 use super::index::{CaptureIndex, Entry};
 use crate::gpu::capture::manifest::CapturedPointer;
 use crate::gpu::capture::{BlobStore, Manifest};
+use crate::gpu::objects::{ObjectDesc, ObjectKind, ObjectResource};
 use crate::harness::{
-    BytesPointer, ElemType, Expected, Init, Launch, Resolved, ResolvedArg, ResolvedConst, Role,
-    Tolerance,
+    BytesPointer, ElemType, Expected, Init, Launch, Resolved, ResolvedArg, ResolvedConst,
+    ResolvedObject, Role, Tolerance,
 };
 use crate::record::KernelUnit;
 use std::collections::BTreeMap;
@@ -114,20 +115,68 @@ fn usable(unit: &KernelUnit, m: &Manifest) -> Result<(), ReplayError> {
             captured: m.params.len(),
         });
     }
-    let bad = unit
-        .params
-        .iter()
-        .find(|p| p.ty.contains("cudaTextureObject_t") || p.ty.contains("cudaSurfaceObject_t"));
-    if let Some(p) = bad {
-        return Err(ReplayError::Unsupported {
-            kernel: unit.kernel.clone(),
-            why: format!(
-                "parameter {} is a {}: replay does not rebuild texture or surface objects yet",
-                p.name, p.ty
-            ),
-        });
+    for (i, p) in unit.params.iter().enumerate() {
+        if let Some(kind) = object_kind(&p.ty) {
+            if object_at(m, i, kind).is_none() {
+                return Err(ReplayError::Unsupported {
+                    kernel: unit.kernel.clone(),
+                    why: format!(
+                        "parameter {} is a {}, but the capture recorded no {} object for it (mipmapped arrays, and formats other than 8/16/32-bit integers, half and float, are not rebuilt)",
+                        p.name,
+                        p.ty,
+                        match kind {
+                            ObjectKind::Texture => "texture",
+                            ObjectKind::Surface => "surface",
+                        }
+                    ),
+                });
+            }
+        }
     }
     Ok(())
+}
+
+/// The object kind a parameter type names (`cudaTextureObject_t`, `CUtexObject`, …).
+fn object_kind(ty: &str) -> Option<ObjectKind> {
+    if ty.contains("cudaTextureObject_t") || ty.contains("CUtexObject") {
+        Some(ObjectKind::Texture)
+    } else if ty.contains("cudaSurfaceObject_t") || ty.contains("CUsurfObject") {
+        Some(ObjectKind::Surface)
+    } else {
+        None
+    }
+}
+
+/// The object of `kind` a manifest recorded for parameter `i`.
+fn object_at(m: &Manifest, i: usize, kind: ObjectKind) -> Option<&ObjectDesc> {
+    m.objects
+        .iter()
+        .find(|o| o.param == i && o.object.kind == kind)
+        .map(|o| &o.object)
+}
+
+/// The element type a texture's format gives its buffer (`float4` texels are floats).
+fn elem_of_format(format: u32) -> Option<ElemType> {
+    Some(match format {
+        1 => ElemType::U8,
+        2 => ElemType::U16,
+        3 => ElemType::U32,
+        8 => ElemType::I8,
+        9 => ElemType::I16,
+        10 => ElemType::I32,
+        16 => ElemType::F16,
+        32 => ElemType::F32,
+        _ => return None,
+    })
+}
+
+/// An object's format, whatever its resource.
+fn format_of(o: &ObjectDesc) -> u32 {
+    match o.resource {
+        ObjectResource::Linear { format, .. }
+        | ObjectResource::Pitch2d { format, .. }
+        | ObjectResource::Array { format, .. } => format,
+    }
 }
 
 fn param_bytes(unit: &KernelUnit, m: &Manifest, i: usize) -> Result<Vec<u8>, ReplayError> {
@@ -144,6 +193,7 @@ struct FastSide {
     launch: Launch,
     expected: Vec<Expected>,
     constants: Vec<ResolvedConst>,
+    objects: Vec<ResolvedObject>,
 }
 
 /// `also`: the other side's source, whose globals are uploaded too.
@@ -166,6 +216,19 @@ fn build_fast(
                     .entry(ptr.alloc)
                     .or_insert(unit.params[i].name.clone());
             }
+        }
+    }
+    // Memory seen only through a texture or surface takes the texels' element type.
+    let mut obj_params: Vec<(usize, ObjectDesc)> = Vec::new();
+    for (i, p) in unit.params.iter().enumerate() {
+        if let Some(o) = object_kind(&p.ty).and_then(|k| object_at(m, i, k)) {
+            if let Some(e) = elem_of_format(format_of(o)) {
+                elems.entry(o.resource.alloc()).or_insert(e);
+            }
+            names
+                .entry(o.resource.alloc())
+                .or_insert(format!("{}.memory", p.name));
+            obj_params.push((i, o.clone()));
         }
     }
     let mut args = Vec::new();
@@ -225,6 +288,14 @@ fn build_fast(
         });
     }
     debug_assert!(launch_args.iter().all(|&a| a >= n_buf));
+    let objects = obj_params
+        .into_iter()
+        .map(|(i, object)| ResolvedObject {
+            name: unit.params[i].name.clone(),
+            arg: launch_args[i],
+            object,
+        })
+        .collect();
     // The recorder snapshots every global the suite's units use that the program's module
     // has; the pair's isolated sources may need none of them (dct8x8's `DCTv8matrix` is
     // another kernel's table): those are left out, not reported missing from its modules.
@@ -257,6 +328,7 @@ fn build_fast(
         launch,
         expected,
         constants,
+        objects,
     })
 }
 
@@ -288,13 +360,39 @@ fn slow_own(
     sm: &Manifest,
     fast: &Manifest,
     args: &mut Vec<ResolvedArg>,
+    objects: &mut Vec<ResolvedObject>,
 ) -> Option<Launch> {
     if usable(slow, sm).is_err() || sm.params.len() != fast.params.len() {
         return None;
     }
     let mut launch_args = Vec::new();
     let mut new_args = Vec::new();
+    let mut new_objects = Vec::new();
     for (i, (sp, fp)) in sm.params.iter().zip(&fast.params).enumerate() {
+        // A texture or surface: the same kind of object over the same kind of memory
+        // (its handle's value is the process's own); it reads the fast capture's.
+        if let Some(kind) = object_kind(&slow.params[i].ty) {
+            let (so, fo) = (object_at(sm, i, kind)?, object_at(fast, i, kind)?);
+            let same = ObjectDesc {
+                resource: so.resource.with_alloc(fo.resource.alloc()),
+                ..so.clone()
+            };
+            if same != *fo {
+                return None;
+            }
+            launch_args.push(args.len() + new_args.len());
+            new_objects.push(ResolvedObject {
+                name: format!("slow.{}", slow.params[i].name),
+                arg: args.len() + new_args.len(),
+                object: fo.clone(),
+            });
+            new_args.push(ResolvedArg::Bytes {
+                name: format!("slow.{}", slow.params[i].name),
+                bytes: vec![0; 8],
+                pointers: vec![],
+            });
+            continue;
+        }
         if sp.size != fp.size || sp.pointers.len() != fp.pointers.len() {
             return None;
         }
@@ -322,6 +420,7 @@ fn slow_own(
         });
     }
     args.extend(new_args);
+    objects.extend(new_objects);
     Some(Launch {
         kernel: symbol_for(slow, sm),
         grid: sm.grid,
@@ -357,11 +456,12 @@ pub fn for_pair(
         launch: fast_launch,
         expected,
         constants,
+        mut objects,
     } = build_fast(fast, fm, &blobs, &slow.source)?;
     let (slow_launch, how) = match idx
         .find(slow)
         .filter(|_| slow.id != fast.id)
-        .and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args))
+        .and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args, &mut objects))
     {
         Some(l) => (l, SlowLaunch::Own),
         None => {
@@ -384,6 +484,7 @@ pub fn for_pair(
         args,
         constants,
         textures: Vec::new(),
+        objects,
         ignores: Vec::new(),
         sparse: Vec::new(),
         slow: vec![slow_launch],
@@ -462,6 +563,7 @@ mod tests {
                 },
             ],
             globals: vec![],
+            objects: vec![],
             skipped: None,
         }
     }
@@ -690,13 +792,97 @@ mod tests {
                 ("n", "int"),
             ],
         );
-        assert!(matches!(
-            for_pair(&idx, &tex, &tex),
-            Err(ReplayError::Unsupported { .. })
-        ));
+        let err = for_pair(&idx, &tex, &tex).unwrap_err();
+        assert!(
+            matches!(&err, ReplayError::Unsupported { why, .. } if why.contains("recorded no texture object")),
+            "{err}"
+        );
         assert!(matches!(
             for_pair(&index_of(vec![]), &fast, &fast),
             Err(ReplayError::NotCaptured(_))
         ));
+    }
+
+    /// A texture object over a CUDA array, as the injector records it: the array's image
+    /// is an allocation like any other, typed by the texels, and the parameter's handle is
+    /// made anew by the runner (the object entry names the bytes arg to write it into).
+    /// The slow kernel, captured with its own texture over the same kind of array, keeps
+    /// its own launch and gets its own object over the fast capture's image.
+    #[test]
+    fn a_texture_object_parameter_replays_over_its_captured_array() {
+        use crate::gpu::capture::manifest::CapturedObject;
+        use crate::gpu::objects::{ObjectDesc, ObjectKind, ObjectResource, Sampling};
+        let ps = [
+            ("t", "cudaTextureObject_t"),
+            ("out", "float *"),
+            ("n", "int"),
+        ];
+        let (slow, fast) = (unit("tex_naive", &ps), unit("tex_tiled", &ps));
+        let with_tex = |kernel: &str, block, image: &str, handle: &str| {
+            let mut m = manifest(kernel, block, image, "out-a");
+            // Parameter 0 is a handle, not an address; allocation 0 is the array's image.
+            m.params[0].pointers.clear();
+            m.params[0].hex = handle.into();
+            m.allocs[0].kind = AllocKind::Array;
+            m.objects = vec![CapturedObject {
+                param: 0,
+                object: ObjectDesc {
+                    kind: ObjectKind::Texture,
+                    resource: ObjectResource::Array {
+                        alloc: 0,
+                        format: 32,
+                        channels: 1,
+                        width: 32,
+                        height: 32,
+                        depth: 0,
+                        flags: 0,
+                    },
+                    sampling: Some(Sampling {
+                        address_mode: [1, 1, 1],
+                        filter_mode: 0,
+                        flags: 0,
+                        max_anisotropy: 0,
+                        mipmap_filter_mode: 0,
+                        mipmap_level_bias: 0.0,
+                        min_mipmap_level_clamp: 0.0,
+                        max_mipmap_level_clamp: 0.0,
+                        border_color: [0.0; 4],
+                    }),
+                },
+            }];
+            m
+        };
+        let idx = index_of(vec![with_tex(
+            "tex_tiled",
+            [16, 16, 1],
+            "img-a",
+            "0100000000000000",
+        )]);
+        let r = for_pair(&idx, &fast, &fast).unwrap();
+        let s = &r.sets[0];
+        assert!(
+            matches!(&s.args[0], ResolvedArg::Buffer { name, elem: ElemType::F32, len: 1024, .. } if name == "t.memory"),
+            "{:?}",
+            s.args[0]
+        );
+        assert_eq!(s.objects.len(), 1);
+        assert_eq!(s.objects[0].arg, s.fast[0].args[0]);
+        assert_eq!(s.objects[0].object.resource.alloc(), 0);
+        // The slow kernel's own capture: another process, another handle value, another image.
+        let idx = index_of(vec![
+            with_tex("tex_naive", [32, 32, 1], "img-b", "0200000000000000"),
+            with_tex("tex_tiled", [16, 16, 1], "img-a", "0100000000000000"),
+        ]);
+        let r = for_pair(&idx, &slow, &fast).unwrap();
+        assert_eq!(r.slow_launch, SlowLaunch::Own);
+        let s = &r.sets[0];
+        assert_eq!(s.slow[0].block, [32, 32, 1]);
+        assert_eq!(s.objects.len(), 2);
+        assert_eq!(s.objects[1].arg, s.slow[0].args[0]);
+        assert_eq!(
+            s.objects[1].object.resource.alloc(),
+            0,
+            "the fast capture's image"
+        );
     }
 }

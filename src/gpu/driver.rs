@@ -890,6 +890,179 @@ impl Module {
     }
 }
 
+/// A CUDA array (behind a replayed texture or surface object): owns its handle and
+/// destroys it once, on drop.
+pub struct DevArray {
+    handle: sys::CUarray,
+    desc: crate::gpu::objects::RawArrayDesc,
+    bytes: usize,
+    _ctx: Rc<Context>,
+}
+
+impl DevArray {
+    /// Bytes of its dense image.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+}
+
+impl Drop for DevArray {
+    fn drop(&mut self) {
+        // SAFETY: created once by cuArray3DCreate and destroyed once here; the context is
+        // alive (self._ctx).
+        unsafe {
+            sys::cuArrayDestroy(self.handle);
+        }
+    }
+}
+
+/// A texture or surface object: its 64-bit handle, destroyed once on drop. It views
+/// memory it does not own (a buffer's or an array's): the caller keeps that alive while
+/// kernels that read the handle may run, as it does for any address in a [`KArg`].
+pub struct DevObject {
+    handle: u64,
+    surface: bool,
+    _ctx: Rc<Context>,
+}
+
+impl DevObject {
+    /// The value a kernel parameter of type `cudaTextureObject_t`/`cudaSurfaceObject_t` takes.
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+}
+
+impl Drop for DevObject {
+    fn drop(&mut self) {
+        // SAFETY: created once by cuTexObjectCreate / cuSurfObjectCreate, destroyed once.
+        unsafe {
+            if self.surface {
+                sys::cuSurfObjectDestroy(self.handle);
+            } else {
+                sys::cuTexObjectDestroy(self.handle);
+            }
+        }
+    }
+}
+
+impl Gpu {
+    /// A CUDA array of the given shape, format and flags.
+    pub fn alloc_array(
+        &self,
+        desc: &crate::gpu::objects::RawArrayDesc,
+    ) -> Result<DevArray, CudaError> {
+        use crate::gpu::objects::array_bytes;
+        let bytes = array_bytes(
+            desc.format,
+            desc.channels,
+            desc.width as u64,
+            desc.height as u64,
+            desc.depth as u64,
+        )
+        .ok_or(CudaError::OutOfRange {
+            what: "array format",
+            need: desc.format as usize,
+            have: 0,
+        })? as usize;
+        let mut h: sys::CUarray = std::ptr::null_mut();
+        // SAFETY: RawArrayDesc has CUDA_ARRAY3D_DESCRIPTOR's layout (objects.rs checks the
+        // size); the driver validates the format and flags; h is a valid out-pointer.
+        check("cuArray3DCreate", unsafe {
+            sys::cuArray3DCreate_v2(
+                &mut h,
+                desc as *const _ as *const sys::CUDA_ARRAY3D_DESCRIPTOR,
+            )
+        })?;
+        Ok(DevArray {
+            handle: h,
+            desc: *desc,
+            bytes,
+            _ctx: self.ctx.clone(),
+        })
+    }
+
+    /// Copy the array's dense image between it and `view` (which must hold it), queued on
+    /// the stream: into the array when `into_array`, else out of it.
+    pub fn copy_array(
+        &self,
+        a: &DevArray,
+        view: DevView<'_>,
+        into_array: bool,
+    ) -> Result<(), CudaError> {
+        if view.len() < a.bytes {
+            return Err(CudaError::OutOfRange {
+                what: "array copy",
+                need: a.bytes,
+                have: view.len(),
+            });
+        }
+        use crate::gpu::objects::{array_copy, CopySide};
+        let (buf, arr) = (CopySide::Device(view.ptr), CopySide::Array(a.handle));
+        let (src, dst) = if into_array { (buf, arr) } else { (arr, buf) };
+        let c = array_copy(&a.desc, src, dst).ok_or(CudaError::OutOfRange {
+            what: "array format",
+            need: a.desc.format as usize,
+            have: 0,
+        })?;
+        // SAFETY: the view holds the array's whole dense image (checked above) and both
+        // live until the stream is synchronized by the caller's next sync.
+        check("cuMemcpy3DAsync", unsafe {
+            sys::cuMemcpy3DAsync_v2(&c, self.stream)
+        })
+    }
+
+    /// A texture object over linear or pitched memory at `ptr` (inside a buffer the caller
+    /// keeps alive), or over `array`, with the given sampling.
+    pub fn texture_object(
+        &self,
+        res: &crate::gpu::objects::RawResourceDesc,
+        tex: &crate::gpu::objects::RawTextureDesc,
+    ) -> Result<DevObject, CudaError> {
+        let mut h = 0u64;
+        // SAFETY: the mirrors have the driver structs' layouts; the driver validates every
+        // field; h is a valid out-pointer.
+        check("cuTexObjectCreate", unsafe {
+            sys::cuTexObjectCreate(
+                &mut h,
+                res as *const _ as *const sys::CUDA_RESOURCE_DESC,
+                tex as *const _ as *const sys::CUDA_TEXTURE_DESC,
+                std::ptr::null(),
+            )
+        })?;
+        Ok(DevObject {
+            handle: h,
+            surface: false,
+            _ctx: self.ctx.clone(),
+        })
+    }
+
+    /// A surface object over an array.
+    pub fn surface_object(
+        &self,
+        res: &crate::gpu::objects::RawResourceDesc,
+    ) -> Result<DevObject, CudaError> {
+        let mut h = 0u64;
+        // SAFETY: as for texture_object.
+        check("cuSurfObjectCreate", unsafe {
+            sys::cuSurfObjectCreate(&mut h, res as *const _ as *const sys::CUDA_RESOURCE_DESC)
+        })?;
+        Ok(DevObject {
+            handle: h,
+            surface: true,
+            _ctx: self.ctx.clone(),
+        })
+    }
+
+    /// The raw handle of an array, for a resource descriptor.
+    pub fn array_handle(a: &DevArray) -> u64 {
+        a.handle as u64
+    }
+}
+
 /// One kernel argument's bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KArg {

@@ -6,5 +6,6 @@ pub mod cache;
 pub mod capture;
 pub mod driver;
 pub mod nvrtc;
+pub mod objects;
 
 pub use driver::{probe, Gpu, Probe, Props};

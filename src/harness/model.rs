@@ -508,6 +508,16 @@ impl ResolvedTexture {
     }
 }
 
+/// A texture or surface object a kernel parameter takes: the runner creates it over buffer
+/// arg `object.resource.alloc()` (over a fresh CUDA array filled from that buffer, for an
+/// array resource) and writes its handle into the first 8 bytes of bytes arg `arg`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedObject {
+    pub name: String,
+    pub arg: usize,
+    pub object: crate::gpu::objects::ObjectDesc,
+}
+
 /// One kernel launch with every expression evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launch {
@@ -540,6 +550,9 @@ pub struct Resolved {
     pub constants: Vec<ResolvedConst>,
     #[serde(default)]
     pub textures: Vec<ResolvedTexture>,
+    /// Texture and surface objects passed as parameters (a captured launch's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<ResolvedObject>,
     /// Output indices left out of the comparison, per buffer arg.
     #[serde(default)]
     pub ignores: Vec<Ignore>,

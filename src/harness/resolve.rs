@@ -78,6 +78,7 @@ impl Harness {
             args,
             constants,
             textures,
+            objects: Vec::new(),
             ignores,
             sparse,
             expected: Vec::new(),

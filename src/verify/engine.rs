@@ -8,7 +8,9 @@ use super::compare;
 use super::stats;
 use crate::evidence::{CheckEvidence, Evidence, KernelEvidence, TimingEvidence, VariantTiming};
 use crate::gpu::cache::{CacheHit, CachedCompile, CompileCache};
-use crate::gpu::driver::{CudaError, DevBuf, DevView, Function, Global, Gpu, KArg, Module};
+use crate::gpu::driver::{
+    CudaError, DevArray, DevBuf, DevObject, DevView, Function, Global, Gpu, KArg, Module,
+};
 use crate::gpu::nvrtc::NvrtcError;
 use crate::harness::{struct_arg_bytes, HostBuffer, Launch, Resolved, ResolvedArg, Variant};
 use crate::record::{Speedup, Status, Verification};
@@ -180,7 +182,10 @@ impl SlowMemo {
                 None => return Cow::Borrowed(ss),
             }
         }
-        if !ss.sparse.is_empty() || !ss.constants.iter().all(|c| c.init.seed_free()) {
+        if !ss.sparse.is_empty()
+            || !ss.objects.is_empty()
+            || !ss.constants.iter().all(|c| c.init.seed_free())
+        {
             return Cow::Borrowed(ss);
         }
         let new = |i: usize| order.iter().position(|&o| o == i).unwrap_or(usize::MAX);
@@ -468,6 +473,9 @@ struct Guarded {
     bytes: usize,
     /// Canary bytes on each side: [`CANARY`], or 0 in a check-only run.
     canary: usize,
+    /// The CUDA array a texture or surface object views, when the buffer holds an
+    /// array's image: filled from the buffer by [`restore`], read back by [`drain_arrays`].
+    array: Option<DevArray>,
 }
 
 impl Guarded {
@@ -527,11 +535,14 @@ fn run_inner(
     for (set_no, ss) in job.sets.iter().enumerate() {
         let t = Instant::now();
         let canary = if job.options.check_only { 0 } else { CANARY };
-        let bufs = alloc_buffers(gpu, ss, canary)?;
+        let mut bufs = alloc_buffers(gpu, ss, canary)?;
         // Texture shims point at the buffers, which stay put for the whole size set.
         for loaded in [&slow, &fast] {
             upload_textures(gpu, loaded, ss, &bufs)?;
         }
+        // Texture and surface objects too (dropped before the buffers: declared after).
+        let (_objects, patched) = make_objects(gpu, ss, &mut bufs)?;
+        let run_ss = patched.as_ref().unwrap_or(ss);
         add_phase(ev, "check.alloc", t);
         let tg = Instant::now();
         // Host-side generation is the slow part for large inputs: all seeds at once.
@@ -562,7 +573,7 @@ fn run_inner(
             let run_before = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
             let ran = check_seed(
                 gpu,
-                ss,
+                run_ss,
                 seed as u32,
                 &inputs,
                 &consts,
@@ -609,7 +620,7 @@ fn run_inner(
         let (te, slow_ms) = time_size_set(
             gpu,
             job,
-            ss,
+            run_ss,
             &bufs,
             (&slow, &fast),
             warmed,
@@ -715,6 +726,7 @@ fn alloc_buffers(gpu: &Gpu, ss: &Resolved, canary: usize) -> Result<Vec<Option<G
                     pristine_fast,
                     bytes,
                     canary,
+                    array: None,
                 }));
             }
             ResolvedArg::Scalar { .. } | ResolvedArg::Struct { .. } | ResolvedArg::Bytes { .. } => {
@@ -827,8 +839,137 @@ fn launch_offset(l: &Launch, p: usize) -> usize {
 fn restore(gpu: &Gpu, bufs: &[Option<Guarded>], which: Variant) -> Result<(), CudaError> {
     for g in bufs.iter().flatten() {
         gpu.copy(g.data(), g.pristine_for(which).view())?;
+        if let Some(a) = &g.array {
+            gpu.copy_array(a, g.data(), true)?;
+        }
     }
     Ok(())
+}
+
+/// Copy each array's image back into its buffer once the launches ran (a surface may
+/// have written it), so the buffer is the output compared.
+fn drain_arrays(gpu: &Gpu, bufs: &[Option<Guarded>]) -> Result<(), CudaError> {
+    for g in bufs.iter().flatten() {
+        if let Some(a) = &g.array {
+            gpu.copy_array(a, g.data(), false)?;
+        }
+    }
+    Ok(())
+}
+
+/// The texture and surface objects of a size set, each created over its buffer (over a
+/// fresh CUDA array for an array resource, which [`restore`] fills from the buffer), and
+/// the size set with every handle written into its bytes arg (None when it has none).
+/// The objects must be dropped before the buffers.
+fn make_objects(
+    gpu: &Gpu,
+    ss: &Resolved,
+    bufs: &mut [Option<Guarded>],
+) -> Result<(Vec<DevObject>, Option<Resolved>), Stop> {
+    use crate::gpu::objects::{
+        array_bytes, ObjectKind, ObjectResource, RawArrayDesc, RawResourceDesc, RawTextureDesc,
+    };
+    if ss.objects.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let bad = |o: &crate::harness::ResolvedObject, why: String| {
+        Stop::new(Status::HarnessError, format!("object {}: {why}", o.name))
+    };
+    let mut patched = ss.clone();
+    let mut live = Vec::new();
+    for o in &ss.objects {
+        let k = o.object.resource.alloc();
+        let Some(Some(g)) = bufs.get_mut(k) else {
+            return Err(bad(o, format!("arg {k} is not an allocated buffer")));
+        };
+        let fits = |from: u64, n: u64| from.checked_add(n).is_some_and(|e| e <= g.bytes as u64);
+        let res = match &o.object.resource {
+            ObjectResource::Linear {
+                offset,
+                format,
+                channels,
+                bytes,
+                ..
+            } => {
+                if !fits(*offset, *bytes) {
+                    return Err(bad(
+                        o,
+                        format!("{bytes} bytes from {offset} overrun its buffer"),
+                    ));
+                }
+                RawResourceDesc::linear(g.data().device_ptr() + offset, *format, *channels, *bytes)
+            }
+            ObjectResource::Pitch2d {
+                offset,
+                format,
+                channels,
+                width,
+                height,
+                pitch,
+                ..
+            } => {
+                if !pitch.checked_mul(*height).is_some_and(|n| fits(*offset, n)) {
+                    return Err(bad(
+                        o,
+                        format!("{height} rows of {pitch} bytes overrun its buffer"),
+                    ));
+                }
+                RawResourceDesc::pitch2d(
+                    g.data().device_ptr() + offset,
+                    *format,
+                    *channels,
+                    *width,
+                    *height,
+                    *pitch,
+                )
+            }
+            ObjectResource::Array {
+                format,
+                channels,
+                width,
+                height,
+                depth,
+                flags,
+                ..
+            } => {
+                if g.array.is_none() {
+                    let n = array_bytes(*format, *channels, *width, *height, *depth);
+                    if !n.is_some_and(|n| fits(0, n)) {
+                        return Err(bad(o, format!("a {width}x{height}x{depth} array of format {format} does not fit its buffer")));
+                    }
+                    let desc = RawArrayDesc {
+                        width: *width as usize,
+                        height: *height as usize,
+                        depth: *depth as usize,
+                        format: *format,
+                        channels: *channels,
+                        flags: *flags,
+                    };
+                    g.array = Some(gpu.alloc_array(&desc).map_err(|e| {
+                        Stop::cuda(e, &format!("creating the array of {}", o.name))
+                    })?);
+                }
+                let a = g.array.as_ref().expect("made above");
+                RawResourceDesc::array(Gpu::array_handle(a))
+            }
+        };
+        let obj = match (o.object.kind, &o.object.sampling) {
+            (ObjectKind::Texture, Some(sm)) => gpu.texture_object(&res, &RawTextureDesc::from(sm)),
+            (ObjectKind::Texture, None) => {
+                return Err(bad(o, "a texture without sampling state".into()))
+            }
+            (ObjectKind::Surface, _) => gpu.surface_object(&res),
+        }
+        .map_err(|e| Stop::cuda(e, &format!("creating {}", o.name)))?;
+        match patched.args.get_mut(o.arg) {
+            Some(ResolvedArg::Bytes { bytes, .. }) if bytes.len() >= 8 => {
+                bytes[..8].copy_from_slice(&obj.handle().to_le_bytes())
+            }
+            _ => return Err(bad(o, format!("arg {} is not an 8-byte parameter", o.arg))),
+        }
+        live.push(obj);
+    }
+    Ok((live, Some(patched)))
 }
 
 fn launch_all(
@@ -986,6 +1127,7 @@ fn check_seed(
         // are longer than the hard cap, this run is the first timing sample.
         gpu.flush_l2().map_err(|e| Stop::cuda(e, &ctx))?;
         ran_ms[vi] = timed_launches(gpu, which, loaded, ss, bufs, &ctx)?;
+        drain_arrays(gpu, bufs).map_err(|e| Stop::cuda(e, &ctx))?;
         gpu.sync().map_err(|e| Stop::cuda(e, &ctx))?;
         check_canaries(gpu, ss, bufs, &ctx)?;
         add_phase(ev, "check.run", t);
@@ -1709,6 +1851,7 @@ mod tests {
             args,
             constants: vec![],
             textures: vec![],
+            objects: vec![],
             ignores: vec![],
             sparse: vec![],
             slow: vec![launch("k1", vec![n - 3, n - 2, n - 1])],

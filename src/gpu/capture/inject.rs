@@ -15,10 +15,11 @@
 //! is written down as the launch's `skipped` reason.
 
 use super::manifest::{
-    names_of, AllocKind, CapturedAlloc, CapturedGlobal, CapturedParam, CapturedPointer, Manifest,
-    MANIFEST_VERSION,
+    names_of, AllocKind, CapturedAlloc, CapturedGlobal, CapturedObject, CapturedParam,
+    CapturedPointer, Manifest, MANIFEST_VERSION,
 };
 use super::store::BlobStore;
+use crate::gpu::objects::{ObjectDesc, ObjectKind};
 use cudarc::cupti::sys as cupti;
 use cudarc::driver::sys as cu;
 use std::cell::Cell;
@@ -546,6 +547,7 @@ fn enter(l: &Launch, correlation: u32) {
         params: Vec::new(),
         allocs: Vec::new(),
         globals: Vec::new(),
+        objects: Vec::new(),
         skipped: None,
     };
     let mut ranges: Vec<(u64, u64, AllocKind)> = Vec::new();
@@ -621,6 +623,12 @@ fn snapshot_before(
                 });
             }
         }
+        if size == 8 && pointers.is_empty() {
+            let h = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+            for object in objects_of(h, ranges) {
+                m.objects.push(CapturedObject { param: i, object });
+            }
+        }
         m.params.push(CapturedParam {
             offset: off,
             size,
@@ -686,6 +694,134 @@ fn snapshot_before(
         m.globals[k].before = store(cfg, addr, bytes, AllocKind::Device)?;
     }
     Ok(())
+}
+
+/// The texture and surface objects handle `h` names (a small integer may be valid as
+/// both: each is recorded, and replay takes the kind the parameter's type names), their
+/// memory added to `ranges`. A handle of neither kind, or of a resource this tool does not
+/// rebuild (mipmapped arrays, formats other than 8/16/32-bit integers, half and float),
+/// gives nothing.
+fn objects_of(h: u64, ranges: &mut Vec<(u64, u64, AllocKind)>) -> Vec<ObjectDesc> {
+    use crate::gpu::objects::{self as o, RawResourceDesc, RawTextureDesc};
+    let mut out = Vec::new();
+    if h == 0 {
+        return out;
+    }
+    let mut index_of =
+        |base: u64, bytes: u64, kind: AllocKind| match ranges.iter().position(|r| r.0 == base) {
+            Some(k) => k,
+            None => {
+                ranges.push((base, bytes, kind));
+                ranges.len() - 1
+            }
+        };
+    for kind in [ObjectKind::Texture, ObjectKind::Surface] {
+        let mut rd = RawResourceDesc::zeroed();
+        let rdp = &mut rd as *mut RawResourceDesc as *mut cu::CUDA_RESOURCE_DESC;
+        // SAFETY: RawResourceDesc has CUDA_RESOURCE_DESC's layout (checked in objects.rs);
+        // a handle that is no object of this kind fails with an error code.
+        let rc = unsafe {
+            match kind {
+                ObjectKind::Texture => cu::cuTexObjectGetResourceDesc(rdp, h),
+                ObjectKind::Surface => cu::cuSurfObjectGetResourceDesc(rdp, h),
+            }
+        };
+        if rc != cu::CUresult::CUDA_SUCCESS {
+            continue;
+        }
+        let resource = match rd.res_type {
+            o::RES_LINEAR | o::RES_PITCH2D => {
+                let Some((base, len, akind)) = allocation_of(rd.handle()) else {
+                    continue;
+                };
+                let (format, channels) = rd.format();
+                let alloc = index_of(base, len, akind);
+                let offset = rd.handle() - base;
+                if rd.res_type == o::RES_LINEAR {
+                    o::ObjectResource::Linear {
+                        alloc,
+                        offset,
+                        format,
+                        channels,
+                        bytes: rd.res[2],
+                    }
+                } else {
+                    o::ObjectResource::Pitch2d {
+                        alloc,
+                        offset,
+                        format,
+                        channels,
+                        width: rd.res[2],
+                        height: rd.res[3],
+                        pitch: rd.res[4],
+                    }
+                }
+            }
+            o::RES_ARRAY => {
+                let Some(d) = array_desc(rd.handle()) else {
+                    continue;
+                };
+                let Some(bytes) = o::array_bytes(
+                    d.format,
+                    d.channels,
+                    d.width as u64,
+                    d.height as u64,
+                    d.depth as u64,
+                ) else {
+                    continue;
+                };
+                if d.flags & !o::ARRAY_FLAGS != 0 {
+                    continue;
+                }
+                o::ObjectResource::Array {
+                    alloc: index_of(rd.handle(), bytes, AllocKind::Array),
+                    format: d.format,
+                    channels: d.channels,
+                    width: d.width as u64,
+                    height: d.height as u64,
+                    depth: d.depth as u64,
+                    flags: d.flags,
+                }
+            }
+            _ => continue,
+        };
+        let sampling = match kind {
+            ObjectKind::Surface => None,
+            ObjectKind::Texture => {
+                let mut td = RawTextureDesc::default();
+                // SAFETY: RawTextureDesc has CUDA_TEXTURE_DESC's layout; h is a texture.
+                let rc = unsafe {
+                    cu::cuTexObjectGetTextureDesc(
+                        &mut td as *mut RawTextureDesc as *mut cu::CUDA_TEXTURE_DESC,
+                        h,
+                    )
+                };
+                if rc != cu::CUresult::CUDA_SUCCESS {
+                    continue;
+                }
+                Some(o::Sampling::from(&td))
+            }
+        };
+        out.push(ObjectDesc {
+            kind,
+            resource,
+            sampling,
+        });
+    }
+    out
+}
+
+/// An array's descriptor, or None for a handle that is no array.
+fn array_desc(handle: u64) -> Option<crate::gpu::objects::RawArrayDesc> {
+    let mut d = crate::gpu::objects::RawArrayDesc::default();
+    // SAFETY: RawArrayDesc has CUDA_ARRAY3D_DESCRIPTOR's layout; a bad handle fails.
+    let rc = unsafe {
+        cu::cuArray3DGetDescriptor_v2(
+            &mut d as *mut _ as *mut cu::CUDA_ARRAY3D_DESCRIPTOR,
+            handle as cu::CUarray,
+        )
+    };
+    (rc == cu::CUresult::CUDA_SUCCESS).then_some(d)
 }
 
 /// The allocation holding device address `w`, if any: (start, bytes, kind).
@@ -759,6 +895,18 @@ fn store(cfg: &Config, addr: u64, bytes: u64, kind: AllocKind) -> Result<String,
     let rc = unsafe {
         match kind {
             AllocKind::HostMapped => cu::cuMemcpy(host.as_mut_ptr() as u64, addr, bytes as usize),
+            AllocKind::Array => {
+                // `addr` is the array's handle; its dense image is `bytes` long.
+                use crate::gpu::objects::{array_copy, CopySide};
+                let (src, dst) = (
+                    CopySide::Array(addr as cu::CUarray),
+                    CopySide::Host(host.as_mut_ptr() as *mut c_void),
+                );
+                let Some(c) = array_desc(addr).and_then(|d| array_copy(&d, src, dst)) else {
+                    return Err(format!("the array {addr:#x} has no descriptor"));
+                };
+                cu::cuMemcpy3D_v2(&c)
+            }
             _ => cu::cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut c_void, addr, bytes as usize),
         }
     };

@@ -40,6 +40,12 @@ pub struct Manifest {
     /// Module globals (`__constant__`/`__device__`) the unit uses that the module has.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub globals: Vec<CapturedGlobal>,
+    /// Texture and surface objects passed as parameters (a 64-bit handle the driver
+    /// describes), with the allocation or array holding their bytes in [`Self::allocs`].
+    /// A handle that is also a valid object of the other kind is recorded as both; replay
+    /// takes the one the parameter's type names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<CapturedObject>,
     /// Why this launch was not snapshotted (over the byte budget, a capturing stream, …):
     /// a named skip, never a silent truncation. Params are kept; allocs are sizes only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,6 +85,15 @@ pub enum AllocKind {
     Managed,
     /// Pinned host memory mapped into the device's address space.
     HostMapped,
+    /// A CUDA array behind a texture or surface object: its dense image.
+    Array,
+}
+
+/// A texture or surface object passed as parameter `param`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedObject {
+    pub param: usize,
+    pub object: crate::gpu::objects::ObjectDesc,
 }
 
 /// One allocation's bytes before and after the launch.
@@ -253,6 +268,7 @@ mod tests {
                 after: "bb".into(),
             }],
             globals: vec![],
+            objects: vec![],
             skipped: None,
         };
         let text = toml::to_string_pretty(&m).unwrap();
