@@ -119,8 +119,11 @@ impl ElemType {
 }
 
 /// A C type without qualifiers and pointer stars, single-spaced: `const float *__restrict__` → `float`.
+/// After the first `*` or `&` only qualifiers can follow, whatever they are spelled as
+/// (`const float * RESTRICT`, a macro for `__restrict__`): they are not the base type.
 pub fn c_base_type(c: &str) -> String {
-    c.replace(['*', '&'], " ")
+    let head = c.split(['*', '&']).next().unwrap_or(c);
+    head.replace(['*', '&'], " ")
         .split_whitespace()
         .filter(|w| {
             !matches!(
@@ -135,4 +138,26 @@ pub fn c_base_type(c: &str) -> String {
 /// Whether a C parameter type is a pointer (`float *`, `float*`, `const int *__restrict__`).
 pub fn c_is_pointer(c: &str) -> bool {
     c.contains('*') || c.contains('[')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_type_stops_at_the_first_star_whatever_qualifiers_follow() {
+        assert_eq!(c_base_type("const float *__restrict__"), "float");
+        assert_eq!(c_base_type("const float * RESTRICT"), "float");
+        assert_eq!(
+            c_base_type("const unsigned int * const * p"),
+            "unsigned int"
+        );
+        assert_eq!(c_base_type("struct node &"), "node");
+        assert_eq!(c_base_type("volatile double"), "double");
+        assert_eq!(
+            ElemType::from_c_type(&c_base_type("real * RESTRICT")),
+            None,
+            "a template parameter is bound elsewhere"
+        );
+    }
 }

@@ -436,6 +436,23 @@ fn t<'a>(n: Node, src: &'a str) -> &'a str {
 }
 
 /// Identifiers a declarator introduces (`*a[3] = …` → `a`).
+/// The name of a parameter whose declaration the grammar could not read whole: the last
+/// identifier of its text up to where the error after it ends. None for a parameter that
+/// parsed, or any other declarator.
+fn unparsed_parameter_name<'a>(declarator: Node, mchunk: &'a str) -> Option<&'a str> {
+    let p = declarator.parent()?;
+    if !p.kind().ends_with("parameter_declaration") {
+        return None;
+    }
+    let after = p.next_sibling().filter(|s| s.is_error());
+    if !p.has_error() && after.is_none() {
+        return None;
+    }
+    let end = after.map_or(p.end_byte(), |s| s.end_byte());
+    let text = mchunk.get(p.start_byte()..end)?;
+    lex::idents(text).last().map(|i| i.text)
+}
+
 fn declarator_names<'a>(n: Node, src: &'a str, out: &mut Vec<&'a str>) {
     match n.kind() {
         "identifier" | "field_identifier" | "type_identifier" | "statement_identifier" => {
@@ -593,7 +610,7 @@ fn find_ident_in(n: Node, src: &str, name: &str) -> Option<std::ops::Range<usize
 
 /// Parameters from the text of a parameter list when tree-sitter could not parse it.
 fn params_from_text(inner: &str) -> Vec<Param> {
-    let inner: String = inner
+    let inner: String = lex::strip_comments(inner)
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
         .collect::<Vec<_>>()
@@ -890,6 +907,26 @@ fn analyze(
     let mut enumerators: Vec<String> = Vec::new();
     {
         for (node, declared) in queries::declarators(root) {
+            // A parameter that does not parse as one (`const float* RESTRICT T`: a macro
+            // standing for a qualifier, which the grammar takes for the name, and `T` left
+            // over as an error): its name is its last identifier, and the others are uses
+            // (the macro must come along).
+            if let Some(last) = unparsed_parameter_name(node, mchunk) {
+                locals.insert(last);
+                continue;
+            }
+            // A top-level "declaration" the grammar made up by recovering from an error: a
+            // macro written in a kernel's head (`__global__ void LAUNCH_BOUNDS(T, B) k(…)`
+            // reads as `void LAUNCH_BOUNDS(T, B)` with a missing `;`). Its name is a use.
+            if node.parent().is_some_and(|p| {
+                p.kind() == "declaration"
+                    && p.has_error()
+                    && p.parent().is_some_and(|r| {
+                        matches!(r.kind(), "translation_unit" | "template_declaration")
+                    })
+            }) {
+                continue;
+            }
             let mut found = Vec::new();
             declarator_names(node, chunk, &mut found);
             if declared == queries::Declared::Enumerator {
@@ -1046,8 +1083,10 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
             out.header_len = Some(body.start_byte());
             if let Some(pl) = fd.child_by_field_name("parameters") {
                 let inner = t(pl, chunk);
-                out.params = if inner.contains('#') {
-                    // `#if` inside the list: tree-sitter's reading is unreliable.
+                out.params = if inner.contains('#') || pl.has_error() {
+                    // `#if` inside the list, or a part the grammar could not read (a macro
+                    // where a qualifier goes: `const float* RESTRICT T`): tree-sitter's
+                    // reading is unreliable; each parameter's name is its last identifier.
                     params_from_text(inner.trim_start_matches('(').trim_end_matches(')'))
                 } else {
                     params_from_list(pl, chunk)
@@ -1606,6 +1645,36 @@ fn assigns(stmt: &str, name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// A macro in a kernel's head, between its return type and its name (HeCBench's s3d:
+    /// `LAUNCH_BOUNDS(RATT_THRD, RATT_BLK)`, empty unless a flag is set): a use.
+    #[test]
+    fn a_macro_in_a_kernels_head_is_a_reference() {
+        for (m, head) in [
+            ("LB", ""),
+            ("LAUNCH_BOUNDS", ""),
+            ("LAUNCH_BOUNDS", "template <class real>\n"),
+        ] {
+            let src = format!("{head}__global__ void\n{m} (X, Y)\nk3(float* T) {{ T[0] = 1; }}\n");
+            let fi = crate::cuda::index_file("k.cu", &src);
+            let k = &fi.items[fi.kernel_items[0]];
+            assert!(k.refs.iter().any(|(n, _)| n == m), "{m}: {:?}", k.refs);
+        }
+    }
+
+    /// A macro written where a qualifier goes (`RESTRICT` for `__restrict__`, HeCBench's
+    /// s3d) is a use the unit needs, not the parameter's name: the grammar cannot tell.
+    #[test]
+    fn a_qualifier_macro_in_a_parameter_is_a_reference_and_the_name_a_local() {
+        let src = "#define RESTRICT __restrict__\n__global__ void k(const float* RESTRICT T, float* RESTRICT RF, int n) { RF[0] = T[0] * n; }\n";
+        let fi = crate::cuda::index_file("k.cu", src);
+        let k = &fi.items[fi.kernel_items[0]];
+        let refs: Vec<&str> = k.refs.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(refs.contains(&"RESTRICT"), "{refs:?}");
+        for local in ["T", "RF", "n"] {
+            assert!(!refs.contains(&local), "{local} is a parameter: {refs:?}");
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -1660,5 +1729,13 @@ mod tests {
         );
         assert_eq!((p[1].name.as_str(), p[1].ty.as_str()), ("n", "int"));
         assert_eq!((p[2].name.as_str(), p[2].ty.as_str()), ("", "float"));
+        // A comment between parameters is neither a type nor a name.
+        let p = params_from_text(
+            "int * const __restrict c, // will hang without volatile\n volatile int * const __restrict b /* last */",
+        );
+        assert_eq!(
+            (p[1].name.as_str(), p[1].ty.as_str()),
+            ("b", "volatile int * const __restrict")
+        );
     }
 }
