@@ -386,7 +386,25 @@ pub fn cuda_std_header(name: &str) -> Option<&'static str> {
 /// The CUDA header that declares a name code may use without including it (nvcc's
 /// implicit `cuda_runtime.h`, or a library header such as `cublas_v2.h`, brought it in):
 /// `__nv_bfloat16` → `cuda_bf16.h`, `half` → `cuda_fp16.h`, `__nv_fp8_e4m3` → `cuda_fp8.h`.
-pub fn implied_header(name: &str) -> Option<&'static str> {
+pub fn implied_headers(name: &str) -> &'static [&'static str] {
+    // `namespace cg = cooperative_groups;` in a kernel whose file has the include in a
+    // header of its own (HeCBench's layernorm): the API and its `cg::reduce`.
+    if name == "cooperative_groups" {
+        return &["cooperative_groups.h"];
+    }
+    if name == "cg::reduce" || name == "cooperative_groups::reduce" {
+        return &["cooperative_groups/reduce.h"];
+    }
+    match implied_header(name) {
+        Some("mma.h") => &["mma.h"],
+        Some("cuda_bf16.h") => &["cuda_bf16.h"],
+        Some("cuda_fp8.h") => &["cuda_fp8.h"],
+        Some("cuda_fp16.h") => &["cuda_fp16.h"],
+        _ => &[],
+    }
+}
+
+fn implied_header(name: &str) -> Option<&'static str> {
     // `nvcuda::wmma::fragment`: the WMMA API of <mma.h>.
     if name == "nvcuda" || name == "wmma" {
         return Some("mma.h");

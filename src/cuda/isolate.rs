@@ -521,7 +521,7 @@ impl<'s, 'a> Closure<'s, 'a> {
             )
             .collect();
         for (name, line, cond) in refs {
-            if let Some(h) = builtins::implied_header(name) {
+            for &h in builtins::implied_headers(name) {
                 if !self.implied.contains(&h) {
                     self.implied.push(h);
                 }
@@ -1672,6 +1672,21 @@ __global__ void k(point *p, real *out, int m) {
         // Types come before their users.
         assert!(u.source.find("typedef float real").unwrap() < u.source.find("} point;").unwrap());
         assert!(compiles(&u).unwrap_or(true));
+    }
+
+    #[test]
+    fn a_cooperative_groups_alias_brings_its_header_when_another_file_included_it() {
+        // HeCBench's layernorm: common.h includes the header; the kernel only names the
+        // namespace, through an alias, and calls `cg::reduce`.
+        let common = "#include <cooperative_groups.h>\n#include <cooperative_groups/reduce.h>\n";
+        let kernel = "#include \"common.h\"\n__global__ void k(float *x) {\n    namespace cg = cooperative_groups;\n    cg::thread_block b = cg::this_thread_block();\n    auto w = cg::tiled_partition<32>(b);\n    x[0] = cg::reduce(w, x[threadIdx.x], cg::plus<float>{});\n}\n";
+        let u = unit(&[("s/common.h", common), ("s/k.cu", kernel)], "s/k.cu", "k");
+        for h in [
+            "#include <cooperative_groups.h>",
+            "#include <cooperative_groups/reduce.h>",
+        ] {
+            assert!(u.source.contains(h), "{h} in\n{}", u.source);
+        }
     }
 
     #[test]
