@@ -847,6 +847,7 @@ mod tests {
                         min_mipmap_level_clamp: 0.0,
                         max_mipmap_level_clamp: 0.0,
                         border_color: [0.0; 4],
+                        reserved: [0; 12],
                     }),
                 },
             }];

@@ -900,6 +900,11 @@ pub struct DevArray {
 }
 
 impl DevArray {
+    /// The raw handle, for a resource descriptor.
+    pub fn handle(&self) -> u64 {
+        self.handle as u64
+    }
+
     /// Bytes of its dense image.
     pub fn len(&self) -> usize {
         self.bytes
@@ -1055,11 +1060,6 @@ impl Gpu {
             surface: true,
             _ctx: self.ctx.clone(),
         })
-    }
-
-    /// The raw handle of an array, for a resource descriptor.
-    pub fn array_handle(a: &DevArray) -> u64 {
-        a.handle as u64
     }
 }
 

@@ -80,20 +80,9 @@ impl ObjectResource {
     }
 }
 
-/// A texture's sampling state (`CUDA_TEXTURE_DESC`), as the driver reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sampling {
-    pub address_mode: [u32; 3],
-    pub filter_mode: u32,
-    /// `CU_TRSF_*`: read as integer, normalized coordinates, sRGB, …
-    pub flags: u32,
-    pub max_anisotropy: u32,
-    pub mipmap_filter_mode: u32,
-    pub mipmap_level_bias: f32,
-    pub min_mipmap_level_clamp: f32,
-    pub max_mipmap_level_clamp: f32,
-    pub border_color: [f32; 4],
-}
+/// A texture's sampling state, as the driver reports it: `CUDA_TEXTURE_DESC` itself
+/// (its reserved tail is not written to manifests).
+pub type Sampling = RawTextureDesc;
 
 /// One texture or surface object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -202,10 +191,11 @@ impl RawResourceDesc {
 
 /// `CUDA_TEXTURE_DESC` with integers for its enums.
 #[repr(C)]
-#[derive(Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RawTextureDesc {
     pub address_mode: [u32; 3],
     pub filter_mode: u32,
+    /// `CU_TRSF_*`: read as integer, normalized coordinates, sRGB, …
     pub flags: u32,
     pub max_anisotropy: u32,
     pub mipmap_filter_mode: u32,
@@ -213,40 +203,8 @@ pub struct RawTextureDesc {
     pub min_mipmap_level_clamp: f32,
     pub max_mipmap_level_clamp: f32,
     pub border_color: [f32; 4],
+    #[serde(skip)]
     pub reserved: [i32; 12],
-}
-
-impl From<&RawTextureDesc> for Sampling {
-    fn from(t: &RawTextureDesc) -> Sampling {
-        Sampling {
-            address_mode: t.address_mode,
-            filter_mode: t.filter_mode,
-            flags: t.flags,
-            max_anisotropy: t.max_anisotropy,
-            mipmap_filter_mode: t.mipmap_filter_mode,
-            mipmap_level_bias: t.mipmap_level_bias,
-            min_mipmap_level_clamp: t.min_mipmap_level_clamp,
-            max_mipmap_level_clamp: t.max_mipmap_level_clamp,
-            border_color: t.border_color,
-        }
-    }
-}
-
-impl From<&Sampling> for RawTextureDesc {
-    fn from(s: &Sampling) -> RawTextureDesc {
-        RawTextureDesc {
-            address_mode: s.address_mode,
-            filter_mode: s.filter_mode,
-            flags: s.flags,
-            max_anisotropy: s.max_anisotropy,
-            mipmap_filter_mode: s.mipmap_filter_mode,
-            mipmap_level_bias: s.mipmap_level_bias,
-            min_mipmap_level_clamp: s.min_mipmap_level_clamp,
-            max_mipmap_level_clamp: s.max_mipmap_level_clamp,
-            border_color: s.border_color,
-            reserved: [0; 12],
-        }
-    }
 }
 
 /// `CUDA_ARRAY3D_DESCRIPTOR` with an integer format.
@@ -390,11 +348,11 @@ mod tests {
                 depth: 0,
                 flags: 0,
             },
-            sampling: Some(Sampling::from(&RawTextureDesc {
+            sampling: Some(Sampling {
                 filter_mode: 1,
                 flags: 2,
                 ..Default::default()
-            })),
+            }),
         };
         let text = toml::to_string(&o).unwrap();
         assert!(text.contains("resource = \"array\""), "{text}");

@@ -156,7 +156,6 @@ impl SlowMemo {
     /// bytes) then share the key. Anything seeded, or naming args by name (a copy, an
     /// interleave, a sparse matrix), keeps the whole size set.
     fn slow_view(ss: &Resolved) -> std::borrow::Cow<'_, Resolved> {
-        use std::borrow::Cow;
         let mut order: Vec<usize> = Vec::new();
         let mut stack: Vec<usize> = ss
             .slow
@@ -867,7 +866,7 @@ fn make_objects(
     bufs: &mut [Option<Guarded>],
 ) -> Result<(Vec<DevObject>, Option<Resolved>), Stop> {
     use crate::gpu::objects::{
-        array_bytes, ObjectKind, ObjectResource, RawArrayDesc, RawResourceDesc, RawTextureDesc,
+        array_bytes, ObjectKind, ObjectResource, RawArrayDesc, RawResourceDesc,
     };
     if ss.objects.is_empty() {
         return Ok((Vec::new(), None));
@@ -950,11 +949,11 @@ fn make_objects(
                     })?);
                 }
                 let a = g.array.as_ref().expect("made above");
-                RawResourceDesc::array(Gpu::array_handle(a))
+                RawResourceDesc::array(a.handle())
             }
         };
         let obj = match (o.object.kind, &o.object.sampling) {
-            (ObjectKind::Texture, Some(sm)) => gpu.texture_object(&res, &RawTextureDesc::from(sm)),
+            (ObjectKind::Texture, Some(sm)) => gpu.texture_object(&res, sm),
             (ObjectKind::Texture, None) => {
                 return Err(bad(o, "a texture without sampling state".into()))
             }

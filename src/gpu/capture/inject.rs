@@ -799,7 +799,7 @@ fn objects_of(h: u64, ranges: &mut Vec<(u64, u64, AllocKind)>) -> Vec<ObjectDesc
                 if rc != cu::CUresult::CUDA_SUCCESS {
                     continue;
                 }
-                Some(o::Sampling::from(&td))
+                Some(td)
             }
         };
         out.push(ObjectDesc {
