@@ -138,6 +138,10 @@ pub struct CheckEvidence {
     /// across seeds to see that the output depends on the input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast_hash: Option<String>,
+    /// The slow side's output came from an earlier pair's run of the same slow side (same
+    /// code, launches and input bytes; seconds-long kernels only), not from a run here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slow_from_earlier_pair: bool,
     #[serde(flatten)]
     pub comparison: Comparison,
 }

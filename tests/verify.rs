@@ -1609,9 +1609,10 @@ fn gpu_seconds_long_rounds_are_timed_three_times_counting_the_checks() {
 }
 
 /// On the GPU: two pairs with the same naive kernel of seconds, the same harness and
-/// inputs, in one worker. The first times it three times; the second launches it once,
-/// for its own check, and takes the first pair's samples (`from_earlier_pairs`), timing
-/// only its own fast side.
+/// inputs, in one worker. The first times it three times; the second does not launch it
+/// at all: its check compares its fast kernel with the first pair's kept slow output
+/// (`slow_from_earlier_pair`), and its timing takes the first pair's samples
+/// (`from_earlier_pairs`), timing only its own fast side.
 #[test]
 #[ignore = "needs a GPU; run on the device with -- --ignored"]
 fn gpu_a_naive_kernel_of_seconds_shared_by_two_pairs_is_timed_once_for_both() {
@@ -1649,13 +1650,29 @@ fn gpu_a_naive_kernel_of_seconds_shared_by_two_pairs_is_timed_once_for_both() {
     );
     assert_eq!(
         (b.slow.runs, b.slow.from_checks, b.slow.from_earlier_pairs),
-        (4, 1, 3)
+        (3, 0, 3)
     );
     assert_eq!((a.fast.runs, b.fast.runs), (3, 3));
-    // The second pair's timing phase ran only fast kernels: far under one naive launch.
-    let time_ms = second.evidence.phases_ms["time"];
+    assert!(first
+        .evidence
+        .checks
+        .iter()
+        .all(|c| !c.slow_from_earlier_pair));
     assert!(
-        time_ms < b.slow.median_ms / 2.0,
-        "the second pair spent {time_ms:.0} ms timing: the naive kernel ran again"
+        !second.evidence.checks.is_empty()
+            && second
+                .evidence
+                .checks
+                .iter()
+                .all(|c| c.slow_from_earlier_pair),
+        "the second pair's check ran the naive kernel again"
     );
+    // Neither its check nor its timing ran the naive kernel: far under one launch each.
+    for phase in ["check.run", "time"] {
+        let ms = second.evidence.phases_ms[phase];
+        assert!(
+            ms < b.slow.median_ms / 2.0,
+            "the second pair spent {ms:.0} ms in {phase}: the naive kernel ran again"
+        );
+    }
 }

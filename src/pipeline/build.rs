@@ -185,6 +185,16 @@ enum Verdict {
 }
 
 #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename these.
+/// The chunk length that splits `n` items into as few chunks of at most `chunk` as
+/// possible, all of about one length: 130 pairs in chunks of 64 go as 44 + 44 + 42, not
+/// 64 + 64 + 2 (a chunk's GPUs wait on its longest pair; a last chunk of 2 would keep
+/// one of two GPUs idle).
+fn balanced(n: usize, chunk: usize) -> usize {
+    let chunk = chunk.max(1);
+    let k = n.div_ceil(chunk).max(1);
+    n.div_ceil(k).max(1)
+}
+
 fn run_chunked(
     stage: &'static str,
     records: Vec<Record>,
@@ -218,7 +228,7 @@ fn run_chunked(
     }
     let mut unavailable = available.err();
     let pb = progress(stage, todo.len());
-    for idx in todo.chunks(chunk) {
+    for idx in todo.chunks(balanced(todo.len(), chunk)) {
         let input: Vec<Record> = idx.iter().map(|&i| out.records[i].clone()).collect();
         let ids: Vec<String> = input
             .iter()
@@ -444,6 +454,7 @@ fn selfcheck_chunk(
     chunk: &mut [Record],
     harness_dirs: &[PathBuf],
     timeout_s: u64,
+    cache: &Path,
 ) {
     let pairs: Vec<Pair> = chunk
         .iter()
@@ -462,7 +473,12 @@ fn selfcheck_chunk(
     if pairs.is_empty() {
         return;
     }
-    if let Some(reports) = stages.selfcheck(&pairs, harness_dirs, timeout_s) {
+    // Each report is kept as it comes, in a file named by the chunk's pairs: a build
+    // killed mid-check redoes only the pairs the file lacks.
+    let ids: Vec<&str> = pairs.iter().map(|p| p.id.as_str()).collect();
+    let partial = cache.join(format!("selfcheck-{}.partial.jsonl", journal::key(&ids)));
+    let _ = std::fs::create_dir_all(cache);
+    if let Some(reports) = stages.selfcheck(&pairs, harness_dirs, timeout_s, Some(&partial)) {
         super::harnesses::apply_selfcheck(chunk, &reports);
     }
 }
@@ -817,6 +833,7 @@ impl Run<'_> {
                         &mut chunk,
                         &verify_run.harness_dirs,
                         cfg.verify.timeout_s,
+                        &compile_cache,
                     );
                 }
                 let (go, stopped): (Vec<Record>, Vec<Record>) = chunk
@@ -1085,6 +1102,22 @@ mod tests {
     /// The build's summary names each suite's verified count, zeros included, and says
     /// nothing before any pair was verified on a GPU.
     #[test]
+    fn chunks_are_balanced_under_the_limit() {
+        assert_eq!(balanced(130, 64), 44);
+        assert_eq!(balanced(128, 64), 64);
+        assert_eq!(balanced(10, 64), 10);
+        assert_eq!(balanced(7, 2), 2);
+        assert_eq!(balanced(0, 16), 1);
+        assert_eq!(balanced(5, 0), 5);
+        let lens: Vec<usize> = (0..130)
+            .collect::<Vec<_>>()
+            .chunks(balanced(130, 64))
+            .map(|c| c.len())
+            .collect();
+        assert_eq!(lens, [44, 44, 42]);
+    }
+
+    #[test]
     fn the_verify_row_counts_verified_pairs_by_suite() {
         use crate::record::{KernelUnit, Pair, PairRule, Slow, Status, Verification};
         let pair = |suite: &str, status: Option<Status>| {
@@ -1159,6 +1192,7 @@ mod tests {
             _: &[Pair],
             _: &[std::path::PathBuf],
             _: u64,
+            _: Option<&Path>,
         ) -> Option<Vec<crate::selfcheck::Report>> {
             None
         }

@@ -260,7 +260,10 @@ pub struct VerifySettings {
     pub time_budget_ms: f64,
     /// Timing stops early once both medians' 95% CI widths are within this fraction.
     pub precision: f64,
-    /// Pairs per journaled chunk: a killed run redoes at most one chunk of GPU work.
+    /// Pairs per journaled chunk (at most; a step's chunks are all of about one length).
+    /// A killed run redoes at most the chunk in flight, and of it only the pairs whose
+    /// self-check report or verdict its partial files lack. Larger chunks keep several
+    /// GPUs busy to the end: each chunk waits on its longest pair.
     pub chunk: usize,
     /// compute-sanitizer tools to run each pair under after verification (`verify
     /// --sanitizer`). Left out of the settings' serialization when empty, so journals
@@ -285,7 +288,7 @@ impl Default for VerifySettings {
             timeout_s: d.timeout_s.round() as u64,
             time_budget_ms: d.time_budget_ms,
             precision: d.precision,
-            chunk: 16,
+            chunk: 64,
             sanitizer: d.sanitizer,
             captures: d.captures,
         }

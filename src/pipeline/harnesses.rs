@@ -342,7 +342,12 @@ pub fn apply_selfcheck(records: &mut [Record], reports: &[Report]) -> (usize, us
 
 /// Self-check the harnesses of the pairs `build` is about to verify, on the GPU; `None`
 /// without one (the provenance then says nothing about a self-check).
-pub fn selfcheck(pairs: &[Pair], hand_dirs: &[PathBuf], timeout_s: u64) -> Option<Vec<Report>> {
+pub fn selfcheck(
+    pairs: &[Pair],
+    hand_dirs: &[PathBuf],
+    timeout_s: u64,
+    partial: Option<&Path>,
+) -> Option<Vec<Report>> {
     if pairs.is_empty() {
         return Some(Vec::new());
     }
@@ -359,7 +364,7 @@ pub fn selfcheck(pairs: &[Pair], hand_dirs: &[PathBuf], timeout_s: u64) -> Optio
         gpus: None,
         sanitizer: Vec::new(),
         compute_sanitizer: None,
-        partial: None,
+        partial: partial.map(Path::to_path_buf),
     };
     let base = hand_dirs.first().cloned().unwrap_or_default();
     // Pairs still waiting for synth are checked as their fast kernel's identity control.

@@ -40,13 +40,16 @@ pub trait Stages {
         cache: &Path,
     ) -> Result<Vec<Record>, StageError>;
     /// Self-check the pairs' harnesses (`harness selfcheck`); `None` without a GPU.
+    /// Each report is appended to `partial` as it is made, and a rerun reuses the
+    /// reports a killed run left there.
     fn selfcheck(
         &self,
         pairs: &[crate::record::Pair],
         harness_dirs: &[std::path::PathBuf],
         timeout_s: u64,
+        partial: Option<&Path>,
     ) -> Option<Vec<crate::selfcheck::Report>> {
-        super::harnesses::selfcheck(pairs, harness_dirs, timeout_s)
+        super::harnesses::selfcheck(pairs, harness_dirs, timeout_s, partial)
     }
 }
 

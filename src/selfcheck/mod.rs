@@ -798,6 +798,7 @@ mod tests {
                             seed: 0,
                             output: "y".into(),
                             fast_hash: None,
+                            slow_from_earlier_pair: false,
                             comparison,
                         })
                         .collect(),
@@ -884,6 +885,7 @@ mod tests {
             seed,
             output: output.into(),
             fast_hash: Some(hash.into()),
+            slow_from_earlier_pair: false,
             comparison: cmp.clone(),
         };
         let ev = Evidence {

@@ -111,12 +111,28 @@ pub struct Job {
 /// against versions 2 to 6) launch the same module the same way on the same captured bytes:
 /// one quantity on one device. Its samples are timed once and serve every such pair, which
 /// still runs the slow kernel once for its own correctness check (and adds that launch as a
-/// sample). Only rounds longer than the hard cap are kept ([`samples_from_checks`]); every
+/// sample). Only rounds longer than the hard cap are kept ([`long_checks`]); every
 /// shorter pair is timed fully, interleaved, as before.
+///
+/// The outputs of such a slow side's checks are kept too (per seed, up to
+/// [`MEMO_OUTPUT_BYTES`]): a later pair compares its fast kernel with them instead of
+/// running the seconds-long slow kernel again (`slow_from_earlier_pair` in its checks).
 #[derive(Default)]
 pub struct SlowMemo {
     samples: std::collections::HashMap<u64, Vec<f64>>,
+    outputs: std::collections::HashMap<(u64, usize), SlowOutputs>,
+    output_bytes: usize,
 }
+
+/// A seconds-long slow side's outputs for one seed, by their place in the slow view (so
+/// pairs whose size sets number their args differently find them), and its launch time.
+struct SlowOutputs {
+    ms: f64,
+    by_position: BTreeMap<usize, HostBuffer>,
+}
+
+/// Host memory a worker's [`SlowMemo`] may hold in slow outputs.
+pub const MEMO_OUTPUT_BYTES: usize = 4 << 30;
 
 impl SlowMemo {
     /// What identifies a slow side's timing: its code and build flags, and the size set's
@@ -148,14 +164,9 @@ impl SlowMemo {
         h.finish()
     }
 
-    /// The part of a size set the slow side reads, when that part is seed-free (a
-    /// capture's snapshot, fills, formulas): the args its launches bind, directly or
-    /// through struct fields and addresses inside bytes args, in order of first use and
-    /// renumbered, without their names. Pairs whose fast kernels take other parameters
-    /// (llm.c's versions 2 to 6 against the same naive kernel 1 on the same captured
-    /// bytes) then share the key. Anything seeded, or naming args by name (a copy, an
-    /// interleave, a sparse matrix), keeps the whole size set.
-    fn slow_view(ss: &Resolved) -> std::borrow::Cow<'_, Resolved> {
+    /// The args the slow side reads, in order of first use ([`SlowMemo::slow_view`]);
+    /// `None` when the whole size set is the key.
+    fn slow_order(ss: &Resolved) -> Option<Vec<usize>> {
         let mut order: Vec<usize> = Vec::new();
         let mut stack: Vec<usize> = ss
             .slow
@@ -174,19 +185,38 @@ impl SlowMemo {
                 Some(ResolvedArg::Bytes { pointers, .. }) => {
                     stack.extend(pointers.iter().map(|p| p.arg).rev())
                 }
-                Some(ResolvedArg::Buffer { init, .. }) if !init.seed_free() => {
-                    return Cow::Borrowed(ss)
-                }
+                Some(ResolvedArg::Buffer { init, .. }) if !init.seed_free() => return None,
                 Some(_) => {}
-                None => return Cow::Borrowed(ss),
+                None => return None,
             }
         }
-        if !ss.sparse.is_empty()
+        let whole = !ss.sparse.is_empty()
             || !ss.objects.is_empty()
-            || !ss.constants.iter().all(|c| c.init.seed_free())
-        {
-            return Cow::Borrowed(ss);
+            || !ss.constants.iter().all(|c| c.init.seed_free());
+        (!whole).then_some(order)
+    }
+
+    /// Where arg `i` of `ss` sits in its slow side's key: its place in the slow view, or
+    /// its own index when the whole size set is the key; `None` for an arg the slow side
+    /// does not read.
+    fn slow_position(ss: &Resolved, i: usize) -> Option<usize> {
+        match Self::slow_order(ss) {
+            Some(order) => order.iter().position(|&o| o == i),
+            None => Some(i),
         }
+    }
+
+    /// The part of a size set the slow side reads, when that part is seed-free (a
+    /// capture's snapshot, fills, formulas): the args its launches bind, directly or
+    /// through struct fields and addresses inside bytes args, in order of first use and
+    /// renumbered, without their names. Pairs whose fast kernels take other parameters
+    /// (llm.c's versions 2 to 6 against the same naive kernel 1 on the same captured
+    /// bytes) then share the key. Anything seeded, or naming args by name (a copy, an
+    /// interleave, a sparse matrix), keeps the whole size set.
+    fn slow_view(ss: &Resolved) -> std::borrow::Cow<'_, Resolved> {
+        let Some(order) = Self::slow_order(ss) else {
+            return Cow::Borrowed(ss);
+        };
         let new = |i: usize| order.iter().position(|&o| o == i).unwrap_or(usize::MAX);
         let mut v = ss.clone();
         v.args = order
@@ -221,8 +251,62 @@ impl SlowMemo {
         Cow::Owned(v)
     }
 
+    /// What identifies a job's slow side across its size sets: equal for pairs whose
+    /// slow kernel runs the same code the same way on the same bytes, which a worker can
+    /// time once for all of them (so the batch gives them to one worker).
+    pub fn slow_side(job: &Job) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for ss in &job.sets {
+            Self::key(&job.slow, ss).hash(&mut h);
+        }
+        h.finish()
+    }
+
     fn get(&self, key: u64) -> &[f64] {
         self.samples.get(&key).map_or(&[], Vec::as_slice)
+    }
+
+    /// An earlier pair's slow outputs for this seed of this slow side, in the order of
+    /// `outs` (args of `ss`), with the launch time; `None` unless every output is there.
+    fn slow_outputs(
+        &self,
+        key: u64,
+        seed: usize,
+        ss: &Resolved,
+        outs: &[usize],
+    ) -> Option<(Vec<HostBuffer>, f64)> {
+        let kept = self.outputs.get(&(key, seed))?;
+        let got = outs
+            .iter()
+            .map(|&i| kept.by_position.get(&Self::slow_position(ss, i)?).cloned())
+            .collect::<Option<Vec<_>>>()?;
+        Some((got, kept.ms))
+    }
+
+    /// Keep a slow side's outputs of one seed (raw, before any mask), while they fit.
+    fn keep_outputs(
+        &mut self,
+        key: u64,
+        seed: usize,
+        ss: &Resolved,
+        outs: &[usize],
+        raw: Vec<HostBuffer>,
+        ms: f64,
+    ) {
+        let bytes: usize = raw.iter().map(|b| b.bytes.len()).sum();
+        if self.outputs.contains_key(&(key, seed)) || self.output_bytes + bytes > MEMO_OUTPUT_BYTES
+        {
+            return;
+        }
+        let by_position = outs
+            .iter()
+            .zip(raw)
+            .filter_map(|(&i, b)| Some((Self::slow_position(ss, i)?, b)))
+            .collect();
+        self.output_bytes += bytes;
+        self.outputs
+            .insert((key, seed), SlowOutputs { ms, by_position });
     }
 }
 
@@ -375,7 +459,7 @@ fn launches(r: &Resolved, which: Variant) -> &[Launch] {
 }
 
 /// Name expressions to resolve: every kernel the variant's launches name.
-fn kernel_exprs(sets: &[Resolved], which: Variant) -> Vec<String> {
+pub(crate) fn kernel_exprs(sets: &[Resolved], which: Variant) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for r in sets {
         for l in launches(r, which) {
@@ -566,22 +650,33 @@ fn run_inner(
         let cap_ms = hard_cap_ms(&job.options);
         let run_before_set = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
         let mut checked: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        // Seeds whose slow outputs an earlier pair of this worker left (no slow run here).
+        let mut reused: Vec<bool> = Vec::new();
+        let proving = job.options.selfcheck || job.options.check_only;
+        let outs = ss.outputs();
         for (seed, d) in data.into_iter().enumerate() {
             let (inputs, consts) = d.map_err(|e| Stop::new(Status::HarnessError, e.to_string()))?;
             let tc = Instant::now();
             let run_before = ev.phases_ms.get("check.run").copied().unwrap_or(0.0);
-            let ran = check_seed(
+            let reuse = match proving || memo.outputs.is_empty() {
+                true => None,
+                false => memo.slow_outputs(key(&mut memo_key), seed, ss, &outs),
+            };
+            let (ran, slow_raw) = check_seed(
                 gpu,
                 run_ss,
                 seed as u32,
-                &inputs,
-                &consts,
+                (&inputs, &consts),
                 &bufs,
-                &slow,
-                &fast,
+                (&slow, &fast),
                 ev,
                 job.options.selfcheck,
+                reuse.as_ref().map(|(b, ms)| (b.as_slice(), *ms)),
             )?;
+            if let Some(raw) = slow_raw.filter(|_| !proving && ran[0] > cap_ms) {
+                memo.keep_outputs(key(&mut memo_key), seed, ss, &outs, raw, ran[0]);
+            }
+            reused.push(reuse.is_some());
             for (times, ms) in checked.iter_mut().zip(ran) {
                 times.push(ms);
             }
@@ -608,14 +703,21 @@ fn run_inner(
             continue;
         }
         // The last seed's check ran both kernels at this size just now, in this process:
-        // when that took over a second it was a warm-up round already.
-        let warmed = ev.phases_ms.get("check.run").copied().unwrap_or(0.0) - run_before_set
-            > 1000.0 * n_seeds as f64;
+        // when that took over a second it was a warm-up round already. A slow side an
+        // earlier pair timed is not run again, and the checks ran the fast one.
+        let any_reused = reused.iter().any(|&r| r);
+        let warmed = any_reused
+            || ev.phases_ms.get("check.run").copied().unwrap_or(0.0) - run_before_set
+                > 1000.0 * n_seeds as f64;
         let t = Instant::now();
-        let earlier = match long_checks(&checked, cap_ms) {
+        let long = long_checks(&checked, cap_ms);
+        let earlier = match long {
             true => memo.get(key(&mut memo_key)).to_vec(),
             false => Vec::new(),
         };
+        // A reused slow output's launch time is one of the earlier pair's samples already.
+        let mut it = reused.iter();
+        checked[0].retain(|_| !it.next().copied().unwrap_or(false));
         let (te, slow_ms) = time_size_set(
             gpu,
             job,
@@ -623,10 +725,10 @@ fn run_inner(
             &bufs,
             (&slow, &fast),
             warmed,
-            (checked, &earlier),
+            (checked, long, &earlier),
             step,
         )?;
-        if te.slow.from_checks > 0 {
+        if long && (te.slow.from_checks > 0 || any_reused) {
             memo.samples.insert(key(&mut memo_key), slow_ms);
         }
         time_ms += t.elapsed().as_secs_f64() * 1e3;
@@ -1093,14 +1195,13 @@ fn check_seed(
     gpu: &mut Gpu,
     ss: &Resolved,
     seed: u32,
-    inputs: &[HostBuffer],
-    consts: &[HostBuffer],
+    (inputs, consts): (&[HostBuffer], &[HostBuffer]),
     bufs: &[Option<Guarded>],
-    slow: &Loaded,
-    fast: &Loaded,
+    (slow, fast): (&Loaded, &Loaded),
     ev: &mut Evidence,
     self_check: bool,
-) -> Result<[f64; 2], Stop> {
+    reuse_slow: Option<(&[HostBuffer], f64)>,
+) -> Result<([f64; 2], Option<Vec<HostBuffer>>), Stop> {
     let where_ = |v: Variant| format!("size set {}, seed {seed}, {v} kernel", ss.size_set);
     let const_names: Vec<String> = ss.constants.iter().map(|c| c.name.clone()).collect();
     constants_present(ss, slow, fast)?;
@@ -1113,6 +1214,11 @@ fn check_seed(
         .into_iter()
         .enumerate()
     {
+        if let (Variant::Slow, Some((kept, ms))) = (which, reuse_slow) {
+            outputs.insert(which, kept.to_vec());
+            ran_ms[vi] = ms;
+            continue;
+        }
         let ctx = where_(which);
         let t = Instant::now();
         restore(gpu, bufs, which).map_err(|e| Stop::cuda(e, &ctx))?;
@@ -1140,6 +1246,11 @@ fn check_seed(
             "the harness names no out/inout buffer",
         ));
     }
+    // The slow side's outputs as it wrote them, before any mask: for later pairs.
+    let slow_raw = match reuse_slow {
+        Some(_) => None,
+        None => outputs.get(&Variant::Slow).cloned(),
+    };
     // A captured harness proves itself first, in the same run (one GPU pass per pair):
     // the fast kernel's replay must reproduce what the program wrote, else the harness is
     // at fault, not the slow kernel.
@@ -1161,13 +1272,25 @@ fn check_seed(
     for (k, &i) in outs.iter().enumerate() {
         non_finite_output(ss, seed, finite, &outputs, k, i, self_check)?;
     }
+    let checks_before = ev.checks.len();
+    let mut compared = Ok(());
     for (k, &i) in outs.iter().enumerate() {
-        compare_output(ss, seed, inputs, &outputs, k, i, ev, self_check)?;
+        compared = compare_output(ss, seed, inputs, &outputs, k, i, ev, self_check);
+        if compared.is_err() {
+            break;
+        }
     }
+    // Said on every comparison made against an earlier pair's slow output, pass or fail.
+    if reuse_slow.is_some() {
+        for c in &mut ev.checks[checks_before..] {
+            c.slow_from_earlier_pair = true;
+        }
+    }
+    compared?;
     if self_check {
         compare_expected(ss, &outs, &outputs[&Variant::Fast])?;
     }
-    Ok(ran_ms)
+    Ok((ran_ms, slow_raw))
 }
 
 /// A captured harness's third witness: the fast kernel's replay reproduces what the real
@@ -1469,6 +1592,7 @@ fn compare_output(
         seed,
         output: name.clone(),
         fast_hash: self_check.then(|| output_hash(&f.bytes)),
+        slow_from_earlier_pair: false,
         comparison: c,
     });
     if !pass {
@@ -1526,17 +1650,10 @@ fn timed_launches(
         })
 }
 
-/// The checks' launch times as the first timing samples, when each check's round (slow +
-/// fast) took longer than the hard cap: a naive kernel of seconds is not launched again
-/// only to be timed. Otherwise none (short rounds get warm-ups and many fresh rounds).
-fn samples_from_checks(checked: [Vec<f64>; 2], hard_cap_ms: f64) -> [Vec<f64>; 2] {
-    match long_checks(&checked, hard_cap_ms) {
-        true => checked,
-        false => [Vec::new(), Vec::new()],
-    }
-}
-
-/// Every check's round (slow + fast) took longer than the hard cap.
+/// Every check's round (slow + fast) took longer than the hard cap: the checks' launch
+/// times are then the first timing samples (a naive kernel of seconds is not launched
+/// again only to be timed). Otherwise none are (short rounds get warm-ups and many fresh
+/// rounds).
 fn long_checks(checked: &[Vec<f64>; 2], hard_cap_ms: f64) -> bool {
     !checked[0].is_empty()
         && checked[0].len() == checked[1].len()
@@ -1558,7 +1675,7 @@ fn time_size_set(
     bufs: &[Option<Guarded>],
     (slow, fast): (&Loaded, &Loaded),
     warmed: bool,
-    (checked, earlier): ([Vec<f64>; 2], &[f64]),
+    (checked, long, earlier): ([Vec<f64>; 2], bool, &[f64]),
     step: Step<'_>,
 ) -> Result<(TimingEvidence, Vec<f64>), Stop> {
     let ctx = format!("timing size set {}", ss.size_set);
@@ -1580,12 +1697,18 @@ fn time_size_set(
     }
     let o = &job.options;
     let hard_cap_ms = hard_cap_ms(o);
-    let mut times = samples_from_checks(checked, hard_cap_ms);
+    // The checks' launches are the first samples when every check's round was longer
+    // than the hard cap (`long`): a naive kernel of seconds is not launched again only to
+    // be timed. (The slow side's list lacks the checks whose outputs an earlier pair left.)
+    let mut times = match long {
+        true => checked,
+        false => [Vec::new(), Vec::new()],
+    };
     let from_checks = times[0].len();
     let checks_ms: f64 = times.iter().flatten().sum();
     // A long slow side timed by earlier pairs of this worker: their samples come first, and
     // this pair times only what it lacks (its fast side).
-    let from_earlier = match from_checks > 0 {
+    let from_earlier = match long {
         true => earlier.len(),
         false => 0,
     };
@@ -1605,8 +1728,7 @@ fn time_size_set(
         };
         // Rounds that each take longer than the cap (a naive kernel of seconds) stop at 3:
         // a median of three, its spread in the confidence interval.
-        let long_rounds =
-            from_checks > 0 || (runs > 0 && (wall + checks_ms) / runs as f64 > hard_cap_ms);
+        let long_rounds = long || (runs > 0 && (wall + checks_ms) / runs as f64 > hard_cap_ms);
         if runs >= o.max_runs
             || (runs >= o.min_runs && (wall >= o.time_budget_ms || precise()))
             || (runs >= 5 && wall >= hard_cap_ms)
@@ -1729,18 +1851,12 @@ mod tests {
     #[test]
     fn long_checks_are_the_first_timing_samples_and_short_ones_are_not() {
         let long = [vec![25_000.0, 24_000.0], vec![10.0, 11.0]];
-        assert_eq!(samples_from_checks(long.clone(), 2_000.0), long);
+        assert!(long_checks(&long, 2_000.0));
         let mixed = [vec![25_000.0, 1_000.0], vec![10.0, 11.0]];
-        assert!(samples_from_checks(mixed, 2_000.0)
-            .iter()
-            .all(Vec::is_empty));
+        assert!(!long_checks(&mixed, 2_000.0));
         let short = [vec![1.5], vec![0.2]];
-        assert!(samples_from_checks(short, 2_000.0)
-            .iter()
-            .all(Vec::is_empty));
-        assert!(samples_from_checks([vec![], vec![]], 2_000.0)
-            .iter()
-            .all(Vec::is_empty));
+        assert!(!long_checks(&short, 2_000.0));
+        assert!(!long_checks(&[vec![], vec![]], 2_000.0));
     }
 
     /// The memo's key names one slow side: its code, flags and slow launches on the same
@@ -1889,6 +2005,83 @@ mod tests {
             };
         }
         assert_ne!(SlowMemo::key(&slow, &other_bytes), k, "so is what it reads");
+    }
+
+    /// The size set with one more buffer in front (a fast-only input) and every index
+    /// moved up by one: the same slow side, numbered differently.
+    fn shifted(mut ss: Resolved) -> Resolved {
+        use crate::harness::{Init, Role, Tolerance};
+        for a in &mut ss.args {
+            if let ResolvedArg::Bytes { pointers, .. } = a {
+                pointers.iter_mut().for_each(|p| p.arg += 1);
+            }
+        }
+        for l in ss.slow.iter_mut().chain(ss.fast.iter_mut()) {
+            l.args.iter_mut().for_each(|a| *a += 1);
+        }
+        ss.args.insert(
+            0,
+            ResolvedArg::Buffer {
+                name: "extra".into(),
+                elem: ElemType::F32,
+                len: 16,
+                init: Init::Zeros,
+                role: Role::In,
+                tol: Tolerance::default_for(ElemType::F32),
+                allow_degenerate: true,
+                layout: Default::default(),
+                compare: None,
+            },
+        );
+        ss.fast[0].args.push(0);
+        ss
+    }
+
+    /// A seconds-long slow side's outputs, kept by one pair, are found by a later pair
+    /// whose size set numbers the same args differently, and only for the same seed and
+    /// slow side; what would pass the byte budget is not kept.
+    #[test]
+    fn kept_slow_outputs_are_found_by_their_place_in_the_slow_side() {
+        let slow = Source {
+            name: "slow.cu".into(),
+            source: "__global__ void k1(float *a, float *b, int n) {}".into(),
+            symbol: "k1".into(),
+            flags: vec![],
+        };
+        let a = captured_pair(["dpreatt", "datt"], 2, 7);
+        let b = shifted(captured_pair(["d_dpreatt", "d_datt"], 5, 7));
+        let key = SlowMemo::key(&slow, &a);
+        assert_eq!(SlowMemo::key(&slow, &b), key, "one slow side");
+        let (outs_a, outs_b) = (a.outputs(), b.outputs());
+        assert_eq!(outs_a, [0, 1]);
+        assert_eq!(outs_b, [1, 2], "the same two buffers, moved up by one");
+        let buf = |x: u8| HostBuffer {
+            elem: ElemType::F32,
+            bytes: vec![x; 8],
+        };
+        let mut memo = SlowMemo::default();
+        memo.keep_outputs(key, 0, &a, &outs_a, vec![buf(1), buf(2)], 2_500.0);
+        let (got, ms) = memo.slow_outputs(key, 0, &b, &outs_b).expect("kept");
+        assert_eq!((got[0].bytes[0], got[1].bytes[0], ms), (1, 2, 2_500.0));
+        assert!(
+            memo.slow_outputs(key, 1, &b, &outs_b).is_none(),
+            "another seed"
+        );
+        assert!(
+            memo.slow_outputs(key ^ 1, 0, &b, &outs_b).is_none(),
+            "another slow side"
+        );
+        // An output the slow side does not read (the fast-only buffer) is not there.
+        assert!(memo.slow_outputs(key, 0, &b, &[0, 1]).is_none());
+        let mut full = SlowMemo {
+            output_bytes: MEMO_OUTPUT_BYTES - 8,
+            ..SlowMemo::default()
+        };
+        full.keep_outputs(key, 0, &a, &outs_a, vec![buf(1), buf(2)], 2_500.0);
+        assert!(
+            full.slow_outputs(key, 0, &a, &outs_a).is_none(),
+            "over the budget"
+        );
     }
 
     fn saxpy() -> Resolved {

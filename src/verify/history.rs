@@ -96,6 +96,33 @@ pub fn longest_first<T>(items: &mut [T], id: impl Fn(&T) -> &str, seconds: &BTre
     items.sort_by(|a, b| estimate(b).total_cmp(&estimate(a)));
 }
 
+/// Orders groups of items longest first by the sum of their items' estimates (as
+/// [`longest_first`]: an item with no record counts as the median of those with one),
+/// and each group's items longest first too. Stable; with no records at all the order
+/// is unchanged.
+pub fn longest_first_groups<T>(
+    groups: &mut [Vec<T>],
+    id: impl Fn(&T) -> &str,
+    seconds: &BTreeMap<String, f64>,
+) {
+    let mut known: Vec<f64> = groups
+        .iter()
+        .flatten()
+        .filter_map(|x| seconds.get(id(x)).copied())
+        .collect();
+    if known.is_empty() {
+        return;
+    }
+    known.sort_by(f64::total_cmp);
+    let median = known[known.len() / 2];
+    let one = |x: &T| seconds.get(id(x)).copied().unwrap_or(median);
+    for g in groups.iter_mut() {
+        g.sort_by(|a, b| one(b).total_cmp(&one(a)));
+    }
+    let estimate = |g: &Vec<T>| -> f64 { g.iter().map(one).sum() };
+    groups.sort_by(|a, b| estimate(b).total_cmp(&estimate(a)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +140,18 @@ mod tests {
         let mut none = vec!["q", "p"];
         longest_first(&mut none, |s| s, &secs);
         assert_eq!(none, vec!["q", "p"]);
+    }
+
+    #[test]
+    fn groups_go_longest_first_by_their_sum() {
+        let secs: BTreeMap<String, f64> = [("a", 40.0), ("b", 15.0), ("c", 50.0), ("d", 1.0)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        // a + b (55) outweigh c (50), which outweighs an unknown pair (median 40) + d.
+        let mut groups = vec![vec!["c"], vec!["d", "x"], vec!["b", "a"]];
+        longest_first_groups(&mut groups, |s| s, &secs);
+        assert_eq!(groups, vec![vec!["a", "b"], vec!["c"], vec!["x", "d"]]);
     }
 
     #[test]

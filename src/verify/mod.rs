@@ -11,6 +11,7 @@ pub mod engine;
 pub mod history;
 pub mod launches;
 pub mod pool;
+pub mod precompile;
 pub mod protocol;
 pub mod resolve;
 pub mod sanitizer;
@@ -392,6 +393,59 @@ fn jobs_for(
     (jobs, primaries)
 }
 
+/// Jobs grouped by their slow side ([`engine::SlowMemo::slow_side`]), each group where
+/// its first job was, its jobs in their order.
+fn shared_slow_sides(jobs: Vec<(usize, Job)>) -> Vec<Vec<(usize, Job)>> {
+    let mut groups: Vec<Vec<(usize, Job)>> = Vec::new();
+    let mut at: std::collections::HashMap<u64, usize> = Default::default();
+    for (i, job) in jobs {
+        let key = engine::SlowMemo::slow_side(&job);
+        match at.get(&key) {
+            Some(&g) => groups[g].push((i, job)),
+            None => {
+                at.insert(key, groups.len());
+                groups.push(vec![(i, job)]);
+            }
+        }
+    }
+    groups
+}
+
+/// A pair taking at least this long is worth keeping with the others of its slow side:
+/// twice the default hard cap, past which a slow side's samples are shared.
+const LONG_PAIR_S: f64 = 4.0;
+
+/// Groups kept only where they pay: one whose pairs all took under [`LONG_PAIR_S`] last
+/// time (the memo shares nothing below the hard cap) goes back to single pairs, which
+/// any worker may take; a group with no history stays whole. No group is longer than
+/// `most` pairs (the batch's share of one worker), so no worker is left with all of it.
+fn split_short_groups(
+    groups: Vec<Vec<(usize, Job)>>,
+    seconds: &BTreeMap<String, f64>,
+    most: usize,
+) -> Vec<Vec<(usize, Job)>> {
+    let mut out = Vec::new();
+    for g in groups {
+        let known: Vec<f64> = g
+            .iter()
+            .filter_map(|(_, j)| seconds.get(&j.pair_id).copied())
+            .collect();
+        let short = !known.is_empty() && known.iter().all(|&s| s < LONG_PAIR_S);
+        if g.len() > 1 && short {
+            out.extend(g.into_iter().map(|j| vec![j]));
+            continue;
+        }
+        let mut g = g;
+        while g.len() > most.max(1) {
+            let rest = g.split_off(most.max(1));
+            out.push(g);
+            g = rest;
+        }
+        out.push(g);
+    }
+    out
+}
+
 /// compute-sanitizer's path when `--sanitizer` asks for a pass (or why it cannot run,
 /// said at once so the line comes before the batch); None without `--sanitizer`.
 fn locate_sanitizer(args: &Settings) -> Option<Result<PathBuf, String>> {
@@ -590,7 +644,7 @@ fn run_records(
     }
     let hello = workers[0].hello.clone();
     let mut rejected = Vec::new();
-    let (mut jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
+    let (jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
     // Pairs whose slow kernel is a synthesized plain variant (they may come back `reversed`).
     let synthesized: std::collections::BTreeSet<usize> = pending
         .iter()
@@ -600,11 +654,34 @@ fn run_records(
     for (i, v) in rejected {
         verdicts.record(i, v)?;
     }
-    // Longest first, from what each pair took last time: several workers then end
+    // Pairs sharing a slow side go to one worker, whose memo times that side once; the
+    // groups go longest first, from what each pair took last time, so several workers end
     // together rather than waiting on one long pair started last.
-    if let Some(d) = &args.cache_dir {
-        history::longest_first(&mut jobs, |(_, j)| j.pair_id.as_str(), &history::load(d));
-    }
+    let seconds = args
+        .cache_dir
+        .as_deref()
+        .map(history::load)
+        .unwrap_or_default();
+    let most = jobs.len().div_ceil(devices.max(1));
+    let mut groups = split_short_groups(shared_slow_sides(jobs), &seconds, most);
+    history::longest_first_groups(&mut groups, |(_, j)| j.pair_id.as_str(), &seconds);
+    let jobs: Vec<(usize, Job)> = groups.iter().flatten().cloned().collect();
+    // The batch's NVRTC compiles on the cores the workers leave idle, ahead of them, into
+    // the cache they read: a worker then holds its GPU only to run.
+    // (A test's stand-in worker compiles nothing.)
+    let background = args
+        .cache_dir
+        .as_ref()
+        .filter(|_| args.worker_cmd.is_none())
+        .map(|dir| {
+            let js: Vec<&Job> = jobs.iter().map(|(_, j)| j).collect();
+            precompile::Background::start(
+                precompile::requests(&js),
+                &hello.arch,
+                dir,
+                precompile::threads_for(devices),
+            )
+        });
     let mut took = history::Recorder::open(args.cache_dir.as_deref());
     let bar = Progress::new("verify", jobs.len());
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
@@ -622,9 +699,9 @@ fn run_records(
             .cloned()
             .unwrap_or_else(|| format!("pair {i}"))
     };
-    pool::run_all(
+    pool::run_groups(
         workers,
-        jobs,
+        groups,
         launch.clone(),
         timeout,
         hello_timeout,
@@ -646,6 +723,10 @@ fn run_records(
             verdicts.record_in_batch(i, v);
         },
     );
+    if let Some(bg) = background {
+        let done = bg.finish();
+        tracing::debug!(?done, "background compile");
+    }
     verdicts.settle(bar)?;
     if let (Some(found), Some(sjobs)) = (sanitizer, sanitize_jobs) {
         let pass = |binary| sanitizer::Pass {
@@ -785,4 +866,68 @@ fn print_summary(n_pairs: usize, results: &BTreeMap<usize, Verification>) {
         println!("{s:<16} {n:>6}");
     }
     println!("{:<16} {:>6}", "total", n_pairs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use precompile::tests::job;
+
+    /// Pairs against one naive kernel (a progression's versions 2, 3, … against version
+    /// 1) go to one worker, in their order; another slow side is its own group.
+    #[test]
+    fn pairs_sharing_a_slow_side_form_one_group_in_order() {
+        let mut other_launch = job("d", "naive", "fast4");
+        other_launch.sets[0].slow[0].grid = [2, 1, 1];
+        let jobs = vec![
+            (0, job("a", "naive", "fast1")),
+            (1, job("b", "plain", "fast2")),
+            (2, job("c", "naive", "fast3")),
+            (3, other_launch),
+        ];
+        let groups = shared_slow_sides(jobs);
+        let ids: Vec<Vec<usize>> = groups
+            .iter()
+            .map(|g| g.iter().map(|(i, _)| *i).collect())
+            .collect();
+        // The same naive code launched another way is another slow side.
+        assert_eq!(ids, vec![vec![0, 2], vec![1], vec![3]]);
+    }
+
+    /// A group stays whole when a pair of it was long last time or none was timed yet;
+    /// one of short pairs is split; none is longer than a worker's share.
+    #[test]
+    fn only_groups_that_pay_stay_whole_and_none_passes_a_workers_share() {
+        let group = |ids: &[&str]| -> Vec<(usize, Job)> {
+            ids.iter()
+                .enumerate()
+                .map(|(i, id)| (i, job(id, "naive", id)))
+                .collect()
+        };
+        let secs: BTreeMap<String, f64> = [("a", 40.0), ("b", 2.0), ("c", 1.0), ("d", 0.5)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        let lens = |gs: Vec<Vec<(usize, Job)>>| -> Vec<usize> { gs.iter().map(Vec::len).collect() };
+        assert_eq!(
+            lens(split_short_groups(vec![group(&["a", "b"])], &secs, 10)),
+            [2]
+        );
+        assert_eq!(
+            lens(split_short_groups(vec![group(&["c", "d"])], &secs, 10)),
+            [1, 1]
+        );
+        assert_eq!(
+            lens(split_short_groups(vec![group(&["x", "y", "z"])], &secs, 10)),
+            [3]
+        );
+        assert_eq!(
+            lens(split_short_groups(
+                vec![group(&["a", "x", "y", "z", "w"])],
+                &secs,
+                2
+            )),
+            [2, 2, 1]
+        );
+    }
 }

@@ -486,9 +486,32 @@ pub fn run_all(
     timeout: Duration,
     hello_timeout: Duration,
     progress: InFlight<'_>,
+    on_done: impl FnMut(usize, Verification),
+) {
+    let groups = jobs.into_iter().map(|j| vec![j]).collect();
+    run_groups(
+        workers,
+        groups,
+        launcher,
+        timeout,
+        hello_timeout,
+        progress,
+        on_done,
+    )
+}
+
+/// [`run_all`] over groups of jobs: a worker that takes a group runs all of its jobs, in
+/// order (pairs sharing a slow side, which the worker's memo then times once).
+pub fn run_groups(
+    workers: Vec<Worker>,
+    groups: Vec<Vec<(usize, Job)>>,
+    launcher: Launcher,
+    timeout: Duration,
+    hello_timeout: Duration,
+    progress: InFlight<'_>,
     mut on_done: impl FnMut(usize, Verification),
 ) {
-    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<_>>()));
+    let queue = Arc::new(Mutex::new(groups.into_iter().collect::<VecDeque<_>>()));
     let (tx, rx) = mpsc::channel::<Event>();
     let mut handles = Vec::new();
     for w in workers {
@@ -499,9 +522,16 @@ pub fn run_all(
             let device = w.device;
             let info = w.hello.device.clone();
             let mut worker = Some(w);
+            let mut mine: VecDeque<(usize, Job)> = VecDeque::new();
             loop {
-                let Some((i, job)) = queue.lock().expect("not poisoned").pop_front() else {
-                    break;
+                if mine.is_empty() {
+                    match queue.lock().expect("not poisoned").pop_front() {
+                        Some(g) => mine.extend(g),
+                        None => break,
+                    }
+                }
+                let Some((i, job)) = mine.pop_front() else {
+                    continue;
                 };
                 if worker.is_none() {
                     // Restart after a crash or timeout; three tries, then give the

@@ -387,6 +387,7 @@ mod tests {
             seed: 0,
             output: "y".into(),
             fast_hash: None,
+            slow_from_earlier_pair: false,
             comparison: c,
         });
         v.status = Status::Verified;
