@@ -3,13 +3,33 @@
 # trees, cold the first time, resumed (journal) by a rerun. Carry carry/pub.tar.xz
 # (scripts/public_prep.sh). Usage: bash benches/public_build.sh [LIMIT_S]
 # Writes $OUT/public.tar.xz: the build log, the stage files and the dataset.
+# Environment:
+#   GPUS=0 or GPUS=0,1   the GPUs the build may use (CUDA_VISIBLE_DEVICES); all when unset
+#   RESET_VERIFY=1       forget the finished build's self-check + verify (journal steps,
+#                        chunk answers, partial files) but keep the compile cache and the
+#                        pairs' timings: the rerun redoes only self-check + verify + export,
+#                        on the same pairs (issue 25's 1-GPU vs 2-GPU figure)
+#   BIN=PATH             another kernelpair binary to run (an older one, for comparison)
 set -u
 OUT=${OUT:-/tmp/kp-out}
 LIMIT=${1:-540}
 mkdir -p "$OUT" /tmp/t
 [ -x /tmp/t/pub/kernelpair ] || tar -C /tmp/t -xJf carry/pub.tar.xz
 for t in /tmp/t/pub/trees/*; do [ -e /tmp/t/$(basename $t) ] || ln -s $t /tmp/t/$(basename $t); done
-K=/tmp/t/pub/kernelpair
+K=${BIN:-/tmp/t/pub/kernelpair}
+[ -n "${GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$GPUS
+if [ -n "${RESET_VERIFY:-}" ] && [ -f /tmp/kp-public/journal.json ]; then
+  python3 - <<'PY'
+import json
+p = "/tmp/kp-public/journal.json"
+j = json.load(open(p))
+for k in ("verify", "export"):
+    j["steps"].pop(k, None)
+json.dump(j, open(p, "w"), indent=2)
+PY
+  rm -f /tmp/kp-public/cache/verify/*.jsonl /tmp/kp-public/cache/compile/verify-*.partial.jsonl \
+    /tmp/kp-public/cache/compile/selfcheck-*.partial.jsonl
+fi
 # Rodinia's inputs (ours, made here: 49 MB would not fit the carry) and the recorded-answer
 # endpoint benches/public-build.toml's [synth] names.
 [ -d /tmp/t/pub/rodinia-data ] || python3 scripts/rodinia_data.py /tmp/t/pub/rodinia-data --seed 1 > /dev/null
@@ -20,12 +40,12 @@ export KERNELPAIR_CUPTI=/tmp/t/pub/cupti
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 n=$(ls /tmp/kp-public-log.* 2>/dev/null | wc -l)
 LOG=/tmp/kp-public-log.$n
-echo "=== build run $n, limit $LIMIT s ($(date +%T))"
+echo "=== build run $n, limit $LIMIT s, binary $K, GPUs ${GPUS:-all}${RESET_VERIFY:+, verify reset} ($(date +%T))"
 /usr/bin/time -f "build wall %e s, peak %M KB" timeout -s KILL $LIMIT $K build benches/public-build.toml > $LOG 2>&1
 rc=$?
 echo "exit $rc"
 # A killed build leaves its workers and the programs it was capturing: end them.
-[ "$rc" = 137 ] && { pkill -9 -f /tmp/t/pub/kernelpair; pkill -9 kp_sample; sleep 1; }
+[ "$rc" = 137 ] && { pkill -9 -f "$K"; pkill -9 kp_sample; sleep 1; }
 grep -v "^  *warning\|WARN\|not UTF-8" $LOG | tail -70
 if [ "$rc" != 137 ] && [ -n "${WARM:-}" ]; then
   echo "=== warm rerun ($(date +%T))"
