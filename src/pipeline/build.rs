@@ -186,8 +186,8 @@ enum Verdict {
 
 #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename these.
 /// The chunk length that splits `n` items into as few chunks of at most `chunk` as
-/// possible, all of about one length: 130 pairs in chunks of 64 go as 44 + 44 + 42, not
-/// 64 + 64 + 2 (a chunk's GPUs wait on its longest pair; a last chunk of 2 would keep
+/// possible, all of about one length: 130 pairs in chunks of 64 would go as 44 + 44 + 42,
+/// not 64 + 64 + 2 (a chunk's GPUs wait on its longest pair; a last chunk of 2 would keep
 /// one of two GPUs idle).
 fn balanced(n: usize, chunk: usize) -> usize {
     let chunk = chunk.max(1);
@@ -1108,7 +1108,7 @@ mod tests {
         assert_eq!(balanced(10, 64), 10);
         assert_eq!(balanced(7, 2), 2);
         assert_eq!(balanced(0, 16), 1);
-        assert_eq!(balanced(5, 0), 5);
+        assert_eq!(balanced(5, 0), 1, "a chunk of 0 counts as 1");
         let lens: Vec<usize> = (0..130)
             .collect::<Vec<_>>()
             .chunks(balanced(130, 64))

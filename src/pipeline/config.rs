@@ -288,7 +288,7 @@ impl Default for VerifySettings {
             timeout_s: d.timeout_s.round() as u64,
             time_budget_ms: d.time_budget_ms,
             precision: d.precision,
-            chunk: 64,
+            chunk: 256,
             sanitizer: d.sanitizer,
             captures: d.captures,
         }

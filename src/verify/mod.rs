@@ -411,6 +411,10 @@ fn shared_slow_sides(jobs: Vec<(usize, Job)>) -> Vec<Vec<(usize, Job)>> {
     groups
 }
 
+/// A group may always hold this many pairs, whatever a worker's share of the batch: a few
+/// pairs on one worker unbalance nothing, and split they would each run the naive kernel.
+const GROUP_FLOOR: usize = 8;
+
 /// A pair taking at least this long is worth keeping with the others of its slow side:
 /// twice the default hard cap, past which a slow side's samples are shared.
 const LONG_PAIR_S: f64 = 4.0;
@@ -662,7 +666,7 @@ fn run_records(
         .as_deref()
         .map(history::load)
         .unwrap_or_default();
-    let most = jobs.len().div_ceil(devices.max(1));
+    let most = jobs.len().div_ceil(devices.max(1)).max(GROUP_FLOOR);
     let mut groups = split_short_groups(shared_slow_sides(jobs), &seconds, most);
     history::longest_first_groups(&mut groups, |(_, j)| j.pair_id.as_str(), &seconds);
     let jobs: Vec<(usize, Job)> = groups.iter().flatten().cloned().collect();
