@@ -109,14 +109,15 @@ pub struct Job {
 ///
 /// Pairs that share a slow side (llm.c's naive `softmax_autoregressive_backward_kernel1`
 /// against versions 2 to 6) launch the same module the same way on the same captured bytes:
-/// one quantity on one device. Its samples are timed once and serve every such pair, which
-/// still runs the slow kernel once for its own correctness check (and adds that launch as a
-/// sample). Only rounds longer than the hard cap are kept ([`long_checks`]); every
-/// shorter pair is timed fully, interleaved, as before.
+/// one quantity on one device. Its samples are timed once and serve every such pair. Only
+/// rounds longer than the hard cap are kept ([`long_checks`]); every shorter pair is timed
+/// fully, interleaved, as before.
 ///
 /// The outputs of such a slow side's checks are kept too (per seed, up to
 /// [`MEMO_OUTPUT_BYTES`]): a later pair compares its fast kernel with them instead of
 /// running the seconds-long slow kernel again (`slow_from_earlier_pair` in its checks).
+/// Where they did not fit, the later pair runs the slow kernel for its check and adds that
+/// launch as a sample.
 #[derive(Default)]
 pub struct SlowMemo {
     samples: std::collections::HashMap<u64, Vec<f64>>,
@@ -196,14 +197,17 @@ impl SlowMemo {
         (!whole).then_some(order)
     }
 
-    /// Where arg `i` of `ss` sits in its slow side's key: its place in the slow view, or
-    /// its own index when the whole size set is the key; `None` for an arg the slow side
-    /// does not read.
-    fn slow_position(ss: &Resolved, i: usize) -> Option<usize> {
-        match Self::slow_order(ss) {
-            Some(order) => order.iter().position(|&o| o == i),
-            None => Some(i),
-        }
+    /// Where each arg of `outs` sits in its slow side's key: its place in the slow view,
+    /// or its own index when the whole size set is the key; `None` for an arg the slow
+    /// side does not read.
+    fn slow_positions(ss: &Resolved, outs: &[usize]) -> Vec<Option<usize>> {
+        let order = Self::slow_order(ss);
+        outs.iter()
+            .map(|&i| match &order {
+                Some(order) => order.iter().position(|&o| o == i),
+                None => Some(i),
+            })
+            .collect()
     }
 
     /// The part of a size set the slow side reads, when that part is seed-free (a
@@ -277,9 +281,9 @@ impl SlowMemo {
         outs: &[usize],
     ) -> Option<(Vec<HostBuffer>, f64)> {
         let kept = self.outputs.get(&(key, seed))?;
-        let got = outs
-            .iter()
-            .map(|&i| kept.by_position.get(&Self::slow_position(ss, i)?).cloned())
+        let got = Self::slow_positions(ss, outs)
+            .into_iter()
+            .map(|at| kept.by_position.get(&at?).cloned())
             .collect::<Option<Vec<_>>>()?;
         Some((got, kept.ms))
     }
@@ -299,10 +303,10 @@ impl SlowMemo {
         {
             return;
         }
-        let by_position = outs
-            .iter()
+        let by_position = Self::slow_positions(ss, outs)
+            .into_iter()
             .zip(raw)
-            .filter_map(|(&i, b)| Some((Self::slow_position(ss, i)?, b)))
+            .filter_map(|(at, b)| Some((at?, b)))
             .collect();
         self.output_bytes += bytes;
         self.outputs
@@ -728,7 +732,7 @@ fn run_inner(
             (checked, long, &earlier),
             step,
         )?;
-        if long && (te.slow.from_checks > 0 || any_reused) {
+        if long {
             memo.samples.insert(key(&mut memo_key), slow_ms);
         }
         time_ms += t.elapsed().as_secs_f64() * 1e3;

@@ -79,27 +79,11 @@ pub fn seconds_of(v: &Verification, timeout_s: f64) -> Option<f64> {
     (ms > 0.0).then_some(ms / 1e3)
 }
 
-/// Orders `items` longest first by their pair's recorded seconds. A pair with no record
-/// counts as the median of those with one (neither first nor last); with no records at
-/// all the order is unchanged. The sort is stable: equal estimates keep their order.
-pub fn longest_first<T>(items: &mut [T], id: impl Fn(&T) -> &str, seconds: &BTreeMap<String, f64>) {
-    let mut known: Vec<f64> = items
-        .iter()
-        .filter_map(|x| seconds.get(id(x)).copied())
-        .collect();
-    if known.is_empty() {
-        return;
-    }
-    known.sort_by(f64::total_cmp);
-    let median = known[known.len() / 2];
-    let estimate = |x: &T| seconds.get(id(x)).copied().unwrap_or(median);
-    items.sort_by(|a, b| estimate(b).total_cmp(&estimate(a)));
-}
-
-/// Orders groups of items longest first by the sum of their items' estimates (as
-/// [`longest_first`]: an item with no record counts as the median of those with one),
-/// and each group's items longest first too. Stable; with no records at all the order
-/// is unchanged.
+/// Orders groups of items longest first by the sum of their items' recorded seconds, and
+/// each group's items longest first too (a batch of single pairs is groups of one). An
+/// item with no record counts as the median of those with one (neither first nor last);
+/// with no records at all the order is unchanged. The sorts are stable: equal estimates
+/// keep their order.
 pub fn longest_first_groups<T>(
     groups: &mut [Vec<T>],
     id: impl Fn(&T) -> &str,
@@ -133,13 +117,16 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect();
-        let mut items = vec!["a", "x", "b", "c", "y"];
-        longest_first(&mut items, |s| s, &secs);
+        let singles = |ids: &[&'static str]| -> Vec<Vec<&'static str>> {
+            ids.iter().map(|i| vec![*i]).collect()
+        };
+        let mut items = singles(&["a", "x", "b", "c", "y"]);
+        longest_first_groups(&mut items, |s| s, &secs);
         // Median of 1, 5, 90 is 5: x and y tie with c and keep their order.
-        assert_eq!(items, vec!["b", "x", "c", "y", "a"]);
-        let mut none = vec!["q", "p"];
-        longest_first(&mut none, |s| s, &secs);
-        assert_eq!(none, vec!["q", "p"]);
+        assert_eq!(items, singles(&["b", "x", "c", "y", "a"]));
+        let mut none = singles(&["q", "p"]);
+        longest_first_groups(&mut none, |s| s, &secs);
+        assert_eq!(none, singles(&["q", "p"]));
     }
 
     #[test]

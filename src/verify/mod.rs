@@ -669,7 +669,7 @@ fn run_records(
     let most = jobs.len().div_ceil(devices.max(1)).max(GROUP_FLOOR);
     let mut groups = split_short_groups(shared_slow_sides(jobs), &seconds, most);
     history::longest_first_groups(&mut groups, |(_, j)| j.pair_id.as_str(), &seconds);
-    let jobs: Vec<(usize, Job)> = groups.iter().flatten().cloned().collect();
+    let jobs: Vec<&(usize, Job)> = groups.iter().flatten().collect();
     // The batch's NVRTC compiles on the cores the workers leave idle, ahead of them, into
     // the cache they read: a worker then holds its GPU only to run.
     // (A test's stand-in worker compiles nothing.)
@@ -691,7 +691,9 @@ fn run_records(
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
     // Said before the batch runs, so the line comes at once; the pass runs after it.
     let sanitizer = locate_sanitizer(args);
-    let sanitize_jobs = sanitizer.as_ref().map(|_| jobs.clone());
+    let sanitize_jobs: Option<Vec<(usize, Job)>> = sanitizer
+        .as_ref()
+        .map(|_| jobs.iter().map(|&j| j.clone()).collect());
     let names: BTreeMap<usize, String> = pending
         .iter()
         .map(|(i, p, _)| (*i, format!("{}/{}", p.benchmark, p.fast.kernel)))
