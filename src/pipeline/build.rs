@@ -1101,6 +1101,46 @@ mod tests {
 
     /// The build's summary names each suite's verified count, zeros included, and says
     /// nothing before any pair was verified on a GPU.
+    /// A chunk's self-check keeps its reports in a partial file under the cache folder
+    /// named by the chunk's pairs: the rerun of the same chunk finds the same file (and
+    /// reuses what a killed run left there), another chunk gets its own.
+    #[test]
+    fn a_chunks_selfcheck_reports_go_to_a_partial_file_named_by_its_pairs() {
+        let mut chunk: Vec<Record> = fixture()
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Pair(mut p) if p.slow.unit().is_some() && !p.identical => {
+                    p.verification = None;
+                    p.harness_origin = Some(crate::record::HarnessProvenance {
+                        origin: crate::record::HarnessOrigin::Hand,
+                        selfcheck_pass: None,
+                        selfcheck_failure: None,
+                    });
+                    Some(Record::Pair(p))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(chunk.len() >= 2, "the fixture needs two pairs to verify");
+        let dir = tempfile::tempdir().unwrap();
+        let fake = Fake::new(true, None);
+        selfcheck_chunk(&fake, &mut chunk, &[], 60, dir.path());
+        selfcheck_chunk(&fake, &mut chunk, &[], 60, dir.path());
+        selfcheck_chunk(&fake, &mut chunk[..1], &[], 60, dir.path());
+        let got = fake.selfcheck_partials.lock().unwrap().clone();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], got[1], "the same chunk, the same file");
+        assert_ne!(got[0], got[2], "another chunk, another file");
+        let name = got[0].file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            got[0].parent() == Some(dir.path())
+                && name.starts_with("selfcheck-")
+                && name.ends_with(".partial.jsonl"),
+            "{}",
+            got[0].display()
+        );
+    }
+
     #[test]
     fn chunks_are_balanced_under_the_limit() {
         assert_eq!(balanced(130, 64), 44);
@@ -1171,6 +1211,8 @@ mod tests {
         fail_verify_at: Option<usize>,
         /// False: synth answers but fills no slot (a rejected or missing answer).
         synth_fills: bool,
+        /// The partial files self-check calls were given.
+        selfcheck_partials: std::sync::Mutex<Vec<PathBuf>>,
     }
 
     impl Fake {
@@ -1181,6 +1223,7 @@ mod tests {
                 verify_calls: AtomicUsize::new(0),
                 fail_verify_at,
                 synth_fills: true,
+                selfcheck_partials: Default::default(),
             }
         }
     }
@@ -1192,8 +1235,14 @@ mod tests {
             _: &[Pair],
             _: &[std::path::PathBuf],
             _: u64,
-            _: Option<&Path>,
+            partial: Option<&Path>,
         ) -> Option<Vec<crate::selfcheck::Report>> {
+            if let Some(p) = partial {
+                self.selfcheck_partials
+                    .lock()
+                    .unwrap()
+                    .push(p.to_path_buf());
+            }
             None
         }
 
