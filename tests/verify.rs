@@ -135,6 +135,8 @@ while read -r line; do
       echo "{\"version\":1,\"type\":\"progress\",\"pair_id\":\"$id\",\"step\":\"compiled both kernels\"}"
       exec sleep 600 ;;
     *'/crash/harness.toml"'*) echo "fake: illegal address" >&2; exit 7 ;;
+    *':selfcheck"'*'/badproof/harness.toml"'*|*':selfcheck"'*'/badhand/harness.toml"'*)
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"crashed\",\"reason\":\"fake: the harness reads out of bounds\",\"tool_version\":\"fake\"}}" ;;
     *'/sticky/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":true,\"verification\":{\"status\":\"crashed\",\"reason\":\"sticky\",\"tool_version\":\"fake\"}}"
       exit 1 ;;
@@ -1675,4 +1677,142 @@ fn gpu_a_naive_kernel_of_seconds_shared_by_two_pairs_is_timed_once_for_both() {
             "the second pair spent {ms:.0} ms in {phase}: the naive kernel ran again"
         );
     }
+}
+
+/// `build`'s self-check as verify's first phase: each pair's harness proves itself on the
+/// worker that then verifies the pair, just before it. A failed proof stops an inferred
+/// harness's pair (its job never reaches a worker) and is only reported for a hand-written
+/// one; two pairs of one fast kernel and harness (synth's candidates) are proved once; the
+/// proofs are stored, so a rerun proves nothing again and stops the failed pair with no
+/// GPU time.
+#[test]
+fn the_selfcheck_runs_as_verifys_first_phase_once_per_fast_kernel_and_harness() {
+    use kernelpair::record::{HarnessOrigin, HarnessProvenance};
+    let t = tempfile::tempdir().unwrap();
+    let mut recs = Vec::new();
+    for (name, origin) in [
+        ("good", HarnessOrigin::Inferred),
+        ("badproof", HarnessOrigin::Inferred),
+        ("badhand", HarnessOrigin::Hand),
+        ("twin", HarnessOrigin::Inferred),
+    ] {
+        let d = pair_folder(t.path(), name);
+        let mut p = load_folder(&d).unwrap().1;
+        p.id = name.to_string();
+        p.harness_origin = Some(HarnessProvenance {
+            origin,
+            selfcheck_pass: None,
+            selfcheck_failure: None,
+        });
+        recs.push(Record::Pair(Box::new(p)));
+    }
+    // A second candidate of the twin's fast kernel: another slow side, the same harness.
+    let Record::Pair(twin) = &recs[3] else {
+        unreachable!()
+    };
+    let mut twin2 = twin.as_ref().clone();
+    twin2.id = "twin2".into();
+    if let Some(u) = twin2.slow.unit_mut() {
+        u.source = u.source.replace("a * in[i] + b", "b + a * in[i]");
+    }
+    recs.push(Record::Pair(Box::new(twin2)));
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FAKE_WORKER).unwrap();
+    let order = t.path().join("order.log");
+    let settings = kernelpair::verify::Settings {
+        // The log named on the worker's command line, not in this process's environment,
+        // which other tests' workers share.
+        worker_cmd: Some(format!(
+            "env ORDER_LOG={} sh {}",
+            order.display(),
+            fake.display()
+        )),
+        gpus: Some(1),
+        timeout_s: 10.0,
+        ..Default::default()
+    };
+    let store = t.path().join("cache/selfcheck-proofs.jsonl");
+    let run = || {
+        let phase = kernelpair::selfcheck::phase::FirstPhase::new(&[], Some(&store));
+        let got = kernelpair::verify::verify_records_proved(
+            &recs,
+            t.path(),
+            &settings,
+            None,
+            Some(&phase),
+        )
+        .unwrap();
+        let pairs: Vec<&kernelpair::record::Pair> = recs
+            .iter()
+            .filter_map(|r| match r {
+                Record::Pair(p) => Some(&**p),
+                _ => None,
+            })
+            .collect();
+        let reports = phase.reports(&pairs);
+        let ran: Vec<String> = std::fs::read_to_string(&order)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let _ = std::fs::remove_file(&order);
+        (got, reports, ran)
+    };
+    let (got, reports, ran) = run();
+    let status = |i: usize| got[&i].status;
+    assert_eq!(status(0), Status::Verified);
+    assert_eq!(status(1), Status::HarnessError);
+    assert!(
+        got[&1]
+            .reason
+            .starts_with("the inferred harness failed its self-check"),
+        "{}",
+        got[&1].reason
+    );
+    assert_eq!(
+        status(2),
+        Status::Verified,
+        "a hand harness is only reported"
+    );
+    assert_eq!((status(3), status(4)), (Status::Verified, Status::Verified));
+    // Each proof just before its pair, on its worker; the stopped pair never ran; the twins'
+    // fast kernel and harness proved once.
+    let at = |id: &str| ran.iter().position(|r| r == id);
+    for id in ["good", "badhand"] {
+        let proof = at(&format!("{id}:selfcheck")).expect("proved");
+        assert_eq!(at(id), Some(proof + 1), "{ran:?}");
+    }
+    assert!(
+        at("badproof:selfcheck").is_some() && at("badproof").is_none(),
+        "{ran:?}"
+    );
+    let twin_proofs = ran
+        .iter()
+        .filter(|r| r.starts_with("twin"))
+        .filter(|r| r.ends_with(":selfcheck"))
+        .count();
+    assert_eq!(twin_proofs, 1, "{ran:?}");
+    let pass: std::collections::BTreeMap<&str, bool> = reports
+        .iter()
+        .map(|r| (r.pair_id.as_str(), r.pass))
+        .collect();
+    assert_eq!(
+        pass,
+        [
+            ("badhand", false),
+            ("badproof", false),
+            ("good", true),
+            ("twin", true),
+            ("twin2", true)
+        ]
+        .into_iter()
+        .collect()
+    );
+    // The rerun proves nothing again: the stored proofs answer, and the failed inferred
+    // harness stops its pair before any GPU time.
+    let (again, reports2, ran2) = run();
+    assert!(ran2.iter().all(|r| !r.ends_with(":selfcheck")), "{ran2:?}");
+    assert!(!ran2.iter().any(|r| r == "badproof"), "{ran2:?}");
+    assert_eq!(again[&1].status, Status::HarnessError);
+    assert_eq!(reports2.len(), 5);
 }

@@ -445,44 +445,6 @@ fn needs_verify(p: &Pair) -> bool {
             .is_none_or(|v| v.status == Status::NoGpu)
 }
 
-/// Self-check the harness of every pair of `chunk` verify will work on: an inferred or LLM
-/// harness that fails stops its pair (`harness_error`); a hand-written one is only
-/// reported. A captured harness proves itself inside verify's run (its replay must
-/// reproduce what the program wrote), so it takes no GPU pass here.
-fn selfcheck_chunk(
-    stages: &dyn Stages,
-    chunk: &mut [Record],
-    harness_dirs: &[PathBuf],
-    timeout_s: u64,
-    cache: &Path,
-) {
-    let pairs: Vec<Pair> = chunk
-        .iter()
-        .filter_map(|r| match r {
-            Record::Pair(p)
-                if needs_verify(p)
-                    && p.harness_origin
-                        .as_ref()
-                        .is_some_and(|h| h.origin != crate::record::HarnessOrigin::Captured) =>
-            {
-                Some(p.as_ref().clone())
-            }
-            _ => None,
-        })
-        .collect();
-    if pairs.is_empty() {
-        return;
-    }
-    // Each report is kept as it comes, in a file named by the chunk's pairs: a build
-    // killed mid-check redoes only the pairs the file lacks.
-    let ids: Vec<&str> = pairs.iter().map(|p| p.id.as_str()).collect();
-    let partial = cache.join(format!("selfcheck-{}.partial.jsonl", journal::key(&ids)));
-    let _ = std::fs::create_dir_all(cache);
-    if let Some(reports) = stages.selfcheck(&pairs, harness_dirs, timeout_s, Some(&partial)) {
-        super::harnesses::apply_selfcheck(chunk, &reports);
-    }
-}
-
 impl Run<'_> {
     /// The LLM response cache: `[synth] cache`, else `<output>/llm-cache`.
     fn llm_cache(&self) -> PathBuf {
@@ -826,22 +788,13 @@ impl Run<'_> {
             &verify_settings_key,
             &cfg.output.join("cache").join("verify"),
             Ok(()),
-            |mut chunk| {
-                if selfcheck {
-                    selfcheck_chunk(
-                        stages,
-                        &mut chunk,
-                        &verify_run.harness_dirs,
-                        cfg.verify.timeout_s,
-                        &compile_cache,
-                    );
-                }
+            |chunk| {
                 let (go, stopped): (Vec<Record>, Vec<Record>) = chunk
                     .into_iter()
                     .partition(|r| matches!(r, Record::Pair(p) if needs_verify(p)));
                 let mut out = match go.is_empty() {
                     true => Vec::new(),
-                    false => stages.verify(go, &verify_run, &compile_cache)?,
+                    false => stages.verify(go, &verify_run, &compile_cache, selfcheck)?,
                 };
                 out.extend(stopped);
                 Ok(out)
@@ -1101,46 +1054,6 @@ mod tests {
 
     /// The build's summary names each suite's verified count, zeros included, and says
     /// nothing before any pair was verified on a GPU.
-    /// A chunk's self-check keeps its reports in a partial file under the cache folder
-    /// named by the chunk's pairs: the rerun of the same chunk finds the same file (and
-    /// reuses what a killed run left there), another chunk gets its own.
-    #[test]
-    fn a_chunks_selfcheck_reports_go_to_a_partial_file_named_by_its_pairs() {
-        let mut chunk: Vec<Record> = fixture()
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::Pair(mut p) if p.slow.unit().is_some() && !p.identical => {
-                    p.verification = None;
-                    p.harness_origin = Some(crate::record::HarnessProvenance {
-                        origin: crate::record::HarnessOrigin::Hand,
-                        selfcheck_pass: None,
-                        selfcheck_failure: None,
-                    });
-                    Some(Record::Pair(p))
-                }
-                _ => None,
-            })
-            .collect();
-        assert!(chunk.len() >= 2, "the fixture needs two pairs to verify");
-        let dir = tempfile::tempdir().unwrap();
-        let fake = Fake::new(true, None);
-        selfcheck_chunk(&fake, &mut chunk, &[], 60, dir.path());
-        selfcheck_chunk(&fake, &mut chunk, &[], 60, dir.path());
-        selfcheck_chunk(&fake, &mut chunk[..1], &[], 60, dir.path());
-        let got = fake.selfcheck_partials.lock().unwrap().clone();
-        assert_eq!(got.len(), 3);
-        assert_eq!(got[0], got[1], "the same chunk, the same file");
-        assert_ne!(got[0], got[2], "another chunk, another file");
-        let name = got[0].file_name().unwrap().to_string_lossy().to_string();
-        assert!(
-            got[0].parent() == Some(dir.path())
-                && name.starts_with("selfcheck-")
-                && name.ends_with(".partial.jsonl"),
-            "{}",
-            got[0].display()
-        );
-    }
-
     #[test]
     fn chunks_are_balanced_under_the_limit() {
         assert_eq!(balanced(130, 64), 44);
@@ -1211,8 +1124,6 @@ mod tests {
         fail_verify_at: Option<usize>,
         /// False: synth answers but fills no slot (a rejected or missing answer).
         synth_fills: bool,
-        /// The partial files self-check calls were given.
-        selfcheck_partials: std::sync::Mutex<Vec<PathBuf>>,
     }
 
     impl Fake {
@@ -1223,29 +1134,11 @@ mod tests {
                 verify_calls: AtomicUsize::new(0),
                 fail_verify_at,
                 synth_fills: true,
-                selfcheck_partials: Default::default(),
             }
         }
     }
 
     impl Stages for Fake {
-        /// No self-check, even on a GPU machine: the fake pairs are not real kernels.
-        fn selfcheck(
-            &self,
-            _: &[Pair],
-            _: &[std::path::PathBuf],
-            _: u64,
-            partial: Option<&Path>,
-        ) -> Option<Vec<crate::selfcheck::Report>> {
-            if let Some(p) = partial {
-                self.selfcheck_partials
-                    .lock()
-                    .unwrap()
-                    .push(p.to_path_buf());
-            }
-            None
-        }
-
         fn extract(
             &self,
             _: &SuiteSpec,
@@ -1288,6 +1181,7 @@ mod tests {
             pairs: Vec<Record>,
             _: &VerifySettings,
             _: &Path,
+            _: bool,
         ) -> Result<Vec<Record>, StageError> {
             let n = self.verify_calls.fetch_add(1, Ordering::SeqCst) + 1;
             if self.fail_verify_at == Some(n) {

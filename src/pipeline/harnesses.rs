@@ -340,37 +340,6 @@ pub fn apply_selfcheck(records: &mut [Record], reports: &[Report]) -> (usize, us
     (pass, fail, stopped)
 }
 
-/// Self-check the harnesses of the pairs `build` is about to verify, on the GPU; `None`
-/// without one (the provenance then says nothing about a self-check).
-pub fn selfcheck(
-    pairs: &[Pair],
-    hand_dirs: &[PathBuf],
-    timeout_s: u64,
-    partial: Option<&Path>,
-) -> Option<Vec<Report>> {
-    if pairs.is_empty() {
-        return Some(Vec::new());
-    }
-    if let crate::gpu::Probe::NoGpu(_) = crate::gpu::probe() {
-        return None;
-    }
-    let cfg = crate::selfcheck::SelfcheckConfig {
-        harness_dirs: hand_dirs.to_vec(),
-        inferred_dir: None,
-        suite_root: None,
-        seeds: 2,
-        timeout: std::time::Duration::from_secs(timeout_s.max(1)),
-        worker_cmd: None,
-        gpus: None,
-        sanitizer: Vec::new(),
-        compute_sanitizer: None,
-        partial: partial.map(Path::to_path_buf),
-    };
-    let base = hand_dirs.first().cloned().unwrap_or_default();
-    // Pairs still waiting for synth are checked as their fast kernel's identity control.
-    Some(crate::selfcheck::selfcheck_pairs(pairs, &base, &cfg))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

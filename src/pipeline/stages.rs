@@ -33,25 +33,22 @@ pub trait Stages {
     ) -> Result<Vec<Record>, StageError>;
     /// Without a GPU, the returned pairs carry status `no_gpu`; `build` then keeps them
     /// waiting for a GPU instead of treating them as done. `cache`: the compile cache.
+    /// With `selfcheck`, each pair's harness (not a captured one) first proves itself on
+    /// the worker that then verifies the pair ([`crate::selfcheck::phase`]): the result goes
+    /// into the pair's provenance, and an inferred or LLM harness that fails stops its pair
+    /// (`harness_error`).
     fn verify(
         &self,
         pairs: Vec<Record>,
         s: &VerifySettings,
         cache: &Path,
+        selfcheck: bool,
     ) -> Result<Vec<Record>, StageError>;
-    /// Self-check the pairs' harnesses (`harness selfcheck`); `None` without a GPU.
-    /// Each report is appended to `partial` as it is made, and a rerun reuses the
-    /// reports a killed run left there.
-    fn selfcheck(
-        &self,
-        pairs: &[crate::record::Pair],
-        harness_dirs: &[std::path::PathBuf],
-        timeout_s: u64,
-        partial: Option<&Path>,
-    ) -> Option<Vec<crate::selfcheck::Report>> {
-        super::harnesses::selfcheck(pairs, harness_dirs, timeout_s, partial)
-    }
 }
+
+/// The file of `build`'s self-check proofs in the compile cache, one JSON line each, kept
+/// across runs ([`crate::selfcheck::phase`]).
+pub const PROOFS: &str = "selfcheck-proofs.jsonl";
 
 /// The real stages, called through their library modules.
 pub struct Library;
@@ -101,6 +98,7 @@ impl Stages for Library {
         pairs: Vec<Record>,
         s: &VerifySettings,
         cache: &Path,
+        selfcheck: bool,
     ) -> Result<Vec<Record>, StageError> {
         let mut settings = s.to_verify(cache);
         // A pair's own relative `harness` path resolves against the first harness folder.
@@ -115,9 +113,24 @@ impl Stages for Library {
             source,
         })?;
         settings.resume = true;
-        let results = crate::verify::verify_records(&pairs, &base, &settings, Some(&partial))?;
+        let phase = selfcheck.then(|| {
+            crate::selfcheck::phase::FirstPhase::new(&s.harness_dirs, Some(&cache.join(PROOFS)))
+        });
+        let prover = phase.as_ref().map(|p| p as &dyn crate::verify::Prover);
+        let results =
+            crate::verify::verify_records_proved(&pairs, &base, &settings, Some(&partial), prover)?;
         let _ = std::fs::remove_file(&partial);
-        Ok(pairs
+        let reports = phase.map(|ph| {
+            let ps: Vec<&crate::record::Pair> = pairs
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Pair(p) => Some(&**p),
+                    _ => None,
+                })
+                .collect();
+            ph.reports(&ps)
+        });
+        let mut out: Vec<Record> = pairs
             .into_iter()
             .enumerate()
             .map(|(i, r)| match (r, results.get(&i)) {
@@ -128,7 +141,11 @@ impl Stages for Library {
                 }
                 (r, _) => r,
             })
-            .collect())
+            .collect();
+        if let Some(reports) = reports {
+            super::harnesses::apply_selfcheck(&mut out, &reports);
+        }
+        Ok(out)
     }
 }
 

@@ -12,6 +12,7 @@
 
 pub mod commands;
 pub mod complete;
+pub mod phase;
 pub mod replay;
 pub mod sanitize;
 

@@ -299,7 +299,31 @@ pub fn verify_records(
     args: &Settings,
     partial: Option<&Path>,
 ) -> Result<BTreeMap<usize, Verification>, VerifyError> {
-    let mut results = run_records(records, base, args, partial)?;
+    verify_records_proved(records, base, args, partial, None)
+}
+
+/// The first phase of a pair's GPU pass ([`pool::Proof`]): what `build` asks of a pair
+/// before verifying it, on the same worker (its harness's self-check,
+/// `crate::selfcheck::FirstPhase`). Asked only of pairs with a harness file: a captured
+/// harness proves itself in the replay.
+pub trait Prover {
+    /// What pair `p` (record index `i`) must pass first on a worker that said `hello`;
+    /// `Ok(None)`: nothing; `Err(reason)`: it stops now (`harness_error`), with no GPU time.
+    fn proof(&self, i: usize, p: &Pair, hello: &pool::Hello)
+        -> Result<Option<pool::Proof>, String>;
+    /// Pair `i`'s proof was decided (on a worker, or shared with another pair of its key).
+    fn proved(&self, i: usize, p: &Pair, outcome: &pool::Proved);
+}
+
+/// [`verify_records`] with a first phase per pair ([`Prover`]).
+pub fn verify_records_proved(
+    records: &[Record],
+    base: &Path,
+    args: &Settings,
+    partial: Option<&Path>,
+    prover: Option<&dyn Prover>,
+) -> Result<BTreeMap<usize, Verification>, VerifyError> {
+    let mut results = run_records(records, base, args, partial, prover)?;
     launches::attach(
         records,
         base,
@@ -585,6 +609,7 @@ fn run_records(
     base: &Path,
     args: &Settings,
     partial: Option<&Path>,
+    prover: Option<&dyn Prover>,
 ) -> Result<BTreeMap<usize, Verification>, VerifyError> {
     let hooked;
     let args = match (std::env::var(TEST_WORKER_ENV).ok(), &args.worker_cmd) {
@@ -658,6 +683,32 @@ fn run_records(
     for (i, v) in rejected {
         verdicts.record(i, v)?;
     }
+    // The first phase of the pairs with a harness file (the prover's self-check), asked
+    // now: a pair it stops at once takes no GPU time.
+    let mut proofs = std::collections::HashMap::new();
+    let by_index: BTreeMap<usize, &Pair> = pending.iter().map(|(i, p, _)| (*i, *p)).collect();
+    let filed: std::collections::BTreeSet<usize> = pending
+        .iter()
+        .filter(|(_, _, h)| matches!(h, Harnessed::File(_)))
+        .map(|(i, _, _)| *i)
+        .collect();
+    let mut jobs = jobs;
+    if let Some(prover) = prover {
+        let mut stopped = Vec::new();
+        for (i, _) in jobs.iter().filter(|(i, _)| filed.contains(i)) {
+            match prover.proof(*i, by_index[i], &hello) {
+                Ok(Some(proof)) => {
+                    proofs.insert(*i, proof);
+                }
+                Ok(None) => {}
+                Err(why) => stopped.push((*i, cpu_verdict(Status::HarnessError, why))),
+            }
+        }
+        jobs.retain(|(i, _)| !stopped.iter().any(|(s, _)| s == i));
+        for (i, v) in stopped {
+            verdicts.record(i, v)?;
+        }
+    }
     // Pairs sharing a slow side go to one worker, whose memo times that side once; the
     // groups go longest first, from what each pair took last time, so several workers end
     // together rather than waiting on one long pair started last.
@@ -705,13 +756,17 @@ fn run_records(
             .cloned()
             .unwrap_or_else(|| format!("pair {i}"))
     };
-    pool::run_groups(
+    pool::run_proved_groups(
         workers,
         groups,
-        launch.clone(),
-        timeout,
-        hello_timeout,
+        proofs,
+        (launch.clone(), timeout, hello_timeout),
         (&bar, &label),
+        |i, outcome| {
+            if let (Some(prover), Some(p)) = (prover, by_index.get(&i)) {
+                prover.proved(i, p, &outcome);
+            }
+        },
         |i, mut v| {
             if let Some(id) = ids.get(&i) {
                 took.record(id, history::seconds_of(&v, args.timeout_s));

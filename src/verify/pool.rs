@@ -467,10 +467,105 @@ enum Answer {
     Gone,
 }
 
-/// What a worker thread tells the pool's caller: a job went to a worker, or it finished.
+/// What a worker thread tells the pool's caller: a job went to a worker, its proof was
+/// decided, or it finished.
 enum Event {
     Start(usize),
+    Proved(usize, Proved),
     Done(usize, Box<Verification>),
+}
+
+/// A job's first phase: a job of its own (a harness proving itself: the fast kernel against
+/// itself) that runs on the same worker just before it, on the modules that worker then
+/// has compiled. When the proof says stop, the job never runs: its answer is
+/// `harness_error` with the proof's reason.
+pub struct Proof {
+    /// What the proof runs on: pairs with one key (candidates of one fast kernel under one
+    /// harness) are proved once per batch.
+    pub key: String,
+    pub job: Job,
+    /// Why the job must not run, from the proof's verification (None: it goes on).
+    pub stops: Judge,
+}
+
+/// Why a job must not run, from its proof's verification (None: it goes on).
+pub type Judge = Box<dyn Fn(&Verification) -> Option<String> + Send + Sync>;
+
+/// A proof's outcome, as the caller gets it before the job's own answer.
+#[derive(Debug, Clone)]
+pub struct Proved {
+    pub key: String,
+    pub verification: Box<Verification>,
+    /// The reason the job was stopped, if it was.
+    pub stopped: Option<String>,
+    /// Taken from an earlier job's proof of the same key in this batch.
+    pub shared: bool,
+}
+
+/// The verification of a job its failed proof stopped.
+pub fn stopped_by_proof(reason: &str, proof: &Verification) -> Verification {
+    Verification {
+        status: Status::HarnessError,
+        reason: reason.to_string(),
+        device: proof.device.clone(),
+        evidence: Default::default(),
+        speedup: None,
+        tool_version: tool_version(),
+        flags: vec![],
+    }
+}
+
+/// A decided proof: its verification and why it stops its job, if it does.
+type Decided = (Box<Verification>, Option<String>);
+
+/// The proofs of a batch by key: decided ones, and the keys a worker is proving now
+/// (another job of that key waits for it rather than running it again).
+#[derive(Default)]
+struct ProofBoard {
+    state: Mutex<std::collections::HashMap<String, Option<Decided>>>,
+    changed: std::sync::Condvar,
+}
+
+impl ProofBoard {
+    /// Run `proof` on `w`, or take the outcome of the same key from the board. Returns the
+    /// outcome and whether the worker is still usable.
+    fn prove(&self, proof: Proof, w: &mut Worker, timeout: Duration) -> (Proved, bool) {
+        let mut state = self.state.lock().expect("not poisoned");
+        loop {
+            match state.get(&proof.key) {
+                Some(Some((v, stopped))) => {
+                    let outcome = Proved {
+                        key: proof.key.clone(),
+                        verification: v.clone(),
+                        stopped: stopped.clone(),
+                        shared: true,
+                    };
+                    return (outcome, true);
+                }
+                Some(None) => {
+                    state = self.changed.wait(state).expect("not poisoned");
+                }
+                None => break,
+            }
+        }
+        state.insert(proof.key.clone(), None);
+        drop(state);
+        let (v, alive) = w.run(&proof.job, timeout);
+        let stopped = (proof.stops)(&v);
+        let v = Box::new(v);
+        self.state
+            .lock()
+            .expect("not poisoned")
+            .insert(proof.key.clone(), Some((v.clone(), stopped.clone())));
+        self.changed.notify_all();
+        let outcome = Proved {
+            key: proof.key,
+            verification: v,
+            stopped,
+            shared: false,
+        };
+        (outcome, alive)
+    }
 }
 
 /// A batch's progress and each job's name in it: jobs are named in its lines while they
@@ -509,13 +604,45 @@ pub fn run_groups(
     timeout: Duration,
     hello_timeout: Duration,
     progress: InFlight<'_>,
+    on_done: impl FnMut(usize, Verification),
+) {
+    run_proved_groups(
+        workers,
+        groups,
+        std::collections::HashMap::new(),
+        (launcher, timeout, hello_timeout),
+        progress,
+        |_, _| {},
+        on_done,
+    )
+}
+
+/// How workers are (re)started and waited for: the launcher, a job's timeout, the
+/// hello timeout.
+pub type Watch = (Launcher, Duration, Duration);
+
+/// [`run_groups`] where some jobs have a [`Proof`] to pass first, on the same worker
+/// (by record index). `on_proved(index, outcome)` comes on the calling thread before that
+/// job's `on_done`. A proof is run once per key in the batch; a second job of the same key
+/// takes its outcome (or waits for it while another worker runs it).
+pub fn run_proved_groups(
+    workers: Vec<Worker>,
+    groups: Vec<Vec<(usize, Job)>>,
+    proofs: std::collections::HashMap<usize, Proof>,
+    (launcher, timeout, hello_timeout): Watch,
+    progress: InFlight<'_>,
+    mut on_proved: impl FnMut(usize, Proved),
     mut on_done: impl FnMut(usize, Verification),
 ) {
     let queue = Arc::new(Mutex::new(groups.into_iter().collect::<VecDeque<_>>()));
+    let proofs = Arc::new(Mutex::new(proofs));
+    let decided: Arc<ProofBoard> = Arc::default();
     let (tx, rx) = mpsc::channel::<Event>();
     let mut handles = Vec::new();
     for w in workers {
         let queue = queue.clone();
+        let proofs = proofs.clone();
+        let decided = decided.clone();
         let tx = tx.clone();
         let launcher = launcher.clone();
         handles.push(std::thread::spawn(move || {
@@ -563,6 +690,31 @@ pub fn run_groups(
                 }
                 let w = worker.as_mut().expect("spawned above");
                 let _ = tx.send(Event::Start(i));
+                let proof = proofs.lock().expect("not poisoned").remove(&i);
+                if let Some(proof) = proof {
+                    let (outcome, alive) = decided.prove(proof, w, timeout);
+                    if !alive {
+                        worker = None;
+                    }
+                    let stop = outcome
+                        .stopped
+                        .clone()
+                        .map(|why| stopped_by_proof(&why, &outcome.verification));
+                    let _ = tx.send(Event::Proved(i, outcome));
+                    if let Some(v) = stop {
+                        if tx.send(Event::Done(i, Box::new(v))).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    if worker.is_none() {
+                        // The proof took the worker down but passed (a hand harness is
+                        // only reported): the job goes back to the front, for a restart.
+                        mine.push_front((i, job));
+                        continue;
+                    }
+                }
+                let w = worker.as_mut().expect("spawned above");
                 let (v, alive) = w.run(&job, timeout);
                 if !alive {
                     worker = None;
@@ -586,6 +738,7 @@ pub fn run_groups(
                 bar.start(&name);
                 named.insert(i, name);
             }
+            Event::Proved(i, outcome) => on_proved(i, outcome),
             Event::Done(i, v) => {
                 match named.remove(&i) {
                     Some(name) => bar.finish(&name),
