@@ -6,7 +6,7 @@
 # Environment:
 #   GPUS=0 or GPUS=0,1   the GPUs the build may use (CUDA_VISIBLE_DEVICES); all when unset
 #   RESET_VERIFY=1       forget the finished build's self-check + verify (journal steps,
-#                        chunk answers, partial files) but keep the compile cache and the
+#                        chunk answers, partial files, stored self-check proofs) but keep the compile cache and the
 #                        pairs' timings: the rerun redoes only self-check + verify + export,
 #                        on the same pairs (issue 25's 1-GPU vs 2-GPU figure)
 #   BIN=PATH             another kernelpair binary to run (an older one, for comparison)
@@ -28,7 +28,7 @@ for k in ("verify", "export"):
 json.dump(j, open(p, "w"), indent=2)
 PY
   rm -f /tmp/kp-public/cache/verify/*.jsonl /tmp/kp-public/cache/compile/verify-*.partial.jsonl \
-    /tmp/kp-public/cache/compile/selfcheck-*.partial.jsonl
+    /tmp/kp-public/cache/compile/selfcheck-*.partial.jsonl /tmp/kp-public/cache/compile/selfcheck-proofs.jsonl
 fi
 # Rodinia's inputs (ours, made here: 49 MB would not fit the carry) and the recorded-answer
 # endpoint benches/public-build.toml's [synth] names.

@@ -135,6 +135,7 @@ while read -r line; do
       echo "{\"version\":1,\"type\":\"progress\",\"pair_id\":\"$id\",\"step\":\"compiled both kernels\"}"
       exec sleep 600 ;;
     *'/crash/harness.toml"'*) echo "fake: illegal address" >&2; exit 7 ;;
+    *':selfcheck"'*'/handcrash/harness.toml"'*) echo "fake: proof took the worker down" >&2; exit 7 ;;
     *':selfcheck"'*'/badproof/harness.toml"'*|*':selfcheck"'*'/badhand/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"crashed\",\"reason\":\"fake: the harness reads out of bounds\",\"tool_version\":\"fake\"}}" ;;
     *'/sticky/harness.toml"'*)
@@ -1695,6 +1696,7 @@ fn the_selfcheck_runs_as_verifys_first_phase_once_per_fast_kernel_and_harness() 
         ("badproof", HarnessOrigin::Inferred),
         ("badhand", HarnessOrigin::Hand),
         ("twin", HarnessOrigin::Inferred),
+        ("handcrash", HarnessOrigin::Hand),
     ] {
         let d = pair_folder(t.path(), name);
         let mut p = load_folder(&d).unwrap().1;
@@ -1774,11 +1776,14 @@ fn the_selfcheck_runs_as_verifys_first_phase_once_per_fast_kernel_and_harness() 
         Status::Verified,
         "a hand harness is only reported"
     );
-    assert_eq!((status(3), status(4)), (Status::Verified, Status::Verified));
+    assert_eq!((status(3), status(5)), (Status::Verified, Status::Verified));
+    // A hand harness whose proof killed the worker: reported, and the pair still runs, on
+    // the restarted worker.
+    assert_eq!(status(4), Status::Verified, "{}", got[&4].reason);
     // Each proof just before its pair, on its worker; the stopped pair never ran; the twins'
     // fast kernel and harness proved once.
     let at = |id: &str| ran.iter().position(|r| r == id);
-    for id in ["good", "badhand"] {
+    for id in ["good", "badhand", "handcrash"] {
         let proof = at(&format!("{id}:selfcheck")).expect("proved");
         assert_eq!(at(id), Some(proof + 1), "{ran:?}");
     }
@@ -1802,6 +1807,7 @@ fn the_selfcheck_runs_as_verifys_first_phase_once_per_fast_kernel_and_harness() 
             ("badhand", false),
             ("badproof", false),
             ("good", true),
+            ("handcrash", false),
             ("twin", true),
             ("twin2", true)
         ]
@@ -1814,5 +1820,5 @@ fn the_selfcheck_runs_as_verifys_first_phase_once_per_fast_kernel_and_harness() 
     assert!(ran2.iter().all(|r| !r.ends_with(":selfcheck")), "{ran2:?}");
     assert!(!ran2.iter().any(|r| r == "badproof"), "{ran2:?}");
     assert_eq!(again[&1].status, Status::HarnessError);
-    assert_eq!(reports2.len(), 5);
+    assert_eq!(reports2.len(), 6);
 }
