@@ -609,7 +609,7 @@ fn find_ident_in(n: Node, src: &str, name: &str) -> Option<std::ops::Range<usize
 }
 
 /// Parameters from the text of a parameter list when tree-sitter could not parse it.
-fn params_from_text(inner: &str) -> Vec<Param> {
+pub(crate) fn params_from_text(inner: &str) -> Vec<Param> {
     let inner: String = lex::strip_comments(inner)
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))

@@ -68,10 +68,18 @@ pub fn isolate_at(
         texture,
         !info.template_params.is_empty(),
     );
+    let item = &fi.items[kitem];
+    let header = item
+        .header_len
+        .map_or("", |n| &item.text[..n.min(item.text.len())]);
+    let params = match has_directive_line(header) {
+        true => params_as_compiled(&source, &info.name).unwrap_or_else(|| info.params.clone()),
+        false => info.params.clone(),
+    };
     Ok(IsolatedKernel {
         kernel: info.name.clone(),
         line: info.line,
-        params: info.params.clone(),
+        params,
         template_params: info.template_params.clone(),
         source,
         symbol: info.name.clone(),
@@ -79,6 +87,36 @@ pub fn isolate_at(
         features,
         diagnostics,
     })
+}
+
+/// A preprocessor line (`#if`, `#endif`, …) in `text`.
+fn has_directive_line(text: &str) -> bool {
+    text.lines().any(|l| l.trim_start().starts_with('#'))
+}
+
+/// The parameters of kernel `name` as the compiler sees its unit: a list with `#if`
+/// branches (Rodinia mummergpu's `#if !QRYTEX … char* queries, #endif`) read over the
+/// unit's text with the branches its own macros turn off blanked
+/// ([`super::syntax::UnitSyntax`]). None when the list still holds a branch whose
+/// condition the unit does not settle, or the name is not one kernel of the unit.
+fn params_as_compiled(source: &str, name: &str) -> Option<Vec<crate::record::Param>> {
+    // A branch the unit does not settle keeps both sides: a name given twice.
+    let plain = super::syntax::as_compiled(source);
+    let defs: Vec<_> = super::syntax::kernels(&plain)
+        .into_iter()
+        .filter(|d| d.name == name)
+        .collect();
+    let [def] = defs.as_slice() else {
+        return None;
+    };
+    // Read from the list's text, as the index reads a list with directives (the body's
+    // macros may leave the definition with parse errors elsewhere).
+    let text = &plain[def.range.clone()];
+    let head = &text[..text.find('{').unwrap_or(text.len())];
+    let (open, close) = (head.find('(')?, head.rfind(')')?);
+    let params = super::index::params_from_text(head.get(open + 1..close)?);
+    let names: HashSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
+    (names.len() == params.len()).then_some(params)
 }
 
 /// A unit's source cut in two for a prompt that must be short ([`kernel_with_helpers`]).
@@ -1620,6 +1658,51 @@ __global__ void k(float *a) {
             Some(ok) => assert!(ok, "NVRTC rejects the unit:\n{s}"),
             None => eprintln!("NVRTC not found: the compile half of this test did not run"),
         }
+    }
+
+    /// A parameter list with `#if` branches (Rodinia mummergpu's `mummergpuKernel`): the
+    /// unit's parameters are those its own macros leave in, not every branch stacked (13
+    /// for 9 there, two of them named `queries`). A condition the unit does not settle
+    /// keeps the old reading.
+    #[test]
+    fn a_parameter_list_with_if_branches_has_the_parameters_the_compiler_sees() {
+        let header = "#define QRYTEX 0\n#define COALESCED 0\n#define HIST 0\n";
+        let kernel = r#"
+#include "common.h"
+__global__ void k(void* out,
+#if COALESCED
+                  int* addrs,
+#endif
+#if !QRYTEX
+#if COALESCED
+                  int* queries,
+#else
+                  char* queries,
+#endif
+#endif
+                  const int n
+#if HIST
+                  , int* hist
+#endif
+) { if (threadIdx.x < n) ((char*)out)[threadIdx.x] = queries[threadIdx.x]; }
+"#;
+        let u = unit(&[("s/common.h", header), ("s/k.cu", kernel)], "s/k.cu", "k");
+        let got: Vec<(&str, &str)> = u
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.ty.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("out", "void *"), ("queries", "char *"), ("n", "const int")]
+        );
+        // Unsettled (FLAG is the build's, not the unit's): every branch, as before.
+        let open = kernel.replace(
+            "#if COALESCED\n                  int* queries",
+            "#if FLAG\n                  int* queries",
+        );
+        let u = unit(&[("s/common.h", header), ("s/k.cu", &open)], "s/k.cu", "k");
+        assert_eq!(u.params.len(), 6, "{:?}", u.params);
     }
 
     #[test]

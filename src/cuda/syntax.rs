@@ -86,6 +86,21 @@ impl UnitSyntax {
     }
 }
 
+/// A unit's text as the compiler sees it, for reading declarations: the branches its own
+/// macros turn off blanked ([`UnitSyntax`]), and the directive lines themselves too, so a
+/// parameter list with `#if` branches parses as the list the kernel has. A branch the text
+/// does not settle keeps both sides. Lines are kept.
+pub fn as_compiled(source: &str) -> String {
+    UnitSyntax::new(source)
+        .text
+        .split_inclusive('\n')
+        .map(|l| match l.trim_start().starts_with('#') {
+            true => "\n",
+            false => l,
+        })
+        .collect()
+}
+
 /// How many parsed units each thread keeps for [`unit`]: inference asks about one pair's
 /// slow and fast units (and a template instance) many times over, then moves on.
 const UNITS_KEPT: usize = 8;

@@ -75,11 +75,30 @@ pub fn check_answer(answer: &str, t: &Target) -> Result<Candidate, Rejection> {
     };
     // The answer is parsed once; every syntactic check reads the same tree.
     let parsed = Parsed::new(&source);
-    let def = find_kernel(&parsed, &t.fast.kernel)?;
+    // A kernel whose parameter list has `#if` branches (an answer keeping the fast
+    // kernel's, as Rodinia mummergpu's) does not parse as written: it is read, and compared
+    // with the fast kernel, as the compiler sees both ([`syntax::as_compiled`]).
+    let (def, compiled) = match find_kernel(&parsed, &t.fast.kernel) {
+        Err(r) if r.reason == Reason::ParseError && source.contains('#') => {
+            let text = syntax::as_compiled(&source);
+            let def = find_kernel(&Parsed::new(&text), &t.fast.kernel).map_err(|_| r)?;
+            (def, Some(text))
+        }
+        found => (found?, None),
+    };
     check_signature(&def, t.fast)?;
     check_host_code(&parsed)?;
     check_slowdowns(&parsed, &t.fast.source)?;
-    let difference = difference_from_fast(&source, &def, t.fast);
+    let difference = match &compiled {
+        None => difference_from_fast(&source, &def, t.fast),
+        Some(text) => {
+            let fast = KernelUnit {
+                source: syntax::as_compiled(&t.fast.source),
+                ..t.fast.clone()
+            };
+            difference_from_fast(text, &def, &fast)
+        }
+    };
     if difference < t.min_difference {
         return Err(Rejection::new(
             Reason::SameAsFast,
@@ -699,6 +718,41 @@ pub(crate) mod tests {
             .replace("template <typename T>\n", "")
             .replace('T', "float");
         let r = check_answer(&fenced(&untemplated), &target(&f)).unwrap_err();
+        assert_eq!(r.reason, Reason::SignatureMismatch, "{r:?}");
+    }
+
+    /// An answer that keeps the fast kernel's parameter list with `#if` branches (Rodinia
+    /// mummergpu) is read as the compiler sees it: its signature is the branches its macros
+    /// leave in, checked against the fast unit's; the fast kernel again, written the same
+    /// way, is still `same_as_fast`.
+    #[test]
+    fn an_answer_with_if_branches_in_its_parameter_list_is_read_as_compiled() {
+        let head = "#define QRYTEX 0\n__global__ void look(char* out,\n#if QRYTEX\n  int* tex_queries,\n#else\n  const char* queries,\n#endif\n  int n)\n";
+        let fast_src = format!(
+            "{head}{{\n  __shared__ char s[256];\n  int i = threadIdx.x;\n  s[i] = queries[i];\n  __syncthreads();\n  if (i < n) out[i] = s[i];\n}}\n"
+        );
+        let f = fast_unit(&syntax::as_compiled(&fast_src), "look");
+        let f = KernelUnit {
+            source: fast_src.clone(),
+            ..f
+        };
+        assert_eq!(f.params.len(), 3, "{:?}", f.params);
+        let naive =
+            format!("{head}{{\n  int i = threadIdx.x;\n  if (i < n) out[i] = queries[i];\n}}\n");
+        assert!(
+            syntax::kernels(&naive).iter().any(|d| d.has_error),
+            "as written, the list does not parse"
+        );
+        match check_answer(&fenced(&naive), &target(&f)) {
+            Ok(c) => assert_eq!(c.def.params.len(), 3),
+            Err(r) if r.reason == Reason::NvrtcUnavailable => {}
+            Err(r) => panic!("{r:?}"),
+        }
+        let r = check_answer(&fenced(&fast_src), &target(&f)).unwrap_err();
+        assert_eq!(r.reason, Reason::SameAsFast, "{r:?}");
+        // A list whose branches still disagree with the fast kernel's is refused.
+        let other = naive.replace("#define QRYTEX 0", "#define QRYTEX 1");
+        let r = check_answer(&fenced(&other), &target(&f)).unwrap_err();
         assert_eq!(r.reason, Reason::SignatureMismatch, "{r:?}");
     }
 
