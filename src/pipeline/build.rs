@@ -343,7 +343,9 @@ fn by_input(ids: &[String], answered: Vec<Record>) -> Option<Vec<Vec<Record>>> {
     let mut slots: Vec<Vec<Record>> = vec![Vec::new(); ids.len()];
     for r in answered {
         let Record::Pair(p) = &r else { return None };
-        let k = *pos.get(p.group())?;
+        // An input answers as itself (verify's answer to a synth candidate), or as a
+        // candidate of its group (synth's answer to a pending pair).
+        let k = *pos.get(p.id.as_str()).or_else(|| pos.get(p.group()))?;
         slots[k].push(r);
     }
     slots.iter().all(|s| !s.is_empty()).then_some(slots)
@@ -1348,6 +1350,66 @@ mod tests {
             assert_eq!(order(&c), want, "{pass}");
             assert_eq!((c.failed, c.records.len()), (0, 4), "{pass}");
             assert_eq!(c.reused, if pass == "cached" { 3 } else { 0 }, "{pass}");
+        }
+        // The candidates go on to the next stage (verify) as inputs of their own, and each
+        // answer is placed by its own id, not its group's (in the public build's first
+        // per-technique run, every verify verdict was dropped: "kept the inputs").
+        let c = run_chunked(
+            "synth",
+            recs.clone(),
+            |_| true,
+            2,
+            "k",
+            dir.path(),
+            Ok(()),
+            call,
+            |_| Verdict::Final,
+        )
+        .unwrap();
+        let verified = run_chunked(
+            "verify",
+            c.records,
+            |_| true,
+            3,
+            "k",
+            dir.path(),
+            Ok(()),
+            |chunk| {
+                Ok(chunk
+                    .into_iter()
+                    .map(|r| match r {
+                        Record::Pair(mut p) => {
+                            p.verification = Some(Verification {
+                                status: Status::Verified,
+                                reason: p.id.clone(),
+                                device: None,
+                                evidence: Default::default(),
+                                speedup: None,
+                                tool_version: "test".into(),
+                                flags: vec![],
+                            });
+                            Record::Pair(p)
+                        }
+                        r => r,
+                    })
+                    .collect())
+            },
+            |_| Verdict::Final,
+        )
+        .unwrap();
+        assert_eq!(
+            (verified.failed, verified.worked),
+            (0, 4),
+            "{:?}",
+            verified.notes
+        );
+        assert_eq!(order(&verified), want);
+        for r in &verified.records {
+            let Record::Pair(p) = r else { continue };
+            assert_eq!(
+                p.verification.as_ref().map(|v| v.reason.as_str()),
+                Some(p.id.as_str())
+            );
         }
         // An answer naming no input pair does not fit: the chunk keeps its inputs.
         assert!(by_input(&ids[..1], vec![recs[1].clone()]).is_none());
