@@ -158,9 +158,19 @@ fn is_global(def: Node) -> bool {
 fn kernel_def(def: Node, src: &str) -> Option<KernelDef> {
     let decl = super::index::function_declarator(def.child_by_field_name("declarator")?)?;
     let name = text(decl.child_by_field_name("declarator")?, src).to_string();
+    // A list with `#if` lines is read from its text, as the extract index reads it
+    // (tree-sitter glues a directive to the parameter after it: `TESTING unsigned int *`).
     let params = decl
         .child_by_field_name("parameters")
-        .map(|list| super::index::params_from_list(list, src))
+        .map(|list| {
+            let inner = text(list, src);
+            match inner.lines().any(|l| l.trim_start().starts_with('#')) {
+                true => super::index::params_from_text(
+                    inner.trim_start_matches('(').trim_end_matches(')'),
+                ),
+                false => super::index::params_from_list(list, src),
+            }
+        })
         .unwrap_or_default();
     let mut outer = def;
     let mut template_params = Vec::new();
@@ -194,6 +204,28 @@ pub fn text<'a>(n: Node, src: &'a str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A parameter list with an `#ifdef` block (Rodinia huffman's `vlc_encode_kernel_sm64huff`)
+    /// reads as the index reads it: the directive is no part of the next parameter's type
+    /// (the export lint read `TESTING unsigned int *` and refused the whole export).
+    #[test]
+    fn a_parameter_list_with_an_ifdef_block_keeps_its_types_clean() {
+        let src = "#define TESTING\n__global__ void v(unsigned int* data,\n#ifdef TESTING\n  unsigned int* cw32,\n#endif\n  unsigned int* out) { out[0] = data[0]; }\n";
+        let k = kernels(src);
+        let got: Vec<(&str, &str)> = k[0]
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.ty.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("data", "unsigned int *"),
+                ("cw32", "unsigned int *"),
+                ("out", "unsigned int *")
+            ]
+        );
+    }
 
     const SRC: &str = r#"
 #define N 16
