@@ -1074,6 +1074,71 @@ fn export_fails_on_a_lint_finding_and_writes_nothing() {
     assert!(!out.join("chat").exists(), "nothing was written");
 }
 
+/// A defect in one pair's own code (here a tool name a slow kernel kept, as a synthesized
+/// answer that keeps a texture through kernelpair's shim does) leaves that sample out,
+/// named on stderr, in the filter report and on the card; the other samples are written.
+#[test]
+fn a_lint_finding_in_one_pairs_code_leaves_that_sample_out_and_writes_the_rest() {
+    use kernelpair::record::Record;
+    let dir = tempfile::tempdir().unwrap();
+    // A pair the plain export writes.
+    let plain = dir.path().join("plain");
+    kp().args(["export", "--in", PAIRS, "--out"])
+        .arg(&plain)
+        .assert()
+        .success();
+    let line = std::fs::read_to_string(plain.join("chat/train.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    let id = first["id"].as_str().unwrap().to_string();
+    let mut recs = kernelpair::jsonl::read_records(Path::new(PAIRS)).unwrap();
+    let i = recs
+        .iter()
+        .position(|r| matches!(r, Record::Pair(p) if p.id == id))
+        .expect("the exported pair");
+    let Record::Pair(p) = &mut recs[i] else {
+        unreachable!()
+    };
+    let slow = p.slow.unit_mut().unwrap();
+    slow.source = format!(
+        "__device__ kernelpair_legacy_texture<float, 1> t_in;\n{}",
+        slow.source
+    );
+    let input = dir.path().join("pairs.jsonl");
+    kernelpair::jsonl::write_records(&input, &recs).unwrap();
+    let out = dir.path().join("out");
+    let run = kp()
+        .args(["export", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&run.get_output().stderr).to_string();
+    assert!(
+        err.contains(&format!(
+            "export: {id} left out by the training text lint: tool_artifact"
+        )),
+        "{err}"
+    );
+    let written: String = ["train", "test"]
+        .iter()
+        .map(|s| std::fs::read_to_string(out.join(format!("chat/{s}.jsonl"))).unwrap_or_default())
+        .collect();
+    assert!(!written.is_empty(), "the other samples are written");
+    assert!(!written.contains(&id), "the defective sample is not");
+    let report = std::fs::read_to_string(out.join("filter_report.json")).unwrap();
+    assert!(
+        report.contains("training text lint: tool_artifact"),
+        "{report}"
+    );
+    assert!(report.contains(&id), "{report}");
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        card.contains("| training text lint: tool_artifact | 1 |"),
+        "{card}"
+    );
+}
+
 /// The fixture pairs with `transpose` turned into a `reversed` record as verify writes one:
 /// its slow slot a synthesized plain version (here the fixture's fast kernel) measured
 /// faster than the original (the fixture's slow kernel), so the reversed view is the

@@ -236,6 +236,10 @@ pub struct FilterReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer_note: Option<String>,
     pub too_long: Vec<TooLong>,
+    /// Samples the training text lint left out (a defect in the pair's own code), each
+    /// with its first finding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lint_left_out: Vec<String>,
     pub kept: usize,
 }
 

@@ -1,6 +1,7 @@
 //! The training text lint: a trainer learns exactly the text a sample holds, so before a
-//! file is written every text of every sample is checked, and any finding fails the
-//! export. `scripts/check_export.py --lint` runs the same checks on written files.
+//! file is written every text of every sample is checked. A finding in one pair's own code
+//! (`tool_artifact`, `signature`) leaves that sample out, named; any other finding (the
+//! templates', the launches', the fences': what every sample shares) fails the export. `scripts/check_export.py --lint` runs the same checks on written files.
 //!
 //! - `harness_token`: the harness's language outside the kernels' own code (`{name}`
 //!   placeholders, `ceil_div(`, `round_up(`, `pow2(`, `ASSUMED`, `TODO`);
@@ -31,6 +32,12 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Found in one pair's own code (its kernels' text), not in what every sample shares:
+    /// that sample is left out; any other finding fails the export.
+    pub fn in_own_code(self) -> bool {
+        matches!(self, Kind::ToolArtifact | Kind::Signature)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::HarnessToken => "harness_token",

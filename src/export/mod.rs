@@ -185,7 +185,8 @@ pub enum ExportError {
     Jsonl(#[from] JsonlError),
     #[error(transparent)]
     Io(#[from] crate::path_io::PathIo),
-    /// The training text lint found defects (`export::lint`): nothing was written.
+    /// The training text lint found defects in what every sample shares (`export::lint`):
+    /// nothing was written. (A defect in one pair's own code only leaves that sample out.)
     #[error("the training text lint found {} defect(s); nothing was written:\n{}{}", .0.len(), lint_list(.0), if .0.len() > LINT_SHOWN { format!("\n  … and {} more", .0.len() - LINT_SHOWN) } else { String::new() })]
     Lint(Vec<lint::Finding>),
 }
@@ -580,8 +581,30 @@ fn export_with(
             lint::lint(s, [slow, &p.fast])
         })
         .collect();
-    if !findings.is_empty() {
-        return Err(ExportError::Lint(findings));
+    // A defect in one pair's own code (a tool's name an answer kept, a kernel whose
+    // parameters are not the promised ones) leaves that sample out, named in the report and
+    // on the card; a defect in the text every sample shares (templates, launches, fences)
+    // writes nothing.
+    let (own, shared): (Vec<lint::Finding>, Vec<lint::Finding>) =
+        findings.into_iter().partition(|f| f.kind.in_own_code());
+    if !shared.is_empty() {
+        return Err(ExportError::Lint(shared));
+    }
+    if !own.is_empty() {
+        let mut first: BTreeMap<&str, &lint::Finding> = BTreeMap::new();
+        for f in &own {
+            first.entry(f.id.as_str()).or_insert(f);
+        }
+        for f in first.values() {
+            eprintln!("export: {} left out by the training text lint: {f}", f.id);
+            *report
+                .excluded
+                .entry(format!("training text lint: {}", f.kind.as_str()))
+                .or_default() += 1;
+            report.lint_left_out.push(f.to_string());
+        }
+        samples.retain(|s| !first.contains_key(s.metadata.id.as_str()));
+        report.kept = samples.len();
     }
 
     // Split by benchmark.
