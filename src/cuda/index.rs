@@ -1072,8 +1072,22 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
                 continue;
             }
             let header = &mchunk[..body.start_byte()];
+            let name: String = t(name_node, chunk).split_whitespace().collect();
+            // A macro before the return type (`FORCE_INLINE uint64_t fmix64(uint64_t k)`)
+            // can make the grammar take the return type for the name: when the name is
+            // followed by another identifier and then the parameter list, the text decides.
+            if root.has_error() {
+                let by_text = classify_text(mchunk, chunk);
+                let renamed = by_text
+                    .names
+                    .first()
+                    .is_some_and(|n| *n != name && name_precedes_call(header, &name, n));
+                if renamed && matches!(by_text.kind, ItemKind::Kernel | ItemKind::Function) {
+                    return by_text;
+                }
+            }
             let words: Vec<&str> = lex::idents(header).iter().map(|i| i.text).collect();
-            out.names = vec![t(name_node, chunk).split_whitespace().collect()];
+            out.names = vec![name];
             out.kind = if words.contains(&"__global__") {
                 ItemKind::Kernel
             } else {
@@ -1221,6 +1235,22 @@ fn classify_node(n: Node, src: &str) -> Option<Classified> {
 }
 
 /// Classify a chunk tree-sitter could not make sense of, from its text alone.
+/// `first` then `second` as consecutive identifiers of `header`, `second` followed by `(`:
+/// `first` is the return type of a function named `second`.
+fn name_precedes_call(header: &str, first: &str, second: &str) -> bool {
+    let ids = lex::idents(header);
+    ids.windows(2).any(|w| {
+        w[0].text == first
+            && w[1].text == second
+            && header[w[0].offset + first.len()..w[1].offset]
+                .chars()
+                .all(char::is_whitespace)
+            && header[w[1].offset + second.len()..]
+                .trim_start()
+                .starts_with('(')
+    })
+}
+
 fn classify_text(mchunk: &str, chunk: &str) -> Classified {
     let mut out = Classified::of(ItemKind::Global);
     let body = top_level_brace(mchunk);
@@ -1659,6 +1689,38 @@ mod tests {
             let k = &fi.items[fi.kernel_items[0]];
             assert!(k.refs.iter().any(|(n, _)| n == m), "{m}: {:?}", k.refs);
         }
+    }
+
+    /// A macro before a helper's return type (HeCBench murmurhash3:
+    /// `__host__ __device__ FORCE_INLINE uint64_t fmix64 ( uint64_t k )`): the grammar took
+    /// the return type for the name, so the helper was `uint64_t` (and the unit had neither
+    /// `fmix64` nor the `uint64_t` shim). The function is `fmix64`, its return type a use.
+    #[test]
+    fn a_macro_before_a_helpers_return_type_leaves_its_name_and_type_apart() {
+        let src = "#define FORCE_INLINE inline __attribute__((always_inline))\n__host__ __device__\nFORCE_INLINE uint64_t fmix64 ( uint64_t k )\n{\n  k ^= k >> 33;\n  return k;\n}\n";
+        let fi = crate::cuda::index_file("m.cu", src);
+        let f = fi
+            .items
+            .iter()
+            .find(|i| i.kind == ItemKind::Function)
+            .expect("a function");
+        assert_eq!(f.names, ["fmix64"]);
+        let refs: Vec<&str> = f.refs.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(
+            refs.contains(&"uint64_t") && refs.contains(&"FORCE_INLINE"),
+            "{refs:?}"
+        );
+        // An ordinary helper keeps the grammar's reading.
+        let plain = crate::cuda::index_file(
+            "p.cu",
+            "__device__ inline uint64_t mix(uint64_t k) { return k; }\n",
+        );
+        let f = plain
+            .items
+            .iter()
+            .find(|i| i.kind == ItemKind::Function)
+            .unwrap();
+        assert_eq!(f.names, ["mix"]);
     }
 
     /// A macro written where a qualifier goes (`RESTRICT` for `__restrict__`, HeCBench's
