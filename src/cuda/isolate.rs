@@ -89,6 +89,16 @@ pub fn isolate_at(
     })
 }
 
+/// A host-only stream operator (`std::ostream& operator<<(std::ostream&, const T&)` with no
+/// `__device__`): device code cannot call it, and NVRTC has no `<ostream>`, so the type's
+/// other operators are carried and this one is not (HeCBench gamma-correction, warpsort).
+fn host_stream_operator(item: &Item) -> bool {
+    let head = item
+        .header_len
+        .map_or(item.text.as_str(), |n| &item.text[..n.min(item.text.len())]);
+    !item.device && (head.contains("ostream") || head.contains("istream"))
+}
+
 /// A preprocessor line (`#if`, `#endif`, …) in `text`.
 fn has_directive_line(text: &str) -> bool {
     text.lines().any(|l| l.trim_start().starts_with('#'))
@@ -618,6 +628,7 @@ impl<'s, 'a> Closure<'s, 'a> {
                         .operator_types
                         .iter()
                         .any(|t| used.contains(t.as_str()))
+                        && !host_stream_operator(self.item(oid))
                     {
                         if self.state.get(&oid) == Some(&State::InProgress) {
                             // A cycle through overloads (helper_math.h: `lerp` uses `+`,
@@ -1658,6 +1669,23 @@ __global__ void k(float *a) {
             Some(ok) => assert!(ok, "NVRTC rejects the unit:\n{s}"),
             None => eprintln!("NVRTC not found: the compile half of this test did not run"),
         }
+    }
+
+    /// A type's host stream operator (`std::ostream& operator<<`, no `__device__`) is not
+    /// carried with the type's other operators: device code cannot call it and NVRTC has no
+    /// `<ostream>` (HeCBench gamma-correction's unit failed on it). A device operator is.
+    #[test]
+    fn a_host_stream_operator_is_not_carried_with_the_type() {
+        let src = r#"
+#include <iostream>
+struct Px { float r, g; };
+__host__ __device__ Px operator*(const Px& a, float s) { return Px{a.r * s, a.g * s}; }
+std::ostream& operator<<(std::ostream& o, Px const& p) { return o << p.r; }
+__global__ void k(Px* p, float s) { p[0] = p[0] * s; }
+"#;
+        let u = unit(&[("s/k.cu", src)], "s/k.cu", "k");
+        assert!(u.source.contains("operator*"), "{}", u.source);
+        assert!(!u.source.contains("ostream"), "{}", u.source);
     }
 
     /// A parameter list with `#if` branches (Rodinia mummergpu's `mummergpuKernel`): the
