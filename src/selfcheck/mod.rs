@@ -265,16 +265,21 @@ struct Sink {
     earlier: BTreeMap<String, Report>,
 }
 
+/// The reports a file of report lines holds, by what each ran on (`inputs`); a report
+/// without `inputs` (a run that never reached the GPU) is not kept.
+fn reports_by_inputs(path: Option<&Path>) -> BTreeMap<String, Report> {
+    path.and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Report>(l).ok())
+        .filter(|r| !r.inputs.is_empty())
+        .map(|r| (r.inputs.clone(), r))
+        .collect()
+}
+
 impl Sink {
     fn open(path: Option<&Path>) -> Sink {
-        let earlier = path
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Report>(l).ok())
-            .filter(|r| !r.inputs.is_empty())
-            .map(|r| (r.inputs.clone(), r))
-            .collect();
+        let earlier = reports_by_inputs(path);
         Sink {
             file: path
                 .and_then(|p| std::fs::File::create(p).ok())

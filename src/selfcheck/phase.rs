@@ -43,14 +43,7 @@ impl FirstPhase {
     /// A first phase with the hand-written harness folders `harness_dirs` (a pair's own
     /// `harness` path resolves against the first), keeping its proofs in `store`.
     pub fn new(harness_dirs: &[PathBuf], store: Option<&Path>) -> FirstPhase {
-        let earlier = store
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Report>(l).ok())
-            .filter(|r| !r.inputs.is_empty())
-            .map(|r| (r.inputs.clone(), r))
-            .collect();
+        let earlier = super::reports_by_inputs(store);
         let store = store.and_then(|p| {
             if let Some(dir) = p.parent() {
                 let _ = std::fs::create_dir_all(dir);
