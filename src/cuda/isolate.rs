@@ -1242,8 +1242,13 @@ fn texture_diagnostics(
 /// cudaMalloc(…); }`, `__host__ ~Table()`, `__host__ void freeMem();`): NVRTC refuses a
 /// function explicitly marked `__host__`, and device code cannot call one. Members marked
 /// `__host__ __device__` or `__device__`, and unmarked ones, stay.
+///
+/// A member (or friend) that reads or writes a host stream (`friend std::ostream&
+/// operator<<(std::ostream&, const T&)`) and is not marked `__device__` goes too: NVRTC has
+/// no `<ostream>`, and device code cannot call it.
 fn without_host_members(text: &str) -> String {
-    if !text.contains("__host__") {
+    let streams = |t: &str| t.contains("ostream") || t.contains("istream");
+    if !text.contains("__host__") && !streams(text) {
         return text.to_string();
     }
     let tree = super::syntax::parse(text);
@@ -1254,9 +1259,12 @@ fn without_host_members(text: &str) -> String {
         }
         let mut c = n.walk();
         for m in n.named_children(&mut c) {
-            // A member template: its declaration is the template's last child.
+            // A member template: its declaration is the template's last child; a friend's,
+            // the friend declaration's.
             let decl = match m.kind() {
-                "template_declaration" => m.named_child(m.named_child_count().saturating_sub(1)),
+                "template_declaration" | "friend_declaration" => {
+                    m.named_child(m.named_child_count().saturating_sub(1))
+                }
                 _ => Some(m),
             };
             let Some(d) = decl else { continue };
@@ -1274,7 +1282,9 @@ fn without_host_members(text: &str) -> String {
             let words: Vec<&str> = lex::idents(&head).iter().map(|i| i.text).collect();
             let is_function = d.kind() == "function_definition"
                 || super::syntax::text(declarator, text).contains('(');
-            if is_function && words.contains(&"__host__") && !words.contains(&"__device__") {
+            let host = words.contains(&"__host__")
+                || streams(&text[d.start_byte()..declarator.end_byte()]);
+            if is_function && host && !words.contains(&"__device__") {
                 cut.push((m.start_byte(), m.end_byte()));
             }
         }
@@ -2270,6 +2280,17 @@ __global__ void k(float *a, P *p) { a[0] = inv; p[0] = (struct P){1.0f, 2.0f}; }
             assert!(s.contains(kept), "{kept} was cut: {s}");
         }
         assert!(codes(&u).contains(&"compile_only_edit"), "{:?}", codes(&u));
+        assert!(compiles(&u).unwrap_or(true));
+    }
+
+    /// A class's stream friend (`friend std::ostream& operator<<`, not `__device__`) is cut
+    /// as a host-only member is (HeCBench projectile, gpp); its device members stay.
+    #[test]
+    fn a_class_stream_friend_is_cut_as_host_only() {
+        let src = "#include <iostream>\nstruct C {\n    float re, im;\n    __host__ __device__ C conj() const { return C{re, -im}; }\n    friend std::ostream& operator<<(std::ostream& os, const C& c) { return os << c.re; }\n};\n__global__ void k(C* c) { c[0] = c[0].conj(); }\n";
+        let u = unit(&[("k.cu", src)], "k.cu", "k");
+        assert!(!u.source.contains("ostream"), "{}", u.source);
+        assert!(u.source.contains("C conj() const"), "{}", u.source);
         assert!(compiles(&u).unwrap_or(true));
     }
 
