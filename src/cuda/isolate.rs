@@ -96,9 +96,13 @@ fn host_stream_operator(item: &Item) -> bool {
     let head = item
         .header_len
         .map_or(item.text.as_str(), |n| &item.text[..n.min(item.text.len())]);
-    !item.device && (head.contains("ostream") || head.contains("istream"))
+    !item.device && names_a_stream(head)
 }
 
+/// Code that names a host stream (`std::ostream`, `std::istream`).
+fn names_a_stream(text: &str) -> bool {
+    text.contains("ostream") || text.contains("istream")
+}
 /// A preprocessor line (`#if`, `#endif`, …) in `text`.
 fn has_directive_line(text: &str) -> bool {
     text.lines().any(|l| l.trim_start().starts_with('#'))
@@ -1247,8 +1251,7 @@ fn texture_diagnostics(
 /// operator<<(std::ostream&, const T&)`) and is not marked `__device__` goes too: NVRTC has
 /// no `<ostream>`, and device code cannot call it.
 fn without_host_members(text: &str) -> String {
-    let streams = |t: &str| t.contains("ostream") || t.contains("istream");
-    if !text.contains("__host__") && !streams(text) {
+    if !text.contains("__host__") && !names_a_stream(text) {
         return text.to_string();
     }
     let tree = super::syntax::parse(text);
@@ -1283,7 +1286,7 @@ fn without_host_members(text: &str) -> String {
             let is_function = d.kind() == "function_definition"
                 || super::syntax::text(declarator, text).contains('(');
             let host = words.contains(&"__host__")
-                || streams(&text[d.start_byte()..declarator.end_byte()]);
+                || names_a_stream(&text[d.start_byte()..declarator.end_byte()]);
             if is_function && host && !words.contains(&"__device__") {
                 cut.push((m.start_byte(), m.end_byte()));
             }

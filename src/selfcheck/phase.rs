@@ -121,20 +121,28 @@ fn origin_of(p: &Pair) -> HarnessOrigin {
 /// Why a pair stops when its harness fails: an inferred or LLM harness is not trusted; a
 /// hand-written one is only reported.
 pub fn stop_reason(origin: HarnessOrigin, r: &Report) -> Option<String> {
-    if r.pass || origin == HarnessOrigin::Hand {
+    if r.pass {
         return None;
     }
-    let failure = r
+    let failed = r
         .checks
         .iter()
-        .find(|c| c.result == super::CheckResult::Fail)
-        .map(|c| format!("{}: {}", c.name, c.detail.lines().next().unwrap_or("")))
-        .unwrap_or_default();
-    let name = format!("{origin:?}").to_lowercase();
-    Some(format!(
-        "the {name} harness failed its self-check ({}): {failure}",
+        .find(|c| c.result == super::CheckResult::Fail);
+    stopping(
+        origin,
         r.category.as_deref().unwrap_or("failed"),
-    ))
+        failed.map_or("", |c| &c.name),
+        failed.map_or("", |c| &c.detail),
+    )
+}
+
+/// [`stop_reason`] of a failed check (`check`, why) in its category.
+fn stopping(origin: HarnessOrigin, category: &str, check: &str, why: &str) -> Option<String> {
+    (origin != HarnessOrigin::Hand).then(|| {
+        let name = format!("{origin:?}").to_lowercase();
+        let why = why.lines().next().unwrap_or("");
+        format!("the {name} harness failed its self-check ({category}): {check}: {why}")
+    })
 }
 
 /// A stored report, for another pair of the same key.
@@ -209,28 +217,9 @@ impl Prover for FirstPhase {
                 ..RunOptions::default()
             },
         };
-        let id = p.id.clone();
-        let (benchmark, kernel) = (p.benchmark.clone(), p.kernel.clone());
         let stops = move |v: &crate::record::Verification| {
-            let probe = Report {
-                pair_id: id.clone(),
-                benchmark: benchmark.clone(),
-                kernel: kernel.clone(),
-                harness: None,
-                origin: Some(origin),
-                pass: false,
-                category: None,
-                checks: Vec::new(),
-                ms: None,
-                inputs: String::new(),
-            };
-            let failed = judge(v, &flags)?;
-            let r = Report {
-                category: Some(super::category(failed.0, &failed.1)),
-                checks: super::checks_from(Some(failed)),
-                ..probe
-            };
-            stop_reason(origin, &r)
+            let (check, why) = judge(v, &flags)?;
+            stopping(origin, &super::category(check, &why), check, &why)
         };
         Ok(Some(Proof {
             key,

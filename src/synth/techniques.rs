@@ -100,20 +100,9 @@ static STRIDED: LazyLock<Regex> = LazyLock::new(|| {
 
 fn scan(src: &str) -> Scan {
     // kernelpair's own legacy-texture shim (its `float4` overloads, its `__ldg` loads) is
-    // not the kernel's technique: blanked, lines kept, so only the kernel's texture fetches
-    // count (`texture_memory`), not `vector_types` or `read_only_cache` of the shim.
-    let blanked;
-    let src = match src.contains(crate::cuda::texture::SHIM) {
-        true => {
-            let blank: String = crate::cuda::texture::SHIM
-                .chars()
-                .map(|c| if c == '\n' { '\n' } else { ' ' })
-                .collect();
-            blanked = src.replacen(crate::cuda::texture::SHIM, &blank, 1);
-            blanked.as_str()
-        }
-        false => src,
-    };
+    // not the kernel's technique, as isolation's features say: only the kernel's texture
+    // fetches count (`texture_memory`), not `vector_types` or `read_only_cache` of the shim.
+    let src = &src.replacen(crate::cuda::texture::SHIM, "", 1);
     let tree = parse(src);
     let root = tree.root_node();
     // Work on the code with comments blanked, so a comment mentioning `__shfl` counts for nothing.
