@@ -386,6 +386,18 @@ pub fn cuda_std_header(name: &str) -> Option<&'static str> {
 /// The CUDA header that declares a name code may use without including it (nvcc's
 /// implicit `cuda_runtime.h`, or a library header such as `cublas_v2.h`, brought it in):
 /// `__nv_bfloat16` → `cuda_bf16.h`, `half` → `cuda_fp16.h`, `__nv_fp8_e4m3` → `cuda_fp8.h`.
+/// The header (or header folder, `cub/`) that declares namespace `ns`, for a
+/// `using namespace ns;` a unit may carry: only one the unit includes can be opened.
+pub fn namespace_header(ns: &str) -> Option<&'static str> {
+    let root = ns.split("::").next().unwrap_or(ns).trim();
+    match root {
+        "cooperative_groups" => Some("cooperative_groups"),
+        "nvcuda" => Some("mma.h"),
+        "cub" => Some("cub/"),
+        _ => None,
+    }
+}
+
 pub fn implied_headers(name: &str) -> &'static [&'static str] {
     // `namespace cg = cooperative_groups;` in a kernel whose file has the include in a
     // header of its own (HeCBench's layernorm): the API and its `cg::reduce`.

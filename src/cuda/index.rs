@@ -51,6 +51,12 @@ pub(crate) struct Item {
     pub refs: Vec<(String, u32)>,
     /// Identifiers of the enclosing `#if` conditions (macros, maybe defined nowhere).
     pub cond_refs: Vec<String>,
+    /// Names the item declares itself and then calls (`u(0, ind)` with a parameter `u`),
+    /// with the line of the first call. The preprocessor expands a function-like macro of
+    /// that name before the compiler sees the declaration (HeCBench's lid-driven-cavity:
+    /// `#define u(I, J) u[(I) * (NUM + 2) + (J)]`), so isolation takes such a macro for
+    /// them, and nothing else (a functor or lambda of the name stays the local it is).
+    pub macro_calls: Vec<(String, u32)>,
     pub cond: Vec<CondBranch>,
     /// Has `__device__` or `__global__`.
     pub device: bool,
@@ -319,22 +325,34 @@ fn macro_item(ctext: &str, frames: &mut [Frame], start: usize, line: u32) -> Opt
         })
         .map(|i| (i.text.to_string(), line))
         .collect();
+    let text = ctext.trim_end();
+    let (body, notes) = rewrite_macro_body(value, line);
+    let written = (body != value).then(|| text.to_string());
+    let text = match &written {
+        Some(_) => {
+            let at = c.get(3).expect("a rewritten body").start()
+                + (c[3].len() - c[3].trim_start().len());
+            format!("{}{}", &ctext[..at], body)
+        }
+        None => text.to_string(),
+    };
     Some(Item {
         kind: ItemKind::Macro,
         names: vec![name],
-        text: ctext.trim_end().to_string(),
+        text,
         offset: start,
         line,
         refs: dedup(refs),
         cond_refs: Vec::new(),
+        macro_calls: Vec::new(),
         cond: Vec::new(),
         device: false,
         header_len: None,
         error_line: None,
         operator_types: Vec::new(),
-        notes: Vec::new(),
+        notes,
         lazy: false,
-        written: None,
+        written,
         namespace: String::new(),
     })
 }
@@ -719,6 +737,7 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
             line,
             refs: Vec::new(),
             cond_refs: Vec::new(),
+            macro_calls: Vec::new(),
             cond: Vec::new(),
             device: false,
             header_len: c.header_len,
@@ -753,6 +772,7 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
         item.names.extend(analysis.enumerators);
     }
     let refs = analysis.refs;
+    let macro_calls = analysis.macro_calls;
     let chunk_cond_refs = analysis.cond_refs;
 
     if let Some(l) = error_line {
@@ -764,7 +784,14 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
     }
 
     let operator_types = operator_types(&item.names[0], &item.params);
-    let (text, notes) = rewrite_compound_literals(root, chunk, |o| lines.line(start + o));
+    let (text, mut notes) = rewrite_compound_literals(root, chunk, |o| lines.line(start + o));
+    if let Some(n) = queries::first_of_kind(root, "field_designator") {
+        notes.push((
+            DESIGNATED_INITIALIZER,
+            "C99 designated initializers (`{.x = 1, …}`): nvcc accepts them as a GNU extension, NVRTC only from C++20, so the unit compiles with `--std=c++20`".to_string(),
+            lines.line(start + n.start_byte()),
+        ));
+    }
     let written = (text != chunk).then(|| chunk.to_string());
     if item.kind == ItemKind::Kernel {
         idx.kernels.push(KernelInfo {
@@ -783,6 +810,7 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
         line,
         refs,
         cond_refs: Vec::new(),
+        macro_calls,
         cond: Vec::new(),
         device: item.device,
         header_len: item.header_len,
@@ -824,6 +852,10 @@ fn operator_types(name: &str, params: &[Param]) -> Vec<String> {
     }
     v
 }
+
+/// The note on an item with C99 designated initializers; a unit that has it compiles as
+/// C++20 (`suite::buildflags::for_unit`).
+pub const DESIGNATED_INITIALIZER: &str = "c_designated_initializer";
 
 /// C99 compound literals `(struct T){…}` become C++ list-initialization `T{…}` (the same
 /// aggregate, which NVRTC accepts): the chunk's text with them rewritten, and a note for
@@ -883,12 +915,140 @@ fn rewrite_compound_literals(
     (text, notes)
 }
 
+/// A macro body with the GNU C forms NVRTC (C++, no GNU mode) rejects rewritten, and a
+/// note for each: C99 compound literals `(T2){ 1, -1 }` as `T2{ 1, -1 }` (as in code), and
+/// statement expressions `({ __typeof__(a) _a = (a); …; _a > _b ? _a : _b; })` as the
+/// immediately invoked lambda `([&]() { auto _a = (a); …; return _a > _b ? _a : _b; }())`,
+/// which computes the same value with the same single evaluation of each argument. nvcc
+/// accepts both forms (its front end runs in GNU mode), so the program's build compiles them.
+fn rewrite_macro_body(value: &str, line: u32) -> (String, Vec<(&'static str, String, u32)>) {
+    let mut notes = Vec::new();
+    let mut body = value.to_string();
+    let masked = lex::mask(&body);
+    if COMPOUND_LITERAL_RE.is_match(&masked) {
+        // Parsed as a function body: a macro body is an expression or statements.
+        const HEAD: &str = "void kp_macro_body() {\n";
+        let wrapped = format!("{HEAD}{body}\n;}}");
+        if let Some(tree) = parse(&wrapped) {
+            let (text, n) = rewrite_compound_literals(tree.root_node(), &wrapped, |_| line);
+            if text != wrapped {
+                if let Some(b) = text.strip_prefix(HEAD).and_then(|t| t.strip_suffix("\n;}")) {
+                    body = b.to_string();
+                    notes.extend(n);
+                }
+            }
+        }
+    }
+    while let Some(rewritten) = statement_expression_as_lambda(&body) {
+        body = rewritten;
+        if notes
+            .iter()
+            .all(|(c, _, _)| *c != "gnu_statement_expression")
+        {
+            notes.push((
+                "gnu_statement_expression",
+                "a GNU statement expression `({ …; value; })` in a macro, which NVRTC rejects, rewritten as the immediately invoked lambda `([&]() { …; return value; }())` (`__typeof__(x) y =` as `auto y =`, other `__typeof__` as `decltype`)".to_string(),
+                line,
+            ));
+        }
+    }
+    (body, notes)
+}
+
+static COMPOUND_LITERAL_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\)\s*\{").expect("valid regex"));
+/// `__typeof__(x) _x = ` (one level of parentheses inside): a copy, as `auto _x = ` makes
+/// it (`decltype` would make `_x` a reference where `x` is an lvalue like `a[i]`).
+static TYPEOF_DECL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:__typeof__|__typeof|typeof)\s*\((?:[^()]|\([^()]*\))*\)\s*([A-Za-z_]\w*)\s*=")
+        .expect("valid regex")
+});
+static TYPEOF_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:__typeof__|__typeof|typeof)\b").expect("valid regex"));
+
+/// The first statement expression `({ s1; s2; e; })` of `text` rewritten as
+/// `([&]() { s1; s2; return e; }())`; `None` when there is none, or its last statement is
+/// not an expression.
+fn statement_expression_as_lambda(text: &str) -> Option<String> {
+    let masked = lex::mask(text);
+    let b = masked.as_bytes();
+    let mut from = 0;
+    while let Some(k) = masked[from..].find("({").map(|k| from + k) {
+        from = k + 2;
+        // The matching `}`, then `)`.
+        let mut depth = 0i32;
+        let mut close = None;
+        for (i, &c) in b.iter().enumerate().skip(k + 1) {
+            match c {
+                b'{' | b'(' | b'[' => depth += 1,
+                b'}' | b')' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = (c == b'}').then_some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { continue };
+        if !masked[close + 1..].trim_start().starts_with(')') {
+            continue;
+        }
+        let paren =
+            close + 1 + (masked[close + 1..].len() - masked[close + 1..].trim_start().len());
+        // Statements at depth 0 of the block.
+        let inner = &masked[k + 2..close];
+        let mut ends = Vec::new();
+        let mut d = 0i32;
+        for (i, c) in inner.bytes().enumerate() {
+            match c {
+                b'{' | b'(' | b'[' => d += 1,
+                b'}' | b')' | b']' => d -= 1,
+                b';' if d == 0 => ends.push(i),
+                _ => {}
+            }
+        }
+        let last_end = *ends.last()?;
+        let prev_end = ends.len().checked_sub(2).map(|j| ends[j] + 1).unwrap_or(0);
+        let last = inner[prev_end..last_end].trim();
+        let first_word = last
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .next()?;
+        if last.is_empty()
+            || matches!(
+                first_word,
+                "if" | "for" | "while" | "do" | "switch" | "return" | "break" | "continue" | "goto"
+            )
+            || !inner[last_end + 1..].trim().is_empty()
+        {
+            continue;
+        }
+        let real = &text[k + 2..close];
+        let typeof_as_cxx = |t: &str| {
+            let t = TYPEOF_DECL_RE.replace_all(t, "auto $1 =");
+            TYPEOF_RE.replace_all(&t, "decltype").into_owned()
+        };
+        let stmts = typeof_as_cxx(&real[..prev_end]);
+        let value = typeof_as_cxx(&real[prev_end..last_end]);
+        return Some(format!(
+            "{}([&]() {{{stmts} return {}; }}()){}",
+            &text[..k],
+            value.trim(),
+            &text[paren + 1..]
+        ));
+    }
+    None
+}
+
 /// What a chunk uses and declares.
 struct Analysis {
     /// Free identifiers with the line of their first use.
     refs: Vec<(String, u32)>,
     /// Identifiers of `#if` lines inside the chunk.
     cond_refs: Vec<String>,
+    /// Declared names called like functions ([`Item::macro_calls`]).
+    macro_calls: Vec<(String, u32)>,
     enumerators: Vec<String>,
 }
 
@@ -978,6 +1138,18 @@ fn analyze(
             cond_refs.push(i.text.to_string());
         }
     }
+    let macro_calls = all
+        .iter()
+        .filter(|i| {
+            !i.in_condition
+                && !i.member
+                && locals.contains(i.text)
+                && mchunk[i.offset + i.text.len()..]
+                    .trim_start()
+                    .starts_with('(')
+        })
+        .map(|i| (i.text.to_string(), line_of(i.offset)))
+        .collect();
     let refs = all
         .into_iter()
         .filter(|i| {
@@ -993,6 +1165,7 @@ fn analyze(
     Analysis {
         refs: dedup(refs),
         cond_refs,
+        macro_calls: dedup(macro_calls),
         enumerators,
     }
 }
@@ -1028,6 +1201,7 @@ pub(crate) fn lazy_refs(item: &Item) -> (Vec<(String, u32)>, Vec<String>) {
     (a.refs, a.cond_refs)
 }
 
+#[derive(Clone)]
 struct Classified {
     kind: ItemKind,
     names: Vec<String>,
@@ -1076,14 +1250,14 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
             // A macro before the return type (`FORCE_INLINE uint64_t fmix64(uint64_t k)`)
             // can make the grammar take the return type for the name: when the name is
             // followed by another identifier and then the parameter list, the text decides.
-            if root.has_error() {
-                let by_text = classify_text(mchunk, chunk);
+            let by_text = root.has_error().then(|| classify_text(mchunk, chunk));
+            if let Some(by_text) = &by_text {
                 let renamed = by_text
                     .names
                     .first()
                     .is_some_and(|n| *n != name && name_precedes_call(header, &name, n));
                 if renamed && matches!(by_text.kind, ItemKind::Kernel | ItemKind::Function) {
-                    return by_text;
+                    return by_text.clone();
                 }
             }
             let words: Vec<&str> = lex::idents(header).iter().map(|i| i.text).collect();
@@ -1109,6 +1283,12 @@ fn classify(root: Node, chunk: &str, mchunk: &str) -> Classified {
             if let Some(tp) = f.template_params {
                 out.template = true;
                 out.template_params = template_params(tp, chunk);
+            } else if let Some(by_text) = by_text.filter(|b| b.template && b.names == out.names) {
+                // A macro in the head (`template <class real> __global__ void
+                // LAUNCH_BOUNDS(T, B) k(…)`) can leave the `template <…>` in an ERROR
+                // node before the function: the text still says it is a template.
+                out.template = true;
+                out.template_params = by_text.template_params;
             }
             // A sibling ERROR before the function (a macro used as a declaration)
             // does not change what the function is.
@@ -1688,7 +1868,53 @@ mod tests {
             let fi = crate::cuda::index_file("k.cu", &src);
             let k = &fi.items[fi.kernel_items[0]];
             assert!(k.refs.iter().any(|(n, _)| n == m), "{m}: {:?}", k.refs);
+            // Still a template: 24 s3d units were compiled as `k3`, which NVRTC cannot
+            // lower ("cannot determine which instance of function template").
+            let want: Vec<String> = if head.is_empty() {
+                vec![]
+            } else {
+                vec!["class real".into()]
+            };
+            assert_eq!(fi.kernels[0].template_params, want, "{m} {head:?}");
         }
+    }
+
+    #[test]
+    fn statement_expressions_become_lambdas_and_other_bodies_stay() {
+        let (b, n) = super::rewrite_macro_body(
+            "({ __typeof__ (a) _a = (a); __typeof__ (b) _b = (b); _a > _b ? _a : _b; })",
+            7,
+        );
+        assert_eq!(
+            b,
+            "([&]() { auto _a = (a); auto _b = (b); return _a > _b ? _a : _b; }())"
+        );
+        assert_eq!(n.len(), 1);
+        assert_eq!((n[0].0, n[0].2), ("gnu_statement_expression", 7));
+        // A type the value needs stays a type.
+        let (b, _) =
+            super::rewrite_macro_body("({ __typeof__(x) t = x; (__typeof__(x))(t * 2); })", 1);
+        assert_eq!(b, "([&]() { auto t = x; return (decltype(x))(t * 2); }())");
+        // Two in one body; a block that is no statement expression; no value at the end.
+        let (b, _) = super::rewrite_macro_body("({ 1; }) + ({ int q = 2; q; })", 1);
+        assert_eq!(
+            b,
+            "([&]() { return 1; }()) + ([&]() { int q = 2; return q; }())"
+        );
+        for plain in [
+            "{ a = b; c = d; }",
+            "({ if (x) y(); })",
+            "(a) + (b)",
+            "f({1, 2})",
+        ] {
+            let (b, n) = super::rewrite_macro_body(plain, 1);
+            assert_eq!((b.as_str(), n.len()), (plain, 0));
+        }
+        let (b, n) = super::rewrite_macro_body("(T2){  1, -1 }", 1);
+        assert_eq!((b.as_str(), n[0].0), ("T2{  1, -1 }", "c_compound_literal"));
+        // `if (x) {` is no compound literal.
+        let (b, n) = super::rewrite_macro_body("if (x) { y = 1; }", 1);
+        assert_eq!((b.as_str(), n.len()), ("if (x) { y = 1; }", 0));
     }
 
     /// A macro before a helper's return type (HeCBench murmurhash3:

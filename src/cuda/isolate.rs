@@ -223,6 +223,27 @@ pub fn kernel_with_helpers(source: &str, kernel: &str) -> Option<HelperCut> {
 /// Resolve `#include "target"` written in `from` to a file of the scope the way a
 /// compiler does: relative to `from`'s folder first, then relative to each of the scope's
 /// include folders in order. Never by file name alone.
+/// How a name an item uses is looked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// Whatever defines it: a macro, function, type or global.
+    Any,
+    /// Named by an `#if` around or inside the item: only a macro, maybe defined nowhere.
+    Condition,
+    /// A name the item declares and calls ([`super::index::Item::macro_calls`]): only a
+    /// function-like macro.
+    MacroCall,
+}
+
+/// `#define NAME(` with no space before the parenthesis: a function-like macro.
+fn is_function_like_macro(text: &str, name: &str) -> bool {
+    let rest = text.trim_start().trim_start_matches('#').trim_start();
+    rest.strip_prefix("define")
+        .map(str::trim_start)
+        .and_then(|r| r.strip_prefix(name))
+        .is_some_and(|r| r.starts_with('('))
+}
+
 pub fn resolve_include(scope: &Scope, from: &str, target: &str) -> Option<String> {
     resolve_in(
         |p| scope.files.contains_key(p),
@@ -562,17 +583,43 @@ impl<'s, 'a> Closure<'s, 'a> {
             Some((r, c)) => (r.as_slice(), c.as_slice()),
             None => (it.refs.as_slice(), &[][..]),
         };
-        let refs: Vec<(&str, u32, bool)> = own_refs
+        let refs: Vec<(&str, u32, Lookup)> = own_refs
             .iter()
-            .map(|(n, l)| (n.as_str(), *l, false))
+            .map(|(n, l)| (n.as_str(), *l, Lookup::Any))
             .chain(
                 it.cond_refs
                     .iter()
                     .chain(own_conds)
-                    .map(|n| (n.as_str(), it.line, true)),
+                    .map(|n| (n.as_str(), it.line, Lookup::Condition)),
+            )
+            .chain(
+                it.macro_calls
+                    .iter()
+                    .map(|(n, l)| (n.as_str(), *l, Lookup::MacroCall)),
             )
             .collect();
-        for (name, line, cond) in refs {
+        for (name, line, lookup) in refs {
+            let cond = lookup == Lookup::Condition;
+            if lookup == Lookup::MacroCall {
+                // Only a function-like macro the preprocessor would apply: one in a file
+                // the includes reach, or before the item in its own.
+                let macros: Vec<ItemId> = self
+                    .resolve(name, id.0, true)
+                    .into_iter()
+                    .filter(|&t| {
+                        let m = self.item(t);
+                        is_function_like_macro(&m.text, name)
+                            && (t.0 != id.0 || m.offset < it.offset)
+                            && self.files[t.0].1 != Reach::Fallback
+                    })
+                    .collect();
+                for t in macros {
+                    if !self.state.contains_key(&t) {
+                        self.visit(t);
+                    }
+                }
+                continue;
+            }
             for &h in builtins::implied_headers(name) {
                 if !self.implied.contains(&h) {
                     self.implied.push(h);
@@ -829,7 +876,7 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push('\n');
         }
 
-        let macros = self.emit_macros(&contributing, &mut out, &mut pulled);
+        let macros = self.emit_macros(&contributing, &mut out, &mut pulled, &mut diags);
 
         let mut texture = false;
         let order = std::mem::take(&mut self.order);
@@ -955,6 +1002,24 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push_str(&format!("#include <{h}>\n"));
             pulled.headers.push(format!("<{h}>"));
         }
+        // A file's `using namespace cooperative_groups;` (or `nvcuda`, `cub`) for the API
+        // of a header the unit keeps: the unit's code names it unqualified.
+        let mut opened: Vec<&str> = Vec::new();
+        for &r in contributing {
+            for ns in &self.files[r].2.using_namespaces {
+                let provided = builtins::namespace_header(ns)
+                    .is_some_and(|h| kept.iter().any(|k| k.starts_with(h)));
+                // The `wmma` shim opens `nvcuda` already.
+                let shimmed = self
+                    .shims
+                    .iter()
+                    .any(|s| s.definition.trim() == format!("using namespace {ns};"));
+                if provided && !shimmed && !opened.contains(&ns.as_str()) {
+                    out.push_str(&format!("using namespace {ns};\n"));
+                    opened.push(ns);
+                }
+            }
+        }
         if !cuda_std.is_empty() {
             let names: Vec<String> = cuda_std
                 .iter()
@@ -1008,6 +1073,7 @@ impl<'s, 'a> Closure<'s, 'a> {
         contributing: &[usize],
         out: &mut String,
         pulled: &mut Pulled,
+        diags: &mut Vec<Diagnostic>,
     ) -> Vec<ItemId> {
         let tu = self.tu_keys();
         let mut macros = self.macros.clone();
@@ -1046,6 +1112,24 @@ impl<'s, 'a> Closure<'s, 'a> {
             out.push('\n');
             if !pulled.macros.contains(&it.names[0]) {
                 pulled.macros.push(it.names[0].clone());
+            }
+            // A body rewritten for NVRTC (GNU C): what changed, so export gives the
+            // suite's text back, and why.
+            if let Some(written) = &it.written {
+                if let Some(d) = super::compile_only::note(written, &it.text, false) {
+                    diags.push(d.at(it.line));
+                }
+            }
+            let path = self.files[id.0].0;
+            for (code, msg, l) in &it.notes {
+                diags.push(
+                    Diagnostic::new(
+                        Level::Warning,
+                        code,
+                        format!("{msg} (`{}`, {path}:{l})", it.names[0]),
+                    )
+                    .at(*l),
+                );
             }
         }
         for _ in &open {
@@ -1419,6 +1503,109 @@ int main() {
     return 0;
 }
 "#;
+
+    /// A function-like macro named like the parameter it indexes (HeCBench's
+    /// lid-driven-cavity: `#define u(I, J) u[…]`, 11 kernels): the preprocessor expands
+    /// `u(0, ind)` before the compiler sees the parameter `u`, so the unit needs the macro.
+    /// A lambda or an object-like macro of a called local's name is not pulled, nor a
+    /// function-like macro defined after the kernel.
+    #[test]
+    fn a_function_like_macro_named_like_a_local_it_indexes_comes_along() {
+        let src = "#define NUM 8\n#define u(I, J) u[((I) * ((NUM) + 2)) + (J)]\n#define f 3\n\
+                   __device__ float f2(float x) { return x; }\n\
+                   __global__ void k(float* u, float* w) {\n  int i = threadIdx.x;\n  \
+                   u(i, 1) = 2.0f;\n  auto f = [](float x) { return x * 2.0f; };\n  \
+                   auto g = [](float x) { return x; };\n  w[i] = f(w[i]) + g(1.0f);\n}\n\
+                   #define g(x) (x + 1)\n";
+        let u = unit(&[("a/k.cu", src)], "a/k.cu", "k");
+        assert!(u.source.contains("#define u(I, J)"), "{}", u.source);
+        assert!(u.source.contains("#define NUM 8"), "{}", u.source);
+        assert!(!u.source.contains("#define f 3"), "{}", u.source);
+        assert!(!u.source.contains("#define g(x)"), "{}", u.source);
+        assert!(!u.source.contains("f2"), "{}", u.source);
+        if let Some(ok) = compiles(&u) {
+            assert!(ok, "{}", u.source);
+        }
+    }
+
+    /// GNU C that nvcc's build takes and NVRTC refuses, as HeCBench writes it: a statement
+    /// expression in a min/max macro (chemv's `ppcg_min`, lulesh's `max`), compound
+    /// literals in macros (fft's `#define exp_1_8 (T2){ 1, -1 }`) and designated
+    /// initializers (seam-carving's `{.r=0, .g=0, .b=0}`). The unit is rewritten (noted as
+    /// compile-only edits) or compiled as C++20, and compiles.
+    #[test]
+    fn gnu_c_in_macros_and_designated_initializers_compile_under_nvrtc() {
+        let src = "struct T2 { float x, y; };\nstruct pixel { float r, g, b; };\n\
+                   #define ppcg_min(x,y) ({ __typeof__(x) _x = (x); __typeof__(y) _y = (y); _x < _y ? _x : _y; })\n\
+                   #define exp_1_8 (T2){ 1, -1 }\n\
+                   __device__ T2 mul(T2 a, T2 b) { return T2{a.x * b.x, a.y * b.y}; }\n\
+                   __global__ void k(float* o, int n) {\n  int i = threadIdx.x;\n  \
+                   T2 t = mul(T2{o[i], o[i]}, exp_1_8);\n  \
+                   pixel p = {.r = 0, .g = t.y, .b = 2};\n  \
+                   for (int c = 0; c <= ppcg_min(n, 32 * i + 30); c += 32) o[i] += p.g + c;\n}\n";
+        let u = unit(&[("a/k.cu", src)], "a/k.cu", "k");
+        let c = codes(&u);
+        for want in [
+            "gnu_statement_expression",
+            "c_compound_literal",
+            crate::cuda::DESIGNATED_INITIALIZER,
+        ] {
+            assert!(c.contains(&want), "{want} not in {c:?}");
+        }
+        assert!(
+            u.source
+                .contains("([&]() { auto _x = (x); auto _y = (y); return _x < _y ? _x : _y; }())"),
+            "{}",
+            u.source
+        );
+        assert!(
+            u.source.contains("#define exp_1_8 T2{ 1, -1 }"),
+            "{}",
+            u.source
+        );
+        let flags = crate::suite::buildflags::for_unit(vec!["--std=c++17".into()], &u.diagnostics);
+        assert_eq!(flags, ["--std=c++20"]);
+        if nvrtc::load().is_err() {
+            eprintln!("NVRTC not installed: the compile half of this test did not run");
+            return;
+        }
+        let compile = |opts: &[String]| {
+            nvrtc::compile(&nvrtc::CompileRequest {
+                source: &u.source,
+                name: "unit.cu",
+                arch: "sm_90",
+                name_expressions: &[],
+                cubin: false,
+                extra_options: opts,
+            })
+            .unwrap()
+        };
+        let c = compile(&flags);
+        assert!(c.ok, "{}\n{}", u.source, c.log);
+        // C++17 alone still refuses the designated initializers: the flag is what helps.
+        assert!(!compile(&[]).ok);
+    }
+
+    /// A file's `using namespace cooperative_groups;` comes along with the header it opens
+    /// (cuda-training-series hw9: `thread_group`, `this_thread_block()` unqualified); a
+    /// `using namespace` of a header the unit does not keep does not.
+    #[test]
+    fn a_using_directive_for_a_kept_headers_namespace_comes_along() {
+        let src = "#include <cooperative_groups.h>\n#include <stdio.h>\nusing namespace cooperative_groups;\nusing namespace std;\n\
+                   __device__ int reduce(thread_group g, int *x, int val) { x[g.thread_rank()] = val; g.sync(); return x[0]; }\n\
+                   __global__ void k(int* s, int* out) { auto g = this_thread_block(); out[0] = reduce(g, s, 1); }\n";
+        let u = unit(&[("a/k.cu", src)], "a/k.cu", "k");
+        assert!(
+            u.source
+                .contains("#include <cooperative_groups.h>\nusing namespace cooperative_groups;\n"),
+            "{}",
+            u.source
+        );
+        assert!(!u.source.contains("using namespace std"), "{}", u.source);
+        if let Some(ok) = compiles(&u) {
+            assert!(ok, "{}", u.source);
+        }
+    }
 
     #[test]
     fn pulls_transitive_helpers_and_overloads_and_drops_host_code() {

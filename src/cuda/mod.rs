@@ -12,6 +12,7 @@ pub mod compile_only;
 pub mod ctype;
 pub mod host;
 mod index;
+pub use index::DESIGNATED_INITIALIZER;
 mod inspect;
 mod isolate;
 pub mod lex;

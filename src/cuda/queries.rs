@@ -264,6 +264,17 @@ pub(crate) fn launches(root: Node) -> Vec<Launch> {
 
 /// C99 compound literals `(T){…}` (and C++ `T{…}` read the same way), which nvcc accepts
 /// and NVRTC rejects (`queries/portability.scm`), in document order.
+/// The first node of `kind` under `root`, in document order.
+pub(crate) fn first_of_kind<'t>(root: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    let mut found = None;
+    preorder(root, |n| {
+        if found.is_none() && n.kind() == kind {
+            found = Some(n);
+        }
+    });
+    found
+}
+
 pub(crate) fn compound_literals(root: Node) -> Vec<Node> {
     let mut out = Vec::new();
     preorder(root, |n| {

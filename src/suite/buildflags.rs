@@ -253,6 +253,23 @@ fn definition(body: &str) -> Option<String> {
     plain.then(|| format!("-D{body}"))
 }
 
+/// A unit's flags: its program's `flags`, and C++20 where the unit has C99 designated
+/// initializers (`{.r = 0, .g = 0}`, noted by isolation). nvcc's front end runs in GNU
+/// mode and takes them under the program's own `-std=c++17`; NVRTC takes them only as
+/// C++20, which is then the closest to the program's build.
+pub fn for_unit(mut flags: Vec<String>, diagnostics: &[crate::record::Diagnostic]) -> Vec<String> {
+    let designated = diagnostics
+        .iter()
+        .any(|d| d.code == crate::cuda::DESIGNATED_INITIALIZER);
+    let older = |f: &String| matches!(f.as_str(), "--std=c++17" | "--std=c++14" | "--std=c++11");
+    let has_std = flags.iter().any(|f| f.starts_with("--std=") && !older(f));
+    if designated && !has_std {
+        flags.retain(|f| !older(f));
+        flags.push("--std=c++20".to_string());
+    }
+    flags
+}
+
 /// `--std=c++N` for N ≥ 17 from `c++N`/`gnu++N`.
 fn standard(value: &str) -> Option<String> {
     let n: u32 = value

@@ -341,7 +341,8 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
     // after isolation, so the journal of isolated scopes stays as it was.
     let mut build = BTreeMap::new();
     for u in &mut ex.units {
-        u.build_flags = buildflags::flags_for(&cfg.root, &u.path, &mut build);
+        let flags = buildflags::flags_for(&cfg.root, &u.path, &mut build);
+        u.build_flags = buildflags::for_unit(flags, &u.diagnostics);
     }
 
     if cfg.compile {
