@@ -43,6 +43,62 @@ fn origin_of(p: &kernelpair::record::Pair) -> Option<HarnessOrigin> {
     p.harness_origin.as_ref().map(|h| h.origin)
 }
 
+/// `[harness] assume_size` is `harness infer --assume-size`: the harnesses that strict
+/// inference leaves with TODOs (sizes read from a file) are complete, their assumed values
+/// marked, and used; a value under 1 is a config error naming the key.
+#[test]
+fn build_with_assume_size_completes_what_strict_inference_leaves_open() {
+    let t = tempfile::tempdir().unwrap();
+    let strict = config(t.path(), "");
+    kp().arg("build").arg(&strict).assert().code(0);
+    let out = t.path().join("out");
+    let incomplete = |dir: &Path| -> Vec<String> {
+        pairs_of(&out.join("verified.jsonl"))
+            .iter()
+            .filter(|p| !p.identical && p.suite != "parboil")
+            .filter(|p| {
+                std::fs::read_to_string(dir.join(format!("{}.toml", p.id)))
+                    .unwrap()
+                    .contains("\"TODO\"")
+            })
+            .map(|p| p.kernel.clone())
+            .collect()
+    };
+    let inferred = out.join("harnesses/inferred");
+    let open = incomplete(&inferred);
+    assert!(
+        !open.is_empty(),
+        "the fixtures have a size only a data file gives"
+    );
+    let t2 = tempfile::tempdir().unwrap();
+    let assumed = config(t2.path(), "[harness]\nassume_size = 4096\n");
+    let a = kp().arg("build").arg(&assumed).assert().code(0);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    let out2 = t2.path().join("out");
+    let inferred2 = out2.join("harnesses/inferred");
+    for p in pairs_of(&out2.join("verified.jsonl")) {
+        if !open.contains(&p.kernel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(inferred2.join(format!("{}.toml", p.id))).unwrap();
+        assert!(!text.contains("\"TODO\""), "{}: {text}", p.kernel);
+        assert!(
+            text.contains("ASSUMED") && text.contains("4096"),
+            "{}: {text}",
+            p.kernel
+        );
+        assert_eq!(origin_of(&p), Some(HarnessOrigin::Inferred), "{}", p.kernel);
+    }
+    assert!(
+        !stderr.contains("inferred harnesses have TODOs"),
+        "{stderr}"
+    );
+    let bad = config(t2.path(), "[harness]\nassume_size = 0\n");
+    let a = kp().arg("build").arg(&bad).assert().failure();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(err.contains("assume_size must be at least 1"), "{err}");
+}
+
 #[test]
 fn build_infers_harnesses_writes_them_for_review_and_prefers_hand_then_inferred_then_llm() {
     let t = tempfile::tempdir().unwrap();

@@ -121,6 +121,11 @@ pub struct HarnessSettings {
     /// Self-check every harness on the GPU before its pair is verified; an inferred or LLM
     /// harness that fails stops its pair as `harness_error`.
     pub selfcheck: bool,
+    /// As `harness infer --assume-size N`: every size the host code does not determine
+    /// (read from a data file, a struct field) gets this value, marked `ASSUMED` in the
+    /// inferred file, instead of a TODO. Unset: such harnesses stay incomplete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assume_size: Option<i64>,
 }
 
 impl Default for HarnessSettings {
@@ -131,6 +136,7 @@ impl Default for HarnessSettings {
             complete: true,
             max_repairs: 2,
             selfcheck: true,
+            assume_size: None,
         }
     }
 }
@@ -337,6 +343,9 @@ impl BuildConfig {
         }
         if c.synth.chunk == 0 || c.verify.chunk == 0 {
             return Err("chunk sizes must be at least 1".into());
+        }
+        if c.harness.assume_size.is_some_and(|n| n < 1) {
+            return Err("[harness] assume_size must be at least 1".into());
         }
         Ok(c)
     }

@@ -124,7 +124,10 @@ pub fn choose(
                 .par_iter()
                 .zip(pairs.par_iter().zip(hosts.into_par_iter()))
                 .map(|(&i, (p, host))| {
-                    let inf = infer::infer(p, &host, &InferOptions::default());
+                    let opts = InferOptions {
+                        assume_size: s.assume_size,
+                    };
+                    let inf = infer::infer(p, &host, &opts);
                     let path = inferred_dir.join(format!("{}.toml", p.id));
                     let written = std::fs::create_dir_all(&inferred_dir)
                         .and_then(|_| std::fs::write(&path, inf.toml().as_bytes()))
