@@ -10,7 +10,11 @@
 #                        pairs' timings: the rerun redoes only self-check + verify + export,
 #                        on the same pairs (issue 25's 1-GPU vs 2-GPU figure)
 #   BIN=PATH             another kernelpair binary to run (an older one, for comparison)
+#   CONFIG=FILE          another build config (benches/rodinia-assumed.toml: issue 27's table)
 set -u
+CONFIG=${CONFIG:-benches/public-build.toml}
+# The build's output folder, as the config names it.
+export KO=$(sed -n 's/^output = "\(.*\)"/\1/p' "$CONFIG")
 OUT=${OUT:-/tmp/kp-out}
 LIMIT=${1:-540}
 mkdir -p "$OUT" /tmp/t
@@ -18,17 +22,17 @@ mkdir -p "$OUT" /tmp/t
 for t in /tmp/t/pub/trees/*; do [ -e /tmp/t/$(basename $t) ] || ln -s $t /tmp/t/$(basename $t); done
 K=${BIN:-/tmp/t/pub/kernelpair}
 [ -n "${GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$GPUS
-if [ -n "${RESET_VERIFY:-}" ] && [ -f /tmp/kp-public/journal.json ]; then
+if [ -n "${RESET_VERIFY:-}" ] && [ -f $KO/journal.json ]; then
   python3 - <<'PY'
-import json
-p = "/tmp/kp-public/journal.json"
+import json, os
+p = os.environ["KO"] + "/journal.json"
 j = json.load(open(p))
 for k in ("verify", "export"):
     j["steps"].pop(k, None)
 json.dump(j, open(p, "w"), indent=2)
 PY
-  rm -f /tmp/kp-public/cache/verify/*.jsonl /tmp/kp-public/cache/compile/verify-*.partial.jsonl \
-    /tmp/kp-public/cache/compile/selfcheck-*.partial.jsonl /tmp/kp-public/cache/compile/selfcheck-proofs.jsonl
+  rm -f $KO/cache/verify/*.jsonl $KO/cache/compile/verify-*.partial.jsonl \
+    $KO/cache/compile/selfcheck-*.partial.jsonl $KO/cache/compile/selfcheck-proofs.jsonl
 fi
 # Rodinia's inputs (ours, made here: 49 MB would not fit the carry) and the recorded-answer
 # endpoint benches/public-build.toml's [synth] names.
@@ -41,7 +45,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 n=$(ls /tmp/kp-public-log.* 2>/dev/null | wc -l)
 LOG=/tmp/kp-public-log.$n
 echo "=== build run $n, limit $LIMIT s, binary $K, GPUs ${GPUS:-all}${RESET_VERIFY:+, verify reset} ($(date +%T))"
-/usr/bin/time -f "build wall %e s, peak %M KB" timeout -s KILL $LIMIT $K build benches/public-build.toml > $LOG 2>&1
+/usr/bin/time -f "build wall %e s, peak %M KB" timeout -s KILL $LIMIT $K build "$CONFIG" > $LOG 2>&1
 rc=$?
 echo "exit $rc"
 # A killed build leaves its workers and the programs it was capturing: end them.
@@ -49,12 +53,12 @@ echo "exit $rc"
 grep -v "^  *warning\|WARN\|not UTF-8" $LOG | tail -70
 if [ "$rc" != 137 ] && [ -n "${WARM:-}" ]; then
   echo "=== warm rerun ($(date +%T))"
-  /usr/bin/time -f "warm build wall %e s" $K build benches/public-build.toml > $LOG.warm 2>&1
+  /usr/bin/time -f "warm build wall %e s" $K build "$CONFIG" > $LOG.warm 2>&1
   echo "exit $?"; grep -v "not UTF-8" $LOG.warm | tail -25
 fi
 python3 - <<'PY'
 import json, collections, os
-p = "/tmp/kp-public/verified.jsonl"
+p = os.environ["KO"] + "/verified.jsonl"
 if os.path.exists(p):
     by = collections.defaultdict(collections.Counter)
     for l in open(p):
@@ -67,5 +71,6 @@ if os.path.exists(p):
         print(s, dict(sorted(c.items())))
 PY
 kill $LLM_PID 2>/dev/null
-cd /tmp && tar -cJf "$OUT/public.tar.xz" kp-public-log.* kp-public/*.jsonl kp-public/*.json kp-public/dataset kp-public/harnesses kp-public/captures/*/programs.jsonl 2>/dev/null
+B=$(basename "$KO")
+cd /tmp && tar -cJf "$OUT/public.tar.xz" kp-public-log.* $B/*.jsonl $B/*.json $B/dataset $B/harnesses $B/captures/*/programs.jsonl 2>/dev/null
 ls -la "$OUT"
