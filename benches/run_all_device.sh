@@ -33,6 +33,13 @@ gpu-tests)
     /usr/bin/time -f "wall %e s" "$t" --ignored --test-threads 1 --nocapture > "$OUT/$(basename $t).log" 2>&1 || { fail=1; echo "FAILED: $t"; }
     grep -E "^test |test result|^(good|wrong):|verified|mismatch|wall" "$OUT/$(basename $t).log" | tail -25
   done
+  # Not #[ignore]d (it runs in CI up to `no_gpu`), but only a GPU gives its verdict: issue
+  # 26's contributed transpose folder whose harness launches one kernel must verify.
+  if [ -x carry/verify-test ]; then
+    step "carry/verify-test validate_shares_one_kernels_launches (on the GPU)"
+    carry/verify-test validate_shares_one_kernels_launches --nocapture > "$OUT/verify-shared-launch.log" 2>&1 || { fail=1; echo "FAILED: shared launch"; }
+    grep -E "^test |test result|shared-launch transpose" "$OUT/verify-shared-launch.log" | tail -5
+  fi
   ;;
 honest)
   OUT=$OUT bash benches/honest.sh
