@@ -456,6 +456,10 @@ pub enum PairRule {
     ProgressionFromFirst,
     /// A `naive`/`optimized` naming pair.
     NamingPair,
+    /// One kernel name in two files whose paths differ in one folder or file name, a
+    /// naive-named one and an optimized-named one (`matmul/baseline/mm.cu` →
+    /// `matmul/tiled/mm.cu`, `reduce.cu` → `reduce_opt.cu`).
+    SiblingVariant,
     /// Host launcher versions in one file: each against the one before.
     VersionStep,
     /// Host launcher versions: each against the first.
@@ -474,6 +478,7 @@ impl PairRule {
             PairRule::ProgressionStep => "progression_step",
             PairRule::ProgressionFromFirst => "progression_from_first",
             PairRule::NamingPair => "naming_pair",
+            PairRule::SiblingVariant => "sibling_variant",
             PairRule::VersionStep => "version_step",
             PairRule::VersionFromFirst => "version_from_first",
             PairRule::Validate => "validate",

@@ -387,6 +387,11 @@ fn extract_inner(cfg: &ExtractConfig) -> Result<Extraction, SuiteError> {
         pairs.retain(|p| !p.slow.is_pending() || !v.members.contains(&p.fast.id));
         pairs.extend(v.pairs);
         unpaired.extend(v.unpaired);
+        // Sibling variants: one kernel in sibling folders or files (docs/pairing.md).
+        let s = pairing::pair_siblings(prog, &ex.units, &units::same_code);
+        pairs.retain(|p| !p.slow.is_pending() || !s.members.contains(&p.fast.id));
+        pairs.extend(s.pairs);
+        unpaired.extend(s.unpaired);
     }
     pairs.sort_by(|a, b| {
         (&a.fast.path, a.fast.line, &a.fast.kernel).cmp(&(

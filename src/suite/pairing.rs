@@ -414,6 +414,105 @@ impl Progression {
     }
 }
 
+/// Rule of one kernel in sibling files or folders, a naive-named and an optimized-named one.
+pub const RULE_SIBLING: PairRule = PairRule::SiblingVariant;
+
+/// Sibling variants across the whole suite (`[pairing.progression] siblings = true`):
+/// tutorials keep a naive kernel and its optimized successors in sibling folders or files
+/// (`matmul/baseline/mm.cu`, `matmul/tiled/mm.cu`; `reduce.cu`, `reduce_opt.cu`). Two units
+/// pair when they define the same kernel name with compatible parameters, their paths
+/// differ in exactly one folder name or file stem (same depth, same extension), that name
+/// marks the slow side (a `slow_words` word; or it is plain and the other is it plus a
+/// `fast_words` word) and the other the fast side with the same stem, and both bodies
+/// write the same outputs (else `not_a_progression`). Several optimized siblings of one
+/// naive one each pair with it.
+pub fn pair_siblings(prog: &Progression, units: &[KernelUnit], same: SameCode) -> Found {
+    let mut found = Found::default();
+    if !prog.siblings {
+        return found;
+    }
+    let mut by_kernel: BTreeMap<&str, Vec<&KernelUnit>> = BTreeMap::new();
+    for u in units {
+        by_kernel.entry(u.kernel.as_str()).or_default().push(u);
+    }
+    let mut outputs: BTreeMap<String, Option<Outputs>> = BTreeMap::new();
+    for list in by_kernel.values() {
+        if list.len() < 2 {
+            continue;
+        }
+        for s in list {
+            for f in list {
+                if s.path == f.path || s.variant != f.variant {
+                    continue;
+                }
+                if !sibling_direction(prog, &s.path, &f.path) || !compatible(s, f) {
+                    continue;
+                }
+                match not_a_progression(s, f, &mut outputs) {
+                    None => {
+                        found.members.insert(s.id.clone());
+                        found.members.insert(f.id.clone());
+                        found
+                            .pairs
+                            .push(make_pair(Some(s), f, RULE_SIBLING, same(s, f)));
+                    }
+                    Some(why) => found.unpaired.push(unpaired(
+                        f,
+                        UnpairedReason::NotAProgression {
+                            slow: format!("{}:{}", s.path, s.kernel),
+                            why,
+                        },
+                    )),
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Whether `slow` → `fast` are sibling variants by their paths: the same depth and
+/// extension, one differing folder name or file stem, naive-named on the slow side and
+/// optimized-named on the fast side with the same stem (or plain on the slow side and
+/// the fast side's stem).
+fn sibling_direction(prog: &Progression, slow: &str, fast: &str) -> bool {
+    let parts = |p: &str| -> Option<(Vec<String>, String)> {
+        let path = std::path::Path::new(p);
+        let ext = path.extension()?.to_str()?.to_string();
+        let mut c: Vec<String> = path
+            .parent()
+            .into_iter()
+            .flat_map(|d| d.iter())
+            .map(|x| x.to_string_lossy().into_owned())
+            .collect();
+        c.push(path.file_stem()?.to_string_lossy().into_owned());
+        Some((c, ext))
+    };
+    let (Some((a, ea)), Some((b, eb))) = (parts(slow), parts(fast)) else {
+        return false;
+    };
+    if a.len() != b.len() || ea != eb {
+        return false;
+    }
+    let diff: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+    let [i] = diff[..] else {
+        return false;
+    };
+    let Some(fast_stem) = super::progression::component_stem(&prog.fast_words, &b[i]) else {
+        return false;
+    };
+    // The fast side must not also read as naive (`naive_tiled_fix` vs `naive`).
+    if super::progression::component_stem(&prog.slow_words, &b[i]).is_some() {
+        return false;
+    }
+    match super::progression::component_stem(&prog.slow_words, &a[i]) {
+        Some(slow_stem) => slow_stem == fast_stem,
+        None => {
+            super::progression::name_words(&a[i]).join("_") == fast_stem
+                && super::progression::component_stem(&prog.fast_words, &a[i]).is_none()
+        }
+    }
+}
+
 /// What a kernel writes, by parameter position, as read from its body.
 #[derive(Debug, Clone)]
 struct Outputs {
@@ -1313,6 +1412,74 @@ mod tests {
                 "reduce0->reduce4 progression_from_first"
             ]
         );
+    }
+
+    /// Sibling variants: one kernel name in two paths that differ in one folder or file name,
+    /// naive-marked (or plain) against optimized-marked with the same stem; same outputs.
+    #[test]
+    fn sibling_folders_and_files_pair_by_their_names_and_outputs() {
+        let desc = prog_desc("both");
+        let prog = desc.progression.as_ref().unwrap();
+        let t = &["const float *", "float *", "int"];
+        let body = |w: &str| {
+            format!("__global__ void k(const float* p0, float* p1, int p2) {{ int i = threadIdx.x; if (i < p2) {w}[i] = p0[i] * 2.0f; }}")
+        };
+        let at = |path: &str, src: &str| {
+            let mut u = gunit("x.cu", 1, "k", t, src);
+            u.path = path.to_string();
+            u.id = crate::record::content_id(&[path, src]);
+            u
+        };
+        let units = vec![
+            at("mm/baseline/mm.cu", &body("p1")),
+            at("mm/tiled/mm.cu", &body("p1 ")),
+            at("mm/rectangular/mm.cu", &body("p1  ")),
+            at("red/reduce.cu", &body("p1")),
+            at("red/reduce_opt.cu", &body("(p1)")),
+            at("conv/1d_naive/c.cu", &body("p1")),
+            at("conv/1d_shared/c.cu", &body("p1")),
+            at("conv/2d_tiled/c.cu", &body("p1")),
+            // Writes its input: different outputs, so no progression.
+            at("sc/naive/s.cu", &body("p1")),
+            at("sc/coalesced/s.cu", "__global__ void k(const float* p0, float* p1, int p2) { ((float*)p0)[threadIdx.x] = 1.0f; }"),
+            // Two folders apart: not siblings.
+            at("deep/naive/a/x.cu", &body("p1")),
+            at("deep/tiled/b/x.cu", &body("p1")),
+        ];
+        let f = pair_siblings(prog, &units, &same);
+        let mut got: Vec<String> = f
+            .pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} -> {} {}{}",
+                    p.slow.unit().unwrap().path,
+                    p.fast.path,
+                    p.rule.as_str(),
+                    if p.identical { " identical" } else { "" }
+                )
+            })
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "conv/1d_naive/c.cu -> conv/1d_shared/c.cu sibling_variant identical",
+                "mm/baseline/mm.cu -> mm/tiled/mm.cu sibling_variant",
+                "red/reduce.cu -> red/reduce_opt.cu sibling_variant",
+            ]
+        );
+        let refused: Vec<String> = f.unpaired.iter().map(|u| u.reason.to_string()).collect();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].starts_with("not_a_progression: after `sc/naive/s.cu:k`"),
+            "{refused:?}"
+        );
+        assert_eq!(f.members.len(), 6);
+        // Off unless the description asks.
+        let mut off = prog.clone();
+        off.siblings = false;
+        assert!(pair_siblings(&off, &units, &same).pairs.is_empty());
     }
 
     #[test]

@@ -24,6 +24,11 @@ pub struct RawProgression {
     /// its words in sequence.
     #[serde(default)]
     pub fast_words: Vec<String>,
+    /// Also pair one kernel name across files whose paths differ in one folder or file
+    /// name, where that name marks the naive side and the other the optimized one
+    /// (docs/pairing.md, "Sibling variants").
+    #[serde(default)]
+    pub siblings: bool,
 }
 
 /// Which steps of a numbered series become pairs.
@@ -46,6 +51,7 @@ pub struct Progression {
     numbered: Vec<Regex>,
     pub(super) slow_words: Vec<Vec<String>>,
     pub(super) fast_words: Vec<Vec<String>>,
+    pub siblings: bool,
 }
 
 /// The words of an identifier: `transposeNoBankConflicts` → transpose, no, bank,
@@ -104,6 +110,7 @@ impl Progression {
             numbered,
             slow_words: words(&raw.slow_words, "slow_words")?,
             fast_words: words(&raw.fast_words, "fast_words")?,
+            siblings: raw.siblings,
         })
     }
 
@@ -133,6 +140,19 @@ impl Progression {
         }
         None
     }
+}
+
+/// The stem of a path component (a folder name or a file stem) holding one of `words`:
+/// its other words joined by `_`, empty for a component that is only the word
+/// (`baseline`, `tiled`). None when it holds none.
+pub(super) fn component_stem(words: &[Vec<String>], component: &str) -> Option<String> {
+    let nw = name_words(component);
+    words.iter().find_map(|w| {
+        let i = (0..=nw.len().saturating_sub(w.len())).find(|&i| nw[i..].starts_with(w))?;
+        let mut rest = nw[..i].to_vec();
+        rest.extend_from_slice(&nw[i + w.len()..]);
+        Some(rest.join("_"))
+    })
 }
 
 #[cfg(test)]

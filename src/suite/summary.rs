@@ -52,7 +52,9 @@ pub fn progressions(ex: &Extraction) -> (usize, usize, usize) {
         .filter(|p| {
             matches!(
                 p.rule,
-                PairRule::ProgressionStep | PairRule::ProgressionFromFirst
+                PairRule::ProgressionStep
+                    | PairRule::ProgressionFromFirst
+                    | PairRule::SiblingVariant
             )
         })
         .count();
@@ -154,7 +156,7 @@ pub fn table_of(ex: &Extraction, limit: Option<usize>) -> String {
     if candidates > 0 {
         let _ = writeln!(
             s,
-            "progressions (numbered series): {candidates} candidates, {accepted} accepted, {refused} refused as not_a_progression (different outputs; each named in the output)"
+            "progressions (numbered series, sibling variants): {candidates} candidates, {accepted} accepted, {refused} refused as not_a_progression (different outputs; each named in the output)"
         );
     }
     let _ = writeln!(s, "suite: {}", ex.suite);
