@@ -70,6 +70,8 @@ if os.path.exists(p):
     for s, c in sorted(by.items()):
         print(s, dict(sorted(c.items())))
 PY
+# Issue 27: no mismatch the harness caused (NaN on the fast side, "rel L2 0").
+[ -f "$KO/verified.jsonl" ] && python3 scripts/check_nan_verdicts.py "$KO/verified.jsonl" | tail -4
 kill $LLM_PID 2>/dev/null
 B=$(basename "$KO")
 cd /tmp && tar -cJf "$OUT/public.tar.xz" kp-public-log.* $B/*.jsonl $B/*.json $B/dataset $B/harnesses $B/captures/*/programs.jsonl 2>/dev/null

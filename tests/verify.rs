@@ -1827,3 +1827,52 @@ fn the_selfcheck_runs_as_verifys_first_phase_once_per_fast_kernel_and_harness() 
     assert_eq!(again[&1].status, Status::HarnessError);
     assert_eq!(reports2.len(), 6);
 }
+
+/// `scripts/check_nan_verdicts.py` (issue 27's check over the device's verify outputs)
+/// passes honest verdicts and names each `mismatch` the harness caused: a NaN on the fast
+/// side, a "rel L2 0" mismatch, a mismatch made only of positions where both sides are NaN.
+#[test]
+fn the_nan_verdict_check_names_mismatches_the_harness_caused() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = |kernel: &str, status: &str, reason: &str, checks: &str| {
+        format!(
+            r#"{{"version":3,"type":"pair","data":{{"kernel":"{kernel}","verification":{{"status":"{status}","reason":"{reason}","evidence":{{"checks":{checks}}}}}}}}}"#
+        )
+    };
+    let honest = [
+        rec("a", "verified", "2.0x faster", "[]"),
+        rec("b", "mismatch", "output o differs in 3 of 10 elements; rel L2 1.2e-1; worst at index 2: slow 1.5, fast 0", r#"[{"pass":false,"mismatches":3,"nans":0}]"#),
+        rec("c", "degenerate", "the fast kernel wrote 16 NaN", "[]"),
+    ];
+    let bad = [
+        rec("d", "mismatch", "output o differs in 1 of 10 elements; rel L2 0.000e0; worst at index 0: slow NaN, fast NaN", r#"[{"pass":false,"mismatches":1,"nans":1}]"#),
+        rec("e", "mismatch", "output o differs in 4 of 10 elements; worst at index 3: slow 1, fast inf", r#"[{"pass":false,"mismatches":4,"nans":0}]"#),
+        rec("f", "mismatch", "output o differs in 2 of 10 elements", r#"[{"pass":false,"mismatches":2,"nans":2,"both_nan":2}]"#),
+    ];
+    let write = |name: &str, lines: &[String]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p
+    };
+    let run = |p: &std::path::Path| {
+        Command::new("python3")
+            .arg("scripts/check_nan_verdicts.py")
+            .arg(p)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&write("ok.jsonl", &honest));
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    let mut all = honest.to_vec();
+    all.extend(bad);
+    let out = run(&write("bad.jsonl", &all));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    for k in ["d", "e", "f"] {
+        assert!(stdout.contains(&format!(": {k}: ")), "{k}: {stdout}");
+    }
+    assert!(
+        stdout.contains("6 pairs, 4 mismatch, 3 breaking the rule"),
+        "{stdout}"
+    );
+}
