@@ -930,7 +930,9 @@ fn numbered_phases_are_refused_and_counted() {
         .unwrap()
         .contains("`phase1` writes (a) and `phase2` writes (b)"));
     assert!(
-        stderr.contains("progressions (numbered series, sibling variants): 2 candidates, 1 accepted, 1 refused"),
+        stderr.contains(
+            "progressions (numbered series, sibling variants): 2 candidates, 1 accepted, 1 refused"
+        ),
         "{stderr}"
     );
 }
