@@ -28,6 +28,110 @@ pub fn matching(text: &str, open: usize, o: u8, c: u8) -> Option<usize> {
     None
 }
 
+/// The byte index of the bracket `o` that opens the `c` at `close`, scanning backwards
+/// (brackets nest): the mirror of [`matching`]. `None` when it is never opened or `close` is
+/// past the end.
+pub fn matching_open(text: &str, close: usize, o: u8, c: u8) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, &b) in text.as_bytes().get(..=close)?.iter().enumerate().rev() {
+        if b == c {
+            depth += 1;
+        } else if b == o {
+            depth = depth.checked_sub(1)?;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// The innermost `o` before byte `pos` that no `c` before `pos` closes (the group `pos` sits
+/// in), scanning backwards; `None` at the start of the text or when a byte of `stop` (at any
+/// depth) comes first. `f(a, g(b), |` gives the `(` after `f`; with `stop` `b";"`, `x; |`
+/// gives None.
+pub fn enclosing_open(text: &str, pos: usize, o: u8, c: u8, stop: &[u8]) -> Option<usize> {
+    let before = &text.as_bytes()[..pos.min(text.len())];
+    let mut depth = 0usize;
+    for (i, &b) in before.iter().enumerate().rev() {
+        if b == c {
+            depth += 1;
+        } else if b == o {
+            if depth == 0 {
+                return Some(i);
+            }
+            depth -= 1;
+        } else if stop.contains(&b) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Every `o` before byte `pos` that no `c` before `pos` closes, innermost first: the groups
+/// `pos` sits in (a stray `c` closes nothing).
+pub fn enclosing_opens(text: &str, pos: usize, o: u8, c: u8) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut end = pos;
+    while let Some(i) = enclosing_open(text, end, o, c, b"") {
+        out.push(i);
+        end = i;
+    }
+    out
+}
+
+/// Each byte of `text` with its index and the bracket depth after it: a byte of `open`
+/// raises the depth, a byte of `close` lowers it. Kinds are not paired (`(]` is a group) and
+/// the depth is signed (an unmatched close makes it negative). Give masked text when
+/// literals or comments may hold brackets.
+pub fn depths<'a>(
+    text: &'a str,
+    open: &'a [u8],
+    close: &'a [u8],
+) -> impl Iterator<Item = (usize, u8, i32)> + 'a {
+    let mut depth = 0i32;
+    text.bytes().enumerate().map(move |(i, b)| {
+        if open.contains(&b) {
+            depth += 1;
+        } else if close.contains(&b) {
+            depth -= 1;
+        }
+        (i, b, depth)
+    })
+}
+
+/// The bytes of `text` outside every group (depth 0 in [`depths`], so not after an
+/// unmatched close either), with their indices; the brackets themselves are left out.
+pub fn top_level<'a>(
+    text: &'a str,
+    open: &'a [u8],
+    close: &'a [u8],
+) -> impl Iterator<Item = (usize, u8)> + 'a {
+    depths(text, open, close)
+        .filter(move |&(_, b, d)| d == 0 && !open.contains(&b) && !close.contains(&b))
+        .map(|(i, b, _)| (i, b))
+}
+
+/// The byte index of the first `target` outside every group (see [`top_level`]).
+pub fn find_top_level(text: &str, target: u8, open: &[u8], close: &[u8]) -> Option<usize> {
+    top_level(text, open, close)
+        .find(|&(_, b)| b == target)
+        .map(|(i, _)| i)
+}
+
+/// `text` split at its commas outside every group (see [`top_level`]), pieces untrimmed;
+/// one piece (the whole text) when there is none.
+pub fn split_top_level_commas<'a>(text: &'a str, open: &[u8], close: &[u8]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    for (i, _) in top_level(text, open, close).filter(|&(_, b)| b == b',') {
+        out.push(&text[from..i]);
+        from = i + 1;
+    }
+    out.push(&text[from..]);
+    out
+}
+
 /// The text with comments blanked but literals kept: for emitting directives.
 pub fn mask_comments(text: &str) -> String {
     mask_with(text, false)
@@ -737,6 +841,59 @@ pub fn normalized_tokens(source: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matching_open_mirrors_matching() {
+        let t = "f(a, (b)) + g(]";
+        assert_eq!(matching_open(t, 8, b'(', b')'), Some(1));
+        assert_eq!(matching(t, 1, b'(', b')'), Some(8));
+        assert_eq!(matching_open(t, 7, b'(', b')'), Some(5));
+        // Not a close at `close`, never opened, or past the end.
+        assert_eq!(matching_open(t, 3, b'(', b')'), None);
+        assert_eq!(matching_open(") )", 2, b'(', b')'), None);
+        assert_eq!(matching_open(t, 99, b'(', b')'), None);
+    }
+
+    #[test]
+    fn enclosing_open_finds_the_group_around_a_position() {
+        let t = "x; f(a, g(b), c";
+        assert_eq!(enclosing_open(t, t.len(), b'(', b')', b";"), Some(4));
+        assert_eq!(enclosing_open(t, 11, b'(', b')', b";"), Some(9));
+        // A stop byte at any depth, or no open group.
+        assert_eq!(enclosing_open(t, 2, b'(', b')', b";"), None);
+        assert_eq!(enclosing_open("a) b", 4, b'(', b')', b""), None);
+        assert_eq!(enclosing_open(t, 99, b'(', b')', b""), Some(4));
+        let b = "{ a { b } { c } ";
+        assert_eq!(enclosing_opens(b, 13, b'{', b'}'), vec![10, 0]);
+        assert_eq!(enclosing_opens(b, b.len(), b'{', b'}'), vec![0]);
+        assert_eq!(enclosing_opens("} {", 3, b'{', b'}'), vec![2]);
+    }
+
+    #[test]
+    fn depths_and_the_top_level() {
+        let d: Vec<i32> = depths("(a]))", b"([", b")]").map(|x| x.2).collect();
+        assert_eq!(d, [1, 1, 0, -1, -2]);
+        let t = "a+(b+c)+d) +e";
+        let plus: Vec<usize> = top_level(t, b"(", b")")
+            .filter(|&(_, b)| b == b'+')
+            .map(|x| x.0)
+            .collect();
+        // Not inside the group, nor after the unmatched `)`.
+        assert_eq!(plus, [1, 7]);
+        assert_eq!(find_top_level("f(a, b), c", b',', b"(", b")"), Some(7));
+        assert_eq!(find_top_level("f(a, b)", b',', b"(", b")"), None);
+        assert_eq!(find_top_level("é, x", b',', b"(", b")"), Some(2));
+    }
+
+    #[test]
+    fn split_top_level_commas_keeps_groups_whole() {
+        assert_eq!(
+            split_top_level_commas("T<a, b>, f(x, y) , [1,2],", b"<([", b">)]"),
+            ["T<a, b>", " f(x, y) ", " [1,2]", ""]
+        );
+        assert_eq!(split_top_level_commas("", b"(", b")"), [""]);
+        assert_eq!(split_top_level_commas("a), b, c", b"(", b")"), ["a), b, c"]);
+    }
 
     #[test]
     fn comment_end_finds_both_kinds_and_unclosed_ones() {

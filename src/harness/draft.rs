@@ -7,6 +7,7 @@ pub(super) use super::draft_value::toml_str;
 use super::draft_value::{Field, LaunchDraft};
 use super::expr::Scope;
 use super::{c_base_type, c_is_pointer, ElemType};
+use crate::cuda::lex;
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -502,16 +503,10 @@ fn name(w: &str, names: &Names, depth: usize) -> Result<String, String> {
 fn ceil_of(arg: &str) -> Result<String, String> {
     let a = arg.trim();
     // Split at the last top-level `/`.
-    let mut depth = 0;
-    let mut split = None;
-    for (i, c) in a.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            '/' if depth == 0 => split = Some(i),
-            _ => {}
-        }
-    }
+    let split = lex::top_level(a, b"(", b")")
+        .filter(|&(_, c)| c == b'/')
+        .last()
+        .map(|(i, _)| i);
     match split {
         Some(i) => Ok(format!(
             "ceil_div({}, {})",
@@ -584,16 +579,8 @@ fn definition_components(name: &str, def: &str) -> Result<Vec<String>, String> {
 }
 
 fn top_level_until_comma(s: &str) -> String {
-    let mut depth = 0;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => return s[..i].trim().to_string(),
-            _ => {}
-        }
-    }
-    s.trim().to_string()
+    let end = lex::find_top_level(s, b',', b"(", b")").unwrap_or(s.len());
+    s[..end].trim().to_string()
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
@@ -601,35 +588,33 @@ pub fn split_args(s: &str) -> Option<Vec<String>> {
     // A backslash that ends a line (a continued macro-style call, Parboil's sgemm) is
     // white space.
     let s = s.replace("\\\r\n", " ").replace("\\\n", " ");
-    let mut depth = 0;
     let mut parts = Vec::new();
+    // The current argument: `cur`, then the text from `from` on.
     let mut cur = String::new();
-    for c in s.chars() {
+    let mut from = 0;
+    for (i, c, depth) in lex::depths(&s, b"([{", b")]}") {
         match c {
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth == 1 {
-                    continue;
-                }
+            // The group's own opening bracket is no part of an argument.
+            b'(' | b'[' | b'{' if depth == 1 => {
+                cur.push_str(&s[from..i]);
+                from = i + 1;
             }
-            ')' | ']' | '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    let last = cur.trim().to_string();
-                    if !last.is_empty() || !parts.is_empty() {
-                        parts.push(last);
-                    }
-                    return Some(parts);
+            b')' | b']' | b'}' if depth == 0 => {
+                cur.push_str(&s[from..i]);
+                let last = cur.trim().to_string();
+                if !last.is_empty() || !parts.is_empty() {
+                    parts.push(last);
                 }
+                return Some(parts);
             }
-            ',' if depth == 1 => {
+            b',' if depth == 1 => {
+                cur.push_str(&s[from..i]);
                 parts.push(cur.trim().to_string());
                 cur.clear();
-                continue;
+                from = i + 1;
             }
             _ => {}
         }
-        cur.push(c);
     }
     None
 }

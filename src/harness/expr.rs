@@ -4,6 +4,7 @@
 //! `ceil_div(a, b)`, `round_up(a, b)`, `log2(a)` (integer floor), `pow2(a)` join evalexpr's
 //! built-in `min`, `max`, `floor`, `ceil`.
 
+use crate::cuda::lex;
 use evalexpr::{
     ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes, EvalexprError,
     Function, HashMapContext, Value,
@@ -166,23 +167,29 @@ pub fn whole_group_shifts(e: &str) -> String {
     if !e.contains(">>") && !e.contains("<<") {
         return e.to_string();
     }
-    let cs: Vec<char> = e.chars().collect();
+    let out = map_groups(e, whole_group_shifts);
+    one_shift(&out).unwrap_or(out)
+}
+
+/// `e` with the inside of each outermost parenthesized group replaced by `f` of it (an
+/// unclosed group runs to the end, and gains its `)`).
+fn map_groups(e: &str, f: fn(&str) -> String) -> String {
     let mut out = String::new();
     let mut i = 0;
-    while i < cs.len() {
-        if cs[i] == '(' {
-            let j = matching_paren(&cs, i);
-            let inner: String = cs[i + 1..j.min(cs.len())].iter().collect();
+    while i < e.len() {
+        if e.as_bytes()[i] == b'(' {
+            let j = lex::matching(e, i, b'(', b')').unwrap_or(e.len());
             out.push('(');
-            out.push_str(&whole_group_shifts(&inner));
+            out.push_str(&f(&e[i + 1..j]));
             out.push(')');
             i = j + 1;
         } else {
-            out.push(cs[i]);
-            i += 1;
+            let ch = e[i..].chars().next().expect("in bounds");
+            out.push(ch);
+            i += ch.len_utf8();
         }
     }
-    one_shift(&out).unwrap_or(out)
+    out
 }
 
 /// `a >> b` / `a << b` where `a` and `b` are each one atom (a name, a number, a call or a
@@ -198,12 +205,11 @@ fn one_shift(e: &str) -> Option<String> {
         if x.is_empty() {
             return false;
         }
-        let cs: Vec<char> = x.chars().collect();
         if x.ends_with(')') {
             // `(…)` or `name(…)`: the group opened by the first `(` closes at the end.
             let open = x.find('(').expect("ends with )");
             let head = &x[..open];
-            return matching_paren(&cs, x[..open].chars().count()) == cs.len() - 1
+            return lex::matching(x, open, b'(', b')') == Some(x.len() - 1)
                 && head.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         }
         x.chars()
@@ -224,44 +230,24 @@ pub fn ternary_to_if(e: &str) -> String {
         return e.to_string();
     }
     // Parenthesized groups first.
-    let mut s = String::new();
-    let cs: Vec<char> = e.chars().collect();
-    let mut i = 0;
-    while i < cs.len() {
-        if cs[i] == '(' {
-            let j = matching_paren(&cs, i);
-            let inner: String = cs[i + 1..j.min(cs.len())].iter().collect();
-            s.push('(');
-            s.push_str(&ternary_to_if(&inner));
-            s.push(')');
-            i = j + 1;
-        } else {
-            s.push(cs[i]);
-            i += 1;
-        }
-    }
-    let top = |s: &str, want: char| -> Option<usize> {
-        let mut depth = 0;
+    let s = map_groups(e, ternary_to_if);
+    let top = |s: &str, want: u8| -> Option<usize> {
         let mut nested = 0;
-        for (i, c) in s.char_indices() {
-            match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                '?' if depth == 0 && want == ':' => nested += 1,
-                c if c == want && depth == 0 => {
-                    if nested == 0 {
-                        return Some(i);
-                    }
-                    nested -= 1;
+        for (i, c) in lex::top_level(s, b"(", b")") {
+            if c == b'?' && want == b':' {
+                nested += 1;
+            } else if c == want {
+                if nested == 0 {
+                    return Some(i);
                 }
-                _ => {}
+                nested -= 1;
             }
         }
         None
     };
-    let Some(q) = top(&s, '?') else { return s };
+    let Some(q) = top(&s, b'?') else { return s };
     let rest = &s[q + 1..];
-    let Some(c) = top(rest, ':') else { return s };
+    let Some(c) = top(rest, b':') else { return s };
     format!(
         "if(truthy({}), {}, {})",
         s[..q].trim(),
@@ -287,24 +273,25 @@ pub fn c_not(e: &str) -> String {
     if !e.contains('!') {
         return e.to_string();
     }
-    let cs: Vec<char> = e.chars().collect();
+    let b = e.as_bytes();
     let mut out = String::new();
     let mut i = 0;
-    while i < cs.len() {
-        if cs[i] != '!' || cs.get(i + 1) == Some(&'=') {
-            out.push(cs[i]);
-            i += 1;
+    while i < b.len() {
+        if b[i] != b'!' || b.get(i + 1) == Some(&b'=') {
+            let ch = e[i..].chars().next().expect("in bounds");
+            out.push(ch);
+            i += ch.len_utf8();
             continue;
         }
         let mut j = i + 1;
-        while j < cs.len() && cs[j].is_whitespace() {
-            j += 1;
+        while let Some(ch) = e[j..].chars().next().filter(|c| c.is_whitespace()) {
+            j += ch.len_utf8();
         }
         let start = j;
-        if cs.get(j) == Some(&'(') {
-            j = (matching_paren(&cs, j) + 1).min(cs.len());
+        if b.get(j) == Some(&b'(') {
+            j = lex::matching(e, j, b'(', b')').map_or(b.len(), |k| k + 1);
         } else {
-            while j < cs.len() && (cs[j].is_ascii_alphanumeric() || cs[j] == '_' || cs[j] == '.') {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_' || b[j] == b'.') {
                 j += 1;
             }
         }
@@ -313,29 +300,10 @@ pub fn c_not(e: &str) -> String {
             i += 1;
             continue;
         }
-        let operand: String = cs[start..j].iter().collect();
-        out.push_str(&format!("c_not({})", c_not(&operand)));
+        out.push_str(&format!("c_not({})", c_not(&e[start..j])));
         i = j;
     }
     out
-}
-
-/// The index of the `)` that closes the `(` at `open`, or the length when none does.
-fn matching_paren(cs: &[char], open: usize) -> usize {
-    let mut depth = 0;
-    for (j, &c) in cs.iter().enumerate().skip(open) {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return j;
-                }
-            }
-            _ => {}
-        }
-    }
-    cs.len()
 }
 
 /// A function of two integers whose second must not be zero (`error` when it is).

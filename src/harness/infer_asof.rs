@@ -8,6 +8,7 @@
 
 use super::draft::{self, Tok};
 use super::infer_host;
+use crate::cuda::lex;
 // Re-exported: inference resolves host text through `infer_asof`.
 pub use crate::cuda::ppcond::active_text;
 use std::cell::{Cell, RefCell};
@@ -36,23 +37,14 @@ fn is_word(c: u8) -> bool {
 /// `b = c` in a chained `a = b = c`: the value is what follows the last top-level `=`.
 fn chained_value(rhs: &str) -> &str {
     let b = rhs.as_bytes();
-    let mut depth = 0i32;
-    let mut last = None;
-    for (i, &c) in b.iter().enumerate() {
-        match c {
-            b'(' | b'[' => depth += 1,
-            b')' | b']' => depth -= 1,
-            b'=' if depth == 0 => {
-                let prev = if i > 0 { b[i - 1] } else { b' ' };
-                let next = b.get(i + 1).copied().unwrap_or(b' ');
-                if !matches!(prev, b'=' | b'!' | b'<' | b'>') && next != b'=' {
-                    last = Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    last.map_or(rhs, |i| rhs[i + 1..].trim())
+    let last = lex::top_level(rhs, b"([", b")]")
+        .filter(|&(i, c)| {
+            let prev = if i > 0 { b[i - 1] } else { b' ' };
+            let next = b.get(i + 1).copied().unwrap_or(b' ');
+            c == b'=' && !matches!(prev, b'=' | b'!' | b'<' | b'>') && next != b'='
+        })
+        .last();
+    last.map_or(rhs, |(i, _)| rhs[i + 1..].trim())
 }
 
 /// Every write to `name` in `text`: `name = e` (also in a declaration), `name.x = e`,
@@ -181,23 +173,12 @@ pub fn host_writes(text: &str, name: &str) -> Vec<HostWrite> {
 
 /// The function whose argument list `before` (the text up to an argument) is inside.
 fn called_at(before: &str) -> Option<String> {
-    let mut depth = 0;
-    for (i, c) in before.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' if depth > 0 => depth -= 1,
-            '(' => {
-                let head = before[..i].trim_end();
-                let start = head
-                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .map_or(0, |x| x + 1);
-                return Some(head[start..].to_string());
-            }
-            ';' | '{' | '}' => return None,
-            _ => {}
-        }
-    }
-    None
+    let i = lex::enclosing_open(before, before.len(), b'(', b')', b";{}")?;
+    let head = before[..i].trim_end();
+    let start = head
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |x| x + 1);
+    Some(head[start..].to_string())
 }
 
 /// Byte offset of the start of 1-based `line` (the text's end past the last line).
@@ -214,17 +195,10 @@ pub fn line_offset(text: &str, line: u32) -> usize {
 /// The opening brace of the function body around `pos`: the outermost open `{` before it
 /// that follows a `)` (`extern "C" {` and `namespace x {` do not).
 pub fn function_start(text: &str, pos: usize) -> usize {
-    let mut open: Vec<usize> = Vec::new();
-    for (i, c) in text[..pos.min(text.len())].char_indices() {
-        match c {
-            '{' => open.push(i),
-            '}' => {
-                open.pop();
-            }
-            _ => {}
-        }
-    }
-    open.into_iter()
+    // Innermost first: the outermost is the last.
+    lex::enclosing_opens(text, pos, b'{', b'}')
+        .into_iter()
+        .rev()
         .find(|&i| {
             let head = text[..i].trim_end();
             let head = head.strip_suffix("const").unwrap_or(head).trim_end();
@@ -235,7 +209,7 @@ pub fn function_start(text: &str, pos: usize) -> usize {
 
 /// The offset just past the `}` matching the `{` at `open` (the text's end if unmatched).
 fn matching_brace(text: &str, open: usize) -> usize {
-    crate::cuda::lex::matching(text, open, b'{', b'}').map_or(text.len(), |i| i + 1)
+    lex::matching(text, open, b'{', b'}').map_or(text.len(), |i| i + 1)
 }
 
 /// What kind of head a `{` or a one-statement body follows.
@@ -263,34 +237,24 @@ fn head_before(text: &str, at: usize) -> Head {
         return Head::Other;
     };
     // Back to the matching `(`.
-    let mut depth = 1;
-    for (i, c) in h.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth -= 1;
-                if depth == 0 {
-                    let kw = &h[..i];
-                    return if ends_with_word(kw, "for") || ends_with_word(kw, "while") {
-                        Head::Loop
-                    } else if ends_with_word(kw, "if") {
-                        let before = kw.trim_end().strip_suffix("if").unwrap_or("");
-                        if ends_with_word(before, "else") {
-                            Head::If(None)
-                        } else {
-                            Head::If(Some(h[i + 1..].trim().to_string()))
-                        }
-                    } else if ends_with_word(kw, "switch") {
-                        Head::If(None)
-                    } else {
-                        Head::Other
-                    };
-                }
-            }
-            _ => {}
+    let Some(i) = lex::matching_open(head, h.len(), b'(', b')') else {
+        return Head::Other;
+    };
+    let kw = &h[..i];
+    if ends_with_word(kw, "for") || ends_with_word(kw, "while") {
+        Head::Loop
+    } else if ends_with_word(kw, "if") {
+        let before = kw.trim_end().strip_suffix("if").unwrap_or("");
+        if ends_with_word(before, "else") {
+            Head::If(None)
+        } else {
+            Head::If(Some(h[i + 1..].trim().to_string()))
         }
+    } else if ends_with_word(kw, "switch") {
+        Head::If(None)
+    } else {
+        Head::Other
     }
-    Head::Other
 }
 
 /// The condition of an `else` branch whose `if` branch is a block ending just before `end`
@@ -301,23 +265,10 @@ fn else_condition(text: &str, end: usize) -> Option<String> {
         return None;
     }
     let close = before.len() - 1;
-    let mut depth = 0;
-    for (i, c) in text[..=close].char_indices().rev() {
-        match c {
-            '}' => depth += 1,
-            '{' => {
-                depth -= 1;
-                if depth == 0 {
-                    return match head_before(text, i) {
-                        Head::If(Some(c)) => Some(format!("!({c})")),
-                        _ => None,
-                    };
-                }
-            }
-            _ => {}
-        }
+    match head_before(text, lex::matching_open(text, close, b'{', b'}')?) {
+        Head::If(Some(c)) => Some(format!("!({c})")),
+        _ => None,
     }
-    None
 }
 
 /// Where a write sits relative to the use it feeds.
@@ -429,24 +380,11 @@ pub fn write_at(text: &str, pos: usize, use_pos: usize, fn_start: usize) -> Writ
 /// and step run after the first pass. Straight or NextIteration when the loop's body holds
 /// the use, FinishedLoop otherwise.
 fn for_header(text: &str, open: usize, pos: usize, use_pos: usize) -> WriteAt {
-    let b = text.as_bytes();
-    let mut depth = 0;
-    let mut semis = 0;
-    let mut close = text.len();
-    for (k, &c) in b.iter().enumerate().skip(open) {
-        match c {
-            b'(' => depth += 1,
-            b')' => {
-                depth -= 1;
-                if depth == 0 {
-                    close = k;
-                    break;
-                }
-            }
-            b';' if depth == 1 && k < pos => semis += 1,
-            _ => {}
-        }
-    }
+    let close = lex::matching(text, open, b'(', b')').unwrap_or(text.len());
+    // The `;`s of the header before the write.
+    let semis = lex::top_level(&text[open + 1..close], b"(", b")")
+        .filter(|&(k, c)| c == b';' && open + 1 + k < pos)
+        .count();
     let body = text[close.min(text.len())..].trim_start_matches(')');
     let body_at = text.len() - body.trim_start().len();
     let body_end = if body.trim_start().starts_with('{') {
@@ -471,44 +409,18 @@ fn for_header(text: &str, open: usize, pos: usize, use_pos: usize) -> WriteAt {
 pub fn enclosing_for_counters(text: &str, line: u32) -> Vec<(String, String)> {
     let at = line_offset(text, line).min(text.len());
     let fn_start = function_start(text, at);
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut i = at;
-    while i > fn_start {
-        i -= 1;
-        match b[i] {
-            b'}' => depth += 1,
-            b'{' if depth > 0 => depth -= 1,
-            b'{' => {
-                if let Some(c) = for_init_counter(&text[..i]) {
-                    out.push(c);
-                }
-            }
-            _ => {}
-        }
-    }
-    out
+    lex::enclosing_opens(&text[fn_start..], at - fn_start, b'{', b'}')
+        .into_iter()
+        .filter_map(|k| for_init_counter(&text[..fn_start + k]))
+        .collect()
 }
 
 /// `… for (unsigned int i = 0; i < n; i++)` (the text before a loop body's `{`): the init's
 /// one written name and value. None for another head or an init of several names.
 fn for_init_counter(head: &str) -> Option<(String, String)> {
-    let h = head.trim_end().strip_suffix(')')?;
-    let mut depth = 1;
-    let open = h.char_indices().rev().find_map(|(i, c)| {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-        None
-    })?;
+    let head = head.trim_end();
+    let h = head.strip_suffix(')')?;
+    let open = lex::matching_open(head, h.len(), b'(', b')')?;
     if !ends_with_word(&h[..open], "for") {
         return None;
     }
@@ -565,24 +477,14 @@ fn one_statement_head(text: &str, from: usize, pos: usize) -> Head {
     let Some(open) = t.find('(') else {
         return Head::If(None);
     };
-    let mut depth = 0;
-    for (k, c) in t[open..].char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    let body = t[open + k + 1..].trim_start();
-                    let nested = ["if", "for", "while", "do", "else", "switch"]
-                        .iter()
-                        .any(|kw| starts(body, kw));
-                    return Head::If((!nested).then(|| t[open + 1..open + k].trim().to_string()));
-                }
-            }
-            _ => {}
-        }
-    }
-    Head::If(None)
+    let Some(close) = lex::matching(t, open, b'(', b')') else {
+        return Head::If(None);
+    };
+    let body = t[close + 1..].trim_start();
+    let nested = ["if", "for", "while", "do", "else", "switch"]
+        .iter()
+        .any(|kw| starts(body, kw));
+    Head::If((!nested).then(|| t[open + 1..close].trim().to_string()))
 }
 
 /// Where a value is wanted: before `pos`, within the function starting at `fn_start`, for a

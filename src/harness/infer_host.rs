@@ -7,6 +7,7 @@
 
 use super::draft::{int_literal, sizeof_type, split_args, tokenize, Tok};
 use super::expr::{Num, Scope};
+use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
 use crate::cuda::ppcond::{define_bodies, function_macro};
@@ -189,16 +190,8 @@ pub fn launched_with_between(text: &str, var: &str, after: u32, before: u32) -> 
 
 /// `a + (b + c)` → (`a`, `(b + c)`): the text split at its first `+` outside parentheses.
 pub fn split_top_level_plus(t: &str) -> Option<(&str, &str)> {
-    let mut depth = 0i32;
-    for (i, c) in t.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            '+' if depth == 0 => return Some((&t[..i], &t[i + 1..])),
-            _ => {}
-        }
-    }
-    None
+    let i = lex::find_top_level(t, b'+', b"([", b")]")?;
+    Some((&t[..i], &t[i + 1..]))
 }
 
 /// The variable a pointer argument names: `(void**)&d_a` → `d_a`, `&(x)` → `x`, `d_a` → `d_a`.
@@ -868,28 +861,16 @@ pub fn function_def(text: &str, name: &str) -> Option<(Vec<String>, Vec<String>,
         let Some(params) = split_args(rest) else {
             continue;
         };
-        let mut depth = 0;
-        for (i, c) in after.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        let names = params
-                            .iter()
-                            .filter_map(|p| {
-                                p.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                                    .rfind(|w| !w.is_empty())
-                                    .map(str::to_string)
-                            })
-                            .collect();
-                        return Some((params, names, after[..=i].to_string()));
-                    }
-                }
-                _ => {}
-            }
-        }
-        return None;
+        let i = lex::matching(after, 0, b'{', b'}')?;
+        let names = params
+            .iter()
+            .filter_map(|p| {
+                p.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .rfind(|w| !w.is_empty())
+                    .map(str::to_string)
+            })
+            .collect();
+        return Some((params, names, after[..=i].to_string()));
     }
     None
 }
@@ -1329,36 +1310,27 @@ fn top_level_factors(e: &str) -> Option<Vec<String>> {
             break;
         }
     }
-    let mut depth = 0;
     let mut parts = Vec::new();
-    let mut cur = String::new();
-    let mut chars = e.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut from = 0;
+    for (i, c) in lex::top_level(e, b"(", b")") {
         match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            '*' if depth == 0 => {
-                parts.push(std::mem::take(&mut cur));
-                continue;
+            b'*' => {
+                parts.push(e[from..i].to_string());
+                from = i + 1;
             }
             // `d->w` is a member access, not a minus.
-            '-' if chars.peek() == Some(&'>') => {
-                cur.push_str("->");
-                chars.next();
-                continue;
-            }
-            '+' | '-' | '/' | '%' if depth == 0 => return None,
+            b'-' if e.as_bytes().get(i + 1) == Some(&b'>') => {}
+            b'+' | b'-' | b'/' | b'%' => return None,
             _ => {}
         }
-        cur.push(c);
     }
-    parts.push(cur);
+    parts.push(e[from..].to_string());
     Some(parts)
 }
 
 /// The `)` closing the first `(` of `s`.
 fn matching_close(s: &str) -> Option<usize> {
-    crate::cuda::lex::matching(s, s.find('(')?, b'(', b')')
+    lex::matching(s, s.find('(')?, b'(', b')')
 }
 
 /// The function whose body holds 1-based `line` in `text` (comments removed): its name and
@@ -1812,22 +1784,10 @@ impl Host {
 /// The right-hand side starting at `r`: up to `;`, a top-level `,` (a declaration list) or an
 /// unmatched `)`.
 pub(super) fn value_at(r: &str) -> &str {
-    let mut depth = 0i32;
-    for (i, c) in r.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => {
-                depth -= 1;
-                if depth < 0 {
-                    return r[..i].trim();
-                }
-            }
-            ';' => return r[..i].trim(),
-            ',' if depth == 0 => return r[..i].trim(),
-            _ => {}
-        }
-    }
-    r.trim()
+    let end = lex::depths(r, b"([{", b")]}")
+        .find(|&(_, c, depth)| depth < 0 || c == b';' || (c == b',' && depth == 0))
+        .map_or(r.len(), |(i, _, _)| i);
+    r[..end].trim()
 }
 
 /// Each position of `name` in `text` that does not continue an identifier (nor follow a byte
@@ -1902,27 +1862,13 @@ fn helper_alloc_bytes(
 /// The name of the call whose argument list holds position `p` of `text` (`f(a, b)` for
 /// the `b`): None at the top level.
 fn enclosing_call_name(text: &str, p: usize) -> Option<&str> {
-    let b = text.as_bytes();
-    let mut depth = 0i32;
-    let mut i = p;
-    while i > 0 {
-        i -= 1;
-        match b[i] {
-            b')' => depth += 1,
-            b'(' if depth > 0 => depth -= 1,
-            b'(' => {
-                let head = text[..i].trim_end();
-                let start = head
-                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .map_or(0, |k| k + 1);
-                let name = &head[start..];
-                return (!name.is_empty() && !name.as_bytes()[0].is_ascii_digit()).then_some(name);
-            }
-            b';' | b'{' | b'}' => return None,
-            _ => {}
-        }
-    }
-    None
+    let i = lex::enclosing_open(text, p, b'(', b')', b";{}")?;
+    let head = text[..i].trim_end();
+    let start = head
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |k| k + 1);
+    let name = &head[start..];
+    (!name.is_empty() && !name.as_bytes()[0].is_ascii_digit()).then_some(name)
 }
 
 fn occurrences<'a>(

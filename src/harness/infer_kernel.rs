@@ -6,7 +6,7 @@
 //! checks compare. Harness inference turns these facts into roles, index ranges and
 //! irregular size sets.
 
-use crate::cuda::syntax;
+use crate::cuda::{lex, syntax};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
@@ -785,15 +785,13 @@ fn functions<'t>(root: Node<'t>, src: &str) -> BTreeMap<String, (Vec<String>, No
 /// qualifiers dropped (`FDWT53<W, H>::run` → `run`, `atomicAdd<float>` → `atomicAdd`).
 fn plain_name(s: &str) -> String {
     let mut out = String::new();
-    let mut depth = 0;
-    for c in s.chars() {
-        match c {
-            '<' => depth += 1,
-            '>' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
+    let mut i = 0;
+    while let Some(lt) = s[i..].find('<').map(|k| i + k) {
+        out.push_str(&s[i..lt]);
+        // An unclosed `<` drops the rest.
+        i = lex::matching(s, lt, b'<', b'>').map_or(s.len(), |gt| gt + 1);
     }
+    out.push_str(&s[i..]);
     // `obj.method` / `p->method`: the method's name.
     out.rsplit("::")
         .next()

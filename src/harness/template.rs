@@ -2,6 +2,7 @@
 //! kernel's `class T, unsigned int blockSize` to `T = int`, `blockSize = 256`, so a
 //! parameter `T *g_idata` is checked as `int *` and the harness needs no `c_type`.
 
+use crate::cuda::lex;
 use crate::record::Param;
 
 /// The name a template parameter declares: `class T` → `T`, `unsigned int blockSize = 4`
@@ -16,22 +17,13 @@ fn declared_name(param: &str) -> Option<&str> {
 
 /// Split at commas outside `<>`, `()`, `[]`.
 fn top_level_commas(s: &str) -> Vec<String> {
-    let (mut depth, mut cur, mut out) = (0i32, String::new(), Vec::new());
-    for c in s.chars() {
-        match c {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
+    let mut out: Vec<String> = lex::split_top_level_commas(s, b"<([", b">)]")
+        .into_iter()
+        .map(|p| p.trim().to_string())
+        .collect();
+    // An empty last piece (`a, b,`) is no argument.
+    if out.last().is_some_and(String::is_empty) {
+        out.pop();
     }
     out
 }
