@@ -63,24 +63,29 @@ pub fn include_dirs_for(
         if let Some(f) = memo.get(&cur) {
             return f.clone();
         }
-        let found = BUILD_FILES.iter().find_map(|name| {
+        // Every build file of the folder speaks: a program with both a CMakeLists.txt and a
+        // Makefile may name its `-I` folders in only one of them (HeCBench's CMake passes
+        // them to a function of its own, its Makefiles as `-I`).
+        let mut any = false;
+        let mut f: Vec<String> = Vec::new();
+        for name in BUILD_FILES {
             let p = root.join(&cur).join(name);
-            let text = std::fs::read_to_string(&p).ok()?;
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            any = true;
             let words = if name.starts_with("CMake") {
                 cmake_include_words(&text)
             } else {
                 make_include_words(&text, &root.join(&cur))
             };
-            Some(
-                words
-                    .iter()
-                    .filter_map(|w| inside(root, &cur.join(w)))
-                    .collect::<Vec<_>>(),
-            )
-        });
-        if let Some(f) = found {
-            let mut f = f;
-            f.dedup();
+            for d in words.iter().filter_map(|w| inside(root, &cur.join(w))) {
+                if !f.contains(&d) {
+                    f.push(d);
+                }
+            }
+        }
+        if any {
             memo.insert(cur, f.clone());
             return f;
         }
@@ -210,6 +215,8 @@ fn cmake_include_words(text: &str) -> Vec<String> {
             let a = a
                 .replace("${CMAKE_CURRENT_SOURCE_DIR}/", "")
                 .replace("${CMAKE_CURRENT_SOURCE_DIR}", ".")
+                .replace("${CMAKE_CURRENT_LIST_DIR}/", "")
+                .replace("${CMAKE_CURRENT_LIST_DIR}", ".")
                 .replace("${PROJECT_SOURCE_DIR}/", "")
                 .replace("${PROJECT_SOURCE_DIR}", ".");
             if !a.contains('$') {
@@ -428,6 +435,22 @@ mod tests {
         );
         assert_eq!(include_dirs_for(root, "cm/src", &mut memo), ["cm/inc"]);
         assert!(include_dirs_for(root, "utilities", &mut memo).is_empty());
+        // A program with both build files, its `-I` folders (a sibling program's) named by
+        // the Makefile only: the CMake file passes them to a function of its own.
+        for d in ["src/prog", "src/lib"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(
+            root.join("src/prog/CMakeLists.txt"),
+            "set(INC_DIR \"${CMAKE_CURRENT_LIST_DIR}/../lib\")\nadd_suite_benchmark(NAME prog SOURCES main.cu INCLUDE_DIRS ${INC_DIR})\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("src/prog/Makefile"),
+            "CFLAGS := -std=c++17 -arch=$(ARCH)\\\n          -I../lib\nmain: main.cu\n\tnvcc $(CFLAGS) main.cu\n",
+        )
+        .unwrap();
+        assert_eq!(include_dirs_for(root, "src/prog", &mut memo), ["src/lib"]);
     }
 
     #[test]
