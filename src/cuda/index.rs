@@ -51,7 +51,8 @@ pub(crate) struct Item {
     pub refs: Vec<(String, u32)>,
     /// Identifiers of the enclosing `#if` conditions (macros, maybe defined nowhere).
     pub cond_refs: Vec<String>,
-    /// Names the item declares itself and then calls (`u(0, ind)` with a parameter `u`),
+    /// Names the item declares itself and then calls (`u(0, ind)` with a parameter `u`;
+    /// an enumerator `LOG_WARP_THREADS = LOG_WARP_THREADS(0)`),
     /// with the line of the first call. The preprocessor expands a function-like macro of
     /// that name before the compiler sees the declaration (HeCBench's lid-driven-cavity:
     /// `#define u(I, J) u[(I) * (NUM + 2) + (J)]`), so isolation takes such a macro for
@@ -1143,7 +1144,7 @@ fn analyze(
         .filter(|i| {
             !i.in_condition
                 && !i.member
-                && locals.contains(i.text)
+                && (locals.contains(i.text) || enumerators.iter().any(|e| e == i.text))
                 && mchunk[i.offset + i.text.len()..]
                     .trim_start()
                     .starts_with('(')

@@ -1528,6 +1528,24 @@ int main() {
         }
     }
 
+    /// An enumerator named like the function-like macro that gives its value (HeCBench's
+    /// warp exchange: `LOG_WARP_THREADS = LOG_WARP_THREADS(0)` in a class's enum).
+    #[test]
+    fn an_enumerator_valued_by_its_namesake_macro_brings_the_macro() {
+        let src = "#define LOG_W(unused) (5)\n\
+                   template <int N> struct X { enum { LOG_W = LOG_W(0), W = 1 << LOG_W }; };\n\
+                   __global__ void k(int* o) { o[threadIdx.x] = X<1>::W; }\n";
+        let u = unit(&[("a/k.cu", src)], "a/k.cu", "k");
+        assert!(
+            u.source.contains("#define LOG_W(unused) (5)"),
+            "{}",
+            u.source
+        );
+        if let Some(ok) = compiles(&u) {
+            assert!(ok, "{}", u.source);
+        }
+    }
+
     /// GNU C that nvcc's build takes and NVRTC refuses, as HeCBench writes it: a statement
     /// expression in a min/max macro (chemv's `ppcg_min`, lulesh's `max`), compound
     /// literals in macros (fft's `#define exp_1_8 (T2){ 1, -1 }`) and designated
