@@ -342,6 +342,10 @@ const CUDA_STD: &[(&str, &str)] = &[
     ("pair", "cuda/std/utility"),
     ("make_pair", "cuda/std/utility"),
     ("forward", "cuda/std/utility"),
+    ("index_sequence", "cuda/std/utility"),
+    ("make_index_sequence", "cuda/std/utility"),
+    ("integer_sequence", "cuda/std/utility"),
+    ("make_integer_sequence", "cuda/std/utility"),
     ("tuple", "cuda/std/tuple"),
     ("make_tuple", "cuda/std/tuple"),
     ("tie", "cuda/std/tuple"),
@@ -383,9 +387,6 @@ pub fn cuda_std_header(name: &str) -> Option<&'static str> {
     CUDA_STD.iter().find(|(n, _)| *n == name).map(|(_, h)| *h)
 }
 
-/// The CUDA header that declares a name code may use without including it (nvcc's
-/// implicit `cuda_runtime.h`, or a library header such as `cublas_v2.h`, brought it in):
-/// `__nv_bfloat16` → `cuda_bf16.h`, `half` → `cuda_fp16.h`, `__nv_fp8_e4m3` → `cuda_fp8.h`.
 /// The header (or header folder, `cub/`) that declares namespace `ns`, for a
 /// `using namespace ns;` a unit may carry: only one the unit includes can be opened.
 pub fn namespace_header(ns: &str) -> Option<&'static str> {
@@ -398,6 +399,9 @@ pub fn namespace_header(ns: &str) -> Option<&'static str> {
     }
 }
 
+/// The CUDA header that declares a name code may use without including it (nvcc's
+/// implicit `cuda_runtime.h`, or a library header such as `cublas_v2.h`, brought it in):
+/// `__nv_bfloat16` → `cuda_bf16.h`, `half` → `cuda_fp16.h`, `__nv_fp8_e4m3` → `cuda_fp8.h`.
 pub fn implied_headers(name: &str) -> &'static [&'static str] {
     // `namespace cg = cooperative_groups;` in a kernel whose file has the include in a
     // header of its own (HeCBench's layernorm): the API and its `cg::reduce`.
@@ -542,6 +546,11 @@ mod tests {
         assert_eq!(
             cuda_std_header("bool_constant"),
             Some("cuda/std/type_traits")
+        );
+        // PyTorch-style unrolled loops (HeCBench rotary: `std::index_sequence<I...>`).
+        assert_eq!(
+            cuda_std_header("make_index_sequence"),
+            Some("cuda/std/utility")
         );
         assert_eq!(cuda_std_header("vector"), None);
     }
