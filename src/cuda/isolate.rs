@@ -235,6 +235,21 @@ enum Lookup {
     MacroCall,
 }
 
+/// `template <>` before a function: an explicit specialization.
+fn is_explicit_specialization(text: &str) -> bool {
+    text.trim_start()
+        .strip_prefix("template")
+        .is_some_and(|r| r.trim_start().starts_with("<>") || r.trim_start().starts_with("< >"))
+}
+
+/// `template <…>` with parameters: a primary template.
+fn is_primary_template(text: &str) -> bool {
+    text.trim_start()
+        .strip_prefix("template")
+        .is_some_and(|r| r.trim_start().starts_with('<'))
+        && !is_explicit_specialization(text)
+}
+
 /// `#define NAME(` with no space before the parenthesis: a function-like macro.
 fn is_function_like_macro(text: &str, name: &str) -> bool {
     let rest = text.trim_start().trim_start_matches('#').trim_start();
@@ -513,7 +528,19 @@ impl<'s, 'a> Closure<'s, 'a> {
                 .iter()
                 .any(|&id| matches!(self.item(id).kind, ItemKind::Function | ItemKind::Kernel));
             if has_def {
-                cands.retain(|&id| self.item(id).kind != ItemKind::Prototype);
+                // A primary template declared without a body whose definitions are all
+                // explicit specializations (`template <int D> float P(float);` then
+                // `template <> float P<3>(float) {…}`): the declaration must come along, or
+                // no specialization names a template.
+                let specializations_only = cands
+                    .iter()
+                    .filter(|&&id| self.item(id).kind == ItemKind::Function)
+                    .all(|&id| is_explicit_specialization(&self.item(id).text));
+                cands.retain(|&id| {
+                    let it = self.item(id);
+                    it.kind != ItemKind::Prototype
+                        || (specializations_only && is_primary_template(&it.text))
+                });
                 let dev = cands.iter().any(|&id| {
                     matches!(self.item(id).kind, ItemKind::Function) && self.item(id).device
                 });
@@ -1541,6 +1568,33 @@ int main() {
             "{}",
             u.source
         );
+        if let Some(ok) = compiles(&u) {
+            assert!(ok, "{}", u.source);
+        }
+    }
+
+    /// A primary template declared without a body, defined only by explicit
+    /// specializations (HeCBench atan2: `template <int D> constexpr float P(float);` then
+    /// `template <> constexpr float P<3>(float) {…}`): the declaration comes first, or no
+    /// specialization names a template. A plain prototype before a definition still goes.
+    #[test]
+    fn a_primary_template_declared_for_its_specializations_comes_along() {
+        let src = "template <int D>\n__device__ constexpr float P(float x);\n\
+                   template <>\n__device__ constexpr float P<3>(float x) { return x * 3.0f; }\n\
+                   template <>\n__device__ constexpr float P<5>(float x) { return x * 5.0f; }\n\
+                   __device__ float q(float x);\n__device__ float q(float x) { return x + 1.0f; }\n\
+                   __global__ void k(float* o) { o[threadIdx.x] = P<3>(o[threadIdx.x]) + q(1.0f); }\n";
+        let u = unit(&[("a/k.cu", src)], "a/k.cu", "k");
+        let decl = u
+            .source
+            .find("constexpr float P(float x);")
+            .expect("the declaration");
+        assert!(
+            decl < u.source.find("P<3>(float x) {").unwrap(),
+            "{}",
+            u.source
+        );
+        assert!(!u.source.contains("float q(float x);"), "{}", u.source);
         if let Some(ok) = compiles(&u) {
             assert!(ok, "{}", u.source);
         }
