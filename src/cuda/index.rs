@@ -759,18 +759,19 @@ fn index_chunk(idx: &mut FileData, at: Span, frames: &[Frame]) {
     let error_line = first_error(root).map(|n| lines.line(start + n.start_byte()));
 
     let mut item = classify(root, chunk, mchunk);
+    let analysis = analyze(root, chunk, mchunk, &item.names, &item.params, |o| {
+        lines.line(start + o)
+    });
+    // An anonymous enum (`enum { NOCTANT = 8 };`) is named by its enumerators.
+    if item.kind == ItemKind::Type {
+        item.names.extend(analysis.enumerators);
+    }
     if item.names.is_empty() {
         // Nothing we can name (a stray statement or macro call at file scope).
         if let Some(l) = error_line {
             recovered(idx, l, "skipped an unparsable top-level statement".into());
         }
         return;
-    }
-    let analysis = analyze(root, chunk, mchunk, &item.names, &item.params, |o| {
-        lines.line(start + o)
-    });
-    if item.kind == ItemKind::Type {
-        item.names.extend(analysis.enumerators);
     }
     let refs = analysis.refs;
     let macro_calls = analysis.macro_calls;

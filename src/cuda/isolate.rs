@@ -1600,6 +1600,28 @@ int main() {
         }
     }
 
+    /// An anonymous enum's enumerators are names a kernel can use (HeCBench minisweep:
+    /// `enum{ NOCTANT = 8 };` in a header the including file reads before the kernels).
+    #[test]
+    fn an_anonymous_enums_enumerators_come_along() {
+        let h = "enum { NOCTANT = 8, NDIM = 3 };\n";
+        let k = "__global__ void k(int* o) { o[threadIdx.x] = NOCTANT * NDIM; }\n";
+        let main = "#include \"u.h\"\n#include \"k.cu\"\nint main() { return 0; }\n";
+        let u = unit(
+            &[("a/u.h", h), ("a/k.cu", k), ("a/main.cu", main)],
+            "a/k.cu",
+            "k",
+        );
+        assert!(
+            u.source.contains("enum { NOCTANT = 8, NDIM = 3 };"),
+            "{}",
+            u.source
+        );
+        if let Some(ok) = compiles(&u) {
+            assert!(ok, "{}", u.source);
+        }
+    }
+
     /// GNU C that nvcc's build takes and NVRTC refuses, as HeCBench writes it: a statement
     /// expression in a min/max macro (chemv's `ppcg_min`, lulesh's `max`), compound
     /// literals in macros (fft's `#define exp_1_8 (T2){ 1, -1 }`) and designated
