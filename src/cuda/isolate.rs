@@ -1015,6 +1015,24 @@ impl<'s, 'a> Closure<'s, 'a> {
                 }
             }
         }
+        // `cub::` named by a unit whose files include no CUB header (the file that includes
+        // the kernel's header did): the device headers. (`thrust/complex.h` is no such
+        // header: it pulls `<iostream>`'s streams, which NVRTC lacks.)
+        let has = |kept: &[String], prefix: &str| kept.iter().any(|k| k.starts_with(prefix));
+        let cub = named("cub");
+        if umbrella.is_none() && !cub.is_empty() && !has(&kept, "cub/") {
+            let specific = builtins::cub_headers(cub.iter().map(String::as_str));
+            diags.push(Diagnostic::new(
+                Level::Info,
+                "cub_header_implied",
+                format!(
+                    "cub::{} named with no CUB header in the unit's files (an including file brings it): {}",
+                    cub.join(", cub::"),
+                    specific.join(", ")
+                ),
+            ));
+            kept.extend(specific.iter().map(|h| h.to_string()));
+        }
         // `std::` names NVRTC lacks come from libcu++, brought into `std` by a using.
         let cuda_std: Vec<(String, &str)> = named("std")
             .into_iter()
@@ -1617,6 +1635,25 @@ int main() {
             "{}",
             u.source
         );
+        if let Some(ok) = compiles(&u) {
+            assert!(ok, "{}", u.source);
+        }
+    }
+
+    /// `cub::` in a kernel header whose includer brings the headers (HeCBench f16sp,
+    /// topk): the unit gets the CUB device headers it names.
+    #[test]
+    fn cub_named_without_its_header_gets_the_device_headers() {
+        let k = "__global__ void k(const float* in, float* out) {\n  \
+                 typedef cub::BlockReduce<float, 128> R;\n  __shared__ typename R::TempStorage t;\n  \
+                 float s = R(t).Sum(in[threadIdx.x]);\n  if (threadIdx.x == 0) out[0] = s;\n}\n";
+        let u = unit(&[("a/k.cuh", k)], "a/k.cuh", "k");
+        assert!(
+            u.source.contains("#include <cub/block/block_reduce.cuh>"),
+            "{}",
+            u.source
+        );
+        assert!(codes(&u).contains(&"cub_header_implied"), "{:?}", codes(&u));
         if let Some(ok) = compiles(&u) {
             assert!(ok, "{}", u.source);
         }
