@@ -10,6 +10,7 @@
 //! [`active_text`] applies these conditions to a whole text: what the compiler sees of host
 //! code, and of a kernel unit (`super::syntax::UnitSyntax`).
 
+use super::cexpr::Kind;
 use super::lex::strip_comments;
 
 /// What a name in a condition is: `defined` says whether it is a macro at all, `value` its
@@ -37,11 +38,7 @@ pub fn int_literal(body: &str) -> Option<i64> {
         .trim_start_matches('(')
         .trim_end_matches(')')
         .trim();
-    let digits = b.trim_end_matches(['u', 'U', 'l', 'L']);
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    super::cexpr::plain_int(b)
 }
 
 /// One `#define` line of a text: the macro's name, the text between the parentheses of a
@@ -224,39 +221,25 @@ enum Tok {
     Op(&'static str),
 }
 
+/// The condition's tokens ([`super::cexpr::tokens`]), None where one is outside the
+/// grammar: a non-ASCII character, a number other than a plain decimal integer, an
+/// operator [`eval`] does not know (`,` included).
 fn tokens(s: &str) -> Option<Vec<Tok>> {
-    const OPS: [&str; 17] = [
-        "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", "+", "-", "*", "/", "%", ",",
+    const OPS: [&str; 16] = [
+        "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", "+", "-", "*", "/", "%",
     ];
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i] as char;
-        if c.is_whitespace() {
-            i += 1;
-        } else if c.is_ascii_digit() {
-            let st = i;
-            while i < b.len() && (b[i] as char).is_ascii_alphanumeric() {
-                i += 1;
-            }
-            out.push(Tok::Num(int_literal(&s[st..i])?));
-        } else if c.is_ascii_alphabetic() || c == '_' {
-            let st = i;
-            while i < b.len() && ((b[i] as char).is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            out.push(Tok::Name(s[st..i].to_string()));
-        } else {
-            let op = OPS.iter().find(|o| s[i..].starts_with(**o))?;
-            if *op == "," {
-                return None;
-            }
-            out.push(Tok::Op(op));
-            i += op.len();
-        }
+    if !s.is_ascii() {
+        return None;
     }
-    Some(out)
+    super::cexpr::tokens(s)
+        .ok()?
+        .into_iter()
+        .map(|t| match t.kind {
+            Kind::Num => super::cexpr::plain_int(t.text).map(Tok::Num),
+            Kind::Ident => Some(Tok::Name(t.text.to_string())),
+            Kind::Op => OPS.iter().find(|o| **o == t.text).map(|o| Tok::Op(o)),
+        })
+        .collect()
 }
 
 struct P<'a> {

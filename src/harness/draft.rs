@@ -7,7 +7,7 @@ pub(super) use super::draft_value::toml_str;
 use super::draft_value::{Field, LaunchDraft};
 use super::expr::Scope;
 use super::{c_base_type, c_is_pointer, ElemType};
-use crate::cuda::lex;
+use crate::cuda::{cexpr, lex};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -72,59 +72,20 @@ pub(super) enum Tok {
     Op(String),
 }
 
+/// A host expression's tokens ([`cexpr::tokens`]), owned.
 pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
-    let mut out = Vec::new();
-    let cs: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    while i < cs.len() {
-        let c = cs[i];
-        if c.is_whitespace() {
-            i += 1;
-        } else if c.is_ascii_alphabetic() || c == '_' {
-            let st = i;
-            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '_') {
-                i += 1;
+    let toks = cexpr::tokens(s).map_err(|u| format!("cannot read {:?} in `{s}`", u.c))?;
+    Ok(toks
+        .into_iter()
+        .map(|t| {
+            let w = t.text.to_string();
+            match t.kind {
+                cexpr::Kind::Ident => Tok::Ident(w),
+                cexpr::Kind::Num => Tok::Num(w),
+                cexpr::Kind::Op => Tok::Op(w),
             }
-            out.push(Tok::Ident(cs[st..i].iter().collect()));
-        } else if c.is_ascii_digit()
-            || (c == '.' && cs.get(i + 1).is_some_and(char::is_ascii_digit))
-        {
-            let st = i;
-            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '.') {
-                i += 1;
-            }
-            out.push(Tok::Num(cs[st..i].iter().collect()));
-        } else {
-            let two: String = cs[i..(i + 2).min(cs.len())].iter().collect();
-            if ["<<", ">>", "==", "!=", "<=", ">=", "&&", "||", "->"].contains(&two.as_str()) {
-                out.push(Tok::Op(two));
-                i += 2;
-            } else if "+-*/%()<>,?:&|^!~.".contains(c) {
-                out.push(Tok::Op(c.to_string()));
-                i += 1;
-            } else {
-                return Err(format!("cannot read {c:?} in `{s}`"));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// A C integer or float literal as an integer expression: `256.0f` → `256`, `64u` → `64`.
-pub(super) fn int_literal(n: &str) -> Result<String, String> {
-    let t = n.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
-    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        return i64::from_str_radix(hex, 16)
-            .map(|v| v.to_string())
-            .map_err(|e| e.to_string());
-    }
-    if let Ok(v) = t.parse::<i64>() {
-        return Ok(v.to_string());
-    }
-    match t.parse::<f64>() {
-        Ok(f) if f.fract() == 0.0 => Ok((f as i64).to_string()),
-        _ => Err(format!("non-integer literal {n}")),
-    }
+        })
+        .collect())
 }
 
 /// What names in host expressions mean.
@@ -364,7 +325,7 @@ fn translate_tokens<'t>(
                 i += 1;
             }
             Tok::Num(n) => {
-                out.push_str(&int_literal(n)?);
+                out.push_str(&cexpr::int_value(n)?.to_string());
                 i += 1;
             }
             Tok::Op(o) => {

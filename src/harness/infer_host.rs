@@ -5,7 +5,7 @@
 //! expressions. Text rules over comment-free source: the host code is never compiled, and a
 //! rule that cannot tell says why.
 
-use super::draft::{int_literal, sizeof_type, split_args, tokenize, Tok};
+use super::draft::{sizeof_type, split_args, tokenize, Tok};
 use super::expr::{Num, Scope};
 use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
@@ -968,16 +968,10 @@ pub fn argv_index(e: &str) -> Option<usize> {
 }
 
 fn parse_num(s: &str) -> Option<Num> {
-    let t = s.trim();
-    if let Ok(i) = int_literal(t).and_then(|v| v.parse::<i64>().map_err(|e| e.to_string())) {
-        if !t.contains('.') && !t.contains('e') {
-            return Some(Num::Int(i));
-        }
-    }
-    t.trim_end_matches(['f', 'F'])
-        .parse::<f64>()
-        .ok()
-        .map(Num::Float)
+    Some(match crate::cuda::cexpr::number(s)? {
+        crate::cuda::cexpr::Number::Int(i) => Num::Int(i),
+        crate::cuda::cexpr::Number::Float(f) => Num::Float(f),
+    })
 }
 
 /// Identifiers in a host expression (no member names).
@@ -1706,29 +1700,18 @@ impl Host {
     }
 }
 
-/// Identifiers followed by `(` in a text, in order (any text: no tokenizer that could refuse).
+/// Identifiers followed by `(` in a text, in order (any text: tokens that skip what they
+/// cannot read).
 fn called_names(s: &str) -> Vec<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i].is_ascii_alphabetic() || b[i] == b'_' {
-            let st = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            if s[i..].trim_start().starts_with('(') && (st == 0 || b[st - 1] != b'.') {
-                out.push(s[st..i].to_string());
-            }
-        } else if b[i].is_ascii_digit() {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
-                i += 1;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    out
+    crate::cuda::cexpr::tokens_lossy(s)
+        .into_iter()
+        .filter(|t| {
+            t.kind == crate::cuda::cexpr::Kind::Ident
+                && s[t.at + t.text.len()..].trim_start().starts_with('(')
+                && (t.at == 0 || s.as_bytes()[t.at - 1] != b'.')
+        })
+        .map(|t| t.text.to_string())
+        .collect()
 }
 
 /// The byte offset of the first whole-word `w` followed by `(`.
