@@ -650,7 +650,8 @@ impl Host {
         }
         let d = obj
             .and_then(|o| self.object_field_definition(o, f))
-            .or_else(|| self.field_definition(f))?;
+            .or_else(|| self.field_definition(f))
+            .or_else(|| obj.and_then(|o| self.field_set_by_helper(o, f)))?;
         let v = match self.value(&d, depth + 1).ok()? {
             Num::Int(x) => x.to_string(),
             Num::Float(x) => format!("{x:?}"),
@@ -1614,6 +1615,134 @@ impl Host {
         }
         None
     }
+
+    /// `obj.f` / `obj->f` set by a helper the launch's function calls with the object
+    /// before the launch (`setup(&p, m);` where `void setup(Params *q, int n) { q->n = n; }`,
+    /// or `setup(p, m)` with `Params &q` and `q.n = n;`): the helper's one write of the
+    /// field, its parameters replaced by the call's arguments (`(m)`), so the text is read in
+    /// the launch's own scope. None when the field is written more than once (twice, by two
+    /// calls, also in the launch's function, or by `+=` / `++`), when the object goes to a
+    /// call the host does not define or the helper passes it on, or when the write reads a
+    /// local of the helper.
+    pub fn field_set_by_helper(&self, obj: &str, field: &str) -> Option<String> {
+        let fns = crate::cuda::host::functions_cached(&self.file);
+        let launch_fn = crate::cuda::host::function_at(&fns, self.launch_line)?;
+        let before: String = self
+            .file
+            .lines()
+            .skip(launch_fn.body_lines.0 as usize - 1)
+            .take((self.launch_line - launch_fn.body_lines.0) as usize)
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !field_writes(&before, obj, field).0.is_empty() {
+            return None;
+        }
+        let is_obj = |a: &String| a.trim().trim_start_matches('&').trim() == obj;
+        let mut uses = 0;
+        let mut writes: Vec<String> = Vec::new();
+        let names: BTreeSet<String> = self
+            .texts()
+            .flat_map(|t| {
+                crate::cuda::host::functions_cached(t)
+                    .iter()
+                    .map(|g| g.name.clone())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|g| *g != launch_fn.name && find_word(&before, g).is_some())
+            .collect();
+        for g in &names {
+            // A helper read some other way is not followed: a call of it passing the
+            // object stays uncounted, and the counts below disagree.
+            let Some((_, params, body)) = self.function_def_in_texts(g) else {
+                continue;
+            };
+            for c in call_sites(&self.file, g, params.len()) {
+                if c.line < launch_fn.body_lines.0 || c.line >= self.launch_line {
+                    continue;
+                }
+                for (k, _) in c.args.iter().enumerate().filter(|(_, a)| is_obj(a)) {
+                    uses += 1;
+                    let q = &params[k];
+                    let (all, plain) = field_writes(&body, q, field);
+                    if object_arguments(&body, q) > 0 || all.len() != plain.len() {
+                        return None;
+                    }
+                    for rhs in plain {
+                        let rhs = rhs.split_whitespace().collect::<Vec<_>>().join(" ");
+                        if !draft_idents(&rhs)
+                            .iter()
+                            .all(|x| params.contains(x) || self.is_global(x))
+                        {
+                            return None;
+                        }
+                        let mut v = rhs;
+                        for (p, a) in params.iter().zip(&c.args) {
+                            v = replace_word(&v, p, &format!("({})", a.trim()));
+                        }
+                        writes.push(v);
+                    }
+                }
+            }
+        }
+        match writes.as_slice() {
+            [one] if uses == object_arguments(&before, obj) => Some(one.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Writes of `obj.field` / `obj->field` in `text`: (every write: `=`, a compound
+/// assignment, `++`/`--` on either side; the right-hand sides of the plain `=` ones, up to
+/// their `;`). Comments and strings do not count.
+fn field_writes(text: &str, obj: &str, field: &str) -> (Vec<usize>, Vec<String>) {
+    let masked = lex::mask(text);
+    let ids = lex::idents(&masked);
+    let (mut all, mut plain) = (Vec::new(), Vec::new());
+    for w in ids.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        if a.text != obj || b.text != field || a.member {
+            continue;
+        }
+        let between = masked[a.offset + a.text.len()..b.offset].trim();
+        if between != "->" && between != "." {
+            continue;
+        }
+        let before = masked[..a.offset].trim_end();
+        let after = masked[b.offset + b.text.len()..].trim_start();
+        let compound = ["+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="];
+        if before.ends_with("++")
+            || before.ends_with("--")
+            || after.starts_with("++")
+            || after.starts_with("--")
+            || compound.iter().any(|c| after.starts_with(c))
+        {
+            all.push(a.offset);
+        } else if after.starts_with('=') && !after.starts_with("==") {
+            all.push(a.offset);
+            let rhs = &after[1..];
+            let end = rhs.find(';').unwrap_or(rhs.len());
+            // The text's own bytes (the masked copy blanks strings), same offsets.
+            let start = masked.len() - rhs.len();
+            plain.push(text[start..start + end].trim().to_string());
+        }
+    }
+    (all, plain)
+}
+
+/// How many call arguments of `text` are the whole object `obj` (`f(&p, …)`, `g(x, p)`).
+fn object_arguments(text: &str, obj: &str) -> usize {
+    let masked = lex::mask(text);
+    lex::idents(&masked)
+        .iter()
+        .filter(|i| i.text == obj && !i.member)
+        .filter(|i| {
+            let before = masked[..i.offset].trim_end();
+            let before = before.strip_suffix('&').unwrap_or(before).trim_end();
+            let after = masked[i.offset + i.text.len()..].trim_start();
+            (before.ends_with('(') || before.ends_with(','))
+                && (after.starts_with(',') || after.starts_with(')'))
+        })
+        .count()
 }
 
 /// A `cudaDeviceProp` field's value on the H100 the harnesses run on (CUDA's names):
@@ -2246,6 +2375,55 @@ mod tests {
         assert_eq!(h.field_definition("w"), None);
         assert_eq!(h.field_definition("v"), None);
         assert_eq!(h.field_definition("x"), None);
+    }
+
+    #[test]
+    fn a_field_set_by_a_helper_called_with_the_object_takes_the_calls_argument() {
+        // `setup(&p, m)` writes `q->n = n;` once: `p.n` is the call's `m`, a local of the
+        // launch's own function, which the other field rules do not take.
+        let lib = "struct Params { int n; float *x; };\n\
+                   void setup(Params *q, int n) {\n  q->n = n;\n  cudaMalloc(&q->x, n * sizeof(float));\n}\n\
+                   void setup_ref(Params &q, int n) { q.n = n * 2; }\n\
+                   void twice(Params *q, int n) { q->n = n; q->n += 1; }\n\
+                   void passes_on(Params *q, int n) { setup(q, n); }\n\
+                   void scaled(Params *q, int n) { int s = 4; q->n = n * s; }\n";
+        let main = |calls: &str| {
+            let t = format!("int main() {{\n  Params p;\n  int m = 1 << 20;\n{calls}\n  k<<<(p.n + 255) / 256, 256>>>(p.x, p.n);\n}}\n");
+            let line = t.lines().position(|l| l.contains("<<<")).unwrap() as u32 + 1;
+            let mut h = host(&t, line);
+            h.others.push(strip_comments(lib));
+            h
+        };
+        let h = main("  setup(&p, m);");
+        assert_eq!(h.field_set_by_helper("p", "n").as_deref(), Some("(m)"));
+        assert_eq!(h.int_value("(p.n + 255) / 256"), Ok(4096));
+        // A reference parameter written with `.`.
+        let h = main("  setup_ref(p, m);");
+        assert_eq!(h.int_value("p.n"), Ok(2 << 20));
+        // Written more than once, passed on, read from a helper's local, passed to a call the
+        // host does not define, written again in `main`, set after the launch: unknown.
+        for calls in [
+            "  twice(&p, m);",
+            "  setup(&p, m);\n  setup_ref(p, 8);",
+            "  passes_on(&p, m);",
+            "  scaled(&p, m);",
+            "  setup(&p, m);\n  load(&p);",
+            "  setup(&p, m);\n  p.n = 3 * m;",
+        ] {
+            assert_eq!(main(calls).field_set_by_helper("p", "n"), None, "{calls}");
+        }
+        let t = "int main() {\n  Params p;\n  k<<<p.n, 256>>>(p.x, p.n);\n  setup(&p, 64);\n}\n";
+        let mut h = host(t, 3);
+        h.others.push(strip_comments(lib));
+        assert_eq!(
+            h.field_set_by_helper("p", "n"),
+            None,
+            "set after the launch"
+        );
+        // A call argument with no value leaves the field unknown, as before.
+        assert!(main("  setup(&p, atoi(argv[1]));")
+            .int_value("p.n")
+            .is_err());
     }
 
     #[test]
