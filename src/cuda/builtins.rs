@@ -85,7 +85,16 @@ pub fn is_builtin(name: &str) -> bool {
     if let Some(rest) = name.strip_prefix("atomic") {
         return rest.starts_with(char::is_uppercase);
     }
-    if name.starts_with("make_") || is_vector_type(name) {
+    // `make_float4`, `make_cudaExtent`, `make_half2`: CUDA's makers; a program's own
+    // `make_pk` is not one (HeCBench ecdh's helper was taken for a builtin and left out).
+    let maker = name.strip_prefix("make_").is_some_and(|r| {
+        is_vector_type(r)
+            || r.starts_with("cuda")
+            || r.starts_with("half")
+            || r.starts_with("bfloat")
+            || r.starts_with("nv_")
+    });
+    if maker || is_vector_type(name) {
         return true;
     }
     // `cudaError_t`, `cudaReadModeElementType`, … are types and enumerators of the runtime.
@@ -524,6 +533,22 @@ pub fn shim(name: &str) -> Option<&'static Shim> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cudas_makers_are_builtins_and_a_programs_are_not() {
+        for b in [
+            "make_float4",
+            "make_uint2",
+            "make_cudaExtent",
+            "make_half2",
+            "make_double2",
+        ] {
+            assert!(is_builtin(b), "{b}");
+        }
+        for p in ["make_pk_slow", "make_positive", "make_hash"] {
+            assert!(!is_builtin(p), "{p}");
+        }
+    }
 
     #[test]
     fn cccl_header_choices() {
