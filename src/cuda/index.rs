@@ -972,28 +972,16 @@ static TYPEOF_RE: LazyLock<Regex> =
 /// `([&]() { s1; s2; return e; }())`; `None` when there is none, or its last statement is
 /// not an expression.
 fn statement_expression_as_lambda(text: &str) -> Option<String> {
+    const OPEN: &[u8] = b"([{";
+    const CLOSE: &[u8] = b")]}";
     let masked = lex::mask(text);
-    let b = masked.as_bytes();
     let mut from = 0;
     while let Some(k) = masked[from..].find("({").map(|k| from + k) {
         from = k + 2;
-        // The matching `}`, then `)`.
-        let mut depth = 0i32;
-        let mut close = None;
-        for (i, &c) in b.iter().enumerate().skip(k + 1) {
-            match c {
-                b'{' | b'(' | b'[' => depth += 1,
-                b'}' | b')' | b']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = (c == b'}').then_some(i);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let Some(close) = close else { continue };
+        // The block's `}`, then the group's `)`.
+        let Some(close) = lex::matching(&masked, k + 1, b'{', b'}') else {
+            continue;
+        };
         if !masked[close + 1..].trim_start().starts_with(')') {
             continue;
         }
@@ -1001,17 +989,13 @@ fn statement_expression_as_lambda(text: &str) -> Option<String> {
             close + 1 + (masked[close + 1..].len() - masked[close + 1..].trim_start().len());
         // Statements at depth 0 of the block.
         let inner = &masked[k + 2..close];
-        let mut ends = Vec::new();
-        let mut d = 0i32;
-        for (i, c) in inner.bytes().enumerate() {
-            match c {
-                b'{' | b'(' | b'[' => d += 1,
-                b'}' | b')' | b']' => d -= 1,
-                b';' if d == 0 => ends.push(i),
-                _ => {}
-            }
-        }
-        let last_end = *ends.last()?;
+        let ends: Vec<usize> = lex::top_level(inner, OPEN, CLOSE)
+            .filter(|&(_, b)| b == b';')
+            .map(|(i, _)| i)
+            .collect();
+        let Some(&last_end) = ends.last() else {
+            continue;
+        };
         let prev_end = ends.len().checked_sub(2).map(|j| ends[j] + 1).unwrap_or(0);
         let last = inner[prev_end..last_end].trim();
         let first_word = last
@@ -1903,6 +1887,9 @@ mod tests {
             b,
             "([&]() { return 1; }()) + ([&]() { int q = 2; return q; }())"
         );
+        // A group with no statement before a real one: the real one is still rewritten.
+        let (b, _) = super::rewrite_macro_body("f(({ 1 })) + ({ int q = 2; q; })", 1);
+        assert_eq!(b, "f(({ 1 })) + ([&]() { int q = 2; return q; }())");
         for plain in [
             "{ a = b; c = d; }",
             "({ if (x) y(); })",

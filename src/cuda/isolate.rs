@@ -235,6 +235,21 @@ enum Lookup {
     MacroCall,
 }
 
+/// An item's notes (constructs NVRTC rejects, rewrites made for it) as the unit's
+/// warnings, each naming the item and where it is.
+fn note_diagnostics(it: &Item, name: &str, path: &str, diags: &mut Vec<Diagnostic>) {
+    for (code, msg, l) in &it.notes {
+        diags.push(
+            Diagnostic::new(
+                Level::Warning,
+                code,
+                format!("{msg} (`{name}`, {path}:{l})"),
+            )
+            .at(*l),
+        );
+    }
+}
+
 /// `template <>` before a function: an explicit specialization.
 fn is_explicit_specialization(text: &str) -> bool {
     text.trim_start()
@@ -1165,17 +1180,7 @@ impl<'s, 'a> Closure<'s, 'a> {
                     diags.push(d.at(it.line));
                 }
             }
-            let path = self.files[id.0].0;
-            for (code, msg, l) in &it.notes {
-                diags.push(
-                    Diagnostic::new(
-                        Level::Warning,
-                        code,
-                        format!("{msg} (`{}`, {path}:{l})", it.names[0]),
-                    )
-                    .at(*l),
-                );
-            }
+            note_diagnostics(it, &it.names[0], self.files[id.0].0, diags);
         }
         for _ in &open {
             out.push_str("#endif\n");
@@ -1257,16 +1262,7 @@ impl<'s, 'a> Closure<'s, 'a> {
             }
             ItemKind::Macro => {}
         }
-        for (code, msg, l) in &it.notes {
-            diags.push(
-                Diagnostic::new(
-                    Level::Warning,
-                    code,
-                    format!("{msg} (`{name}`, {path}:{l})"),
-                )
-                .at(*l),
-            );
-        }
+        note_diagnostics(it, &name, path, diags);
         if let Some(l) = it.error_line {
             diags.push(
                 Diagnostic::new(
