@@ -12,6 +12,8 @@ import sys
 def statuses(d):
     out = {}
     for line in open(os.path.join(d, "verified.jsonl")):
+        if not line.strip():
+            continue
         r = json.loads(line)
         if r.get("type") != "pair":
             continue
@@ -25,6 +27,8 @@ def samples(d):
     root = os.path.join(d, "dataset")
     for f in sorted(glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True)):
         for line in open(f):
+            if not line.strip():
+                continue
             r = json.loads(line)
             sid = (r.get("metadata") or {}).get("id") or json.dumps(r, sort_keys=True)
             ids.add((os.path.relpath(f, root), sid))

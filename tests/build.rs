@@ -534,3 +534,65 @@ fn a_build_killed_mid_verify_redoes_no_finished_pair() {
     );
     assert_same_tree(&dir.path().join("ref"), &dir.path().join("x"));
 }
+
+/// `scripts/compare_builds.py` (the device's `kill -9` check, benches/kill_steps.sh): two
+/// builds with the same statuses and dataset rows compare equal even when measured figures
+/// differ; a changed status or a missing row is named and fails.
+#[test]
+fn compare_builds_names_a_changed_status_and_a_missing_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let pair = |id: &str, status: &str, speedup: f64| {
+        format!(
+            r#"{{"version":3,"type":"pair","data":{{"id":"{id}","verification":{{"status":"{status}","speedup":{{"median":{speedup}}}}}}}}}"#
+        )
+    };
+    let row = |id: &str, speedup: f64| {
+        format!(r#"{{"messages":[],"metadata":{{"id":"{id}","speedup":{{"median":{speedup}}}}}}}"#)
+    };
+    let write = |name: &str, pairs: &[String], rows: &[String]| {
+        let d = dir.path().join(name);
+        std::fs::create_dir_all(d.join("dataset/chat")).unwrap();
+        std::fs::write(d.join("verified.jsonl"), pairs.join("\n") + "\n").unwrap();
+        std::fs::write(d.join("dataset/chat/train.jsonl"), rows.join("\n") + "\n").unwrap();
+        d
+    };
+    let compare = |a: &Path, b: &Path| {
+        let out = std::process::Command::new("python3")
+            .arg("scripts/compare_builds.py")
+            .arg(a)
+            .arg(b)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    let reference = write(
+        "ref",
+        &[pair("p1", "verified", 2.0), pair("p2", "not_faster", 1.0)],
+        &[row("p1", 2.0)],
+    );
+    // Another machine: other speedups, same verdicts and rows.
+    let same = write(
+        "same",
+        &[pair("p1", "verified", 2.3), pair("p2", "not_faster", 0.9)],
+        &[row("p1", 2.3)],
+    );
+    let (code, text) = compare(&reference, &same);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("same status 2"), "{text}");
+    assert!(text.contains("in both 1"), "{text}");
+    let other = write(
+        "other",
+        &[pair("p1", "mismatch", 0.0), pair("p2", "not_faster", 1.0)],
+        &[],
+    );
+    let (code, text) = compare(&reference, &other);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("differs: p1: verified vs mismatch"), "{text}");
+    assert!(
+        text.contains("row in one only: chat/train.jsonl p1 (reference)"),
+        "{text}"
+    );
+}
