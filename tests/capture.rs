@@ -499,9 +499,14 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "texobj",
         "surfobj",
         "overbudget",
+        "gridsync",
     ] {
         assert_eq!(by_program(&rs, p)["status"], "captured", "{p}");
     }
+    // cudaLaunchCooperativeKernel: the manifest says so, whichever driver entry point the
+    // runtime took (cuLaunchCooperativeKernel, or cuLaunchKernelEx with the attribute).
+    let gs = &manifests(&cap.join("launches/gridsync"))[0];
+    assert_eq!(gs["cooperative"].as_bool(), Some(true), "{gs}");
     let n = by_program(&rs, "needsfile");
     assert_eq!(n["status"], "capture_run_failed");
     assert!(
@@ -630,6 +635,8 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "first_ok",
         "tex_copy",
         "surf_blur",
+        // Replayed with a cooperative launch: a plain one fails at grid.sync().
+        "smooth_sync",
     ] {
         assert_eq!(rep(k)["pass"], true, "{k}: {}", rep(k));
     }

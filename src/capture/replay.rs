@@ -322,6 +322,7 @@ fn build_fast(
         repeat: 1,
         offsets: vec![0; launch_args.len()],
         args: launch_args,
+        cooperative: m.cooperative(),
     };
     Ok(FastSide {
         args,
@@ -429,6 +430,7 @@ fn slow_own(
         repeat: 1,
         offsets: vec![0; launch_args.len()],
         args: launch_args,
+        cooperative: sm.cooperative(),
     })
 }
 
@@ -538,6 +540,7 @@ mod tests {
             block,
             shared_mem: 0,
             via: "cuLaunchKernel".into(),
+            cooperative: false,
             params: vec![
                 ptr(0),
                 ptr(1),
@@ -673,6 +676,21 @@ mod tests {
         assert!(
             matches!(&s.args[4], ResolvedArg::Bytes { bytes, pointers, .. } if bytes == &[0, 8, 0, 0] && pointers.is_empty())
         );
+        assert!(!s.fast[0].cooperative && !s.slow[0].cooperative);
+    }
+
+    /// A kernel the program launched cooperatively (it syncs its grid) replays
+    /// cooperatively on both sides: a plain launch would fail at `grid.sync()`.
+    #[test]
+    fn a_cooperative_capture_replays_cooperatively_on_both_sides() {
+        let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];
+        let (slow, fast) = (unit("t_naive", &ps), unit("t_tiled", &ps));
+        let mut m = manifest("t_tiled", [32, 8, 1], "in-a", "out-a");
+        m.via = "cuLaunchKernelEx".into();
+        m.cooperative = true;
+        let r = for_pair(&index_of(vec![m]), &slow, &fast).unwrap();
+        let s = &r.sets[0];
+        assert!(s.fast[0].cooperative && s.slow[0].cooperative);
     }
 
     #[test]

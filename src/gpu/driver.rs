@@ -512,7 +512,10 @@ impl Gpu {
 
     /// Launch `f` on the stream. Each argument is its raw bytes (a device pointer is
     /// its 8 bytes). The argument count and each argument's size are checked against
-    /// the kernel's parameters first ([`CudaError::ArgumentMismatch`]).
+    /// the kernel's parameters first ([`CudaError::ArgumentMismatch`]). `cooperative`
+    /// launches through `cuLaunchCooperativeKernel` (every block resident at once, so the
+    /// kernel may sync its grid); a grid larger than the device can hold at once fails
+    /// with `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`.
     ///
     /// # Safety
     /// The kernel runs with the device addresses it is given and may read or write
@@ -531,6 +534,7 @@ impl Gpu {
         grid: [u32; 3],
         block: [u32; 3],
         shared_mem: u32,
+        cooperative: bool,
         args: &[KArg],
     ) -> Result<(), CudaError> {
         if shared_mem > 48 * 1024 {
@@ -560,6 +564,23 @@ impl Gpu {
         // least the parameter's size (checked by `KArg::fits`: scalars <= 8, pointers
         // exactly 8, structs and byte parameters exactly their own size). store outlives the call. What the
         // kernel does with the addresses is the caller's contract (see # Safety).
+        if cooperative {
+            // SAFETY: as for cuLaunchKernel below: the same parameter array.
+            return check("cuLaunchCooperativeKernel", unsafe {
+                sys::cuLaunchCooperativeKernel(
+                    f.raw,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    shared_mem,
+                    self.stream,
+                    ptrs.as_mut_ptr(),
+                )
+            });
+        }
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
                 f.raw,

@@ -259,6 +259,7 @@ impl LaunchDraft {
             },
             repeat: None,
             args: self.args.clone(),
+            cooperative: false,
         })
     }
 }

@@ -536,6 +536,9 @@ pub struct Launch {
     /// `args`; 0 for whole buffers and for scalars.
     #[serde(default)]
     pub offsets: Vec<usize>,
+    /// A cooperative launch (`cuLaunchCooperativeKernel`): the kernel syncs its whole grid.
+    #[serde(default)]
+    pub cooperative: bool,
 }
 
 /// A harness made concrete for one size set on one device.
@@ -613,6 +616,8 @@ pub struct LaunchSpec {
     pub args: Vec<usize>,
     /// Offset expressions parallel to `args` ("0" when none).
     pub offsets: Vec<String>,
+    /// `cooperative = true`: launched with `cuLaunchCooperativeKernel`.
+    pub cooperative: bool,
 }
 
 /// A buffer or scalar argument as written.

@@ -657,6 +657,7 @@ impl<'a> Rx<'a> {
             block,
             shared_mem,
             repeat: u32_of("repeat", &l.repeat, 1)?,
+            cooperative: l.cooperative,
             args: l.args.clone(),
             offsets: l
                 .args

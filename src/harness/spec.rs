@@ -326,4 +326,9 @@ pub struct RawLaunch {
     /// A buffer may be passed at an element offset: `"kx + base"`.
     #[serde(default)]
     pub args: Option<Vec<String>>,
+    /// Launch through `cuLaunchCooperativeKernel`: the kernel synchronizes its whole grid
+    /// (`cooperative_groups::this_grid().sync()`), so every block must be resident at once.
+    /// A plain launch of such a kernel fails ("unspecified launch failure").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
 }

@@ -827,3 +827,33 @@ fn iota_repeats_with_every_and_wraps_with_period() {
         );
     }
 }
+
+#[test]
+fn a_cooperative_launch_is_read_resolved_and_written_only_when_set() {
+    let h = parse(SAXPY, "saxpy.toml").unwrap();
+    let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+    assert!(!r.fast[0].cooperative, "a plain launch unless asked");
+    let text = SAXPY.replace(
+        "block = \"threads\"",
+        "block = \"threads\"\ncooperative = true",
+    );
+    let h = parse(&text, "saxpy.toml").unwrap();
+    let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+    assert!(r.fast[0].cooperative && r.slow[0].cooperative);
+    assert!(
+        err_of(&SAXPY.replace(
+            "block = \"threads\"",
+            "block = \"threads\"\ncooperative = \"yes\""
+        ))
+        .contains("cooperative"),
+        "a non-boolean is refused with the field"
+    );
+    // Written back only when set, so harnesses without it keep their bytes.
+    let raw: spec::RawLaunch = toml::from_str("kernel = \"k\"\ngrid = 1\nblock = 32\n").unwrap();
+    assert!(!toml::to_string(&raw).unwrap().contains("cooperative"));
+    let raw: spec::RawLaunch =
+        toml::from_str("kernel = \"k\"\ngrid = 1\nblock = 32\ncooperative = true\n").unwrap();
+    assert!(toml::to_string(&raw)
+        .unwrap()
+        .contains("cooperative = true"));
+}

@@ -950,6 +950,7 @@ pub(super) fn launch_spec(
         repeat: l.repeat.as_ref().map(Expr::text).unwrap_or("1".into()),
         args,
         offsets,
+        cooperative: l.cooperative,
     })
 }
 

@@ -1108,19 +1108,21 @@ fn launch_all(
             // synchronized. That the kernel stays inside its buffers cannot be proven for
             // code under test: the canary zones detect writes just outside them, and a
             // wild access raises a sticky error that ends only this worker process.
-            unsafe { gpu.launch(f, l.grid, l.block, l.shared_mem, &args) }.map_err(|e| {
-                if let CudaError::ArgumentMismatch { .. } = e {
-                    Stop::new(
-                        Status::HarnessError,
-                        format!("{which} kernel {}: {e}", l.kernel),
-                    )
-                } else {
-                    Stop::cuda(
-                        e,
-                        &format!("{which} kernel {}, size set {}", l.kernel, ss.size_set),
-                    )
-                }
-            })?;
+            unsafe { gpu.launch(f, l.grid, l.block, l.shared_mem, l.cooperative, &args) }.map_err(
+                |e| {
+                    if let CudaError::ArgumentMismatch { .. } = e {
+                        Stop::new(
+                            Status::HarnessError,
+                            format!("{which} kernel {}: {e}", l.kernel),
+                        )
+                    } else {
+                        Stop::cuda(
+                            e,
+                            &format!("{which} kernel {}, size set {}", l.kernel, ss.size_set),
+                        )
+                    }
+                },
+            )?;
         }
     }
     Ok(())
@@ -1962,6 +1964,7 @@ mod tests {
             repeat: 1,
             offsets: vec![0; args.len()],
             args,
+            cooperative: false,
         };
         Resolved {
             origin: "cap/p1-0000001-k.toml".into(),

@@ -145,6 +145,7 @@ pub(crate) mod tests {
             repeat: 1,
             args: vec![],
             offsets: vec![],
+            cooperative: false,
         };
         let set = Resolved {
             origin: String::new(),

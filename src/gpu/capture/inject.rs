@@ -379,6 +379,8 @@ struct Launch {
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
     via: &'static str,
+    /// Launched cooperatively (the whole grid resident; the kernel may sync the grid).
+    cooperative: bool,
 }
 
 /// # Safety
@@ -402,6 +404,7 @@ unsafe fn launch_of(cbid: u32, p: *const c_void) -> Option<Launch> {
             params: a.kernelParams,
             extra: a.extra,
             via: "cuLaunchKernel",
+            cooperative: false,
         });
     }
     if is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel)
@@ -418,6 +421,7 @@ unsafe fn launch_of(cbid: u32, p: *const c_void) -> Option<Launch> {
             params: a.kernelParams,
             extra: std::ptr::null_mut(),
             via: "cuLaunchCooperativeKernel",
+            cooperative: true,
         });
     }
     if is(Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx)
@@ -429,6 +433,13 @@ unsafe fn launch_of(cbid: u32, p: *const c_void) -> Option<Launch> {
             return None;
         }
         let c = unsafe { &*a.config };
+        // SAFETY: `attrs` holds `numAttrs` attributes, valid during the call.
+        let cooperative = !c.attrs.is_null()
+            && (0..c.numAttrs as usize).any(|i| {
+                let at = unsafe { &*c.attrs.add(i) };
+                at.id == cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+                    && unsafe { at.value.cooperative } != 0
+            });
         return Some(Launch {
             f: a.f,
             grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
@@ -438,6 +449,7 @@ unsafe fn launch_of(cbid: u32, p: *const c_void) -> Option<Launch> {
             params: a.kernelParams,
             extra: a.extra,
             via: "cuLaunchKernelEx",
+            cooperative,
         });
     }
     None
@@ -544,6 +556,7 @@ fn enter(l: &Launch, correlation: u32) {
         block: l.block,
         shared_mem: l.shared_mem,
         via: l.via.to_string(),
+        cooperative: l.cooperative,
         params: Vec::new(),
         allocs: Vec::new(),
         globals: Vec::new(),

@@ -33,6 +33,11 @@ pub struct Manifest {
     pub shared_mem: u32,
     /// Which driver entry point launched it (`cuLaunchKernel`, `cuLaunchKernelEx`, …).
     pub via: String,
+    /// A cooperative launch: `cuLaunchCooperativeKernel`, or `cuLaunchKernelEx` with the
+    /// cooperative attribute (how the runtime's `cudaLaunchCooperativeKernel` may arrive).
+    /// Replay launches it cooperatively too: its kernel syncs the whole grid.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
     /// The parameters in order, as `cuFuncGetParamInfo` lays them out.
     pub params: Vec<CapturedParam>,
     /// Every allocation a parameter word points into, in order of first reference.
@@ -126,6 +131,12 @@ pub struct CapturedGlobal {
 }
 
 impl Manifest {
+    /// Whether replay must launch it cooperatively (manifests written before the flag
+    /// existed name the cooperative entry point in `via`).
+    pub fn cooperative(&self) -> bool {
+        self.cooperative || self.via.starts_with("cuLaunchCooperativeKernel")
+    }
+
     /// Total bytes of every allocation and global it holds.
     pub fn total_bytes(&self) -> u64 {
         self.allocs.iter().map(|a| a.bytes).sum::<u64>()
@@ -229,6 +240,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cooperative_launch_is_kept_and_read_from_older_manifests_too() {
+        let text = |extra: &str| {
+            format!(
+                "version = {MANIFEST_VERSION}\nsymbol = \"k\"\ndemangled = \"k\"\nkernel = \"k\"\n\
+                 name_expression = \"k\"\nseq = 0\nnth = 0\ngrid = [16, 1, 1]\n\
+                 block = [256, 1, 1]\nshared_mem = 0\n{extra}params = []\nallocs = []\n"
+            )
+        };
+        let plain: Manifest = toml::from_str(&text("via = \"cuLaunchKernel\"\n")).unwrap();
+        assert!(!plain.cooperative());
+        assert!(!toml::to_string(&plain).unwrap().contains("cooperative"));
+        // A manifest written before the flag: the entry point says it.
+        let old: Manifest = toml::from_str(&text("via = \"cuLaunchCooperativeKernel\"\n")).unwrap();
+        assert!(old.cooperative());
+        // cudaLaunchCooperativeKernel through cuLaunchKernelEx's attribute.
+        let ex: Manifest =
+            toml::from_str(&text("via = \"cuLaunchKernelEx\"\ncooperative = true\n")).unwrap();
+        assert!(ex.cooperative());
+        let back: Manifest = toml::from_str(&toml::to_string(&ex).unwrap()).unwrap();
+        assert_eq!(back, ex);
+    }
+
+    #[test]
     fn a_manifest_round_trips_through_toml_and_names_its_outputs() {
         let m = Manifest {
             version: MANIFEST_VERSION,
@@ -243,6 +277,7 @@ mod tests {
             block: [256, 1, 1],
             shared_mem: 0,
             via: "cuLaunchKernel".into(),
+            cooperative: false,
             params: vec![
                 CapturedParam {
                     offset: 0,
