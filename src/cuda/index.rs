@@ -93,6 +93,12 @@ struct Frame {
     fresh: bool,
     /// `#ifndef X` / `#if !defined(X)`: the X, for guard detection.
     guard_candidate: Option<String>,
+    /// The guard's `#define` (its text, offset and line) while the frame is a guard: a
+    /// frame that closes with nothing after that define was a default value
+    /// (`#ifndef LIMIT` / `#define LIMIT 1` / `#endif`), not an include guard.
+    guard_define: Option<(String, usize, u32)>,
+    /// Something (an item, an include, a define) came after the guard's define.
+    after_guard: bool,
 }
 
 static INCLUDE_RE: LazyLock<Regex> =
@@ -239,6 +245,8 @@ fn directive(
                 guard: false,
                 fresh: true,
                 guard_candidate,
+                guard_define: None,
+                after_guard: false,
             };
             *next_frame += 1;
             f.current = branch_condition(&f.exprs, false);
@@ -259,14 +267,33 @@ fn directive(
             }
         }
         "endif" => {
+            // `#ifndef X` / `#define X 1` / `#endif` with more after it: a default value the
+            // code tests (`#if X`), kept as a macro under `!defined(X)`, not a guard.
+            let default_value = frames
+                .last_mut()
+                .filter(|f| f.guard && !f.after_guard)
+                .and_then(|f| {
+                    f.guard = false;
+                    f.guard_define.take()
+                });
+            if let Some((text, at, at_line)) = default_value {
+                if let Some(item) = macro_item(&text, frames, at, at_line) {
+                    push_item(idx, item, frames);
+                }
+            }
             frames.pop();
         }
         "define" => {
             if dead(frames) {
                 return;
             }
-            if let Some(item) = macro_item(ctext, frames, start, line) {
-                push_item(idx, item, frames);
+            match macro_item(ctext, frames, start, line) {
+                Some(item) => push_item(idx, item, frames),
+                None => {
+                    if let Some(f) = frames.last_mut().filter(|f| f.guard) {
+                        f.guard_define = Some((ctext.to_string(), start, line));
+                    }
+                }
             }
         }
         "include" => {
@@ -369,6 +396,7 @@ fn dead(frames: &[Frame]) -> bool {
 fn mark_not_fresh(frames: &mut [Frame]) {
     for f in frames {
         f.fresh = false;
+        f.after_guard = true;
     }
 }
 

@@ -1998,6 +1998,44 @@ __global__ void k(float *a) {
         }
     }
 
+    /// `#ifndef LIMIT` / `#define LIMIT 1` / `#endif` sets a default the code tests with
+    /// `#if LIMIT`; it is no include guard (more follows its `#endif`). cuda-samples
+    /// cudaTensorCoreGemm's `SHARED_MEMORY_LIMIT_64K` was dropped as a guard, so the unit
+    /// took the 128 KB `CHUNK_K` branch and read past the 64 KB its program launches with
+    /// (illegal address on replay). A real guard, around a whole header, stays a guard.
+    #[test]
+    fn a_default_value_under_ifndef_is_kept_and_a_real_guard_is_not() {
+        let header = "#ifndef CFG_H\n#define CFG_H 1\n#define TILE 16\n#endif\n";
+        let kernel = r#"
+#include "cfg.h"
+#ifndef LIMIT_64K
+// Set this to 0 to use more shared memory.
+#define LIMIT_64K 1
+#endif
+#if LIMIT_64K
+#define CHUNK 4
+#else
+#define CHUNK 8
+#endif
+__global__ void k(float *a) { a[threadIdx.x] = CHUNK * TILE; }
+"#;
+        let u = unit(&[("p/cfg.h", header), ("p/k.cu", kernel)], "p/k.cu", "k");
+        let s = &u.source;
+        assert!(s.contains("#define LIMIT_64K 1"), "{s}");
+        assert!(
+            !s.contains("CFG_H"),
+            "the header's guard is still a guard: {s}"
+        );
+        assert!(s.contains("#define TILE 16"), "{s}");
+        // The kept default comes before the `#if` it decides, as in the program's build.
+        let test = s.find("#if (LIMIT_64K)").expect("the branch test is kept");
+        assert!(s.find("#define LIMIT_64K 1").unwrap() < test, "{s}");
+        match compiles(&u) {
+            Some(ok) => assert!(ok, "NVRTC rejects the unit:\n{s}"),
+            None => eprintln!("NVRTC not found: the compile half of this test did not run"),
+        }
+    }
+
     /// A type's host stream operator (`std::ostream& operator<<`, no `__device__`) is not
     /// carried with the type's other operators: device code cannot call it and NVRTC has no
     /// `<ostream>` (HeCBench gamma-correction's unit failed on it). A device operator is.
