@@ -838,6 +838,77 @@ pub fn normalized_tokens(source: &str) -> Vec<String> {
     out
 }
 
+/// Whether the code synchronizes a whole grid through cooperative groups:
+/// `this_grid().sync()`, or `.sync()` / `sync(…)` on a name bound to a grid group
+/// (`cg::grid_group grid = cg::this_grid();`, `auto g = this_grid();`, a `grid_group`
+/// parameter). Such a kernel must be launched cooperatively (`cuLaunchCooperativeKernel`):
+/// a plain launch fails at the sync.
+pub fn syncs_grid(text: &str) -> bool {
+    if !text.contains("grid") {
+        return false;
+    }
+    let m = mask(text);
+    let ids = idents(&m);
+    // What follows an identifier, blanks skipped.
+    let after = |id: &Ident| m[id.offset + id.text.len()..].trim_start();
+    let calls_sync = |rest: &str| {
+        rest.strip_prefix('.')
+            .map(str::trim_start)
+            .and_then(|r| r.strip_prefix("sync"))
+            .map(str::trim_start)
+            .is_some_and(|r| r.starts_with('('))
+    };
+    let mut grids: Vec<&str> = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        match id.text {
+            // `this_grid().sync()`
+            "this_grid" => {
+                let rest = after(id);
+                if let Some(close) = rest.strip_prefix('(').map(str::trim_start) {
+                    if let Some(r) = close.strip_prefix(')') {
+                        if calls_sync(r.trim_start()) {
+                            return true;
+                        }
+                    }
+                }
+                // `auto g = this_grid()` / `grid_group g = cg::this_grid()`: the name two or
+                // three identifiers back, before the `=`.
+                for back in ids[..i].iter().rev().take(3) {
+                    let gap = &m[back.offset + back.text.len()..id.offset];
+                    if gap.trim_start().starts_with('=') {
+                        grids.push(back.text);
+                        break;
+                    }
+                }
+            }
+            // `grid_group g` (a declaration or a parameter)
+            "grid_group" => {
+                if let Some(n) = ids.get(i + 1) {
+                    let gap = &m[id.offset + id.text.len()..n.offset];
+                    if gap
+                        .chars()
+                        .all(|c| c.is_whitespace() || c == '&' || c == '*')
+                    {
+                        grids.push(n.text);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    ids.iter().enumerate().any(|(i, id)| {
+        (grids.contains(&id.text) && !id.member && calls_sync(after(id)))
+            // `cg::sync(grid)`
+            || (id.text == "sync"
+                && ids
+                    .get(i + 1)
+                    .is_some_and(|n| grids.contains(&n.text) && {
+                        let gap = &m[id.offset + id.text.len()..n.offset];
+                        gap.trim() == "("
+                    }))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1064,5 +1135,27 @@ mod tests {
         assert!(!is_declaration_header(
             "template <class T> __device__ T f(T x) "
         ));
+    }
+
+    #[test]
+    fn grid_syncs_are_found_and_block_syncs_are_not() {
+        for code in [
+            "namespace cg = cooperative_groups;\n__global__ void k(float *a) { cg::grid_group grid = cg::this_grid(); a[0] = 1; grid.sync(); }",
+            "__global__ void k(float *a) { auto g = this_grid(); g.sync(); }",
+            "__global__ void k(float *a) { cooperative_groups::this_grid().sync(); }",
+            "__device__ void phase(cg::grid_group &gg) { gg.sync(); }",
+            "__global__ void k() { cg::grid_group grid = cg::this_grid(); cg::sync(grid); }",
+        ] {
+            assert!(syncs_grid(code), "{code}");
+        }
+        for code in [
+            "__global__ void k(float *a) { cg::thread_block b = cg::this_thread_block(); b.sync(); }",
+            // A grid group used only for its rank and size: any launch serves.
+            "__global__ void k(float *a) { cg::grid_group g = cg::this_grid(); a[g.thread_rank()] = g.size(); }",
+            "__global__ void k(float *a) { /* grid.sync() */ __syncthreads(); }",
+            "__global__ void k(int grid) { grid_dim(grid); }",
+        ] {
+            assert!(!syncs_grid(code), "{code}");
+        }
     }
 }

@@ -857,3 +857,32 @@ fn a_cooperative_launch_is_read_resolved_and_written_only_when_set() {
         .unwrap()
         .contains("cooperative = true"));
 }
+
+/// A kernel that syncs its whole grid needs `cooperative = true`: the check says so before
+/// any GPU time, and passes once the launch asks for it.
+#[test]
+fn a_grid_syncing_kernel_needs_a_cooperative_launch() {
+    let mut u = saxpy_unit();
+    u.source = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n\
+                __global__ void saxpy(int n, float a, const float *x, float *y) {\n\
+                  cg::grid_group grid = cg::this_grid();\n\
+                  for (int i = grid.thread_rank(); i < n; i += grid.size()) y[i] += a * x[i];\n\
+                  grid.sync();\n}\n"
+        .into();
+    let plain = parse(SAXPY, "saxpy.toml").unwrap();
+    let e = plain.check_against(None, &u).unwrap_err().to_string();
+    assert!(
+        e.contains("syncs the whole grid") && e.contains("cooperative = true"),
+        "{e}"
+    );
+    let text = SAXPY.replace(
+        "block = \"threads\"",
+        "block = \"threads\"\ncooperative = true",
+    );
+    parse(&text, "saxpy.toml")
+        .unwrap()
+        .check_against(None, &u)
+        .unwrap();
+    // The same kernel without the grid sync takes a plain launch.
+    plain.check_against(None, &saxpy_unit()).unwrap();
+}

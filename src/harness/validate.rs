@@ -1264,6 +1264,16 @@ impl Harness {
             .collect();
         for (li, (l, unit)) in launches.iter().zip(&kernels).enumerate() {
             let unit: &KernelUnit = unit;
+            // A kernel that syncs its whole grid fails under a plain launch ("unspecified
+            // launch failure"): say so before any GPU time.
+            if !l.cooperative && crate::cuda::lex::syncs_grid(&unit.source) {
+                return Err(err(format!(
+                    "launch[{li}] runs {:?}, whose code syncs the whole grid (cooperative \
+                     groups' `this_grid().sync()`): a plain launch fails there; add \
+                     `cooperative = true` to the launch",
+                    l.kernel
+                )));
+            }
             if l.args.len() != unit.params.len() {
                 return Err(err(format!(
                     "launch[{li}] passes {} args, the kernel takes {} parameters ({})",
