@@ -716,6 +716,11 @@ fn slow_unit(fast: &KernelUnit, c: checks::Candidate) -> KernelUnit {
         variant: VARIANT,
         path: &fast.path,
     };
+    // Edits isolation made to the program's code for NVRTC (a legacy texture declaration
+    // rewritten onto the shim, GNU C in a macro) that the answer kept as the prompt showed
+    // them: recorded on the slow unit too, so export gives the answer back in the suite's
+    // own terms (`texture<float, 1> t;`, not the shim's names, which its lint refuses).
+    let diagnostics = kept_edits(fast, &c.source);
     let body = UnitBody {
         kernel: fast.kernel.clone(),
         line: c.def.line,
@@ -725,7 +730,7 @@ fn slow_unit(fast: &KernelUnit, c: checks::Candidate) -> KernelUnit {
         symbol: fast.symbol.clone(),
         pulled: Default::default(),
         features,
-        diagnostics: vec![],
+        diagnostics,
     };
     KernelUnit {
         launch_sites: fast.launch_sites.clone(),
@@ -735,6 +740,20 @@ fn slow_unit(fast: &KernelUnit, c: checks::Candidate) -> KernelUnit {
         compile: Some(c.compile),
         ..KernelUnit::new(place, body)
     }
+}
+
+/// The fast unit's compile-only edits whose compiled text the answer holds.
+fn kept_edits(fast: &KernelUnit, answer: &str) -> Vec<crate::record::Diagnostic> {
+    use crate::cuda::compile_only::{Edit, CODE};
+    fast.diagnostics
+        .iter()
+        .filter(|d| d.code == CODE)
+        .filter(|d| {
+            serde_json::from_str::<Edit>(&d.message)
+                .is_ok_and(|e| !e.compiled.trim().is_empty() && answer.contains(&e.compiled))
+        })
+        .cloned()
+        .collect()
 }
 
 /// Where `synth` would put its journal for an output path (for tests and `build`).
@@ -748,6 +767,47 @@ pub fn default_journal(output: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// A fast unit with a legacy texture (isolated onto the shim for NVRTC), and an answer
+    /// that keeps the shimmed declaration and the shim as its prompt showed them: the slow
+    /// unit records the edit, so its exported text is the suite's `texture<…>` again, with
+    /// no `kernelpair_` name for export's lint to refuse.
+    #[test]
+    fn an_answer_keeping_the_texture_shim_is_exported_in_the_suites_terms() {
+        let src = "texture<float, 1> tex;\n\
+                   __global__ void k(float *out, int n) {\n\
+                   \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                   \x20 if (i < n) out[i] = 2.0f * tex1Dfetch(tex, i);\n}\n";
+        let map: std::collections::BTreeMap<String, crate::cuda::FileIndex> =
+            [("a/k.cu".to_string(), crate::cuda::index_file("a/k.cu", src))].into();
+        let body = crate::cuda::isolate(&crate::cuda::Scope::new(&map), "a/k.cu", "k").unwrap();
+        let place = UnitPlace {
+            suite: "s",
+            benchmark: "b",
+            variant: "fast",
+            path: "a/k.cu",
+        };
+        let fast = KernelUnit::new(place, body);
+        assert!(
+            fast.source.contains("kernelpair_legacy_texture"),
+            "{}",
+            fast.source
+        );
+        // The answer: the fast unit as shown, with a slower body (each thread reads twice).
+        let answer_src = fast.source.replace(
+            "out[i] = 2.0f * tex1Dfetch(tex, i);",
+            "{ float v = 0.0f; for (int r = 0; r < 2; r++) v += tex1Dfetch(tex, i); out[i] = v; }",
+        );
+        assert_ne!(answer_src, fast.source);
+        let edits = kept_edits(&fast, &answer_src);
+        assert_eq!(edits.len(), 1, "the texture declaration's edit: {edits:?}");
+        let slow_text = crate::cuda::compile_only::written_text(&answer_src, &edits, "k", false);
+        assert!(slow_text.contains("texture<float, 1> tex;"), "{slow_text}");
+        assert!(!slow_text.contains("kernelpair_"), "{slow_text}");
+        // An answer that rewrote the declaration itself keeps none of the fast unit's edits.
+        let own = "texture<float, 1> tex;\n__global__ void k(float *out, int n) {}\n";
+        assert!(kept_edits(&fast, own).is_empty());
+    }
 
     #[derive(Parser)]
     struct Wrap {
