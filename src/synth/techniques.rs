@@ -75,6 +75,9 @@ fn order(found: Vec<&str>) -> Vec<String> {
 
 static PRAGMA_UNROLL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"#\s*pragma\s+unroll\b(\s*\(?\s*(\d+))?").unwrap());
+/// `name + K]`: a subscript at a constant offset from a name (a hand-unrolled body's).
+static OFFSET_SUBSCRIPT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b([A-Za-z_]\w*)\s*\+\s*(\d+)\s*\]").expect("valid regex"));
 static STEP_LOOP: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(\w+)\s*\+=\s*([2-9]|[1-9]\d+)\s*\)").unwrap());
 static VECTOR: LazyLock<Regex> = LazyLock::new(|| {
@@ -197,12 +200,12 @@ fn scan(src: &str) -> Scan {
 /// `i + 1 … i + K-1` in subscripts: the body was unrolled by hand.
 fn manual_unroll(code: &str) -> bool {
     STEP_LOOP.captures_iter(code).any(|c| {
-        let var = regex::escape(&c[1]);
+        let var = &c[1];
         let k: u32 = c[2].parse().unwrap_or(0);
-        let off = Regex::new(&format!(r"\b{var}\s*\+\s*(\d+)\s*\]")).expect("escaped");
-        let offsets: std::collections::BTreeSet<u32> = off
+        let offsets: std::collections::BTreeSet<u32> = OFFSET_SUBSCRIPT
             .captures_iter(code)
-            .filter_map(|m| m[1].parse().ok())
+            .filter(|m| &m[1] == var)
+            .filter_map(|m| m[2].parse().ok())
             .filter(|&o| o >= 1 && o < k)
             .collect();
         offsets.len() >= 2 || (k == 2 && offsets.len() == 1)
