@@ -89,16 +89,15 @@ struct Frame {
     /// The current branch's condition: `None` when dead, `Some("")` when always true.
     current: Option<String>,
     guard: bool,
-    /// No item seen since this frame opened (for include-guard detection).
+    /// No item seen since this frame opened, or since its guard's define (for include-guard
+    /// detection).
     fresh: bool,
     /// `#ifndef X` / `#if !defined(X)`: the X, for guard detection.
     guard_candidate: Option<String>,
     /// The guard's `#define` (its text, offset and line) while the frame is a guard: a
-    /// frame that closes with nothing after that define was a default value
-    /// (`#ifndef LIMIT` / `#define LIMIT 1` / `#endif`), not an include guard.
+    /// guard frame that closes still `fresh` (nothing after that define) was a default
+    /// value (`#ifndef LIMIT` / `#define LIMIT 1` / `#endif`), not an include guard.
     guard_define: Option<(String, usize, u32)>,
-    /// Something (an item, an include, a define) came after the guard's define.
-    after_guard: bool,
 }
 
 static INCLUDE_RE: LazyLock<Regex> =
@@ -246,7 +245,6 @@ fn directive(
                 fresh: true,
                 guard_candidate,
                 guard_define: None,
-                after_guard: false,
             };
             *next_frame += 1;
             f.current = branch_condition(&f.exprs, false);
@@ -271,7 +269,7 @@ fn directive(
             // code tests (`#if X`), kept as a macro under `!defined(X)`, not a guard.
             let default_value = frames
                 .last_mut()
-                .filter(|f| f.guard && !f.after_guard)
+                .filter(|f| f.guard && f.fresh)
                 .and_then(|f| {
                     f.guard = false;
                     f.guard_define.take()
@@ -325,8 +323,9 @@ fn macro_item(ctext: &str, frames: &mut [Frame], start: usize, line: u32) -> Opt
             && f.guard_candidate.as_deref() == Some(name.as_str())
             && (value.is_empty() || value == "1")
         {
+            // Still fresh: nothing since the guard's define (see `guard_define`).
             f.guard = true;
-            f.fresh = false;
+            f.guard_candidate = None;
             return None;
         }
     }
@@ -396,7 +395,6 @@ fn dead(frames: &[Frame]) -> bool {
 fn mark_not_fresh(frames: &mut [Frame]) {
     for f in frames {
         f.fresh = false;
-        f.after_guard = true;
     }
 }
 

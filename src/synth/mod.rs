@@ -769,9 +769,9 @@ mod tests {
     use clap::Parser;
 
     /// A fast unit with a legacy texture (isolated onto the shim for NVRTC), and an answer
-    /// that keeps the shimmed declaration and the shim as its prompt showed them: the slow
-    /// unit records the edit, so its exported text is the suite's `texture<…>` again, with
-    /// no `kernelpair_` name for export's lint to refuse.
+    /// that keeps the shimmed declaration and the shim as its prompt showed them: the
+    /// accepted answer's slow unit records the edit, so the text export writes for it is
+    /// the suite's `texture<…>` again, with no `kernelpair_` name for its lint to refuse.
     #[test]
     fn an_answer_keeping_the_texture_shim_is_exported_in_the_suites_terms() {
         let src = "texture<float, 1> tex;\n\
@@ -793,20 +793,40 @@ mod tests {
             "{}",
             fast.source
         );
-        // The answer: the fast unit as shown, with a slower body (each thread reads twice).
+        // The answer: the fast unit as shown, with another body.
         let answer_src = fast.source.replace(
             "out[i] = 2.0f * tex1Dfetch(tex, i);",
-            "{ float v = 0.0f; for (int r = 0; r < 2; r++) v += tex1Dfetch(tex, i); out[i] = v; }",
+            "{ float v = tex1Dfetch(tex, i); out[i] = v + v; }",
         );
         assert_ne!(answer_src, fast.source);
-        let edits = kept_edits(&fast, &answer_src);
-        assert_eq!(edits.len(), 1, "the texture declaration's edit: {edits:?}");
-        let slow_text = crate::cuda::compile_only::written_text(&answer_src, &edits, "k", false);
-        assert!(slow_text.contains("texture<float, 1> tex;"), "{slow_text}");
-        assert!(!slow_text.contains("kernelpair_"), "{slow_text}");
         // An answer that rewrote the declaration itself keeps none of the fast unit's edits.
         let own = "texture<float, 1> tex;\n__global__ void k(float *out, int n) {}\n";
         assert!(kept_edits(&fast, own).is_empty());
+        let target = checks::Target {
+            fast: &fast,
+            min_difference: 0.0,
+            arch: "sm_90",
+            context: None,
+        };
+        let slow = match checks::check_answer(&format!("```cuda\n{answer_src}\n```\n"), &target) {
+            Ok(c) => slow_unit(&fast, c),
+            Err(r) if r.reason == checks::Reason::NvrtcUnavailable => {
+                assert!(
+                    std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+                    "KERNELPAIR_REQUIRE_NVRTC is set but NVRTC is missing"
+                );
+                eprintln!("NVRTC not found: the accepted-answer half of this test did not run");
+                let edits = kept_edits(&fast, &answer_src);
+                assert_eq!(edits.len(), 1, "the texture declaration's edit: {edits:?}");
+                return;
+            }
+            Err(r) => panic!("the answer is refused: {r:?}"),
+        };
+        assert_eq!(slow.diagnostics.len(), 1, "{:?}", slow.diagnostics);
+        let slow_text = crate::cuda::compile_only::source_text(&slow);
+        assert!(slow_text.contains("texture<float, 1> tex;"), "{slow_text}");
+        assert!(slow_text.contains("out[i] = v + v;"), "{slow_text}");
+        assert!(!slow_text.contains("kernelpair_"), "{slow_text}");
     }
 
     #[derive(Parser)]
