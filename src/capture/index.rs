@@ -123,8 +123,19 @@ impl CaptureIndex {
             .iter()
             .filter(|(e, m)| m.kernel == unit.kernel && of_unit(e))
             .collect();
-        // A file program's own launches first, then snapshotted ones, then the earliest.
-        hits.sort_by_key(|(e, m)| (e.program != path, m.skipped.is_some(), m.nth, m.seq));
+        // A file program's own launches first, then snapshotted ones, then ones that changed
+        // memory (a launch that rewrote what was there names its outputs only through its
+        // body), then the earliest.
+        hits.sort_by_key(|(e, m)| {
+            let changed = m.allocs.iter().any(|a| a.changed());
+            (
+                e.program != path,
+                m.skipped.is_some(),
+                !changed,
+                m.nth,
+                m.seq,
+            )
+        });
         hits.first().copied()
     }
 

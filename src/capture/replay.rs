@@ -269,6 +269,9 @@ fn build_fast(
             });
         }
     }
+    if expected.is_empty() {
+        expected = written_unchanged(unit, m, blobs, &mut args);
+    }
     let n_buf = args.len();
     let mut launch_args = Vec::new();
     for (i, p) in m.params.iter().enumerate() {
@@ -331,6 +334,60 @@ fn build_fast(
         constants,
         objects,
     })
+}
+
+/// A launch that changed no allocation wrote what was already there (a result computed
+/// again into the same buffer, a value set twice), or nothing. Its outputs are then the
+/// buffers the body only stores to: each passed alone and whole (one parameter, at its
+/// start), never read, never handed to a function the unit does not define. Those become
+/// `out` buffers, poisoned before the launch, with the captured bytes expected after it,
+/// so the check still proves the kernel writes every byte and what it writes. None: the
+/// launch names no output (a kernel that writes nothing, or writes through memory it
+/// also reads), as before.
+fn written_unchanged(
+    unit: &KernelUnit,
+    m: &Manifest,
+    blobs: &BlobStore,
+    args: &mut [ResolvedArg],
+) -> Vec<Expected> {
+    use crate::harness::infer_kernel::{body_facts, WriteKind};
+    let names: Vec<String> = unit.params.iter().map(|p| p.name.clone()).collect();
+    let Some(facts) = body_facts(&unit.source, &unit.kernel, &names) else {
+        return Vec::new();
+    };
+    let mut holders: BTreeMap<usize, usize> = BTreeMap::new();
+    for p in &m.params {
+        for q in &p.pointers {
+            *holders.entry(q.alloc).or_default() += 1;
+        }
+    }
+    let mut expected = Vec::new();
+    for (i, p) in m.params.iter().enumerate() {
+        let ([q], Some(name)) = (p.pointers.as_slice(), names.get(i)) else {
+            continue;
+        };
+        let write_only = facts.writes.get(name) == Some(&WriteKind::Store)
+            && !facts.reads.contains(name)
+            && !facts.opaque.contains_key(name);
+        if !write_only || q.at != 0 || q.offset != 0 || p.size != 8 || holders[&q.alloc] != 1 {
+            continue;
+        }
+        let (Some(ResolvedArg::Buffer { role, init, .. }), Some(a)) =
+            (args.get_mut(q.alloc), m.allocs.get(q.alloc))
+        else {
+            continue;
+        };
+        *role = Role::Out;
+        *init = Init::Poison;
+        expected.push(Expected {
+            arg: q.alloc,
+            init: Init::Captured {
+                blobs: blobs.root().to_path_buf(),
+                id: a.after.clone(),
+            },
+        });
+    }
+    expected
 }
 
 /// The identifiers the sources name in code (not in comments or literals).
@@ -681,6 +738,64 @@ mod tests {
 
     /// A kernel the program launched cooperatively (it syncs its grid) replays
     /// cooperatively on both sides: a plain launch would fail at `grid.sync()`.
+    /// A launch that left every buffer as it was (the result computed again into the same
+    /// buffer): the buffer the body only stores to becomes an output, poisoned before the
+    /// launch and expected to hold the captured bytes after it; one the body also reads
+    /// (`+=`) stays an input, and the launch then names no output.
+    #[test]
+    fn an_unchanged_launch_expects_the_buffers_its_body_only_writes() {
+        let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];
+        let body = |op: &str| {
+            format!(
+                "__global__ void k(const float *in, float *out, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] {op} in[i] * 2.0f;\n}}\n"
+            )
+        };
+        let with_source = |src: String| {
+            let mut u = unit("k", &ps);
+            u.source = src;
+            u
+        };
+        let idx = index_of(vec![manifest("k", [256, 1, 1], "in-a", "zeros")]);
+        let set = with_source(body("="));
+        let r = for_pair(&idx, &set, &set).unwrap();
+        let s = &r.sets[0];
+        assert!(
+            matches!(&s.args[1], ResolvedArg::Buffer { name, role: Role::Out, init: Init::Poison, .. } if name == "out"),
+            "{:?}",
+            s.args[1]
+        );
+        assert!(matches!(
+            &s.args[0],
+            ResolvedArg::Buffer { role: Role::In, .. }
+        ));
+        assert_eq!(s.expected.len(), 1);
+        assert_eq!(s.expected[0].arg, 1);
+        assert!(matches!(&s.expected[0].init, Init::Captured { id, .. } if id == "zeros"));
+        let acc = with_source(body("+="));
+        let r = for_pair(&idx, &acc, &acc).unwrap();
+        assert!(r.sets[0].expected.is_empty());
+        assert!(matches!(
+            &r.sets[0].args[1],
+            ResolvedArg::Buffer { role: Role::In, .. }
+        ));
+    }
+
+    /// Of two launches of one kernel, the one that changed memory serves, even when a launch
+    /// that changed nothing came first (another run of the program, or an earlier process).
+    #[test]
+    fn a_launch_that_changed_memory_is_preferred_to_an_earlier_one_that_did_not() {
+        let first = manifest("k", [32, 1, 1], "in-a", "zeros");
+        let mut later = manifest("k", [64, 1, 1], "in-a", "out-a");
+        later.seq = 7;
+        let idx = index_of(vec![first, later]);
+        let u = unit(
+            "k",
+            &[("in", "const float *"), ("out", "float *"), ("n", "int")],
+        );
+        let (_, m) = idx.find(&u).unwrap();
+        assert_eq!((m.seq, m.block), (7, [64, 1, 1]));
+    }
+
     #[test]
     fn a_cooperative_capture_replays_cooperatively_on_both_sides() {
         let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];

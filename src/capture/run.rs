@@ -90,6 +90,7 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
                 (true, false) => vec![(0, EXES.to_string())],
             };
             let id = rel(d);
+            let runs = with_extra_runs(r, &id, runs);
             out.push(Program {
                 id: if id.is_empty() {
                     ".".into()
@@ -151,15 +152,16 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
             ),
             _ => r.each.clone(),
         };
+        let runs = match r.run.is_empty() {
+            true => vec![(0, "make run".into())],
+            false => expand(&r.run, &each),
+        };
         out.push(Program {
+            runs: with_extra_runs(r, &id, runs),
             id,
             dir,
             file,
             build: r.build.clone().unwrap_or_else(|| "make".into()),
-            runs: match r.run.is_empty() {
-                true => vec![(0, "make run".into())],
-                false => expand(&r.run, &each),
-            },
             timeout,
             env: r.env.clone(),
         });
@@ -185,6 +187,34 @@ pub fn stated_values(each: &[String], re: &regex::Regex, source: &str) -> Vec<St
             .cloned()
             .collect(),
     }
+}
+
+/// `runs` followed by the recipe's `[[capture.also]]` runs for program `id`, each entry's
+/// commands in groups after the ones already there. A glob that does not parse matches
+/// nothing (the recipe's mistake costs only those runs).
+fn with_extra_runs(
+    r: &CaptureRecipe,
+    id: &str,
+    mut runs: Vec<(usize, String)>,
+) -> Vec<(usize, String)> {
+    for extra in &r.also {
+        let matches = extra.programs.iter().any(|g| {
+            globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .is_ok_and(|g| g.compile_matcher().is_match(id))
+        });
+        if !matches {
+            continue;
+        }
+        let next = runs.iter().map(|(g, _)| g + 1).max().unwrap_or(0);
+        runs.extend(
+            expand(&extra.run, &extra.each)
+                .into_iter()
+                .map(|(g, cmd)| (g + next, cmd)),
+        );
+    }
+    runs
 }
 
 fn expand(runs: &[String], each: &[String]) -> Vec<(usize, String)> {
@@ -965,6 +995,57 @@ mod tests {
         );
         assert_eq!(fill(&p.build, d.path(), p, None), "nvcc gelu.cu -o gelu");
         assert_eq!(fill(&p.runs[1].1, d.path(), p, None), "./gelu 2");
+    }
+
+    #[test]
+    fn extra_runs_join_only_the_programs_they_name_in_groups_of_their_own() {
+        let d = tempfile::tempdir().unwrap();
+        for s in [
+            "Samples/a/reduction",
+            "Samples/a/reductionMultiBlockCG",
+            "Samples/b/gemm",
+        ] {
+            std::fs::create_dir_all(d.path().join(s)).unwrap();
+        }
+        let r: CaptureRecipe = toml::from_str(
+            r#"
+programs = ["Samples/*/*"]
+run = ["./kp_sample"]
+[[also]]
+programs = ["Samples/*/reduction"]
+run = ["./kp_sample --kernel={arg}"]
+each = ["0", "1"]
+[[also]]
+programs = ["Samples/b/*", "[bad"]
+run = ["./kp_sample -kernel=2", "./kp_sample -kernel=3"]
+"#,
+        )
+        .unwrap();
+        let ps = discover(d.path(), Some(&r));
+        let runs = |id: &str| ps.iter().find(|p| p.id == id).unwrap().runs.clone();
+        let s = |g: usize, c: &str| (g, c.to_string());
+        assert_eq!(
+            runs("Samples/a/reduction"),
+            vec![
+                s(0, "./kp_sample"),
+                s(1, "./kp_sample --kernel=0"),
+                s(1, "./kp_sample --kernel=1")
+            ]
+        );
+        // The glob is a whole path component: reductionMultiBlockCG keeps its one run.
+        assert_eq!(
+            runs("Samples/a/reductionMultiBlockCG"),
+            vec![s(0, "./kp_sample")]
+        );
+        // Two commands of one entry are two groups; a glob that does not parse matches nothing.
+        assert_eq!(
+            runs("Samples/b/gemm"),
+            vec![
+                s(0, "./kp_sample"),
+                s(1, "./kp_sample -kernel=2"),
+                s(2, "./kp_sample -kernel=3")
+            ]
+        );
     }
 
     #[test]

@@ -29,6 +29,11 @@ pub struct ReplayArgs {
     /// Seconds one replay may take.
     #[arg(long = "timeout-s", default_value_t = 30.0)]
     pub timeout_s: f64,
+    /// Worker processes per GPU. A replay is a self-check, never timed, so replays may
+    /// share a device; each worker holds its own context and the captured buffers of one
+    /// launch at a time.
+    #[arg(long = "workers-per-gpu", default_value_t = 4)]
+    pub workers_per_gpu: usize,
     /// Command to start a worker instead of this binary (`{device}` is replaced). For tests.
     #[arg(long = "worker-cmd", hide = true)]
     pub worker_cmd: Option<String>,
@@ -144,7 +149,9 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
             crate::gpu::Probe::NoGpu(_) => 1,
         };
         let hello = Duration::from_secs(60);
+        let per = args.workers_per_gpu.max(1).min(jobs.len());
         let workers: Vec<pool::Worker> = (0..devices)
+            .flat_map(|d| std::iter::repeat_n(d, per))
             .filter_map(|d| pool::Worker::spawn(&launch, d, hello, pool::ProcessGroup::Parent).ok())
             .collect();
         if workers.is_empty() {

@@ -79,6 +79,22 @@ pub struct CaptureRecipe {
     /// DIR's entries into it in the scratch copy, so the programs' own paths find them.
     #[serde(default)]
     pub data_at: Option<String>,
+    /// More runs for some programs, beside the recipe's own: the arguments a program
+    /// documents for kernels its plain run does not launch (cuda-samples' `-kernel=N`).
+    #[serde(default)]
+    pub also: Vec<ExtraRuns>,
+}
+
+/// `[[capture.also]]`: runs added to the programs whose ids match `programs` (globs).
+/// Each is a separate process, captured like the recipe's runs; `{arg}` takes each value
+/// of `each`, and a sequence stops at the first value whose run fails and launches nothing.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraRuns {
+    pub programs: Vec<String>,
+    pub run: Vec<String>,
+    #[serde(default)]
+    pub each: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -996,13 +996,11 @@ fn make_objects(
                 bytes,
                 ..
             } => {
-                if !fits(*offset, *bytes) {
-                    return Err(bad(
-                        o,
-                        format!("{bytes} bytes from {offset} overrun its buffer"),
-                    ));
-                }
-                RawResourceDesc::linear(g.data().device_ptr() + offset, *format, *channels, *bytes)
+                let bytes = linear_view_bytes(*offset, *bytes, g.bytes as u64, *format, *channels)
+                    .ok_or_else(|| {
+                        bad(o, format!("{bytes} bytes from {offset} overrun its buffer"))
+                    })?;
+                RawResourceDesc::linear(g.data().device_ptr() + offset, *format, *channels, bytes)
             }
             ObjectResource::Pitch2d {
                 offset,
@@ -1786,6 +1784,28 @@ fn time_size_set(
     Ok((te, slow_ms))
 }
 
+/// The bytes a linear texture over `[offset, offset + declared)` of a `buffer`-byte buffer may
+/// view on replay. A program may declare more than its allocation holds (cuda-samples'
+/// convolutionFFT2D declares `DY * (DX + padding)` elements over a `DY * DX` buffer and never
+/// fetches past it); the view then ends at the buffer's last whole element, where a fetch
+/// past it reads zero instead of another allocation's bytes. None when the offset is past
+/// the buffer or not even one element fits.
+fn linear_view_bytes(
+    offset: u64,
+    declared: u64,
+    buffer: u64,
+    format: u32,
+    channels: u32,
+) -> Option<u64> {
+    if offset.checked_add(declared).is_some_and(|e| e <= buffer) {
+        return Some(declared);
+    }
+    let elem = crate::gpu::objects::channel_bytes(format)? * u64::from(channels.max(1));
+    let room = buffer.checked_sub(offset)?;
+    let fit = room - room % elem;
+    (fit > 0).then_some(fit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1793,6 +1813,22 @@ mod tests {
     /// A pair whose first check shows seconds-long kernels stops at once when the rest
     /// would pass its budget, naming the estimate; a quick pair, a pair without a budget,
     /// and a self-check never do.
+    /// A linear texture the program declared longer than its buffer views the buffer's whole
+    /// elements only; one that fits keeps its size; one starting past the end has no view.
+    #[test]
+    fn a_linear_texture_declared_past_its_buffer_views_only_the_buffer() {
+        // float2 texels (CU_AD_FORMAT_FLOAT = 0x20, two channels): 8 bytes each.
+        assert_eq!(
+            linear_view_bytes(0, 17039360, 16777216, 0x20, 2),
+            Some(16777216)
+        );
+        assert_eq!(linear_view_bytes(8, 64, 100, 0x20, 2), Some(64));
+        assert_eq!(linear_view_bytes(8, 128, 100, 0x20, 2), Some(88));
+        assert_eq!(linear_view_bytes(0, 64, 64, 0x20, 2), Some(64));
+        assert_eq!(linear_view_bytes(0, 64, 4, 0x20, 2), None);
+        assert_eq!(linear_view_bytes(128, 64, 100, 0x20, 2), None);
+    }
+
     #[test]
     fn a_pair_stops_early_only_when_its_remaining_work_would_pass_the_budget() {
         let o = RunOptions {
