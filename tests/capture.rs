@@ -884,3 +884,95 @@ fn build_captures_only_the_programs_holding_a_pair_it_can_verify() {
         .collect();
     assert_eq!(ran, vec!["beta/p2".to_string()]);
 }
+
+/// `harness show` prints a manifest for review: the launch, each parameter (pointers with
+/// the allocation they point into), each allocation as input or output, and a skip's
+/// reason; a file that is not a manifest is named in the error.
+#[test]
+fn harness_show_prints_a_manifest_for_review() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("p1-0000003-scale.toml");
+    std::fs::write(
+        &m,
+        r#"version = 1
+symbol = "_Z5scalePfPKfi"
+demangled = "scale(float*, float const*, int)"
+kernel = "scale"
+name_expression = "scale"
+seq = 3
+pid = 1
+nth = 0
+grid = [64, 1, 1]
+block = [256, 1, 1]
+shared_mem = 0
+via = "cuLaunchKernel"
+
+[[params]]
+offset = 0
+size = 8
+hex = "0000a00000000000"
+[[params.pointers]]
+at = 0
+alloc = 0
+offset = 0
+
+[[params]]
+offset = 8
+size = 8
+hex = "0000b00000000000"
+[[params.pointers]]
+at = 0
+alloc = 1
+offset = 0
+
+[[params]]
+offset = 16
+size = 4
+hex = "00400000"
+
+[[allocs]]
+bytes = 65536
+kind = "device"
+before = "aaaaaaaaaaaaaaaaaaaa"
+after = "bbbbbbbbbbbbbbbbbbbb"
+
+[[allocs]]
+bytes = 65536
+kind = "device"
+before = "cccccccccccccccccccc"
+after = "cccccccccccccccccccc"
+"#,
+    )
+    .unwrap();
+    let o = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["harness", "show", m.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "kernel scale (scale(float*, float const*, int))",
+        "launch 3 of the process (pid 1)",
+        "grid [64, 1, 1] block [256, 1, 1]",
+        "param 0: 8 B at 0: word 0 -> alloc 0 + 0",
+        "param 2: 4 B at 16 = 00400000",
+        "alloc 0: 65536 B Device, output: aaaaaaaaaaaa -> bbbbbbbbbbbb",
+        "alloc 1: 65536 B Device, input: cccccccccccc",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let bad = d.path().join("not.toml");
+    std::fs::write(&bad, "kernel = 3\n").unwrap();
+    let o = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["harness", "show", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a capture manifest"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -112,16 +112,9 @@ impl CaptureIndex {
     /// when any is, the earliest first.
     pub fn find(&self, unit: &KernelUnit) -> Option<&(Entry, Manifest)> {
         let path = unit.path.replace('\\', "/");
-        let of_unit = |e: &Entry| {
-            (e.suite.is_empty() || e.suite == unit.suite)
-                && (e.program == path
-                    || e.program == "."
-                    || path.starts_with(&format!("{}/", e.program)))
-        };
         let mut hits: Vec<&(Entry, Manifest)> = self
-            .manifests
-            .iter()
-            .filter(|(e, m)| m.kernel == unit.kernel && of_unit(e))
+            .of_unit(unit)
+            .filter(|(_, m)| m.kernel == unit.kernel)
             .collect();
         // A file program's own launches first, then snapshotted ones, then ones that changed
         // memory (a launch that rewrote what was there names its outputs only through its
@@ -137,6 +130,19 @@ impl CaptureIndex {
             )
         });
         hits.first().copied()
+    }
+
+    /// The launches of the program `unit`'s file belongs to (its folder, or its file for one
+    /// program per file), of any kernel.
+    pub fn of_unit(&self, unit: &KernelUnit) -> impl Iterator<Item = &(Entry, Manifest)> {
+        let path = unit.path.replace('\\', "/");
+        let suite = unit.suite.clone();
+        self.manifests.iter().filter(move |(e, _)| {
+            (e.suite.is_empty() || e.suite == suite)
+                && (e.program == path
+                    || e.program == "."
+                    || path.starts_with(&format!("{}/", e.program)))
+        })
     }
 
     /// The kernels with at least one launch snapshotted (not skipped for a budget).

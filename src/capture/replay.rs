@@ -22,6 +22,7 @@ use crate::harness::{
 };
 use crate::record::KernelUnit;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Why a pair or unit has no captured harness.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -336,6 +337,417 @@ fn build_fast(
     })
 }
 
+/// A captured harness as a reviewer reads it: each buffer (role, element type, length and
+/// the blob its bytes come from), the expected outputs, and each side's launches.
+pub fn describe(r: &Replay) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "from {} (slow side: {:?} launch)",
+        r.manifest.display(),
+        r.slow_launch
+    );
+    for set in &r.sets {
+        for (i, a) in set.args.iter().enumerate() {
+            match a {
+                ResolvedArg::Buffer {
+                    name,
+                    elem,
+                    len,
+                    init,
+                    role,
+                    ..
+                } => {
+                    let from = match init {
+                        Init::Captured { id, .. } => {
+                            format!("captured {}", &id[..id.len().min(12)])
+                        }
+                        other => format!("{other:?}"),
+                    };
+                    let _ = writeln!(
+                        o,
+                        "arg {i}: buffer {name}: {len} x {elem:?}, {role:?}, {from}"
+                    );
+                }
+                ResolvedArg::Bytes {
+                    name,
+                    bytes,
+                    pointers,
+                } => {
+                    let to: Vec<String> = pointers
+                        .iter()
+                        .map(|p| format!("arg {} + {}", p.arg, p.offset))
+                        .collect();
+                    let _ = writeln!(
+                        o,
+                        "arg {i}: {name}: {} B{}",
+                        bytes.len(),
+                        if to.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" -> {}", to.join(", "))
+                        }
+                    );
+                }
+                other => {
+                    let _ = writeln!(o, "arg {i}: {other:?}");
+                }
+            }
+        }
+        for e in &set.expected {
+            if let Init::Captured { id, .. } = &e.init {
+                let _ = writeln!(
+                    o,
+                    "expected: arg {} ends as captured {}",
+                    e.arg,
+                    &id[..id.len().min(12)]
+                );
+            }
+        }
+        for (side, ls) in [("slow", &set.slow), ("fast", &set.fast)] {
+            for l in ls {
+                let _ = writeln!(
+                    o,
+                    "{side}: {} grid {:?} block {:?} shared {} B args {:?}{}",
+                    l.kernel,
+                    l.grid,
+                    l.block,
+                    l.shared_mem,
+                    l.args,
+                    if l.cooperative { " cooperative" } else { "" }
+                );
+            }
+        }
+    }
+    o
+}
+
+/// A launcher's launches: (kernel, argument texts), in order.
+type LaunchSeq = Vec<(String, Vec<String>)>;
+
+/// One process's launches: (capture folder's run directory, program, pid).
+type ProcessKey<'a> = (&'a Path, &'a str, u32);
+
+/// A host launcher's parameter names and the launches its own body makes, in order
+/// (kernel, argument texts): the launch sites of the unit's source inside the function the
+/// unit is named after. None for a kernel (its source defines a `__global__` of the name),
+/// or a function that launches nothing.
+/// A unit holds device code only, so the launcher's own body is read from the program's
+/// file in the capture's scratch copy of the tree (`CAPDIR/work/tree/<path>`), the
+/// definition at or after the unit's line; a unit whose source has the function (a test's)
+/// is read as it is.
+fn launcher_sequence(idx: &CaptureIndex, unit: &KernelUnit) -> Option<(Vec<String>, LaunchSeq)> {
+    let own = crate::cuda::index_file("unit.cu", &unit.source);
+    if own.kernels().iter().any(|k| k.name == unit.kernel) {
+        return None;
+    }
+    let defines = |text: &str| {
+        crate::cuda::host::functions(text)
+            .into_iter()
+            .filter(|f| f.name == unit.kernel)
+            .collect::<Vec<_>>()
+    };
+    let (text, fns) = match defines(&unit.source) {
+        fns if !fns.is_empty() => (unit.source.clone(), fns),
+        _ => {
+            let (e, _) = idx.of_unit(unit).next()?;
+            let text = std::fs::read(e.root.join("work/tree").join(&unit.path)).ok()?;
+            let text = String::from_utf8_lossy(&text).into_owned();
+            let fns = defines(&text);
+            (text, fns)
+        }
+    };
+    let f = fns
+        .iter()
+        .filter(|f| f.body_lines.0 >= unit.line)
+        .min_by_key(|f| f.body_lines.0)
+        .or(fns.last())?;
+    let file = crate::cuda::index_file(&unit.path, &text);
+    let inside = f.body_lines.0..=f.body_lines.1;
+    let seq: Vec<(String, Vec<String>)> = file
+        .launch_sites()
+        .iter()
+        .filter(|s| inside.contains(&s.line))
+        .map(|s| (s.kernel.clone(), s.args.clone()))
+        .collect();
+    (!seq.is_empty()).then(|| (f.params.clone(), seq))
+}
+
+/// The earliest run of one process's captured launches, consecutive in the process's
+/// launch count, whose kernels are `kernels` in order: a launcher's launches as they ran.
+fn find_sequence<'a>(
+    idx: &'a CaptureIndex,
+    unit: &KernelUnit,
+    kernels: &[&str],
+) -> Option<Vec<&'a (Entry, Manifest)>> {
+    let mut by_process: BTreeMap<ProcessKey, Vec<&(Entry, Manifest)>> = BTreeMap::new();
+    for em in idx.of_unit(unit) {
+        by_process
+            .entry((
+                em.0.path.parent().unwrap_or(Path::new("")),
+                em.0.program.as_str(),
+                em.1.pid,
+            ))
+            .or_default()
+            .push(em);
+    }
+    let mut found: Option<Vec<&(Entry, Manifest)>> = None;
+    for ms in by_process.values_mut() {
+        ms.sort_by_key(|(_, m)| m.seq);
+        for w in ms.windows(kernels.len()) {
+            let fits = w.iter().zip(kernels).all(|((_, m), k)| m.kernel == *k)
+                && w.windows(2).all(|p| p[1].1.seq == p[0].1.seq + 1);
+            let earlier = found.as_ref().is_none_or(|f| w[0].1.seq < f[0].1.seq);
+            if fits && earlier {
+                found = Some(w.to_vec());
+            }
+        }
+    }
+    found
+}
+
+/// Each launcher parameter a launch passes directly (`k<<<…>>>(out, inp, n)`), with the
+/// launch and the allocation it points to: parameter → [(launch, allocation)]. A pointer
+/// argument that is not one of the launcher's parameters as it is (`inp + off`, a buffer
+/// the launcher allocates) is refused by name.
+type Bindings = BTreeMap<String, Vec<(usize, usize)>>;
+
+fn bind(
+    unit: &KernelUnit,
+    params: &[String],
+    seq: &[(String, Vec<String>)],
+    ms: &[&(Entry, Manifest)],
+) -> Result<Bindings, ReplayError> {
+    let refuse = |why: String| ReplayError::Unsupported {
+        kernel: unit.kernel.clone(),
+        why,
+    };
+    let mut out = Bindings::new();
+    for (j, ((kernel, args), (_, m))) in seq.iter().zip(ms).enumerate() {
+        if let Some(why) = &m.skipped {
+            return Err(refuse(format!("its launch of {kernel} was skipped: {why}")));
+        }
+        if !m.objects.is_empty() {
+            return Err(refuse(format!("{kernel} takes texture or surface objects")));
+        }
+        if m.params.len() != args.len() {
+            return Err(refuse(format!(
+                "{kernel} is launched with {} arguments, the capture has {} parameters",
+                args.len(),
+                m.params.len()
+            )));
+        }
+        for (p, arg) in m.params.iter().zip(args) {
+            let arg = arg.trim();
+            match p.pointers.as_slice() {
+                [] => continue,
+                [q] if q.at == 0
+                    && q.offset == 0
+                    && p.size == 8
+                    && params.iter().any(|n| n == arg) =>
+                {
+                    out.entry(arg.to_string()).or_default().push((j, q.alloc))
+                }
+                _ => {
+                    return Err(refuse(format!(
+                        "{kernel}'s argument `{arg}` is not one of the launcher's parameters"
+                    )))
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A pair of host launchers (versions of one computation as a sequence of launches) under
+/// their captured launches: each launcher parameter is one buffer, filled with what the
+/// fast launcher's first launch to pass it found there, and expected to end as its last
+/// launch to pass it left it. Each side runs its own launches (its kernels, geometry and
+/// scalars, from its own process) on those buffers. Both launchers' runs must have passed
+/// buffers of the same sizes, and nothing may have changed a buffer between two launches of
+/// the fast sequence (the host copying into it, say).
+pub fn for_launchers(
+    idx: &CaptureIndex,
+    slow: &KernelUnit,
+    fast: &KernelUnit,
+) -> Result<Replay, ReplayError> {
+    let (fparams, fseq) = launcher_sequence(idx, fast)
+        .ok_or_else(|| ReplayError::NotCaptured(fast.kernel.clone()))?;
+    let kernels = |seq: &[(String, Vec<String>)]| -> Vec<String> {
+        seq.iter().map(|(k, _)| k.clone()).collect()
+    };
+    let fk = kernels(&fseq);
+    let fms = find_sequence(
+        idx,
+        fast,
+        &fk.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .ok_or_else(|| ReplayError::NotCaptured(fast.kernel.clone()))?;
+    let (sparams, sseq) = launcher_sequence(idx, slow).ok_or_else(|| ReplayError::Unsupported {
+        kernel: slow.kernel.clone(),
+        why: format!("a kernel, paired with the launcher {}", fast.kernel),
+    })?;
+    let sk = kernels(&sseq);
+    let sms = find_sequence(
+        idx,
+        slow,
+        &sk.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .ok_or_else(|| ReplayError::Unsupported {
+        kernel: slow.kernel.clone(),
+        why: format!(
+            "its launches ({}) were not captured in one run",
+            sk.join(", ")
+        ),
+    })?;
+    let fb = bind(fast, &fparams, &fseq, &fms)?;
+    let sb = bind(slow, &sparams, &sseq, &sms)?;
+    let root = &fms[0].0.root;
+    let blobs = BlobStore::new(root.join("blobs"));
+    let captured = |id: &str| Init::Captured {
+        blobs: blobs.root().to_path_buf(),
+        id: id.to_string(),
+    };
+    let refuse = |kernel: &str, why: String| ReplayError::Unsupported {
+        kernel: kernel.to_string(),
+        why,
+    };
+    let mut args = Vec::new();
+    let mut expected = Vec::new();
+    let mut buffer_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for name in fparams.iter().filter(|n| fb.contains_key(*n)) {
+        let uses = &fb[name];
+        let alloc = |&(j, a): &(usize, usize)| &fms[j].1.allocs[a];
+        for w in uses.windows(2) {
+            if alloc(&w[1]).before != alloc(&w[0]).after {
+                return Err(refuse(
+                    &fast.kernel,
+                    format!(
+                        "`{name}` changed between its launches of {} and {}",
+                        fk[w[0].0], fk[w[1].0]
+                    ),
+                ));
+            }
+        }
+        let (first, last) = (alloc(&uses[0]), alloc(&uses[uses.len() - 1]));
+        if let Some(&(j, a)) = sb.get(name).and_then(|u| u.first()) {
+            let theirs = sms[j].1.allocs[a].bytes;
+            if theirs != first.bytes {
+                return Err(refuse(
+                    &slow.kernel,
+                    format!(
+                        "`{name}` held {theirs} bytes in its run, {} in {}'s",
+                        first.bytes, fast.kernel
+                    ),
+                ));
+            }
+        }
+        let p = fparams.iter().position(|n| n == name).unwrap_or(0);
+        let elem = elem_of(fast, p, &fast.kernel)
+            .filter(|e| first.bytes % e.size_of() as u64 == 0)
+            .unwrap_or(ElemType::U8);
+        let changed = first.before != last.after;
+        buffer_of.insert(name, args.len());
+        if changed {
+            expected.push(Expected {
+                arg: args.len(),
+                init: captured(&last.after),
+            });
+        }
+        args.push(ResolvedArg::Buffer {
+            name: name.clone(),
+            elem,
+            len: (first.bytes / elem.size_of() as u64) as usize,
+            init: captured(&first.before),
+            role: if changed { Role::Inout } else { Role::In },
+            tol: Tolerance::default_for(elem),
+            allow_degenerate: true,
+            layout: Default::default(),
+            compare: None,
+        });
+    }
+    if let Some(name) = sb.keys().find(|n| !buffer_of.contains_key(n.as_str())) {
+        return Err(refuse(
+            &slow.kernel,
+            format!("it passes `{name}`, which {} does not", fast.kernel),
+        ));
+    }
+    let mut launches = |unit: &KernelUnit,
+                        seq: &[(String, Vec<String>)],
+                        ms: &[&(Entry, Manifest)]|
+     -> Result<Vec<Launch>, ReplayError> {
+        let mut out = Vec::new();
+        for ((_, call_args), (_, m)) in seq.iter().zip(ms) {
+            let mut launch_args = Vec::new();
+            for (i, (p, arg)) in m.params.iter().zip(call_args).enumerate() {
+                launch_args.push(args.len());
+                let pointers = match p.pointers.first() {
+                    Some(q) => vec![BytesPointer {
+                        at: q.at,
+                        arg: buffer_of[arg.trim()],
+                        offset: q.offset,
+                    }],
+                    None => Vec::new(),
+                };
+                args.push(ResolvedArg::Bytes {
+                    name: format!("{}.{}", m.kernel, i),
+                    bytes: hex::decode(&p.hex).map_err(|e| ReplayError::Unsupported {
+                        kernel: unit.kernel.clone(),
+                        why: format!("{}'s parameter {i}: {e}", m.kernel),
+                    })?,
+                    pointers,
+                });
+            }
+            out.push(Launch {
+                kernel: m.name_expression.clone(),
+                grid: m.grid,
+                block: m.block,
+                shared_mem: m.shared_mem,
+                repeat: 1,
+                offsets: vec![0; launch_args.len()],
+                args: launch_args,
+                cooperative: m.cooperative(),
+            });
+        }
+        Ok(out)
+    };
+    let fast_launches = launches(fast, &fseq, &fms)?;
+    let slow_launches = launches(slow, &sseq, &sms)?;
+    let named = identifiers(&[&fast.source, &slow.source]);
+    let mut seen = std::collections::BTreeSet::new();
+    let constants = fms
+        .iter()
+        .flat_map(|(_, m)| &m.globals)
+        .filter(|g| named.contains(g.name.as_str()) && seen.insert(g.name.clone()))
+        .map(|g| ResolvedConst {
+            name: g.name.clone(),
+            elem: ElemType::U8,
+            len: g.bytes as usize,
+            init: captured(&g.before),
+        })
+        .collect();
+    let set = Resolved {
+        origin: fms[0].0.path.display().to_string(),
+        size_set: "captured".into(),
+        values: BTreeMap::new(),
+        args,
+        constants,
+        textures: Vec::new(),
+        objects: Vec::new(),
+        ignores: Vec::new(),
+        sparse: Vec::new(),
+        slow: slow_launches,
+        fast: fast_launches,
+        expected,
+    };
+    Ok(Replay {
+        manifest: fms[0].0.path.clone(),
+        sets: vec![set],
+        slow_launch: SlowLaunch::Own,
+    })
+}
+
 /// A launch that changed no allocation wrote what was already there (a result computed
 /// again into the same buffer, a value set twice), or nothing. Its outputs are then the
 /// buffers the body only stores to: each passed alone and whole (one parameter, at its
@@ -506,9 +918,14 @@ pub fn for_pair(
     slow: &KernelUnit,
     fast: &KernelUnit,
 ) -> Result<Replay, ReplayError> {
-    let (entry, fm): &(Entry, Manifest) = idx
-        .find(fast)
-        .ok_or_else(|| ReplayError::NotCaptured(fast.kernel.clone()))?;
+    let Some((entry, fm)) = idx.find(fast) else {
+        // A host launcher (llm.c's `layernorm_forward2`) is no kernel of its own: its
+        // captured launches are the kernels it launches, one after another.
+        return match launcher_sequence(idx, fast) {
+            Some(_) => for_launchers(idx, slow, fast),
+            None => Err(ReplayError::NotCaptured(fast.kernel.clone())),
+        };
+    };
     let blobs = BlobStore::new(entry.root.join("blobs"));
     let FastSide {
         mut args,
@@ -794,6 +1211,144 @@ mod tests {
         );
         let (_, m) = idx.find(&u).unwrap();
         assert_eq!((m.seq, m.block), (7, [64, 1, 1]));
+    }
+
+    /// One launch's manifest for the launcher tests: `ptrs` are (allocation, bytes, before,
+    /// after) passed in order, then one int parameter.
+    fn launch_of(kernel: &str, pid: u32, seq: u64, ptrs: &[(usize, &str, &str)]) -> Manifest {
+        let mut m = manifest(kernel, [256, 1, 1], "x", "x");
+        m.pid = pid;
+        m.seq = seq;
+        m.params = ptrs
+            .iter()
+            .enumerate()
+            .map(|(i, (alloc, _, _))| CapturedParam {
+                offset: 8 * i,
+                size: 8,
+                hex: "0000000000000000".into(),
+                pointers: vec![CapturedPointer {
+                    at: 0,
+                    alloc: *alloc,
+                    offset: 0,
+                }],
+            })
+            .chain([CapturedParam {
+                offset: 8 * ptrs.len(),
+                size: 4,
+                hex: "00040000".into(),
+                pointers: vec![],
+            }])
+            .collect();
+        m.allocs = ptrs
+            .iter()
+            .map(|(_, before, after)| CapturedAlloc {
+                bytes: 4096,
+                kind: AllocKind::Device,
+                before: before.to_string(),
+                after: after.to_string(),
+            })
+            .collect();
+        m
+    }
+
+    const LAUNCHERS: &str = "__global__ void ka(float *m, const float *x, int n) { int i = threadIdx.x; if (i < n) m[i] = x[i]; }\n\
+__global__ void kb(float *o, const float *m, const float *x, int n) { int i = threadIdx.x; if (i < n) o[i] = m[i] + x[i]; }\n\
+__global__ void kf(float *o, float *m, const float *x, int n) { int i = threadIdx.x; if (i < n) { m[i] = x[i]; o[i] = 2.0f * x[i]; } }\n\
+void two_step(float *o, float *m, const float *x, int n) {\n  ka<<<n / 256, 256>>>(m, x, n);\n  kb<<<n / 256, 256>>>(o, m, x, n);\n}\n\
+void fused(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>>(o, m, x, n);\n}\n\
+void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>>(o, m, x + 4, n);\n}\n";
+
+    /// Two host launchers, each captured in its own process: the slow one's two launches and
+    /// the fast one's one run on buffers named by the launchers' parameters, filled as the fast
+    /// run found them and expected as it left them; a launcher passing `x + 4` is refused by
+    /// name, and a sequence whose buffer changed between its launches is refused.
+    #[test]
+    fn host_launchers_replay_their_captured_sequences_on_shared_buffers() {
+        let ps = [
+            ("o", "float *"),
+            ("m", "float *"),
+            ("x", "const float *"),
+            ("n", "int"),
+        ];
+        let launcher = |name: &str| {
+            let mut u = unit(name, &ps);
+            u.source = LAUNCHERS.into();
+            u
+        };
+        let idx = index_of(vec![
+            // The slow launcher's process: ka then kb, m carried from one to the next.
+            launch_of("ka", 1, 0, &[(0, "m0", "m1"), (1, "x0", "x0")]),
+            launch_of(
+                "kb",
+                1,
+                1,
+                &[(0, "o0", "o1"), (1, "m1", "m1"), (2, "x0", "x0")],
+            ),
+            // The fast launcher's process.
+            launch_of(
+                "kf",
+                2,
+                0,
+                &[(0, "o0", "o1"), (1, "m0", "m1"), (2, "x0", "x0")],
+            ),
+        ]);
+        let r = for_pair(&idx, &launcher("two_step"), &launcher("fused")).unwrap();
+        let s = &r.sets[0];
+        let names: Vec<(&str, Role)> = s
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                ResolvedArg::Buffer { name, role, .. } => Some((name.as_str(), *role)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![("o", Role::Inout), ("m", Role::Inout), ("x", Role::In)]
+        );
+        let kernels = |l: &[Launch]| l.iter().map(|l| l.kernel.clone()).collect::<Vec<_>>();
+        assert_eq!(kernels(&s.slow), vec!["ka", "kb"]);
+        assert_eq!(kernels(&s.fast), vec!["kf"]);
+        // kb's first argument is `o`: buffer 0; its `m` is buffer 1.
+        let kb_args = &s.slow[1].args;
+        let ptr = |i: usize| match &s.args[kb_args[i]] {
+            ResolvedArg::Bytes { pointers, .. } => pointers.first().map(|p| p.arg),
+            _ => None,
+        };
+        assert_eq!(
+            (ptr(0), ptr(1), ptr(2), ptr(3)),
+            (Some(0), Some(1), Some(2), None)
+        );
+        let exp: Vec<(usize, String)> = s
+            .expected
+            .iter()
+            .map(|e| match &e.init {
+                Init::Captured { id, .. } => (e.arg, id.clone()),
+                _ => (e.arg, String::new()),
+            })
+            .collect();
+        assert_eq!(exp, vec![(0, "o1".to_string()), (1, "m1".to_string())]);
+
+        let err = for_pair(&idx, &launcher("two_step"), &launcher("shifted")).unwrap_err();
+        assert!(err.to_string().contains("`x + 4`"), "{err}");
+
+        let broken = index_of(vec![
+            launch_of("ka", 1, 0, &[(0, "m0", "m1"), (1, "x0", "x0")]),
+            launch_of(
+                "kb",
+                1,
+                1,
+                &[(0, "o0", "o1"), (1, "m9", "m9"), (2, "x0", "x0")],
+            ),
+            launch_of(
+                "kf",
+                2,
+                0,
+                &[(0, "o0", "o1"), (1, "m0", "m1"), (2, "x0", "x0")],
+            ),
+        ]);
+        let err = for_pair(&broken, &launcher("fused"), &launcher("two_step")).unwrap_err();
+        assert!(err.to_string().contains("`m` changed between"), "{err}");
     }
 
     #[test]

@@ -49,6 +49,19 @@ pub enum HarnessCommand {
         #[arg(long)]
         assume_size: Option<i64>,
     },
+    /// Show a captured launch (a manifest file), or with `--units` and `--pair` the harness
+    /// a pair gets from a capture folder: its buffers, where their bytes come from, and each
+    /// side's launches.
+    Show {
+        /// A manifest (`CAPDIR/launches/…/*.toml`), or a capture folder with `--pair`.
+        path: PathBuf,
+        /// JSONL file holding the pair.
+        #[arg(long)]
+        units: Option<PathBuf>,
+        /// Pair id (a unique prefix) in `--units`.
+        #[arg(long)]
+        pair: Option<String>,
+    },
     /// Let an LLM fill the TODOs of inferred harnesses (synth's client, cache and key
     /// handling; bounded repair turns): OUT/<pair-id>.toml.
     Complete(complete::CompleteCmd),
@@ -165,6 +178,31 @@ pub fn run(cmd: HarnessCommand) -> anyhow::Result<u8> {
             pair.as_deref(),
             assume_size,
         ),
+        HarnessCommand::Show { path, units, pair } => {
+            match (&units, &pair) {
+                (Some(u), Some(id)) => {
+                    let p = draft::find_pair(u, id)?;
+                    let idx = crate::capture::index::CaptureIndex::open(&path);
+                    let slow = p
+                        .slow
+                        .unit()
+                        .ok_or_else(|| anyhow::anyhow!("pair {} has no slow kernel yet", p.id))?;
+                    let r = crate::capture::replay::for_pair(&idx, slow, &p.fast)
+                        .map_err(|e| anyhow::anyhow!("pair {}: {e}", p.id))?;
+                    print!("{}", crate::capture::replay::describe(&r));
+                }
+                (None, None) => {
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    let m: crate::gpu::capture::Manifest = toml::from_str(&text).map_err(|e| {
+                        anyhow::anyhow!("{}: not a capture manifest: {e}", path.display())
+                    })?;
+                    print!("{}", m.summary());
+                }
+                _ => anyhow::bail!("--units and --pair go together"),
+            }
+            Ok(exit::OK)
+        }
         c @ HarnessCommand::Selfcheck { .. } => super::run(c),
         HarnessCommand::Complete(c) => complete::run(c),
     }

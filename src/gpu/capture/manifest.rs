@@ -144,6 +144,73 @@ impl Manifest {
     }
 
     /// The file name a manifest is kept under: its sequence number, then the kernel.
+    /// A reviewer's summary: the launch, each parameter (pointers with the allocation they
+    /// point into), each allocation with its size and whether the launch changed it (an
+    /// output), the globals and objects, and why the launch was skipped, if it was.
+    pub fn summary(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::new();
+        let _ = writeln!(o, "kernel {} ({})", self.kernel, self.demangled);
+        let _ = writeln!(
+            o,
+            "launch {} of the process (pid {}), this kernel's #{}: grid {:?} block {:?} shared {} B via {}{}",
+            self.seq,
+            self.pid,
+            self.nth,
+            self.grid,
+            self.block,
+            self.shared_mem,
+            self.via,
+            if self.cooperative() { ", cooperative" } else { "" }
+        );
+        if let Some(why) = &self.skipped {
+            let _ = writeln!(o, "skipped: {why}");
+        }
+        for (i, p) in self.params.iter().enumerate() {
+            let ptrs: Vec<String> = p
+                .pointers
+                .iter()
+                .map(|q| format!("word {} -> alloc {} + {}", q.at, q.alloc, q.offset))
+                .collect();
+            let _ = writeln!(
+                o,
+                "param {i}: {} B at {}{}",
+                p.size,
+                p.offset,
+                match ptrs.is_empty() {
+                    true => format!(" = {}", p.hex),
+                    false => format!(": {}", ptrs.join(", ")),
+                }
+            );
+        }
+        for (k, a) in self.allocs.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "alloc {k}: {} B {:?}, {}",
+                a.bytes,
+                a.kind,
+                match (a.before.is_empty(), a.changed()) {
+                    (true, _) => "not snapshotted".to_string(),
+                    (false, true) => format!("output: {} -> {}", short(&a.before), short(&a.after)),
+                    (false, false) => format!("input: {}", short(&a.before)),
+                }
+            );
+        }
+        for g in &self.globals {
+            let _ = writeln!(
+                o,
+                "global {}: {} B{}",
+                g.name,
+                g.bytes,
+                if g.before != g.after { ", changed" } else { "" }
+            );
+        }
+        for ob in &self.objects {
+            let _ = writeln!(o, "object for param {}: {:?}", ob.param, ob.object);
+        }
+        o
+    }
+
     pub fn file_name(&self) -> String {
         let safe: String = self
             .kernel
@@ -216,6 +283,11 @@ pub fn names_of(demangled: &str) -> (String, String) {
     }
     let kernel = plain[last_sep.min(plain.len())..].to_string();
     (kernel, expr)
+}
+
+/// The first 12 hex digits of a blob id.
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
 }
 
 #[cfg(test)]
