@@ -1275,23 +1275,25 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
             u.source = LAUNCHERS.into();
             u
         };
-        let idx = index_of(vec![
-            // The slow launcher's process: ka then kb, m carried from one to the next.
-            launch_of("ka", 1, 0, &[(0, "m0", "m1"), (1, "x0", "x0")]),
-            launch_of(
-                "kb",
-                1,
-                1,
-                &[(0, "o0", "o1"), (1, "m1", "m1"), (2, "x0", "x0")],
-            ),
-            // The fast launcher's process.
-            launch_of(
-                "kf",
-                2,
-                0,
-                &[(0, "o0", "o1"), (1, "m0", "m1"), (2, "x0", "x0")],
-            ),
-        ]);
+        // The slow launcher's process runs ka then kb (`m` as kb found it), the fast one kf.
+        let processes = |kb_m: &str| {
+            index_of(vec![
+                launch_of("ka", 1, 0, &[(0, "m0", "m1"), (1, "x0", "x0")]),
+                launch_of(
+                    "kb",
+                    1,
+                    1,
+                    &[(0, "o0", "o1"), (1, kb_m, kb_m), (2, "x0", "x0")],
+                ),
+                launch_of(
+                    "kf",
+                    2,
+                    0,
+                    &[(0, "o0", "o1"), (1, "m0", "m1"), (2, "x0", "x0")],
+                ),
+            ])
+        };
+        let idx = processes("m1");
         let r = for_pair(&idx, &launcher("two_step"), &launcher("fused")).unwrap();
         let s = &r.sets[0];
         let names: Vec<(&str, Role)> = s
@@ -1332,21 +1334,8 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
         let err = for_pair(&idx, &launcher("two_step"), &launcher("shifted")).unwrap_err();
         assert!(err.to_string().contains("`x + 4`"), "{err}");
 
-        let broken = index_of(vec![
-            launch_of("ka", 1, 0, &[(0, "m0", "m1"), (1, "x0", "x0")]),
-            launch_of(
-                "kb",
-                1,
-                1,
-                &[(0, "o0", "o1"), (1, "m9", "m9"), (2, "x0", "x0")],
-            ),
-            launch_of(
-                "kf",
-                2,
-                0,
-                &[(0, "o0", "o1"), (1, "m0", "m1"), (2, "x0", "x0")],
-            ),
-        ]);
+        // `m` changed between ka and kb: the host wrote it.
+        let broken = processes("m9");
         let err = for_pair(&broken, &launcher("fused"), &launcher("two_step")).unwrap_err();
         assert!(err.to_string().contains("`m` changed between"), "{err}");
     }
