@@ -7,8 +7,8 @@
   capture_summary.py infer REPORT                  `harness selfcheck` of inferred harnesses:
       harnesses, fast kernels, and fast kernels with a passing self-check
   capture_summary.py programs NAME CAPDIR UNITS REPORT   issue 24's per-program figure: of the
-      programs that built and ran with no arguments (a run that exited 0, or launched
-      something), their kernels (units under the program's folder), how many have a captured
+      programs that built and ran with no arguments (a first, plain run that exited 0 or
+      launched something), their kernels (units under the program's folder), how many have a captured
       launch, and how many pass the replay self-check
 """
 import collections
@@ -54,9 +54,11 @@ def infer(rep):
 
 def programs(name, cap, units, rep):
     progs = {r["program"]: r for r in lines(cap + "/programs.jsonl")}
+    # The program's first run is its plain one; runs a recipe adds (`[[capture.also]]`, with
+    # the arguments a program documents) do not make a program one that runs without them.
     ran = sorted(
         p for p, r in progs.items()
-        if any(x.get("exit") == 0 or x.get("launches", 0) > 0 for x in r.get("runs", []))
+        if any(x.get("exit") == 0 or x.get("launches", 0) > 0 for x in r.get("runs", [])[:1])
     )
     us = [r["data"] for r in lines(units) if r.get("type") == "unit"]
     reps = {r["unit"]: r for r in lines(rep)}
