@@ -1340,6 +1340,60 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
         assert!(err.to_string().contains("`m` changed between"), "{err}");
     }
 
+    /// A unit holds device code only: the launcher's own body comes from the program's file
+    /// in the capture's scratch copy of the tree, the definition at or after the unit's line
+    /// (an earlier function of the same name launches something else).
+    #[test]
+    fn a_launchers_body_is_read_from_the_captures_scratch_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("work/tree/pair");
+        std::fs::create_dir_all(&tree).unwrap();
+        let host = format!("{LAUNCHERS}\nnamespace old {{ void fused(float *o, float *m, const float *x, int n) {{ ka<<<1, 1>>>(m, x, n); }} }}\n");
+        // The old `fused` comes last in the file; the unit's line names the first.
+        std::fs::write(tree.join("main.cu"), &host).unwrap();
+        let line = host
+            .lines()
+            .position(|l| l.starts_with("void fused("))
+            .unwrap() as u32
+            + 1;
+        let device_only: String = host
+            .lines()
+            .filter(|l| l.starts_with("__global__"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let ps = [
+            ("o", "float *"),
+            ("m", "float *"),
+            ("x", "const float *"),
+            ("n", "int"),
+        ];
+        let mut fused = unit("fused", &ps);
+        fused.source = device_only;
+        fused.line = line;
+        let mut idx = index_of(vec![launch_of(
+            "kf",
+            2,
+            0,
+            &[(0, "o0", "o1"), (1, "m0", "m1"), (2, "x0", "x0")],
+        )]);
+        for (e, _) in &mut idx.manifests {
+            e.root = d.path().to_path_buf();
+        }
+        let (params, seq) = launcher_sequence(&idx, &fused).unwrap();
+        assert_eq!(params, vec!["o", "m", "x", "n"]);
+        assert_eq!(
+            seq,
+            vec![(
+                "kf".to_string(),
+                vec!["o".into(), "m".into(), "x".into(), "n".into()]
+            )]
+        );
+        // A kernel unit is not a launcher.
+        let mut kf = unit("kf", &ps);
+        kf.source = LAUNCHERS.into();
+        assert!(launcher_sequence(&idx, &kf).is_none());
+    }
+
     #[test]
     fn a_cooperative_capture_replays_cooperatively_on_both_sides() {
         let ps = [("in", "const float *"), ("out", "float *"), ("n", "int")];
