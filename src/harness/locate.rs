@@ -94,8 +94,12 @@ pub(super) fn type_matches(
     }
 }
 
-/// Follow `#define NAME type` and `typedef type NAME;` in a unit's source (a few levels).
+/// Follow `#define NAME type` and `typedef type NAME;` in a unit's source (a few levels),
+/// as NVRTC compiles it: a typedef in an inactive `#if` branch (llm.c's `floatX`, a bf16 or
+/// half under `ENABLE_BF16`/`ENABLE_FP16`, else float) is not the type.
 pub(crate) fn resolve_alias(base: &str, source: &str) -> String {
+    let unit = crate::cuda::syntax::unit(source);
+    let source = unit.text.as_str();
     let mut cur = base.to_string();
     for _ in 0..4 {
         if cur.is_empty() || !is_ident(&cur.replace(' ', "_")) {

@@ -1,6 +1,6 @@
 //! Tests of the harness model, validation, resolution and lookup.
 
-use super::locate::type_matches;
+use super::locate::{resolve_alias, type_matches};
 use super::*;
 
 /// A unit with just what `check_against` reads.
@@ -885,4 +885,15 @@ fn a_grid_syncing_kernel_needs_a_cooperative_launch() {
         .unwrap();
     // The same kernel without the grid sync takes a plain launch.
     plain.check_against(None, &saxpy_unit()).unwrap();
+}
+
+/// An alias is resolved as NVRTC compiles the unit: the typedef of the active `#if` branch,
+/// not the first one in the text (llm.c's `floatX` is float unless ENABLE_BF16/FP16).
+#[test]
+fn an_alias_takes_the_typedef_of_the_active_branch() {
+    let src = "#if defined(ENABLE_BF16)\ntypedef __nv_bfloat16 floatX;\n#elif defined(ENABLE_FP16)\ntypedef half floatX;\n#else\ntypedef float floatX;\n#endif\n#define REAL floatX\n__global__ void k(floatX *x) { x[0] = 1; }\n";
+    assert_eq!(resolve_alias("floatX", src), "float");
+    assert_eq!(resolve_alias("REAL", src), "float");
+    let bf16 = format!("#define ENABLE_BF16\n{src}");
+    assert_eq!(resolve_alias("floatX", &bf16), "__nv_bfloat16");
 }
