@@ -13,7 +13,7 @@
 //! capture's buffers.
 
 use super::index::{CaptureIndex, Entry};
-use crate::gpu::capture::manifest::CapturedPointer;
+use crate::gpu::capture::manifest::{short, CapturedPointer};
 use crate::gpu::capture::{BlobStore, Manifest};
 use crate::gpu::objects::{ObjectDesc, ObjectKind, ObjectResource};
 use crate::harness::{
@@ -197,6 +197,21 @@ struct FastSide {
     objects: Vec<ResolvedObject>,
 }
 
+/// A captured launch's geometry, once, with `kernel` lowered by NVRTC and the runner's
+/// `args` (one per parameter).
+fn captured_launch(m: &Manifest, kernel: String, args: Vec<usize>) -> Launch {
+    Launch {
+        kernel,
+        grid: m.grid,
+        block: m.block,
+        shared_mem: m.shared_mem,
+        repeat: 1,
+        offsets: vec![0; args.len()],
+        args,
+        cooperative: m.cooperative(),
+    }
+}
+
 /// `also`: the other side's source, whose globals are uploaded too.
 fn build_fast(
     unit: &KernelUnit,
@@ -318,16 +333,7 @@ fn build_fast(
             },
         })
         .collect();
-    let launch = Launch {
-        kernel: symbol_for(unit, m),
-        grid: m.grid,
-        block: m.block,
-        shared_mem: m.shared_mem,
-        repeat: 1,
-        offsets: vec![0; launch_args.len()],
-        args: launch_args,
-        cooperative: m.cooperative(),
-    };
+    let launch = captured_launch(m, symbol_for(unit, m), launch_args);
     Ok(FastSide {
         args,
         launch,
@@ -361,7 +367,7 @@ pub fn describe(r: &Replay) -> String {
                 } => {
                     let from = match init {
                         Init::Captured { id, .. } => {
-                            format!("captured {}", &id[..id.len().min(12)])
+                            format!("captured {}", short(id))
                         }
                         other => format!("{other:?}"),
                     };
@@ -397,12 +403,7 @@ pub fn describe(r: &Replay) -> String {
         }
         for e in &set.expected {
             if let Init::Captured { id, .. } = &e.init {
-                let _ = writeln!(
-                    o,
-                    "expected: arg {} ends as captured {}",
-                    e.arg,
-                    &id[..id.len().min(12)]
-                );
+                let _ = writeln!(o, "expected: arg {} ends as captured {}", e.arg, short(id));
             }
         }
         for (side, ls) in [("slow", &set.slow), ("fast", &set.fast)] {
@@ -479,7 +480,7 @@ fn launcher_sequence(idx: &CaptureIndex, unit: &KernelUnit) -> Option<(Vec<Strin
 fn find_sequence<'a>(
     idx: &'a CaptureIndex,
     unit: &KernelUnit,
-    kernels: &[&str],
+    seq: &[(String, Vec<String>)],
 ) -> Option<Vec<&'a (Entry, Manifest)>> {
     let mut by_process: BTreeMap<ProcessKey, Vec<&(Entry, Manifest)>> = BTreeMap::new();
     for em in idx.of_unit(unit) {
@@ -495,8 +496,8 @@ fn find_sequence<'a>(
     let mut found: Option<Vec<&(Entry, Manifest)>> = None;
     for ms in by_process.values_mut() {
         ms.sort_by_key(|(_, m)| m.seq);
-        for w in ms.windows(kernels.len()) {
-            let fits = w.iter().zip(kernels).all(|((_, m), k)| m.kernel == *k)
+        for w in ms.windows(seq.len()) {
+            let fits = w.iter().zip(seq).all(|((_, m), (k, _))| &m.kernel == k)
                 && w.windows(2).all(|p| p[1].1.seq == p[0].1.seq + 1);
             let earlier = found.as_ref().is_none_or(|f| w[0].1.seq < f[0].1.seq);
             if fits && earlier {
@@ -567,38 +568,26 @@ fn bind(
 /// scalars, from its own process) on those buffers. Both launchers' runs must have passed
 /// buffers of the same sizes, and nothing may have changed a buffer between two launches of
 /// the fast sequence (the host copying into it, say).
-pub fn for_launchers(
+fn for_launchers(
     idx: &CaptureIndex,
     slow: &KernelUnit,
     fast: &KernelUnit,
+    (fparams, fseq): (Vec<String>, LaunchSeq),
 ) -> Result<Replay, ReplayError> {
-    let (fparams, fseq) = launcher_sequence(idx, fast)
+    let fms = find_sequence(idx, fast, &fseq)
         .ok_or_else(|| ReplayError::NotCaptured(fast.kernel.clone()))?;
-    let kernels = |seq: &[(String, Vec<String>)]| -> Vec<String> {
-        seq.iter().map(|(k, _)| k.clone()).collect()
-    };
-    let fk = kernels(&fseq);
-    let fms = find_sequence(
-        idx,
-        fast,
-        &fk.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
-    .ok_or_else(|| ReplayError::NotCaptured(fast.kernel.clone()))?;
     let (sparams, sseq) = launcher_sequence(idx, slow).ok_or_else(|| ReplayError::Unsupported {
         kernel: slow.kernel.clone(),
         why: format!("a kernel, paired with the launcher {}", fast.kernel),
     })?;
-    let sk = kernels(&sseq);
-    let sms = find_sequence(
-        idx,
-        slow,
-        &sk.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
-    .ok_or_else(|| ReplayError::Unsupported {
+    let sms = find_sequence(idx, slow, &sseq).ok_or_else(|| ReplayError::Unsupported {
         kernel: slow.kernel.clone(),
         why: format!(
             "its launches ({}) were not captured in one run",
-            sk.join(", ")
+            sseq.iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     })?;
     let fb = bind(fast, &fparams, &fseq, &fms)?;
@@ -625,7 +614,7 @@ pub fn for_launchers(
                     &fast.kernel,
                     format!(
                         "`{name}` changed between its launches of {} and {}",
-                        fk[w[0].0], fk[w[1].0]
+                        fseq[w[0].0].0, fseq[w[1].0].0
                     ),
                 ));
             }
@@ -692,23 +681,11 @@ pub fn for_launchers(
                 };
                 args.push(ResolvedArg::Bytes {
                     name: format!("{}.{}", m.kernel, i),
-                    bytes: hex::decode(&p.hex).map_err(|e| ReplayError::Unsupported {
-                        kernel: unit.kernel.clone(),
-                        why: format!("{}'s parameter {i}: {e}", m.kernel),
-                    })?,
+                    bytes: param_bytes(unit, m, i)?,
                     pointers,
                 });
             }
-            out.push(Launch {
-                kernel: m.name_expression.clone(),
-                grid: m.grid,
-                block: m.block,
-                shared_mem: m.shared_mem,
-                repeat: 1,
-                offsets: vec![0; launch_args.len()],
-                args: launch_args,
-                cooperative: m.cooperative(),
-            });
+            out.push(captured_launch(m, m.name_expression.clone(), launch_args));
         }
         Ok(out)
     };
@@ -922,7 +899,7 @@ pub fn for_pair(
         // A host launcher (llm.c's `layernorm_forward2`) is no kernel of its own: its
         // captured launches are the kernels it launches, one after another.
         return match launcher_sequence(idx, fast) {
-            Some(_) => for_launchers(idx, slow, fast),
+            Some(seq) => for_launchers(idx, slow, fast, seq),
             None => Err(ReplayError::NotCaptured(fast.kernel.clone())),
         };
     };

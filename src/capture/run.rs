@@ -3,7 +3,7 @@
 //! process group, output kept bounded, and a record of what happened.
 
 use super::{ProgramRecord, ProgramStatus, RunRecord};
-use crate::suite::desc::CaptureRecipe;
+use crate::suite::desc::{CaptureRecipe, ExtraRuns};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -49,6 +49,7 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
         .timeout_s
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_RUN_TIMEOUT);
+    let extras = extra_runs(r);
     let mut out = Vec::new();
     let rel = |p: &Path| {
         p.strip_prefix(root)
@@ -90,7 +91,7 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
                 (true, false) => vec![(0, EXES.to_string())],
             };
             let id = rel(d);
-            let runs = with_extra_runs(r, &id, runs);
+            let runs = with_extra_runs(&extras, &id, runs);
             out.push(Program {
                 id: if id.is_empty() {
                     ".".into()
@@ -157,7 +158,7 @@ pub fn discover(root: &Path, recipe: Option<&CaptureRecipe>) -> Vec<Program> {
             false => expand(&r.run, &each),
         };
         out.push(Program {
-            runs: with_extra_runs(r, &id, runs),
+            runs: with_extra_runs(&extras, &id, runs),
             id,
             dir,
             file,
@@ -189,24 +190,34 @@ pub fn stated_values(each: &[String], re: &regex::Regex, source: &str) -> Vec<St
     }
 }
 
-/// `runs` followed by the recipe's `[[capture.also]]` runs for program `id`, each entry's
-/// commands in groups after the ones already there. A glob that does not parse matches
-/// nothing (the recipe's mistake costs only those runs).
+/// The recipe's `[[capture.also]]` entries with their `programs` globs compiled once. A glob
+/// that does not parse matches nothing (the recipe's mistake costs only those runs).
+fn extra_runs(r: &CaptureRecipe) -> Vec<(globset::GlobSet, &ExtraRuns)> {
+    r.also
+        .iter()
+        .map(|extra| {
+            let mut set = globset::GlobSetBuilder::new();
+            for g in &extra.programs {
+                if let Ok(g) = globset::GlobBuilder::new(g).literal_separator(true).build() {
+                    set.add(g);
+                }
+            }
+            (
+                set.build().unwrap_or_else(|_| globset::GlobSet::empty()),
+                extra,
+            )
+        })
+        .collect()
+}
+
+/// `runs` followed by the extra runs whose globs match program `id`, each entry's commands
+/// in groups after the ones already there.
 fn with_extra_runs(
-    r: &CaptureRecipe,
+    extras: &[(globset::GlobSet, &ExtraRuns)],
     id: &str,
     mut runs: Vec<(usize, String)>,
 ) -> Vec<(usize, String)> {
-    for extra in &r.also {
-        let matches = extra.programs.iter().any(|g| {
-            globset::GlobBuilder::new(g)
-                .literal_separator(true)
-                .build()
-                .is_ok_and(|g| g.compile_matcher().is_match(id))
-        });
-        if !matches {
-            continue;
-        }
+    for (_, extra) in extras.iter().filter(|(set, _)| set.is_match(id)) {
         let next = runs.iter().map(|(g, _)| g + 1).max().unwrap_or(0);
         runs.extend(
             expand(&extra.run, &extra.each)

@@ -286,7 +286,7 @@ pub fn names_of(demangled: &str) -> (String, String) {
 }
 
 /// The first 12 hex digits of a blob id.
-fn short(id: &str) -> &str {
+pub(crate) fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
