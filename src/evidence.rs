@@ -52,6 +52,28 @@ pub struct Evidence {
     /// The last lines a crashed or hung worker wrote to stderr.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worker_stderr: Vec<String>,
+    /// What the pair's inferred (or LLM-completed) harness said, when the verdict came
+    /// from a captured launch and such a harness covers the pair too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_opinion: Option<SecondOpinion>,
+}
+
+/// A second harness's verdict on a pair whose verdict came from its captured launch: the
+/// inferred or LLM-completed harness that also covers it, run in the same batch. It never
+/// changes the status; a status of its own that differs is flagged
+/// (`harness_disagreement`), and the size sets where it timed the two kernels agreeing
+/// are sizes the one captured launch does not have.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecondOpinion {
+    /// The harness's origin (`inferred`, `llm`).
+    pub origin: String,
+    /// The harness file it ran.
+    pub harness: String,
+    pub status: Status,
+    pub reason: String,
+    /// Its speedup per size set, where the two kernels' outputs agreed at every seed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub speedups: Vec<Speedup>,
 }
 
 impl Evidence {

@@ -797,6 +797,13 @@ pub enum Flag {
     /// With the status `reversed`: the original's time over the plain variant's, at the
     /// main size set with its 95% interval (the pair's `speedup` inverted).
     Reversed { speedup: Speedup },
+    /// The captured harness's status differs from the second opinion's
+    /// (`evidence.second_opinion`): the two harnesses disagree on the pair; worth a look.
+    HarnessDisagreement {
+        /// The other harness's origin (`inferred`, `llm`) and status.
+        origin: String,
+        status: Status,
+    },
 }
 
 impl Flag {
@@ -805,6 +812,7 @@ impl Flag {
             Flag::SizeDependent { .. } => "size_dependent",
             Flag::SuspectSlow { .. } => "suspect_slow",
             Flag::Reversed { .. } => "reversed",
+            Flag::HarnessDisagreement { .. } => "harness_disagreement",
         }
     }
 }

@@ -1421,3 +1421,52 @@ fn the_best_candidate_by_default_every_candidate_on_request_and_yield_per_techni
         assert!(errors.is_empty(), "{}: {errors:?}", row["id"]);
     }
 }
+
+/// A pair verified under its captured launch whose inferred harness said otherwise is
+/// exported (the flag never changes the status), counted on the card as
+/// `harness_disagreement`, and counted under the `captured` origin.
+#[test]
+fn a_harness_disagreement_is_counted_on_the_card() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs: Vec<Value> = std::fs::read_to_string(PAIRS)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let i = recs
+        .iter()
+        .position(|r| r["data"]["benchmark"] == "scale")
+        .expect("the scale fixture pair");
+    let d = &mut recs[i]["data"];
+    assert_eq!(d["verification"]["status"], "verified");
+    d["harness_origin"] = serde_json::json!({"origin": "captured"});
+    d["verification"]["flags"] = serde_json::json!([{"flag": "harness_disagreement", "origin": "inferred", "status": "mismatch"}]);
+    d["verification"]["evidence"]["second_opinion"] = serde_json::json!({
+        "origin": "inferred", "harness": "inferred/scale.toml", "status": "mismatch",
+        "reason": "mismatch: out differs"});
+    let input = dir.path().join("pairs.jsonl");
+    let text: Vec<String> = recs.iter().map(|r| r.to_string()).collect();
+    std::fs::write(&input, text.join("\n") + "\n").unwrap();
+    let out = dir.path().join("out");
+    kp().args(["export", "--in"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let rows = all_rows(&out, "chat");
+    let s = rows
+        .iter()
+        .find(|r| r["metadata"]["benchmark"] == "scale")
+        .expect("exported: the flag never changes the status");
+    assert_eq!(
+        s["metadata"]["flags"],
+        serde_json::json!(["harness_disagreement"])
+    );
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        card.contains("**1 samples are `harness_disagreement`**"),
+        "{card}"
+    );
+    assert!(card.contains("| captured | 1 | 1 | 1 |"), "{card}");
+}

@@ -120,7 +120,7 @@ const FAKE_WORKER: &str = r#"#!/bin/sh
 # harness path: .../hang/ never answers, .../crash/ exits, .../sticky/ answers then exits,
 # .../slowprogress/ reports a step every 0.5 s for 3.5 s (past the 2 s timeout) then
 # answers, .../stalls/ reports one step and then hangs, .../phased/ answers with phase
-# times (6 s in all). With $ORDER_LOG set, each job's pair id is appended to it.
+# times (6 s in all), a second opinion under .../differ/ says mismatch. With $ORDER_LOG set, each job's pair id is appended to it.
 echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
 while read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
@@ -135,6 +135,8 @@ while read -r line; do
       echo "{\"version\":1,\"type\":\"progress\",\"pair_id\":\"$id\",\"step\":\"compiled both kernels\"}"
       exec sleep 600 ;;
     *'/crash/harness.toml"'*) echo "fake: illegal address" >&2; exit 7 ;;
+    *':second"'*'/differ/harness.toml"'*)
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"mismatch\",\"reason\":\"fake: out differs at 7\",\"tool_version\":\"fake\"}}" ;;
     *':selfcheck"'*'/handcrash/harness.toml"'*) echo "fake: proof took the worker down" >&2; exit 7 ;;
     *':selfcheck"'*'/badproof/harness.toml"'*|*':selfcheck"'*'/badhand/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"crashed\",\"reason\":\"fake: the harness reads out of bounds\",\"tool_version\":\"fake\"}}" ;;
@@ -1875,4 +1877,130 @@ fn the_nan_verdict_check_names_mismatches_the_harness_caused() {
         stdout.contains("6 pairs, 4 mismatch, 3 breaking the rule"),
         "{stdout}"
     );
+}
+
+/// The captured launch of `affine` (in, out, a = 2, b = 1, n = 1000), as `capture` writes
+/// it, in the capture folder `cap` (program: the folder's root).
+fn affine_capture(cap: &Path) {
+    let dir = cap.join("launches/_root/run-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptr = |at: u32, alloc: u32| {
+        format!("[[params]]\noffset = {at}\nsize = 8\nhex = \"0000a00000000000\"\n[[params.pointers]]\nat = 0\nalloc = {alloc}\noffset = 0\n\n")
+    };
+    let scalar =
+        |at: u32, hex: &str| format!("[[params]]\noffset = {at}\nsize = 4\nhex = \"{hex}\"\n\n");
+    let text = format!(
+        "version = 1\nsymbol = \"affine\"\ndemangled = \"affine\"\nkernel = \"affine\"\nname_expression = \"affine\"\nseq = 0\npid = 1\nnth = 0\ngrid = [4, 1, 1]\nblock = [256, 1, 1]\nshared_mem = 0\nvia = \"cuLaunchKernel\"\n\n{}{}{}{}{}[[allocs]]\nbytes = 4000\nkind = \"device\"\nbefore = \"aaaaaaaaaaaaaaaaaaaa\"\nafter = \"aaaaaaaaaaaaaaaaaaaa\"\n\n[[allocs]]\nbytes = 4000\nkind = \"device\"\nbefore = \"zeros\"\nafter = \"bbbbbbbbbbbbbbbbbbbb\"\n",
+        ptr(0, 0),
+        ptr(8, 1),
+        scalar(16, "00000040"),
+        scalar(20, "0000803f"),
+        scalar(24, "e8030000"),
+    );
+    std::fs::write(dir.join("p1-0000000-affine.toml"), text).unwrap();
+}
+
+/// A pair replayed from its capture also runs under the inferred harness that covers it:
+/// that verdict is kept beside the captured one, a different status is flagged
+/// `harness_disagreement` (the captured status stands), an agreeing one is not, a second
+/// harness that cannot resolve is an opinion at once, and `second_opinions: false` runs
+/// the capture alone. The worker is a stand-in, so no GPU is needed.
+#[test]
+fn a_captured_pair_gets_its_inferred_harnesss_verdict_as_a_second_opinion() {
+    use kernelpair::record::{Flag, HarnessOrigin, HarnessProvenance};
+    let t = tempfile::tempdir().unwrap();
+    let cap = t.path().join("cap");
+    affine_capture(&cap);
+    let mut recs = Vec::new();
+    for name in ["agree", "differ", "unresolved"] {
+        let d = pair_folder(t.path(), name);
+        if name == "unresolved" {
+            // A size set its own requirement refuses: it parses, and resolves on no device.
+            let h = HARNESS.replace(
+                "[sizes]\nn = 1000",
+                "require = [\"n > 5000\"]\n[sizes]\nn = 1000",
+            );
+            std::fs::write(d.join("harness.toml"), h).unwrap();
+        }
+        let mut p = load_folder(&d).unwrap().1;
+        p.id = name.to_string();
+        p.harness_origin = Some(HarnessProvenance {
+            origin: HarnessOrigin::Inferred,
+            selfcheck_pass: None,
+            selfcheck_failure: None,
+        });
+        recs.push(Record::Pair(Box::new(p)));
+    }
+    let fake = t.path().join("fake.sh");
+    std::fs::write(&fake, FAKE_WORKER).unwrap();
+    let order = t.path().join("order.log");
+    let settings = kernelpair::verify::Settings {
+        worker_cmd: Some(format!(
+            "env ORDER_LOG={} sh {}",
+            order.display(),
+            fake.display()
+        )),
+        gpus: Some(1),
+        timeout_s: 10.0,
+        captures: Some(cap.clone()),
+        ..Default::default()
+    };
+    let got = kernelpair::verify::verify_records(&recs, t.path(), &settings, None).unwrap();
+    let ran = std::fs::read_to_string(&order).unwrap();
+    let _ = std::fs::remove_file(&order);
+    for i in 0..3 {
+        assert_eq!(got[&i].status, Status::Verified, "{:?}", got[&i]);
+    }
+    // Each pair ran under its capture, the two that resolve under their harness too.
+    for id in [
+        "agree",
+        "agree:second",
+        "differ",
+        "differ:second",
+        "unresolved",
+    ] {
+        assert!(ran.lines().any(|l| l == id), "{id} did not run: {ran}");
+    }
+    assert!(!ran.contains("unresolved:second"), "{ran}");
+    let op = |i: usize| {
+        got[&i]
+            .evidence
+            .second_opinion
+            .clone()
+            .unwrap_or_else(|| panic!("no opinion: {:?}", got[&i]))
+    };
+    assert_eq!(op(0).status, Status::Verified);
+    assert_eq!(op(0).origin, "inferred");
+    assert!(op(0).harness.ends_with("agree/harness.toml"), "{:?}", op(0));
+    assert!(got[&0].flags.is_empty(), "{:?}", got[&0].flags);
+    assert_eq!(op(1).status, Status::Mismatch);
+    assert_eq!(
+        got[&1].flags,
+        vec![Flag::HarnessDisagreement {
+            origin: "inferred".into(),
+            status: Status::Mismatch
+        }]
+    );
+    assert!(
+        got[&1].reason.ends_with(
+            "harness_disagreement: the inferred harness says mismatch: fake: out differs at 7"
+        ),
+        "{}",
+        got[&1].reason
+    );
+    assert_eq!(op(2).status, Status::HarnessError);
+    assert!(op(2).reason.contains("n > 5000"), "{}", op(2).reason);
+    // The captured verdict names its launch, not the harness file.
+    assert_eq!(got[&1].flags.len(), 1);
+    // Asked not to, verify runs the capture alone.
+    let alone = kernelpair::verify::Settings {
+        second_opinions: false,
+        ..settings
+    };
+    let got = kernelpair::verify::verify_records(&recs, t.path(), &alone, None).unwrap();
+    let ran = std::fs::read_to_string(&order).unwrap();
+    assert!(!ran.contains(":second"), "{ran}");
+    assert!(got
+        .values()
+        .all(|v| v.evidence.second_opinion.is_none() && v.flags.is_empty()));
 }

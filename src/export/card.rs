@@ -413,13 +413,26 @@ fn section_verification(out: &mut String, c: &CardInput) {
              memory traffic needs while the fast one runs near the bandwidth; worth a look.\n"
         );
     }
+    let disagree = c
+        .samples
+        .iter()
+        .filter(|s| s.metadata.flags.iter().any(|f| f == "harness_disagreement"))
+        .count();
+    if disagree > 0 {
+        let _ = writeln!(
+            out,
+            "**{disagree} samples are `harness_disagreement`**: verified under their captured \
+             launch, while the inferred or LLM-completed harness that also covers them gave \
+             another status (`verification.evidence.second_opinion` in the records).\n"
+        );
+    }
     section_reversed(out, c);
     section_technique_yield(out, c);
     out.push_str("Status of every pair in the input, before filtering:\n\n| status | pairs |\n| --- | ---: |\n");
     for (st, k) in c.input_status {
         let _ = writeln!(out, "| {st} | {k} |");
     }
-    out.push_str("\nHarness each input pair ran under, by origin: `hand` (written by a person), `inferred` (`kernelpair harness infer`, from the host code), `llm` (completed by a language model), `none` (no harness recorded):\n\n| harness origin | pairs | verified | samples |\n| --- | ---: | ---: | ---: |\n");
+    out.push_str("\nHarness each input pair ran under, by origin: `hand` (written by a person), `captured` (a launch of the real program, recorded by `kernelpair capture` and replayed), `inferred` (`kernelpair harness infer`, from the host code), `llm` (completed by a language model), `none` (no harness recorded):\n\n| harness origin | pairs | verified | samples |\n| --- | ---: | ---: | ---: |\n");
     for (o, k) in c.harness_origins {
         let _ = writeln!(
             out,

@@ -15,6 +15,7 @@ pub mod precompile;
 pub mod protocol;
 pub mod resolve;
 pub mod sanitizer;
+mod second;
 pub mod settings;
 pub mod slowdown;
 pub mod stats;
@@ -25,7 +26,7 @@ pub mod verdict;
 use crate::exit;
 use crate::gpu::{self, Probe};
 use crate::progress::Progress;
-use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
+use crate::record::{Flag, HarnessOrigin, Pair, Record, Status, Verification};
 use anyhow::Context;
 use engine::{tool_version, Job, RunOptions};
 use std::collections::BTreeMap;
@@ -107,6 +108,12 @@ pub struct VerifyArgs {
     /// flags: each kept verdict must match its pair's id) and verify only the rest.
     #[arg(long)]
     pub resume: bool,
+    /// Run a pair replayed from its capture only under the capture, not also under the
+    /// inferred or LLM-completed harness that covers it (by default that harness's verdict
+    /// is kept beside the captured one, and a different status is flagged
+    /// `harness_disagreement`).
+    #[arg(long = "no-second-opinion")]
+    pub no_second_opinion: bool,
 }
 
 impl VerifyArgs {
@@ -128,6 +135,7 @@ impl VerifyArgs {
             gpus: self.gpus,
             worker_cmd: self.worker_cmd.clone(),
             resume: self.resume,
+            second_opinions: !self.no_second_opinion,
         }
     }
 }
@@ -354,13 +362,30 @@ fn spawn_workers(
 
 /// The worker jobs of the pairs whose harness was found (each pair's units resolved for
 /// the workers' device), with each harness's primary size set; pairs that fail to resolve
-/// go to `rejected` with their CPU verdict.
+/// go to `rejected` with their CPU verdict. A captured pair with a second opinion gets a
+/// second job under its shadow index ([`second::Shadows`]); one whose other harness does
+/// not resolve gets that verdict as its opinion at once (`early`).
+struct Jobs {
+    jobs: Vec<(usize, Job)>,
+    primaries: BTreeMap<usize, String>,
+    /// Per shadow index: the second opinion's harness origin and file.
+    seconds: BTreeMap<usize, (HarnessOrigin, String)>,
+    early: Vec<(usize, crate::evidence::SecondOpinion)>,
+}
+
+/// The primary size set of a harness file.
+fn primary_of(found: &resolve::Found) -> Option<String> {
+    let set = found.harness.size_sets().iter().find(|s| s.primary)?;
+    Some(set.name.clone())
+}
+
 fn jobs_for(
     pending: &[Waiting],
     hello: &pool::Hello,
     args: &Settings,
+    shadows: second::Shadows,
     rejected: &mut Vec<(usize, Verification)>,
-) -> (Vec<(usize, Job)>, BTreeMap<usize, String>) {
+) -> Jobs {
     let options = RunOptions {
         seeds: args.seeds.max(1),
         min_speedup: args.min_speedup,
@@ -369,23 +394,19 @@ fn jobs_for(
         pair_budget_ms: args.timeout_s * pool::MAX_EXTEND * 1e3,
         ..RunOptions::default()
     };
-    let mut jobs: Vec<(usize, Job)> = Vec::new();
-    let primaries: BTreeMap<usize, String> = pending
-        .iter()
-        .filter_map(|(i, _, h)| match h {
-            Harnessed::File(found) => {
-                let set = found.harness.size_sets().iter().find(|s| s.primary)?;
-                Some((*i, set.name.clone()))
-            }
-            Harnessed::Captured(_) => Some((*i, "captured".to_string())),
-        })
-        .collect();
+    let mut out = Jobs {
+        jobs: Vec::new(),
+        primaries: BTreeMap::new(),
+        seconds: BTreeMap::new(),
+        early: Vec::new(),
+    };
     for (i, p, h) in pending {
         let found = match h {
             Harnessed::File(found) => found,
-            Harnessed::Captured(r) => {
+            Harnessed::Captured(r, second) => {
                 let Some(slow) = p.slow.unit() else { continue };
-                jobs.push((
+                out.primaries.insert(*i, "captured".to_string());
+                out.jobs.push((
                     *i,
                     Job {
                         pair_id: p.id.clone(),
@@ -396,11 +417,53 @@ fn jobs_for(
                         options: options.clone(),
                     },
                 ));
+                let origin = p
+                    .harness_origin
+                    .as_ref()
+                    .map_or(HarnessOrigin::Inferred, |h| h.origin);
+                let found = match second {
+                    None => continue,
+                    Some(Ok(found)) => found,
+                    Some(Err((status, reason))) => {
+                        let v = cpu_verdict(*status, reason.clone());
+                        let harness = p.harness.clone().unwrap_or_default();
+                        out.early.push((*i, second::opinion(origin, &harness, &v)));
+                        continue;
+                    }
+                };
+                let harness = found.path.display().to_string();
+                match resolve::resolve(p, found, hello) {
+                    Ok((slow, fast, sets)) => {
+                        let j = shadows.of(*i);
+                        if let Some(set) = primary_of(found) {
+                            out.primaries.insert(j, set);
+                        }
+                        out.seconds.insert(j, (origin, harness.clone()));
+                        out.jobs.push((
+                            j,
+                            Job {
+                                pair_id: format!("{}:second", p.id),
+                                slow,
+                                fast,
+                                harness,
+                                sets,
+                                options: options.clone(),
+                            },
+                        ));
+                    }
+                    Err((status, reason)) => {
+                        let v = cpu_verdict(status, reason);
+                        out.early.push((*i, second::opinion(origin, &harness, &v)));
+                    }
+                }
                 continue;
             }
         };
+        if let Some(set) = primary_of(found) {
+            out.primaries.insert(*i, set);
+        }
         match resolve::resolve(p, found, hello) {
-            Ok((slow, fast, sets)) => jobs.push((
+            Ok((slow, fast, sets)) => out.jobs.push((
                 *i,
                 Job {
                     pair_id: p.id.clone(),
@@ -414,7 +477,7 @@ fn jobs_for(
             Err((status, reason)) => rejected.push((*i, cpu_verdict(status, reason))),
         }
     }
-    (jobs, primaries)
+    out
 }
 
 /// Jobs grouped by their slow side ([`engine::SlowMemo::slow_side`]), each group where
@@ -491,9 +554,14 @@ fn locate_sanitizer(args: &Settings) -> Option<Result<PathBuf, String>> {
 enum Harnessed {
     /// A harness file (hand-written, inferred or LLM-completed); boxed: the larger variant.
     File(Box<resolve::Found>),
-    /// The fast kernel's captured launch, replayed for both sides.
-    Captured(crate::capture::replay::Replay),
+    /// The fast kernel's captured launch, replayed for both sides, and the inferred or
+    /// LLM-completed harness that also covers the pair (its second opinion), if any.
+    Captured(crate::capture::replay::Replay, Option<Second>),
 }
+
+/// The other harness of a captured pair: found (to run), or found and refused before any
+/// GPU time (its verdict is the opinion).
+type Second = Result<Box<resolve::Found>, (Status, String)>;
 
 /// A pair that waits for the GPU: its record index, the pair and its harness.
 type Waiting<'a> = (usize, &'a Pair, Harnessed);
@@ -548,7 +616,15 @@ fn triage<'a>(
                 .then(|| captured_for(p, captures.as_ref()))
                 .flatten(),
         ) {
-            (_, Some(Ok(r))) => pending.push((i, &**p, Harnessed::Captured(r))),
+            (found, Some(Ok(r))) => {
+                // A harness the pair has but that cannot run is an opinion too.
+                let second = match found {
+                    _ if !args.second_opinions => None,
+                    Err((Status::NoHarness, _)) => None,
+                    found => Some(found.map(Box::new)),
+                };
+                pending.push((i, &**p, Harnessed::Captured(r, second)))
+            }
             (Ok(found), _) => pending.push((i, &**p, Harnessed::File(Box::new(found)))),
             (Err((Status::NoHarness, _)), Some(Err(why))) => {
                 settled.push((i, cpu_verdict(Status::HarnessError, why)))
@@ -566,10 +642,13 @@ struct Verdicts {
     results: BTreeMap<usize, Verification>,
     partial: Option<Partial>,
     io_err: Option<VerifyError>,
+    /// Second opinions that came before their pair's verdict.
+    waiting: second::Waiting,
 }
 
 impl Verdicts {
-    fn record(&mut self, i: usize, v: Verification) -> Result<(), VerifyError> {
+    fn record(&mut self, i: usize, mut v: Verification) -> Result<(), VerifyError> {
+        self.waiting.join(i, &mut v);
         let r = self.partial.as_mut().map_or(Ok(()), |f| f.append(i, &v));
         self.results.insert(i, v);
         r
@@ -580,6 +659,15 @@ impl Verdicts {
     fn record_in_batch(&mut self, i: usize, v: Verification) {
         if let Err(e) = self.record(i, v) {
             self.io_err.get_or_insert(e);
+        }
+    }
+
+    /// Pair `i`'s second opinion: joined to its verdict now (stored again) when that is
+    /// in, else when it comes.
+    fn second(&mut self, i: usize, op: crate::evidence::SecondOpinion) -> Result<(), VerifyError> {
+        match self.waiting.arrive(i, op, self.results.get(&i)) {
+            Some(v) => self.record(i, v),
+            None => Ok(()),
         }
     }
 
@@ -634,6 +722,7 @@ fn run_records(
         results: BTreeMap::new(),
         partial: partial.map(|p| Partial::create(p, records)).transpose()?,
         io_err: None,
+        waiting: second::Waiting::default(),
     };
     if !earlier.is_empty() {
         eprintln!(
@@ -673,7 +762,13 @@ fn run_records(
     }
     let hello = workers[0].hello.clone();
     let mut rejected = Vec::new();
-    let (jobs, primaries) = jobs_for(&pending, &hello, args, &mut rejected);
+    let shadows = second::Shadows::new(records.len());
+    let Jobs {
+        jobs,
+        primaries,
+        seconds: second_harness,
+        early,
+    } = jobs_for(&pending, &hello, args, shadows, &mut rejected);
     // Pairs whose slow kernel is a synthesized plain variant (they may come back `reversed`).
     let synthesized: std::collections::BTreeSet<usize> = pending
         .iter()
@@ -682,6 +777,9 @@ fn run_records(
         .collect();
     for (i, v) in rejected {
         verdicts.record(i, v)?;
+    }
+    for (i, op) in early {
+        verdicts.second(i, op)?;
     }
     // The first phase of the pairs with a harness file (the prover's self-check), asked
     // now: a pair it stops at once takes no GPU time.
@@ -742,13 +840,22 @@ fn run_records(
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.1));
     // Said before the batch runs, so the line comes at once; the pass runs after it.
     let sanitizer = locate_sanitizer(args);
-    let sanitize_jobs: Option<Vec<(usize, Job)>> = sanitizer
-        .as_ref()
-        .map(|_| jobs.iter().map(|&j| j.clone()).collect());
-    let names: BTreeMap<usize, String> = pending
+    let sanitize_jobs: Option<Vec<(usize, Job)>> = sanitizer.as_ref().map(|_| {
+        jobs.iter()
+            .filter(|(i, _)| shadows.record(*i).is_none())
+            .map(|&j| j.clone())
+            .collect()
+    });
+    let mut names: BTreeMap<usize, String> = pending
         .iter()
         .map(|(i, p, _)| (*i, format!("{}/{}", p.benchmark, p.fast.kernel)))
         .collect();
+    for (j, (origin, _)) in &second_harness {
+        if let Some(n) = shadows.record(*j).and_then(|i| names.get(&i)) {
+            let label = format!("{n} ({origin:?} harness, second opinion)");
+            names.insert(*j, label);
+        }
+    }
     let ids: BTreeMap<usize, String> = jobs.iter().map(|(i, j)| (*i, j.pair_id.clone())).collect();
     let label = |i: usize| {
         names
@@ -767,21 +874,31 @@ fn run_records(
                 prover.proved(i, p, &outcome);
             }
         },
-        |i, mut v| {
-            if let Some(id) = ids.get(&i) {
+        |j, mut v| {
+            if let Some(id) = ids.get(&j) {
                 took.record(id, history::seconds_of(&v, args.timeout_s));
             }
+            // A shadow index is a pair's second opinion ([`second`]).
+            let of = shadows.record(j);
             verdict::finish(
                 &mut v,
                 &verdict::Context {
-                    primary: primaries.get(&i).map(String::as_str),
+                    primary: primaries.get(&j).map(String::as_str),
                     min_speedup: args.min_speedup,
                     seeds: args.seeds.max(1),
                     bandwidth_gbs: hello.bandwidth_gbs,
-                    synthesized: synthesized.contains(&i),
+                    synthesized: synthesized.contains(&of.unwrap_or(j)),
                 },
             );
-            verdicts.record_in_batch(i, v);
+            match (of, second_harness.get(&j)) {
+                (Some(i), Some((origin, harness))) => {
+                    let op = second::opinion(*origin, harness, &v);
+                    if let Err(e) = verdicts.second(i, op) {
+                        verdicts.io_err.get_or_insert(e);
+                    }
+                }
+                _ => verdicts.record_in_batch(j, v),
+            }
         },
     );
     if let Some(bg) = background {
@@ -927,6 +1044,19 @@ fn print_summary(n_pairs: usize, results: &BTreeMap<usize, Verification>) {
         println!("{s:<16} {n:>6}");
     }
     println!("{:<16} {:>6}", "total", n_pairs);
+    let disagree = results
+        .values()
+        .filter(|v| {
+            v.flags
+                .iter()
+                .any(|f| matches!(f, Flag::HarnessDisagreement { .. }))
+        })
+        .count();
+    if disagree > 0 {
+        println!(
+            "{disagree} pair(s) replayed from a capture got another status under their inferred or LLM harness (flag harness_disagreement)"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,10 @@ pub struct Settings {
     /// Keep the verdicts an interrupted run left in the partial file (same records, same
     /// settings: the caller keys the file by both), and run only the rest.
     pub resume: bool,
+    /// A pair replayed from its capture also runs under the inferred or LLM-completed
+    /// harness that covers it, whose verdict is kept beside the captured one
+    /// (`evidence.second_opinion`, flag `harness_disagreement`).
+    pub second_opinions: bool,
 }
 
 impl Default for Settings {
@@ -61,6 +65,7 @@ impl Default for Settings {
             gpus: None,
             worker_cmd: None,
             resume: false,
+            second_opinions: true,
         }
     }
 }

@@ -239,12 +239,12 @@ pub fn finish(v: &mut Verification, cx: &Context) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::evidence::{Evidence, TimingEvidence, VariantTiming};
 
     /// A timed verification as the engine writes it: (name, bytes, slow ms, fast ms, ci low, ci high).
-    fn timed(sets: &[(&str, u64, f64, f64, f64, f64)]) -> Verification {
+    pub(crate) fn timed(sets: &[(&str, u64, f64, f64, f64, f64)]) -> Verification {
         let vt = |ms: f64| VariantTiming {
             median_ms: ms,
             iqr_ms: 0.0,

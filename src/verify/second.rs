@@ -1,0 +1,213 @@
+//! Second opinions. A pair whose verdict comes from its fast kernel's captured launch,
+//! and that an inferred or LLM-completed harness also covers, runs under that harness too,
+//! in the same batch. The captured verdict stands (hand > captured > inferred > llm); the
+//! other harness's verdict is kept beside it (`evidence.second_opinion`), flagged
+//! `harness_disagreement` when its status differs, and its size sets where the two
+//! kernels agreed are sizes the one captured launch does not have.
+//!
+//! The second run is a job of its own, under a shadow record index (`n + i` for `n`
+//! records), so the pool, the history and the memo treat it as any other job; its verdict
+//! joins the pair's when both have come, in either order.
+
+use crate::evidence::SecondOpinion;
+use crate::record::{Flag, HarnessOrigin, Status, Verification};
+use std::collections::BTreeMap;
+
+/// Shadow indices for `n` records: record `i`'s second run is `n + i`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shadows {
+    n: usize,
+}
+
+impl Shadows {
+    pub fn new(n: usize) -> Shadows {
+        Shadows { n }
+    }
+
+    /// Record `i`'s second run.
+    pub fn of(&self, i: usize) -> usize {
+        self.n + i
+    }
+
+    /// The record whose second run `j` is, when `j` is one.
+    pub fn record(&self, j: usize) -> Option<usize> {
+        j.checked_sub(self.n)
+    }
+}
+
+/// The second opinion of verdict `v`, run under a harness of `origin` at `harness`. Its
+/// speedups are kept only where the outputs agreed at every size set (verified or
+/// not faster): a timing of kernels that disagree says nothing.
+pub fn opinion(origin: HarnessOrigin, harness: &str, v: &Verification) -> SecondOpinion {
+    let agreed = matches!(v.status, Status::Verified | Status::NotFaster);
+    SecondOpinion {
+        origin: format!("{origin:?}").to_lowercase(),
+        harness: harness.to_string(),
+        status: v.status,
+        reason: v.reason.clone(),
+        speedups: if agreed {
+            v.evidence.speedups()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// `v` with the second opinion `op`: kept in its evidence, and flagged (with one clause
+/// on the reason) when the statuses differ. The status never changes. Attaching again
+/// replaces an earlier opinion and its flag and clause.
+pub fn attach(v: &mut Verification, op: SecondOpinion) {
+    v.flags
+        .retain(|f| !matches!(f, Flag::HarnessDisagreement { .. }));
+    if let Some(at) = v.reason.find(CLAUSE) {
+        v.reason.truncate(at);
+    }
+    if op.status != v.status {
+        let why = op.reason.lines().next().unwrap_or("");
+        v.reason.push_str(&format!(
+            "{CLAUSE} the {} harness says {}: {why}",
+            op.origin,
+            op.status.as_str()
+        ));
+        v.flags.push(Flag::HarnessDisagreement {
+            origin: op.origin.clone(),
+            status: op.status,
+        });
+    }
+    v.evidence.second_opinion = Some(op);
+}
+
+/// The clause a disagreement adds to the captured verdict's reason.
+const CLAUSE: &str = "; harness_disagreement:";
+
+/// Second opinions that came before their pair's own verdict, by record index.
+#[derive(Debug, Default)]
+pub(super) struct Waiting {
+    early: BTreeMap<usize, SecondOpinion>,
+}
+
+impl Waiting {
+    /// Record `i`'s verdict `v` as it is stored: with its second opinion, if that came first.
+    pub fn join(&mut self, i: usize, v: &mut Verification) {
+        if let Some(op) = self.early.remove(&i) {
+            attach(v, op);
+        }
+    }
+
+    /// Record `i`'s second opinion: `Some(verdict)` to store again when the pair's own
+    /// verdict (`stored`) is already in, else kept until it comes.
+    pub fn arrive(
+        &mut self,
+        i: usize,
+        op: SecondOpinion,
+        stored: Option<&Verification>,
+    ) -> Option<Verification> {
+        match stored {
+            Some(v) => {
+                let mut v = v.clone();
+                attach(&mut v, op);
+                Some(v)
+            }
+            None => {
+                self.early.insert(i, op);
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::Evidence;
+
+    fn verdict(status: Status, reason: &str) -> Verification {
+        Verification {
+            status,
+            reason: reason.to_string(),
+            device: None,
+            evidence: Evidence::default(),
+            speedup: None,
+            tool_version: "t".into(),
+            flags: vec![],
+        }
+    }
+
+    fn timed(status: Status) -> Verification {
+        let mut v = crate::verify::verdict::tests::timed(&[("large", 1 << 20, 3.0, 1.0, 2.5, 3.5)]);
+        v.status = status;
+        v
+    }
+
+    /// Shadow indices never meet a record's own, and lead back to it.
+    #[test]
+    fn a_second_run_has_an_index_of_its_own_that_leads_back_to_its_record() {
+        let s = Shadows::new(5);
+        assert_eq!(s.of(2), 7);
+        assert_eq!(s.record(7), Some(2));
+        assert_eq!(s.record(4), None);
+    }
+
+    /// A disagreement is flagged and said in the reason; the captured status stands.
+    /// An agreeing opinion is kept without a flag, with the sizes it timed.
+    #[test]
+    fn a_different_status_is_flagged_and_the_captured_verdict_stands() {
+        let mut v = verdict(Status::Verified, "verified at captured");
+        let op = opinion(
+            HarnessOrigin::Inferred,
+            "h.toml",
+            &verdict(Status::Mismatch, "mismatch: out differs at 3\nmore"),
+        );
+        assert!(op.speedups.is_empty(), "no timing of kernels that disagree");
+        attach(&mut v, op);
+        assert_eq!(v.status, Status::Verified);
+        assert_eq!(
+            v.flags,
+            vec![Flag::HarnessDisagreement {
+                origin: "inferred".into(),
+                status: Status::Mismatch
+            }]
+        );
+        assert_eq!(
+            v.reason,
+            "verified at captured; harness_disagreement: the inferred harness says mismatch: mismatch: out differs at 3"
+        );
+        // A later opinion replaces the first, its flag and its clause.
+        let agree = opinion(HarnessOrigin::Inferred, "h.toml", &timed(Status::Verified));
+        assert_eq!(agree.speedups.len(), 1);
+        assert_eq!(agree.speedups[0].size_set, "large");
+        attach(&mut v, agree.clone());
+        assert!(v.flags.is_empty());
+        assert_eq!(v.reason, "verified at captured");
+        assert_eq!(v.evidence.second_opinion, Some(agree));
+        // The opinion survives the record's round trip.
+        let back: Verification = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+        assert_eq!(back, v);
+    }
+
+    /// An opinion joins its pair's verdict in either order.
+    #[test]
+    fn an_opinion_joins_its_verdict_whichever_comes_first() {
+        let op = opinion(
+            HarnessOrigin::Llm,
+            "l.toml",
+            &verdict(Status::NotFaster, "nf"),
+        );
+        let mut w = Waiting::default();
+        // First: kept until the verdict comes.
+        assert!(w.arrive(3, op.clone(), None).is_none());
+        let mut v = verdict(Status::Verified, "v");
+        w.join(3, &mut v);
+        assert_eq!(v.evidence.second_opinion.as_ref(), Some(&op));
+        assert_eq!(v.flags.len(), 1);
+        // Second: the stored verdict comes back with it, to be stored again.
+        let stored = verdict(Status::NotFaster, "nf too");
+        let again = w.arrive(4, op.clone(), Some(&stored)).unwrap();
+        assert_eq!(again.evidence.second_opinion, Some(op));
+        assert!(again.flags.is_empty(), "same status: no disagreement");
+        // Nothing is left waiting, and a verdict with no opinion stays as it was.
+        let mut plain = verdict(Status::Verified, "p");
+        w.join(3, &mut plain);
+        assert!(plain.evidence.second_opinion.is_none());
+    }
+}
