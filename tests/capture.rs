@@ -87,6 +87,54 @@ fn tree(root: &Path) {
     );
 }
 
+/// A Makefile written for an architecture the toolkit dropped (`ARCH = sm_60`, nvcc's
+/// refusal stood in by the build) is built again for the machine's own, in the scratch
+/// copy only; one still refused after that says so in its reason.
+#[test]
+fn a_build_refused_for_a_dropped_architecture_is_retargeted_and_built_again() {
+    let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
+    let root = d.path().join("tree");
+    let refuse = "@grep -q '^ARCH = native' Makefile || (echo \"nvcc fatal   : Unsupported gpu architecture 'compute_60'\"; exit 1)";
+    let oldarch = format!(
+        "ARCH = sm_60\nall:\n\t{refuse}\n\tcp run.sh prog && chmod +x prog\nrun: all\n\t./prog\n"
+    );
+    program(
+        &root,
+        "oldarch",
+        &oldarch,
+        &[("run.sh", "#!/bin/sh\necho computing\n")],
+    );
+    // Refused whatever the Makefile says.
+    program(
+        &root,
+        "stillold",
+        "ARCH = sm_60\nall:\n\t@echo \"nvcc fatal   : Unsupported gpu architecture 'compute_60'\"; exit 1\n",
+        &[],
+    );
+    let out = d.path().join("cap");
+    capture_cmd(&root, &out)
+        .args(["--timeout-s", "5", "--inject", &lib])
+        .output()
+        .unwrap();
+    let rs = records(&out);
+    let ok = by_program(&rs, "oldarch");
+    assert_eq!(ok["status"], "no_launches", "built and run: {ok}");
+    let bad = by_program(&rs, "stillold");
+    assert_eq!(bad["status"], "capture_build_failed");
+    assert!(
+        bad["reason"]
+            .as_str()
+            .unwrap()
+            .contains("retargeted to -arch=native"),
+        "{bad}"
+    );
+    // The tree itself is untouched.
+    assert!(std::fs::read_to_string(root.join("oldarch/Makefile"))
+        .unwrap()
+        .starts_with("ARCH = sm_60\n"));
+}
+
 #[test]
 fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
     let d = tempfile::tempdir().unwrap();

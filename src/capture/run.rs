@@ -530,6 +530,90 @@ pub fn missing_input(output: &str, cwd: &Path) -> Option<String> {
     None
 }
 
+/// The newest architecture number CUDA 13 no longer compiles for (sm_72; sm_75 is its
+/// oldest): a build refused for an architecture retargets every one up to this.
+const LAST_DROPPED_ARCH: u32 = 72;
+
+/// The architecture number nvcc refused in a build's output (`nvcc fatal : Unsupported gpu
+/// architecture 'compute_60'`), if it did.
+fn unsupported_arch(log: &str) -> Option<u32> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"Unsupported gpu architecture '(?:sm|compute)_(\d+)[a-z]?'")
+            .expect("static regex")
+    });
+    RE.captures(log)?.get(1)?.as_str().parse().ok()
+}
+
+/// Rewrite, in the Makefiles under `dir` (a scratch copy), every architecture numbered at
+/// most `upto` to the machine's own (`native`): `-arch`/`--gpu-architecture`/`--gpu-name`
+/// values, `-gencode arch=…,code=…` pairs, `--gpu-code` values (dropped), and make
+/// variables whose name holds `ARCH` set to one such architecture (`ARCH = sm_60`). The
+/// number of files changed.
+fn retarget_makefiles(dir: &Path, upto: u32) -> usize {
+    use regex::{Captures, Regex};
+    use std::sync::LazyLock;
+    static GENCODE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r#"-gencode[= ]+"?arch=compute_(\d+)[a-z]?,\s*code=(\[[^\]]*\]|"[^"]*"|[^\s"]+)"?"#,
+        )
+        .expect("static regex")
+    });
+    static FLAG: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(-arch[= ]+|--gpu-architecture[= ]+|--gpu-name[= ]+)(?:sm|compute)_(\d+)[a-z]?\b",
+        )
+        .expect("static regex")
+    });
+    static CODE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"--gpu-code[= ]+(?:(?:sm|compute)_(\d+)[a-z]?,?)+").expect("static regex")
+    });
+    static VAR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?m)^(\s*[A-Za-z_]*ARCH[A-Za-z_0-9]*\s*[:?+]?=\s*)(?:sm|compute)_(\d+)[a-z]?[ \t]*$",
+        )
+        .expect("static regex")
+    });
+    let old = |c: &Captures, i: usize| c[i].parse::<u32>().is_ok_and(|n| n <= upto);
+    let mut changed = 0;
+    for e in walkdir::WalkDir::new(dir)
+        .max_depth(3)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+    {
+        let name = e.file_name().to_string_lossy();
+        let makefile = matches!(&*name, "Makefile" | "makefile" | "GNUmakefile")
+            || name.ends_with(".mk")
+            || name == "make.config";
+        if !makefile {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        let t = GENCODE.replace_all(&text, |c: &Captures| match old(c, 1) {
+            true => "-arch=native".to_string(),
+            false => c[0].to_string(),
+        });
+        let t = FLAG.replace_all(&t, |c: &Captures| match old(c, 2) {
+            true => format!("{}native", &c[1]),
+            false => c[0].to_string(),
+        });
+        let t = CODE.replace_all(&t, |c: &Captures| match old(c, 1) {
+            true => String::new(),
+            false => c[0].to_string(),
+        });
+        let t = VAR.replace_all(&t, |c: &Captures| match old(c, 2) {
+            true => format!("{}native", &c[1]),
+            false => c[0].to_string(),
+        });
+        if t != text && std::fs::write(e.path(), t.as_bytes()).is_ok() {
+            changed += 1;
+        }
+    }
+    changed
+}
+
 /// Executable regular files under `dir` (not descending into `.git`), root-relative.
 fn executables(dir: &Path) -> Vec<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
@@ -612,14 +696,39 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
     }
     let before: std::collections::BTreeSet<PathBuf> = executables(&cwd).into_iter().collect();
     let build = fill(&p.build, env.scratch, p, env.data);
-    match run_shell(&build, &cwd, &p.env, BUILD_TIMEOUT) {
+    let mut built = run_shell(&build, &cwd, &p.env, BUILD_TIMEOUT);
+    // A Makefile written for a GPU architecture this toolkit no longer compiles for
+    // (CUDA 13 dropped everything below sm_75) is built once more for the machine's own.
+    let mut retargeted = 0;
+    if let Ok(r) = &built {
+        if let Some(n) = (r.exit != Some(0))
+            .then(|| unsupported_arch(&r.tail))
+            .flatten()
+        {
+            retargeted = retarget_makefiles(&cwd, n.max(LAST_DROPPED_ARCH));
+            if retargeted > 0 {
+                let first = r.seconds;
+                built = run_shell(&build, &cwd, &p.env, BUILD_TIMEOUT).map(|mut r| {
+                    r.seconds += first;
+                    r
+                });
+            }
+        }
+    }
+    let retarget_note = match retargeted {
+        0 => String::new(),
+        n => format!(
+            " (after {n} Makefile(s) were retargeted to -arch=native: the toolkit refused their architecture)"
+        ),
+    };
+    match built {
         Ok(r) if r.exit == Some(0) => rec.build_seconds = r.seconds,
         Ok(r) => {
             rec.build_seconds = r.seconds;
             rec.status = ProgramStatus::CaptureBuildFailed;
             rec.reason = match r.timed_out {
                 true => format!("`{build}` did not finish in {} s", BUILD_TIMEOUT.as_secs()),
-                false => format!("`{build}` exited with {:?}", r.exit),
+                false => format!("`{build}` exited with {:?}{retarget_note}", r.exit),
             };
             rec.log_tail = last_lines(&r.tail, 20);
             rec.seconds = t.elapsed().as_secs_f64();
@@ -1101,5 +1210,43 @@ run = ["./kp_sample -kernel=2", "./kp_sample -kernel=3"]
         };
         let ps = discover(d.path(), Some(&broken));
         assert!(ps.iter().all(|p| p.runs.len() == 10), "{ps:?}");
+    }
+
+    /// A build nvcc refused for an architecture it dropped names that architecture; the
+    /// Makefiles' old architectures (flags, -gencode pairs, --gpu-code, an ARCH variable)
+    /// become the machine's own, and newer ones and other files stay as written.
+    #[test]
+    fn old_architectures_in_makefiles_are_retargeted_to_the_machines_own() {
+        assert_eq!(
+            unsupported_arch("nvcc fatal   : Unsupported gpu architecture 'compute_60'\n"),
+            Some(60)
+        );
+        assert_eq!(unsupported_arch("error: identifier undefined"), None);
+        let d = tempfile::tempdir().unwrap();
+        let mk = "CC = nvcc\nARCH      = sm_60\nGPU_ARCH := sm_90\nCFLAGS = -arch=$(ARCH) -O3\n\
+                  old: ; nvcc -arch sm_35 --gpu-code=sm_35,compute_35 a.cu\n\
+                  gen: ; nvcc -gencode arch=compute_70,code=sm_70 -gencode=arch=compute_90,code=sm_90 b.cu\n\
+                  new: ; nvcc --gpu-architecture=compute_80 c.cu\n";
+        std::fs::write(d.path().join("Makefile"), mk).unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub/rules.mk"), "NVFLAGS += -arch=sm_52\n").unwrap();
+        let src = "// -arch=sm_60 in a comment of a source file\n";
+        std::fs::write(d.path().join("a.cu"), src).unwrap();
+        assert_eq!(retarget_makefiles(d.path(), 72), 2);
+        let got = std::fs::read_to_string(d.path().join("Makefile")).unwrap();
+        assert_eq!(
+            got,
+            "CC = nvcc\nARCH      = native\nGPU_ARCH := sm_90\nCFLAGS = -arch=$(ARCH) -O3\n\
+             old: ; nvcc -arch native  a.cu\n\
+             gen: ; nvcc -arch=native -gencode=arch=compute_90,code=sm_90 b.cu\n\
+             new: ; nvcc --gpu-architecture=compute_80 c.cu\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("sub/rules.mk")).unwrap(),
+            "NVFLAGS += -arch=native\n"
+        );
+        assert_eq!(std::fs::read_to_string(d.path().join("a.cu")).unwrap(), src);
+        // Nothing old left: nothing changes.
+        assert_eq!(retarget_makefiles(d.path(), 72), 0);
     }
 }
