@@ -3,6 +3,8 @@
 # EXTRA_TREES="PolyBench-ACC"; carry carry/pub.tar.xz):
 #   bash benches/capture_compare.sh polybench   an unseen tree with its own Makefiles:
 #       capture + replay self-check, against `harness infer --assume-size 4096` + self-check
+#   bash benches/capture_compare.sh generic NAME   the same for any tree packed as pub/trees/NAME
+#       (EXTRA_TREES=NAME in scripts/public_prep.sh), e.g. a seeded sample of HeCBench
 #   bash benches/capture_compare.sh rodinia     Rodinia's programs without data (each run
 #       names what it lacks), then with --data (scripts/rodinia_data.py's inputs, packed as
 #       pub/rodinia-data), replay self-check, and the synthesized pairs packed as
@@ -30,19 +32,20 @@ summary() { python3 benches/capture_summary.py capture "$@"; }  # name capdir re
 infer_summary() { python3 benches/capture_summary.py infer "$1"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 case "${1:-}" in
-polybench)
-  T=$P/trees/PolyBench-ACC
-  step "PolyBench-ACC CUDA/: capture (the tree's Makefiles, each executable the build makes)"
-  /usr/bin/time -f "polybench capture wall %e s" timeout ${LIMIT:-300} $K capture $T -o $W/pb --suite generic --timeout-s ${RUN_S:-60} --jobs 16 2>&1 | tail -8
+polybench|generic)
+  N=PolyBench-ACC; [ "$1" = generic ] && N=${2:?generic needs a tree name}
+  T=$P/trees/$N
+  step "$N: capture (the tree's Makefiles, each executable the build makes)"
+  /usr/bin/time -f "$N capture wall %e s" timeout ${LIMIT:-300} $K capture $T -o $W/pb --suite generic --timeout-s ${RUN_S:-60} --jobs 16 2>&1 | tail -8
   cp $W/pb/programs.jsonl $OUT/pb-programs.jsonl
-  step "PolyBench-ACC: replay"
+  step "$N: replay"
   $K extract $T -o $W/pb-units.jsonl --suite generic --no-compile > /dev/null 2>&1
-  /usr/bin/time -f "polybench replay wall %e s" timeout 240 $K replay $W/pb --units $W/pb-units.jsonl -o $W/pb-replay.jsonl 2>&1 | tail -3
+  /usr/bin/time -f "$N replay wall %e s" timeout 240 $K replay $W/pb --units $W/pb-units.jsonl -o $W/pb-replay.jsonl 2>&1 | tail -3
   cp $W/pb-replay.jsonl $OUT/pb-replay.jsonl
-  summary PolyBench-ACC $W/pb $W/pb-replay.jsonl
-  step "PolyBench-ACC: harness infer --assume-size 4096, then self-check"
-  /usr/bin/time -f "polybench infer wall %e s" $K harness infer $W/pb-units.jsonl -o $W/pb-inf --root $T --assume-size 4096 2>&1 | tail -2
-  timeout 240 $K harness selfcheck $W/pb-units.jsonl --inferred-dir $W/pb-inf --out $W/pb-infer-selfcheck.jsonl --timeout-s 20 > $W/pb-infer-selfcheck.log 2>&1
+  summary $N $W/pb $W/pb-replay.jsonl
+  step "$N: harness infer --assume-size 4096, then self-check"
+  /usr/bin/time -f "$N infer wall %e s" $K harness infer $W/pb-units.jsonl -o $W/pb-inf --root $T --assume-size 4096 2>&1 | tail -2
+  timeout ${SELFCHECK_S:-240} $K harness selfcheck $W/pb-units.jsonl --inferred-dir $W/pb-inf --out $W/pb-infer-selfcheck.jsonl --timeout-s 20 > $W/pb-infer-selfcheck.log 2>&1
   tail -3 $W/pb-infer-selfcheck.log
   cp $W/pb-infer-selfcheck.jsonl $OUT/ 2>/dev/null
   infer_summary $W/pb-infer-selfcheck.jsonl
@@ -115,7 +118,7 @@ llmc-nohand)
   cp $W/llmc-nohand.jsonl $OUT/ 2>/dev/null
   ;;
 *)
-  echo "usage: capture_compare.sh polybench|rodinia|samples|samples-objects|llmc-nohand"; exit 2
+  echo "usage: capture_compare.sh polybench|generic NAME|rodinia|samples|samples-objects|llmc-nohand"; exit 2
   ;;
 esac
 ls -la $OUT

@@ -1903,7 +1903,7 @@ fn affine_capture(cap: &Path) {
 /// A pair replayed from its capture also runs under the inferred harness that covers it:
 /// that verdict is kept beside the captured one, a different status is flagged
 /// `harness_disagreement` (the captured status stands), an agreeing one is not, a second
-/// harness that cannot resolve is an opinion at once, and `second_opinions: false` runs
+/// harness that cannot resolve is an opinion at once (not a disagreement), and `second_opinions: false` runs
 /// the capture alone. The worker is a stand-in, so no GPU is needed.
 #[test]
 fn a_captured_pair_gets_its_inferred_harnesss_verdict_as_a_second_opinion() {
@@ -1990,6 +1990,10 @@ fn a_captured_pair_gets_its_inferred_harnesss_verdict_as_a_second_opinion() {
     );
     assert_eq!(op(2).status, Status::HarnessError);
     assert!(op(2).reason.contains("n > 5000"), "{}", op(2).reason);
+    assert!(
+        got[&2].flags.is_empty(),
+        "a harness that cannot run is no disagreement"
+    );
     // The captured verdict names its launch, not the harness file.
     assert_eq!(got[&1].flags.len(), 1);
     // Asked not to, verify runs the capture alone.

@@ -53,8 +53,24 @@ pub fn opinion(origin: HarnessOrigin, harness: &str, v: &Verification) -> Second
     }
 }
 
+/// Whether a status judges the pair's kernels: a harness that could not be used, a pair
+/// that never ran (no GPU, no slow side) or one stopped by the watchdog says nothing about
+/// them, so its status is never a disagreement.
+pub fn judges(s: Status) -> bool {
+    !matches!(
+        s,
+        Status::HarnessError
+            | Status::NoHarness
+            | Status::NeedsHostLoop
+            | Status::NoGpu
+            | Status::MissingSlow
+            | Status::Timeout
+    )
+}
+
 /// `v` with the second opinion `op`: kept in its evidence, and flagged (with one clause
-/// on the reason) when the statuses differ. The status never changes. Attaching again
+/// on the reason) when both statuses judge the kernels ([`judges`]) and differ. The
+/// status never changes. Attaching again
 /// replaces an earlier opinion and its flag and clause.
 pub fn attach(v: &mut Verification, op: SecondOpinion) {
     v.flags
@@ -62,7 +78,7 @@ pub fn attach(v: &mut Verification, op: SecondOpinion) {
     if let Some(at) = v.reason.find(CLAUSE) {
         v.reason.truncate(at);
     }
-    if op.status != v.status {
+    if op.status != v.status && judges(op.status) && judges(v.status) {
         let why = op.reason.lines().next().unwrap_or("");
         v.reason.push_str(&format!(
             "{CLAUSE} the {} harness says {}: {why}",
@@ -183,6 +199,28 @@ mod tests {
         // The opinion survives the record's round trip.
         let back: Verification = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
         assert_eq!(back, v);
+    }
+
+    /// A harness that could not be used, on either side, is kept but is no disagreement.
+    #[test]
+    fn a_harness_that_could_not_judge_is_no_disagreement() {
+        let unusable = opinion(
+            HarnessOrigin::Inferred,
+            "h.toml",
+            &verdict(Status::HarnessError, "n is a TODO"),
+        );
+        let mut v = verdict(Status::Verified, "v");
+        attach(&mut v, unusable.clone());
+        assert!(v.flags.is_empty() && v.reason == "v");
+        assert_eq!(v.evidence.second_opinion, Some(unusable));
+        let mut v = verdict(Status::HarnessError, "replay failed its self-check");
+        let said = opinion(
+            HarnessOrigin::Inferred,
+            "h.toml",
+            &verdict(Status::Mismatch, "m"),
+        );
+        attach(&mut v, said);
+        assert!(v.flags.is_empty());
     }
 
     /// An opinion joins its pair's verdict in either order.
