@@ -515,6 +515,13 @@ impl<'s, 'a> Closure<'s, 'a> {
             if builtin && reach == Reach::Fallback {
                 continue;
             }
+            // A macro an `#if` asks about is defined or not by what the preprocessor
+            // reads: the kernel's file and its includes. One defined only in a file no
+            // include connects is undefined here (llm.c's `classifier_fused.cu` has
+            // `#if defined(ENABLE_BF16)` and float; its siblings `#define ENABLE_BF16`).
+            if only_macros && reach == Reach::Fallback {
+                continue;
+            }
             let Some(ids) = fi.by_name.get(name) else {
                 continue;
             };
@@ -1502,6 +1509,27 @@ mod tests {
 
     fn codes(u: &IsolatedKernel) -> Vec<&str> {
         u.diagnostics.iter().map(|d| d.code.as_str()).collect()
+    }
+
+    /// Programs of one file each in one folder (llm.c's `dev/cuda`): a macro an `#if`
+    /// asks about stays undefined when only a sibling no include reaches defines it, so
+    /// the branch the real program compiles is the one the unit has; one the kernel's own
+    /// file or its header defines still counts.
+    #[test]
+    fn a_condition_macro_defined_only_in_an_unconnected_sibling_stays_undefined() {
+        let common = "#if defined(ENABLE_BF16)\ntypedef __nv_bfloat16 floatX;\n#else\ntypedef float floatX;\n#endif\n";
+        let plain = "#include \"common.h\"\n__global__ void k(floatX *x) { x[0] = (floatX)1; }\n";
+        let bf16 = "#define ENABLE_BF16\n#include \"common.h\"\n__global__ void g(floatX *x) { x[0] = (floatX)1; }\n";
+        let files = [("common.h", common), ("plain.cu", plain), ("bf16.cu", bf16)];
+        let u = unit(&files, "plain.cu", "k");
+        assert!(!u.source.contains("#define ENABLE_BF16"), "{}", u.source);
+        assert_eq!(crate::harness::resolve_alias("floatX", &u.source), "float");
+        let g = unit(&files, "bf16.cu", "g");
+        assert!(g.source.contains("#define ENABLE_BF16"), "{}", g.source);
+        assert_eq!(
+            crate::harness::resolve_alias("floatX", &g.source),
+            "__nv_bfloat16"
+        );
     }
 
     /// Compile with NVRTC where it is installed (CI installs it, and sets
