@@ -120,6 +120,7 @@ fn a_build_refused_for_a_dropped_architecture_is_retargeted_and_built_again() {
     let rs = records(&out);
     let ok = by_program(&rs, "oldarch");
     assert_eq!(ok["status"], "no_launches", "built and run: {ok}");
+    assert_eq!(ok["retargeted_makefiles"], 1, "{ok}");
     let bad = by_program(&rs, "stillold");
     assert_eq!(bad["status"], "capture_build_failed");
     assert!(

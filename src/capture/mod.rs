@@ -197,6 +197,14 @@ pub struct ProgramRecord {
     /// when its runs failed or launched nothing, and one with the same data does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
+    /// Makefiles of the scratch copy retargeted to `-arch=native` because the toolkit
+    /// refused their architecture, before the build ran again (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retargeted_makefiles: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl ProgramRecord {
@@ -212,6 +220,7 @@ impl ProgramRecord {
             runs: Vec::new(),
             log_tail: String::new(),
             data: None,
+            retargeted_makefiles: 0,
         }
     }
 }

@@ -375,7 +375,7 @@ pub fn last_lines(text: &str, n: usize) -> String {
 /// Words of a program's output that say a file could not be opened.
 static OPEN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(
-        r"(?i)(no such file|cannot open|can't open|could not open|couldn't open|unable to open|failed to open|failure to open|error opening|error reading|not opened|file error|cannot find|file not found|does not exist)",
+        r"(?i)(no such file|cannot open|can't open|could not open|couldn't open|unable to open|failed to open|failure to open|error opening|error reading|not opened|cannot be opened|could not be opened|can not open|file error|cannot find|file not found|does not exist)",
     )
     .expect("valid")
 });
@@ -437,7 +437,7 @@ pub fn missing_from_command(cmd: &str, cwd: &Path) -> Vec<String> {
             if w.starts_with(['-', '>']) || w.contains("://") || w.contains('$') {
                 continue;
             }
-            if looks_like_file(w) {
+            if looks_like_file(w) && !names_an_output(w) {
                 note(w);
             }
             // An input that lists other inputs, one per line (Rodinia nn's `filelist_4`).
@@ -447,6 +447,26 @@ pub fn missing_from_command(cmd: &str, cwd: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// A file word that names what a run writes, not what it reads: `output.out`,
+/// `result.txt`, `out_512.bin`.
+fn names_an_output(w: &str) -> bool {
+    let name = w.rsplit('/').next().unwrap_or(w).to_ascii_lowercase();
+    let stem = name.split('.').next().unwrap_or("");
+    name.ends_with(".out")
+        || ["out", "output", "result", "results"]
+            .iter()
+            .any(|o| stem == *o || stem.starts_with(&format!("{o}_")))
+}
+
+/// The lines of a run's output that are commands a build tool echoed before running them:
+/// a program started from the working folder (`./main 512 ../data/power_512`).
+fn echoed_commands(output: &str) -> impl Iterator<Item = &str> {
+    output
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("./") && l.len() > 2)
 }
 
 /// A word that names a file: it has a folder in it, or a short extension with a letter
@@ -715,6 +735,7 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
             }
         }
     }
+    rec.retargeted_makefiles = retargeted;
     let retarget_note = match retargeted {
         0 => String::new(),
         n => format!(
@@ -904,7 +925,16 @@ fn one_run(
             rr.seconds = r.seconds;
             if r.exit != Some(0) || (rr.launches == 0 && says_open_failed(&r.tail)) {
                 rr.missing = missing_input(&r.tail, cwd).or_else(|| {
-                    let m = missing_from_command(cmd, cwd);
+                    let mut m = missing_from_command(cmd, cwd);
+                    // `make run` echoes each recipe line before it runs it: the program's
+                    // own command line names its inputs.
+                    for line in echoed_commands(&r.tail) {
+                        for w in missing_from_command(line, cwd) {
+                            if !m.contains(&w) {
+                                m.push(w);
+                            }
+                        }
+                    }
                     (!m.is_empty()).then(|| m.join(", "))
                 });
             }
@@ -1248,5 +1278,30 @@ run = ["./kp_sample -kernel=2", "./kp_sample -kernel=3"]
         assert_eq!(std::fs::read_to_string(d.path().join("a.cu")).unwrap(), src);
         // Nothing old left: nothing changes.
         assert_eq!(retarget_makefiles(d.path(), 72), 0);
+    }
+
+    /// `make run` echoes the program's command line: a failed run whose output names no
+    /// file is named by the inputs that line gives and that do not exist; "cannot be
+    /// opened" is an open failure too.
+    #[test]
+    fn inputs_on_the_command_line_make_echoed_are_named() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("power_ok"), "1").unwrap();
+        let tail = "./main 512 8 5000 ../data/hotspot3D/power_512x8 power_ok output.out\nError: The file was not opened\nmake: *** [Makefile:58: run] Segmentation fault\n";
+        assert_eq!(missing_input(tail, d.path()), None);
+        let echoed: Vec<&str> = echoed_commands(tail).collect();
+        assert_eq!(echoed.len(), 1);
+        // Neither the input that exists nor the output file is named.
+        assert_eq!(
+            missing_from_command(echoed[0], d.path()),
+            vec!["../data/hotspot3D/power_512x8"]
+        );
+        assert_eq!(
+            missing_input(
+                "./main 10\nFile input.hpp cannot be opened for read.\n",
+                d.path()
+            ),
+            Some("input.hpp".to_string())
+        );
     }
 }
