@@ -755,6 +755,39 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         v["status"] == "verified" || v["status"] == "not_faster",
         "the pair agrees under its capture: {v}"
     );
+
+    // With `--first 8`, the host loop's eight sweeps (two grids swapped after each) are
+    // captured and replay as one harness, as they ran.
+    let cap8 = d.path().join("cap8");
+    let o = Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["capture"])
+        .arg(fixtures())
+        .args(["-o", cap8.to_str().unwrap(), "--suite", "generic"])
+        .args(["--only", "hostloop", "--first", "8"])
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(manifests(&cap8.join("launches/hostloop")).len(), 8);
+    let report8 = d.path().join("replay8.jsonl");
+    Command::cargo_bin("kernelpair")
+        .unwrap()
+        .args(["replay", cap8.to_str().unwrap(), "--units"])
+        .arg(&units)
+        .args(["-o", report8.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = std::fs::read_to_string(&report8)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["kernel"] == "jacobi_step")
+        .expect("jacobi_step replayed");
+    assert_eq!(
+        (j["pass"].as_bool(), j["launches"].as_u64()),
+        (Some(true), Some(8)),
+        "{j}"
+    );
 }
 
 #[test]

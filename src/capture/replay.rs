@@ -63,7 +63,7 @@ pub enum SlowLaunch {
 
 /// The name NVRTC is asked to lower for a unit: a template instance's expression from
 /// the capture (`reduce<256u>`), else the unit's own symbol.
-fn symbol_for(unit: &KernelUnit, m: &Manifest) -> String {
+pub(super) fn symbol_for(unit: &KernelUnit, m: &Manifest) -> String {
     if m.name_expression.contains('<') || !unit.template_params.is_empty() {
         m.name_expression.clone()
     } else {
@@ -75,7 +75,7 @@ fn symbol_for(unit: &KernelUnit, m: &Manifest) -> String {
 /// for the same unit (a self-check); a template's with the fast instance's arguments
 /// (`fast<float, 4>` gives `slow<float, 4>`: a synthesized variant keeps the template);
 /// else the slow unit's symbol.
-fn slow_symbol(slow: &KernelUnit, fast: &KernelUnit, fast_expr: &str) -> String {
+pub(super) fn slow_symbol(slow: &KernelUnit, fast: &KernelUnit, fast_expr: &str) -> String {
     if slow.id == fast.id {
         return fast_expr.to_string();
     }
@@ -88,7 +88,7 @@ fn slow_symbol(slow: &KernelUnit, fast: &KernelUnit, fast_expr: &str) -> String 
 /// The element type of a buffer passed directly as parameter `p` of `unit`: its pointee,
 /// through the unit's typedefs and `#define`s, and through the template arguments the
 /// captured instance was launched with (`Tparams *` of `k<float, float>` is a float).
-fn elem_of(unit: &KernelUnit, p: usize, expr: &str) -> Option<ElemType> {
+pub(super) fn elem_of(unit: &KernelUnit, p: usize, expr: &str) -> Option<ElemType> {
     let ty = &unit.params.get(p)?.ty;
     if !crate::harness::c_is_pointer(ty) {
         return None;
@@ -180,7 +180,11 @@ fn format_of(o: &ObjectDesc) -> u32 {
     }
 }
 
-fn param_bytes(unit: &KernelUnit, m: &Manifest, i: usize) -> Result<Vec<u8>, ReplayError> {
+pub(super) fn param_bytes(
+    unit: &KernelUnit,
+    m: &Manifest,
+    i: usize,
+) -> Result<Vec<u8>, ReplayError> {
     hex::decode(&m.params[i].hex).map_err(|e| ReplayError::Unsupported {
         kernel: unit.kernel.clone(),
         why: format!("parameter {i}'s bytes: {e}"),
@@ -199,7 +203,7 @@ struct FastSide {
 
 /// A captured launch's geometry, once, with `kernel` lowered by NVRTC and the runner's
 /// `args` (one per parameter).
-fn captured_launch(m: &Manifest, kernel: String, args: Vec<usize>) -> Launch {
+pub(super) fn captured_launch(m: &Manifest, kernel: String, args: Vec<usize>) -> Launch {
     Launch {
         kernel,
         grid: m.grid,
@@ -780,7 +784,7 @@ fn written_unchanged(
 }
 
 /// The identifiers the sources name in code (not in comments or literals).
-fn identifiers(sources: &[&str]) -> std::collections::HashSet<String> {
+pub(super) fn identifiers(sources: &[&str]) -> std::collections::HashSet<String> {
     use crate::cuda::lex;
     sources
         .iter()
@@ -903,6 +907,10 @@ pub fn for_pair(
             None => Err(ReplayError::NotCaptured(fast.kernel.clone())),
         };
     };
+    // A host loop of the fast kernel's launches (captured with `--first K`) replays as it ran.
+    if let Some(run) = super::hostloop::loop_run(idx, fast, entry, fm) {
+        return super::hostloop::for_loop(idx, slow, fast, &run);
+    }
     let blobs = BlobStore::new(entry.root.join("blobs"));
     let FastSide {
         mut args,

@@ -53,6 +53,13 @@ pub struct ReplayReport {
     pub reason: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ms: Option<f64>,
+    /// Launches the replay ran: more than one for a host loop replayed as it ran.
+    #[serde(default = "one")]
+    pub launches: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 fn read_done(path: &std::path::Path) -> BTreeMap<String, ReplayReport> {
@@ -90,7 +97,7 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         out.flush()
     };
     let mut jobs = Vec::new();
-    let mut meta: BTreeMap<usize, (&KernelUnit, String)> = BTreeMap::new();
+    let mut meta: BTreeMap<usize, (&KernelUnit, String, usize)> = BTreeMap::new();
     let mut settled = 0usize;
     for (i, u) in units.iter().enumerate() {
         if done.contains_key(&u.id) {
@@ -100,7 +107,8 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
             Err(replay::ReplayError::NotCaptured(_)) => continue,
             Ok(r) => {
                 let manifest = r.manifest.display().to_string();
-                meta.insert(i, (u, manifest.clone()));
+                let launches = r.sets.first().map_or(1, |s| s.fast.len());
+                meta.insert(i, (u, manifest.clone(), launches));
                 let src = crate::verify::resolve::source(u);
                 jobs.push((
                     i,
@@ -129,6 +137,7 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
                     pass: false,
                     reason: e.to_string(),
                     ms: None,
+                    launches: 0,
                 })?;
             }
         }
@@ -161,7 +170,7 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         let mut failed = None;
         let label = |i: usize| {
             meta.get(&i)
-                .map_or(format!("unit {i}"), |(u, _)| u.kernel.clone())
+                .map_or(format!("unit {i}"), |(u, _, _)| u.kernel.clone())
         };
         pool::run_all(
             workers,
@@ -171,7 +180,7 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
             hello,
             (&progress, &label),
             |i, v| {
-                let Some((u, manifest)) = meta.get(&i) else {
+                let Some((u, manifest, launches)) = meta.get(&i) else {
                     return;
                 };
                 let r = ReplayReport {
@@ -183,6 +192,7 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
                     status: v.status,
                     reason: v.reason.clone(),
                     ms: v.evidence.phases_ms.get("total").copied(),
+                    launches: *launches,
                 };
                 if let Err(e) = write(&r) {
                     failed = Some(e);
