@@ -14,13 +14,12 @@
 
 use super::index::{CaptureIndex, Entry};
 use super::replay::{
-    captured_launch, elem_of, identifiers, param_bytes, slow_symbol, symbol_for, Replay,
+    captured_launch, elem_of, param_bytes, sequence_replay, slow_symbol, symbol_for, Replay,
     ReplayError, SlowLaunch,
 };
 use crate::gpu::capture::{BlobStore, Manifest};
 use crate::harness::{
-    BytesPointer, ElemType, Expected, Init, Launch, Resolved, ResolvedArg, ResolvedConst, Role,
-    Tolerance,
+    BytesPointer, ElemType, Expected, Init, Launch, ResolvedArg, Role, Tolerance,
 };
 use crate::record::KernelUnit;
 use std::collections::BTreeMap;
@@ -338,38 +337,13 @@ pub(super) fn for_loop(
             (l, SlowLaunch::Fast)
         }
     };
-    let named = identifiers(&[&fast.source, &slow.source]);
-    let constants = run[0]
-        .1
-        .globals
-        .iter()
-        .filter(|g| named.contains(g.name.as_str()))
-        .map(|g| ResolvedConst {
-            name: g.name.clone(),
-            elem: ElemType::U8,
-            len: g.bytes as usize,
-            init: captured(&g.before),
-        })
-        .collect();
-    let set = Resolved {
-        origin: run[0].0.path.display().to_string(),
-        size_set: "captured".into(),
-        values: BTreeMap::new(),
-        args,
-        constants,
-        textures: Vec::new(),
-        objects: Vec::new(),
-        ignores: Vec::new(),
-        sparse: Vec::new(),
-        slow: slow_launches,
-        fast: fast_launches,
-        expected,
-    };
-    Ok(Replay {
-        manifest: run[0].0.path.clone(),
-        sets: vec![set],
-        slow_launch: how,
-    })
+    Ok(sequence_replay(
+        run,
+        &[&fast.source, &slow.source],
+        (args, expected),
+        (slow_launches, fast_launches),
+        how,
+    ))
 }
 
 #[cfg(test)]
@@ -478,7 +452,7 @@ mod tests {
         }
     }
 
-    fn buffer_inits(set: &Resolved) -> Vec<(String, String)> {
+    fn buffer_inits(set: &crate::harness::Resolved) -> Vec<(String, String)> {
         set.args
             .iter()
             .filter_map(|a| match a {

@@ -695,9 +695,29 @@ fn for_launchers(
     };
     let fast_launches = launches(fast, &fseq, &fms)?;
     let slow_launches = launches(slow, &sseq, &sms)?;
-    let named = identifiers(&[&fast.source, &slow.source]);
+    Ok(sequence_replay(
+        &fms,
+        &[&fast.source, &slow.source],
+        (args, expected),
+        (slow_launches, fast_launches),
+        SlowLaunch::Own,
+    ))
+}
+
+/// A replay of a launch sequence (a host launcher's, a host loop's), captured as `ms`: the
+/// buffers and expected outputs built, each side's launches, and the globals the sources
+/// (`sources`) name, each as the sequence's first launch to see it found it.
+pub(super) fn sequence_replay(
+    ms: &[&(Entry, Manifest)],
+    sources: &[&str],
+    (args, expected): (Vec<ResolvedArg>, Vec<Expected>),
+    (slow, fast): (Vec<Launch>, Vec<Launch>),
+    how: SlowLaunch,
+) -> Replay {
+    let blobs = ms[0].0.root.join("blobs");
+    let named = identifiers(sources);
     let mut seen = std::collections::BTreeSet::new();
-    let constants = fms
+    let constants = ms
         .iter()
         .flat_map(|(_, m)| &m.globals)
         .filter(|g| named.contains(g.name.as_str()) && seen.insert(g.name.clone()))
@@ -705,11 +725,14 @@ fn for_launchers(
             name: g.name.clone(),
             elem: ElemType::U8,
             len: g.bytes as usize,
-            init: captured(&g.before),
+            init: Init::Captured {
+                blobs: blobs.clone(),
+                id: g.before.clone(),
+            },
         })
         .collect();
     let set = Resolved {
-        origin: fms[0].0.path.display().to_string(),
+        origin: ms[0].0.path.display().to_string(),
         size_set: "captured".into(),
         values: BTreeMap::new(),
         args,
@@ -718,15 +741,15 @@ fn for_launchers(
         objects: Vec::new(),
         ignores: Vec::new(),
         sparse: Vec::new(),
-        slow: slow_launches,
-        fast: fast_launches,
+        slow,
+        fast,
         expected,
     };
-    Ok(Replay {
-        manifest: fms[0].0.path.clone(),
+    Replay {
+        manifest: ms[0].0.path.clone(),
         sets: vec![set],
-        slow_launch: SlowLaunch::Own,
-    })
+        slow_launch: how,
+    }
 }
 
 /// A launch that changed no allocation wrote what was already there (a result computed
