@@ -120,7 +120,8 @@ const FAKE_WORKER: &str = r#"#!/bin/sh
 # harness path: .../hang/ never answers, .../crash/ exits, .../sticky/ answers then exits,
 # .../slowprogress/ reports a step every 0.5 s for 3.5 s (past the 2 s timeout) then
 # answers, .../stalls/ reports one step and then hangs, .../phased/ answers with phase
-# times (6 s in all), a second opinion under .../differ/ says mismatch. With $ORDER_LOG set, each job's pair id is appended to it.
+# times (6 s in all), a second opinion under .../differ/ says mismatch, and the pair
+# `fallback` itself (not its second opinion) answers harness_error. With $ORDER_LOG set, each job's pair id is appended to it.
 echo '{"version":1,"type":"hello","device":{"name":"Fake GPU","sm_count":1,"compute_capability":"9.0","driver_version":"0","cuda_version":"13.0"},"props":{"sm_count":1,"max_threads_per_block":1024,"max_shared_per_block_optin":49152,"l2_bytes":1048576,"cc_major":9,"cc_minor":0},"arch":"sm_90","nvrtc_version":"13.0"}'
 while read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"pair_id":"\([^"]*\)".*/\1/p')
@@ -137,6 +138,11 @@ while read -r line; do
     *'/crash/harness.toml"'*) echo "fake: illegal address" >&2; exit 7 ;;
     *':second"'*'/differ/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"mismatch\",\"reason\":\"fake: out differs at 7\",\"tool_version\":\"fake\"}}" ;;
+    *'"pair_id":"fallback:second"'*)
+      h=$(printf '%s' "$line" | sed -n 's/.*"harness":"\([^"]*\)".*/\1/p')
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"verified\",\"reason\":\"fake\",\"tool_version\":\"fake\",\"evidence\":{\"harness\":\"$h\"}}}" ;;
+    *'"pair_id":"fallback"'*)
+      echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"harness_error\",\"reason\":\"fake: the replay differs from the capture\",\"tool_version\":\"fake\",\"evidence\":{\"harness\":\"/cap/m.toml\"}}}" ;;
     *':selfcheck"'*'/handcrash/harness.toml"'*) echo "fake: proof took the worker down" >&2; exit 7 ;;
     *':selfcheck"'*'/badproof/harness.toml"'*|*':selfcheck"'*'/badhand/harness.toml"'*)
       echo "{\"version\":1,\"type\":\"result\",\"pair_id\":\"$id\",\"sticky\":false,\"verification\":{\"status\":\"crashed\",\"reason\":\"fake: the harness reads out of bounds\",\"tool_version\":\"fake\"}}" ;;
@@ -1912,7 +1918,7 @@ fn a_captured_pair_gets_its_inferred_harnesss_verdict_as_a_second_opinion() {
     let cap = t.path().join("cap");
     affine_capture(&cap);
     let mut recs = Vec::new();
-    for name in ["agree", "differ", "unresolved"] {
+    for name in ["agree", "differ", "unresolved", "fallback"] {
         let d = pair_folder(t.path(), name);
         if name == "unresolved" {
             // A size set its own requirement refuses: it parses, and resolves on no device.
@@ -1924,8 +1930,12 @@ fn a_captured_pair_gets_its_inferred_harnesss_verdict_as_a_second_opinion() {
         }
         let mut p = load_folder(&d).unwrap().1;
         p.id = name.to_string();
+        // As `build` chooses: `fallback` captured, with its inferred harness beside.
         p.harness_origin = Some(HarnessProvenance {
-            origin: HarnessOrigin::Inferred,
+            origin: match name {
+                "fallback" => HarnessOrigin::Captured,
+                _ => HarnessOrigin::Inferred,
+            },
             selfcheck_pass: None,
             selfcheck_failure: None,
         });
@@ -1951,6 +1961,42 @@ fn a_captured_pair_gets_its_inferred_harnesss_verdict_as_a_second_opinion() {
     for i in 0..3 {
         assert_eq!(got[&i].status, Status::Verified, "{:?}", got[&i]);
     }
+    // The capture could not judge `fallback`; its inferred harness did, and that verdict
+    // stands, the captured one kept beside it.
+    let fb = &got[&3];
+    assert_eq!(fb.status, Status::Verified, "{fb:?}");
+    assert!(fb.reason.contains("the inferred harness's verdict: the captured launch could not judge the pair (fake: the replay differs"), "{}", fb.reason);
+    let was = fb
+        .evidence
+        .second_opinion
+        .clone()
+        .expect("the captured verdict kept");
+    assert_eq!(
+        (was.origin.as_str(), was.status),
+        ("captured", Status::HarnessError)
+    );
+    let mut fp = match &recs[3] {
+        Record::Pair(p) => p.as_ref().clone(),
+        _ => unreachable!(),
+    };
+    kernelpair::verify::origin_of_verdict(&mut fp, fb, Some(&cap));
+    assert!(
+        fb.evidence.harness.ends_with("fallback/harness.toml"),
+        "{fb:?}"
+    );
+    assert_eq!(fp.harness_origin.unwrap().origin, HarnessOrigin::Inferred);
+    // A pair whose capture ran keeps the captured origin.
+    let mut ap = match &recs[0] {
+        Record::Pair(p) => p.as_ref().clone(),
+        _ => unreachable!(),
+    };
+    let mut replayed = got[&0].clone();
+    replayed.evidence.harness = cap
+        .join("launches/_root/run-0/p1-0000000-affine.toml")
+        .display()
+        .to_string();
+    kernelpair::verify::origin_of_verdict(&mut ap, &replayed, Some(&cap));
+    assert_eq!(ap.harness_origin.unwrap().origin, HarnessOrigin::Captured);
     // Each pair ran under its capture, the two that resolve under their harness too.
     for id in [
         "agree",

@@ -12,7 +12,6 @@
 //! `launches/<program>/run-<k>/p<pid>-<seq>-<kernel>.toml`, `blobs/`, and `work/` (the
 //! scratch copy).
 
-mod hostloop;
 pub mod index;
 pub mod replay;
 pub mod run;

@@ -12,6 +12,8 @@
 //! on the same sizes), it replays with its own grid, block and scalars on the fast
 //! capture's buffers.
 
+mod hostloop;
+
 use super::index::{CaptureIndex, Entry};
 use crate::gpu::capture::manifest::{short, CapturedPointer};
 use crate::gpu::capture::{BlobStore, Manifest};
@@ -931,8 +933,8 @@ pub fn for_pair(
         };
     };
     // A host loop of the fast kernel's launches (captured with `--first K`) replays as it ran.
-    if let Some(run) = super::hostloop::loop_run(idx, fast, entry, fm) {
-        return super::hostloop::for_loop(idx, slow, fast, &run);
+    if let Some(run) = hostloop::loop_run(idx, fast, entry, fm) {
+        return hostloop::for_loop(idx, slow, fast, &run);
     }
     let blobs = BlobStore::new(entry.root.join("blobs"));
     let FastSide {

@@ -80,6 +80,10 @@ pub fn choose(
     // What each pair gets, decided in record order; inference runs between the two passes,
     // on every core.
     let mut to_infer: Vec<usize> = Vec::new();
+    // Captured pairs are inferred too: a complete inferred harness is their second opinion
+    // (verify runs it beside the capture, and falls back to it where the capture cannot
+    // judge the pair).
+    let mut captured: std::collections::BTreeSet<usize> = Default::default();
     for (i, r) in records.iter_mut().enumerate() {
         let Record::Pair(p) = r else { continue };
         if p.identical {
@@ -104,7 +108,7 @@ pub fn choose(
             p.harness = None;
             p.set_harness_origin(HarnessOrigin::Captured);
             *c.counts.entry("captured".into()).or_default() += 1;
-            continue;
+            captured.insert(i);
         }
         to_infer.push(i);
     }
@@ -154,6 +158,14 @@ pub fn choose(
         let Record::Pair(p) = &mut records[i] else {
             continue;
         };
+        if captured.contains(&i) {
+            if inferred.get(&i) == Some(&true) {
+                let path = inferred_dir.join(format!("{}.toml", p.id));
+                p.harness = Some(path.display().to_string());
+                *c.counts.entry("captured_with_inferred".into()).or_default() += 1;
+            }
+            continue;
+        }
         match inferred.get(&i) {
             Some(true) => {
                 let path = inferred_dir.join(format!("{}.toml", p.id));
@@ -417,5 +429,147 @@ mod tests {
         let good = p(2);
         assert_eq!(good.harness_origin.unwrap().selfcheck_pass, Some(true));
         assert!(good.verification.is_none());
+    }
+
+    /// A pair whose fast kernel replays from a capture is chosen as captured, and gets its
+    /// complete inferred harness beside it (verify's second opinion and fallback); an
+    /// incomplete one is not given.
+    #[test]
+    fn a_captured_pair_keeps_its_origin_and_gets_its_inferred_harness_beside() {
+        use crate::capture::index::Entry;
+        use crate::gpu::capture::manifest::{
+            AllocKind, CapturedAlloc, CapturedParam, CapturedPointer, MANIFEST_VERSION,
+        };
+        use crate::gpu::capture::Manifest;
+        let src = "__global__ void twice(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 2.0f * x[i]; }";
+        let mut u =
+            crate::record::KernelUnit::for_test("twice", &[("float *", "x"), ("int", "n")], src);
+        u.path = "p/k.cu".into();
+        // The program's host code, where inference reads the launch and its sizes.
+        let d = tempfile::tempdir().unwrap();
+        let host = format!(
+            "{src}\nint main() {{\n  int n = 1024;\n  float *x;\n  cudaMalloc(&x, n * sizeof(float));\n  twice<<<(n + 255) / 256, 256>>>(x, n);\n  return 0;\n}}\n"
+        );
+        std::fs::create_dir_all(d.path().join("p")).unwrap();
+        std::fs::write(d.path().join("p/k.cu"), host).unwrap();
+        u.launch_sites = vec![crate::record::LaunchSite {
+            path: "p/k.cu".into(),
+            line: 6,
+            kernel: "twice".into(),
+            template_args: None,
+            grid: "(n + 255) / 256".into(),
+            block: "256".into(),
+            shared_mem: None,
+            stream: None,
+            args: vec!["x".into(), "n".into()],
+            definitions: Default::default(),
+        }];
+        let suites = [SuiteSpec {
+            path: d.path().to_path_buf(),
+            kind: SuiteKind::Generic,
+            extractor: None,
+        }];
+        let pair = Pair::new(
+            crate::record::Slow::natural(u.clone()),
+            u,
+            crate::record::PairRule::Name,
+        );
+        let m = Manifest {
+            version: MANIFEST_VERSION,
+            symbol: "twice".into(),
+            demangled: "twice".into(),
+            kernel: "twice".into(),
+            name_expression: "twice".into(),
+            seq: 0,
+            pid: 1,
+            nth: 0,
+            grid: [4, 1, 1],
+            block: [256, 1, 1],
+            shared_mem: 0,
+            via: "cuLaunchKernel".into(),
+            cooperative: false,
+            params: vec![
+                CapturedParam {
+                    offset: 0,
+                    size: 8,
+                    hex: "0000a00000000000".into(),
+                    pointers: vec![CapturedPointer {
+                        at: 0,
+                        alloc: 0,
+                        offset: 0,
+                    }],
+                },
+                CapturedParam {
+                    offset: 8,
+                    size: 4,
+                    hex: "00040000".into(),
+                    pointers: vec![],
+                },
+            ],
+            allocs: vec![CapturedAlloc {
+                bytes: 4096,
+                kind: AllocKind::Device,
+                before: "x0".into(),
+                after: "x1".into(),
+            }],
+            globals: vec![],
+            objects: vec![],
+            skipped: None,
+        };
+        let idx = crate::capture::CaptureIndex {
+            root: "/cap".into(),
+            manifests: vec![(
+                Entry {
+                    program: "p".into(),
+                    path: "/cap/launches/p/run-0/m.toml".into(),
+                    root: "/cap".into(),
+                    suite: String::new(),
+                },
+                m,
+            )],
+            unreadable: vec![],
+        };
+        let out = tempfile::tempdir().unwrap();
+        // Without its launch site, inference leaves TODOs: no harness beside the capture.
+        let mut unlaunched = pair.clone();
+        unlaunched.fast.launch_sites.clear();
+        if let Some(u) = unlaunched.slow.unit_mut() {
+            u.launch_sites.clear();
+        }
+        for (pair, assume, beside) in [
+            (&pair, None, true),
+            (&pair, Some(4096), true),
+            (&unlaunched, None, false),
+        ] {
+            let mut recs = vec![Record::Pair(Box::new(pair.clone()))];
+            let s = HarnessSettings {
+                assume_size: assume,
+                ..HarnessSettings::default()
+            };
+            let c = choose(&mut recs, &suites, &[], out.path(), &s, Some(&idx));
+            let Record::Pair(p) = &recs[0] else {
+                unreachable!()
+            };
+            assert_eq!(
+                p.harness_origin.as_ref().unwrap().origin,
+                HarnessOrigin::Captured
+            );
+            assert_eq!(c.counts.get("captured"), Some(&1));
+            assert_eq!(
+                p.harness.is_some(),
+                beside,
+                "{assume:?}: {:?} {:?}",
+                p.harness,
+                c.counts
+            );
+            if beside {
+                assert_eq!(c.counts.get("captured_with_inferred"), Some(&1));
+                assert!(p
+                    .harness
+                    .as_ref()
+                    .unwrap()
+                    .ends_with(&format!("{}.toml", p.id)));
+            }
+        }
     }
 }

@@ -135,6 +135,7 @@ impl Stages for Library {
             .enumerate()
             .map(|(i, r)| match (r, results.get(&i)) {
                 (Record::Pair(mut p), Some(v)) => {
+                    crate::verify::origin_of_verdict(&mut p, v, settings.captures.as_deref());
                     p.verification = Some(v.clone());
                     crate::verify::fill_techniques(&mut p);
                     Record::Pair(p)

@@ -273,13 +273,7 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
         .map(|(i, r)| match (r, results.get(&i)) {
             (Record::Pair(p), Some(v)) => {
                 let mut p = p.clone();
-                // A replayed capture ran (its manifest is the evidence's harness).
-                let captured = args.captures.as_deref().is_some_and(|c| {
-                    !v.evidence.harness.is_empty() && Path::new(&v.evidence.harness).starts_with(c)
-                });
-                if captured {
-                    p.set_harness_origin(HarnessOrigin::Captured);
-                }
+                origin_of_verdict(&mut p, v, args.captures.as_deref());
                 p.verification = Some(v.clone());
                 fill_techniques(&mut p);
                 Record::Pair(p)
@@ -295,6 +289,22 @@ pub fn run_verify(args: VerifyArgs) -> anyhow::Result<u8> {
         .count();
     print_summary(n_pairs, &results);
     Ok(exit::OK)
+}
+
+/// A pair's harness origin as its verdict shows it: `captured` where a replayed capture
+/// ran (its manifest is the evidence's harness); a pair chosen as captured whose verdict
+/// came from its inferred harness instead (the capture could not be replayed, or could
+/// not judge the pair) is `inferred`.
+pub fn origin_of_verdict(p: &mut Pair, v: &Verification, captures: Option<&Path>) {
+    let ran_capture = captures.is_some_and(|c| {
+        !v.evidence.harness.is_empty() && Path::new(&v.evidence.harness).starts_with(c)
+    });
+    let chosen = p.harness_origin.as_ref().map(|h| h.origin);
+    if ran_capture {
+        p.set_harness_origin(HarnessOrigin::Captured);
+    } else if chosen == Some(HarnessOrigin::Captured) && !v.evidence.harness.is_empty() {
+        p.set_harness_origin(HarnessOrigin::Inferred);
+    }
 }
 
 /// Verify every pair among `records` (relative harness paths resolve against
@@ -417,10 +427,11 @@ fn jobs_for(
                         options: options.clone(),
                     },
                 ));
-                let origin = p
-                    .harness_origin
-                    .as_ref()
-                    .map_or(HarnessOrigin::Inferred, |h| h.origin);
+                // `build` gives a captured pair its inferred harness beside the capture.
+                let origin = match p.harness_origin.as_ref().map(|h| h.origin) {
+                    Some(HarnessOrigin::Llm) => HarnessOrigin::Llm,
+                    _ => HarnessOrigin::Inferred,
+                };
                 let found = match second {
                     None => continue,
                     Some(Ok(found)) => found,
@@ -664,8 +675,13 @@ impl Verdicts {
 
     /// Pair `i`'s second opinion: joined to its verdict now (stored again) when that is
     /// in, else when it comes.
-    fn second(&mut self, i: usize, op: crate::evidence::SecondOpinion) -> Result<(), VerifyError> {
-        match self.waiting.arrive(i, op, self.results.get(&i)) {
+    fn second(
+        &mut self,
+        i: usize,
+        op: crate::evidence::SecondOpinion,
+        full: Option<Verification>,
+    ) -> Result<(), VerifyError> {
+        match self.waiting.arrive(i, (op, full), self.results.get(&i)) {
             Some(v) => self.record(i, v),
             None => Ok(()),
         }
@@ -779,7 +795,7 @@ fn run_records(
         verdicts.record(i, v)?;
     }
     for (i, op) in early {
-        verdicts.second(i, op)?;
+        verdicts.second(i, op, None)?;
     }
     // The first phase of the pairs with a harness file (the prover's self-check), asked
     // now: a pair it stops at once takes no GPU time.
@@ -893,7 +909,7 @@ fn run_records(
             match (of, second_harness.get(&j)) {
                 (Some(i), Some((origin, harness))) => {
                     let op = second::opinion(*origin, harness, &v);
-                    if let Err(e) = verdicts.second(i, op) {
+                    if let Err(e) = verdicts.second(i, op, Some(v)) {
                         verdicts.io_err.get_or_insert(e);
                     }
                 }

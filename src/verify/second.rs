@@ -93,20 +93,55 @@ pub fn attach(v: &mut Verification, op: SecondOpinion) {
     v.evidence.second_opinion = Some(op);
 }
 
+/// Whether the other harness's verdict replaces the captured one: the captured launch
+/// could not judge the pair (its replay failed its own check or was refused on the
+/// worker: `harness_error`) and the other harness did. Inference is the fallback where a
+/// capture cannot be used.
+pub fn falls_back(captured: Status, other: Status) -> bool {
+    captured == Status::HarnessError && judges(other)
+}
+
+/// The captured verdict `v` joined with the other harness's: its opinion `op` attached
+/// ([`attach`]), or, where the capture could not judge and the other harness did
+/// ([`falls_back`]), that harness's full verdict `full` in its place, with the captured
+/// one kept as the opinion beside it and the reason saying so.
+pub fn join(v: &mut Verification, op: SecondOpinion, full: Option<Verification>) {
+    match full {
+        Some(w) if falls_back(v.status, w.status) => {
+            let was = SecondOpinion {
+                origin: "captured".into(),
+                harness: v.evidence.harness.clone(),
+                status: v.status,
+                reason: v.reason.clone(),
+                speedups: Vec::new(),
+            };
+            let why = v.reason.lines().next().unwrap_or("").to_string();
+            *v = w;
+            v.reason.push_str(&format!(
+                "; the {} harness's verdict: the captured launch could not judge the pair ({why})",
+                op.origin
+            ));
+            v.evidence.second_opinion = Some(was);
+        }
+        _ => attach(v, op),
+    }
+}
+
 /// The clause a disagreement adds to the captured verdict's reason.
 const CLAUSE: &str = "; harness_disagreement:";
 
-/// Second opinions that came before their pair's own verdict, by record index.
+/// Second opinions (with the full verdict of one run on a worker) that came before their
+/// pair's own verdict, by record index.
 #[derive(Debug, Default)]
 pub(super) struct Waiting {
-    early: BTreeMap<usize, SecondOpinion>,
+    early: BTreeMap<usize, (SecondOpinion, Option<Verification>)>,
 }
 
 impl Waiting {
     /// Record `i`'s verdict `v` as it is stored: with its second opinion, if that came first.
     pub fn join(&mut self, i: usize, v: &mut Verification) {
-        if let Some(op) = self.early.remove(&i) {
-            attach(v, op);
+        if let Some((op, full)) = self.early.remove(&i) {
+            join(v, op, full);
         }
     }
 
@@ -115,17 +150,17 @@ impl Waiting {
     pub fn arrive(
         &mut self,
         i: usize,
-        op: SecondOpinion,
+        (op, full): (SecondOpinion, Option<Verification>),
         stored: Option<&Verification>,
     ) -> Option<Verification> {
         match stored {
             Some(v) => {
                 let mut v = v.clone();
-                attach(&mut v, op);
+                join(&mut v, op, full);
                 Some(v)
             }
             None => {
-                self.early.insert(i, op);
+                self.early.insert(i, (op, full));
                 None
             }
         }
@@ -223,6 +258,44 @@ mod tests {
         assert!(v.flags.is_empty());
     }
 
+    /// Where the capture could not judge the pair and the other harness did, the pair takes
+    /// that verdict, the captured one kept beside it; where neither judged, the captured
+    /// verdict stands.
+    #[test]
+    fn a_capture_that_could_not_judge_gives_way_to_the_harness_that_did() {
+        let mut v = verdict(
+            Status::HarnessError,
+            "the fast kernel's replay differs from the capture",
+        );
+        v.evidence.harness = "/cap/launches/p/run-0/m.toml".into();
+        let mut other = timed(Status::Verified);
+        other.evidence.harness = "inf/p.toml".into();
+        let op = opinion(HarnessOrigin::Inferred, "inf/p.toml", &other);
+        join(&mut v, op, Some(other.clone()));
+        assert_eq!(v.status, Status::Verified);
+        assert_eq!(v.evidence.harness, "inf/p.toml");
+        assert!(v.reason.ends_with("; the inferred harness's verdict: the captured launch could not judge the pair (the fast kernel's replay differs from the capture)"), "{}", v.reason);
+        let was = v.evidence.second_opinion.clone().unwrap();
+        assert_eq!(
+            (was.origin.as_str(), was.status),
+            ("captured", Status::HarnessError)
+        );
+        assert_eq!(was.harness, "/cap/launches/p/run-0/m.toml");
+        // Neither judged: the captured verdict stands, the other kept as its opinion.
+        let mut v = verdict(Status::HarnessError, "replay failed");
+        let bad = verdict(Status::HarnessError, "TODO");
+        let op = opinion(HarnessOrigin::Inferred, "inf/p.toml", &bad);
+        join(&mut v, op, Some(bad));
+        assert_eq!(
+            (v.status, v.reason.as_str()),
+            (Status::HarnessError, "replay failed")
+        );
+        assert!(
+            !falls_back(Status::Mismatch, Status::Verified),
+            "a judged capture stands"
+        );
+    }
+
     /// An opinion joins its pair's verdict in either order.
     #[test]
     fn an_opinion_joins_its_verdict_whichever_comes_first() {
@@ -233,14 +306,14 @@ mod tests {
         );
         let mut w = Waiting::default();
         // First: kept until the verdict comes.
-        assert!(w.arrive(3, op.clone(), None).is_none());
+        assert!(w.arrive(3, (op.clone(), None), None).is_none());
         let mut v = verdict(Status::Verified, "v");
         w.join(3, &mut v);
         assert_eq!(v.evidence.second_opinion.as_ref(), Some(&op));
         assert_eq!(v.flags.len(), 1);
         // Second: the stored verdict comes back with it, to be stored again.
         let stored = verdict(Status::NotFaster, "nf too");
-        let again = w.arrive(4, op.clone(), Some(&stored)).unwrap();
+        let again = w.arrive(4, (op.clone(), None), Some(&stored)).unwrap();
         assert_eq!(again.evidence.second_opinion, Some(op));
         assert!(again.flags.is_empty(), "same status: no disagreement");
         // Nothing is left waiting, and a verdict with no opinion stays as it was.

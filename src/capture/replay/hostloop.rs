@@ -12,11 +12,11 @@
 //! size under the same address, memory the host changed between two launches (the loop
 //! then is not the whole computation), a slow loop of another length or shape.
 
-use super::index::{CaptureIndex, Entry};
-use super::replay::{
+use super::{
     captured_launch, elem_of, param_bytes, sequence_replay, slow_symbol, symbol_for, Replay,
     ReplayError, SlowLaunch,
 };
+use crate::capture::index::{CaptureIndex, Entry};
 use crate::gpu::capture::{BlobStore, Manifest};
 use crate::harness::{
     BytesPointer, ElemType, Expected, Init, Launch, ResolvedArg, Role, Tolerance,
@@ -477,7 +477,7 @@ mod tests {
         let mut ms = swaps("jacobi_fast", 1, "b1");
         ms.extend(swaps("jacobi_slow", 2, "b1"));
         let idx = index_of(ms);
-        let r = super::super::replay::for_pair(&idx, &slow, &fast).unwrap();
+        let r = super::super::for_pair(&idx, &slow, &fast).unwrap();
         let set = &r.sets[0];
         assert_eq!(
             buffer_inits(set),
@@ -512,7 +512,7 @@ mod tests {
         assert_eq!(targets(&set.slow[1]), vec![1, 0]);
         // A slow kernel never captured runs the fast loop's launches under its own name.
         let other = unit("jacobi_plain");
-        let r = super::super::replay::for_pair(&idx, &other, &fast).unwrap();
+        let r = super::super::for_pair(&idx, &other, &fast).unwrap();
         assert_eq!(r.slow_launch, SlowLaunch::Fast);
         assert_eq!(r.sets[0].slow.len(), 3);
         assert_eq!(r.sets[0].slow[2].kernel, "jacobi_plain");
@@ -524,7 +524,7 @@ mod tests {
     fn a_loop_whose_memory_the_host_changed_is_refused_and_one_launch_is_no_loop() {
         let fast = unit("jacobi_fast");
         let idx = index_of(swaps("jacobi_fast", 1, "host wrote this"));
-        let e = super::super::replay::for_pair(&idx, &fast, &fast).unwrap_err();
+        let e = super::super::for_pair(&idx, &fast, &fast).unwrap_err();
         assert!(
             e.to_string().contains("changed between launches 1 and 2"),
             "{e}"
@@ -538,7 +538,7 @@ mod tests {
         )]);
         let (en, m) = &one.manifests[0];
         assert!(loop_run(&one, &fast, en, m).is_none());
-        let r = super::super::replay::for_pair(&one, &fast, &fast).unwrap();
+        let r = super::super::for_pair(&one, &fast, &fast).unwrap();
         assert_eq!(r.sets[0].fast.len(), 1);
     }
 }
