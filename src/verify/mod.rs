@@ -370,11 +370,7 @@ fn spawn_workers(
     (workers, no_gpu)
 }
 
-/// The worker jobs of the pairs whose harness was found (each pair's units resolved for
-/// the workers' device), with each harness's primary size set; pairs that fail to resolve
-/// go to `rejected` with their CPU verdict. A captured pair with a second opinion gets a
-/// second job under its shadow index ([`second::Shadows`]); one whose other harness does
-/// not resolve gets that verdict as its opinion at once (`early`).
+/// What [`jobs_for`] hands the batch.
 struct Jobs {
     jobs: Vec<(usize, Job)>,
     primaries: BTreeMap<usize, String>,
@@ -389,6 +385,11 @@ fn primary_of(found: &resolve::Found) -> Option<String> {
     Some(set.name.clone())
 }
 
+/// The worker jobs of the pairs whose harness was found (each pair's units resolved for
+/// the workers' device), with each harness's primary size set; pairs that fail to resolve
+/// go to `rejected` with their CPU verdict. A captured pair with a second opinion gets a
+/// second job under its shadow index ([`second::Shadows`]); one whose other harness does
+/// not resolve gets that verdict as its opinion at once (`early`).
 fn jobs_for(
     pending: &[Waiting],
     hello: &pool::Hello,
