@@ -520,6 +520,7 @@ pub const SHIMS: &[Shim] = shims![
     "UINT16_C", "<stdint.h>", "#define UINT16_C(c) c";
     "UINT32_C", "<stdint.h>", "#define UINT32_C(c) c ## U";
     "UINT64_C", "<stdint.h>", "#define UINT64_C(c) c ## ULL";
+    "ssize_t", "<sys/types.h>", "typedef long ssize_t;";
     "uint", "<sys/types.h>", "typedef unsigned int uint;";
     "ushort", "<sys/types.h>", "typedef unsigned short ushort;";
     "ulong", "<sys/types.h>", "typedef unsigned long ulong;";

@@ -886,8 +886,8 @@ fn operator_types(name: &str, params: &[Param]) -> Vec<String> {
 pub const DESIGNATED_INITIALIZER: &str = "c_designated_initializer";
 
 /// C99 compound literals `(struct T){…}` become C++ list-initialization `T{…}` (the same
-/// aggregate, which NVRTC accepts): the chunk's text with them rewritten, and a note for
-/// each (rewritten or not).
+/// aggregate, which NVRTC accepts), and the `register` storage class goes: the chunk's text
+/// with them rewritten, and a note for each (rewritten or not).
 fn rewrite_compound_literals(
     root: Node,
     chunk: &str,
@@ -931,6 +931,21 @@ fn rewrite_compound_literals(
                 "a C99 compound literal `(T){…}`: nvcc accepts it as a GNU extension, NVRTC (C++) does not".to_string(),
                 line,
             )),
+        }
+    }
+    // `register`, which C++17 removed: nvcc's build only warns, NVRTC refuses it. It never
+    // changed what the code computes, so it is dropped.
+    for n in queries::all_of_kind(root, "storage_class_specifier") {
+        if &chunk[n.byte_range()] == "register" {
+            let end = chunk[n.end_byte()..]
+                .find(|c: char| !c.is_whitespace())
+                .map_or(n.end_byte(), |k| n.end_byte() + k);
+            rewrites.push((n.start_byte(), end, String::new()));
+            notes.push((
+                "cxx17_register",
+                "the `register` storage class, which C++17 removed and NVRTC rejects, dropped (it never changed what the code computes)".to_string(),
+                line_of(n.start_byte()),
+            ));
         }
     }
     let mut text = chunk.to_string();

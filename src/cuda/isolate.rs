@@ -1511,6 +1511,58 @@ mod tests {
         u.diagnostics.iter().map(|d| d.code.as_str()).collect()
     }
 
+    /// `register` locals (HeCBench's ntt: `register uint64 samples[8]`), which nvcc's build
+    /// only warns about under C++17 and NVRTC refuses, are dropped with a note, and the unit
+    /// compiles.
+    #[test]
+    fn register_locals_are_dropped_and_the_unit_compiles() {
+        let src = "__global__ void k(unsigned long long *o) {\n  register unsigned long long s[2], t;\n  register int i = threadIdx.x;\n  s[0] = i; s[1] = 2; t = s[0] + s[1];\n  o[i] = t;\n}\n";
+        let u = unit(&[("k.cu", src)], "k.cu", "k");
+        assert!(!u.source.contains("register"), "{}", u.source);
+        assert!(
+            u.source.contains("unsigned long long s[2], t;"),
+            "{}",
+            u.source
+        );
+        assert!(codes(&u).contains(&"cxx17_register"), "{:?}", codes(&u));
+        let flags = vec!["--std=c++17".to_string()];
+        if nvrtc::load().is_ok() {
+            let c = nvrtc::compile(&nvrtc::CompileRequest {
+                source: &u.source,
+                name: "unit.cu",
+                arch: "sm_90",
+                name_expressions: &[],
+                cubin: false,
+                extra_options: &flags,
+            })
+            .unwrap();
+            assert!(c.ok, "{}\n{}", u.source, c.log);
+            // The original is what NVRTC refuses.
+            let c = nvrtc::compile(&nvrtc::CompileRequest {
+                source: src,
+                name: "unit.cu",
+                arch: "sm_90",
+                name_expressions: &[],
+                cubin: false,
+                extra_options: &flags,
+            })
+            .unwrap();
+            assert!(!c.ok, "NVRTC took `register` under C++17");
+        } else {
+            eprintln!("NVRTC not installed: the compile half of this test did not run");
+        }
+    }
+
+    /// POSIX's `ssize_t` (HeCBench's bitpacking casts to it in a kernel) comes with the
+    /// unit as `<sys/types.h>` defines it, and the unit compiles.
+    #[test]
+    fn a_kernel_using_ssize_t_gets_its_typedef() {
+        let src = "__global__ void k(long *o, int a, int b) { o[0] = static_cast<ssize_t>(a) - static_cast<ssize_t>(b); }\n";
+        let u = unit(&[("k.cu", src)], "k.cu", "k");
+        assert!(u.source.contains("typedef long ssize_t;"), "{}", u.source);
+        assert_ne!(compiles(&u), Some(false), "{}", u.source);
+    }
+
     /// Programs of one file each in one folder (llm.c's `dev/cuda`): a macro an `#if`
     /// asks about stays undefined when only a sibling no include reaches defines it, so
     /// the branch the real program compiles is the one the unit has; one the kernel's own

@@ -262,8 +262,6 @@ pub(crate) fn launches(root: Node) -> Vec<Launch> {
     out
 }
 
-/// C99 compound literals `(T){…}` (and C++ `T{…}` read the same way), which nvcc accepts
-/// and NVRTC rejects (`queries/portability.scm`), in document order.
 /// The first node of `kind` under `root`, in document order.
 pub(crate) fn first_of_kind<'t>(root: Node<'t>, kind: &str) -> Option<Node<'t>> {
     let mut found = None;
@@ -275,14 +273,21 @@ pub(crate) fn first_of_kind<'t>(root: Node<'t>, kind: &str) -> Option<Node<'t>> 
     found
 }
 
-pub(crate) fn compound_literals(root: Node) -> Vec<Node> {
+/// Every node of `kind` under `root`, in document order.
+pub(crate) fn all_of_kind<'t>(root: Node<'t>, kind: &str) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     preorder(root, |n| {
-        if n.kind() == "compound_literal_expression" {
+        if n.kind() == kind {
             out.push(n);
         }
     });
     out
+}
+
+/// C99 compound literals `(T){…}` (and C++ `T{…}` read the same way), which nvcc accepts
+/// and NVRTC rejects (`queries/portability.scm`), in document order.
+pub(crate) fn compound_literals(root: Node) -> Vec<Node> {
+    all_of_kind(root, "compound_literal_expression")
 }
 
 #[cfg(test)]
