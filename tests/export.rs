@@ -520,14 +520,9 @@ fn sanitizer_error_pairs_are_not_exported() {
     );
 }
 
-/// A pair verified at its main size but slower at another is kept by default with the
-/// condition in its description, counted on the card, and dropped by
-/// `--exclude-size-dependent`; the user message says how the slow kernel is launched and
-/// the answer how the fast one is, since it differs; `--with-description` puts what
-/// changed into the answer.
-#[test]
-fn size_dependent_pairs_and_launches_are_stated() {
-    let dir = tempfile::tempdir().unwrap();
+/// The fixture pairs written to `dir/pairs.jsonl` with the verified `scale` pair's record
+/// data edited by `edit`: the input file.
+fn pairs_with_scale_edited(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let mut recs: Vec<Value> = std::fs::read_to_string(PAIRS)
         .unwrap()
         .lines()
@@ -537,25 +532,39 @@ fn size_dependent_pairs_and_launches_are_stated() {
         .iter()
         .position(|r| r["data"]["benchmark"] == "scale")
         .expect("the scale fixture pair");
-    let v = &mut recs[i]["data"]["verification"];
-    assert_eq!(v["status"], "verified");
-    v["flags"] = serde_json::json!([{"flag": "size_dependent", "losing": [
-        {"size_set": "1M", "median": 0.88, "ci_low": 0.86, "ci_high": 0.9}]}]);
-    let launch = |grid: &str| {
-        serde_json::json!([{"kernel": "scale", "grid": [grid], "block": ["256"],
-                            "shared_mem": "0", "repeat": "1"}])
-    };
-    v["evidence"]["launch"] = serde_json::json!({
-        "task": "out = a * in over n floats",
-        "slow": launch("ceil_div(n, 256)"),
-        "fast": launch("ceil_div(n, 256 * 4)"),
-        // A record written before verify kept evaluated launches: export evaluates the
-        // harness's expressions over the verdict's size set itself.
-        "size_sets": {"large": {"n": 16777216}, "small": {"n": 4096}}
-    });
-    let input = dir.path().join("pairs.jsonl");
+    assert_eq!(recs[i]["data"]["verification"]["status"], "verified");
+    edit(&mut recs[i]["data"]);
+    let input = dir.join("pairs.jsonl");
     let text: Vec<String> = recs.iter().map(|r| r.to_string()).collect();
     std::fs::write(&input, text.join("\n") + "\n").unwrap();
+    input
+}
+
+/// A pair verified at its main size but slower at another is kept by default with the
+/// condition in its description, counted on the card, and dropped by
+/// `--exclude-size-dependent`; the user message says how the slow kernel is launched and
+/// the answer how the fast one is, since it differs; `--with-description` puts what
+/// changed into the answer.
+#[test]
+fn size_dependent_pairs_and_launches_are_stated() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = pairs_with_scale_edited(dir.path(), |d| {
+        let v = &mut d["verification"];
+        v["flags"] = serde_json::json!([{"flag": "size_dependent", "losing": [
+        {"size_set": "1M", "median": 0.88, "ci_low": 0.86, "ci_high": 0.9}]}]);
+        let launch = |grid: &str| {
+            serde_json::json!([{"kernel": "scale", "grid": [grid], "block": ["256"],
+                            "shared_mem": "0", "repeat": "1"}])
+        };
+        v["evidence"]["launch"] = serde_json::json!({
+            "task": "out = a * in over n floats",
+            "slow": launch("ceil_div(n, 256)"),
+            "fast": launch("ceil_div(n, 256 * 4)"),
+            // A record written before verify kept evaluated launches: export evaluates the
+            // harness's expressions over the verdict's size set itself.
+            "size_sets": {"large": {"n": 16777216}, "small": {"n": 4096}}
+        });
+    });
     let out = dir.path().join("kept");
     kp().args(["export", "--with-description", "--in"])
         .arg(&input)
@@ -1428,25 +1437,13 @@ fn the_best_candidate_by_default_every_candidate_on_request_and_yield_per_techni
 #[test]
 fn a_harness_disagreement_is_counted_on_the_card() {
     let dir = tempfile::tempdir().unwrap();
-    let mut recs: Vec<Value> = std::fs::read_to_string(PAIRS)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let i = recs
-        .iter()
-        .position(|r| r["data"]["benchmark"] == "scale")
-        .expect("the scale fixture pair");
-    let d = &mut recs[i]["data"];
-    assert_eq!(d["verification"]["status"], "verified");
-    d["harness_origin"] = serde_json::json!({"origin": "captured"});
-    d["verification"]["flags"] = serde_json::json!([{"flag": "harness_disagreement", "origin": "inferred", "status": "mismatch"}]);
-    d["verification"]["evidence"]["second_opinion"] = serde_json::json!({
+    let input = pairs_with_scale_edited(dir.path(), |d| {
+        d["harness_origin"] = serde_json::json!({"origin": "captured"});
+        d["verification"]["flags"] = serde_json::json!([{"flag": "harness_disagreement", "origin": "inferred", "status": "mismatch"}]);
+        d["verification"]["evidence"]["second_opinion"] = serde_json::json!({
         "origin": "inferred", "harness": "inferred/scale.toml", "status": "mismatch",
         "reason": "mismatch: out differs"});
-    let input = dir.path().join("pairs.jsonl");
-    let text: Vec<String> = recs.iter().map(|r| r.to_string()).collect();
-    std::fs::write(&input, text.join("\n") + "\n").unwrap();
+    });
     let out = dir.path().join("out");
     kp().args(["export", "--in"])
         .arg(&input)

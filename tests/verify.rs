@@ -2040,8 +2040,6 @@ fn a_captured_pair_gets_its_inferred_harnesss_verdict_as_a_second_opinion() {
         got[&2].flags.is_empty(),
         "a harness that cannot run is no disagreement"
     );
-    // The captured verdict names its launch, not the harness file.
-    assert_eq!(got[&1].flags.len(), 1);
     // Asked not to, verify runs the capture alone.
     let alone = kernelpair::verify::Settings {
         second_opinions: false,

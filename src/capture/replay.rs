@@ -104,7 +104,7 @@ pub(super) fn elem_of(unit: &KernelUnit, p: usize, expr: &str) -> Option<ElemTyp
         .or_else(|| ElemType::from_c_type(&crate::harness::resolve_alias(&base, &unit.source)))
 }
 
-fn usable(unit: &KernelUnit, m: &Manifest) -> Result<(), ReplayError> {
+pub(super) fn usable(unit: &KernelUnit, m: &Manifest) -> Result<(), ReplayError> {
     if let Some(why) = &m.skipped {
         return Err(ReplayError::Skipped {
             kernel: unit.kernel.clone(),

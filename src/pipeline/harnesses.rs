@@ -437,9 +437,7 @@ mod tests {
     #[test]
     fn a_captured_pair_keeps_its_origin_and_gets_its_inferred_harness_beside() {
         use crate::capture::index::Entry;
-        use crate::gpu::capture::manifest::{
-            AllocKind, CapturedAlloc, CapturedParam, CapturedPointer, MANIFEST_VERSION,
-        };
+        use crate::gpu::capture::manifest::{CapturedAlloc, CapturedParam};
         use crate::gpu::capture::Manifest;
         let src = "__global__ void twice(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 2.0f * x[i]; }";
         let mut u =
@@ -474,48 +472,14 @@ mod tests {
             u,
             crate::record::PairRule::Name,
         );
-        let m = Manifest {
-            version: MANIFEST_VERSION,
-            symbol: "twice".into(),
-            demangled: "twice".into(),
-            kernel: "twice".into(),
-            name_expression: "twice".into(),
-            seq: 0,
-            pid: 1,
-            nth: 0,
-            grid: [4, 1, 1],
-            block: [256, 1, 1],
-            shared_mem: 0,
-            via: "cuLaunchKernel".into(),
-            cooperative: false,
-            params: vec![
-                CapturedParam {
-                    offset: 0,
-                    size: 8,
-                    hex: "0000a00000000000".into(),
-                    pointers: vec![CapturedPointer {
-                        at: 0,
-                        alloc: 0,
-                        offset: 0,
-                    }],
-                },
-                CapturedParam {
-                    offset: 8,
-                    size: 4,
-                    hex: "00040000".into(),
-                    pointers: vec![],
-                },
+        let m = Manifest::for_test(
+            "twice",
+            vec![
+                CapturedParam::address(0, 0xa0_0000_0000, 0),
+                CapturedParam::scalar(8, "00040000"),
             ],
-            allocs: vec![CapturedAlloc {
-                bytes: 4096,
-                kind: AllocKind::Device,
-                before: "x0".into(),
-                after: "x1".into(),
-            }],
-            globals: vec![],
-            objects: vec![],
-            skipped: None,
-        };
+            vec![CapturedAlloc::device("x0", "x1")],
+        );
         let idx = crate::capture::CaptureIndex {
             root: "/cap".into(),
             manifests: vec![(

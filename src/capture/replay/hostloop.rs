@@ -13,8 +13,8 @@
 //! then is not the whole computation), a slow loop of another length or shape.
 
 use super::{
-    captured_launch, elem_of, param_bytes, sequence_replay, slow_symbol, symbol_for, Replay,
-    ReplayError, SlowLaunch,
+    captured_launch, elem_of, param_bytes, sequence_replay, slow_symbol, symbol_for, usable,
+    Replay, ReplayError, SlowLaunch,
 };
 use crate::capture::index::{CaptureIndex, Entry};
 use crate::gpu::capture::{BlobStore, Manifest};
@@ -86,9 +86,8 @@ fn refuse(unit: &KernelUnit, why: String) -> ReplayError {
     }
 }
 
-/// The 8-byte little-endian word at `at` of parameter `i`'s bytes.
-fn word(unit: &KernelUnit, m: &Manifest, i: usize, at: usize) -> Result<u64, ReplayError> {
-    let b = param_bytes(unit, m, i)?;
+/// The 8-byte little-endian word at `at` of parameter `i`'s bytes `b`.
+fn word(unit: &KernelUnit, b: &[u8], i: usize, at: usize) -> Result<u64, ReplayError> {
     let w = b
         .get(at..at + 8)
         .ok_or_else(|| refuse(unit, format!("parameter {i} has no address at byte {at}")))?;
@@ -114,16 +113,11 @@ fn buffers(unit: &KernelUnit, run: &[&(Entry, Manifest)]) -> Result<Buffers, Rep
                 "a host loop over texture or surface objects is not replayed".into(),
             ));
         }
-        if m.params.len() != unit.params.len() {
-            return Err(ReplayError::Params {
-                kernel: unit.kernel.clone(),
-                unit: unit.params.len(),
-                captured: m.params.len(),
-            });
-        }
+        usable(unit, m)?;
         for (i, p) in m.params.iter().enumerate() {
+            let bytes = param_bytes(unit, m, i)?;
             for (k, q) in p.pointers.iter().enumerate() {
-                let base = word(unit, m, i, q.at)?.wrapping_sub(q.offset);
+                let base = word(unit, &bytes, i, q.at)?.wrapping_sub(q.offset);
                 let a = m.allocs.get(q.alloc).ok_or_else(|| {
                     refuse(
                         unit,
@@ -349,9 +343,7 @@ pub(super) fn for_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::capture::manifest::{
-        AllocKind, CapturedAlloc, CapturedParam, CapturedPointer, MANIFEST_VERSION,
-    };
+    use crate::gpu::capture::manifest::{CapturedAlloc, CapturedParam};
 
     const A: u64 = 0x7f00_a000_0000;
     const B: u64 = 0x7f00_b000_0000;
@@ -375,50 +367,22 @@ mod tests {
         src: (u64, &str, &str),
         dst: (u64, &str, &str),
     ) -> Manifest {
-        let ptr = |i: usize, addr: u64| CapturedParam {
-            offset: 8 * i,
-            size: 8,
-            hex: hex::encode(addr.to_le_bytes()),
-            pointers: vec![CapturedPointer {
-                at: 0,
-                alloc: i,
-                offset: 0,
-            }],
-        };
-        let alloc = |before: &str, after: &str| CapturedAlloc {
-            bytes: 4096,
-            kind: AllocKind::Device,
-            before: before.into(),
-            after: after.into(),
-        };
         Manifest {
-            version: MANIFEST_VERSION,
-            symbol: kernel.into(),
-            demangled: kernel.into(),
-            kernel: kernel.into(),
-            name_expression: kernel.into(),
             seq,
             pid,
             nth: seq,
-            grid: [4, 1, 1],
-            block: [256, 1, 1],
-            shared_mem: 0,
-            via: "cuLaunchKernel".into(),
-            cooperative: false,
-            params: vec![
-                ptr(0, src.0),
-                ptr(1, dst.0),
-                CapturedParam {
-                    offset: 16,
-                    size: 4,
-                    hex: "00040000".into(),
-                    pointers: vec![],
-                },
-            ],
-            allocs: vec![alloc(src.1, src.2), alloc(dst.1, dst.2)],
-            globals: vec![],
-            objects: vec![],
-            skipped: None,
+            ..Manifest::for_test(
+                kernel,
+                vec![
+                    CapturedParam::address(0, src.0, 0),
+                    CapturedParam::address(8, dst.0, 1),
+                    CapturedParam::scalar(16, "00040000"),
+                ],
+                vec![
+                    CapturedAlloc::device(src.1, src.2),
+                    CapturedAlloc::device(dst.1, dst.2),
+                ],
+            )
         }
     }
 

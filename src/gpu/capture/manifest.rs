@@ -290,6 +290,79 @@ pub(crate) fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
+/// Launches as tests write them.
+#[cfg(test)]
+impl Manifest {
+    /// A launch of `kernel` (process 1, its first launch, grid 4, block 256) with these
+    /// parameters and allocations.
+    pub(crate) fn for_test(
+        kernel: &str,
+        params: Vec<CapturedParam>,
+        allocs: Vec<CapturedAlloc>,
+    ) -> Manifest {
+        Manifest {
+            version: MANIFEST_VERSION,
+            symbol: kernel.into(),
+            demangled: kernel.into(),
+            kernel: kernel.into(),
+            name_expression: kernel.into(),
+            seq: 0,
+            pid: 1,
+            nth: 0,
+            grid: [4, 1, 1],
+            block: [256, 1, 1],
+            shared_mem: 0,
+            via: "cuLaunchKernel".into(),
+            cooperative: false,
+            params,
+            allocs,
+            globals: vec![],
+            objects: vec![],
+            skipped: None,
+        }
+    }
+}
+
+#[cfg(test)]
+impl CapturedParam {
+    /// An 8-byte parameter at `offset` holding `addr`, the start of allocation `alloc`.
+    pub(crate) fn address(offset: usize, addr: u64, alloc: usize) -> CapturedParam {
+        CapturedParam {
+            offset,
+            size: 8,
+            hex: hex::encode(addr.to_le_bytes()),
+            pointers: vec![CapturedPointer {
+                at: 0,
+                alloc,
+                offset: 0,
+            }],
+        }
+    }
+
+    /// A 4-byte scalar parameter at `offset` with these bytes.
+    pub(crate) fn scalar(offset: usize, hex: &str) -> CapturedParam {
+        CapturedParam {
+            offset,
+            size: 4,
+            hex: hex.into(),
+            pointers: vec![],
+        }
+    }
+}
+
+#[cfg(test)]
+impl CapturedAlloc {
+    /// A 4 KiB device allocation with these contents before and after.
+    pub(crate) fn device(before: &str, after: &str) -> CapturedAlloc {
+        CapturedAlloc {
+            bytes: 4096,
+            kind: AllocKind::Device,
+            before: before.into(),
+            after: after.into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,46 +410,18 @@ mod tests {
     #[test]
     fn a_manifest_round_trips_through_toml_and_names_its_outputs() {
         let m = Manifest {
-            version: MANIFEST_VERSION,
             symbol: "_Z5scalePfi".into(),
             demangled: "scale(float*, int)".into(),
-            kernel: "scale".into(),
-            name_expression: "scale".into(),
             seq: 3,
             pid: 42,
-            nth: 0,
-            grid: [4, 1, 1],
-            block: [256, 1, 1],
-            shared_mem: 0,
-            via: "cuLaunchKernel".into(),
-            cooperative: false,
-            params: vec![
-                CapturedParam {
-                    offset: 0,
-                    size: 8,
-                    hex: "0000000a02000000".into(),
-                    pointers: vec![CapturedPointer {
-                        at: 0,
-                        alloc: 0,
-                        offset: 0,
-                    }],
-                },
-                CapturedParam {
-                    offset: 8,
-                    size: 4,
-                    hex: "00040000".into(),
-                    pointers: vec![],
-                },
-            ],
-            allocs: vec![CapturedAlloc {
-                bytes: 4096,
-                kind: AllocKind::Device,
-                before: "aa".into(),
-                after: "bb".into(),
-            }],
-            globals: vec![],
-            objects: vec![],
-            skipped: None,
+            ..Manifest::for_test(
+                "scale",
+                vec![
+                    CapturedParam::address(0, 0x2_0a00_0000, 0),
+                    CapturedParam::scalar(8, "00040000"),
+                ],
+                vec![CapturedAlloc::device("aa", "bb")],
+            )
         };
         let text = toml::to_string_pretty(&m).unwrap();
         let back: Manifest = toml::from_str(&text).unwrap();
