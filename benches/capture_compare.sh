@@ -9,6 +9,10 @@
 #       names what it lacks), then with --data (scripts/rodinia_data.py's inputs, packed as
 #       pub/rodinia-data), replay self-check, and the synthesized pairs packed as
 #       pub/rodinia-synth.jsonl verified under the captures
+#   bash benches/capture_compare.sh parboil     Parboil's variants without datasets (each run
+#       names the DESCRIPTION it lacks), then with --data (scripts/parboil_data.py's inputs,
+#       made here), replay self-check, against `harness infer --assume-size 4096`, and the
+#       natural pairs verified under capture alone and under the hand-written harnesses
 #   bash benches/capture_compare.sh samples     cuda-samples: the public build's captures
 #       replayed, and the share of kernels of programs that ran with no arguments that pass
 #   bash benches/capture_compare.sh samples-objects  the cuda-samples programs whose kernels take
@@ -77,6 +81,34 @@ rodinia)
   tail -2 $W/rod-infer-selfcheck.log
   infer_summary $W/rod-infer-selfcheck.jsonl
   ;;
+parboil)
+  T=$P/trees/Parboil
+  step "Parboil: capture without datasets"
+  /usr/bin/time -f "parboil capture (no data) wall %e s" timeout ${LIMIT:-240} $K capture $T -o $W/pbl --suite parboil --jobs 16 2>&1 | tail -4
+  cp $W/pbl/programs.jsonl $OUT/pbl-nodata-programs.jsonl
+  summary "Parboil (no data)" $W/pbl /nonexistent
+  [ -d $P/parboil-data ] || python3 scripts/parboil_data.py $P/parboil-data --seed 1 > /dev/null
+  du -sh $P/parboil-data
+  step "Parboil: capture again with --data (only the programs that lacked an input run)"
+  /usr/bin/time -f "parboil capture (data) wall %e s" timeout ${LIMIT:-240} $K capture $T -o $W/pbl --suite parboil --jobs 16 --data $P/parboil-data 2>&1 | tail -4
+  cp $W/pbl/programs.jsonl $OUT/pbl-programs.jsonl
+  step "Parboil: replay"
+  $K extract $T -o $W/pbl-units.jsonl --suite parboil --no-compile > /dev/null 2>&1
+  /usr/bin/time -f "parboil replay wall %e s" timeout 240 $K replay $W/pbl --units $W/pbl-units.jsonl -o $W/pbl-replay.jsonl 2>&1 | tail -3
+  cp $W/pbl-replay.jsonl $OUT/
+  summary Parboil $W/pbl $W/pbl-replay.jsonl
+  step "Parboil: natural pairs under capture alone, then under the hand-written harnesses"
+  $K extract $T -o $W/pbl-pairs.jsonl --suite parboil > /dev/null 2>&1
+  /usr/bin/time -f "parboil verify (captured) wall %e s" timeout ${VERIFY_S:-240} $K verify --in $W/pbl-pairs.jsonl --out $W/pbl-captured.jsonl --captures $W/pbl 2>&1 | tail -6
+  /usr/bin/time -f "parboil verify (hand) wall %e s" timeout ${VERIFY_S:-240} $K verify --in $W/pbl-pairs.jsonl --out $W/pbl-hand.jsonl --harness-dir extractors/parboil 2>&1 | tail -6
+  cp $W/pbl-captured.jsonl $W/pbl-hand.jsonl $OUT/ 2>/dev/null
+  python3 benches/capture_summary.py pairs $W/pbl-captured.jsonl $W/pbl-hand.jsonl
+  step "Parboil: harness infer --assume-size 4096, then self-check"
+  $K harness infer $W/pbl-units.jsonl -o $W/pbl-inf --root $T --assume-size 4096 2>&1 | tail -1
+  timeout 120 $K harness selfcheck $W/pbl-units.jsonl --inferred-dir $W/pbl-inf --out $W/pbl-infer-selfcheck.jsonl --timeout-s 20 > $W/pbl-infer-selfcheck.log 2>&1
+  tail -2 $W/pbl-infer-selfcheck.log
+  infer_summary $W/pbl-infer-selfcheck.jsonl
+  ;;
 samples)
   C=/tmp/kp-public/captures/cuda-samples
   T=$P/trees/cuda-samples
@@ -118,7 +150,7 @@ llmc-nohand)
   cp $W/llmc-nohand.jsonl $OUT/ 2>/dev/null
   ;;
 *)
-  echo "usage: capture_compare.sh polybench|generic NAME|rodinia|samples|samples-objects|llmc-nohand"; exit 2
+  echo "usage: capture_compare.sh polybench|generic NAME|rodinia|parboil|samples|samples-objects|llmc-nohand"; exit 2
   ;;
 esac
 ls -la $OUT

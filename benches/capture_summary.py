@@ -10,6 +10,9 @@
       programs that built and ran with no arguments (a first, plain run that exited 0 or
       launched something), their kernels (units under the program's folder), how many have a captured
       launch, and how many pass the replay self-check
+  capture_summary.py pairs CAPTURED HAND           one set of pairs verified twice (verify's
+      outputs): statuses under capture alone and under the hand-written harnesses, and each
+      pair's status and speedup side by side
 """
 import collections
 import json
@@ -52,6 +55,37 @@ def infer(rep):
     print(f"inferred: {len(rs)} harness(es), {len(fast)} fast kernel(s), {sum(fast.values())} with a passing self-check")
 
 
+def verdicts(path):
+    out = {}
+    for r in lines(path):
+        if r.get("type") != "pair":
+            continue
+        d = r["data"]
+        v = d.get("verification") or {}
+        slow = ((d.get("slow") or {}).get("unit") or {}).get("kernel", "-")
+        name = f"{d.get('benchmark', '?')}: {slow} -> {d['fast']['kernel']}"
+        sp = (v.get("speedup") or {}).get("median")
+        out[d["id"]] = (name, v.get("status", "pending"), sp)
+    return out
+
+
+def pairs(captured, hand):
+    a, b = verdicts(captured), verdicts(hand)
+    for label, vs in (("captured", a), ("hand", b)):
+        c = collections.Counter(s for _, s, _ in vs.values())
+        print(f"{label}: {len(vs)} pairs: " + ", ".join(f"{v} {k}" for k, v in sorted(c.items())))
+    judged = ("verified", "not_faster", "mismatch")
+    same = sum(1 for k in a if k in b and a[k][1] == b[k][1] and a[k][1] in judged)
+    print(f"both judged the same: {same}")
+    fmt = lambda s, sp: s + (f" {sp:.2f}x" if sp else "")
+    for k in sorted(set(a) | set(b), key=lambda k: (a.get(k) or b.get(k))[0]):
+        name = (a.get(k) or b.get(k))[0]
+        ca, hb = a.get(k, ("", "-", None)), b.get(k, ("", "-", None))
+        if ca[1] in ("missing_slow", "-") and hb[1] in ("missing_slow", "-"):
+            continue
+        print(f"  {name}: captured {fmt(ca[1], ca[2])} | hand {fmt(hb[1], hb[2])}")
+
+
 def programs(name, cap, units, rep):
     progs = {r["program"]: r for r in lines(cap + "/programs.jsonl")}
     # The program's first run is its plain one; runs a recipe adds (`[[capture.also]]`, with
@@ -78,6 +112,8 @@ if __name__ == "__main__":
         capture(*sys.argv[2:5])
     elif len(sys.argv) == 6 and sys.argv[1] == "programs":
         programs(*sys.argv[2:6])
+    elif len(sys.argv) == 4 and sys.argv[1] == "pairs":
+        pairs(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "infer":
         infer(sys.argv[2])
     else:

@@ -844,6 +844,7 @@ fn two_suites(
             path: root,
             kind: SuiteKind::Generic,
             extractor: None,
+            data: None,
         };
         list.push((spec, desc));
     }
@@ -892,6 +893,65 @@ fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
     for suite in ["alpha", "beta"] {
         let recs = records(&out.join("captures").join(suite));
         assert_eq!(recs.len(), 2, "{suite}: {recs:?}");
+    }
+}
+
+/// A suite's own `data` (Parboil's datasets beside Rodinia's data folder) is the one its
+/// programs run with; a suite naming none runs with `[capture] data`. Each program's
+/// record keeps the folder, and the run reads its file from there.
+#[test]
+fn each_suite_captures_with_its_own_data_folder_or_the_builds() {
+    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
+    use kernelpair::pipeline::config::CaptureSettings;
+    let d = tempfile::tempdir().unwrap();
+    let lib = stand_in_library(d.path());
+    let (own, shared) = (d.path().join("own-data"), d.path().join("shared-data"));
+    for (dir, word) in [(&own, "mine"), (&shared, "everyone's")] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("input.txt"), word).unwrap();
+    }
+    let mut list = two_suites(d.path(), |_, _| {
+        "#!/bin/sh\nprintf 'kernel = \"%s\"\\n' \"$(cat \"$KP_DATA/input.txt\")\" \
+         > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n"
+            .to_string()
+    });
+    for (_, desc) in &mut list {
+        let c = desc.capture.as_mut().unwrap();
+        c.run = vec!["KP_DATA={data} ./prog".into()];
+    }
+    list[0].0.data = Some(own.clone());
+    let settings = CaptureSettings {
+        programs: kernelpair::pipeline::config::CapturePrograms::All,
+        data: Some(shared.clone()),
+        ..CaptureSettings::default()
+    };
+    let out = d.path().join("out");
+    let c = capture_side_by_side(
+        &list,
+        &[],
+        &settings,
+        &out,
+        Some(Path::new(&lib)),
+        Captured::default(),
+    );
+    assert_eq!(c.counts.get("programs_captured"), Some(&4), "{c:?}");
+    for (suite, data, word) in [("alpha", &own, "mine"), ("beta", &shared, "everyone's")] {
+        let dir = out.join("captures").join(suite);
+        for r in records(&dir) {
+            assert_eq!(r["data"], data.display().to_string(), "{suite}: {r}");
+        }
+        let prog = dir.join("launches/p1");
+        let manifests: Vec<String> = walkdir::WalkDir::new(&dir)
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name() == "m.toml")
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect();
+        assert!(
+            !manifests.is_empty() && manifests.iter().all(|m| m.contains(word)),
+            "{suite} ({}): {manifests:?}",
+            prog.display()
+        );
     }
 }
 

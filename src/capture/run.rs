@@ -1119,6 +1119,84 @@ mod tests {
         assert!(r.tail.trim_end().ends_with("line 19999"));
     }
 
+    /// Parboil's recipe runs a program as Parboil's driver runs a dataset: `-i` with the
+    /// DESCRIPTION's inputs (comma-joined, in the dataset's folder), `-o` in the program's
+    /// folder, `--` and its parameters; with no dataset the run names the DESCRIPTION it
+    /// lacks.
+    #[test]
+    fn parboils_recipe_runs_a_dataset_as_its_driver_does_and_names_a_missing_one() {
+        let desc = crate::suite::SuiteDesc::builtin("parboil").unwrap();
+        let recipe = desc.capture.expect("parboil has a [capture] recipe");
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for v in ["cuda", "cuda_base"] {
+            std::fs::create_dir_all(root.join("benchmarks/sgemm/src").join(v)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("benchmarks/sgemm/src/opencl_base")).unwrap();
+        let ps = discover(root, Some(&recipe));
+        let ids: Vec<&str> = ps.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "benchmarks/sgemm/src/cuda",
+                "benchmarks/sgemm/src/cuda_base"
+            ]
+        );
+        let p = &ps[0];
+        let cwd = root.join(&p.dir);
+        // A stand-in program that prints its arguments one per line.
+        let bin = cwd.join("kp_parboil");
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\nfor a in \"$@\"; do echo \"arg:$a\"; done\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let run = fill(&p.runs[0].1, root, p, None);
+        let ran = run_shell(&run, &cwd, &BTreeMap::new(), Duration::from_secs(30)).unwrap();
+        assert_eq!(ran.exit, Some(2), "{}", ran.tail);
+        assert_eq!(
+            missing_input(&ran.tail, &cwd).as_deref(),
+            Some("datasets/sgemm/small/input/DESCRIPTION"),
+            "{}",
+            ran.tail
+        );
+        let ds = root.join("datasets/sgemm/small/input");
+        std::fs::create_dir_all(&ds).unwrap();
+        std::fs::write(
+            ds.join("DESCRIPTION"),
+            "A small dataset.\nInputs: matrix1.txt matrix2t.txt\nParameters: 64 8\n",
+        )
+        .unwrap();
+        // A second dataset is not taken while `small` exists.
+        std::fs::create_dir_all(root.join("datasets/sgemm/medium/input")).unwrap();
+        let ran = run_shell(&run, &cwd, &BTreeMap::new(), Duration::from_secs(30)).unwrap();
+        assert_eq!(ran.exit, Some(0), "{}", ran.tail);
+        let args: Vec<&str> = ran
+            .tail
+            .lines()
+            .filter_map(|l| l.strip_prefix("arg:"))
+            .collect();
+        let inputs = format!("{0}/matrix1.txt,{0}/matrix2t.txt", ds.display());
+        let out = format!("{}/kp_parboil.out", cwd.display());
+        assert_eq!(args, ["-i", &inputs, "-o", &out, "--", "64", "8"]);
+        // A dataset with one input file and no DESCRIPTION: that file, no parameters.
+        std::fs::remove_dir_all(root.join("datasets/sgemm")).unwrap();
+        let ds = root.join("datasets/sgemm/large/input");
+        std::fs::create_dir_all(&ds).unwrap();
+        std::fs::write(ds.join("in.bin"), [1u8, 2, 3]).unwrap();
+        let ran = run_shell(&run, &cwd, &BTreeMap::new(), Duration::from_secs(30)).unwrap();
+        let args: Vec<&str> = ran
+            .tail
+            .lines()
+            .filter_map(|l| l.strip_prefix("arg:"))
+            .collect();
+        let only = format!("{}/in.bin", ds.display());
+        assert_eq!(args, ["-i", &only, "-o", &out], "{}", ran.tail);
+        assert_eq!(recipe.data_at.as_deref(), Some("datasets"));
+    }
+
     #[test]
     fn per_file_recipes_expand_each_value_and_fill_names() {
         let d = tempfile::tempdir().unwrap();

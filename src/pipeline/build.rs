@@ -1233,6 +1233,7 @@ mod tests {
                 path: out.join("no-suite"),
                 kind: SuiteKind::Records,
                 extractor: None,
+                data: None,
             }],
             extract: Default::default(),
             synth: SynthSettings {

@@ -176,7 +176,7 @@ pub fn capture_side_by_side(
                             CapturePrograms::Paired => Some(paired_files(records, &desc.name)),
                             CapturePrograms::All => None,
                         },
-                        data: s.data.clone(),
+                        data: spec.data.clone().or_else(|| s.data.clone()),
                         first: s.first,
                         max_bytes: s.max_bytes,
                         timeout_s: s.timeout_s,

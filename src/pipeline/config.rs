@@ -69,7 +69,8 @@ pub enum CapturePrograms {
 #[serde(default, deny_unknown_fields)]
 pub struct CaptureSettings {
     pub mode: CaptureMode,
-    /// Input files the programs read (`{data}` in recipes: Rodinia's data folder).
+    /// Input files the programs read (`{data}` in recipes: Rodinia's data folder), for
+    /// every suite that names no `data` of its own.
     pub data: Option<PathBuf>,
     /// Seconds each run may take (else the recipe's).
     pub timeout_s: Option<u64>,
@@ -162,6 +163,12 @@ pub struct SuiteSpec {
     /// A suite description file replacing the built-in one for `kind`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extractor: Option<PathBuf>,
+    /// Input files this suite's programs read when captured (`{data}` in its recipe,
+    /// linked where the recipe's `data_at` says): Rodinia's `data/<app>/…` and Parboil's
+    /// `datasets/<app>/<dataset>/input/…` differ, so each suite may name its own. Else
+    /// `[capture] data`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<PathBuf>,
 }
 
 fn default_kind() -> SuiteKind {
@@ -361,6 +368,9 @@ impl BuildConfig {
             fix(&mut s.path);
             if let Some(e) = &mut s.extractor {
                 fix(e);
+            }
+            if let Some(d) = &mut s.data {
+                fix(d);
             }
         }
         if let Some(p) = &mut self.synth.llm {

@@ -466,6 +466,7 @@ mod tests {
             path: d.path().to_path_buf(),
             kind: SuiteKind::Generic,
             extractor: None,
+            data: None,
         }];
         let pair = Pair::new(
             crate::record::Slow::natural(u.clone()),

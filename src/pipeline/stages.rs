@@ -197,6 +197,7 @@ mod tests {
             path: dir.path().join("none.jsonl"),
             kind: SuiteKind::Records,
             extractor: None,
+            data: None,
         };
         let e = Library
             .extract(&missing, &ExtractSettings::default())
