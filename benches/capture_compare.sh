@@ -97,17 +97,17 @@ parboil)
   /usr/bin/time -f "parboil replay wall %e s" timeout 240 $K replay $W/pbl --units $W/pbl-units.jsonl -o $W/pbl-replay.jsonl 2>&1 | tail -3
   cp $W/pbl-replay.jsonl $OUT/
   summary Parboil $W/pbl $W/pbl-replay.jsonl
-  step "Parboil: natural pairs under capture alone, then under the hand-written harnesses"
+  step "Parboil: harness infer --assume-size 4096, then self-check"
+  $K harness infer $W/pbl-units.jsonl -o $W/pbl-inf --root $T --assume-size 4096 2>&1 | tail -1
+  timeout ${SELFCHECK_S:-120} $K harness selfcheck $W/pbl-units.jsonl --inferred-dir $W/pbl-inf --out $W/pbl-infer-selfcheck.jsonl --timeout-s 20 > $W/pbl-infer-selfcheck.log 2>&1
+  tail -2 $W/pbl-infer-selfcheck.log
+  infer_summary $W/pbl-infer-selfcheck.jsonl
+  step "Parboil: natural pairs under capture (inferred harnesses as second opinions), then under the hand-written harnesses"
   $K extract $T -o $W/pbl-pairs.jsonl --suite parboil > /dev/null 2>&1
-  /usr/bin/time -f "parboil verify (captured) wall %e s" timeout ${VERIFY_S:-240} $K verify --in $W/pbl-pairs.jsonl --out $W/pbl-captured.jsonl --captures $W/pbl 2>&1 | tail -6
+  /usr/bin/time -f "parboil verify (captured) wall %e s" timeout ${VERIFY_S:-240} $K verify --in $W/pbl-pairs.jsonl --out $W/pbl-captured.jsonl --captures $W/pbl --inferred-dir $W/pbl-inf 2>&1 | tail -6
   /usr/bin/time -f "parboil verify (hand) wall %e s" timeout ${VERIFY_S:-240} $K verify --in $W/pbl-pairs.jsonl --out $W/pbl-hand.jsonl --harness-dir extractors/parboil 2>&1 | tail -6
   cp $W/pbl-captured.jsonl $W/pbl-hand.jsonl $OUT/ 2>/dev/null
   python3 benches/capture_summary.py pairs $W/pbl-captured.jsonl $W/pbl-hand.jsonl
-  step "Parboil: harness infer --assume-size 4096, then self-check"
-  $K harness infer $W/pbl-units.jsonl -o $W/pbl-inf --root $T --assume-size 4096 2>&1 | tail -1
-  timeout 120 $K harness selfcheck $W/pbl-units.jsonl --inferred-dir $W/pbl-inf --out $W/pbl-infer-selfcheck.jsonl --timeout-s 20 > $W/pbl-infer-selfcheck.log 2>&1
-  tail -2 $W/pbl-infer-selfcheck.log
-  infer_summary $W/pbl-infer-selfcheck.jsonl
   ;;
 samples)
   C=/tmp/kp-public/captures/cuda-samples

@@ -65,14 +65,18 @@ def verdicts(path):
         slow = ((d.get("slow") or {}).get("unit") or {}).get("kernel", "-")
         name = f"{d.get('benchmark', '?')}: {slow} -> {d['fast']['kernel']}"
         sp = (v.get("speedup") or {}).get("median")
-        out[d["id"]] = (name, v.get("status", "pending"), sp)
+        op = (v.get("evidence") or {}).get("second_opinion") or {}
+        origin = (d.get("harness_origin") or {}).get("origin", "-")
+        flags = ",".join(f.get("flag", "") for f in v.get("flags", []))
+        extra = f" [{origin}" + (f"; 2nd {op.get('origin')} {op.get('status')}" if op else "") + (f"; {flags}" if flags else "") + "]"
+        out[d["id"]] = (name, v.get("status", "pending"), sp, extra)
     return out
 
 
 def pairs(captured, hand):
     a, b = verdicts(captured), verdicts(hand)
     for label, vs in (("captured", a), ("hand", b)):
-        c = collections.Counter(s for _, s, _ in vs.values())
+        c = collections.Counter(v[1] for v in vs.values())
         print(f"{label}: {len(vs)} pairs: " + ", ".join(f"{v} {k}" for k, v in sorted(c.items())))
     judged = ("verified", "not_faster", "mismatch")
     same = sum(1 for k in a if k in b and a[k][1] == b[k][1] and a[k][1] in judged)
@@ -80,10 +84,10 @@ def pairs(captured, hand):
     fmt = lambda s, sp: s + (f" {sp:.2f}x" if sp else "")
     for k in sorted(set(a) | set(b), key=lambda k: (a.get(k) or b.get(k))[0]):
         name = (a.get(k) or b.get(k))[0]
-        ca, hb = a.get(k, ("", "-", None)), b.get(k, ("", "-", None))
+        ca, hb = a.get(k, ("", "-", None, "")), b.get(k, ("", "-", None, ""))
         if ca[1] in ("missing_slow", "-") and hb[1] in ("missing_slow", "-"):
             continue
-        print(f"  {name}: captured {fmt(ca[1], ca[2])} | hand {fmt(hb[1], hb[2])}")
+        print(f"  {name}: captured {fmt(ca[1], ca[2])}{ca[3]} | hand {fmt(hb[1], hb[2])}")
 
 
 def programs(name, cap, units, rep):

@@ -34,9 +34,10 @@ PY
   rm -f $KO/cache/verify/*.jsonl $KO/cache/compile/verify-*.partial.jsonl \
     $KO/cache/compile/selfcheck-*.partial.jsonl $KO/cache/compile/selfcheck-proofs.jsonl
 fi
-# Rodinia's inputs (ours, made here: 49 MB would not fit the carry) and the recorded-answer
+# Rodinia's and Parboil's inputs (ours, made here: 49 MB would not fit the carry) and the recorded-answer
 # endpoint benches/public-build.toml's [synth] names.
 [ -d /tmp/t/pub/rodinia-data ] || python3 scripts/rodinia_data.py /tmp/t/pub/rodinia-data --seed 1 > /dev/null
+[ -d /tmp/t/pub/parboil-data ] || python3 scripts/parboil_data.py /tmp/t/pub/parboil-data --seed 1 > /dev/null
 python3 scripts/recorded_llm.py --answers benches/recorded-answers/rodinia --port 18080 > /tmp/recorded-llm.log 2>&1 &
 LLM_PID=$!
 # Capture finds libkernelpair.so beside the binary, CUPTI here, nvcc in /usr/local/cuda/bin.

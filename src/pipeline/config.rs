@@ -416,8 +416,22 @@ mod tests {
         assert_eq!(c.output, dir.path().join("out"));
         assert_eq!(c.suites[0].path, dir.path().join("s"));
         assert_eq!(c.suites[0].kind, SuiteKind::Auto);
+        assert_eq!(c.suites[0].data, None);
         assert_eq!(c.verify, VerifySettings::default());
         assert_eq!(c.export, ExportOptions::default());
+    }
+
+    #[test]
+    fn a_suites_own_capture_data_resolves_against_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.toml");
+        let text = "output = \"out\"\n[[suite]]\npath = \"p\"\ndata = \"pd\"\n\
+                    [[suite]]\npath = \"r\"\n[capture]\ndata = \"/abs/rd\"\n";
+        std::fs::write(&p, text).unwrap();
+        let c = BuildConfig::load(&p).unwrap();
+        assert_eq!(c.suites[0].data, Some(dir.path().join("pd")));
+        assert_eq!(c.suites[1].data, None);
+        assert_eq!(c.capture.data, Some(PathBuf::from("/abs/rd")));
     }
 
     #[test]
