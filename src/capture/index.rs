@@ -89,15 +89,19 @@ impl CaptureIndex {
                 .map_err(|e| e.to_string())
                 .and_then(|t| toml::from_str::<Manifest>(&t).map_err(|e| e.to_string()))
             {
-                Ok(m) => self.manifests.push((
-                    Entry {
-                        program,
-                        path: f,
-                        root: root.to_path_buf(),
-                        suite: suite.to_string(),
-                    },
-                    m,
-                )),
+                Ok(mut m) => {
+                    m.name_expression =
+                        crate::gpu::capture::manifest::function_addresses(&m.name_expression);
+                    self.manifests.push((
+                        Entry {
+                            program,
+                            path: f,
+                            root: root.to_path_buf(),
+                            suite: suite.to_string(),
+                        },
+                        m,
+                    ))
+                }
                 Err(e) => self.unreadable.push((f, e)),
             }
         }

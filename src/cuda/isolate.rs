@@ -60,6 +60,7 @@ pub fn isolate_at(
         })?;
     let kitem = fi.kernel_items[kernel_index];
     let mut cx = Closure::new(scope, file, kitem);
+    cx.visit_function_arguments(&info.template_params);
     cx.visit((0, kitem));
     let (source, pulled, diagnostics, texture) = cx.emit();
     // The texture shim's templates and vector loads are not the kernel's features.
@@ -86,6 +87,24 @@ pub fn isolate_at(
         pulled,
         features,
         diagnostics,
+    })
+}
+
+/// Whether `text` passes `name` as a template argument: `<name>`, `<&name, 4>`, `<T, name>`
+/// (the name whole, after `<` or `,` and an optional `&`, before `>` or `,`).
+fn named_as_template_argument(text: &str, name: &str) -> bool {
+    let b = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    text.match_indices(name).any(|(at, _)| {
+        let end = at + name.len();
+        if (at > 0 && word(b[at - 1])) || b.get(end).is_some_and(|&c| word(c)) {
+            return false;
+        }
+        let before = text[..at].trim_end();
+        let before = before.strip_suffix('&').unwrap_or(before).trim_end();
+        let after = text[end..].trim_start();
+        (before.ends_with('<') || before.ends_with(','))
+            && (after.starts_with('>') || after.starts_with(','))
     })
 }
 
@@ -618,6 +637,50 @@ impl<'s, 'a> Closure<'s, 'a> {
             return keep;
         }
         Vec::new()
+    }
+
+    /// A kernel template over a function pointer (`template<matmul_fn_ptr f> __global__ …`,
+    /// llm.c's `trimul_global`) is instantiated with `__device__` functions the host names
+    /// only as template arguments (`trimul_launcher<matmul_tri_naive>(…)`). A capture's
+    /// name expression (`trimul_global<&matmul_tri_naive>`) refers to one, so the unit
+    /// carries each device function of the kernel's file that its text names so.
+    fn visit_function_arguments(&mut self, template_params: &[String]) {
+        let over_a_function = template_params.iter().any(|p| {
+            let ty = p
+                .trim()
+                .rsplit_once(|c: char| c.is_whitespace())
+                .map_or("", |(t, _)| t.trim());
+            ty.contains("(*")
+                || (!matches!(ty, "" | "typename" | "class")
+                    && super::lex::idents(ty).len() == 1
+                    && self
+                        .resolve(ty, 0, false)
+                        .iter()
+                        .any(|&t| self.item(t).text.contains("(*")))
+        });
+        if !over_a_function {
+            return;
+        }
+        let fi = self.files[0].2;
+        let named: Vec<ItemId> = (0..fi.items.len())
+            .filter(|&i| {
+                let it = &fi.items[i];
+                it.kind == ItemKind::Function
+                    && it.device
+                    && it.names.iter().any(|n| {
+                        fi.items
+                            .iter()
+                            .any(|o| named_as_template_argument(&o.text, n))
+                    })
+            })
+            .map(|i| (0, i))
+            .filter(|&id| self.compatible(id))
+            .collect();
+        for id in named {
+            if !self.state.contains_key(&id) {
+                self.visit(id);
+            }
+        }
     }
 
     fn visit(&mut self, id: ItemId) {
@@ -1815,6 +1878,69 @@ int main() {
         if let Some(ok) = compiles(&u) {
             assert!(ok, "{}", u.source);
         }
+    }
+
+    /// A kernel template over a function pointer carries the device functions the host
+    /// names as its template arguments, and the unit lowers the name expression a capture
+    /// records for it (`apply<&square>`, the demangler's `&(square(float))`).
+    #[test]
+    fn a_kernel_over_a_function_pointer_carries_the_functions_named_as_its_arguments() {
+        let src = r#"
+using unary_fn = float (*)(float);
+__device__ float square(float x) { return x * x; }
+__device__ float negate(float x) { return -x; }
+__device__ float unused_device(float x) { return x + 1.0f; }
+template <unary_fn f>
+__global__ void apply(float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = f(a[i]);
+}
+template <unary_fn f>
+void launch(float *a, int n) { apply<f><<<(n + 255) / 256, 256>>>(a, n); }
+void run(float *a, int n, bool neg) {
+    if (neg) launch<negate>(a, n); else launch<&square>(a, n);
+}
+template <int N>
+__global__ void plain(float *a) { a[0] = unused_device(a[N]); }
+"#;
+        let u = unit(&[("f.cu", src)], "f.cu", "apply");
+        assert!(u.source.contains("float square("), "{}", u.source);
+        assert!(u.source.contains("float negate("), "{}", u.source);
+        assert!(!u.source.contains("unused_device"), "{}", u.source);
+        assert!(!u.source.contains("void run("), "{}", u.source);
+        // A template over an `int` carries nothing more than its body names.
+        let p = unit(&[("f.cu", src)], "f.cu", "plain");
+        assert!(
+            !p.source.contains("square") && !p.source.contains("negate"),
+            "{}",
+            p.source
+        );
+        let (_, expr) =
+            crate::gpu::capture::manifest::names_of("void apply<&(square(float))>(float*, int)");
+        assert_eq!(expr, "apply<&square>");
+        if nvrtc::load().is_err() {
+            assert!(
+                std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
+                "KERNELPAIR_REQUIRE_NVRTC is set but NVRTC is missing"
+            );
+            eprintln!("NVRTC not found: the name-expression half of this test did not run");
+            return;
+        }
+        let c = nvrtc::compile(&nvrtc::CompileRequest {
+            source: &u.source,
+            name: "unit.cu",
+            arch: "sm_90",
+            name_expressions: std::slice::from_ref(&expr),
+            cubin: false,
+            extra_options: &[],
+        })
+        .expect("NVRTC runs");
+        assert!(c.ok, "{}\n---\n{}", u.source, c.log);
+        assert_eq!(
+            c.lowered[0].1, "_Z5applyIXadL_Z6squarefEEEvPfi",
+            "{:?}",
+            c.lowered
+        );
     }
 
     #[test]

@@ -258,7 +258,7 @@ pub fn names_of(demangled: &str) -> (String, String) {
             _ => {}
         }
     }
-    let expr = head[start..].trim().to_string();
+    let expr = function_addresses(head[start..].trim());
     // The plain name: the last `::` part at depth 0, template arguments dropped.
     let mut depth = 0i32;
     let mut plain = String::new();
@@ -283,6 +283,20 @@ pub fn names_of(demangled: &str) -> (String, String) {
     }
     let kernel = plain[last_sep.min(plain.len())..].to_string();
     (kernel, expr)
+}
+
+/// A name expression with each template argument that takes a function's address written
+/// as source writes it: the demangler prints `&f` as `&(f(float*, int))`, a call of types
+/// NVRTC refuses ("type name is not allowed"); that becomes `&f`. Idempotent: manifests
+/// captured before this rule are read through it too.
+pub fn function_addresses(expr: &str) -> String {
+    static ADDR: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"&\(((?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)\((?:[^()]|\([^()]*\))*\)\)",
+        )
+        .expect("static regex")
+    });
+    ADDR.replace_all(expr, "&$1").into_owned()
 }
 
 /// The first 12 hex digits of a blob id.
@@ -382,6 +396,20 @@ mod tests {
             names_of("void ns::k<ns::Op<float>, 4>(ns::Op<float>)"),
             ("k".into(), "ns::k<ns::Op<float>, 4>".into())
         );
+        // A function pointer as a template argument (llm.c's trimul_global<matmul_tri>).
+        let (k, e) = names_of(
+            "void trimul_global<&(matmul_tri_naive(float*, int, float const*, int, float \
+             const*, int, int, int, float))>(float*, float const*, int, int, int)",
+        );
+        assert_eq!(
+            (k.as_str(), e.as_str()),
+            ("trimul_global", "trimul_global<&matmul_tri_naive>")
+        );
+        assert_eq!(
+            function_addresses("k<&(ns::f(void (*)(int), float)), 2>"),
+            "k<&ns::f, 2>"
+        );
+        assert_eq!(function_addresses("k<&ns::f, 2>"), "k<&ns::f, 2>");
     }
 
     #[test]
