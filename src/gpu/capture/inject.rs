@@ -986,6 +986,21 @@ mod tests {
         q
     }
 
+    /// The symbol of a kernel template instantiated with a function's address, through the
+    /// demangler capture uses, gives a name expression NVRTC reads (`k<&f>`).
+    #[test]
+    fn a_function_address_template_argument_demangles_to_a_readable_name_expression() {
+        let d = demangle("_Z13trimul_globalIXadL_Z16matmul_tri_naivePfiPKfiS2_iiifEEEvS0_S2_iii");
+        assert!(d.starts_with("void trimul_global<&"), "{d}");
+        assert_eq!(
+            names_of(&d),
+            (
+                "trimul_global".to_string(),
+                "trimul_global<&matmul_tri_naive>".to_string()
+            )
+        );
+    }
+
     #[test]
     fn a_loop_of_slow_launches_is_quiet_by_time_long_before_the_count() {
         // A naive kernel of 50 ms in a benchmark loop: 10 s pass after about 200 launches,

@@ -286,17 +286,23 @@ pub fn names_of(demangled: &str) -> (String, String) {
 }
 
 /// A name expression with each template argument that takes a function's address written
-/// as source writes it: the demangler prints `&f` as `&(f(float*, int))`, a call of types
-/// NVRTC refuses ("type name is not allowed"); that becomes `&f`. Idempotent: manifests
+/// as source writes it: demanglers print `&f` with its signature, `&f(float*, int)`
+/// (cpp_demangle, which capture uses) or `&(f(float*, int))` (c++filt), a call of types
+/// NVRTC refuses ("type name is not allowed"); either becomes `&f`. Idempotent: manifests
 /// captured before this rule are read through it too.
 pub fn function_addresses(expr: &str) -> String {
     static ADDR: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"&\(((?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)\((?:[^()]|\([^()]*\))*\)\)",
-        )
-        .expect("static regex")
+        let name = r"((?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)";
+        let args = r"\((?:[^()]|\([^()]*\))*\)";
+        regex::Regex::new(&format!(r"&\({name}{args}\)|&{name}{args}")).expect("static regex")
     });
-    ADDR.replace_all(expr, "&$1").into_owned()
+    ADDR.replace_all(expr, |c: &regex::Captures| {
+        format!(
+            "&{}",
+            c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str())
+        )
+    })
+    .into_owned()
 }
 
 /// The first 12 hex digits of a blob id.
@@ -396,7 +402,16 @@ mod tests {
             names_of("void ns::k<ns::Op<float>, 4>(ns::Op<float>)"),
             ("k".into(), "ns::k<ns::Op<float>, 4>".into())
         );
-        // A function pointer as a template argument (llm.c's trimul_global<matmul_tri>).
+        // A function pointer as a template argument (llm.c's trimul_global<matmul_tri>), as
+        // cpp_demangle prints it and as c++filt does.
+        let (k, e) = names_of(
+            "void trimul_global<&matmul_tri_naive(float*, int, float const*, int, float \
+             const*, int, int, int, float)>(float*, float const*, int, int, int)",
+        );
+        assert_eq!(
+            (k.as_str(), e.as_str()),
+            ("trimul_global", "trimul_global<&matmul_tri_naive>")
+        );
         let (k, e) = names_of(
             "void trimul_global<&(matmul_tri_naive(float*, int, float const*, int, float \
              const*, int, int, int, float))>(float*, float const*, int, int, int)",
