@@ -433,12 +433,30 @@ pub fn missing_from_command(cmd: &str, cwd: &Path) -> Vec<String> {
                 skip_next = true;
                 continue;
             }
-            let w = w.trim_matches(|c| c == '"' || c == '\'' || c == ';');
-            if w.starts_with(['-', '>']) || w.contains("://") || w.contains('$') {
+            let w = w.trim_matches(|c| c == '"' || c == '\'' || c == ';' || c == ')');
+            // An output redirection with its target attached (`2>/dev/null`, `>>log`,
+            // `&>out`) names no input; an input one (`<feed.txt`) does.
+            let fd = w.trim_start_matches(|c: char| c.is_ascii_digit());
+            if fd.starts_with(['>', '&']) {
                 continue;
             }
-            if looks_like_file(w) && !names_an_output(w) {
-                note(w);
+            let w = w.strip_prefix('<').unwrap_or(w);
+            if w.starts_with(['-', '>'])
+                || w.contains("://")
+                || w.contains(['$', '*', '?'])
+                || w.starts_with("/dev/")
+            {
+                continue;
+            }
+            // A comma-joined list of inputs (Parboil's `-i a.txt,b.txt`) is each of them.
+            let parts: Vec<&str> = match w.contains(',') && !cwd.join(w).exists() {
+                true => w.split(',').filter(|p| !p.is_empty()).collect(),
+                false => vec![w],
+            };
+            for p in parts {
+                if looks_like_file(p) && !names_an_output(p) {
+                    note(p);
+                }
             }
             // An input that lists other inputs, one per line (Rodinia nn's `filelist_4`).
             for listed in listed_paths(&cwd.join(w)) {
@@ -1061,6 +1079,16 @@ mod tests {
             ["../../data/bfs/graph.txt"]
         );
         assert!(missing_from_command("./prog 2048 10", d.path()).is_empty());
+        // Redirections: outputs and /dev/ are no inputs, an input redirection is; a glob
+        // names no one file.
+        assert_eq!(
+            missing_from_command(
+                "x=$(ls -d in/*/input 2>/dev/null | head -n 1); ./prog data/x.bin 2>/dev/null \
+                 >>logs/run.txt 2>&1 <in/feed.txt",
+                d.path()
+            ),
+            ["data/x.bin", "in/feed.txt"]
+        );
         // A file name without a folder, by its extension; numbers are not files.
         assert_eq!(
             missing_from_command("./prog 192.bmp -d 192x192 -f -5 -l 0.5", d.path()),
@@ -1169,6 +1197,9 @@ mod tests {
             "A small dataset.\nInputs: matrix1.txt matrix2t.txt\nParameters: 64 8\n",
         )
         .unwrap();
+        for f in ["matrix1.txt", "matrix2t.txt"] {
+            std::fs::write(ds.join(f), "2 2\n1 2 3 4\n").unwrap();
+        }
         // A second dataset is not taken while `small` exists.
         std::fs::create_dir_all(root.join("datasets/sgemm/medium/input")).unwrap();
         let ran = run_shell(&run, &cwd, &BTreeMap::new(), Duration::from_secs(30)).unwrap();
@@ -1181,6 +1212,18 @@ mod tests {
         let inputs = format!("{0}/matrix1.txt,{0}/matrix2t.txt", ds.display());
         let out = format!("{}/kp_parboil.out", cwd.display());
         assert_eq!(args, ["-i", &inputs, "-o", &out, "--", "64", "8"]);
+        // A run that fails with its dataset there blames no file on the recipe's own text
+        // (its `2>/dev/null`, its globs) nor on the line it echoes.
+        assert_eq!(missing_from_command(&run, &cwd), Vec::<String>::new());
+        let echoed: Vec<&str> = echoed_commands(&ran.tail).collect();
+        assert_eq!(echoed.len(), 1, "{}", ran.tail);
+        assert_eq!(missing_from_command(echoed[0], &cwd), Vec::<String>::new());
+        // One file of the list gone: that file is named.
+        std::fs::remove_file(ds.join("matrix2t.txt")).ok();
+        assert_eq!(
+            missing_from_command(echoed[0], &cwd),
+            [format!("{}/matrix2t.txt", ds.display())]
+        );
         // A dataset with one input file and no DESCRIPTION: that file, no parameters.
         std::fs::remove_dir_all(root.join("datasets/sgemm")).unwrap();
         let ds = root.join("datasets/sgemm/large/input");
@@ -1195,6 +1238,87 @@ mod tests {
         let only = format!("{}/in.bin", ds.display());
         assert_eq!(args, ["-i", &only, "-o", &out], "{}", ran.tail);
         assert_eq!(recipe.data_at.as_deref(), Some("datasets"));
+    }
+
+    /// `scripts/parboil_data.py` writes, the same for the same seed, datasets that the
+    /// Parboil recipe's run finds: every input it passes exists, and the parameters are the
+    /// DESCRIPTION's.
+    #[test]
+    fn parboil_data_makes_datasets_the_parboil_recipe_runs_with() {
+        let d = tempfile::tempdir().unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/parboil_data.py");
+        let make = |out: &Path| {
+            let o = Command::new("python3")
+                .arg(&script)
+                .arg(out)
+                .args(["--seed", "7", "--check"])
+                .output()
+                .expect("python3 runs (the scripts need it)");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        };
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        make(&a);
+        make(&b);
+        let files = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+            walkdir::WalkDir::new(root)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_file())
+                .map(|e| {
+                    let rel = e.path().strip_prefix(root).unwrap().to_path_buf();
+                    (rel, std::fs::read(e.path()).unwrap())
+                })
+                .collect()
+        };
+        let fa = files(&a);
+        assert!(
+            fa.len() >= 8,
+            "{:?}",
+            fa.iter().map(|f| &f.0).collect::<Vec<_>>()
+        );
+        assert!(fa == files(&b), "the same seed gives the same files");
+        let recipe = crate::suite::SuiteDesc::builtin("parboil")
+            .unwrap()
+            .capture
+            .unwrap();
+        let root = d.path().join("tree");
+        let apps: Vec<String> = std::fs::read_dir(&a)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        for app in &apps {
+            std::fs::create_dir_all(root.join("benchmarks").join(app).join("src/cuda")).unwrap();
+        }
+        std::os::unix::fs::symlink(&a, root.join("datasets")).unwrap();
+        for p in discover(&root, Some(&recipe)) {
+            let cwd = root.join(&p.dir);
+            // A stand-in that checks every `-i` file exists and prints what follows `--`.
+            let bin = cwd.join("kp_parboil");
+            std::fs::write(
+                &bin,
+                "#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in\n\
+                 -i) for f in $(echo $2 | tr , ' '); do [ -f $f ] || { echo no $f; exit 3; }; \
+                 done; shift 2;;\n--) shift; echo params: $*; exit 0;;\n*) shift;;\nesac; done\n\
+                 echo params:\n",
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let run = fill(&p.runs[0].1, &root, &p, None);
+            let ran = run_shell(&run, &cwd, &BTreeMap::new(), Duration::from_secs(30)).unwrap();
+            assert_eq!(ran.exit, Some(0), "{}: {}", p.id, ran.tail);
+            let app = p.id.split('/').nth(1).unwrap();
+            let text =
+                std::fs::read_to_string(a.join(app).join("small/input/DESCRIPTION")).unwrap();
+            let want = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Parameters:"))
+                .unwrap_or("")
+                .trim();
+            let got = ran.tail.lines().find_map(|l| l.strip_prefix("params:"));
+            assert_eq!(got.map(str::trim), Some(want), "{}: {}", p.id, ran.tail);
+        }
     }
 
     #[test]
