@@ -27,9 +27,14 @@ Covered (formats from the host code of every CUDA variant of the app):
            (`--scale 4`: 16,000 atoms, 54 A; at 0.29 atoms/A^3 cutcp overflowed its bins).
 `--scale N` (default 1) multiplies the sizes: at the default sizes the optimized kernels of
 sgemm, stencil and cutcp are slower than the naive ones (too few blocks for the GPU).
+  mri-fhd  data.bin   file.cc inputData: int32 numK, int32 numX, float32 kx ky kz (numK),
+           x y z (numX), phiR phiI dR dI (numK). 32^3 = 32,768 pixels in [-0.5, 0.5)^3,
+           2,048 k-space samples in [-16, 16)^3 (the kernels take 512-sample chunks). 0.5 MB
+  mri-q    data.bin   the same without dR, dI (mri-q has no naive variant: its kernels
+           are the fast side of pairs waiting for synthesis).
 Not covered (their formats need more than this script knows, or they do not build with
 CUDA 13): bfs, fft, rpes, sad, spmv (texture references or host-only float2 operators: no
-build), histo, imghisto, lbm, mri-fhd, mri-gridding, mri-q, pns, simple_mm, tpacf.
+build), histo, imghisto, lbm, mri-gridding, pns, simple_mm, tpacf.
 """
 import argparse
 import os
@@ -137,8 +142,42 @@ def check_cutcp(d):
     assert n == cutcp_atoms(), n
 
 
+def mri_dims():
+    # A 32^3 image (32^3 x 4 with --scale 4: 64x64x32); k-space samples a multiple of the
+    # kernels' 512-sample chunks.
+    return 32 * 32 * 32 * SCALE, 2048 * SCALE
+
+
+def gen_mri(d, rng, fhd):
+    """file.cc inputData: int32 numK, int32 numX, then float32 arrays kx, ky, kz (numK),
+    x, y, z (numX), phiR, phiI (numK), and for mri-fhd dR, dI (numK)."""
+    num_x, num_k = mri_dims()
+    side = round(num_x ** (1 / 3))
+    ks = [[rng.uniform(-side / 2, side / 2) for _ in range(num_k)] for _ in range(3)]
+    xs = [[rng.uniform(-0.5, 0.5) for _ in range(num_x)] for _ in range(3)]
+    rest = [[rng.uniform(-1.0, 1.0) for _ in range(num_k)] for _ in range(4 if fhd else 2)]
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "data.bin"), "wb") as f:
+        f.write(struct.pack("<ii", num_k, num_x))
+        for arr in ks + xs + rest:
+            f.write(struct.pack(f"<{len(arr)}f", *arr))
+    desc(d, ["data.bin"], [])
+
+
+def check_mri(d, fhd):
+    num_x, num_k = mri_dims()
+    path = os.path.join(d, "data.bin")
+    with open(path, "rb") as f:
+        k, x = struct.unpack("<ii", f.read(8))
+    assert (k, x) == (num_k, num_x), (k, x)
+    arrays_k = 3 + (4 if fhd else 2)
+    assert os.path.getsize(path) == 8 + 4 * (arrays_k * num_k + 3 * num_x)
+
+
 APPS = {"sgemm": (gen_sgemm, check_sgemm), "stencil": (gen_stencil, check_stencil),
-        "cp": (gen_cp, check_cp), "cutcp": (gen_cutcp, check_cutcp)}
+        "cp": (gen_cp, check_cp), "cutcp": (gen_cutcp, check_cutcp),
+        "mri-fhd": (lambda d, r: gen_mri(d, r, True), lambda d: check_mri(d, True)),
+        "mri-q": (lambda d, r: gen_mri(d, r, False), lambda d: check_mri(d, False))}
 
 
 def main():
