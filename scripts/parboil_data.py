@@ -32,11 +32,17 @@ sgemm, stencil and cutcp are slower than the naive ones (too few blocks for the 
            2,048 k-space samples in [-16, 16)^3 (the kernels take 512-sample chunks). 0.5 MB
   mri-q    data.bin   the same without dR, dI (mri-q has no naive variant: its kernels
            are the fast side of pairs waiting for synthesis).
+  lbm      obstacles.of, Parameters 4   lbm.cu's obstacle file: 120x120x150 characters
+           ('.' fluid, '#' obstacle: six random spheres), a newline per row and per plane
+           (the size main.cc checks), and 4 time steps. 2.2 MB
+  tpacf    Datapnts.1 Randompnts.1..8, Parameters -n 8 -p 4096   model_io.cc: "ra dec"
+           lines in degrees, uniform on the sphere; 4,096 points per file.
 Not covered (their formats need more than this script knows, or they do not build with
 CUDA 13): bfs, fft, rpes, sad, spmv (texture references or host-only float2 operators: no
-build), histo, imghisto, lbm, mri-gridding, pns, simple_mm, tpacf.
+build), histo, imghisto, mri-gridding, pns, simple_mm.
 """
 import argparse
+import math
 import os
 import random
 import struct
@@ -174,10 +180,68 @@ def check_mri(d, fhd):
     assert os.path.getsize(path) == 8 + 4 * (arrays_k * num_k + 3 * num_x)
 
 
+LBM = (120, 120, 150)  # SIZE_X, SIZE_Y, SIZE_Z of both variants' layout_config.h
+
+
+def gen_lbm(d, rng):
+    """lbm.cu LBM_loadObstacleFile: per z, per y, SIZE_X characters ('.' is fluid, anything
+    else an obstacle) and a newline; a newline after each z plane. A few random spheres in
+    the channel."""
+    sx, sy, sz = LBM
+    spheres = [(rng.uniform(20, sx - 20), rng.uniform(20, sy - 20), rng.uniform(20, sz - 20),
+                rng.uniform(5, 12)) for _ in range(6)]
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "obstacles.of"), "w", newline="\n") as f:
+        for z in range(sz):
+            for y in range(sy):
+                row = []
+                for x in range(sx):
+                    hit = any((x - cx) ** 2 + (y - cy) ** 2 + (z - cz) ** 2 < r * r
+                              for cx, cy, cz, r in spheres)
+                    row.append("#" if hit else ".")
+                f.write("".join(row) + "\n")
+            f.write("\n")
+    desc(d, ["obstacles.of"], [4])
+
+
+def check_lbm(d):
+    sx, sy, sz = LBM
+    size = os.path.getsize(os.path.join(d, "obstacles.of"))
+    assert size == sx * sy * sz + (sy + 1) * sz, size
+
+
+def tpacf_sizes():
+    return 4096 * SCALE, 8  # points per file, random sets
+
+
+def gen_tpacf(d, rng):
+    """model_io.cc readdatafile: `npoints` lines of "ra dec" in degrees; the first input is
+    the data, then `-n` files of random points; `-p` points each."""
+    n, sets = tpacf_sizes()
+    names = ["Datapnts.1"] + [f"Randompnts.{i + 1}" for i in range(sets)]
+    os.makedirs(d, exist_ok=True)
+    for name in names:
+        with open(os.path.join(d, name), "w") as f:
+            for _ in range(n):
+                ra = rng.uniform(0.0, 360.0)
+                dec = math.degrees(math.asin(rng.uniform(-1.0, 1.0)))
+                f.write(f"{ra:.6f} {dec:.6f}\n")
+    desc(d, names, ["-n", sets, "-p", n])
+
+
+def check_tpacf(d):
+    n, sets = tpacf_sizes()
+    for name in ["Datapnts.1"] + [f"Randompnts.{i + 1}" for i in range(sets)]:
+        rows = [l.split() for l in open(os.path.join(d, name))]
+        assert len(rows) == n, (name, len(rows))
+        assert all(len(r) == 2 and -90.0 <= float(r[1]) <= 90.0 for r in rows), name
+
+
 APPS = {"sgemm": (gen_sgemm, check_sgemm), "stencil": (gen_stencil, check_stencil),
         "cp": (gen_cp, check_cp), "cutcp": (gen_cutcp, check_cutcp),
         "mri-fhd": (lambda d, r: gen_mri(d, r, True), lambda d: check_mri(d, True)),
-        "mri-q": (lambda d, r: gen_mri(d, r, False), lambda d: check_mri(d, False))}
+        "mri-q": (lambda d, r: gen_mri(d, r, False), lambda d: check_mri(d, False)),
+        "lbm": (gen_lbm, check_lbm), "tpacf": (gen_tpacf, check_tpacf)}
 
 
 def main():
