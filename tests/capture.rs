@@ -160,6 +160,13 @@ fn bad_programs_are_recorded_by_name_and_the_rest_go_on() {
         b["log_tail"].as_str().unwrap().contains("dfloat"),
         "the build log's tail is kept: {b}"
     );
+    assert!(
+        b["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with(": k.cu(3): error: identifier \"dfloat\" is undefined"),
+        "the reason names the first error: {b}"
+    );
     let n = by_program(&rs, "needsdata");
     assert_eq!(n["status"], "capture_run_failed");
     assert!(

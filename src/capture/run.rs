@@ -765,9 +765,15 @@ pub fn capture_program(p: &Program, env: &RunEnv<'_>) -> ProgramRecord {
         Ok(r) => {
             rec.build_seconds = r.seconds;
             rec.status = ProgramStatus::CaptureBuildFailed;
+            let label = command_label(&build);
             rec.reason = match r.timed_out {
-                true => format!("`{build}` did not finish in {} s", BUILD_TIMEOUT.as_secs()),
-                false => format!("`{build}` exited with {:?}{retarget_note}", r.exit),
+                true => format!("`{label}` did not finish in {} s", BUILD_TIMEOUT.as_secs()),
+                false => {
+                    let first = first_error(&r.tail)
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default();
+                    format!("`{label}` exited with {:?}{retarget_note}{first}", r.exit)
+                }
             };
             rec.log_tail = last_lines(&r.tail, 20);
             rec.seconds = t.elapsed().as_secs_f64();
@@ -960,6 +966,36 @@ fn one_run(
         }
         Err(e) => (rr, Err(format!("`{cmd}` could not start: {e}"))),
     }
+}
+
+/// A build command as a reason shows it: one line, at most 120 characters (a recipe's
+/// multi-line shell, Parboil's, would bury the error after it).
+fn command_label(cmd: &str) -> String {
+    let one: Vec<&str> = cmd
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let one = one.join("; ");
+    match one.char_indices().nth(120) {
+        Some((i, _)) => format!("{}…", &one[..i]),
+        None => one,
+    }
+}
+
+/// The first line of a build log that reports an error (`k.cu(3): error: …`, `nvcc fatal
+/// : …`, `make: *** … Error 2` only when nothing names the cause), at most 200 characters.
+fn first_error(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().map(str::trim).collect();
+    let cause = lines.iter().find(|l| {
+        let low = l.to_ascii_lowercase();
+        (low.contains("error") || low.contains("fatal")) && !l.starts_with("make")
+    });
+    let line = cause.or_else(|| lines.iter().find(|l| l.contains("Error")))?;
+    Some(match line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    })
 }
 
 fn summarize(rec: &ProgramRecord, data_given: bool) -> String {
@@ -1319,6 +1355,27 @@ mod tests {
             let got = ran.tail.lines().find_map(|l| l.strip_prefix("params:"));
             assert_eq!(got.map(str::trim), Some(want), "{}: {}", p.id, ran.tail);
         }
+    }
+
+    #[test]
+    fn a_failed_builds_reason_is_one_line_with_its_first_error() {
+        let cmd = "c=x; [ -f $c ] || cp a $c\nmake -f common/mk/Makefile SRCDIR=src/cuda";
+        assert_eq!(
+            command_label(cmd),
+            "c=x; [ -f $c ] || cp a $c; make -f common/mk/Makefile SRCDIR=src/cuda"
+        );
+        assert!(command_label(&"x".repeat(300)).chars().count() == 121);
+        let log = "nvcc src/main.cu -c\nsrc/spmv_jds.h(13): error: texture is not a template\n\
+                   1 error detected\nmake: *** [cuda.mk:128: main.o] Error 2\n";
+        assert_eq!(
+            first_error(log).as_deref(),
+            Some("src/spmv_jds.h(13): error: texture is not a template")
+        );
+        assert_eq!(
+            first_error("cc x.c\nmake: *** [Makefile:3: all] Error 1\n").as_deref(),
+            Some("make: *** [Makefile:3: all] Error 1")
+        );
+        assert_eq!(first_error("all fine\n"), None);
     }
 
     #[test]
