@@ -1323,6 +1323,8 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
+        // Every application of Parboil 2.5's benchmarks/ has a dataset.
+        assert_eq!(apps.len(), 18, "{apps:?}");
         for app in &apps {
             std::fs::create_dir_all(root.join("benchmarks").join(app).join("src/cuda")).unwrap();
         }
