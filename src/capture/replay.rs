@@ -909,6 +909,43 @@ fn slow_own(
     })
 }
 
+/// Why the slow kernel cannot run on the fast capture's buffers at all, when its own
+/// capture shows the versions lay their data out differently: the same parameters (every
+/// byte that is not an address the same) pointing into allocations of other sizes, so
+/// the sizes come from the kernels' own code, not from what the program passed (Parboil
+/// lbm's `cuda_base` and `cuda` grids). Scalars that differ (another problem size, llm.c's
+/// versions run by their own processes) leave the fast launch to stand for the slow one.
+fn other_layout(slow: &KernelUnit, sm: &Manifest, fast: &Manifest) -> Option<String> {
+    if usable(slow, sm).is_err() || sm.params.len() != fast.params.len() {
+        return None;
+    }
+    let mut differ = Vec::new();
+    for (i, (sp, fp)) in sm.params.iter().zip(&fast.params).enumerate() {
+        if sp.size != fp.size || sp.pointers.len() != fp.pointers.len() {
+            return None;
+        }
+        let (sb, fb) = (hex::decode(&sp.hex).ok()?, hex::decode(&fp.hex).ok()?);
+        if !same_but_addresses(&sb, &fb, &sp.pointers) {
+            return None;
+        }
+        for (sq, fq) in sp.pointers.iter().zip(&fp.pointers) {
+            let (sa, fa) = (sm.allocs.get(sq.alloc)?, fast.allocs.get(fq.alloc)?);
+            if sa.bytes != fa.bytes {
+                let name = slow.params.get(i).map_or("?", |p| p.name.as_str());
+                differ.push(format!("{name}: {} bytes, not {}", sa.bytes, fa.bytes));
+            }
+        }
+    }
+    (!differ.is_empty()).then(|| {
+        format!(
+            "its own capture passes the same parameters over buffers of other sizes ({}): \
+             the versions lay their data out differently, so it cannot run on the fast \
+             kernel's buffers",
+            differ.join("; ")
+        )
+    })
+}
+
 /// Whether two parameters' bytes are the same outside the 8-byte addresses at `pointers`.
 fn same_but_addresses(a: &[u8], b: &[u8], pointers: &[CapturedPointer]) -> bool {
     a.len() == b.len()
@@ -956,6 +993,16 @@ pub fn for_pair(
                     kernel: slow.kernel.clone(),
                     unit: slow.params.len(),
                     captured: fm.params.len(),
+                });
+            }
+            if let Some(why) = idx
+                .find(slow)
+                .filter(|_| slow.id != fast.id)
+                .and_then(|(_, sm)| other_layout(slow, sm, fm))
+            {
+                return Err(ReplayError::Unsupported {
+                    kernel: slow.kernel.clone(),
+                    why,
                 });
             }
             let mut l = fast_launch.clone();
@@ -1455,6 +1502,20 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
         assert_eq!(
             for_pair(&idx, &slow, &fast).unwrap().slow_launch,
             SlowLaunch::Fast
+        );
+        // The same parameters over buffers of other sizes (Parboil lbm's two grid
+        // layouts): refused by name, neither launch stands for the other.
+        let mut other_layout = manifest("t_naive", [32, 32, 1], "in-a", "out-a");
+        other_layout.allocs[0].bytes = 6144;
+        let idx = index_of(vec![
+            other_layout,
+            manifest("t_tiled", [32, 8, 1], "in-a", "out-a"),
+        ]);
+        let e = for_pair(&idx, &slow, &fast).unwrap_err();
+        assert!(
+            matches!(&e, ReplayError::Unsupported { kernel, why }
+                if kernel == "t_naive" && why.contains("in: 6144 bytes, not 4096")),
+            "{e}"
         );
         // Addresses differ between processes: they are not compared.
         let mut moved = manifest("t_naive", [32, 32, 1], "in-a", "out-a");

@@ -10,6 +10,7 @@
 //! timing (a hand-written one is only reported: a person vouched for it).
 
 use super::config::{HarnessSettings, SuiteKind, SuiteSpec};
+use crate::capture::replay::ReplayError;
 use crate::harness::infer::{self, InferOptions};
 use crate::record::{HarnessOrigin, Pair, Record, Status, Verification};
 use crate::selfcheck::{CheckResult, Report};
@@ -22,6 +23,9 @@ pub const INFERRED_DIR: &str = "harnesses/inferred";
 pub const LLM_DIR: &str = "harnesses/llm";
 
 /// What the harness step chose, counted for the build table.
+/// Pairs whose captured harness was refused that the build summary names one by one.
+const REFUSALS_NAMED: usize = 5;
+
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Chosen {
     pub counts: BTreeMap<String, usize>,
@@ -103,14 +107,34 @@ pub fn choose(
         // The fast kernel's captured launch, when it replays: verify runs the pair under
         // it (and the replay must reproduce what the program wrote before any timing).
         let slow = p.slow.unit().unwrap_or(&p.fast);
-        if captures.is_some_and(|idx| crate::capture::replay::for_pair(idx, slow, &p.fast).is_ok())
-        {
-            p.harness = None;
-            p.set_harness_origin(HarnessOrigin::Captured);
-            *c.counts.entry("captured".into()).or_default() += 1;
-            captured.insert(i);
+        match captures.map(|idx| crate::capture::replay::for_pair(idx, slow, &p.fast)) {
+            Some(Ok(_)) => {
+                p.harness = None;
+                p.set_harness_origin(HarnessOrigin::Captured);
+                *c.counts.entry("captured".into()).or_default() += 1;
+                captured.insert(i);
+            }
+            // The fast kernel ran but its launch cannot serve the pair: say why (the first
+            // few; `harness show CAPDIR --units … --pair ID` gives any pair's reason).
+            Some(Err(e)) if !matches!(e, ReplayError::NotCaptured(_)) => {
+                let n = c.counts.entry("capture_refused".into()).or_default();
+                *n += 1;
+                if *n <= REFUSALS_NAMED {
+                    c.notes
+                        .push(format!("pair {}: no captured harness: {e}", p.id));
+                }
+            }
+            _ => {}
         }
         to_infer.push(i);
+    }
+    let refused = c.counts.get("capture_refused").copied().unwrap_or(0);
+    if refused > REFUSALS_NAMED {
+        c.notes.push(format!(
+            "… and {} more pairs with no captured harness (`harness show CAPDIR --units \
+             UNITS --pair ID` gives each reason)",
+            refused - REFUSALS_NAMED
+        ));
     }
     let inferred: BTreeMap<usize, bool> = match s.infer {
         true => {
@@ -431,11 +455,16 @@ mod tests {
         assert!(good.verification.is_none());
     }
 
-    /// A pair whose fast kernel replays from a capture is chosen as captured, and gets its
-    /// complete inferred harness beside it (verify's second opinion and fallback); an
-    /// incomplete one is not given.
-    #[test]
-    fn a_captured_pair_keeps_its_origin_and_gets_its_inferred_harness_beside() {
+    /// A program `p/k.cu` launching `twice` (its host code in a temporary tree), the pair
+    /// of `twice` with itself, and a capture index holding `m`, the kernel's launch.
+    fn twice_program(
+        m: impl FnOnce(crate::gpu::capture::Manifest) -> crate::gpu::capture::Manifest,
+    ) -> (
+        tempfile::TempDir,
+        [SuiteSpec; 1],
+        Pair,
+        crate::capture::CaptureIndex,
+    ) {
         use crate::capture::index::Entry;
         use crate::gpu::capture::manifest::{CapturedAlloc, CapturedParam};
         use crate::gpu::capture::Manifest;
@@ -473,7 +502,7 @@ mod tests {
             u,
             crate::record::PairRule::Name,
         );
-        let m = Manifest::for_test(
+        let m0 = Manifest::for_test(
             "twice",
             vec![
                 CapturedParam::address(0, 0xa0_0000_0000, 0),
@@ -490,10 +519,19 @@ mod tests {
                     root: "/cap".into(),
                     suite: String::new(),
                 },
-                m,
+                m(m0),
             )],
             unreadable: vec![],
         };
+        (d, suites, pair, idx)
+    }
+
+    /// A pair whose fast kernel replays from a capture is chosen as captured, and gets its
+    /// complete inferred harness beside it (verify's second opinion and fallback); an
+    /// incomplete one is not given.
+    #[test]
+    fn a_captured_pair_keeps_its_origin_and_gets_its_inferred_harness_beside() {
+        let (_d, suites, pair, idx) = twice_program(|m| m);
         let out = tempfile::tempdir().unwrap();
         // Without its launch site, inference leaves TODOs: no harness beside the capture.
         let mut unlaunched = pair.clone();
@@ -536,5 +574,43 @@ mod tests {
                     .ends_with(&format!("{}.toml", p.id)));
             }
         }
+    }
+
+    /// A fast kernel captured but not replayable (its launch was skipped): the pair is not
+    /// captured, the build counts and names why, and inference answers as for any pair.
+    #[test]
+    fn a_refused_capture_is_counted_and_named_and_the_pair_is_inferred() {
+        let (_d, suites, pair, idx) = twice_program(|mut m| {
+            m.skipped = Some("allocation of 2 GiB over the budget of 1 GiB".into());
+            m
+        });
+        let out = tempfile::tempdir().unwrap();
+        let mut recs = vec![Record::Pair(Box::new(pair))];
+        let c = choose(
+            &mut recs,
+            &suites,
+            &[],
+            out.path(),
+            &HarnessSettings::default(),
+            Some(&idx),
+        );
+        let Record::Pair(p) = &recs[0] else {
+            unreachable!()
+        };
+        assert_ne!(
+            p.harness_origin.as_ref().map(|h| h.origin),
+            Some(HarnessOrigin::Captured)
+        );
+        assert_eq!(c.counts.get("capture_refused"), Some(&1), "{:?}", c.counts);
+        assert_eq!(c.counts.get("captured"), None);
+        assert!(
+            c.notes.iter().any(
+                |n| n.starts_with(&format!("pair {}: no captured harness", p.id))
+                    && n.contains("over the budget")
+            ),
+            "{:?}",
+            c.notes
+        );
+        assert_eq!(c.counts.get("inferred"), Some(&1), "{:?}", c.counts);
     }
 }
