@@ -909,41 +909,81 @@ fn slow_own(
     })
 }
 
-/// Why the slow kernel cannot run on the fast capture's buffers at all, when its own
-/// capture shows the versions lay their data out differently: the same parameters (every
-/// byte that is not an address the same) pointing into allocations of other sizes, so
-/// the sizes come from the kernels' own code, not from what the program passed (Parboil
-/// lbm's `cuda_base` and `cuda` grids). Scalars that differ (another problem size, llm.c's
-/// versions run by their own processes) leave the fast launch to stand for the slow one.
-fn other_layout(slow: &KernelUnit, sm: &Manifest, fast: &Manifest) -> Option<String> {
-    if usable(slow, sm).is_err() || sm.params.len() != fast.params.len() {
-        return None;
+/// Whether the slow kernel can run with the fast kernel's captured launch (its grid, its
+/// parameter bytes, its buffers), where its own capture could not serve. Refused, by name:
+/// - a parameter whose size is not the fast launch's: the slow kernel's own captured size,
+///   else 8 for a pointer in the unit's text (mri-gridding's `cuda-base` kernels take
+///   `ReconstructionSample*` where the optimized ones take a struct of arrays by value);
+/// - the same parameters (every byte that is not an address equal) pointing into
+///   allocations of other sizes or at other offsets in the slow kernel's own capture: the
+///   versions lay their data out differently, and the sizes come from the kernels' own code,
+///   not from what the program passed (Parboil lbm's `cuda_base` and `cuda` grids).
+///
+/// Scalars that differ (another problem size, llm.c's versions run by their own processes)
+/// leave the fast launch to stand for the slow one.
+pub(super) fn fits_fast_launch(
+    slow: &KernelUnit,
+    own: Option<&Manifest>,
+    fast: &Manifest,
+) -> Result<(), ReplayError> {
+    let own = own.filter(|sm| usable(slow, sm).is_ok() && sm.params.len() == fast.params.len());
+    let refuse = |why: String| ReplayError::Unsupported {
+        kernel: slow.kernel.clone(),
+        why,
+    };
+    let name = |i: usize| slow.params.get(i).map_or("?", |p| p.name.as_str());
+    for (i, fp) in fast.params.iter().enumerate() {
+        let size = match own {
+            Some(sm) => Some(sm.params[i].size),
+            None => slow
+                .params
+                .get(i)
+                .filter(|p| crate::cuda::ctype::c_is_pointer(&p.ty))
+                .map(|_| 8),
+        };
+        if let Some(size) = size.filter(|&n| n != fp.size) {
+            return Err(refuse(format!(
+                "parameter {i} (`{}`) is {size} bytes where the fast kernel's captured launch \
+                 passes {}: the two versions take different data structures",
+                name(i),
+                fp.size
+            )));
+        }
     }
+    let Some(sm) = own else { return Ok(()) };
     let mut differ = Vec::new();
     for (i, (sp, fp)) in sm.params.iter().zip(&fast.params).enumerate() {
-        if sp.size != fp.size || sp.pointers.len() != fp.pointers.len() {
-            return None;
-        }
-        let (sb, fb) = (hex::decode(&sp.hex).ok()?, hex::decode(&fp.hex).ok()?);
-        if !same_but_addresses(&sb, &fb, &sp.pointers) {
-            return None;
+        let (Ok(sb), Ok(fb)) = (hex::decode(&sp.hex), hex::decode(&fp.hex)) else {
+            return Ok(());
+        };
+        if sp.pointers.len() != fp.pointers.len() || !same_but_addresses(&sb, &fb, &sp.pointers) {
+            return Ok(());
         }
         for (sq, fq) in sp.pointers.iter().zip(&fp.pointers) {
-            let (sa, fa) = (sm.allocs.get(sq.alloc)?, fast.allocs.get(fq.alloc)?);
-            if sa.bytes != fa.bytes {
-                let name = slow.params.get(i).map_or("?", |p| p.name.as_str());
-                differ.push(format!("{name}: {} bytes, not {}", sa.bytes, fa.bytes));
+            let (Some(sa), Some(fa)) = (sm.allocs.get(sq.alloc), fast.allocs.get(fq.alloc)) else {
+                return Ok(());
+            };
+            if sa.bytes != fa.bytes || sq.offset != fq.offset {
+                differ.push(format!(
+                    "{}: {} bytes at offset {}, not {} at {}",
+                    name(i),
+                    sa.bytes,
+                    sq.offset,
+                    fa.bytes,
+                    fq.offset
+                ));
             }
         }
     }
-    (!differ.is_empty()).then(|| {
-        format!(
-            "its own capture passes the same parameters over buffers of other sizes ({}): \
+    match differ.is_empty() {
+        true => Ok(()),
+        false => Err(refuse(format!(
+            "its own capture passes the same parameters into buffers laid out otherwise ({}): \
              the versions lay their data out differently, so it cannot run on the fast \
              kernel's buffers",
             differ.join("; ")
-        )
-    })
+        ))),
+    }
 }
 
 /// Whether two parameters' bytes are the same outside the 8-byte addresses at `pointers`.
@@ -995,16 +1035,11 @@ pub fn for_pair(
                     captured: fm.params.len(),
                 });
             }
-            if let Some(why) = idx
+            let own = idx
                 .find(slow)
                 .filter(|_| slow.id != fast.id)
-                .and_then(|(_, sm)| other_layout(slow, sm, fm))
-            {
-                return Err(ReplayError::Unsupported {
-                    kernel: slow.kernel.clone(),
-                    why,
-                });
-            }
+                .map(|(_, m)| m);
+            fits_fast_launch(slow, own, fm)?;
             let mut l = fast_launch.clone();
             l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
             (l, SlowLaunch::Fast)
@@ -1514,7 +1549,21 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
         let e = for_pair(&idx, &slow, &fast).unwrap_err();
         assert!(
             matches!(&e, ReplayError::Unsupported { kernel, why }
-                if kernel == "t_naive" && why.contains("in: 6144 bytes, not 4096")),
+                if kernel == "t_naive" && why.contains("in: 6144 bytes at offset 0, not 4096 at 0")),
+            "{e}"
+        );
+        // Or the same sizes, but pointers at another offset into them (lbm passes each
+        // grid past a margin whose size its layout sets).
+        let mut other_offset = manifest("t_naive", [32, 32, 1], "in-a", "out-a");
+        other_offset.params[1].pointers[0].offset = 1024;
+        let idx = index_of(vec![
+            other_offset,
+            manifest("t_tiled", [32, 8, 1], "in-a", "out-a"),
+        ]);
+        let e = for_pair(&idx, &slow, &fast).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("out: 4096 bytes at offset 1024, not 4096 at 0"),
             "{e}"
         );
         // Addresses differ between processes: they are not compared.
@@ -1528,6 +1577,47 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
             for_pair(&idx, &slow, &fast).unwrap().slow_launch,
             SlowLaunch::Own
         );
+    }
+
+    /// A slow kernel taking a pointer where the fast one takes a struct by value (Parboil
+    /// mri-gridding's `ReconstructionSample*` against a struct of arrays): the fast launch
+    /// cannot stand for it, whether or not the slow kernel was captured.
+    #[test]
+    fn a_slow_kernel_whose_parameters_are_other_data_structures_is_refused() {
+        let slow = unit(
+            "reorder_aos",
+            &[
+                ("in", "const float *"),
+                ("out", "float *"),
+                ("sorted", "Sample *"),
+            ],
+        );
+        let fast = unit(
+            "reorder_soa",
+            &[
+                ("in", "const float *"),
+                ("out", "float *"),
+                ("sorted", "SoA"),
+            ],
+        );
+        let mut fm = manifest("reorder_soa", [32, 8, 1], "in-a", "out-a");
+        fm.params[2] = CapturedParam {
+            offset: 16,
+            size: 24,
+            hex: "00".repeat(24),
+            pointers: vec![],
+        };
+        let e = for_pair(&index_of(vec![fm.clone()]), &slow, &fast).unwrap_err();
+        assert!(
+            matches!(&e, ReplayError::Unsupported { kernel, why } if kernel == "reorder_aos"
+                && why.starts_with("parameter 2 (`sorted`) is 8 bytes where the fast kernel's captured launch passes 24")),
+            "{e}"
+        );
+        // Its own capture says the same.
+        let mut sm = manifest("reorder_aos", [32, 8, 1], "in-a", "out-a");
+        sm.params[2] = CapturedParam::address(16, 0xa0_0000_0000, 0);
+        let e = for_pair(&index_of(vec![sm, fm]), &slow, &fast).unwrap_err();
+        assert!(e.to_string().contains("is 8 bytes where"), "{e}");
     }
 
     #[test]

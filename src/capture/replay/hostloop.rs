@@ -326,6 +326,11 @@ pub(super) fn for_loop(
                     captured: run[0].1.params.len(),
                 });
             }
+            let single = idx
+                .find(slow)
+                .filter(|_| slow.id != fast.id)
+                .map(|(_, m)| m);
+            super::fits_fast_launch(slow, single, &run[0].1)?;
             let name = |m: &Manifest| slow_symbol(slow, fast, &symbol_for(fast, m));
             let l = launches(fast, run, &fb.slot, name, &mut args)?;
             (l, SlowLaunch::Fast)
