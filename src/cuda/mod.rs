@@ -8,6 +8,7 @@
 //! what one kernel needs and writes it out as a unit that NVRTC compiles alone.
 
 mod builtins;
+pub(crate) mod ceval;
 pub(crate) mod cexpr;
 pub mod compile_only;
 pub mod ctype;

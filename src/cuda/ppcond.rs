@@ -10,7 +10,7 @@
 //! [`active_text`] applies these conditions to a whole text: what the compiler sees of host
 //! code, and of a kernel unit (`super::syntax::UnitSyntax`).
 
-use super::cexpr::Kind;
+use super::ceval::{Env, Expr, Num};
 use super::lex::strip_comments;
 
 /// What a name in a condition is: `defined` says whether it is a macro at all, `value` its
@@ -20,14 +20,27 @@ pub struct Macros<'a> {
     pub value: &'a dyn Fn(&str) -> Option<i64>,
 }
 
-/// The condition's truth, or None when it depends on something the code does not state.
-/// Grammar: integer literals (with `u`/`l` suffixes), names, `defined(X)` / `defined X`,
-/// `( )`, unary `! - +`, `* / %`, `+ -`, `< <= > >=`, `== !=`, `&&`, `||`.
+/// The condition's truth, or None when it depends on something the code does not state:
+/// a name with no stated integer value, a float or a call (the preprocessor reads
+/// integers only), or text that is no C expression. Evaluated by the crate's one C
+/// evaluator ([`super::ceval`]), `defined(X)` / `defined X` included.
 pub fn eval(expr: &str, m: &Macros) -> Option<bool> {
-    let toks = tokens(expr)?;
-    let mut p = P { t: &toks, i: 0, m };
-    let v = p.or()?;
-    (p.i == toks.len()).then_some(v != 0)
+    struct Names<'a>(&'a Macros<'a>);
+    impl Env for Names<'_> {
+        fn name(&self, n: &str) -> Result<Num, String> {
+            (self.0.value)(n)
+                .map(Num::Int)
+                .ok_or_else(|| format!("{n} has no stated value"))
+        }
+        fn defined(&self, n: &str) -> Result<bool, String> {
+            Ok((self.0.defined)(n))
+        }
+    }
+    let e = Expr::parse(expr).ok()?;
+    if e.any(&|x| matches!(x, Expr::Num(Num::Float(_)) | Expr::Call(..))) {
+        return None;
+    }
+    e.eval(&Names(m)).ok().map(Num::truthy)
 }
 
 /// The integer a `#define NAME <body>` body stands for, when it is a plain integer literal
@@ -214,153 +227,6 @@ impl Cond {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Num(i64),
-    Name(String),
-    Op(&'static str),
-}
-
-/// The condition's tokens ([`super::cexpr::tokens`]), None where one is outside the
-/// grammar: a non-ASCII character, a number other than a plain decimal integer, an
-/// operator [`eval`] does not know (`,` included).
-fn tokens(s: &str) -> Option<Vec<Tok>> {
-    const OPS: [&str; 16] = [
-        "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", "+", "-", "*", "/", "%",
-    ];
-    if !s.is_ascii() {
-        return None;
-    }
-    super::cexpr::tokens(s)
-        .ok()?
-        .into_iter()
-        .map(|t| match t.kind {
-            Kind::Num => super::cexpr::plain_int(t.text).map(Tok::Num),
-            Kind::Ident => Some(Tok::Name(t.text.to_string())),
-            Kind::Op => OPS.iter().find(|o| **o == t.text).map(|o| Tok::Op(o)),
-        })
-        .collect()
-}
-
-struct P<'a> {
-    t: &'a [Tok],
-    i: usize,
-    m: &'a Macros<'a>,
-}
-
-impl P<'_> {
-    fn eat(&mut self, op: &str) -> bool {
-        if matches!(self.t.get(self.i), Some(Tok::Op(o)) if *o == op) {
-            self.i += 1;
-            return true;
-        }
-        false
-    }
-
-    /// One level of left-associative binary operators over `next`.
-    fn binary(
-        &mut self,
-        ops: &[&str],
-        next: fn(&mut Self) -> Option<i64>,
-        apply: fn(&str, i64, i64) -> Option<i64>,
-    ) -> Option<i64> {
-        let mut v = next(self)?;
-        'outer: loop {
-            for op in ops {
-                if self.eat(op) {
-                    let r = next(self)?;
-                    v = apply(op, v, r)?;
-                    continue 'outer;
-                }
-            }
-            return Some(v);
-        }
-    }
-
-    fn or(&mut self) -> Option<i64> {
-        self.binary(&["||"], Self::and, |_, a, b| {
-            Some(((a != 0) || (b != 0)) as i64)
-        })
-    }
-    fn and(&mut self) -> Option<i64> {
-        self.binary(&["&&"], Self::eq, |_, a, b| {
-            Some(((a != 0) && (b != 0)) as i64)
-        })
-    }
-    fn eq(&mut self) -> Option<i64> {
-        self.binary(&["==", "!="], Self::rel, |op, a, b| {
-            Some(if op == "==" { a == b } else { a != b } as i64)
-        })
-    }
-    fn rel(&mut self) -> Option<i64> {
-        self.binary(&["<=", ">=", "<", ">"], Self::add, |op, a, b| {
-            Some(match op {
-                "<=" => a <= b,
-                ">=" => a >= b,
-                "<" => a < b,
-                _ => a > b,
-            } as i64)
-        })
-    }
-    fn add(&mut self) -> Option<i64> {
-        self.binary(&["+", "-"], Self::mul, |op, a, b| {
-            if op == "+" {
-                a.checked_add(b)
-            } else {
-                a.checked_sub(b)
-            }
-        })
-    }
-    fn mul(&mut self) -> Option<i64> {
-        self.binary(&["*", "/", "%"], Self::unary, |op, a, b| match op {
-            "*" => a.checked_mul(b),
-            "/" => a.checked_div(b),
-            _ => a.checked_rem(b),
-        })
-    }
-    fn unary(&mut self) -> Option<i64> {
-        if self.eat("!") {
-            return Some((self.unary()? == 0) as i64);
-        }
-        if self.eat("-") {
-            return self.unary()?.checked_neg();
-        }
-        if self.eat("+") {
-            return self.unary();
-        }
-        self.atom()
-    }
-    fn atom(&mut self) -> Option<i64> {
-        if self.eat("(") {
-            let v = self.or()?;
-            return self.eat(")").then_some(v);
-        }
-        match self.t.get(self.i)?.clone() {
-            Tok::Num(n) => {
-                self.i += 1;
-                Some(n)
-            }
-            Tok::Name(n) if n == "defined" => {
-                self.i += 1;
-                let paren = self.eat("(");
-                let Some(Tok::Name(x)) = self.t.get(self.i).cloned() else {
-                    return None;
-                };
-                self.i += 1;
-                if paren && !self.eat(")") {
-                    return None;
-                }
-                Some((self.m.defined)(&x) as i64)
-            }
-            Tok::Name(n) => {
-                self.i += 1;
-                (self.m.value)(&n)
-            }
-            Tok::Op(_) => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,6 +297,14 @@ mod tests {
             assert_eq!(eval("defined R16 && !defined(WIDE)", m), Some(true));
             assert_eq!(eval("0", m), Some(false));
             assert_eq!(eval("1UL", m), Some(true));
+            // The whole of C's grammar for #if: ternaries, shifts, bit operators, hex,
+            // and && / || that stop at a known answer.
+            assert_eq!(
+                eval("R16 ? WIDE : N >> 7 == 0x2 && (N & 1) == 0", m),
+                Some(true)
+            );
+            assert_eq!(eval("R16 && WIDE", m), Some(false));
+            assert_eq!(eval("!R16 || WIDE", m), Some(true));
         });
     }
 
@@ -441,7 +315,7 @@ mod tests {
             assert_eq!(eval("WIDE", m), None, "a -D flag the code does not state");
             assert_eq!(eval("F", m), None, "defined, but not as an integer");
             assert_eq!(eval("R2 && WIDE", m), None);
-            assert_eq!(eval("R2 ? 1 : 0", m), None);
+            assert_eq!(eval("R2 > 0.5", m), None, "no floats in #if");
             assert_eq!(eval("f(R2)", m), None);
             assert_eq!(eval("(R2", m), None);
             assert_eq!(eval("R2 / 0", m), None);

@@ -1,14 +1,13 @@
-//! Expressions over sizes and device properties, evaluated with `evalexpr`.
+//! Expressions over sizes and device properties: C expressions, evaluated by the crate's
+//! one C evaluator ([`crate::cuda::ceval`]).
 //!
-//! Integer arithmetic is exact (`/` on two integers truncates, as in C); the helpers
-//! `ceil_div(a, b)`, `round_up(a, b)`, `log2(a)` (integer floor), `pow2(a)` join evalexpr's
-//! built-in `min`, `max`, `floor`, `ceil`.
+//! Integer arithmetic is exact (`/` on two integers truncates, as in C; overflow is an
+//! error); a float operand makes a float. Besides C's operators (`?:`, shifts, `!`), the
+//! helpers `ceil_div(a, b)`, `round_up(a, b)`, `log2(a)` (integer floor), `pow2(a)`,
+//! `min(…)`, `max(…)`, `floor(x)` and `ceil(x)`.
 
-use crate::cuda::lex;
-use evalexpr::{
-    ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes, EvalexprError,
-    Function, HashMapContext, Value,
-};
+pub use crate::cuda::ceval::Num;
+use crate::cuda::ceval::{Env, Expr};
 use std::collections::BTreeMap;
 
 /// A variable scope: names → integer or float values.
@@ -17,19 +16,10 @@ pub struct Scope {
     vars: BTreeMap<String, Num>,
 }
 
-/// A number an expression produced.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Num {
-    Int(i64),
-    Float(f64),
-}
-
-impl Num {
-    pub fn as_f64(self) -> f64 {
-        match self {
-            Num::Int(i) => i as f64,
-            Num::Float(f) => f,
-        }
+impl Env for Scope {
+    fn name(&self, name: &str) -> Result<Num, String> {
+        self.get(name)
+            .ok_or_else(|| format!("`{name}` is not a size, a derived value or a device property"))
     }
 }
 
@@ -47,65 +37,9 @@ impl Scope {
         self.vars.keys().map(String::as_str)
     }
 
-    fn context(&self) -> HashMapContext<DefaultNumericTypes> {
-        let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
-        for (k, v) in &self.vars {
-            let value = match v {
-                Num::Int(i) => Value::Int(*i),
-                Num::Float(f) => Value::Float(*f),
-            };
-            // Names are identifiers checked at parse time; setting cannot fail on a HashMapContext.
-            let _ = ctx.set_value(k.clone(), value);
-        }
-        let _ = ctx.set_function(
-            "ceil_div".into(),
-            by_nonzero("ceil_div by zero", |x, y| (x + y - 1).div_euclid(y)),
-        );
-        let _ = ctx.set_function(
-            "round_up".into(),
-            by_nonzero("round_up to zero", |x, y| (x + y - 1).div_euclid(y) * y),
-        );
-        let _ = ctx.set_function(
-            "log2".into(),
-            Function::new(|a| {
-                let x: i64 = a.as_int()?;
-                if x <= 0 {
-                    return Err(EvalexprError::CustomMessage(format!("log2({x})")));
-                }
-                Ok(Value::Int(63 - x.leading_zeros() as i64))
-            }),
-        );
-        // C truth of a number (a ternary condition, `!`): nonzero is true; `!` gives 0 or 1.
-        let _ = ctx.set_function(
-            "truthy".into(),
-            Function::new(|a| Ok(Value::Boolean(truthy(a)?))),
-        );
-        let _ = ctx.set_function(
-            "c_not".into(),
-            Function::new(|a| Ok(Value::Int(i64::from(!truthy(a)?)))),
-        );
-        let _ = ctx.set_function(
-            "pow2".into(),
-            Function::new(|a| {
-                let x: i64 = a.as_int()?;
-                if !(0..63).contains(&x) {
-                    return Err(EvalexprError::CustomMessage(format!("pow2({x})")));
-                }
-                Ok(Value::Int(1i64 << x))
-            }),
-        );
-        ctx
-    }
-
     /// Evaluate to a number (integer or float).
     pub fn eval(&self, expr: &str) -> Result<Num, String> {
-        let expr = &ternary_to_if(&c_not(&whole_group_shifts(&literal_shifts(expr))));
-        let v = evalexpr::eval_with_context(expr, &self.context()).map_err(|e| e.to_string())?;
-        match v {
-            Value::Int(i) => Ok(Num::Int(i)),
-            Value::Float(f) => Ok(Num::Float(f)),
-            other => Err(format!("expected a number, got {other}")),
-        }
+        Expr::parse(expr)?.eval(self)
     }
 
     /// Evaluate to an integer; a float result is an error (say `ceil_div` or `floor` instead).
@@ -119,207 +53,10 @@ impl Scope {
         }
     }
 
-    /// Evaluate a boolean condition (for `require`).
+    /// Evaluate a condition (for `require`): C's truth, nonzero.
     pub fn eval_bool(&self, expr: &str) -> Result<bool, String> {
-        evalexpr::eval_boolean_with_context(expr, &self.context()).map_err(|e| e.to_string())
+        self.eval(expr).map(Num::truthy)
     }
-}
-
-/// `1 << 5` between integer literals (launch code's block sizes) folded to `32`: evalexpr
-/// has no shift operator.
-pub fn literal_shifts(e: &str) -> String {
-    if !e.contains("<<") {
-        return e.to_string();
-    }
-    let mut s = e.to_string();
-    while let Some(p) = s.find("<<") {
-        let left = s[..p].trim_end();
-        let l_start = left
-            .rfind(|c: char| !c.is_ascii_digit())
-            .map_or(0, |i| i + 1);
-        let right = &s[p + 2..];
-        let skip = right.len() - right.trim_start().len();
-        let r_len = right
-            .trim_start()
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(right.trim_start().len());
-        let (Ok(a), Ok(b)) = (
-            left[l_start..].parse::<i64>(),
-            right.trim_start()[..r_len].parse::<u32>(),
-        ) else {
-            return s;
-        };
-        if b > 62 {
-            return s;
-        }
-        let end = p + 2 + skip + r_len;
-        s = format!("{}{}{}", &s[..l_start], a << b, &s[end..]);
-    }
-    s
-}
-
-/// `(x >> 4)` and `(x << k)`, a shift that is the whole of a parenthesized group (or of the
-/// expression), as `(x / pow2(4))` and `(x * pow2(k))`: evalexpr has no shift operator, and
-/// with the shift alone in its group C's precedence cannot differ. Sizes are non-negative,
-/// where a right shift is a floor division. Shifts mixed with other operators in one group
-/// are left (and fail to evaluate, as before).
-pub fn whole_group_shifts(e: &str) -> String {
-    if !e.contains(">>") && !e.contains("<<") {
-        return e.to_string();
-    }
-    let out = map_groups(e, whole_group_shifts);
-    one_shift(&out).unwrap_or(out)
-}
-
-/// `e` with the inside of each outermost parenthesized group replaced by `f` of it (an
-/// unclosed group runs to the end, and gains its `)`).
-fn map_groups(e: &str, f: fn(&str) -> String) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < e.len() {
-        if e.as_bytes()[i] == b'(' {
-            let j = lex::matching(e, i, b'(', b')').unwrap_or(e.len());
-            out.push('(');
-            out.push_str(&f(&e[i + 1..j]));
-            out.push(')');
-            i = j + 1;
-        } else {
-            let ch = e[i..].chars().next().expect("in bounds");
-            out.push(ch);
-            i += ch.len_utf8();
-        }
-    }
-    out
-}
-
-/// `a >> b` / `a << b` where `a` and `b` are each one atom (a name, a number, a call or a
-/// parenthesized group): the pow2 form. None for anything else.
-fn one_shift(e: &str) -> Option<String> {
-    let t = e.trim();
-    let (p, op) = [">>", "<<"]
-        .iter()
-        .filter_map(|op| t.find(op).map(|p| (p, *op)))
-        .min_by_key(|(p, _)| *p)?;
-    let (a, b) = (t[..p].trim(), t[p + 2..].trim());
-    let atom = |x: &str| {
-        if x.is_empty() {
-            return false;
-        }
-        if x.ends_with(')') {
-            // `(…)` or `name(…)`: the group opened by the first `(` closes at the end.
-            let open = x.find('(').expect("ends with )");
-            let head = &x[..open];
-            return lex::matching(x, open, b'(', b')') == Some(x.len() - 1)
-                && head.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        }
-        x.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-    };
-    if !atom(a) || !atom(b) {
-        return None;
-    }
-    Some(match op {
-        ">>" => format!("({a} / pow2({b}))"),
-        _ => format!("({a} * pow2({b}))"),
-    })
-}
-
-/// C's `c ? a : b` (launch code writes `n < 256 ? n : 256`) as evalexpr's `if(c, a, b)`.
-pub fn ternary_to_if(e: &str) -> String {
-    if !e.contains('?') {
-        return e.to_string();
-    }
-    // Parenthesized groups first.
-    let s = map_groups(e, ternary_to_if);
-    let top = |s: &str, want: u8| -> Option<usize> {
-        let mut nested = 0;
-        for (i, c) in lex::top_level(s, b"(", b")") {
-            if c == b'?' && want == b':' {
-                nested += 1;
-            } else if c == want {
-                if nested == 0 {
-                    return Some(i);
-                }
-                nested -= 1;
-            }
-        }
-        None
-    };
-    let Some(q) = top(&s, b'?') else { return s };
-    let rest = &s[q + 1..];
-    let Some(c) = top(rest, b':') else { return s };
-    format!(
-        "if(truthy({}), {}, {})",
-        s[..q].trim(),
-        ternary_to_if(rest[..c].trim()),
-        ternary_to_if(rest[c + 1..].trim())
-    )
-}
-
-fn truthy(a: &Value) -> Result<bool, EvalexprError> {
-    match a {
-        Value::Boolean(b) => Ok(*b),
-        Value::Int(i) => Ok(*i != 0),
-        Value::Float(f) => Ok(*f != 0.0),
-        other => Err(EvalexprError::CustomMessage(format!(
-            "{other} is not a condition"
-        ))),
-    }
-}
-
-/// C's logical not on numbers (`!(n % 16) ? 0 : 1` in launch code) as `c_not(…)`: evalexpr's
-/// `!` takes only booleans. The operand is a parenthesized group or a name or number.
-pub fn c_not(e: &str) -> String {
-    if !e.contains('!') {
-        return e.to_string();
-    }
-    let b = e.as_bytes();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'!' || b.get(i + 1) == Some(&b'=') {
-            let ch = e[i..].chars().next().expect("in bounds");
-            out.push(ch);
-            i += ch.len_utf8();
-            continue;
-        }
-        let mut j = i + 1;
-        while let Some(ch) = e[j..].chars().next().filter(|c| c.is_whitespace()) {
-            j += ch.len_utf8();
-        }
-        let start = j;
-        if b.get(j) == Some(&b'(') {
-            j = lex::matching(e, j, b'(', b')').map_or(b.len(), |k| k + 1);
-        } else {
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_' || b[j] == b'.') {
-                j += 1;
-            }
-        }
-        if j == start {
-            out.push('!');
-            i += 1;
-            continue;
-        }
-        out.push_str(&format!("c_not({})", c_not(&e[start..j])));
-        i = j;
-    }
-    out
-}
-
-/// A function of two integers whose second must not be zero (`error` when it is).
-fn by_nonzero(error: &'static str, f: fn(i64, i64) -> i64) -> Function<DefaultNumericTypes> {
-    Function::new(move |a| {
-        let (x, y) = two_ints(a)?;
-        if y == 0 {
-            return Err(EvalexprError::CustomMessage(error.into()));
-        }
-        Ok(Value::Int(f(x, y)))
-    })
-}
-
-fn two_ints(a: &Value) -> Result<(i64, i64), EvalexprError> {
-    let t = a.as_fixed_len_tuple(2)?;
-    Ok((t[0].as_int()?, t[1].as_int()?))
 }
 
 /// Replace every `{expr}` in a kernel name expression (`reduce<{block}>`) by its integer value.
@@ -356,10 +93,7 @@ mod tests {
         assert_eq!(s.eval_int("n % 2 ? 7 : 9"), Ok(7));
         assert_eq!(s.eval_int("n < 256 ? n : 256"), Ok(256));
         assert_eq!(s.eval_int("n != 3 ? 1 : 0"), Ok(1));
-        assert_eq!(
-            c_not("!x + !(a - b) != c"),
-            "c_not(x) + c_not((a - b)) != c"
-        );
+        assert_eq!(s.eval_int("!n + !(n - n) != 2"), Ok(1));
     }
 
     #[test]
@@ -395,7 +129,9 @@ mod tests {
     fn literal_shifts_fold() {
         let sc = Scope::default();
         assert_eq!(sc.eval_int("((1 << 5)) * 128"), Ok(4096));
-        assert_eq!(literal_shifts("n << 2"), "n << 2");
+        let mut sc = Scope::default();
+        sc.set_int("n", 3);
+        assert_eq!(sc.eval_int("n << 2"), Ok(12));
     }
 
     #[test]
@@ -409,9 +145,8 @@ mod tests {
         );
         assert_eq!(sc.eval_int("4096 >> 4"), Ok(256));
         assert_eq!(sc.eval_int("(d << 2) + 1"), Ok(4097));
-        // A shift mixed with other operators in one group is not rewritten.
-        assert_eq!(whole_group_shifts("d + d >> 2"), "d + d >> 2");
-        assert!(sc.eval_int("d + d >> 2").is_err());
+        // A shift mixed with other operators: C's precedence (it binds looser than `+`).
+        assert_eq!(sc.eval_int("d + d >> 2"), Ok(512));
     }
 
     #[test]

@@ -1,0 +1,453 @@
+//! The crate's one C-expression tree and its one evaluator.
+//!
+//! [`Expr::parse`] reads an expression over [`super::cexpr::tokens`] with C's precedence
+//! (`?:`, `|| &&`, `| ^ &`, `== !=`, `< <= > >=`, `<< >>`, `+ -`, `* / %`, unary
+//! `! - + ~`, calls `f(a, b)`, `defined(X)`); [`Expr::eval`] computes it with C's
+//! arithmetic (integers stay integers, `/` truncates, a float operand makes a float,
+//! comparisons and `! && ||` give 0 or 1) over the names and functions an [`Env`] knows.
+//! Preprocessor conditions (`super::ppcond`) and the harness's expression language
+//! (`harness::expr::Scope`, which host values reach through `harness::infer_host`) both
+//! evaluate here.
+
+use super::cexpr::{literal, tokens, Kind, Literal, Token};
+
+/// A number an expression produced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+impl Num {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+
+    /// C's truth of a number: nonzero.
+    pub fn truthy(self) -> bool {
+        match self {
+            Num::Int(i) => i != 0,
+            Num::Float(f) => f != 0.0,
+        }
+    }
+
+    fn int(self, what: &str) -> Result<i64, String> {
+        match self {
+            Num::Int(i) => Ok(i),
+            Num::Float(f) => Err(format!("{what} takes integers, not {f:?}")),
+        }
+    }
+}
+
+/// A C expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Num(Num),
+    Name(String),
+    /// `defined(X)` or `defined X`, as `#if` writes it.
+    Defined(String),
+    /// `! - + ~` and the operand.
+    Unary(&'static str, Box<Expr>),
+    Binary(&'static str, Box<Expr>, Box<Expr>),
+    /// `c ? a : b`.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    Call(String, Vec<Expr>),
+}
+
+/// What the names and functions of an expression stand for.
+pub trait Env {
+    /// A name's value; the error says why it has none.
+    fn name(&self, name: &str) -> Result<Num, String>;
+    /// Whether `name` is a macro (`defined(X)`); only preprocessor conditions know.
+    fn defined(&self, name: &str) -> Result<bool, String> {
+        Err(format!("defined({name}) outside a preprocessor condition"))
+    }
+    /// A function's value on its arguments: by default the [`builtin`]s.
+    fn call(&self, f: &str, args: &[Num]) -> Result<Num, String> {
+        builtin(f, args)
+    }
+}
+
+/// Binary operators from the loosest to the tightest binding, one level each.
+const LEVELS: [&[&str]; 9] = [
+    &["||"],
+    &["&&"],
+    &["|"],
+    &["^"],
+    &["&"],
+    &["==", "!="],
+    &["<=", ">=", "<", ">"],
+    &["<<", ">>"],
+    &["+", "-"],
+];
+const MUL: &[&str] = &["*", "/", "%"];
+
+struct Parser<'t, 's> {
+    t: &'t [Token<'s>],
+    i: usize,
+}
+
+impl<'s> Parser<'_, 's> {
+    fn peek(&self) -> Option<&Token<'s>> {
+        self.t.get(self.i)
+    }
+
+    /// The operator at the cursor, when it is one of `ops`.
+    fn op_in(&self, ops: &[&'static str]) -> Option<&'static str> {
+        let t = self.peek().filter(|t| t.kind == Kind::Op)?;
+        ops.iter().find(|o| **o == t.text).copied()
+    }
+
+    fn eat(&mut self, op: &str) -> bool {
+        let hit = self
+            .peek()
+            .is_some_and(|t| t.kind == Kind::Op && t.text == op);
+        self.i += usize::from(hit);
+        hit
+    }
+
+    fn expect(&mut self, op: &str) -> Result<(), String> {
+        match self.eat(op) {
+            true => Ok(()),
+            false => Err(match self.peek() {
+                Some(t) => format!("expected `{op}`, found `{}`", t.text),
+                None => format!("expected `{op}` at the end"),
+            }),
+        }
+    }
+
+    fn cond(&mut self) -> Result<Expr, String> {
+        let c = self.binary(0)?;
+        if !self.eat("?") {
+            return Ok(c);
+        }
+        let a = self.cond()?;
+        self.expect(":")?;
+        let b = self.cond()?;
+        Ok(Expr::Cond(Box::new(c), Box::new(a), Box::new(b)))
+    }
+
+    /// Left-associative operators of `LEVELS[level]` (past the last level, `* / %`) over
+    /// the tighter levels.
+    fn binary(&mut self, level: usize) -> Result<Expr, String> {
+        let ops = LEVELS.get(level).copied().unwrap_or(MUL);
+        let mut e = self.operand(level)?;
+        while let Some(op) = self.op_in(ops) {
+            self.i += 1;
+            let r = self.operand(level)?;
+            e = Expr::Binary(op, Box::new(e), Box::new(r));
+        }
+        Ok(e)
+    }
+
+    /// An operand of `level`'s operators: the next level's expression, or a unary one.
+    fn operand(&mut self, level: usize) -> Result<Expr, String> {
+        match level < LEVELS.len() {
+            true => self.binary(level + 1),
+            false => self.unary(),
+        }
+    }
+
+    fn unary(&mut self) -> Result<Expr, String> {
+        if let Some(op) = self.op_in(&["!", "-", "+", "~"]) {
+            self.i += 1;
+            return Ok(Expr::Unary(op, Box::new(self.unary()?)));
+        }
+        self.atom()
+    }
+
+    fn atom(&mut self) -> Result<Expr, String> {
+        let Some(&t) = self.peek() else {
+            return Err("the expression ends early".into());
+        };
+        self.i += 1;
+        match t.kind {
+            Kind::Op if t.text == "(" => {
+                let e = self.cond()?;
+                self.expect(")")?;
+                Ok(e)
+            }
+            Kind::Op => Err(format!("unexpected `{}`", t.text)),
+            Kind::Num => self.number(t),
+            Kind::Ident if t.text == "defined" => {
+                let paren = self.eat("(");
+                let name = match self.peek() {
+                    Some(n) if n.kind == Kind::Ident => n.text.to_string(),
+                    _ => return Err("defined takes a name".into()),
+                };
+                self.i += 1;
+                if paren {
+                    self.expect(")")?;
+                }
+                Ok(Expr::Defined(name))
+            }
+            Kind::Ident => {
+                if self.op_in(&[".", "->"]).is_some() {
+                    return Err(format!("`{}` reads a struct field", t.text));
+                }
+                if !self.eat("(") {
+                    return Ok(Expr::Name(t.text.to_string()));
+                }
+                let mut args = Vec::new();
+                if !self.eat(")") {
+                    loop {
+                        args.push(self.cond()?);
+                        if self.eat(")") {
+                            break;
+                        }
+                        self.expect(",")?;
+                    }
+                }
+                Ok(Expr::Call(t.text.to_string(), args))
+            }
+        }
+    }
+
+    /// A number literal; `1e` `+` `5` (the tokenizer leaves an exponent's sign apart) is
+    /// one float.
+    fn number(&mut self, t: Token<'s>) -> Result<Expr, String> {
+        let mut text = t.text.to_string();
+        let exponent = text.ends_with(['e', 'E']) && !text.starts_with("0x");
+        if exponent {
+            if let (Some(sign), Some(digits)) = (self.t.get(self.i), self.t.get(self.i + 1)) {
+                if matches!(sign.text, "+" | "-") && digits.kind == Kind::Num {
+                    text = format!("{text}{}{}", sign.text, digits.text);
+                    self.i += 2;
+                }
+            }
+        }
+        match literal(&text) {
+            Ok(Literal::Int(v) | Literal::Hex(v)) => Ok(Expr::Num(Num::Int(v))),
+            Ok(Literal::Float(f)) => Ok(Expr::Num(Num::Float(f))),
+            Err(_) => Err(format!("cannot read number {text}")),
+        }
+    }
+}
+
+impl Expr {
+    /// The tree of a whole C expression; an error names what could not be read.
+    pub fn parse(s: &str) -> Result<Expr, String> {
+        let toks = tokens(s).map_err(|u| format!("unexpected `{}`", u.c))?;
+        if toks.is_empty() {
+            return Err("the expression is empty".into());
+        }
+        let mut p = Parser { t: &toks, i: 0 };
+        let e = p.cond()?;
+        match p.peek() {
+            None => Ok(e),
+            Some(t) => Err(format!("unexpected `{}` after the expression", t.text)),
+        }
+    }
+
+    /// Whether any node satisfies `f`.
+    pub fn any(&self, f: &dyn Fn(&Expr) -> bool) -> bool {
+        f(self)
+            || match self {
+                Expr::Num(_) | Expr::Name(_) | Expr::Defined(_) => false,
+                Expr::Unary(_, a) => a.any(f),
+                Expr::Binary(_, a, b) => a.any(f) || b.any(f),
+                Expr::Cond(c, a, b) => c.any(f) || a.any(f) || b.any(f),
+                Expr::Call(_, args) => args.iter().any(|a| a.any(f)),
+            }
+    }
+
+    /// The value, with C's arithmetic (see the module doc); overflow, division by zero and
+    /// shifts out of range are errors.
+    pub fn eval(&self, env: &dyn Env) -> Result<Num, String> {
+        let flag = |b: bool| Num::Int(i64::from(b));
+        Ok(match self {
+            Expr::Num(n) => *n,
+            Expr::Name(n) => env.name(n)?,
+            Expr::Defined(n) => flag(env.defined(n)?),
+            Expr::Unary(op, a) => {
+                let v = a.eval(env)?;
+                match (*op, v) {
+                    ("!", v) => flag(!v.truthy()),
+                    ("-", Num::Int(i)) => Num::Int(i.checked_neg().ok_or("overflow")?),
+                    ("-", Num::Float(f)) => Num::Float(-f),
+                    ("~", v) => Num::Int(!v.int("~")?),
+                    _ => v,
+                }
+            }
+            Expr::Cond(c, a, b) => match c.eval(env)?.truthy() {
+                true => a.eval(env)?,
+                false => b.eval(env)?,
+            },
+            Expr::Binary("&&", a, b) => flag(a.eval(env)?.truthy() && b.eval(env)?.truthy()),
+            Expr::Binary("||", a, b) => flag(a.eval(env)?.truthy() || b.eval(env)?.truthy()),
+            Expr::Binary(op, a, b) => binary(op, a.eval(env)?, b.eval(env)?)?,
+            Expr::Call(f, args) => {
+                let vals = args
+                    .iter()
+                    .map(|a| a.eval(env))
+                    .collect::<Result<Vec<_>, _>>()?;
+                env.call(f, &vals)?
+            }
+        })
+    }
+}
+
+fn binary(op: &str, a: Num, b: Num) -> Result<Num, String> {
+    let flag = |b: bool| Num::Int(i64::from(b));
+    if let (Num::Int(x), Num::Int(y)) = (a, b) {
+        let v = match op {
+            "+" => x.checked_add(y),
+            "-" => x.checked_sub(y),
+            "*" => x.checked_mul(y),
+            "/" | "%" if y == 0 => return Err("division by zero".into()),
+            "/" => x.checked_div(y),
+            "%" => x.checked_rem(y),
+            "<<" | ">>" if !(0..63).contains(&y) => return Err(format!("shift by {y}")),
+            "<<" => x.checked_mul(1 << y),
+            ">>" => Some(x >> y),
+            "&" => Some(x & y),
+            "|" => Some(x | y),
+            "^" => Some(x ^ y),
+            _ => None,
+        };
+        if let Some(v) = v {
+            return Ok(Num::Int(v));
+        }
+        if matches!(op, "+" | "-" | "*" | "/" | "%" | "<<") {
+            return Err(format!("{x} {op} {y} overflows"));
+        }
+    }
+    let (x, y) = (a.as_f64(), b.as_f64());
+    Ok(match op {
+        "+" => Num::Float(x + y),
+        "-" => Num::Float(x - y),
+        "*" => Num::Float(x * y),
+        "/" => Num::Float(x / y),
+        "%" => Num::Float(x % y),
+        "==" => flag(x == y),
+        "!=" => flag(x != y),
+        "<" => flag(x < y),
+        "<=" => flag(x <= y),
+        ">" => flag(x > y),
+        ">=" => flag(x >= y),
+        _ => return Err(format!("`{op}` takes integers")),
+    })
+}
+
+/// The functions every expression may call: `min(…)`, `max(…)` (an integer when every
+/// argument is one), `floor(x)`, `ceil(x)` (floats), `ceil_div(a, b)`, `round_up(a, b)`,
+/// `log2(a)` (integer floor) and `pow2(a)`.
+pub fn builtin(f: &str, args: &[Num]) -> Result<Num, String> {
+    let ints = |n: usize| -> Result<Vec<i64>, String> {
+        if args.len() != n {
+            return Err(format!("{f} takes {n} argument(s), not {}", args.len()));
+        }
+        args.iter().map(|a| a.int(f)).collect()
+    };
+    match f {
+        "min" | "max" if !args.is_empty() => {
+            let pick = |a: f64, b: f64| if f == "min" { a.min(b) } else { a.max(b) };
+            Ok(match args.iter().all(|a| matches!(a, Num::Int(_))) {
+                true => {
+                    let v = args.iter().map(|a| a.as_f64() as i64);
+                    Num::Int(if f == "min" { v.min() } else { v.max() }.expect("not empty"))
+                }
+                false => Num::Float(args.iter().map(|a| a.as_f64()).fold(
+                    if f == "min" {
+                        f64::INFINITY
+                    } else {
+                        f64::NEG_INFINITY
+                    },
+                    pick,
+                )),
+            })
+        }
+        "floor" | "ceil" if args.len() == 1 => {
+            let x = args[0].as_f64();
+            Ok(Num::Float(if f == "floor" { x.floor() } else { x.ceil() }))
+        }
+        "ceil_div" | "round_up" => {
+            let v = ints(2)?;
+            if v[1] == 0 {
+                return Err(format!("{f} by zero"));
+            }
+            let q = (v[0] + v[1] - 1).div_euclid(v[1]);
+            Ok(Num::Int(if f == "ceil_div" { q } else { q * v[1] }))
+        }
+        "log2" => match ints(1)?[0] {
+            x if x <= 0 => Err(format!("log2({x})")),
+            x => Ok(Num::Int(63 - x.leading_zeros() as i64)),
+        },
+        "pow2" => match ints(1)?[0] {
+            x if (0..63).contains(&x) => Ok(Num::Int(1 << x)),
+            x => Err(format!("pow2({x})")),
+        },
+        _ => Err(format!("no function {f}() with {} argument(s)", args.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Vars(&'static [(&'static str, i64)]);
+    impl Env for Vars {
+        fn name(&self, n: &str) -> Result<Num, String> {
+            self.0
+                .iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| Num::Int(*v))
+                .ok_or_else(|| format!("no {n}"))
+        }
+        fn defined(&self, n: &str) -> Result<bool, String> {
+            Ok(self.0.iter().any(|(k, _)| *k == n))
+        }
+    }
+
+    fn ev(s: &str) -> Result<Num, String> {
+        Expr::parse(s)?.eval(&Vars(&[("n", 1000), ("R2", 1), ("R16", 0)]))
+    }
+
+    #[test]
+    fn c_precedence_and_arithmetic() {
+        assert_eq!(ev("n + n >> 2"), Ok(Num::Int(500)));
+        assert_eq!(ev("1 << 5 * 2"), Ok(Num::Int(1024)));
+        assert_eq!(ev("n / 3"), Ok(Num::Int(333)));
+        assert_eq!(ev("-7 / 2"), Ok(Num::Int(-3)));
+        assert_eq!(ev("-7 % 3"), Ok(Num::Int(-1)));
+        assert_eq!(ev("n / 4.0f"), Ok(Num::Float(250.0)));
+        assert_eq!(ev("1e+3 + 1"), Ok(Num::Float(1001.0)));
+        assert_eq!(ev("0x10 | 3 ^ 1 & 1"), Ok(Num::Int(0x10 | 2)));
+        assert_eq!(ev("~0"), Ok(Num::Int(-1)));
+        assert_eq!(ev("n < 256 ? n : 256"), Ok(Num::Int(256)));
+        assert_eq!(ev("n > 2 ? n > 5000 ? 1 : 2 : 3"), Ok(Num::Int(2)));
+        assert_eq!(ev("(n / 512) + (!(n % 512) ? 0 : 1)"), Ok(Num::Int(2)));
+        assert_eq!(ev("!n + (n == 1000.0) + (n != 3 && 0.5)"), Ok(Num::Int(2)));
+    }
+
+    #[test]
+    fn conditions_functions_and_errors() {
+        assert_eq!(ev("defined(R2) && R2 && !R16"), Ok(Num::Int(1)));
+        assert_eq!(ev("defined R8 || R16"), Ok(Num::Int(0)));
+        assert_eq!(ev("min(n, 3, 7) + max(1, 2)"), Ok(Num::Int(5)));
+        assert_eq!(ev("min(n, 2.5)"), Ok(Num::Float(2.5)));
+        assert_eq!(
+            ev("ceil_div(n, 256) * round_up(n, 64)"),
+            Ok(Num::Int(4 * 1024))
+        );
+        assert_eq!(
+            ev("log2(1024) + pow2(3) + ceil(n / 3.0)"),
+            Ok(Num::Float(352.0))
+        );
+        assert_eq!(ev("n / 0"), Err("division by zero".into()));
+        assert!(ev("9223372036854775807 + 1")
+            .unwrap_err()
+            .contains("overflows"));
+        assert_eq!(ev("m + 1"), Err("no m".into()));
+        assert!(ev("n +").is_err());
+        assert!(ev("(n").is_err());
+        assert!(ev("n n").is_err());
+        assert!(ev("p->w").unwrap_err().contains("struct field"));
+        assert!(ev("ceil_div(n, 0)").is_err());
+        assert!(ev("foo(1)").unwrap_err().contains("no function foo"));
+        assert!(ev("1.5 << 2").unwrap_err().contains("integers"));
+    }
+}
