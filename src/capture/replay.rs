@@ -61,6 +61,10 @@ pub enum SlowLaunch {
     Own,
     /// The fast kernel's launch (grid, block, parameters).
     Fast,
+    /// The slow kernel's own captured launch (its own parameters, which are not the fast
+    /// kernel's), each of its buffers the fast capture's buffer with the same contents
+    /// before the launch, else its own.
+    Mapped,
 }
 
 /// The name NVRTC is asked to lower for a unit: a template instance's expression from
@@ -986,6 +990,197 @@ pub(super) fn fits_fast_launch(
     }
 }
 
+/// The slow kernel's own captured launch where its parameters are not the fast kernel's
+/// (Parboil mri-fhd's naive `ComputeFH_GPU` takes the k-space arrays as 12 parameters, the
+/// optimized one reads them from a `__constant__` table and takes 7). Both programs read
+/// the same inputs, so the slow capture's allocations are matched to the fast capture's:
+/// - one the slow run only read, to one of the same size with the same bytes before the
+///   launch (blob ids are content hashes);
+/// - one the slow run wrote, to one the fast run wrote that started with the same bytes and
+///   ended with what the slow run ended with (within a loose tolerance: the two programs
+///   are the witnesses that the buffers hold the same thing; versions that lay their data
+///   out differently, Parboil lbm's, match nothing);
+///
+/// several candidates told apart by the name of the parameter passing them, then by order.
+/// An allocation with no twin becomes a buffer of its own, filled as the slow program had
+/// it. Every buffer the fast kernel writes must have a twin, or the pair has nothing to
+/// compare. `args` holds the fast side's buffers first (one per fast allocation, in order),
+/// then its parameters.
+fn slow_mapped(
+    slow: &KernelUnit,
+    se: &super::index::Entry,
+    sm: &Manifest,
+    fm: &Manifest,
+    fast_blobs: &BlobStore,
+    args: &mut Vec<ResolvedArg>,
+) -> Result<Launch, String> {
+    usable(slow, sm).map_err(|e| e.to_string())?;
+    if let Some(p) = slow.params.iter().find(|p| object_kind(&p.ty).is_some()) {
+        return Err(format!(
+            "parameter {} is a texture or surface object",
+            p.name
+        ));
+    }
+    let slow_blobs = BlobStore::new(se.root.join("blobs"));
+    // The parameter each allocation is first passed by.
+    let passed_by = |m: &Manifest| {
+        let mut out: BTreeMap<usize, usize> = BTreeMap::new();
+        for (i, p) in m.params.iter().enumerate() {
+            for q in &p.pointers {
+                out.entry(q.alloc).or_insert(i);
+            }
+        }
+        out
+    };
+    let (s_param, f_param) = (passed_by(sm), passed_by(fm));
+    let s_names: BTreeMap<usize, String> = s_param
+        .iter()
+        .map(|(&k, &i)| (k, slow.params[i].name.clone()))
+        .collect();
+    let f_names: BTreeMap<usize, String> = f_param
+        .iter()
+        .filter_map(|(&j, &i)| match args.get(fm.allocs.len() + i) {
+            Some(ResolvedArg::Bytes { name, .. }) => Some((j, name.clone())),
+            _ => None,
+        })
+        .collect();
+    let twins = |k: usize, j: usize| {
+        let (a, b) = (&sm.allocs[k], &fm.allocs[j]);
+        if a.bytes != b.bytes || a.before.is_empty() || a.before != b.before {
+            return false;
+        }
+        match (a.changed(), b.changed()) {
+            (false, _) => true,
+            (true, false) => false,
+            (true, true) => {
+                let elem = s_param
+                    .get(&k)
+                    .and_then(|&i| elem_of(slow, i, &sm.name_expression))
+                    .filter(|e| a.bytes % e.size_of() as u64 == 0)
+                    .unwrap_or(ElemType::U8);
+                a.after == b.after
+                    || match (
+                        slow_blobs.get(&a.after, a.bytes),
+                        fast_blobs.get(&b.after, b.bytes),
+                    ) {
+                        (Ok(x), Ok(y)) => outputs_agree(&x, &y, elem),
+                        _ => false,
+                    }
+            }
+        }
+    };
+    let mut twin: BTreeMap<usize, usize> = BTreeMap::new();
+    // Twins passed by the same name first, then the rest in order.
+    for by_name in [true, false] {
+        for k in 0..sm.allocs.len() {
+            if twin.contains_key(&k) {
+                continue;
+            }
+            let named = |j: usize| s_names.get(&k).is_some() && s_names.get(&k) == f_names.get(&j);
+            let hit = (0..fm.allocs.len()).find(|&j| {
+                !twin.values().any(|&t| t == j) && (!by_name || named(j)) && twins(k, j)
+            });
+            if let Some(j) = hit {
+                twin.insert(k, j);
+            }
+        }
+    }
+    for (j, a) in fm.allocs.iter().enumerate() {
+        let written = twin.iter().any(|(&k, &t)| t == j && sm.allocs[k].changed());
+        if a.changed() && !written {
+            return Err(format!(
+                "the fast kernel writes `{}` ({} bytes), and no buffer the slow kernel's own \
+                 run wrote held the same bytes before it and the same results after",
+                f_names.get(&j).map_or("?", String::as_str),
+                a.bytes
+            ));
+        }
+    }
+    let mut arg_of = twin.clone();
+    for (k, a) in sm.allocs.iter().enumerate() {
+        if twin.contains_key(&k) {
+            continue;
+        }
+        arg_of.insert(k, args.len());
+        let name = s_names
+            .get(&k)
+            .cloned()
+            .unwrap_or_else(|| format!("alloc{k}"));
+        args.push(ResolvedArg::Buffer {
+            name: format!("slow.{name}"),
+            elem: ElemType::U8,
+            len: a.bytes as usize,
+            init: Init::Captured {
+                blobs: slow_blobs.root().to_path_buf(),
+                id: a.before.clone(),
+            },
+            role: Role::In,
+            tol: Tolerance::default_for(ElemType::U8),
+            allow_degenerate: true,
+            layout: Default::default(),
+            compare: None,
+        });
+    }
+    let mut launch_args = Vec::new();
+    for (i, p) in sm.params.iter().enumerate() {
+        launch_args.push(args.len());
+        args.push(ResolvedArg::Bytes {
+            name: format!("slow.{}", slow.params[i].name),
+            bytes: param_bytes(slow, sm, i).map_err(|e| e.to_string())?,
+            pointers: p
+                .pointers
+                .iter()
+                .map(|q| BytesPointer {
+                    at: q.at,
+                    arg: arg_of[&q.alloc],
+                    offset: q.offset,
+                })
+                .collect(),
+        });
+    }
+    Ok(captured_launch(sm, symbol_for(slow, sm), launch_args))
+}
+
+/// Whether two programs' results in buffers of one element type hold the same thing:
+/// at least 99% of the elements within 1% of each other (floats, plus 1e-4 of the buffer's
+/// largest magnitude) or equal (integers). Loose on purpose: it pairs buffers, the verdict
+/// is verify's.
+fn outputs_agree(a: &[u8], b: &[u8], elem: ElemType) -> bool {
+    use crate::harness::HostBuffer;
+    if a.len() != b.len() || a.is_empty() {
+        return a.len() == b.len();
+    }
+    let (x, y) = (
+        HostBuffer {
+            elem,
+            bytes: a.to_vec(),
+        },
+        HostBuffer {
+            elem,
+            bytes: b.to_vec(),
+        },
+    );
+    let n = x.len();
+    let agree = match elem.is_float() {
+        true => {
+            let big = (0..n)
+                .map(|i| y.get_f64(i).abs())
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max);
+            (0..n)
+                .filter(|&i| {
+                    let (p, q) = (x.get_f64(i), y.get_f64(i));
+                    (p.is_nan() && q.is_nan())
+                        || p == q
+                        || (p - q).abs() <= 0.01 * (p.abs() + q.abs()) / 2.0 + 1e-4 * big
+                })
+                .count()
+        }
+        false => (0..n).filter(|&i| x.get_i128(i) == y.get_i128(i)).count(),
+    };
+    agree as f64 >= 0.99 * n as f64
+}
+
 /// Whether two parameters' bytes are the same outside the 8-byte addresses at `pointers`.
 fn same_but_addresses(a: &[u8], b: &[u8], pointers: &[CapturedPointer]) -> bool {
     a.len() == b.len()
@@ -1021,28 +1216,39 @@ pub fn for_pair(
         constants,
         mut objects,
     } = build_fast(fast, fm, &blobs, &slow.source)?;
-    let (slow_launch, how) = match idx
-        .find(slow)
-        .filter(|_| slow.id != fast.id)
+    let own = idx.find(slow).filter(|_| slow.id != fast.id);
+    let (slow_launch, how) = match own
         .and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args, &mut objects))
     {
         Some(l) => (l, SlowLaunch::Own),
         None => {
-            if slow.params.len() != fast.params.len() {
-                return Err(ReplayError::Params {
+            let fits = match slow.params.len() == fast.params.len() {
+                true => fits_fast_launch(slow, own.map(|(_, m)| m), fm),
+                false => Err(ReplayError::Params {
                     kernel: slow.kernel.clone(),
                     unit: slow.params.len(),
                     captured: fm.params.len(),
-                });
+                }),
+            };
+            match (fits, own) {
+                (Ok(()), _) => {
+                    let mut l = fast_launch.clone();
+                    l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
+                    (l, SlowLaunch::Fast)
+                }
+                // The versions take other parameters: the slow kernel's own launch, its
+                // buffers found among the fast capture's by their contents.
+                (Err(e), Some((se, sm))) => match slow_mapped(slow, se, sm, fm, &blobs, &mut args) {
+                    Ok(l) => (l, SlowLaunch::Mapped),
+                    Err(why) => return Err(ReplayError::Unsupported {
+                        kernel: slow.kernel.clone(),
+                        why: format!(
+                            "{e}; nor can its own launch run on the fast capture's buffers: {why}"
+                        ),
+                    }),
+                },
+                (Err(e), None) => return Err(e),
             }
-            let own = idx
-                .find(slow)
-                .filter(|_| slow.id != fast.id)
-                .map(|(_, m)| m);
-            fits_fast_launch(slow, own, fm)?;
-            let mut l = fast_launch.clone();
-            l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
-            (l, SlowLaunch::Fast)
         }
     };
     let set = Resolved {
@@ -1540,7 +1746,7 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
         );
         // The same parameters over buffers of other sizes (Parboil lbm's two grid
         // layouts): refused by name, neither launch stands for the other.
-        let mut other_layout = manifest("t_naive", [32, 32, 1], "in-a", "out-a");
+        let mut other_layout = manifest("t_naive", [32, 32, 1], "in-a", "out-b");
         other_layout.allocs[0].bytes = 6144;
         let idx = index_of(vec![
             other_layout,
@@ -1554,7 +1760,7 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
         );
         // Or the same sizes, but pointers at another offset into them (lbm passes each
         // grid past a margin whose size its layout sets).
-        let mut other_offset = manifest("t_naive", [32, 32, 1], "in-a", "out-a");
+        let mut other_offset = manifest("t_naive", [32, 32, 1], "in-a", "out-b");
         other_offset.params[1].pointers[0].offset = 1024;
         let idx = index_of(vec![
             other_offset,
@@ -1614,10 +1820,111 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
             "{e}"
         );
         // Its own capture says the same.
-        let mut sm = manifest("reorder_aos", [32, 8, 1], "in-a", "out-a");
+        let mut sm = manifest("reorder_aos", [32, 8, 1], "in-a", "out-b");
         sm.params[2] = CapturedParam::address(16, 0xa0_0000_0000, 0);
         let e = for_pair(&index_of(vec![sm, fm]), &slow, &fast).unwrap_err();
         assert!(e.to_string().contains("is 8 bytes where"), "{e}");
+    }
+
+    /// Versions with other parameters (mri-fhd's naive kernel takes the k-space arrays the
+    /// optimized one reads from `__constant__`): the slow kernel's own launch, its buffers
+    /// the fast capture's ones with the same bytes before the launch (outputs that both
+    /// start as zeros told apart by name), the rest its own; refused when the fast kernel
+    /// writes a buffer no slow buffer it wrote started as.
+    #[test]
+    fn a_slow_kernel_with_other_parameters_runs_its_own_launch_on_the_buffers_it_shares() {
+        use crate::gpu::capture::manifest::CapturedAlloc as A;
+        let slow = unit(
+            "fh_naive",
+            &[
+                ("k", "const float *"),
+                ("x", "const float *"),
+                ("im", "float *"),
+                ("re", "float *"),
+                ("n", "int"),
+            ],
+        );
+        let fast = unit(
+            "fh_const",
+            &[("x", "const float *"), ("re", "float *"), ("im", "float *")],
+        );
+        let addr = |a: usize| CapturedParam::address(8 * a, 0xa0_0000_0000 + a as u64 * 4096, a);
+        let fm = Manifest::for_test(
+            "fh_const",
+            vec![addr(0), addr(1), addr(2)],
+            vec![
+                A::device("x0", "x0"),
+                A::device("zeros", "re1"),
+                A::device("zeros", "im1"),
+            ],
+        );
+        let mut sm = Manifest::for_test(
+            "fh_naive",
+            vec![
+                addr(0),
+                addr(1),
+                addr(2),
+                addr(3),
+                CapturedParam::scalar(32, "00100000"),
+            ],
+            vec![
+                A::device("k0", "k0"),
+                A::device("x0", "x0"),
+                A::device("zeros", "im1"),
+                A::device("zeros", "re1"),
+            ],
+        );
+        sm.block = [64, 1, 1];
+        let r = for_pair(&index_of(vec![sm.clone(), fm.clone()]), &slow, &fast).unwrap();
+        assert_eq!(r.slow_launch, SlowLaunch::Mapped);
+        let set = &r.sets[0];
+        assert_eq!(set.slow[0].block, [64, 1, 1]);
+        let target = |p: usize| match &set.args[set.slow[0].args[p]] {
+            ResolvedArg::Bytes { pointers, .. } => pointers.first().map(|q| q.arg),
+            _ => panic!("bytes"),
+        };
+        // x, im and re are the fast capture's buffers 0, 2 and 1; k is a buffer of its own.
+        assert_eq!(
+            (target(1), target(2), target(3), target(4)),
+            (Some(0), Some(2), Some(1), None)
+        );
+        let k = target(0).unwrap();
+        assert!(k >= 3);
+        assert!(matches!(&set.args[k],
+            ResolvedArg::Buffer { name, init: Init::Captured { id, .. }, role: Role::In, .. }
+                if name == "slow.k" && id == "k0"));
+        // The slow kernel's run ended `re` with other results (blobs that differ and,
+        // here, cannot be read): nothing to compare with the fast kernel's `re`.
+        sm.allocs[3].after = "re2".into();
+        let e = for_pair(&index_of(vec![sm, fm]), &slow, &fast).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the fast kernel writes `re` (4096 bytes)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn two_programs_outputs_agree_within_a_loose_tolerance_and_other_layouts_do_not() {
+        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let a: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.37).sin() * 100.0).collect();
+        let near: Vec<f32> = a.iter().map(|x| x * 1.0005 + 1e-4).collect();
+        assert!(outputs_agree(&f32s(&a), &f32s(&near), ElemType::F32));
+        // The same values in another order (an array of structs against a struct of arrays).
+        let mut moved = a.clone();
+        moved.rotate_left(1);
+        assert!(!outputs_agree(&f32s(&a), &f32s(&moved), ElemType::F32));
+        // Integers: equal, all but under 1%.
+        let ints: Vec<u8> = (0..400u32).flat_map(|i| i.to_le_bytes()).collect();
+        let mut off = ints.clone();
+        off[0] ^= 1;
+        assert!(outputs_agree(&ints, &off, ElemType::U32));
+        off[40] ^= 1;
+        off[80] ^= 1;
+        off[120] ^= 1;
+        off[160] ^= 1;
+        assert!(!outputs_agree(&ints, &off, ElemType::U32));
+        assert!(!outputs_agree(&ints, &ints[4..], ElemType::U32));
     }
 
     #[test]
