@@ -1076,7 +1076,7 @@ fn slow_mapped(
             if twin.contains_key(&k) {
                 continue;
             }
-            let named = |j: usize| s_names.get(&k).is_some() && s_names.get(&k) == f_names.get(&j);
+            let named = |j: usize| s_names.contains_key(&k) && s_names.get(&k) == f_names.get(&j);
             let hit = (0..fm.allocs.len()).find(|&j| {
                 !twin.values().any(|&t| t == j) && (!by_name || named(j)) && twins(k, j)
             });
@@ -1217,40 +1217,43 @@ pub fn for_pair(
         mut objects,
     } = build_fast(fast, fm, &blobs, &slow.source)?;
     let own = idx.find(slow).filter(|_| slow.id != fast.id);
-    let (slow_launch, how) = match own
-        .and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args, &mut objects))
-    {
-        Some(l) => (l, SlowLaunch::Own),
-        None => {
-            let fits = match slow.params.len() == fast.params.len() {
-                true => fits_fast_launch(slow, own.map(|(_, m)| m), fm),
-                false => Err(ReplayError::Params {
-                    kernel: slow.kernel.clone(),
-                    unit: slow.params.len(),
-                    captured: fm.params.len(),
-                }),
-            };
-            match (fits, own) {
-                (Ok(()), _) => {
-                    let mut l = fast_launch.clone();
-                    l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
-                    (l, SlowLaunch::Fast)
-                }
-                // The versions take other parameters: the slow kernel's own launch, its
-                // buffers found among the fast capture's by their contents.
-                (Err(e), Some((se, sm))) => match slow_mapped(slow, se, sm, fm, &blobs, &mut args) {
-                    Ok(l) => (l, SlowLaunch::Mapped),
-                    Err(why) => return Err(ReplayError::Unsupported {
+    let (slow_launch, how) =
+        match own.and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args, &mut objects)) {
+            Some(l) => (l, SlowLaunch::Own),
+            None => {
+                let fits = match slow.params.len() == fast.params.len() {
+                    true => fits_fast_launch(slow, own.map(|(_, m)| m), fm),
+                    false => Err(ReplayError::Params {
                         kernel: slow.kernel.clone(),
-                        why: format!(
+                        unit: slow.params.len(),
+                        captured: fm.params.len(),
+                    }),
+                };
+                match (fits, own) {
+                    (Ok(()), _) => {
+                        let mut l = fast_launch.clone();
+                        l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
+                        (l, SlowLaunch::Fast)
+                    }
+                    // The versions take other parameters: the slow kernel's own launch, its
+                    // buffers found among the fast capture's by their contents.
+                    (Err(e), Some((se, sm))) => {
+                        match slow_mapped(slow, se, sm, fm, &blobs, &mut args) {
+                            Ok(l) => (l, SlowLaunch::Mapped),
+                            Err(why) => {
+                                return Err(ReplayError::Unsupported {
+                                    kernel: slow.kernel.clone(),
+                                    why: format!(
                             "{e}; nor can its own launch run on the fast capture's buffers: {why}"
                         ),
-                    }),
-                },
-                (Err(e), None) => return Err(e),
+                                })
+                            }
+                        }
+                    }
+                    (Err(e), None) => return Err(e),
+                }
             }
-        }
-    };
+        };
     let set = Resolved {
         origin: entry.path.display().to_string(),
         size_set: "captured".into(),
