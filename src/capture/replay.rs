@@ -1221,36 +1221,38 @@ pub fn for_pair(
         match own.and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args, &mut objects)) {
             Some(l) => (l, SlowLaunch::Own),
             None => {
-                let fits = match slow.params.len() == fast.params.len() {
-                    true => fits_fast_launch(slow, own.map(|(_, m)| m), fm),
-                    false => Err(ReplayError::Params {
-                        kernel: slow.kernel.clone(),
-                        unit: slow.params.len(),
-                        captured: fm.params.len(),
-                    }),
-                };
-                match (fits, own) {
-                    (Ok(()), _) => {
-                        let mut l = fast_launch.clone();
-                        l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
-                        (l, SlowLaunch::Fast)
-                    }
-                    // The versions take other parameters: the slow kernel's own launch, its
-                    // buffers found among the fast capture's by their contents.
-                    (Err(e), Some((se, sm))) => {
-                        match slow_mapped(slow, se, sm, fm, &blobs, &mut args) {
-                            Ok(l) => (l, SlowLaunch::Mapped),
-                            Err(why) => {
-                                return Err(ReplayError::Unsupported {
-                                    kernel: slow.kernel.clone(),
-                                    why: format!(
+                // Its own launch (other parameters or scalars) on the buffers the two captures
+                // share, found by their contents: what the slow program itself ran.
+                let n = args.len();
+                let mapped = own.map(|(se, sm)| slow_mapped(slow, se, sm, fm, &blobs, &mut args));
+                if let Some(Ok(l)) = mapped {
+                    (l, SlowLaunch::Mapped)
+                } else {
+                    args.truncate(n);
+                    let fits = match slow.params.len() == fast.params.len() {
+                        true => fits_fast_launch(slow, own.map(|(_, m)| m), fm),
+                        false => Err(ReplayError::Params {
+                            kernel: slow.kernel.clone(),
+                            unit: slow.params.len(),
+                            captured: fm.params.len(),
+                        }),
+                    };
+                    match (fits, mapped) {
+                        (Ok(()), _) => {
+                            let mut l = fast_launch.clone();
+                            l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
+                            (l, SlowLaunch::Fast)
+                        }
+                        (Err(e), Some(Err(why))) => {
+                            return Err(ReplayError::Unsupported {
+                                kernel: slow.kernel.clone(),
+                                why: format!(
                             "{e}; nor can its own launch run on the fast capture's buffers: {why}"
                         ),
-                                })
-                            }
+                            })
                         }
+                        (Err(e), _) => return Err(e),
                     }
-                    (Err(e), None) => return Err(e),
                 }
             }
         };
@@ -1736,9 +1738,22 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
             panic!("buffer")
         };
         assert!(matches!(init, Init::Captured { id, .. } if id == "in-a"));
-        // Another size passed (`n`): not the same problem, so the fast launch instead.
+        // Another scalar passed (`n`) over the same buffers, ending with the same results:
+        // its own launch, scalars included, on the buffers they share.
         let mut other_n = manifest("t_naive", [32, 32, 1], "in-a", "out-a");
         other_n.params[2].hex = "00100000".into();
+        let idx = index_of(vec![
+            other_n.clone(),
+            manifest("t_tiled", [32, 8, 1], "in-a", "out-a"),
+        ]);
+        let r = for_pair(&idx, &slow, &fast).unwrap();
+        assert_eq!(r.slow_launch, SlowLaunch::Mapped);
+        let set = &r.sets[0];
+        assert!(
+            matches!(&set.args[set.slow[0].args[2]], ResolvedArg::Bytes { bytes, .. } if bytes == &[0, 0x10, 0, 0])
+        );
+        // Ending with other results: not the same problem, so the fast launch instead.
+        other_n.allocs[1].after = "out-b".into();
         let idx = index_of(vec![
             other_n,
             manifest("t_tiled", [32, 8, 1], "in-a", "out-a"),
