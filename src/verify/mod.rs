@@ -377,6 +377,24 @@ struct Jobs {
     /// Per shadow index: the second opinion's harness origin and file.
     seconds: BTreeMap<usize, (HarnessOrigin, String)>,
     early: Vec<(usize, crate::evidence::SecondOpinion)>,
+    /// Captured pairs whose slow kernel runs under the fast kernel's launch, not its own
+    /// ([`borrowed_launch_crash`]).
+    borrowed: std::collections::BTreeSet<usize>,
+}
+
+/// A slow kernel that crashed under the fast kernel's captured launch (its geometry and
+/// scalars, borrowed because its own could not be used: `SlowLaunch::Fast`) says nothing
+/// about the kernel: the launch was not its own. The verdict becomes `harness_error`, so
+/// the pair's inferred harness judges it where it can ([`second::falls_back`]).
+fn borrowed_launch_crash(v: &mut Verification) {
+    if v.status == Status::Crashed && v.reason.contains("slow kernel:") {
+        v.status = Status::HarnessError;
+        v.reason = format!(
+            "the slow kernel crashed under the fast kernel's captured launch, which is not its \
+             own (its own capture could not be used): {}",
+            v.reason
+        );
+    }
 }
 
 /// The primary size set of a harness file.
@@ -410,6 +428,7 @@ fn jobs_for(
         primaries: BTreeMap::new(),
         seconds: BTreeMap::new(),
         early: Vec::new(),
+        borrowed: Default::default(),
     };
     for (i, p, h) in pending {
         let found = match h {
@@ -417,6 +436,9 @@ fn jobs_for(
             Harnessed::Captured(r, second) => {
                 let Some(slow) = p.slow.unit() else { continue };
                 out.primaries.insert(*i, "captured".to_string());
+                if r.slow_launch == crate::capture::replay::SlowLaunch::Fast {
+                    out.borrowed.insert(*i);
+                }
                 out.jobs.push((
                     *i,
                     Job {
@@ -785,6 +807,7 @@ fn run_records(
         primaries,
         seconds: second_harness,
         early,
+        borrowed,
     } = jobs_for(&pending, &hello, args, shadows, &mut rejected);
     // Pairs whose slow kernel is a synthesized plain variant (they may come back `reversed`).
     let synthesized: std::collections::BTreeSet<usize> = pending
@@ -907,6 +930,9 @@ fn run_records(
                     synthesized: synthesized.contains(&of.unwrap_or(j)),
                 },
             );
+            if borrowed.contains(&j) {
+                borrowed_launch_crash(&mut v);
+            }
             match (of, second_harness.get(&j)) {
                 (Some(i), Some((origin, harness))) => {
                     let op = second::opinion(*origin, harness, &v);
@@ -1080,6 +1106,34 @@ fn print_summary(n_pairs: usize, results: &BTreeMap<usize, Verification>) {
 mod tests {
     use super::*;
     use precompile::tests::job;
+
+    /// A slow kernel that crashed under a borrowed launch is the harness's failure, so the
+    /// inferred harness's verdict replaces it; a fast-side crash, and verdicts that judge,
+    /// stay as they are.
+    #[test]
+    fn a_slow_crash_under_the_fast_launch_is_a_harness_error_the_inferred_verdict_replaces() {
+        let crash = |side: &str| {
+            cpu_verdict(
+                Status::Crashed,
+                format!("size set captured, seed 0, {side} kernel: cuEventSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS"),
+            )
+        };
+        let mut v = crash("slow");
+        borrowed_launch_crash(&mut v);
+        assert_eq!(v.status, Status::HarnessError);
+        assert!(v
+            .reason
+            .starts_with("the slow kernel crashed under the fast kernel's captured launch"));
+        assert!(v.reason.ends_with("CUDA_ERROR_ILLEGAL_ADDRESS"));
+        let inferred = cpu_verdict(Status::NotFaster, "agrees, but 1.00x");
+        assert!(second::falls_back(v.status, inferred.status));
+        let mut fast = crash("fast");
+        borrowed_launch_crash(&mut fast);
+        assert_eq!(fast.status, Status::Crashed);
+        let mut m = cpu_verdict(Status::Mismatch, "slow kernel output differs");
+        borrowed_launch_crash(&mut m);
+        assert_eq!(m.status, Status::Mismatch);
+    }
 
     /// Pairs against one naive kernel (a progression's versions 2, 3, … against version
     /// 1) go to one worker, in their order; another slow side is its own group.
