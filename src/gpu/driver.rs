@@ -39,8 +39,13 @@ pub enum CudaError {
     },
     /// The argument list does not match the kernel's parameters (count or sizes);
     /// nothing was launched.
-    #[error("the harness passes {given} arguments; the kernel takes {} (sizes {sizes:?})", sizes.len())]
-    ArgumentMismatch { given: usize, sizes: Vec<usize> },
+    #[error("the harness passes {given} arguments; the kernel takes {} (sizes {sizes:?}){}", sizes.len(), misfit.as_ref().map(|(i, what)| format!("; argument {i} is {what}, its parameter {} bytes", sizes[*i])).unwrap_or_default())]
+    ArgumentMismatch {
+        given: usize,
+        sizes: Vec<usize>,
+        /// The first argument that does not fit its parameter, and what it is.
+        misfit: Option<(usize, String)>,
+    },
     /// A kernel or symbol name with a NUL byte.
     #[error("name {0:?} contains a NUL byte")]
     NulInName(String),
@@ -550,9 +555,15 @@ impl Gpu {
         if args.len() != f.param_sizes.len()
             || args.iter().zip(&f.param_sizes).any(|(a, &s)| !a.fits(s))
         {
+            let misfit = args
+                .iter()
+                .zip(&f.param_sizes)
+                .position(|(a, &s)| !a.fits(s))
+                .map(|i| (i, args[i].what()));
             return Err(CudaError::ArgumentMismatch {
                 given: args.len(),
                 sizes: f.param_sizes.clone(),
+                misfit,
             });
         }
         // Eight-byte aligned storage per argument; the driver copies each by the size
@@ -1148,6 +1159,16 @@ impl KArg {
     /// Whether this argument can be passed for a kernel parameter of `size` bytes:
     /// pointers exactly 8, scalars at most 8 (the driver copies `size` bytes), structs
     /// exactly their own size.
+    /// What the argument is, for an error: `an 8-byte pointer`, `a 24-byte struct`, ….
+    fn what(&self) -> String {
+        match self {
+            KArg::Ptr(_) => "an 8-byte pointer".into(),
+            KArg::Scalar(_) => "a scalar of up to 8 bytes".into(),
+            KArg::Struct { len, .. } => format!("a {len}-byte struct"),
+            KArg::Bytes(b) => format!("{} bytes", b.len()),
+        }
+    }
+
     fn fits(&self, size: usize) -> bool {
         match self {
             KArg::Ptr(_) => size == 8,
@@ -1201,11 +1222,23 @@ mod tests {
         let mismatch = CudaError::ArgumentMismatch {
             given: 2,
             sizes: vec![8, 4, 4],
+            misfit: None,
         };
         assert!(!mismatch.is_sticky() && mismatch.code().is_none());
         assert_eq!(
             mismatch.to_string(),
             "the harness passes 2 arguments; the kernel takes 3 (sizes [8, 4, 4])"
+        );
+        // As many arguments, one of another size (mri-gridding's struct of arrays where the
+        // naive kernel takes a pointer): which one, and what it is.
+        let misfit = CudaError::ArgumentMismatch {
+            given: 4,
+            sizes: vec![4, 8, 8, 8],
+            misfit: Some((3, KArg::Bytes(vec![0; 16]).what())),
+        };
+        assert_eq!(
+            misfit.to_string(),
+            "the harness passes 4 arguments; the kernel takes 4 (sizes [4, 8, 8, 8]); argument 3 is 16 bytes, its parameter 8 bytes"
         );
         assert_eq!(
             err(sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS).code(),
