@@ -5,9 +5,10 @@
 //! `! - + ~`, calls `f(a, b)`, `defined(X)`); [`Expr::eval`] computes it with C's
 //! arithmetic (integers stay integers, `/` truncates, a float operand makes a float,
 //! comparisons and `! && ||` give 0 or 1) over the names and functions an [`Env`] knows.
-//! Preprocessor conditions (`super::ppcond`) and the harness's expression language
-//! (`harness::expr::Scope`, which host values reach through `harness::infer_host`) both
-//! evaluate here.
+//! Preprocessor conditions (`super::ppcond`), the harness's expression language
+//! (`harness::expr::Scope`) and host values (`harness::infer_host::Host::value`, whose
+//! [`Env`] follows names into the host code and reads struct fields, `sizeof` and casts)
+//! all evaluate here.
 
 use super::cexpr::{literal, tokens, Kind, Literal, Token};
 
@@ -54,8 +55,21 @@ pub enum Expr {
     Binary(&'static str, Box<Expr>, Box<Expr>),
     /// `c ? a : b`.
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `f(a, b)`; a method call keeps its object path in the name (`p->size()`).
     Call(String, Vec<Expr>),
+    /// `o.f`, `o->f.g`: the object's name and each member access after it.
+    Member(String, Vec<(&'static str, String)>),
+    /// `sizeof(T)`: the type's tokens, space-separated.
+    SizeOf(String),
+    /// `(unsigned int) x`: the value is kept (sizes, not C's conversions).
+    Cast(String, Box<Expr>),
 }
+
+/// The words a C cast `(unsigned int)` or a functional cast `int(x)` is made of.
+pub const CAST_WORDS: [&str; 12] = [
+    "int", "unsigned", "float", "double", "size_t", "long", "short", "char", "const", "signed",
+    "uint", "int64_t",
+];
 
 /// What the names and functions of an expression stand for.
 pub trait Env {
@@ -68,6 +82,19 @@ pub trait Env {
     /// A function's value on its arguments: by default the [`builtin`]s.
     fn call(&self, f: &str, args: &[Num]) -> Result<Num, String> {
         builtin(f, args)
+    }
+    /// Whether `f` can be called at all, asked before its arguments are evaluated (so the
+    /// error names the call, not what its arguments lack).
+    fn callable(&self, _f: &str) -> Result<(), String> {
+        Ok(())
+    }
+    /// A struct member's value (`o.f`, `o->f.g`); only host code knows any.
+    fn member(&self, root: &str, _path: &[(&'static str, String)]) -> Result<Num, String> {
+        Err(format!("`{root}` reads a struct field"))
+    }
+    /// `sizeof(T)`; only host code knows any.
+    fn sizeof(&self, ty: &str) -> Result<Num, String> {
+        Err(format!("sizeof({ty}) is not known"))
     }
 }
 
@@ -166,6 +193,23 @@ impl<'s> Parser<'_, 's> {
         self.i += 1;
         match t.kind {
             Kind::Op if t.text == "(" => {
+                let words = self.t[self.i..]
+                    .iter()
+                    .take_while(|w| w.kind == Kind::Ident && CAST_WORDS.contains(&w.text))
+                    .count();
+                let closes = self
+                    .t
+                    .get(self.i + words)
+                    .is_some_and(|c| c.kind == Kind::Op && c.text == ")");
+                if words > 0 && closes {
+                    let ty = self.t[self.i..self.i + words]
+                        .iter()
+                        .map(|w| w.text)
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    self.i += words + 1;
+                    return Ok(Expr::Cast(ty, Box::new(self.unary()?)));
+                }
                 let e = self.cond()?;
                 self.expect(")")?;
                 Ok(e)
@@ -184,12 +228,38 @@ impl<'s> Parser<'_, 's> {
                 }
                 Ok(Expr::Defined(name))
             }
+            Kind::Ident if t.text == "sizeof" && self.eat("(") => {
+                let close = self.t[self.i..]
+                    .iter()
+                    .position(|c| c.kind == Kind::Op && c.text == ")")
+                    .ok_or("unclosed sizeof(")?;
+                let ty = self.t[self.i..self.i + close]
+                    .iter()
+                    .map(|w| w.text)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.i += close + 1;
+                Ok(Expr::SizeOf(ty))
+            }
             Kind::Ident => {
-                if self.op_in(&[".", "->"]).is_some() {
-                    return Err(format!("`{}` reads a struct field", t.text));
+                let mut path = Vec::new();
+                while let Some(op) = self.op_in(&[".", "->"]) {
+                    match self.t.get(self.i + 1) {
+                        Some(f) if f.kind == Kind::Ident => {
+                            path.push((op, f.text.to_string()));
+                            self.i += 2;
+                        }
+                        _ => return Err(format!("`{}` reads a struct field", t.text)),
+                    }
                 }
+                let name = path
+                    .iter()
+                    .fold(t.text.to_string(), |n, (op, f)| format!("{n}{op}{f}"));
                 if !self.eat("(") {
-                    return Ok(Expr::Name(t.text.to_string()));
+                    return Ok(match path.is_empty() {
+                        true => Expr::Name(name),
+                        false => Expr::Member(t.text.to_string(), path),
+                    });
                 }
                 let mut args = Vec::new();
                 if !self.eat(")") {
@@ -201,7 +271,7 @@ impl<'s> Parser<'_, 's> {
                         self.expect(",")?;
                     }
                 }
-                Ok(Expr::Call(t.text.to_string(), args))
+                Ok(Expr::Call(name, args))
             }
         }
     }
@@ -246,8 +316,12 @@ impl Expr {
     pub fn any(&self, f: &dyn Fn(&Expr) -> bool) -> bool {
         f(self)
             || match self {
-                Expr::Num(_) | Expr::Name(_) | Expr::Defined(_) => false,
-                Expr::Unary(_, a) => a.any(f),
+                Expr::Num(_)
+                | Expr::Name(_)
+                | Expr::Defined(_)
+                | Expr::Member(..)
+                | Expr::SizeOf(_) => false,
+                Expr::Unary(_, a) | Expr::Cast(_, a) => a.any(f),
                 Expr::Binary(_, a, b) => a.any(f) || b.any(f),
                 Expr::Cond(c, a, b) => c.any(f) || a.any(f) || b.any(f),
                 Expr::Call(_, args) => args.iter().any(|a| a.any(f)),
@@ -261,6 +335,9 @@ impl Expr {
         Ok(match self {
             Expr::Num(n) => *n,
             Expr::Name(n) => env.name(n)?,
+            Expr::Member(root, path) => env.member(root, path)?,
+            Expr::SizeOf(ty) => env.sizeof(ty)?,
+            Expr::Cast(_, a) => a.eval(env)?,
             Expr::Defined(n) => flag(env.defined(n)?),
             Expr::Unary(op, a) => {
                 let v = a.eval(env)?;
@@ -280,6 +357,7 @@ impl Expr {
             Expr::Binary("||", a, b) => flag(a.eval(env)?.truthy() || b.eval(env)?.truthy()),
             Expr::Binary(op, a, b) => binary(op, a.eval(env)?, b.eval(env)?)?,
             Expr::Call(f, args) => {
+                env.callable(f)?;
                 let vals = args
                     .iter()
                     .map(|a| a.eval(env))
@@ -334,7 +412,7 @@ fn binary(op: &str, a: Num, b: Num) -> Result<Num, String> {
 
 /// The functions every expression may call: `min(…)`, `max(…)` (an integer when every
 /// argument is one), `floor(x)`, `ceil(x)` (floats), `ceil_div(a, b)`, `round_up(a, b)`,
-/// `log2(a)` (integer floor) and `pow2(a)`.
+/// `log2(a)` (integer floor), `pow2(a)`, and functional casts (`int(x)`: the value).
 pub fn builtin(f: &str, args: &[Num]) -> Result<Num, String> {
     let ints = |n: usize| -> Result<Vec<i64>, String> {
         if args.len() != n {
@@ -359,6 +437,10 @@ pub fn builtin(f: &str, args: &[Num]) -> Result<Num, String> {
                     pick,
                 )),
             })
+        }
+        // A functional cast keeps the value, as a C cast does here.
+        "int" | "unsigned" | "long" | "size_t" | "float" | "double" if args.len() == 1 => {
+            Ok(args[0])
         }
         "floor" | "ceil" if args.len() == 1 => {
             let x = args[0].as_f64();
@@ -446,8 +528,25 @@ mod tests {
         assert!(ev("(n").is_err());
         assert!(ev("n n").is_err());
         assert!(ev("p->w").unwrap_err().contains("struct field"));
+        assert!(ev("sizeof(float)").unwrap_err().contains("not known"));
+        assert_eq!(
+            ev("(unsigned int) n / 3 + int(n) % 7"),
+            Ok(Num::Int(333 + 6))
+        );
         assert!(ev("ceil_div(n, 0)").is_err());
         assert!(ev("foo(1)").unwrap_err().contains("no function foo"));
+        assert!(ev("p.size()").unwrap_err().contains("no function p.size()"));
+        assert_eq!(
+            Expr::parse("sizeof(unsigned int) * q->d.w").unwrap(),
+            Expr::Binary(
+                "*",
+                Box::new(Expr::SizeOf("unsigned int".into())),
+                Box::new(Expr::Member(
+                    "q".into(),
+                    vec![("->", "d".into()), (".", "w".into())]
+                ))
+            )
+        );
         assert!(ev("1.5 << 2").unwrap_err().contains("integers"));
     }
 }

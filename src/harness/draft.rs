@@ -60,10 +60,7 @@ pub fn find_pair(path: &Path, id: &str) -> Result<Pair, DraftError> {
 
 /// Functions a host expression may call that map onto expression helpers.
 const CEIL_DIV_NAMES: [&str; 6] = ["iDivUp", "divUp", "DIVUP", "div_up", "ceil_div", "CEIL_DIV"];
-pub(super) const CAST_WORDS: [&str; 12] = [
-    "int", "unsigned", "float", "double", "size_t", "long", "short", "char", "const", "signed",
-    "uint", "int64_t",
-];
+pub(super) use crate::cuda::ceval::CAST_WORDS;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Tok {

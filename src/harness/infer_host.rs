@@ -5,8 +5,9 @@
 //! expressions. Text rules over comment-free source: the host code is never compiled, and a
 //! rule that cannot tell says why.
 
-use super::draft::{sizeof_type, split_args, tokenize, Tok};
-use super::expr::{Num, Scope};
+use super::draft::{sizeof_type, split_args};
+use super::expr::Num;
+use crate::cuda::ceval::{Env, Expr};
 use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
@@ -152,11 +153,6 @@ pub fn template_arg_list(rest: &str) -> usize {
         }
     }
     0
-}
-
-/// `.` or `->`.
-fn is_member_op(t: Option<&Tok>) -> bool {
-    t.is_some_and(|t| *t == Tok::Op(".".into()) || *t == Tok::Op("->".into()))
 }
 
 /// Whether a kernel launch (`k<<<…>>>(…, var, …)`) that starts after line `after` and
@@ -589,74 +585,20 @@ impl Host {
         v.map(|v| (v, roots))
     }
 
-    /// `w.f` / `w->f.g` at `toks[i]` while `--assume-size` is on: assumed at the root, so
-    /// sizes computed from the same fields agree (`pixels = w * h` and a byte size
-    /// `w * h * sizeof(T)`). Returns (the value, the field's text, the index after it). A
-    /// `dim3` member (`threads.x`) is never assumed: the launch's own dimensions are read
-    /// from their definitions. Err without `--assume-size`.
-    fn assumed_field(
-        &self,
-        toks: &[Tok],
-        i: usize,
-        e: &str,
-    ) -> Result<(i64, String, usize), String> {
-        let Tok::Ident(w) = &toks[i] else {
-            return Err(format!("`{e}` reads a struct field"));
-        };
-        let not_known = || format!("`{e}` reads a struct field of `{w}`");
-        let dim3_member =
-            matches!(toks.get(i + 2), Some(Tok::Ident(f)) if matches!(f.as_str(), "x" | "y" | "z"));
-        let a = self
-            .assume
-            .get()
-            .filter(|_| !dim3_member)
-            .ok_or_else(not_known)?;
-        let mut root = w.clone();
-        let mut j = i + 1;
-        while is_member_op(toks.get(j)) {
-            match (toks.get(j), toks.get(j + 1)) {
-                (Some(Tok::Op(op)), Some(Tok::Ident(f))) => {
-                    root.push_str(op);
-                    root.push_str(f);
-                    j += 2;
-                }
-                _ => return Err(not_known()),
+    /// `obj.f` / `obj->f` (one level) whose value the host code gives: a `cudaDeviceProp`'s
+    /// property on an H100, else the assignments of `f` ([`Host::object_field_definition`],
+    /// [`Host::field_definition`], [`Host::field_set_by_helper`]).
+    fn field_num(&self, obj: &str, f: &str, depth: usize) -> Option<Num> {
+        if self.is_device_prop(obj) {
+            if let Some(v) = h100_property(f) {
+                return Some(Num::Int(v));
             }
         }
-        if toks.get(j) == Some(&Tok::Op("(".into())) {
-            return Err(format!("`{e}` calls {root}(), whose result is not known"));
-        }
-        Ok((a, root, j))
-    }
-
-    /// `w.f` / `w->f` at `toks[i]` (one level) whose value the host code's assignments of
-    /// `f` give ([`Host::field_definition`]): the value's text and the index after it.
-    fn field_value(&self, toks: &[Tok], i: usize, depth: usize) -> Option<(String, usize)> {
-        let Some(Tok::Ident(f)) = toks.get(i + 2) else {
-            return None;
-        };
-        if is_member_op(toks.get(i + 3)) || toks.get(i + 3) == Some(&Tok::Op("(".into())) {
-            return None;
-        }
-        let obj = match toks.get(i) {
-            Some(Tok::Ident(o)) => Some(o.as_str()),
-            _ => None,
-        };
-        if let Some(v) = obj
-            .filter(|o| self.is_device_prop(o))
-            .and_then(|_| h100_property(f))
-        {
-            return Some((v.to_string(), i + 3));
-        }
-        let d = obj
-            .and_then(|o| self.object_field_definition(o, f))
+        let d = self
+            .object_field_definition(obj, f)
             .or_else(|| self.field_definition(f))
-            .or_else(|| obj.and_then(|o| self.field_set_by_helper(o, f)))?;
-        let v = match self.value(&d, depth + 1).ok()? {
-            Num::Int(x) => x.to_string(),
-            Num::Float(x) => format!("{x:?}"),
-        };
-        Some((v, i + 3))
+            .or_else(|| self.field_set_by_helper(obj, f))?;
+        self.value(&d, depth + 1).ok()
     }
 
     /// Whether `name` is declared a `cudaDeviceProp` in the host code.
@@ -728,101 +670,81 @@ impl Host {
         }
         // `std::min(a, b)` is `min(a, b)`.
         let unqualified = e.replace("std::", "");
-        let toks = tokenize(&unqualified)?;
-        let mut out = String::new();
-        let mut i = 0;
-        while i < toks.len() {
-            match &toks[i] {
-                Tok::Ident(w) if w == "sizeof" => {
-                    let close = toks[i..]
-                        .iter()
-                        .position(|t| *t == Tok::Op(")".into()))
-                        .ok_or("unclosed sizeof(")?
-                        + i;
-                    let ty: Vec<String> = toks[i + 2..close]
-                        .iter()
-                        .map(|t| match t {
-                            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
-                        })
-                        .collect();
-                    let n = self
-                        .sizeof(&ty.join(" "))
-                        .ok_or_else(|| format!("sizeof({}) is not known", ty.join(" ")))?;
-                    out.push_str(&n.to_string());
-                    i = close + 1;
-                    continue;
-                }
-                Tok::Ident(w)
-                    if toks.get(i + 1) == Some(&Tok::Op("(".into()))
-                        && matches!(w.as_str(), "min" | "max" | "ceil" | "floor") =>
-                {
-                    out.push_str(w);
-                }
-                Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
-                    if ["int", "float", "double", "unsigned", "long", "size_t"]
-                        .contains(&w.as_str())
-                    {
-                        // A functional cast `int(x)`: the parenthesized value stays.
-                    } else {
-                        return Err(format!("`{e}` calls {w}(), whose result is not known"));
-                    }
-                }
-                Tok::Ident(w) if super::draft::CAST_WORDS.contains(&w.as_str()) => {}
-                Tok::Ident(w) => {
-                    if is_member_op(toks.get(i + 1)) {
-                        if let Some((v, j)) = self.field_value(&toks, i, depth) {
-                            out.push_str(&v);
-                            i = j;
-                            continue;
-                        }
-                        let (a, root, j) = self.assumed_field(&toks, i, e)?;
-                        self.assumed_roots.borrow_mut().push(root);
-                        out.push_str(&a.to_string());
-                        i = j;
-                        continue;
-                    }
-                    let Some(d) = self.definition(w) else {
-                        if let Some(a) = self.assume.get() {
-                            self.assumed_roots.borrow_mut().push(w.clone());
-                            out.push_str(&a.to_string());
-                            i += 1;
-                            continue;
-                        }
-                        return Err(format!("`{w}` has no definition in the host code"));
-                    };
-                    if d.trim() == w {
-                        return Err(format!("`{w}` is defined only as itself"));
-                    }
-                    let v = self
-                        .value(&d, depth + 1)
-                        .map_err(|why| format!("`{w}` = `{}`: {why}", d.trim()))?;
-                    match v {
-                        Num::Int(x) => out.push_str(&x.to_string()),
-                        Num::Float(f) => out.push_str(&format!("{f:?}")),
-                    }
-                }
-                // `1.0f` is a float: `1.0f/6.0f` is 1/6, not 0.
-                Tok::Num(n) => match parse_num(n) {
-                    Some(Num::Int(v)) => out.push_str(&v.to_string()),
-                    Some(Num::Float(f)) => out.push_str(&format!("{f:?}")),
-                    None => return Err(format!("cannot read number {n}")),
-                },
-                Tok::Op(o) if o == "." || o == "->" => {
-                    return Err(format!("`{e}` reads a struct field"));
-                }
-                Tok::Op(o) => {
-                    out.push(' ');
-                    out.push_str(o);
-                    out.push(' ');
-                }
+        let tree = Expr::parse(&unqualified).map_err(|why| format!("`{e}`: {why}"))?;
+        tree.eval(&HostNames {
+            host: self,
+            depth,
+            expr: e,
+        })
+    }
+}
+
+/// What the names of a host expression stand for ([`Host::value`]): definitions followed
+/// into the host code (or assumed roots under `--assume-size`), struct fields the host code
+/// assigns, `sizeof`, and the few calls whose value is known.
+struct HostNames<'a> {
+    host: &'a Host,
+    depth: usize,
+    expr: &'a str,
+}
+
+impl Env for HostNames<'_> {
+    fn name(&self, w: &str) -> Result<Num, String> {
+        let h = self.host;
+        let Some(d) = h.definition(w) else {
+            if let Some(a) = h.assume.get() {
+                h.assumed_roots.borrow_mut().push(w.to_string());
+                return Ok(Num::Int(a));
             }
-            i += 1;
+            return Err(format!("`{w}` has no definition in the host code"));
+        };
+        if d.trim() == w {
+            return Err(format!("`{w}` is defined only as itself"));
         }
-        // Drop C casts `(int)` the token loop left as `( )`.
-        let cleaned = out.replace("(  )", "").replace("( )", "");
-        Scope::default()
-            .eval(&cleaned)
-            .map_err(|why| format!("`{e}` → `{}`: {why}", cleaned.trim()))
+        h.value(&d, self.depth + 1)
+            .map_err(|why| format!("`{w}` = `{}`: {why}", d.trim()))
+    }
+
+    /// One level (`p.n`, `img->width`) whose value the host code's assignments give
+    /// ([`Host::field_num`]); else, under `--assume-size`, the assumed value at the root
+    /// (so sizes computed from the same fields agree: `pixels = w * h` and a byte size
+    /// `w * h * sizeof(T)`), except a `dim3` member (`threads.x`), whose definition is read.
+    fn member(&self, root: &str, path: &[(&'static str, String)]) -> Result<Num, String> {
+        let h = self.host;
+        if let [(_, f)] = path {
+            if let Some(v) = h.field_num(root, f, self.depth) {
+                return Ok(v);
+            }
+        }
+        let dim3 = matches!(path.first(), Some((_, f)) if matches!(f.as_str(), "x" | "y" | "z"));
+        match h.assume.get().filter(|_| !dim3) {
+            Some(a) => {
+                let text = path
+                    .iter()
+                    .fold(root.to_string(), |t, (op, f)| format!("{t}{op}{f}"));
+                h.assumed_roots.borrow_mut().push(text);
+                Ok(Num::Int(a))
+            }
+            None => Err(format!("`{}` reads a struct field of `{root}`", self.expr)),
+        }
+    }
+
+    fn sizeof(&self, ty: &str) -> Result<Num, String> {
+        self.host
+            .sizeof(ty)
+            .map(|n| Num::Int(n as i64))
+            .ok_or_else(|| format!("sizeof({ty}) is not known"))
+    }
+
+    fn callable(&self, f: &str) -> Result<(), String> {
+        match f {
+            "min" | "max" | "ceil" | "floor" | "int" | "float" | "double" | "unsigned" | "long"
+            | "size_t" => Ok(()),
+            _ => Err(format!(
+                "`{}` calls {f}(), whose result is not known",
+                self.expr
+            )),
+        }
     }
 }
 
