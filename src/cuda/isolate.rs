@@ -1641,10 +1641,15 @@ mod tests {
         );
     }
 
-    /// Compile with NVRTC where it is installed (CI installs it, and sets
-    /// `KERNELPAIR_REQUIRE_NVRTC`, under which a missing NVRTC fails the test); elsewhere
-    /// say that the compile half did not run.
+    /// Whether the unit compiles; see [`compiles_with`].
     fn compiles(u: &IsolatedKernel) -> Option<bool> {
+        compiles_with(u, &[]).map(|c| c.ok)
+    }
+
+    /// Compile the unit with NVRTC, lowering `names`, where NVRTC is installed (CI installs
+    /// it, and sets `KERNELPAIR_REQUIRE_NVRTC`, under which a missing NVRTC fails the
+    /// test); elsewhere say that the compile half did not run.
+    fn compiles_with(u: &IsolatedKernel, names: &[String]) -> Option<nvrtc::Compiled> {
         if let Err(e) = nvrtc::load() {
             assert!(
                 std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
@@ -1653,12 +1658,11 @@ mod tests {
             eprintln!("NVRTC not found ({e}): the compile half of this test did not run");
             return None;
         }
-        let exprs: Vec<String> = Vec::new();
         let c = nvrtc::compile(&nvrtc::CompileRequest {
             source: &u.source,
             name: "unit.cu",
             arch: "sm_90",
-            name_expressions: &exprs,
+            name_expressions: names,
             cubin: false,
             extra_options: &[],
         })
@@ -1666,7 +1670,7 @@ mod tests {
         if !c.ok {
             eprintln!("{}\n---\n{}", u.source, c.log);
         }
-        Some(c.ok)
+        Some(c)
     }
 
     const HELPERS: &str = r#"
@@ -1918,23 +1922,9 @@ __global__ void plain(float *a) { a[0] = unused_device(a[N]); }
         let (_, expr) =
             crate::gpu::capture::manifest::names_of("void apply<&(square(float))>(float*, int)");
         assert_eq!(expr, "apply<&square>");
-        if nvrtc::load().is_err() {
-            assert!(
-                std::env::var_os("KERNELPAIR_REQUIRE_NVRTC").is_none(),
-                "KERNELPAIR_REQUIRE_NVRTC is set but NVRTC is missing"
-            );
-            eprintln!("NVRTC not found: the name-expression half of this test did not run");
+        let Some(c) = compiles_with(&u, std::slice::from_ref(&expr)) else {
             return;
-        }
-        let c = nvrtc::compile(&nvrtc::CompileRequest {
-            source: &u.source,
-            name: "unit.cu",
-            arch: "sm_90",
-            name_expressions: std::slice::from_ref(&expr),
-            cubin: false,
-            extra_options: &[],
-        })
-        .expect("NVRTC runs");
+        };
         assert!(c.ok, "{}\n---\n{}", u.source, c.log);
         assert_eq!(
             c.lowered[0].1, "_Z5applyIXadL_Z6squarefEEEvPfi",
@@ -2023,23 +2013,14 @@ __global__ void tp(T *a) { a[0] = T(5); }
             );
             // Nothing to undo for export: the compiled text is the written text.
             assert!(!codes(&u).contains(&super::super::compile_only::CODE) || i == 1);
-            if nvrtc::load().is_err() {
-                continue;
-            }
             let expr = if u.template_params.is_empty() {
                 u.symbol.clone()
             } else {
                 format!("{}<float>", u.symbol)
             };
-            let c = nvrtc::compile(&nvrtc::CompileRequest {
-                source: &u.source,
-                name: "unit.cu",
-                arch: "sm_90",
-                name_expressions: std::slice::from_ref(&expr),
-                cubin: false,
-                extra_options: &[],
-            })
-            .unwrap();
+            let Some(c) = compiles_with(&u, std::slice::from_ref(&expr)) else {
+                continue;
+            };
             assert!(c.ok, "{}\n{}", u.source, c.log);
             assert_eq!(c.lowered.len(), 1, "{expr}");
             // C++ linkage everywhere except where the source wrote `extern "C"`.
