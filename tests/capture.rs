@@ -858,16 +858,40 @@ fn two_suites(
     list
 }
 
+/// Capture `list` side by side into `dir/out`, as `build`'s capture step does (through the
+/// library: the build's own step needs a GPU to start), with a stand-in injection library:
+/// the counts, and the folder they went to.
+fn capture_suites(
+    dir: &Path,
+    list: &[(
+        kernelpair::pipeline::config::SuiteSpec,
+        kernelpair::suite::SuiteDesc,
+    )],
+    recs: &[kernelpair::record::Record],
+    settings: &kernelpair::pipeline::config::CaptureSettings,
+) -> (kernelpair::pipeline::capture::Captured, std::path::PathBuf) {
+    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
+    let lib = stand_in_library(dir);
+    let out = dir.join("out");
+    let c = capture_side_by_side(
+        list,
+        recs,
+        settings,
+        &out,
+        Some(Path::new(&lib)),
+        Captured::default(),
+    );
+    (c, out)
+}
+
 /// `build` captures its suites side by side, sharing the GPU's run slots: with two
 /// suites of two one-second programs each and 3 slots in all, runs of both suites overlap,
 /// never more than 3 run at once, and every program of both is journaled in its suite's
 /// folder. (Through the library: the build's own step needs a GPU to start.)
 #[test]
 fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
-    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
     use kernelpair::pipeline::config::CaptureSettings;
     let d = tempfile::tempdir().unwrap();
-    let lib = stand_in_library(d.path());
     let spans = d.path().join("spans.txt");
     let list = two_suites(d.path(), |suite, prog| {
         format!(
@@ -882,15 +906,7 @@ fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
         programs: kernelpair::pipeline::config::CapturePrograms::All,
         ..CaptureSettings::default()
     };
-    let out = d.path().join("out");
-    let c = capture_side_by_side(
-        &list,
-        &[],
-        &settings,
-        &out,
-        Some(Path::new(&lib)),
-        Captured::default(),
-    );
+    let (c, out) = capture_suites(d.path(), &list, &[], &settings);
     assert_eq!(c.suites, 2, "{c:?}");
     assert_eq!(c.counts.get("programs_captured"), Some(&4), "{c:?}");
     let text = std::fs::read_to_string(&spans).unwrap();
@@ -908,10 +924,8 @@ fn suites_are_captured_side_by_side_within_one_pool_of_run_slots() {
 /// record keeps the folder, and the run reads its file from there.
 #[test]
 fn each_suite_captures_with_its_own_data_folder_or_the_builds() {
-    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
     use kernelpair::pipeline::config::CaptureSettings;
     let d = tempfile::tempdir().unwrap();
-    let lib = stand_in_library(d.path());
     let (own, shared) = (d.path().join("own-data"), d.path().join("shared-data"));
     for (dir, word) in [(&own, "mine"), (&shared, "everyone's")] {
         std::fs::create_dir_all(dir).unwrap();
@@ -932,15 +946,7 @@ fn each_suite_captures_with_its_own_data_folder_or_the_builds() {
         data: Some(shared.clone()),
         ..CaptureSettings::default()
     };
-    let out = d.path().join("out");
-    let c = capture_side_by_side(
-        &list,
-        &[],
-        &settings,
-        &out,
-        Some(Path::new(&lib)),
-        Captured::default(),
-    );
+    let (c, out) = capture_suites(d.path(), &list, &[], &settings);
     assert_eq!(c.counts.get("programs_captured"), Some(&4), "{c:?}");
     for (suite, data, word) in [("alpha", &own, "mine"), ("beta", &shared, "everyone's")] {
         let dir = out.join("captures").join(suite);
@@ -967,11 +973,9 @@ fn each_suite_captures_with_its_own_data_folder_or_the_builds() {
 /// one pair's program runs, and nothing else is built or run.
 #[test]
 fn build_captures_only_the_programs_holding_a_pair_it_can_verify() {
-    use kernelpair::pipeline::capture::{capture_side_by_side, Captured};
     use kernelpair::pipeline::config::CaptureSettings;
     use kernelpair::record::Record;
     let d = tempfile::tempdir().unwrap();
-    let lib = stand_in_library(d.path());
     let list = two_suites(d.path(), |_, _| {
         "#!/bin/sh\necho 'kernel = \"k\"' > \"$KERNELPAIR_CAPTURE_OUT/m.toml\"\n".to_string()
     });
@@ -1003,15 +1007,7 @@ fn build_captures_only_the_programs_holding_a_pair_it_can_verify() {
         Record::Pair(Box::new(ready)),
         Record::Pair(Box::new(waiting)),
     ];
-    let out = d.path().join("out");
-    let c = capture_side_by_side(
-        &list,
-        &recs,
-        &CaptureSettings::default(),
-        &out,
-        Some(Path::new(&lib)),
-        Captured::default(),
-    );
+    let (c, out) = capture_suites(d.path(), &list, &recs, &CaptureSettings::default());
     assert_eq!(c.counts.get("programs_captured"), Some(&1), "{c:?}");
     let ran: Vec<String> = ["alpha", "beta"]
         .iter()
