@@ -1187,6 +1187,15 @@ mod tests {
     /// DESCRIPTION's inputs (comma-joined, in the dataset's folder), `-o` in the program's
     /// folder, `--` and its parameters; with no dataset the run names the DESCRIPTION it
     /// lacks.
+    /// Put an executable `kp_parboil` with `script` as its text in `cwd`: the program the
+    /// Parboil recipe's run starts, stood in for by a shell script.
+    fn stand_in_parboil(cwd: &Path, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = cwd.join("kp_parboil");
+        std::fs::write(&bin, script).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     #[test]
     fn parboils_recipe_runs_a_dataset_as_its_driver_does_and_names_a_missing_one() {
         let desc = crate::suite::SuiteDesc::builtin("parboil").unwrap();
@@ -1209,14 +1218,10 @@ mod tests {
         let p = &ps[0];
         let cwd = root.join(&p.dir);
         // A stand-in program that prints its arguments one per line.
-        let bin = cwd.join("kp_parboil");
-        std::fs::write(
-            &bin,
+        stand_in_parboil(
+            &cwd,
             "#!/bin/sh\nfor a in \"$@\"; do echo \"arg:$a\"; done\n",
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let run = fill(&p.runs[0].1, root, p, None);
         let ran = run_shell(&run, &cwd, &BTreeMap::new(), Duration::from_secs(30)).unwrap();
         assert_eq!(ran.exit, Some(2), "{}", ran.tail);
@@ -1332,17 +1337,13 @@ mod tests {
         for p in discover(&root, Some(&recipe)) {
             let cwd = root.join(&p.dir);
             // A stand-in that checks every `-i` file exists and prints what follows `--`.
-            let bin = cwd.join("kp_parboil");
-            std::fs::write(
-                &bin,
+            stand_in_parboil(
+                &cwd,
                 "#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in\n\
                  -i) for f in $(echo $2 | tr , ' '); do [ -f $f ] || { echo no $f; exit 3; }; \
                  done; shift 2;;\n--) shift; echo params: $*; exit 0;;\n*) shift;;\nesac; done\n\
                  echo params:\n",
-            )
-            .unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+            );
             let run = fill(&p.runs[0].1, &root, &p, None);
             let ran = run_shell(&run, &cwd, &BTreeMap::new(), Duration::from_secs(30)).unwrap();
             assert_eq!(ran.exit, Some(0), "{}: {}", p.id, ran.tail);
