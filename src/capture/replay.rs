@@ -1275,9 +1275,7 @@ pub fn for_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::capture::manifest::{
-        AllocKind, CapturedAlloc, CapturedParam, CapturedPointer, MANIFEST_VERSION,
-    };
+    use crate::gpu::capture::manifest::{AllocKind, CapturedAlloc, CapturedParam};
 
     /// A unit in the program `pair/`, parameters as (name, type).
     fn unit(kernel: &str, params: &[(&str, &str)]) -> KernelUnit {
@@ -1289,57 +1287,21 @@ mod tests {
     }
 
     fn manifest(kernel: &str, block: [u32; 3], input: &str, out_after: &str) -> Manifest {
-        let ptr = |alloc| CapturedParam {
-            offset: 0,
-            size: 8,
-            hex: "0000000000000000".into(),
-            pointers: vec![CapturedPointer {
-                at: 0,
-                alloc,
-                offset: 0,
-            }],
-        };
         Manifest {
-            version: MANIFEST_VERSION,
-            symbol: kernel.into(),
-            demangled: kernel.into(),
-            kernel: kernel.into(),
-            name_expression: kernel.into(),
-            seq: 0,
-            pid: 1,
-            nth: 0,
             grid: [64, 32, 1],
             block,
-            shared_mem: 0,
-            via: "cuLaunchKernel".into(),
-            cooperative: false,
-            params: vec![
-                ptr(0),
-                ptr(1),
-                CapturedParam {
-                    offset: 16,
-                    size: 4,
-                    hex: "00080000".into(),
-                    pointers: vec![],
-                },
-            ],
-            allocs: vec![
-                CapturedAlloc {
-                    bytes: 4096,
-                    kind: AllocKind::Device,
-                    before: input.into(),
-                    after: input.into(),
-                },
-                CapturedAlloc {
-                    bytes: 4096,
-                    kind: AllocKind::Device,
-                    before: "zeros".into(),
-                    after: out_after.into(),
-                },
-            ],
-            globals: vec![],
-            objects: vec![],
-            skipped: None,
+            ..Manifest::for_test(
+                kernel,
+                vec![
+                    CapturedParam::address(0, 0, 0),
+                    CapturedParam::address(0, 0, 1),
+                    CapturedParam::scalar(16, "00080000"),
+                ],
+                vec![
+                    CapturedAlloc::device(input, input),
+                    CapturedAlloc::device("zeros", out_after),
+                ],
+            )
         }
     }
 
@@ -1520,31 +1482,12 @@ mod tests {
         m.params = ptrs
             .iter()
             .enumerate()
-            .map(|(i, (alloc, _, _))| CapturedParam {
-                offset: 8 * i,
-                size: 8,
-                hex: "0000000000000000".into(),
-                pointers: vec![CapturedPointer {
-                    at: 0,
-                    alloc: *alloc,
-                    offset: 0,
-                }],
-            })
-            .chain([CapturedParam {
-                offset: 8 * ptrs.len(),
-                size: 4,
-                hex: "00040000".into(),
-                pointers: vec![],
-            }])
+            .map(|(i, (alloc, _, _))| CapturedParam::address(8 * i, 0, *alloc))
+            .chain([CapturedParam::scalar(8 * ptrs.len(), "00040000")])
             .collect();
         m.allocs = ptrs
             .iter()
-            .map(|(_, before, after)| CapturedAlloc {
-                bytes: 4096,
-                kind: AllocKind::Device,
-                before: before.to_string(),
-                after: after.to_string(),
-            })
+            .map(|(_, before, after)| CapturedAlloc::device(before, after))
             .collect();
         m
     }
