@@ -1306,6 +1306,11 @@ mod tests {
     }
 
     fn index_of(ms: Vec<Manifest>) -> CaptureIndex {
+        index_in("pair", ms)
+    }
+
+    /// An index of the launches `ms` of one program, `program`, captured under `/cap`.
+    pub(super) fn index_in(program: &str, ms: Vec<Manifest>) -> CaptureIndex {
         CaptureIndex {
             root: "/cap".into(),
             manifests: ms
@@ -1313,8 +1318,8 @@ mod tests {
                 .map(|m| {
                     (
                         Entry {
-                            program: "pair".into(),
-                            path: format!("/cap/launches/pair/run-0/{}", m.file_name()).into(),
+                            program: program.into(),
+                            path: format!("/cap/launches/{program}/run-0/{}", m.file_name()).into(),
                             root: "/cap".into(),
                             suite: String::new(),
                         },

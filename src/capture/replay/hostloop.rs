@@ -401,24 +401,7 @@ mod tests {
     }
 
     fn index_of(ms: Vec<Manifest>) -> CaptureIndex {
-        CaptureIndex {
-            root: "/cap".into(),
-            manifests: ms
-                .into_iter()
-                .map(|m| {
-                    (
-                        Entry {
-                            program: "loop".into(),
-                            path: format!("/cap/launches/loop/run-0/{}", m.file_name()).into(),
-                            root: "/cap".into(),
-                            suite: String::new(),
-                        },
-                        m,
-                    )
-                })
-                .collect(),
-            unreadable: vec![],
-        }
+        crate::capture::replay::tests::index_in("loop", ms)
     }
 
     fn buffer_inits(set: &crate::harness::Resolved) -> Vec<(String, String)> {
