@@ -15,16 +15,19 @@
 mod hostloop;
 
 use super::index::{CaptureIndex, Entry};
-use crate::gpu::capture::manifest::{short, CapturedPointer};
+use crate::gpu::capture::manifest::{short, CapturedParam, CapturedPointer};
 use crate::gpu::capture::{BlobStore, Manifest};
 use crate::gpu::objects::{ObjectDesc, ObjectKind, ObjectResource};
+use crate::harness::HostBuffer;
 use crate::harness::{
     BytesPointer, ElemType, Expected, Init, Launch, Resolved, ResolvedArg, ResolvedConst,
     ResolvedObject, Role, Tolerance,
 };
 use crate::record::KernelUnit;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 
 /// Why a pair or unit has no captured harness.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -873,13 +876,11 @@ fn slow_own(
             });
             continue;
         }
-        if sp.size != fp.size || sp.pointers.len() != fp.pointers.len() {
-            return None;
-        }
+        let (sb, pairs) = same_param(sp, fp)?;
         let mut pointers = Vec::new();
-        for (sq, fq) in sp.pointers.iter().zip(&fp.pointers) {
+        for (sq, fq) in pairs {
             let (sa, fa) = (sm.allocs.get(sq.alloc)?, fast.allocs.get(fq.alloc)?);
-            if sq.at != fq.at || sq.offset != fq.offset || sa.bytes != fa.bytes {
+            if sq.offset != fq.offset || sa.bytes != fa.bytes {
                 return None;
             }
             pointers.push(BytesPointer {
@@ -887,10 +888,6 @@ fn slow_own(
                 arg: fq.alloc,
                 offset: sq.offset,
             });
-        }
-        let (sb, fb) = (hex::decode(&sp.hex).ok()?, hex::decode(&fp.hex).ok()?);
-        if !same_but_addresses(&sb, &fb, &sp.pointers) {
-            return None;
         }
         launch_args.push(args.len() + new_args.len());
         new_args.push(ResolvedArg::Bytes {
@@ -957,13 +954,10 @@ pub(super) fn fits_fast_launch(
     let Some(sm) = own else { return Ok(()) };
     let mut differ = Vec::new();
     for (i, (sp, fp)) in sm.params.iter().zip(&fast.params).enumerate() {
-        let (Ok(sb), Ok(fb)) = (hex::decode(&sp.hex), hex::decode(&fp.hex)) else {
+        let Some((_, pairs)) = same_param(sp, fp) else {
             return Ok(());
         };
-        if sp.pointers.len() != fp.pointers.len() || !same_but_addresses(&sb, &fb, &sp.pointers) {
-            return Ok(());
-        }
-        for (sq, fq) in sp.pointers.iter().zip(&fp.pointers) {
+        for (sq, fq) in pairs {
             let (Some(sa), Some(fa)) = (sm.allocs.get(sq.alloc), fast.allocs.get(fq.alloc)) else {
                 return Ok(());
             };
@@ -1009,7 +1003,7 @@ pub(super) fn fits_fast_launch(
 /// then its parameters.
 fn slow_mapped(
     slow: &KernelUnit,
-    se: &super::index::Entry,
+    se: &Entry,
     sm: &Manifest,
     fm: &Manifest,
     fast_blobs: &BlobStore,
@@ -1045,6 +1039,27 @@ fn slow_mapped(
             _ => None,
         })
         .collect();
+    // Each side's results, read once, as the element type of the slow parameter passing
+    // them; and each pair's verdict, judged once.
+    type Key = (bool, usize, ElemType);
+    let results: RefCell<BTreeMap<Key, Option<Rc<HostBuffer>>>> = Default::default();
+    let read = |fast: bool, i: usize, elem: ElemType| {
+        let (store, a) = match fast {
+            true => (fast_blobs, &fm.allocs[i]),
+            false => (&slow_blobs, &sm.allocs[i]),
+        };
+        let key = (fast, i, elem);
+        if let Some(r) = results.borrow().get(&key) {
+            return r.clone();
+        }
+        let r = store
+            .get(&a.after, a.bytes)
+            .ok()
+            .map(|bytes| Rc::new(HostBuffer { elem, bytes }));
+        results.borrow_mut().insert(key, r.clone());
+        r
+    };
+    let judged: RefCell<BTreeMap<(usize, usize), bool>> = Default::default();
     let twins = |k: usize, j: usize| {
         let (a, b) = (&sm.allocs[k], &fm.allocs[j]);
         if a.bytes != b.bytes || a.before.is_empty() || a.before != b.before {
@@ -1053,20 +1068,22 @@ fn slow_mapped(
         match (a.changed(), b.changed()) {
             (false, _) => true,
             (true, false) => false,
+            (true, true) if a.after == b.after => true,
             (true, true) => {
+                if let Some(&v) = judged.borrow().get(&(k, j)) {
+                    return v;
+                }
                 let elem = s_param
                     .get(&k)
                     .and_then(|&i| elem_of(slow, i, &sm.name_expression))
                     .filter(|e| a.bytes % e.size_of() as u64 == 0)
                     .unwrap_or(ElemType::U8);
-                a.after == b.after
-                    || match (
-                        slow_blobs.get(&a.after, a.bytes),
-                        fast_blobs.get(&b.after, b.bytes),
-                    ) {
-                        (Ok(x), Ok(y)) => outputs_agree(&x, &y, elem),
-                        _ => false,
-                    }
+                let v = match (read(false, k, elem), read(true, j, elem)) {
+                    (Some(x), Some(y)) => outputs_agree(&x, &y),
+                    _ => false,
+                };
+                judged.borrow_mut().insert((k, j), v);
+                v
             }
         }
     };
@@ -1144,27 +1161,19 @@ fn slow_mapped(
 
 /// Whether two programs' results in buffers of one element type are the same by the rule
 /// verify judges a pair with: every element within the type's default tolerance (floats:
-/// `atol + scale * max|b| + rtol * |b|`, NaN where both are; integers: equal). Where the two
+/// `atol + scale * max|y| + rtol * |y|`, NaN where both are; integers: equal). Where the two
 /// programs' own results differ (a racy binning step upstream, another layout), their
-/// inputs were not the same either, and the buffers are no twins.
-fn outputs_agree(a: &[u8], b: &[u8], elem: ElemType) -> bool {
-    use crate::harness::HostBuffer;
-    if a.len() != b.len() {
+/// inputs were not the same either, and the buffers are no twins. (Verify's own
+/// `verify::compare::compare` also asks for a relative L2 bound; it sits above capture.)
+fn outputs_agree(x: &HostBuffer, y: &HostBuffer) -> bool {
+    if x.elem != y.elem || x.bytes.len() != y.bytes.len() {
         return false;
     }
-    let x = HostBuffer {
-        elem,
-        bytes: a.to_vec(),
-    };
-    let y = HostBuffer {
-        elem,
-        bytes: b.to_vec(),
-    };
     let n = x.len();
-    if !elem.is_float() {
+    if !x.elem.is_float() {
         return (0..n).all(|i| x.get_i128(i) == y.get_i128(i));
     }
-    let tol = Tolerance::default_for(elem);
+    let tol = Tolerance::default_for(x.elem);
     let big = (0..n)
         .map(|i| y.get_f64(i).abs())
         .filter(|v| v.is_finite())
@@ -1176,13 +1185,83 @@ fn outputs_agree(a: &[u8], b: &[u8], elem: ElemType) -> bool {
     })
 }
 
-/// Whether two parameters' bytes are the same outside the 8-byte addresses at `pointers`.
-fn same_but_addresses(a: &[u8], b: &[u8], pointers: &[CapturedPointer]) -> bool {
-    a.len() == b.len()
+/// A slow parameter's addresses, each with the fast parameter's at the same place.
+type PointerPairs<'m> = Vec<(&'m CapturedPointer, &'m CapturedPointer)>;
+
+/// Whether the slow capture passed parameter `sp` as the fast capture passed `fp`: the same
+/// size, addresses at the same places, every other byte the same (the sizes and flags the
+/// program passed; an address's value is the process's own). Then the slow parameter's
+/// bytes and its addresses paired with the fast one's.
+fn same_param<'m>(
+    sp: &'m CapturedParam,
+    fp: &'m CapturedParam,
+) -> Option<(Vec<u8>, PointerPairs<'m>)> {
+    let (a, b) = (hex::decode(&sp.hex).ok()?, hex::decode(&fp.hex).ok()?);
+    let pairs: Vec<_> = sp.pointers.iter().zip(&fp.pointers).collect();
+    let same = sp.size == fp.size
+        && a.len() == b.len()
+        && sp.pointers.len() == fp.pointers.len()
+        && pairs.iter().all(|(s, f)| s.at == f.at)
         && a.iter()
-            .zip(b)
+            .zip(&b)
             .enumerate()
-            .all(|(k, (x, y))| x == y || pointers.iter().any(|p| (p.at..p.at + 8).contains(&k)))
+            .all(|(k, (x, y))| x == y || sp.pointers.iter().any(|p| (p.at..p.at + 8).contains(&k)));
+    same.then_some((a, pairs))
+}
+
+/// How a pair's slow kernel runs under its fast kernel's capture `fm`.
+struct SlowSide<'a> {
+    slow: &'a KernelUnit,
+    fast: &'a KernelUnit,
+    fm: &'a Manifest,
+    blobs: &'a BlobStore,
+}
+
+impl SlowSide<'_> {
+    /// The slow launch, in order of preference: its own captured launch on the same
+    /// parameters ([`slow_own`]); its own launch on the buffers the two captures share
+    /// ([`slow_mapped`]); the fast launch standing for it ([`fits_fast_launch`]); else
+    /// refused, with every reason. `own` is the slow kernel's capture.
+    fn launch(
+        &self,
+        own: Option<&(Entry, Manifest)>,
+        fast_launch: &Launch,
+        args: &mut Vec<ResolvedArg>,
+        objects: &mut Vec<ResolvedObject>,
+    ) -> Result<(Launch, SlowLaunch), ReplayError> {
+        let (slow, fm) = (self.slow, self.fm);
+        if let Some(l) = own.and_then(|(_, sm)| slow_own(slow, sm, fm, args, objects)) {
+            return Ok((l, SlowLaunch::Own));
+        }
+        let n = args.len();
+        let mapped = own.map(|(se, sm)| slow_mapped(slow, se, sm, fm, self.blobs, args));
+        if let Some(Ok(l)) = mapped {
+            return Ok((l, SlowLaunch::Mapped));
+        }
+        args.truncate(n);
+        let fits = match slow.params.len() == self.fast.params.len() {
+            true => fits_fast_launch(slow, own.map(|(_, m)| m), fm),
+            false => Err(ReplayError::Params {
+                kernel: slow.kernel.clone(),
+                unit: slow.params.len(),
+                captured: fm.params.len(),
+            }),
+        };
+        match (fits, mapped) {
+            (Ok(()), _) => {
+                let mut l = fast_launch.clone();
+                l.kernel = slow_symbol(slow, self.fast, &fast_launch.kernel);
+                Ok((l, SlowLaunch::Fast))
+            }
+            (Err(e), Some(Err(why))) => Err(ReplayError::Unsupported {
+                kernel: slow.kernel.clone(),
+                why: format!(
+                    "{e}; nor can its own launch run on the fast capture's buffers: {why}"
+                ),
+            }),
+            (Err(e), _) => Err(e),
+        }
+    }
 }
 
 /// The captured harness of a pair whose fast kernel was captured.
@@ -1212,45 +1291,13 @@ pub fn for_pair(
         mut objects,
     } = build_fast(fast, fm, &blobs, &slow.source)?;
     let own = idx.find(slow).filter(|_| slow.id != fast.id);
-    let (slow_launch, how) =
-        match own.and_then(|(_, sm)| slow_own(slow, sm, fm, &mut args, &mut objects)) {
-            Some(l) => (l, SlowLaunch::Own),
-            None => {
-                // Its own launch (other parameters or scalars) on the buffers the two captures
-                // share, found by their contents: what the slow program itself ran.
-                let n = args.len();
-                let mapped = own.map(|(se, sm)| slow_mapped(slow, se, sm, fm, &blobs, &mut args));
-                if let Some(Ok(l)) = mapped {
-                    (l, SlowLaunch::Mapped)
-                } else {
-                    args.truncate(n);
-                    let fits = match slow.params.len() == fast.params.len() {
-                        true => fits_fast_launch(slow, own.map(|(_, m)| m), fm),
-                        false => Err(ReplayError::Params {
-                            kernel: slow.kernel.clone(),
-                            unit: slow.params.len(),
-                            captured: fm.params.len(),
-                        }),
-                    };
-                    match (fits, mapped) {
-                        (Ok(()), _) => {
-                            let mut l = fast_launch.clone();
-                            l.kernel = slow_symbol(slow, fast, &fast_launch.kernel);
-                            (l, SlowLaunch::Fast)
-                        }
-                        (Err(e), Some(Err(why))) => {
-                            return Err(ReplayError::Unsupported {
-                                kernel: slow.kernel.clone(),
-                                why: format!(
-                            "{e}; nor can its own launch run on the fast capture's buffers: {why}"
-                        ),
-                            })
-                        }
-                        (Err(e), _) => return Err(e),
-                    }
-                }
-            }
-        };
+    let slow_side = SlowSide {
+        slow,
+        fast,
+        fm,
+        blobs: &blobs,
+    };
+    let (slow_launch, how) = slow_side.launch(own, &fast_launch, &mut args, &mut objects)?;
     let set = Resolved {
         origin: entry.path.display().to_string(),
         size_set: "captured".into(),
@@ -1857,36 +1904,71 @@ void shifted(float *o, float *m, const float *x, int n) {\n  kf<<<n / 256, 256>>
         // The slow kernel's run ended `re` with other results (blobs that differ and,
         // here, cannot be read): nothing to compare with the fast kernel's `re`.
         sm.allocs[3].after = "re2".into();
-        let e = for_pair(&index_of(vec![sm, fm]), &slow, &fast).unwrap_err();
+        let e = for_pair(&index_of(vec![sm.clone(), fm.clone()]), &slow, &fast).unwrap_err();
         assert!(
             e.to_string()
                 .contains("the fast kernel writes `re` (4096 bytes)"),
             "{e}"
         );
+        // Results the two programs wrote, read from the blobs: the same within verify's
+        // tolerance (another rounding) is a twin; one point off is not.
+        let d = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(d.path().join("blobs"));
+        let put = |v: &[f32]| {
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            store.put(&bytes).unwrap()
+        };
+        let re: Vec<f32> = (0..1024).map(|i| (i as f32 * 0.1).cos() * 50.0).collect();
+        let rounded: Vec<f32> = re.iter().map(|x| x * (1.0 + 2e-4)).collect();
+        let mut wrong = rounded.clone();
+        wrong[700] += 10.0;
+        let in_tmp = |ms: Vec<Manifest>| {
+            let mut idx = index_of(ms);
+            for (e, _) in &mut idx.manifests {
+                e.root = d.path().to_path_buf();
+            }
+            idx
+        };
+        let (mut fm, mut sm) = (fm, sm);
+        fm.allocs[1].after = put(&re);
+        sm.allocs[3].after = put(&rounded);
+        let r = for_pair(&in_tmp(vec![sm.clone(), fm.clone()]), &slow, &fast).unwrap();
+        assert_eq!(r.slow_launch, SlowLaunch::Mapped);
+        sm.allocs[3].after = put(&wrong);
+        assert!(for_pair(&in_tmp(vec![sm, fm]), &slow, &fast).is_err());
     }
 
     #[test]
     fn two_programs_outputs_agree_within_verifys_tolerance_and_other_layouts_do_not() {
-        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let f32s = |v: &[f32]| HostBuffer {
+            elem: ElemType::F32,
+            bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        };
         let a: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.37).sin() * 100.0).collect();
         let near: Vec<f32> = a.iter().map(|x| x * 1.0005 + 1e-4).collect();
-        assert!(outputs_agree(&f32s(&a), &f32s(&near), ElemType::F32));
+        assert!(outputs_agree(&f32s(&a), &f32s(&near)));
         // One element off by more than the tolerance (mri-gridding's programs bin their
         // samples differently and differ in 219 of 524,288 grid points).
         let mut one_off = near.clone();
         one_off[500] += 5.0;
-        assert!(!outputs_agree(&f32s(&a), &f32s(&one_off), ElemType::F32));
+        assert!(!outputs_agree(&f32s(&a), &f32s(&one_off)));
         // The same values in another order (an array of structs against a struct of arrays).
         let mut moved = a.clone();
         moved.rotate_left(1);
-        assert!(!outputs_agree(&f32s(&a), &f32s(&moved), ElemType::F32));
+        assert!(!outputs_agree(&f32s(&a), &f32s(&moved)));
         // Integers: equal.
+        let u32s = |b: &[u8]| HostBuffer {
+            elem: ElemType::U32,
+            bytes: b.to_vec(),
+        };
         let ints: Vec<u8> = (0..400u32).flat_map(|i| i.to_le_bytes()).collect();
-        assert!(outputs_agree(&ints, &ints.clone(), ElemType::U32));
+        assert!(outputs_agree(&u32s(&ints), &u32s(&ints)));
         let mut off = ints.clone();
         off[0] ^= 1;
-        assert!(!outputs_agree(&ints, &off, ElemType::U32));
-        assert!(!outputs_agree(&ints, &ints[4..], ElemType::U32));
+        assert!(!outputs_agree(&u32s(&ints), &u32s(&off)));
+        assert!(!outputs_agree(&u32s(&ints), &u32s(&ints[4..])));
+        // Other element types are no twins.
+        assert!(!outputs_agree(&u32s(&ints), &f32s(&[0.0; 400])));
     }
 
     #[test]

@@ -128,6 +128,12 @@ impl<'s> Parser<'_, 's> {
         ops.iter().find(|o| **o == t.text).copied()
     }
 
+    /// The next `n` tokens' texts, space-separated (a type: `unsigned int`).
+    fn words(&self, n: usize) -> String {
+        let t: Vec<&str> = self.t[self.i..self.i + n].iter().map(|w| w.text).collect();
+        t.join(" ")
+    }
+
     fn eat(&mut self, op: &str) -> bool {
         let hit = self
             .peek()
@@ -202,11 +208,7 @@ impl<'s> Parser<'_, 's> {
                     .get(self.i + words)
                     .is_some_and(|c| c.kind == Kind::Op && c.text == ")");
                 if words > 0 && closes {
-                    let ty = self.t[self.i..self.i + words]
-                        .iter()
-                        .map(|w| w.text)
-                        .collect::<Vec<_>>()
-                        .join(" ");
+                    let ty = self.words(words);
                     self.i += words + 1;
                     return Ok(Expr::Cast(ty, Box::new(self.unary()?)));
                 }
@@ -233,11 +235,7 @@ impl<'s> Parser<'_, 's> {
                     .iter()
                     .position(|c| c.kind == Kind::Op && c.text == ")")
                     .ok_or("unclosed sizeof(")?;
-                let ty = self.t[self.i..self.i + close]
-                    .iter()
-                    .map(|w| w.text)
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let ty = self.words(close);
                 self.i += close + 1;
                 Ok(Expr::SizeOf(ty))
             }

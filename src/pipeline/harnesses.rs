@@ -22,10 +22,10 @@ pub const INFERRED_DIR: &str = "harnesses/inferred";
 /// Where LLM-completed harnesses go (and are looked for), under the output folder.
 pub const LLM_DIR: &str = "harnesses/llm";
 
-/// What the harness step chose, counted for the build table.
 /// Pairs whose captured harness was refused that the build summary names one by one.
 const REFUSALS_NAMED: usize = 5;
 
+/// What the harness step chose, counted for the build table.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Chosen {
     pub counts: BTreeMap<String, usize>,
