@@ -525,6 +525,75 @@ fn manifests(dir: &Path) -> Vec<toml::Value> {
     out
 }
 
+/// Every capture fixture program compiles with nvcc (`-c`: no GPU and no CUDA runtime
+/// library needed), so a fixture broken on the CPU side shows in CI, not first on a GPU.
+#[test]
+fn capture_fixture_programs_compile_with_nvcc() {
+    // nvcc on PATH, $CUDA_HOME or /usr/local/cuda, else the PyPI wheel CI installs.
+    let wheel = || -> Option<std::path::PathBuf> {
+        let o = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import glob, os, nvidia\nfor b in nvidia.__path__:\n    for c in sorted(glob.glob(os.path.join(b, '*', 'bin', 'nvcc'))): print(c)",
+            ])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines().next().map(std::path::PathBuf::from)
+    };
+    let Some(nvcc) = kernelpair::capture::nvcc_dir()
+        .map(|d| d.join("nvcc"))
+        .or_else(wheel)
+    else {
+        eprintln!("skipped: no nvcc here (python3 -m pip install nvidia-cuda-nvcc)");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let compile = |src: &Path, obj: &Path| {
+        std::process::Command::new(&nvcc)
+            .args(["-c", "-arch=sm_90", "-o"])
+            .arg(obj)
+            .arg(src)
+            .output()
+            .unwrap()
+    };
+    // An nvcc without CUDA's headers or a host compiler cannot say anything of the fixtures.
+    let probe = d.path().join("probe.cu");
+    std::fs::write(
+        &probe,
+        "#include <cuda_runtime.h>\n__global__ void k(int *x) { *x = 1; }\n",
+    )
+    .unwrap();
+    let o = compile(&probe, &d.path().join("probe.o"));
+    if !o.status.success() {
+        eprintln!(
+            "skipped: {} cannot compile a one-line kernel here: {}",
+            nvcc.display(),
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
+        return;
+    }
+    let mut compiled = 0;
+    for e in std::fs::read_dir(fixtures()).unwrap().flatten() {
+        let main = e.path().join("main.cu");
+        if !main.is_file() {
+            continue;
+        }
+        let o = compile(&main, &d.path().join(format!("{compiled}.o")));
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            main.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        compiled += 1;
+    }
+    assert!(compiled >= 16, "{compiled} fixture programs");
+}
+
 /// The fixture programs, captured and replayed on a GPU (needs nvcc and CUPTI: on the
 /// device, `KERNELPAIR_INJECT` and `KERNELPAIR_CUPTI` name the library and CUPTI's folder).
 #[test]
@@ -557,9 +626,29 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "overbudget",
         "gridsync",
         "rewrite",
+        "graph",
     ] {
         assert_eq!(by_program(&rs, p)["status"], "captured", "{p}");
     }
+    // Graph launches: the stream-captured graph's two kernels and the first kernel of the
+    // node-by-node graph are captured through the graph launch; the kernel after its host
+    // node is a named skip; and the program's own checks pass (capture put back what its
+    // extra run of the nodes wrote, and ran no host callback).
+    let g = by_program(&rs, "graph");
+    assert_eq!(g["runs"][0]["exit"], 0, "{g}");
+    let gm = manifests(&cap.join("launches/graph"));
+    let graph_kernel = |k: &str| {
+        gm.iter()
+            .find(|m| m["kernel"].as_str() == Some(k))
+            .unwrap_or_else(|| panic!("no manifest of {k}: {gm:?}"))
+    };
+    for k in ["graph_scale", "graph_accumulate", "before_host"] {
+        let m = graph_kernel(k);
+        assert_eq!(m["via"].as_str(), Some("cuGraphLaunch"), "{m}");
+        assert!(m.get("skipped").is_none(), "{m}");
+    }
+    let after = graph_kernel("after_host")["skipped"].as_str().unwrap();
+    assert!(after.contains("a host node"), "{after}");
     // cudaLaunchCooperativeKernel: the manifest says so, whichever driver entry point the
     // runtime took (cuLaunchCooperativeKernel, or cuLaunchKernelEx with the attribute).
     let gs = &manifests(&cap.join("launches/gridsync"))[0];
@@ -696,6 +785,10 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "smooth_sync",
         // Its launch changed nothing: checked through the buffer its body only writes.
         "scale_into",
+        // Launched by CUDA graphs.
+        "graph_scale",
+        "graph_accumulate",
+        "before_host",
     ] {
         assert_eq!(rep(k)["pass"], true, "{k}: {}", rep(k));
     }

@@ -43,11 +43,11 @@ pub const STOPPED_FILE: &str = "stopped-early.toml";
 /// per kernel symbol, captured or not.
 pub const COUNTS_FILE: &str = "launch-counts.toml";
 
-struct Config {
+pub(super) struct Config {
     out: PathBuf,
     store: BlobStore,
-    first: u64,
-    max_bytes: u64,
+    pub(super) first: u64,
+    pub(super) max_bytes: u64,
     globals: Vec<String>,
     /// End the process once this many launches in a row were not snapshotted (0: never).
     quiet: u64,
@@ -209,7 +209,7 @@ struct Pending {
 }
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// Per launched handle: the `CUfunction` it stands for and its symbol.
     names: HashMap<usize, (usize, String)>,
     /// Launches per symbol (all of them, captured or not).
@@ -219,10 +219,32 @@ struct State {
     /// Launches in a row that were only counted.
     quiet: Quiet,
     clock: GpuClock,
+    /// Executable graphs instantiated while the library ran ([`super::graph`]).
+    pub(super) graphs: super::graph::Graphs,
 }
 
-static CONFIG: OnceLock<Config> = OnceLock::new();
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+impl State {
+    /// The `CUfunction` a launched handle stands for, and its symbol (looked up once).
+    fn name_of(&mut self, f: cu::CUfunction) -> (usize, String) {
+        self.names
+            .entry(f as usize)
+            .or_insert_with(|| {
+                let g = function_of(f);
+                (g as usize, symbol_of(g))
+            })
+            .clone()
+    }
+
+    /// Whether a launch of `f` now would be snapshotted (its kernel is within its first
+    /// `first` launches).
+    pub(super) fn would_capture(&mut self, f: cu::CUfunction, first: u64) -> bool {
+        let (_, symbol) = self.name_of(f);
+        self.counts.get(&symbol).copied().unwrap_or(0) < first
+    }
+}
+
+pub(super) static CONFIG: OnceLock<Config> = OnceLock::new();
+pub(super) static STATE: Mutex<Option<State>> = Mutex::new(None);
 
 thread_local! {
     /// Set while this thread is inside a callback: the driver calls made here must not
@@ -311,6 +333,21 @@ fn init() -> Result<(), String> {
             return Err(format!("cuptiEnableCallback({cbid:?}) failed: {rc:?}"));
         }
     }
+    for cbid in super::graph::GRAPH_CALLS {
+        // SAFETY: as above. A graph entry point this CUPTI does not know only costs the
+        // graphs that use it.
+        let rc = unsafe {
+            cupti::cuptiEnableCallback(
+                1,
+                sub,
+                cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+                cbid as u32,
+            )
+        };
+        if rc != cupti::CUptiResult::CUPTI_SUCCESS {
+            eprintln!("kernelpair capture: graph launches through {cbid:?} are not seen: {rc:?}");
+        }
+    }
     extern "C" {
         fn atexit(f: extern "C" fn()) -> c_int;
     }
@@ -354,10 +391,16 @@ unsafe extern "C" fn callback(
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: CUPTI passes a CUpti_CallbackData for driver-API callbacks.
         let data = unsafe { &*(cbdata as *const cupti::CUpti_CallbackData) };
+        // SAFETY: `data` is what CUPTI gives for `cbid`.
+        if unsafe { super::graph::on_callback(cbid, data) } {
+            return;
+        }
         // SAFETY: the params struct matches `cbid` (see `launch_of`).
         if let Some(l) = unsafe { launch_of(cbid, data.functionParams) } {
             match data.callbackSite {
-                cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER => enter(&l, data.correlationId),
+                cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER => {
+                    enter(&l, data.correlationId, None)
+                }
                 _ => {
                     // SAFETY: at exit the return value points to the call's CUresult.
                     let rc = unsafe { *(data.functionReturnValue as *const cu::CUresult) };
@@ -369,18 +412,19 @@ unsafe extern "C" fn callback(
     BUSY.with(|b| b.set(false));
 }
 
-/// A launch's arguments, whichever entry point made it.
-struct Launch {
-    f: cu::CUfunction,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared_mem: u32,
-    stream: cu::CUstream,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    via: &'static str,
+/// A launch's arguments, whichever entry point made it (or a graph's kernel node).
+#[derive(Clone, Copy)]
+pub(super) struct Launch {
+    pub(super) f: cu::CUfunction,
+    pub(super) grid: [u32; 3],
+    pub(super) block: [u32; 3],
+    pub(super) shared_mem: u32,
+    pub(super) stream: cu::CUstream,
+    pub(super) params: *mut *mut c_void,
+    pub(super) extra: *mut *mut c_void,
+    pub(super) via: &'static str,
     /// Launched cooperatively (the whole grid resident; the kernel may sync the grid).
-    cooperative: bool,
+    pub(super) cooperative: bool,
 }
 
 /// # Safety
@@ -493,18 +537,27 @@ fn demangle(symbol: &str) -> String {
         .unwrap_or_else(|| symbol.to_string())
 }
 
-fn enter(l: &Launch, correlation: u32) {
+/// Whether `stream` is being captured into a CUDA graph: a launch there only adds a node,
+/// which runs (and is captured, [`super::graph`]) when the graph is launched.
+fn capturing(stream: cu::CUstream) -> bool {
+    let mut status = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the launch's stream; status a valid out-pointer.
+    let rc = unsafe { cu::cuStreamIsCapturing(stream, &mut status) };
+    rc == cu::CUresult::CUDA_SUCCESS
+        && status != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
+/// A launch's entry: counted, and within the first K launches of its kernel snapshotted
+/// (waiting for [`exit`] under `correlation`), or written as a skip when `skip` says why
+/// it is not.
+pub(super) fn enter(l: &Launch, correlation: u32, skip: Option<&str>) {
     let Some(cfg) = CONFIG.get() else { return };
+    if capturing(l.stream) {
+        return;
+    }
     let Ok(mut guard) = STATE.lock() else { return };
     let Some(state) = guard.as_mut() else { return };
-    let (func, symbol) = state
-        .names
-        .entry(l.f as usize)
-        .or_insert_with(|| {
-            let g = function_of(l.f);
-            (g as usize, symbol_of(g))
-        })
-        .clone();
+    let (func, symbol) = state.name_of(l.f);
     let l = &Launch {
         f: func as cu::CUfunction,
         ..*l
@@ -565,8 +618,10 @@ fn enter(l: &Launch, correlation: u32) {
     };
     let mut ranges: Vec<(u64, u64, AllocKind)> = Vec::new();
     let mut globals: Vec<(u64, u64)> = Vec::new();
-    let skip = snapshot_before(cfg, l, &mut m, &mut ranges, &mut globals).err();
-    m.skipped = skip;
+    m.skipped = match skip {
+        Some(why) => Some(why.to_string()),
+        None => snapshot_before(cfg, l, &mut m, &mut ranges, &mut globals).err(),
+    };
     if m.skipped.is_some() {
         write_manifest(cfg, &m);
         return;
@@ -590,37 +645,10 @@ fn snapshot_before(
     ranges: &mut Vec<(u64, u64, AllocKind)>,
     globals: &mut Vec<(u64, u64)>,
 ) -> Result<(), String> {
-    if l.params.is_null() {
-        return Err(if l.extra.is_null() {
-            "the launch passes no parameter array".into()
-        } else {
-            "parameters passed through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER)".into()
-        });
-    }
-    let mut i = 0usize;
-    loop {
-        let (mut off, mut size) = (0usize, 0usize);
-        // SAFETY: f is live; out-pointers are valid; an index past the end fails.
-        let rc = unsafe { cu::cuFuncGetParamInfo(l.f, i, &mut off, &mut size) };
-        if rc != cu::CUresult::CUDA_SUCCESS || i >= 4096 {
-            break;
-        }
-        // SAFETY: the caller passes one pointer per kernel parameter, each to `size` bytes.
-        let bytes = unsafe {
-            let p = *l.params.add(i) as *const u8;
-            if p.is_null() {
-                return Err(format!(
-                    "parameter {i} is a null pointer in the parameter array"
-                ));
-            }
-            std::slice::from_raw_parts(p, size).to_vec()
-        };
+    for (i, (off, bytes)) in param_bytes(l)?.into_iter().enumerate() {
+        let size = bytes.len();
         let mut pointers = Vec::new();
-        for at in (0..size.saturating_sub(7)).step_by(8) {
-            let w = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-            if w < 4096 {
-                continue;
-            }
+        for (at, w) in pointer_words(&bytes) {
             if let Some((base, len, kind)) = allocation_of(w) {
                 let idx = match ranges.iter().position(|r| r.0 == base) {
                     Some(k) => k,
@@ -648,30 +676,15 @@ fn snapshot_before(
             hex: hex::encode(&bytes),
             pointers,
         });
-        i += 1;
     }
-    if !cfg.globals.is_empty() {
-        let mut module: cu::CUmodule = std::ptr::null_mut();
-        // SAFETY: f is live; module a valid out-pointer.
-        if unsafe { cu::cuFuncGetModule(&mut module, l.f) } == cu::CUresult::CUDA_SUCCESS {
-            for name in &cfg.globals {
-                let Ok(c) = std::ffi::CString::new(name.as_str()) else {
-                    continue;
-                };
-                let (mut p, mut n) = (0u64, 0usize);
-                // SAFETY: module is the launching function's module; out-pointers valid.
-                let rc = unsafe { cu::cuModuleGetGlobal_v2(&mut p, &mut n, module, c.as_ptr()) };
-                if rc == cu::CUresult::CUDA_SUCCESS && n > 0 {
-                    globals.push((p, n as u64));
-                    m.globals.push(CapturedGlobal {
-                        name: name.clone(),
-                        bytes: n as u64,
-                        before: String::new(),
-                        after: String::new(),
-                    });
-                }
-            }
-        }
+    for (name, p, n) in module_globals(cfg, l.f) {
+        globals.push((p, n));
+        m.globals.push(CapturedGlobal {
+            name,
+            bytes: n,
+            before: String::new(),
+            after: String::new(),
+        });
     }
     m.allocs = ranges
         .iter()
@@ -691,14 +704,6 @@ fn snapshot_before(
             cfg.max_bytes
         ));
     }
-    let mut status = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: the launch's stream; status a valid out-pointer.
-    let rc = unsafe { cu::cuStreamIsCapturing(l.stream, &mut status) };
-    if rc == cu::CUresult::CUDA_SUCCESS
-        && status != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
-    {
-        return Err("the stream is being captured into a CUDA graph".into());
-    }
     sync("before the launch")?;
     for (k, &(addr, bytes, kind)) in ranges.iter().enumerate() {
         m.allocs[k].before = store(cfg, addr, bytes, kind)?;
@@ -707,6 +712,75 @@ fn snapshot_before(
         m.globals[k].before = store(cfg, addr, bytes, AllocKind::Device)?;
     }
     Ok(())
+}
+
+/// Each kernel parameter's (offset, bytes), laid out by `cuFuncGetParamInfo`.
+pub(super) fn param_bytes(l: &Launch) -> Result<Vec<(usize, Vec<u8>)>, String> {
+    if l.params.is_null() {
+        return Err(if l.extra.is_null() {
+            "the launch passes no parameter array".into()
+        } else {
+            "parameters passed through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER)".into()
+        });
+    }
+    let mut out = Vec::new();
+    for i in 0..4096usize {
+        let (mut off, mut size) = (0usize, 0usize);
+        // SAFETY: f is live; out-pointers are valid; an index past the end fails.
+        let rc = unsafe { cu::cuFuncGetParamInfo(l.f, i, &mut off, &mut size) };
+        if rc != cu::CUresult::CUDA_SUCCESS {
+            break;
+        }
+        // SAFETY: the caller passes one pointer per kernel parameter, each to `size` bytes.
+        let bytes = unsafe {
+            let p = *l.params.add(i) as *const u8;
+            if p.is_null() {
+                return Err(format!(
+                    "parameter {i} is a null pointer in the parameter array"
+                ));
+            }
+            std::slice::from_raw_parts(p, size).to_vec()
+        };
+        out.push((off, bytes));
+    }
+    Ok(out)
+}
+
+/// The 8-byte-aligned words of a parameter that may be device addresses: (offset, word).
+pub(super) fn pointer_words(bytes: &[u8]) -> impl Iterator<Item = (usize, u64)> + '_ {
+    (0..bytes.len().saturating_sub(7))
+        .step_by(8)
+        .map(|at| {
+            let w = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+            (at, w)
+        })
+        .filter(|&(_, w)| w >= 4096)
+}
+
+/// The module globals capture was asked for (`KERNELPAIR_CAPTURE_GLOBALS`) that `f`'s
+/// module holds: (name, address, bytes).
+pub(super) fn module_globals(cfg: &Config, f: cu::CUfunction) -> Vec<(String, u64, u64)> {
+    let mut out = Vec::new();
+    if cfg.globals.is_empty() {
+        return out;
+    }
+    let mut module: cu::CUmodule = std::ptr::null_mut();
+    // SAFETY: f is live; module a valid out-pointer.
+    if unsafe { cu::cuFuncGetModule(&mut module, f) } != cu::CUresult::CUDA_SUCCESS {
+        return out;
+    }
+    for name in &cfg.globals {
+        let Ok(c) = std::ffi::CString::new(name.as_str()) else {
+            continue;
+        };
+        let (mut p, mut n) = (0u64, 0usize);
+        // SAFETY: module is the launching function's module; out-pointers valid.
+        let rc = unsafe { cu::cuModuleGetGlobal_v2(&mut p, &mut n, module, c.as_ptr()) };
+        if rc == cu::CUresult::CUDA_SUCCESS && n > 0 {
+            out.push((name.clone(), p, n as u64));
+        }
+    }
+    out
 }
 
 /// The texture and surface objects handle `h` names (a small integer may be valid as
@@ -838,7 +912,7 @@ fn array_desc(handle: u64) -> Option<crate::gpu::objects::RawArrayDesc> {
 }
 
 /// The allocation holding device address `w`, if any: (start, bytes, kind).
-fn allocation_of(w: u64) -> Option<(u64, u64, AllocKind)> {
+pub(super) fn allocation_of(w: u64) -> Option<(u64, u64, AllocKind)> {
     let (mut base, mut len) = (0u64, 0usize);
     // SAFETY: out-pointers are valid; an address outside every allocation fails.
     let rc = unsafe { cu::cuMemGetAddressRange_v2(&mut base, &mut len, w) };
@@ -889,7 +963,7 @@ fn allocation_of(w: u64) -> Option<(u64, u64, AllocKind)> {
     (ok && size > 0).then_some((start, size, AllocKind::HostMapped))
 }
 
-fn sync(when: &str) -> Result<(), String> {
+pub(super) fn sync(when: &str) -> Result<(), String> {
     // SAFETY: no arguments; waits for the current context.
     let rc = unsafe { cu::cuCtxSynchronize() };
     if rc == cu::CUresult::CUDA_SUCCESS {
@@ -929,7 +1003,7 @@ fn store(cfg: &Config, addr: u64, bytes: u64, kind: AllocKind) -> Result<String,
     cfg.store.put(&host).map_err(|e| e.to_string())
 }
 
-fn exit(correlation: u32, rc: cu::CUresult) {
+pub(super) fn exit(correlation: u32, rc: cu::CUresult) {
     let Some(cfg) = CONFIG.get() else { return };
     let Ok(mut guard) = STATE.lock() else { return };
     let Some(state) = guard.as_mut() else { return };

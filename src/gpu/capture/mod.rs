@@ -1,7 +1,9 @@
 //! Capture's GPU side: what one captured launch holds ([`manifest`]), the content-addressed
-//! blob store ([`store`]) and the injection library loaded into a real program ([`inject`]).
+//! blob store ([`store`]) and the injection library loaded into a real program ([`inject`], with graph
+//! launches in `graph`).
 //! The runner that builds and runs programs, and replay, live in `crate::capture`.
 
+mod graph;
 pub mod inject;
 pub mod manifest;
 pub mod store;

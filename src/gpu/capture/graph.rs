@@ -1,0 +1,601 @@
+//! Kernels launched through CUDA graphs (`cudaGraphLaunch`, and kernels launched on a stream
+//! while it was being captured into a graph). A graph launch runs its nodes inside the
+//! driver, where no launch callback sees them. So when an instantiated graph is launched and
+//! one of its kernels is still within its first K launches, the injection library runs the
+//! graph's nodes itself first, one at a time in dependency order: each kernel node is
+//! captured like a plain launch ([`super::inject::enter`]), memsets and copies run as the
+//! graph would run them. Then it puts back every byte those nodes could have written (each
+//! allocation a kernel parameter word points into, the globals asked for, each memset's and
+//! device copy's destination) and lets the graph launch run as the program asked, so the
+//! program computes what it would have computed.
+//!
+//! The graph is cloned when it is instantiated (programs often destroy it right after); an
+//! executable graph updated from another graph (`cudaGraphExecUpdate`) is cloned again. One
+//! changed node by node after instantiation (`cudaGraphExec*SetParams`, a node disabled) is
+//! not run: its kernels are named skips. Nodes not run: host nodes (a host callback must not
+//! run twice), child graphs, memory allocation and free nodes, copies into CUDA arrays, and
+//! kinds this file does not know; the kernel nodes from the first such node on (in the order
+//! used) are named skips. Event nodes only order work and are passed over.
+
+use super::inject::{
+    allocation_of, enter, exit, module_globals, param_bytes, pointer_words, sync, Config, Launch,
+    CONFIG, STATE,
+};
+use super::manifest::AllocKind;
+use cudarc::cupti::sys as cupti;
+use cudarc::driver::sys as cu;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+type Cbid = cupti::CUpti_driver_api_trace_cbid_enum;
+
+/// The graph entry points whose callbacks are enabled.
+pub(super) const GRAPH_CALLS: [Cbid; 19] = [
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecHostNodeSetParams,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled,
+    Cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphExecEventRecordNodeSetEvent,
+];
+
+/// What the library knows of one executable graph.
+pub(super) struct ExecGraph {
+    /// A clone of the graph it was instantiated (or last updated) from.
+    graph: usize,
+    /// Why its nodes no longer match that graph, when the program changed them.
+    changed: Option<&'static str>,
+}
+
+/// Executable graphs by handle.
+pub(super) type Graphs = HashMap<usize, ExecGraph>;
+
+/// Correlation ids for the launches this file makes itself, counting down from the top so
+/// they never meet CUPTI's.
+static OWN_CORRELATION: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// A graph callback: `true` when `cbid` is one of [`GRAPH_CALLS`] (handled here).
+///
+/// # Safety
+/// `data` must be the callback data CUPTI gives for driver-API callback `cbid`.
+pub(super) unsafe fn on_callback(cbid: u32, data: &cupti::CUpti_CallbackData) -> bool {
+    let Some(&call) = GRAPH_CALLS.iter().find(|c| **c as u32 == cbid) else {
+        return false;
+    };
+    let p = data.functionParams;
+    if p.is_null() {
+        return true;
+    }
+    let entering = data.callbackSite == cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER;
+    let succeeded = || {
+        // SAFETY: at exit the return value points to the call's CUresult.
+        !data.functionReturnValue.is_null()
+            && unsafe { *(data.functionReturnValue as *const cu::CUresult) }
+                == cu::CUresult::CUDA_SUCCESS
+    };
+    use Cbid as C;
+    match call {
+        C::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch
+        | C::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz => {
+            if entering {
+                // SAFETY: both entry points take (hGraphExec, hStream).
+                let a = unsafe { &*(p as *const cupti::cuGraphLaunch_params) };
+                launched(a.hGraph as usize, a.hStream);
+            }
+        }
+        C::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate
+        | C::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2
+        | C::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags
+        | C::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams
+        | C::CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz => {
+            if !entering && succeeded() {
+                // SAFETY: every instantiate entry point starts with (phGraphExec, hGraph).
+                let a = unsafe { &*(p as *const cupti::cuGraphInstantiateWithFlags_params) };
+                if !a.phGraphExec.is_null() {
+                    // SAFETY: the call succeeded, so it wrote the executable graph.
+                    let exec = unsafe { *a.phGraphExec } as usize;
+                    remember(exec, a.hGraph);
+                }
+            }
+        }
+        C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy => {
+            if entering {
+                // SAFETY: the parameter struct of cuGraphExecDestroy.
+                let a = unsafe { &*(p as *const cupti::cuGraphExecDestroy_params) };
+                forget(a.hGraphExec as usize);
+            }
+        }
+        C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate
+        | C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2 => {
+            if !entering {
+                // SAFETY: both versions start with (hGraphExec, hGraph).
+                let a = unsafe { &*(p as *const cupti::cuGraphExecUpdate_v2_params) };
+                if succeeded() {
+                    remember(a.hGraphExec as usize, a.hGraph);
+                } else {
+                    mark_changed(a.hGraphExec as usize, "updated from another graph");
+                }
+            }
+        }
+        _ => {
+            if entering {
+                // SAFETY: every other call listed takes the executable graph first.
+                let exec = unsafe { *(p as *const cu::CUgraphExec) } as usize;
+                mark_changed(exec, "changed node by node after it was instantiated");
+            }
+        }
+    }
+    true
+}
+
+/// A clone of `graph` stands for executable graph `exec` from now on.
+fn remember(exec: usize, graph: cu::CUgraph) {
+    let mut clone: cu::CUgraph = std::ptr::null_mut();
+    // SAFETY: `graph` is the live graph the call just instantiated from; out-pointer valid.
+    let cloned = unsafe { cu::cuGraphClone(&mut clone, graph) } == cu::CUresult::CUDA_SUCCESS;
+    let Ok(mut guard) = STATE.lock() else { return };
+    let Some(state) = guard.as_mut() else { return };
+    let old = state.graphs.insert(
+        exec,
+        ExecGraph {
+            graph: clone as usize,
+            changed: (!cloned).then_some("its graph could not be cloned"),
+        },
+    );
+    drop(guard);
+    if let Some(o) = old {
+        destroy(o.graph);
+    }
+}
+
+fn forget(exec: usize) {
+    let old = STATE
+        .lock()
+        .ok()
+        .and_then(|mut g| g.as_mut().and_then(|s| s.graphs.remove(&exec)));
+    if let Some(o) = old {
+        destroy(o.graph);
+    }
+}
+
+fn destroy(graph: usize) {
+    if graph != 0 {
+        // SAFETY: a clone this file made and no longer refers to.
+        unsafe { cu::cuGraphDestroy(graph as cu::CUgraph) };
+    }
+}
+
+fn mark_changed(exec: usize, why: &'static str) {
+    if let Ok(mut g) = STATE.lock() {
+        if let Some(e) = g.as_mut().and_then(|s| s.graphs.get_mut(&exec)) {
+            e.changed = Some(why);
+        }
+    }
+}
+
+/// One node of a graph, as this file runs it.
+enum Step {
+    Kernel(Launch),
+    Memset(cu::CUDA_MEMSET_NODE_PARAMS),
+    Memcpy(Box<cu::CUDA_MEMCPY3D>),
+    /// Nothing to run (an empty node, an event record or wait).
+    Pass,
+    /// A node not run: why, in words ("a host node").
+    Stop(String),
+}
+
+/// `nodes` (by index) in an order that puts every node after the nodes it depends on
+/// (`edges`: (from, to) index pairs); ties keep the given order. `None` on a cycle.
+pub(super) fn dependency_order(nodes: usize, edges: &[(usize, usize)]) -> Option<Vec<usize>> {
+    let mut waiting = vec![0usize; nodes];
+    let mut next: Vec<Vec<usize>> = vec![Vec::new(); nodes];
+    for &(a, b) in edges {
+        waiting[b] += 1;
+        next[a].push(b);
+    }
+    let mut ready: std::collections::BTreeSet<usize> =
+        (0..nodes).filter(|&n| waiting[n] == 0).collect();
+    let mut out = Vec::with_capacity(nodes);
+    while let Some(n) = ready.pop_first() {
+        out.push(n);
+        for &m in &next[n] {
+            waiting[m] -= 1;
+            if waiting[m] == 0 {
+                ready.insert(m);
+            }
+        }
+    }
+    (out.len() == nodes).then_some(out)
+}
+
+fn check(rc: cu::CUresult, what: &str) -> Result<(), String> {
+    match rc {
+        cu::CUresult::CUDA_SUCCESS => Ok(()),
+        e => Err(format!("{what} failed: {e:?}")),
+    }
+}
+
+/// The graph's nodes in dependency order.
+fn nodes_in_order(g: cu::CUgraph) -> Result<Vec<cu::CUgraphNode>, String> {
+    let mut n = 0usize;
+    // SAFETY: a live graph (our clone); a null array asks for the count.
+    check(
+        unsafe { cu::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n) },
+        "cuGraphGetNodes",
+    )?;
+    let mut nodes: Vec<cu::CUgraphNode> = vec![std::ptr::null_mut(); n];
+    // SAFETY: `nodes` holds `n` entries.
+    check(
+        unsafe { cu::cuGraphGetNodes(g, nodes.as_mut_ptr(), &mut n) },
+        "cuGraphGetNodes",
+    )?;
+    nodes.truncate(n);
+    let mut e = 0usize;
+    let null = std::ptr::null_mut();
+    // SAFETY: as above, for the edges; edge data is optional.
+    check(
+        unsafe { cu::cuGraphGetEdges_v2(g, null, null, std::ptr::null_mut(), &mut e) },
+        "cuGraphGetEdges",
+    )?;
+    let mut from: Vec<cu::CUgraphNode> = vec![std::ptr::null_mut(); e];
+    let mut to = from.clone();
+    // SAFETY: both arrays hold `e` entries.
+    check(
+        unsafe {
+            cu::cuGraphGetEdges_v2(
+                g,
+                from.as_mut_ptr(),
+                to.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut e,
+            )
+        },
+        "cuGraphGetEdges",
+    )?;
+    let index = |x: cu::CUgraphNode| nodes.iter().position(|&y| y == x);
+    let edges: Vec<(usize, usize)> = from
+        .iter()
+        .zip(&to)
+        .take(e)
+        .filter_map(|(&a, &b)| Some((index(a)?, index(b)?)))
+        .collect();
+    let order = dependency_order(nodes.len(), &edges).ok_or("the graph has a cycle")?;
+    Ok(order.into_iter().map(|i| nodes[i]).collect())
+}
+
+fn step_of(node: cu::CUgraphNode, stream: cu::CUstream) -> Step {
+    let mut t: u32 = u32::MAX;
+    // SAFETY: the node type is a C enum written as 32 bits; reading it as u32 keeps a kind
+    // newer than these bindings from being an invalid Rust enum.
+    let rc =
+        unsafe { cu::cuGraphNodeGetType(node, &mut t as *mut u32 as *mut cu::CUgraphNodeType) };
+    if rc != cu::CUresult::CUDA_SUCCESS {
+        return Step::Stop(format!("a node whose kind could not be read ({rc:?})"));
+    }
+    match t {
+        0 => {
+            // SAFETY: all-zero is a valid CUDA_KERNEL_NODE_PARAMS (null handles).
+            let mut k: cu::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+            // SAFETY: a kernel node of a live graph; `k` is the v2 struct this entry point
+            // fills.
+            if unsafe { cu::cuGraphKernelNodeGetParams_v2(node, &mut k) }
+                != cu::CUresult::CUDA_SUCCESS
+            {
+                return Step::Stop("a kernel node whose parameters could not be read".into());
+            }
+            let f = match k.func.is_null() {
+                true => k.kern as cu::CUfunction,
+                false => k.func,
+            };
+            // SAFETY: all-zero is a valid attribute value (a union of plain data).
+            let mut v: cu::CUkernelNodeAttrValue = unsafe { std::mem::zeroed() };
+            let cooperative = unsafe {
+                cu::cuGraphKernelNodeGetAttribute(
+                    node,
+                    cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+                    &mut v,
+                ) == cu::CUresult::CUDA_SUCCESS
+                    && v.cooperative != 0
+            };
+            Step::Kernel(Launch {
+                f,
+                grid: [k.gridDimX, k.gridDimY, k.gridDimZ],
+                block: [k.blockDimX, k.blockDimY, k.blockDimZ],
+                shared_mem: k.sharedMemBytes,
+                stream,
+                params: k.kernelParams,
+                extra: k.extra,
+                via: "cuGraphLaunch",
+                cooperative,
+            })
+        }
+        1 => {
+            // SAFETY: all-zero is a valid CUDA_MEMCPY3D (null pointers, host memory types
+            // are overwritten below).
+            let mut c: Box<cu::CUDA_MEMCPY3D> = Box::new(unsafe { std::mem::zeroed() });
+            // SAFETY: a memcpy node of a live graph.
+            if unsafe { cu::cuGraphMemcpyNodeGetParams(node, &mut *c) }
+                != cu::CUresult::CUDA_SUCCESS
+            {
+                return Step::Stop("a copy node whose parameters could not be read".into());
+            }
+            match memory_type(&c.dstMemoryType) {
+                3 => Step::Stop("a copy into a CUDA array".into()),
+                _ => Step::Memcpy(c),
+            }
+        }
+        2 => {
+            // SAFETY: all-zero is a valid CUDA_MEMSET_NODE_PARAMS.
+            let mut m: cu::CUDA_MEMSET_NODE_PARAMS = unsafe { std::mem::zeroed() };
+            // SAFETY: a memset node of a live graph.
+            if unsafe { cu::cuGraphMemsetNodeGetParams(node, &mut m) } != cu::CUresult::CUDA_SUCCESS
+            {
+                return Step::Stop("a memset node whose parameters could not be read".into());
+            }
+            Step::Memset(m)
+        }
+        3 => Step::Stop("a host node (a host callback must not run twice)".into()),
+        4 => Step::Stop("a child graph node".into()),
+        5..=7 => Step::Pass,
+        10 | 11 => Step::Stop("a memory allocation or free node".into()),
+        other => Step::Stop(format!("a node of kind {other}")),
+    }
+}
+
+/// A `CUmemorytype` field read as its number (1 host, 2 device, 3 array, 4 unified).
+fn memory_type(t: &cu::CUmemorytype) -> u32 {
+    // SAFETY: the field is a 32-bit C enum the driver wrote.
+    unsafe { *(t as *const cu::CUmemorytype as *const u32) }
+}
+
+/// An executable graph is being launched on `stream`: capture its kernels that are still
+/// within their first K launches, as described at the top of this file.
+fn launched(exec: usize, stream: cu::CUstream) {
+    let Some(cfg) = CONFIG.get() else { return };
+    let found = STATE.lock().ok().and_then(|g| {
+        g.as_ref()
+            .and_then(|s| s.graphs.get(&exec).map(|e| (e.graph, e.changed)))
+    });
+    // An executable graph made before the library started, or never seen: not ours to run.
+    let Some((graph, changed)) = found else {
+        return;
+    };
+    let steps: Vec<Step> = match nodes_in_order(graph as cu::CUgraph) {
+        Ok(nodes) => nodes.into_iter().map(|n| step_of(n, stream)).collect(),
+        Err(e) => {
+            eprintln!("kernelpair capture: a graph launch was not captured: {e}");
+            return;
+        }
+    };
+    let kernels = || {
+        steps.iter().filter_map(|s| match s {
+            Step::Kernel(l) => Some(l),
+            _ => None,
+        })
+    };
+    let wanted = STATE.lock().ok().is_some_and(|mut g| {
+        g.as_mut()
+            .is_some_and(|s| kernels().any(|l| s.would_capture(l.f, cfg.first)))
+    });
+    let own = || OWN_CORRELATION.fetch_sub(1, Ordering::Relaxed);
+    let skip_all = |why: &str| {
+        for l in kernels() {
+            let c = own();
+            enter(l, c, Some(why));
+            exit(c, cu::CUresult::CUDA_SUCCESS);
+        }
+    };
+    if !wanted {
+        // Only counted (and the quiet rule applied), as plain launches past K are.
+        for l in kernels() {
+            let c = own();
+            enter(l, c, None);
+            exit(c, cu::CUresult::CUDA_SUCCESS);
+        }
+        return;
+    }
+    if let Some(why) = changed {
+        skip_all(&format!("launched by a CUDA graph {why}"));
+        return;
+    }
+    let stop = steps.iter().position(|s| matches!(s, Step::Stop(_)));
+    let (run, rest) = steps.split_at(stop.unwrap_or(steps.len()));
+    let saved = match sync("before the graph's nodes").and_then(|()| save(cfg, run)) {
+        Ok(s) => s,
+        Err(e) => {
+            skip_all(&format!("launched by a CUDA graph: {e}"));
+            return;
+        }
+    };
+    for step in run {
+        let rc = match step {
+            Step::Kernel(l) => {
+                let c = own();
+                enter(l, c, None);
+                let rc = launch(l);
+                exit(c, rc);
+                rc
+            }
+            // SAFETY: the graph's own memset and copy, on the launch's stream.
+            Step::Memset(m) => unsafe { memset(m, stream) },
+            Step::Memcpy(c) => unsafe { cu::cuMemcpy3DAsync_v2(&**c, stream) },
+            Step::Pass | Step::Stop(_) => cu::CUresult::CUDA_SUCCESS,
+        };
+        if rc != cu::CUresult::CUDA_SUCCESS {
+            eprintln!("kernelpair capture: running a graph's node failed: {rc:?}");
+            break;
+        }
+    }
+    if let Err(e) = sync("after the graph's nodes").and_then(|()| restore(&saved)) {
+        eprintln!("kernelpair capture: putting back what a graph's nodes wrote: {e}");
+    }
+    if let (Some(Step::Stop(why)), true) = (rest.first(), rest.len() > 1) {
+        let later = format!(
+            "launched by a CUDA graph, after {why}, which capture does not run: the nodes from there on are not captured"
+        );
+        for l in rest.iter().filter_map(|s| match s {
+            Step::Kernel(l) => Some(l),
+            _ => None,
+        }) {
+            let c = own();
+            enter(l, c, Some(&later));
+            exit(c, cu::CUresult::CUDA_SUCCESS);
+        }
+    }
+}
+
+fn launch(l: &Launch) -> cu::CUresult {
+    // SAFETY: the node's own function, geometry and parameter array (owned by the live
+    // cloned graph), on the graph launch's stream.
+    unsafe {
+        if l.cooperative {
+            cu::cuLaunchCooperativeKernel(
+                l.f,
+                l.grid[0],
+                l.grid[1],
+                l.grid[2],
+                l.block[0],
+                l.block[1],
+                l.block[2],
+                l.shared_mem,
+                l.stream,
+                l.params,
+            )
+        } else {
+            cu::cuLaunchKernel(
+                l.f,
+                l.grid[0],
+                l.grid[1],
+                l.grid[2],
+                l.block[0],
+                l.block[1],
+                l.block[2],
+                l.shared_mem,
+                l.stream,
+                l.params,
+                l.extra,
+            )
+        }
+    }
+}
+
+/// # Safety
+/// `m` must be a memset node's parameters, its destination live.
+unsafe fn memset(m: &cu::CUDA_MEMSET_NODE_PARAMS, stream: cu::CUstream) -> cu::CUresult {
+    let (d, p, w, h) = (m.dst, m.pitch, m.width, m.height.max(1));
+    // SAFETY: as the caller promises; the value is truncated to the element size as the
+    // graph's node does.
+    unsafe {
+        match m.elementSize {
+            1 => cu::cuMemsetD2D8Async(d, p, m.value as u8, w, h, stream),
+            2 => cu::cuMemsetD2D16Async(d, p, m.value as u16, w, h, stream),
+            _ => cu::cuMemsetD2D32Async(d, p, m.value, w, h, stream),
+        }
+    }
+}
+
+/// Every allocation the steps may write (each allocation a kernel parameter word points
+/// into, the kernel modules' globals asked for, memset and device-copy destinations),
+/// copied to the host.
+fn save(cfg: &Config, steps: &[Step]) -> Result<Vec<(u64, AllocKind, Vec<u8>)>, String> {
+    let mut ranges: Vec<(u64, u64, AllocKind)> = Vec::new();
+    let mut add = |r: Option<(u64, u64, AllocKind)>| {
+        if let Some(r) = r.filter(|r| !ranges.iter().any(|q| q.0 == r.0)) {
+            ranges.push(r);
+        }
+    };
+    for s in steps {
+        match s {
+            Step::Kernel(l) => {
+                for (_, bytes) in param_bytes(l)? {
+                    for (_, w) in pointer_words(&bytes) {
+                        add(allocation_of(w));
+                    }
+                }
+                for (_, p, n) in module_globals(cfg, l.f) {
+                    add(Some((p, n, AllocKind::Device)));
+                }
+            }
+            Step::Memset(m) => add(allocation_of(m.dst)),
+            Step::Memcpy(c) if matches!(memory_type(&c.dstMemoryType), 2 | 4) => {
+                add(allocation_of(c.dstDevice))
+            }
+            _ => {}
+        }
+    }
+    let total: u64 = ranges.iter().map(|r| r.1).sum();
+    if total > cfg.max_bytes {
+        return Err(format!(
+            "over the byte budget: its nodes may write {} allocation(s) of {total} bytes, the budget is {}",
+            ranges.len(),
+            cfg.max_bytes
+        ));
+    }
+    ranges
+        .into_iter()
+        .map(|(addr, bytes, kind)| {
+            let mut host = vec![0u8; bytes as usize];
+            // SAFETY: one live allocation (or mapped host range) of `bytes` bytes.
+            let rc = unsafe {
+                match kind {
+                    AllocKind::HostMapped => {
+                        cu::cuMemcpy(host.as_mut_ptr() as u64, addr, bytes as usize)
+                    }
+                    _ => {
+                        cu::cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut c_void, addr, bytes as usize)
+                    }
+                }
+            };
+            check(rc, &format!("saving {bytes} bytes at {addr:#x}")).map(|()| (addr, kind, host))
+        })
+        .collect()
+}
+
+fn restore(saved: &[(u64, AllocKind, Vec<u8>)]) -> Result<(), String> {
+    for (addr, kind, host) in saved {
+        // SAFETY: the allocation the bytes were saved from, still live inside this call.
+        let rc = unsafe {
+            match kind {
+                AllocKind::HostMapped => cu::cuMemcpy(*addr, host.as_ptr() as u64, host.len()),
+                _ => cu::cuMemcpyHtoD_v2(*addr, host.as_ptr() as *const c_void, host.len()),
+            }
+        };
+        check(
+            rc,
+            &format!("putting back {} bytes at {addr:#x}", host.len()),
+        )?;
+    }
+    sync("after putting memory back")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dependency_order;
+
+    #[test]
+    fn nodes_come_after_what_they_depend_on_and_ties_keep_their_order() {
+        // 0 → 2 → 3, 1 → 3: 0 and 1 are free at once and keep their order.
+        assert_eq!(
+            dependency_order(4, &[(2, 3), (0, 2), (1, 3)]),
+            Some(vec![0, 1, 2, 3])
+        );
+        // A chain given backwards.
+        assert_eq!(dependency_order(3, &[(2, 1), (1, 0)]), Some(vec![2, 1, 0]));
+        assert_eq!(dependency_order(2, &[(0, 1), (1, 0)]), None);
+        assert_eq!(dependency_order(0, &[]), Some(vec![]));
+    }
+}
