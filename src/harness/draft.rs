@@ -180,10 +180,14 @@ fn device_property(name: &str) -> Option<&'static str> {
 /// later (through a pointer), so its recorded value means nothing.
 fn zero_initialized(name: &str, def: &str) -> bool {
     let d = def.trim().trim_end_matches(';');
-    d.rsplit_once('=').is_some_and(|(lhs, rhs)| {
-        matches!(rhs.trim(), "0" | "0u" | "0.0" | "0.0f" | "0.f")
-            && lhs.split_whitespace().last() == Some(name)
-    })
+    d.rsplit_once('=')
+        .is_some_and(|(lhs, rhs)| zero_literal(rhs) && lhs.split_whitespace().last() == Some(name))
+}
+
+/// A literal zero (`0`, `0u`, `0.0f`): what a declaration gives a variable the host fills
+/// later.
+pub(super) fn zero_literal(text: &str) -> bool {
+    matches!(text.trim(), "0" | "0u" | "0.0" | "0.0f" | "0.f")
 }
 
 /// A C type name's size in bytes, for `sizeof(float)`.

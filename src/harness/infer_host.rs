@@ -5,7 +5,7 @@
 //! expressions. Text rules over comment-free source: the host code is never compiled, and a
 //! rule that cannot tell says why.
 
-use super::draft::{sizeof_type, split_args};
+use super::draft::{sizeof_type, split_args, zero_literal};
 use super::expr::Num;
 use crate::cuda::ceval::{Env, Expr};
 use crate::cuda::lex;
@@ -544,12 +544,18 @@ impl Host {
         }
         // Elsewhere: an assignment from a command-line argument the run script gives wins
         // over a declaration's default (`int h = 1;` then `(h = atoi(argv[2])) <= 0 || …`).
-        let all: Vec<String> = self
+        // A zero the name is declared with is a placeholder when the code assigns it again
+        // (`float norm = 0;` then `if (norm < t) norm = t;` in a loop): the later
+        // assignment decides its value, not the zero.
+        let mut all: Vec<String> = self
             .texts()
             .flat_map(|t| assignments(t, name))
             .map(|(_, r)| r)
             .filter(|r| !self_ref(r))
             .collect();
+        if all.iter().any(|r| !zero_literal(r)) {
+            all.retain(|r| !zero_literal(r));
+        }
         let from_run = all.iter().find(|r| {
             argv_index(r).is_some_and(|k| {
                 self.run_args
@@ -2433,6 +2439,22 @@ mod tests {
             command_lines("#!/bin/sh\ncuda/lud_cuda -s 256 -v\n./gaussian -s 16 > out\n"),
             vec![vec!["-s", "256", "-v"], vec!["-s", "16"]]
         );
+    }
+
+    #[test]
+    fn a_zero_declaration_assigned_again_elsewhere_is_not_the_value() {
+        // The norm is a maximum a loop finds: its declared zero is a placeholder.
+        let mut g = host("void k() { launch(); }\n", 1);
+        g.others.push(
+            "void f(float *a, int n) { float norm = 0;\n for (int i = 0; i < n; i++) {\n float t = fabs(a[i]);\n if (norm < t)\n norm = t; }\n pert = 3.45e-4 * norm; }".into(),
+        );
+        let e = g.int_value("pert").unwrap_err();
+        assert!(e.contains("fabs"), "{e}");
+        // A zero never assigned again is the value.
+        let mut z = host("void k() { launch(); }\n", 1);
+        z.others
+            .push("void f() { int offset = 0;\n g(offset); }".into());
+        assert_eq!(z.int_value("offset"), Ok(0));
     }
 
     #[test]
