@@ -18,8 +18,8 @@
 //! used) are named skips. Event nodes only order work and are passed over.
 
 use super::inject::{
-    allocation_of, enter, exit, module_globals, param_bytes, pointer_words, sync, Config, Launch,
-    CONFIG, STATE,
+    allocation_of, capturing, enter, exit, module_globals, param_bytes, pointer_words, sync,
+    Config, Launch, CONFIG, STATE,
 };
 use super::manifest::AllocKind;
 use cudarc::cupti::sys as cupti;
@@ -366,6 +366,10 @@ fn memory_type(t: &cu::CUmemorytype) -> u32 {
 /// within their first K launches, as described at the top of this file.
 fn launched(exec: usize, stream: cu::CUstream) {
     let Some(cfg) = CONFIG.get() else { return };
+    // Launched into another stream capture: it becomes a node of that graph, not a run.
+    if capturing(stream) {
+        return;
+    }
     let found = STATE.lock().ok().and_then(|g| {
         g.as_ref()
             .and_then(|s| s.graphs.get(&exec).map(|e| (e.graph, e.changed)))

@@ -539,7 +539,7 @@ fn demangle(symbol: &str) -> String {
 
 /// Whether `stream` is being captured into a CUDA graph: a launch there only adds a node,
 /// which runs (and is captured, [`super::graph`]) when the graph is launched.
-fn capturing(stream: cu::CUstream) -> bool {
+pub(super) fn capturing(stream: cu::CUstream) -> bool {
     let mut status = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: the launch's stream; status a valid out-pointer.
     let rc = unsafe { cu::cuStreamIsCapturing(stream, &mut status) };
