@@ -301,15 +301,16 @@ fn step_of(node: cu::CUgraphNode, stream: cu::CUstream) -> Step {
                 true => k.kern as cu::CUfunction,
                 false => k.func,
             };
-            // SAFETY: all-zero is a valid attribute value (a union of plain data).
-            let mut v: cu::CUkernelNodeAttrValue = unsafe { std::mem::zeroed() };
+            let mut v = std::mem::MaybeUninit::<cu::CUkernelNodeAttrValue>::zeroed();
+            // SAFETY: a kernel node; on success the driver wrote the attribute's value, whose
+            // `cooperative` member is a plain int.
             let cooperative = unsafe {
                 cu::cuGraphKernelNodeGetAttribute(
                     node,
                     cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
-                    &mut v,
+                    v.as_mut_ptr(),
                 ) == cu::CUresult::CUDA_SUCCESS
-                    && v.cooperative != 0
+                    && v.assume_init_ref().cooperative != 0
             };
             Step::Kernel(Launch {
                 f,
@@ -324,15 +325,17 @@ fn step_of(node: cu::CUgraphNode, stream: cu::CUstream) -> Step {
             })
         }
         1 => {
-            // SAFETY: all-zero is a valid CUDA_MEMCPY3D (null pointers, host memory types
-            // are overwritten below).
-            let mut c: Box<cu::CUDA_MEMCPY3D> = Box::new(unsafe { std::mem::zeroed() });
-            // SAFETY: a memcpy node of a live graph.
-            if unsafe { cu::cuGraphMemcpyNodeGetParams(node, &mut *c) }
+            // All-zero is not a valid CUDA_MEMCPY3D in Rust (its memory-type enums start at
+            // 1): the driver fills it.
+            let mut c = Box::new(std::mem::MaybeUninit::<cu::CUDA_MEMCPY3D>::zeroed());
+            // SAFETY: a memcpy node of a live graph; the struct is written on success.
+            if unsafe { cu::cuGraphMemcpyNodeGetParams(node, c.as_mut_ptr()) }
                 != cu::CUresult::CUDA_SUCCESS
             {
                 return Step::Stop("a copy node whose parameters could not be read".into());
             }
+            // SAFETY: written by the driver just above.
+            let c: Box<cu::CUDA_MEMCPY3D> = unsafe { Box::from_raw(Box::into_raw(c).cast()) };
             match memory_type(&c.dstMemoryType) {
                 3 => Step::Stop("a copy into a CUDA array".into()),
                 _ => Step::Memcpy(c),
