@@ -10,9 +10,10 @@
 //! program computes what it would have computed.
 //!
 //! The graph is cloned when it is instantiated (programs often destroy it right after); an
-//! executable graph updated from another graph (`cudaGraphExecUpdate`) is cloned again. One
-//! changed node by node after instantiation (`cudaGraphExec*SetParams`, a node disabled) is
-//! not run: its kernels are named skips. Nodes not run: host nodes (a host callback must not
+//! executable graph updated from another graph (`cudaGraphExecUpdate`) is cloned again, and
+//! a kernel, memset or copy node changed after instantiation (`cudaGraphExec*SetParams`) is
+//! changed the same way in the clone. A graph changed otherwise (a host or child-graph node's
+//! parameters, a node disabled) is not run: its kernels are named skips. Nodes not run: host nodes (a host callback must not
 //! run twice), child graphs, memory allocation and free nodes, copies into CUDA arrays, and
 //! kinds this file does not know; the kernel nodes from the first such node on (in the order
 //! used) are named skips. Event nodes only order work and are passed over.
@@ -131,15 +132,89 @@ pub(super) unsafe fn on_callback(cbid: u32, data: &cupti::CUpti_CallbackData) ->
                 }
             }
         }
+        C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecEventRecordNodeSetEvent => {}
         _ => {
-            if entering {
-                // SAFETY: every other call listed takes the executable graph first.
-                let exec = unsafe { *(p as *const cu::CUgraphExec) } as usize;
-                mark_changed(exec, "changed node by node after it was instantiated");
+            if !entering && succeeded() {
+                // SAFETY: every other call listed takes (hGraphExec, hNode, parameters).
+                let a = unsafe { &*(p as *const NodeSetParams) };
+                if let Err(why) = follow(call, a) {
+                    mark_changed(a.exec as usize, why);
+                }
             }
         }
     }
     true
+}
+
+/// The first three parameters of the `cuGraphExec*SetParams` calls.
+#[repr(C)]
+struct NodeSetParams {
+    exec: cu::CUgraphExec,
+    node: cu::CUgraphNode,
+    params: *const c_void,
+}
+
+/// Make the same change to the clone that stands for the executable graph (jacobiCudaGraphs
+/// swaps its kernel node's two grids before every launch). `Err`: the change is not
+/// followed, so the graph's kernels become named skips.
+fn follow(call: Cbid, a: &NodeSetParams) -> Result<(), &'static str> {
+    const NOT_FOLLOWED: &str = "changed node by node after it was instantiated";
+    let graph = STATE
+        .lock()
+        .ok()
+        .and_then(|g| {
+            g.as_ref()
+                .and_then(|s| s.graphs.get(&(a.exec as usize)).map(|e| e.graph))
+        })
+        .ok_or(NOT_FOLLOWED)?;
+    let mut node: cu::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: `a.node` is a node of the graph the clone was made from; out-pointer valid.
+    let rc = unsafe { cu::cuGraphNodeFindInClone(&mut node, a.node, graph as cu::CUgraph) };
+    if rc != cu::CUresult::CUDA_SUCCESS {
+        return Err(NOT_FOLLOWED);
+    }
+    use Cbid as C;
+    // SAFETY: each setter takes the parameter struct the program passed to the matching
+    // exec setter (the unversioned kernel entry point's v1 struct copied into a v2), still valid
+    // during the callback.
+    let rc = unsafe {
+        match call {
+            C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams => {
+                let v1 = &*(a.params as *const cu::CUDA_KERNEL_NODE_PARAMS_v1);
+                let v2 = cu::CUDA_KERNEL_NODE_PARAMS {
+                    func: v1.func,
+                    gridDimX: v1.gridDimX,
+                    gridDimY: v1.gridDimY,
+                    gridDimZ: v1.gridDimZ,
+                    blockDimX: v1.blockDimX,
+                    blockDimY: v1.blockDimY,
+                    blockDimZ: v1.blockDimZ,
+                    sharedMemBytes: v1.sharedMemBytes,
+                    kernelParams: v1.kernelParams,
+                    extra: v1.extra,
+                    kern: std::ptr::null_mut(),
+                    ctx: std::ptr::null_mut(),
+                };
+                cu::cuGraphKernelNodeSetParams_v2(node, &v2)
+            }
+            C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2 => {
+                cu::cuGraphKernelNodeSetParams_v2(node, a.params.cast())
+            }
+            C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams => {
+                cu::cuGraphMemcpyNodeSetParams(node, a.params.cast())
+            }
+            C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams => {
+                cu::cuGraphMemsetNodeSetParams(node, a.params.cast())
+            }
+            C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams => {
+                cu::cuGraphNodeSetParams(node, a.params as *mut cu::CUgraphNodeParams)
+            }
+            _ => return Err(NOT_FOLLOWED),
+        }
+    };
+    (rc == cu::CUresult::CUDA_SUCCESS)
+        .then_some(())
+        .ok_or(NOT_FOLLOWED)
 }
 
 /// A clone of `graph` stands for executable graph `exec` from now on.
