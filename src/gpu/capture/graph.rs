@@ -13,10 +13,12 @@
 //! executable graph updated from another graph (`cudaGraphExecUpdate`) is cloned again, and
 //! a kernel, memset or copy node changed after instantiation (`cudaGraphExec*SetParams`) is
 //! changed the same way in the clone. A graph changed otherwise (a host or child-graph node's
-//! parameters, a node disabled) is not run: its kernels are named skips. Nodes not run: host nodes (a host callback must not
-//! run twice), child graphs, memory allocation and free nodes, copies into CUDA arrays, and
-//! kinds this file does not know; the kernel nodes from the first such node on (in the order
-//! used) are named skips. Event nodes only order work and are passed over.
+//! parameters, a node disabled) is not run: its kernels are named skips. Nodes not run: host
+//! nodes (a host callback must not run twice), child graphs, conditional nodes, memory
+//! allocation and free nodes, copies into CUDA arrays, and kinds this file does not know; the
+//! kernel nodes from the first such node on (in the order used) are named skips, and kernels
+//! inside child or conditional bodies are not seen. Event nodes only order work and are
+//! passed over.
 
 use super::inject::{
     allocation_of, capturing, enter, exit, module_globals, param_bytes, pointer_words, sync,
@@ -328,14 +330,25 @@ fn nodes_in_order(g: cu::CUgraph) -> Result<Vec<cu::CUgraphNode>, String> {
     )?;
     let mut from: Vec<cu::CUgraphNode> = vec![std::ptr::null_mut(); e];
     let mut to = from.clone();
-    // SAFETY: both arrays hold `e` entries.
+    // Asked for too: without it, edges that carry data (a conditional node's, programmatic
+    // launch ports) make the query fail as lossy.
+    let mut data = vec![
+        cu::CUgraphEdgeData {
+            from_port: 0,
+            to_port: 0,
+            type_: 0,
+            reserved: [0; 5],
+        };
+        e
+    ];
+    // SAFETY: the three arrays hold `e` entries.
     check(
         unsafe {
             cu::cuGraphGetEdges_v2(
                 g,
                 from.as_mut_ptr(),
                 to.as_mut_ptr(),
-                std::ptr::null_mut(),
+                data.as_mut_ptr(),
                 &mut e,
             )
         },
@@ -430,6 +443,7 @@ fn step_of(node: cu::CUgraphNode, stream: cu::CUstream) -> Step {
         4 => Step::Stop("a child graph node".into()),
         5..=7 => Step::Pass,
         10 | 11 => Step::Stop("a memory allocation or free node".into()),
+        13 => Step::Stop("a conditional node (its bodies are graphs of their own)".into()),
         other => Step::Stop(format!("a node of kind {other}")),
     }
 }
