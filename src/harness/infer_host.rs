@@ -544,18 +544,12 @@ impl Host {
         }
         // Elsewhere: an assignment from a command-line argument the run script gives wins
         // over a declaration's default (`int h = 1;` then `(h = atoi(argv[2])) <= 0 || …`).
-        // A zero the name is declared with is a placeholder when the code assigns it again
-        // (`float norm = 0;` then `if (norm < t) norm = t;` in a loop): the later
-        // assignment decides its value, not the zero.
-        let mut all: Vec<String> = self
+        let all: Vec<String> = self
             .texts()
             .flat_map(|t| assignments(t, name))
             .map(|(_, r)| r)
             .filter(|r| !self_ref(r))
             .collect();
-        if all.iter().any(|r| !zero_literal(r)) {
-            all.retain(|r| !zero_literal(r));
-        }
         let from_run = all.iter().find(|r| {
             argv_index(r).is_some_and(|k| {
                 self.run_args
@@ -565,6 +559,19 @@ impl Host {
             })
         });
         from_run.or(all.first()).cloned()
+    }
+
+    /// Whether some host file starts a `for` loop with `name`.
+    fn loop_counter(&self, name: &str) -> bool {
+        self.texts().any(|t| starts_loop(t, name))
+    }
+
+    /// Whether the host code assigns `name` something other than a literal zero, or
+    /// changes it in place (`tmp += abs(v[j])`, `n++`).
+    fn assigned_again(&self, name: &str) -> bool {
+        self.texts().any(|t| {
+            assignments(t, name).iter().any(|(_, r)| !zero_literal(r)) || changed_in_place(t, name)
+        })
     }
 
     /// The integer value of a host expression, following definitions, `sizeof` and
@@ -706,6 +713,18 @@ impl Env for HostNames<'_> {
         };
         if d.trim() == w {
             return Err(format!("`{w}` is defined only as itself"));
+        }
+        // Inside another name's definition, a zero the name is declared with is a
+        // placeholder when the code assigns the name again (`float norm = 0;`, then
+        // `if (norm < t) norm = t;` in a loop, then `pert = 3.45e-4 * norm`). A name the
+        // launch reads itself keeps its zero: the caller judges it (a zero size is refused,
+        // a zero offset on a loop's first pass is right). So does a loop counter
+        // (`for (atomstart = 0; …; atomstart += MAXATOMS)`): its zero is the first pass,
+        // the one a harness stands for.
+        if self.depth > 0 && zero_literal(&d) && !h.loop_counter(w) && h.assigned_again(w) {
+            return Err(format!(
+                "`{w}` is 0 where it is declared and assigned again later (in a loop or from input): its value here is not known"
+            ));
         }
         h.value(&d, self.depth + 1)
             .map_err(|why| format!("`{w}` = `{}`: {why}", d.trim()))
@@ -1911,6 +1930,40 @@ fn enclosing_call_name(text: &str, p: usize) -> Option<&str> {
     (!name.is_empty() && !name.as_bytes()[0].is_ascii_digit()).then_some(name)
 }
 
+/// Whether `text` starts a `for` loop with `name` (`for (i = 0;`, `for (int i = 0;`).
+fn starts_loop(text: &str, name: &str) -> bool {
+    occurrences(text, name, b".>").any(|p| {
+        let head = text[..p].trim_end_matches(|c: char| {
+            c.is_ascii_alphanumeric() || c == '_' || c == ':' || c.is_whitespace()
+        });
+        head.strip_suffix('(').is_some_and(|h| {
+            let h = h.trim_end();
+            h.strip_suffix("for")
+                .is_some_and(|b| !b.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        })
+    })
+}
+
+/// Whether `text` changes `name` in place: `name += e` (any compound assignment), `name++`,
+/// `--name`.
+fn changed_in_place(text: &str, name: &str) -> bool {
+    const OPS: [&str; 12] = [
+        "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=",
+    ];
+    let b = text.as_bytes();
+    occurrences(text, name, b".>").any(|p| {
+        let end = p + name.len();
+        if b.get(end)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            return false;
+        }
+        let rest = text[end..].trim_start();
+        let before = text[..p].trim_end();
+        OPS.iter().any(|o| rest.starts_with(o)) || before.ends_with("++") || before.ends_with("--")
+    })
+}
+
 fn occurrences<'a>(
     text: &'a str,
     name: &'a str,
@@ -2449,12 +2502,40 @@ mod tests {
             "void f(float *a, int n) { float norm = 0;\n for (int i = 0; i < n; i++) {\n float t = fabs(a[i]);\n if (norm < t)\n norm = t; }\n pert = 3.45e-4 * norm; }".into(),
         );
         let e = g.int_value("pert").unwrap_err();
-        assert!(e.contains("fabs"), "{e}");
-        // A zero never assigned again is the value.
+        assert!(
+            e.contains("`norm` is 0 where it is declared and assigned again"),
+            "{e}"
+        );
+        // A sum a loop adds up in place, then kept as the maximum (HeCBench slu).
+        // Its launch follows in the same function, so the last writes before it count.
+        let h = host(
+            "void f(float *a, int n) { float pert = 0;\n float norm = 0;\n for (int i = 0; i < n; i++) {\n float t = 0;\n for (int j = 0; j < 4; j++) t += a[j];\n if (norm < t)\n norm = t; }\n pert = 2 * norm;\n k<<<1, 1>>>(a, pert); }",
+            9,
+        );
+        let e = h.int_value("pert").unwrap_err();
+        assert!(
+            e.contains("`t` is 0 where it is declared and assigned again"),
+            "{e}"
+        );
+        assert!(changed_in_place("x = 1; n++;", "n") && changed_in_place("--n", "n"));
+        // A loop counter's zero is its first pass (Parboil cp's atom chunks).
+        let c = host(
+            "#define COUNT 10000\nvoid f() { int start;\n for (start = 0; start < COUNT; start += 4000) {\n int left = COUNT - start;\n int run = left > 4000 ? 4000 : left;\n k<<<1, 1>>>(run); } }",
+            6,
+        );
+        assert!(starts_loop("for (int i = 0;", "i") && starts_loop("for(i=0;", "i"));
+        assert!(!starts_loop("if (i = 0)", "i") && !starts_loop("transfor (i = 0)", "i"));
+        assert_eq!(c.int_value("run"), Ok(4000));
+        assert!(changed_in_place("s <<= 2", "s") && !changed_in_place("s = 2; ns++; s.n++", "s"));
+        // A zero never assigned again is the value; the launch's own name keeps its zero
+        // (its caller judges it).
         let mut z = host("void k() { launch(); }\n", 1);
-        z.others
-            .push("void f() { int offset = 0;\n g(offset); }".into());
-        assert_eq!(z.int_value("offset"), Ok(0));
+        z.others.push(
+            "void f() { int base = 0;\n int off = base + 4;\n int n = 0;\n n = read_n(); g(off, n); }"
+                .into(),
+        );
+        assert_eq!(z.int_value("off"), Ok(4));
+        assert_eq!(z.int_value("n"), Ok(0));
     }
 
     #[test]
