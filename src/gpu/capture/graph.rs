@@ -30,6 +30,7 @@ use cudarc::driver::sys as cu;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 
 type Cbid = cupti::CUpti_driver_api_trace_cbid_enum;
 
@@ -57,15 +58,23 @@ pub(super) const GRAPH_CALLS: [Cbid; 19] = [
 ];
 
 /// What the library knows of one executable graph.
-pub(super) struct ExecGraph {
+struct ExecGraph {
     /// A clone of the graph it was instantiated (or last updated) from.
     graph: usize,
     /// Why its nodes no longer match that graph, when the program changed them.
     changed: Option<&'static str>,
 }
 
-/// Executable graphs by handle.
-pub(super) type Graphs = HashMap<usize, ExecGraph>;
+/// Executable graphs instantiated while the library ran, by handle.
+static GRAPHS: Mutex<Option<HashMap<usize, ExecGraph>>> = Mutex::new(None);
+
+/// `f` on the map of executable graphs (`None` once a panic poisoned it).
+fn graphs<T>(f: impl FnOnce(&mut HashMap<usize, ExecGraph>) -> T) -> Option<T> {
+    GRAPHS
+        .lock()
+        .ok()
+        .map(|mut g| f(g.get_or_insert_with(HashMap::new)))
+}
 
 /// Correlation ids for the launches this file makes itself, counting down from the top so
 /// they never meet CUPTI's.
@@ -161,13 +170,8 @@ struct NodeSetParams {
 /// followed, so the graph's kernels become named skips.
 fn follow(call: Cbid, a: &NodeSetParams) -> Result<(), &'static str> {
     const NOT_FOLLOWED: &str = "changed node by node after it was instantiated";
-    let graph = STATE
-        .lock()
-        .ok()
-        .and_then(|g| {
-            g.as_ref()
-                .and_then(|s| s.graphs.get(&(a.exec as usize)).map(|e| e.graph))
-        })
+    let graph = graphs(|g| g.get(&(a.exec as usize)).map(|e| e.graph))
+        .flatten()
         .ok_or(NOT_FOLLOWED)?;
     let mut node: cu::CUgraphNode = std::ptr::null_mut();
     // SAFETY: `a.node` is a node of the graph the clone was made from; out-pointer valid.
@@ -224,27 +228,17 @@ fn remember(exec: usize, graph: cu::CUgraph) {
     let mut clone: cu::CUgraph = std::ptr::null_mut();
     // SAFETY: `graph` is the live graph the call just instantiated from; out-pointer valid.
     let cloned = unsafe { cu::cuGraphClone(&mut clone, graph) } == cu::CUresult::CUDA_SUCCESS;
-    let Ok(mut guard) = STATE.lock() else { return };
-    let Some(state) = guard.as_mut() else { return };
-    let old = state.graphs.insert(
-        exec,
-        ExecGraph {
-            graph: clone as usize,
-            changed: (!cloned).then_some("its graph could not be cloned"),
-        },
-    );
-    drop(guard);
-    if let Some(o) = old {
+    let entry = ExecGraph {
+        graph: clone as usize,
+        changed: (!cloned).then_some("its graph could not be cloned"),
+    };
+    if let Some(o) = graphs(|g| g.insert(exec, entry)).flatten() {
         destroy(o.graph);
     }
 }
 
 fn forget(exec: usize) {
-    let old = STATE
-        .lock()
-        .ok()
-        .and_then(|mut g| g.as_mut().and_then(|s| s.graphs.remove(&exec)));
-    if let Some(o) = old {
+    if let Some(o) = graphs(|g| g.remove(&exec)).flatten() {
         destroy(o.graph);
     }
 }
@@ -257,11 +251,11 @@ fn destroy(graph: usize) {
 }
 
 fn mark_changed(exec: usize, why: &'static str) {
-    if let Ok(mut g) = STATE.lock() {
-        if let Some(e) = g.as_mut().and_then(|s| s.graphs.get_mut(&exec)) {
+    graphs(|g| {
+        if let Some(e) = g.get_mut(&exec) {
             e.changed = Some(why);
         }
-    }
+    });
 }
 
 /// One node of a graph, as this file runs it.
@@ -462,10 +456,7 @@ fn launched(exec: usize, stream: cu::CUstream) {
     if capturing(stream) {
         return;
     }
-    let found = STATE.lock().ok().and_then(|g| {
-        g.as_ref()
-            .and_then(|s| s.graphs.get(&exec).map(|e| (e.graph, e.changed)))
-    });
+    let found = graphs(|g| g.get(&exec).map(|e| (e.graph, e.changed))).flatten();
     // An executable graph made before the library started, or never seen: not ours to run.
     let Some((graph, changed)) = found else {
         return;

@@ -1,11 +1,9 @@
-//! The injection library's entry point (`InitializeInjection`, exported by the crate's
-//! `cdylib`, `libkernelpair.so`): the CUDA driver loads it into a benchmark program when
-//! `CUDA_INJECTION64_PATH` names it, whether the program links the runtime statically
-//! (nvcc's default) or not. It subscribes to CUPTI's driver-API callbacks for the launch
-//! entry points and, for the first K launches of each kernel, records the parameters,
-//! every allocation a parameter word points into and the module globals asked for, as
-//! they were just before the launch and just after it ([`Manifest`], blobs in a
-//! [`BlobStore`]). Every other launch only counts.
+//! The injection library's launch side. The CUDA driver loads the library into a benchmark
+//! program when `CUDA_INJECTION64_PATH` names it, whether the program links the runtime
+//! statically (nvcc's default) or not (its entry point is in `entry`). For the first K
+//! launches of each kernel this records the parameters, every allocation a parameter word
+//! points into and the module globals asked for, as they were just before the launch and
+//! just after it ([`Manifest`], blobs in a [`BlobStore`]). Every other launch only counts.
 //!
 //! Configuration comes from the environment `kernelpair capture` sets:
 //! `KERNELPAIR_CAPTURE_OUT` (manifest folder, required), `KERNELPAIR_CAPTURE_BLOBS`,
@@ -22,7 +20,6 @@ use super::store::BlobStore;
 use crate::gpu::objects::{ObjectDesc, ObjectKind};
 use cudarc::cupti::sys as cupti;
 use cudarc::driver::sys as cu;
-use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_int, c_void, CStr};
 use std::path::PathBuf;
@@ -219,8 +216,6 @@ pub(super) struct State {
     /// Launches in a row that were only counted.
     quiet: Quiet,
     clock: GpuClock,
-    /// Executable graphs instantiated while the library ran ([`super::graph`]).
-    pub(super) graphs: super::graph::Graphs,
 }
 
 impl State {
@@ -246,16 +241,10 @@ impl State {
 pub(super) static CONFIG: OnceLock<Config> = OnceLock::new();
 pub(super) static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-thread_local! {
-    /// Set while this thread is inside a callback: the driver calls made here must not
-    /// be captured themselves.
-    static BUSY: Cell<bool> = const { Cell::new(false) };
-}
-
 type Cbid = cupti::CUpti_driver_api_trace_cbid_enum;
 
 /// The launch entry points whose callbacks are enabled.
-const LAUNCHES: [Cbid; 6] = [
+pub(super) const LAUNCHES: [Cbid; 6] = [
     Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
     Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
     Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
@@ -264,23 +253,9 @@ const LAUNCHES: [Cbid; 6] = [
     Cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
 ];
 
-/// Called by the CUDA driver once, when it loads this library; 1 means success.
-#[no_mangle]
-pub extern "C" fn InitializeInjection() -> c_int {
-    match std::panic::catch_unwind(init) {
-        Ok(Ok(())) => 1,
-        Ok(Err(e)) => {
-            eprintln!("kernelpair capture: not capturing: {e}");
-            0
-        }
-        Err(_) => {
-            eprintln!("kernelpair capture: not capturing: the library could not start");
-            0
-        }
-    }
-}
-
-fn init() -> Result<(), String> {
+/// Reads the configuration `kernelpair capture` set in the environment and starts the
+/// launch state ([`super::entry`] calls it once, before subscribing to CUPTI).
+pub(super) fn configure() -> Result<(), String> {
     let out = PathBuf::from(std::env::var_os(ENV_OUT).ok_or(format!("{ENV_OUT} is not set"))?);
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let blobs = std::env::var_os(ENV_BLOBS)
@@ -312,51 +287,11 @@ fn init() -> Result<(), String> {
     };
     let _ = CONFIG.set(config);
     *STATE.lock().map_err(|_| "state poisoned")? = Some(State::default());
-    let mut sub: cupti::CUpti_SubscriberHandle = std::ptr::null_mut();
-    // SAFETY: `callback` has the signature CUPTI calls; `sub` is a valid out-pointer. The
-    // bindings load libcupti on first use (a missing library panics, caught above).
-    let rc = unsafe { cupti::cuptiSubscribe(&mut sub, Some(callback), std::ptr::null_mut()) };
-    if rc != cupti::CUptiResult::CUPTI_SUCCESS {
-        return Err(format!("cuptiSubscribe failed: {rc:?}"));
-    }
-    for cbid in LAUNCHES {
-        // SAFETY: `sub` is the live subscriber made above; the ids are driver-API ids.
-        let rc = unsafe {
-            cupti::cuptiEnableCallback(
-                1,
-                sub,
-                cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
-                cbid as u32,
-            )
-        };
-        if rc != cupti::CUptiResult::CUPTI_SUCCESS {
-            return Err(format!("cuptiEnableCallback({cbid:?}) failed: {rc:?}"));
-        }
-    }
-    for cbid in super::graph::GRAPH_CALLS {
-        // SAFETY: as above. A graph entry point this CUPTI does not know only costs the
-        // graphs that use it.
-        let rc = unsafe {
-            cupti::cuptiEnableCallback(
-                1,
-                sub,
-                cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
-                cbid as u32,
-            )
-        };
-        if rc != cupti::CUptiResult::CUPTI_SUCCESS {
-            eprintln!("kernelpair capture: graph launches through {cbid:?} are not seen: {rc:?}");
-        }
-    }
-    extern "C" {
-        fn atexit(f: extern "C" fn()) -> c_int;
-    }
-    // SAFETY: `write_counts` is a plain function that never unwinds (it catches panics).
-    unsafe { atexit(write_counts) };
     Ok(())
 }
 
-extern "C" fn write_counts() {
+/// At exit (and before a quiet stop): launches per kernel symbol, to `p<pid>-launch-counts.toml`.
+pub(super) extern "C" fn write_counts() {
     let _ = std::panic::catch_unwind(|| {
         let (Some(cfg), Ok(state)) = (CONFIG.get(), STATE.lock()) else {
             return;
@@ -376,40 +311,23 @@ fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-unsafe extern "C" fn callback(
-    _userdata: *mut c_void,
-    domain: cupti::CUpti_CallbackDomain,
-    cbid: cupti::CUpti_CallbackId,
-    cbdata: *const c_void,
-) {
-    if domain != cupti::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API || cbdata.is_null() {
-        return;
-    }
-    if BUSY.with(|b| b.replace(true)) {
-        return;
-    }
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: CUPTI passes a CUpti_CallbackData for driver-API callbacks.
-        let data = unsafe { &*(cbdata as *const cupti::CUpti_CallbackData) };
-        // SAFETY: `data` is what CUPTI gives for `cbid`.
-        if unsafe { super::graph::on_callback(cbid, data) } {
-            return;
-        }
-        // SAFETY: the params struct matches `cbid` (see `launch_of`).
-        if let Some(l) = unsafe { launch_of(cbid, data.functionParams) } {
-            match data.callbackSite {
-                cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER => {
-                    enter(&l, data.correlationId, None)
-                }
-                _ => {
-                    // SAFETY: at exit the return value points to the call's CUresult.
-                    let rc = unsafe { *(data.functionReturnValue as *const cu::CUresult) };
-                    exit(data.correlationId, rc);
-                }
+/// A launch callback ([`LAUNCHES`]): the launch is snapshotted at entry and finished at
+/// exit.
+///
+/// # Safety
+/// `data` must be what CUPTI gives for driver-API callback `cbid`.
+pub(super) unsafe fn on_launch(cbid: u32, data: &cupti::CUpti_CallbackData) {
+    // SAFETY: the params struct matches `cbid` (see `launch_of`).
+    if let Some(l) = unsafe { launch_of(cbid, data.functionParams) } {
+        match data.callbackSite {
+            cupti::CUpti_ApiCallbackSite::CUPTI_API_ENTER => enter(&l, data.correlationId, None),
+            _ => {
+                // SAFETY: at exit the return value points to the call's CUresult.
+                let rc = unsafe { *(data.functionReturnValue as *const cu::CUresult) };
+                exit(data.correlationId, rc);
             }
         }
-    });
-    BUSY.with(|b| b.set(false));
+    }
 }
 
 /// A launch's arguments, whichever entry point made it (or a graph's kernel node).

@@ -1,8 +1,9 @@
 //! Capture's GPU side: what one captured launch holds ([`manifest`]), the content-addressed
-//! blob store ([`store`]) and the injection library loaded into a real program ([`inject`], with graph
-//! launches in `graph`).
+//! blob store ([`store`]) and the injection library loaded into a real program (`entry`,
+//! where the driver enters it; [`inject`], launches; `graph`, launches through CUDA graphs).
 //! The runner that builds and runs programs, and replay, live in `crate::capture`.
 
+mod entry;
 mod graph;
 pub mod inject;
 pub mod manifest;
