@@ -352,10 +352,16 @@ impl Expr {
     /// The tree of a whole C expression; an error names what could not be read.
     pub fn parse(s: &str) -> Result<Expr, String> {
         let toks = tokens(s).map_err(|u| format!("unexpected `{}`", u.c))?;
+        Expr::from_tokens(&toks)
+    }
+
+    /// The tree of a whole expression's [`tokens`], for a caller that reports unreadable
+    /// text its own way.
+    pub(crate) fn from_tokens(toks: &[Token]) -> Result<Expr, String> {
         if toks.is_empty() {
             return Err("the expression is empty".into());
         }
-        let mut p = Parser { t: &toks, i: 0 };
+        let mut p = Parser { t: toks, i: 0 };
         let e = p.cond()?;
         match p.peek() {
             None => Ok(e),
