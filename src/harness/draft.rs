@@ -8,7 +8,8 @@ use super::draft_value::{Field, LaunchDraft};
 use super::expr::Scope;
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::cuda::ceval::{Expr, Num};
-use crate::cuda::{cexpr, lex};
+use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::lex;
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -62,29 +63,6 @@ pub fn find_pair(path: &Path, id: &str) -> Result<Pair, DraftError> {
 /// Functions a host expression may call that map onto expression helpers.
 const CEIL_DIV_NAMES: [&str; 6] = ["iDivUp", "divUp", "DIVUP", "div_up", "ceil_div", "CEIL_DIV"];
 pub(super) use crate::cuda::ceval::CAST_WORDS;
-
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Tok {
-    Ident(String),
-    Num(String),
-    Op(String),
-}
-
-/// A host expression's tokens ([`cexpr::tokens`]), owned.
-pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
-    let toks = cexpr::tokens(s).map_err(|u| format!("cannot read {:?} in `{s}`", u.c))?;
-    Ok(toks
-        .into_iter()
-        .map(|t| {
-            let w = t.text.to_string();
-            match t.kind {
-                cexpr::Kind::Ident => Tok::Ident(w),
-                cexpr::Kind::Num => Tok::Num(w),
-                cexpr::Kind::Op => Tok::Op(w),
-            }
-        })
-        .collect())
-}
 
 /// What names in host expressions mean.
 pub(super) struct Names<'a> {
@@ -490,20 +468,22 @@ pub fn split_args(s: &str) -> Option<Vec<String>> {
 
 /// Names in a host expression (identifiers not followed by `(`, no members).
 pub(super) fn idents(e: &str) -> Vec<String> {
-    let Ok(toks) = tokenize(e) else {
+    let Ok(toks) = cexpr::tokens(e) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for (i, t) in toks.iter().enumerate() {
-        if let Tok::Ident(w) = t {
-            let call = toks.get(i + 1) == Some(&Tok::Op("(".into()));
-            let member = i > 0 && matches!(&toks[i - 1], Tok::Op(o) if o == "." || o == "->");
-            if !call && !member && !CAST_WORDS.contains(&w.as_str()) {
-                out.push(w.clone());
-            }
-        }
-    }
-    out
+    let op = |i: usize, ops: &[&str]| {
+        toks.get(i)
+            .is_some_and(|t| t.kind == Kind::Op && ops.contains(&t.text))
+    };
+    toks.iter()
+        .enumerate()
+        .filter(|&(i, t)| {
+            let call = op(i + 1, &["("]);
+            let member = i > 0 && op(i - 1, &[".", "->"]);
+            t.kind == Kind::Ident && !call && !member && !CAST_WORDS.contains(&t.text)
+        })
+        .map(|(_, t)| t.text.to_string())
+        .collect()
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)].
