@@ -311,7 +311,7 @@ fn component(w: &str, c: &str, names: &Names, depth: usize) -> Result<String, St
     match names.components(w) {
         Some(Ok(comps)) => {
             let t = match comps.get(d) {
-                Some(e) => tidy(&translate(e, names, depth + 1)?),
+                Some(e) => translate(e, names, depth + 1)?,
                 None => "1".to_string(),
             };
             Ok(if t.contains(' ') { format!("({t})") } else { t })
@@ -351,7 +351,7 @@ fn name(w: &str, names: &Names, depth: usize) -> Result<String, String> {
                 comps.len()
             ));
         }
-        let t = tidy(&translate(&comps[0], names, depth + 1)?);
+        let t = translate(&comps[0], names, depth + 1)?;
         if t.contains(' ') {
             format!("({t})")
         } else {
@@ -508,22 +508,8 @@ fn dims_of(text: &str, names: &Names) -> Result<Vec<String>, String> {
     if comps.is_empty() || comps.len() > 3 {
         return Err(format!("{} components", comps.len()));
     }
-    comps
-        .iter()
-        .map(|c| {
-            // A component may itself be a named scalar (`blocks`) or expression.
-            let e = translate(c, names, 0)?;
-            Ok(tidy(&e))
-        })
-        .collect()
-}
-
-pub(super) fn tidy(e: &str) -> String {
-    e.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace("( ", "(")
-        .replace(" )", ")")
+    // A component may itself be a named scalar (`blocks`) or expression.
+    comps.iter().map(|c| translate(c, names, 0)).collect()
 }
 
 /// Whether an expression evaluates with every size at a typical value.
@@ -631,7 +617,7 @@ pub(super) fn draft_launch_with(
                                 return Ok(a.trim().to_string());
                             }
                             names.host_vars.borrow_mut().clear();
-                            let e = tidy(&translate(a, &names, 0)?);
+                            let e = translate(a, &names, 0)?;
                             if !names.host_vars.borrow().is_empty() {
                                 return Err(format!("template argument {a} uses host variables"));
                             }

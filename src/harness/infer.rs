@@ -6,7 +6,7 @@
 //! [`Unknown`] written as a `TODO` with its reason, so `harness check` fails until someone
 //! (a person or an LLM) completes it.
 
-use super::draft::{self, idents, int_scalars, site_for, tidy, translate, Names};
+use super::draft::{self, idents, int_scalars, site_for, translate, Names};
 pub use super::draft_value::Unknown;
 use super::draft_value::{ArgDraft, ConstDraft, Field, HarnessDraft, Irregular};
 use super::draft_value::{LaunchDraft, Launches, TextureDraft};
@@ -1291,7 +1291,7 @@ impl<'a> Cx<'a> {
             members: Default::default(),
             source: &self.fast.source,
         };
-        let e = tidy(&translate(&t, &names, 0)?);
+        let e = translate(&t, &names, 0)?;
         let found: Vec<String> = names.host_vars.borrow().iter().cloned().collect();
         self.members.extend(names.members.take());
         self.note_host_vars(found);
@@ -1993,10 +1993,10 @@ impl<'a> Cx<'a> {
                 if fields == 1 {
                     l
                 } else {
-                    tidy(&format!("({l}) * {fields}"))
+                    format!("({l}) * {fields}")
                 }
             };
-            let len = match translate(&t, &names, 0).map(|x| tidy(&x)) {
+            let len = match translate(&t, &names, 0) {
                 Ok(l) if names.host_vars.borrow().is_empty() => Ok(per(l)),
                 Ok(l) => Err(format!("length `{l}` uses host names that are not sizes")),
                 Err(why) => Err(why),
