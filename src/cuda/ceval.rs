@@ -2,9 +2,11 @@
 //!
 //! [`Expr::parse`] reads an expression over [`super::cexpr::tokens`] with C's precedence
 //! (`?:`, `|| &&`, `| ^ &`, `== !=`, `< <= > >=`, `<< >>`, `+ -`, `* / %`, unary
-//! `! - + ~`, calls `f(a, b)`, `defined(X)`); [`Expr::eval`] computes it with C's
-//! arithmetic (integers stay integers, `/` truncates, a float operand makes a float,
-//! comparisons and `! && ||` give 0 or 1) over the names and functions an [`Env`] knows.
+//! `! - + ~`, calls `f(a, b)`, `defined(X)`, C++ scoped names `std::min`), parentheses and
+//! casts kept as nodes so that launch translation (`harness::draft`) can print the tree
+//! back; [`Expr::eval`] computes it with C's arithmetic (integers stay integers, `/`
+//! truncates, a float operand makes a float, comparisons and `! && ||` give 0 or 1) over
+//! the names and functions an [`Env`] knows.
 //! Preprocessor conditions (`super::ppcond`), the harness's expression language
 //! (`harness::expr::Scope`) and host values (`harness::infer_host::Host::value`, whose
 //! [`Env`] follows names into the host code and reads struct fields, `sizeof` and casts)
@@ -63,6 +65,9 @@ pub enum Expr {
     SizeOf(String),
     /// `(unsigned int) x`: the value is kept (sizes, not C's conversions).
     Cast(String, Box<Expr>),
+    /// `(e)`: kept so that a printer (`harness::draft`) writes the source's grouping back;
+    /// its value is `e`'s.
+    Paren(Box<Expr>),
 }
 
 /// The words a C cast `(unsigned int)` or a functional cast `int(x)` is made of.
@@ -199,22 +204,22 @@ impl<'s> Parser<'_, 's> {
         self.i += 1;
         match t.kind {
             Kind::Op if t.text == "(" => {
-                let words = self.t[self.i..]
-                    .iter()
-                    .take_while(|w| w.kind == Kind::Ident && CAST_WORDS.contains(&w.text))
-                    .count();
-                let closes = self
-                    .t
-                    .get(self.i + words)
-                    .is_some_and(|c| c.kind == Kind::Op && c.text == ")");
-                if words > 0 && closes {
+                if let Some(words) = self.cast() {
                     let ty = self.words(words);
                     self.i += words + 1;
                     return Ok(Expr::Cast(ty, Box::new(self.unary()?)));
                 }
                 let e = self.cond()?;
                 self.expect(")")?;
-                Ok(e)
+                Ok(Expr::Paren(Box::new(e)))
+            }
+            // `::x`, a name of the global scope.
+            Kind::Op if t.text == ":" => {
+                self.i -= 1;
+                match self.scoped() {
+                    Some(n) => self.named(format!("::{n}")),
+                    None => Err("unexpected `:`".into()),
+                }
             }
             Kind::Op => Err(format!("unexpected `{}`", t.text)),
             Kind::Num => self.number(t),
@@ -240,38 +245,86 @@ impl<'s> Parser<'_, 's> {
                 Ok(Expr::SizeOf(ty))
             }
             Kind::Ident => {
-                let mut path = Vec::new();
-                while let Some(op) = self.op_in(&[".", "->"]) {
-                    match self.t.get(self.i + 1) {
-                        Some(f) if f.kind == Kind::Ident => {
-                            path.push((op, f.text.to_string()));
-                            self.i += 2;
-                        }
-                        _ => return Err(format!("`{}` reads a struct field", t.text)),
-                    }
+                let mut name = t.text.to_string();
+                while let Some(n) = self.scoped() {
+                    name = format!("{name}::{n}");
                 }
-                let name = path
-                    .iter()
-                    .fold(t.text.to_string(), |n, (op, f)| format!("{n}{op}{f}"));
-                if !self.eat("(") {
-                    return Ok(match path.is_empty() {
-                        true => Expr::Name(name),
-                        false => Expr::Member(t.text.to_string(), path),
-                    });
-                }
-                let mut args = Vec::new();
-                if !self.eat(")") {
-                    loop {
-                        args.push(self.cond()?);
-                        if self.eat(")") {
-                            break;
-                        }
-                        self.expect(",")?;
-                    }
-                }
-                Ok(Expr::Call(name, args))
+                self.named(name)
             }
         }
+    }
+
+    /// The number of type words of a cast whose `(` is just behind the cursor, when it is
+    /// one: [`CAST_WORDS`] (`(unsigned int)`), a pointer type (`(knode *)`), or one name
+    /// before an operand (`(IdxType)32`, `(uint64_t)B`), which C reads as nothing but a
+    /// cast. `(T)(x)` is a cast too, not a call through a parenthesized name.
+    fn cast(&self) -> Option<usize> {
+        let rest = &self.t[self.i..];
+        let idents = rest.iter().take_while(|w| w.kind == Kind::Ident).count();
+        let stars = rest[idents..]
+            .iter()
+            .take_while(|w| w.kind == Kind::Op && w.text == "*")
+            .count();
+        let words = idents + stars;
+        let closes = rest
+            .get(words)
+            .is_some_and(|c| c.kind == Kind::Op && c.text == ")");
+        if idents == 0 || !closes {
+            return None;
+        }
+        let known = rest[..idents].iter().all(|w| CAST_WORDS.contains(&w.text));
+        let operand = rest.get(words + 1).is_some_and(|n| {
+            matches!(n.kind, Kind::Ident | Kind::Num) || (n.kind == Kind::Op && n.text == "(")
+        });
+        (known || stars > 0 || (idents == 1 && operand)).then_some(words)
+    }
+
+    /// C++'s scope operator and the name after it (`::` reaches the parser as two `:`
+    /// tokens, written together).
+    fn scoped(&mut self) -> Option<&'s str> {
+        match self.t.get(self.i..self.i + 3) {
+            Some([a, b, n])
+                if a.text == ":" && b.text == ":" && b.at == a.at + 1 && n.kind == Kind::Ident =>
+            {
+                self.i += 3;
+                Some(n.text)
+            }
+            _ => None,
+        }
+    }
+
+    /// What follows a name: member accesses (`o->f.g`), then a call's arguments.
+    fn named(&mut self, root: String) -> Result<Expr, String> {
+        let mut path = Vec::new();
+        while let Some(op) = self.op_in(&[".", "->"]) {
+            match self.t.get(self.i + 1) {
+                Some(f) if f.kind == Kind::Ident => {
+                    path.push((op, f.text.to_string()));
+                    self.i += 2;
+                }
+                _ => return Err(format!("`{root}` reads a struct field")),
+            }
+        }
+        let name = path
+            .iter()
+            .fold(root.clone(), |n, (op, f)| format!("{n}{op}{f}"));
+        if !self.eat("(") {
+            return Ok(match path.is_empty() {
+                true => Expr::Name(name),
+                false => Expr::Member(root, path),
+            });
+        }
+        let mut args = Vec::new();
+        if !self.eat(")") {
+            loop {
+                args.push(self.cond()?);
+                if self.eat(")") {
+                    break;
+                }
+                self.expect(",")?;
+            }
+        }
+        Ok(Expr::Call(name, args))
     }
 
     /// A number literal; `1e` `+` `5` (the tokenizer leaves an exponent's sign apart) is
@@ -299,10 +352,16 @@ impl Expr {
     /// The tree of a whole C expression; an error names what could not be read.
     pub fn parse(s: &str) -> Result<Expr, String> {
         let toks = tokens(s).map_err(|u| format!("unexpected `{}`", u.c))?;
+        Expr::from_tokens(&toks)
+    }
+
+    /// The tree of a whole expression's [`tokens`], for a caller that reports unreadable
+    /// text its own way.
+    pub(crate) fn from_tokens(toks: &[Token]) -> Result<Expr, String> {
         if toks.is_empty() {
             return Err("the expression is empty".into());
         }
-        let mut p = Parser { t: &toks, i: 0 };
+        let mut p = Parser { t: toks, i: 0 };
         let e = p.cond()?;
         match p.peek() {
             None => Ok(e),
@@ -319,7 +378,7 @@ impl Expr {
                 | Expr::Defined(_)
                 | Expr::Member(..)
                 | Expr::SizeOf(_) => false,
-                Expr::Unary(_, a) | Expr::Cast(_, a) => a.any(f),
+                Expr::Unary(_, a) | Expr::Cast(_, a) | Expr::Paren(a) => a.any(f),
                 Expr::Binary(_, a, b) => a.any(f) || b.any(f),
                 Expr::Cond(c, a, b) => c.any(f) || a.any(f) || b.any(f),
                 Expr::Call(_, args) => args.iter().any(|a| a.any(f)),
@@ -335,7 +394,7 @@ impl Expr {
             Expr::Name(n) => env.name(n)?,
             Expr::Member(root, path) => env.member(root, path)?,
             Expr::SizeOf(ty) => env.sizeof(ty)?,
-            Expr::Cast(_, a) => a.eval(env)?,
+            Expr::Cast(_, a) | Expr::Paren(a) => a.eval(env)?,
             Expr::Defined(n) => flag(env.defined(n)?),
             Expr::Unary(op, a) => {
                 let v = a.eval(env)?;
@@ -546,5 +605,55 @@ mod tests {
             )
         );
         assert!(ev("1.5 << 2").unwrap_err().contains("integers"));
+    }
+
+    #[test]
+    fn parentheses_stay_in_the_tree_and_a_cast_is_a_node() {
+        let name = |n: &str| Box::new(Expr::Name(n.into()));
+        assert_eq!(
+            Expr::parse("(float)(a + b) / c").unwrap(),
+            Expr::Binary(
+                "/",
+                Box::new(Expr::Cast(
+                    "float".into(),
+                    Box::new(Expr::Paren(Box::new(Expr::Binary(
+                        "+",
+                        name("a"),
+                        name("b")
+                    ))))
+                )),
+                name("c")
+            )
+        );
+        assert_eq!(ev("((n)) * (2)"), Ok(Num::Int(2000)));
+    }
+
+    #[test]
+    fn pointer_and_named_casts_and_scoped_names() {
+        // A pointer type, or one name before an operand, can only be a cast.
+        assert_eq!(
+            ev("(uint64_t)n * 2 + (IdxType)(n) / (T *)4"),
+            Ok(Num::Int(2250))
+        );
+        assert!(matches!(
+            Expr::parse("(knode *)kmalloc(n)").unwrap(),
+            Expr::Cast(t, c) if t == "knode *" && matches!(*c, Expr::Call(..))
+        ));
+        // A parenthesized name before an operator stays a value.
+        assert_eq!(ev("(n) - 1"), Ok(Num::Int(999)));
+        // `::` joins a qualified name; a lone `:` still belongs to `?:`.
+        assert_eq!(
+            Expr::parse("std::min(a, ::b) + x128::size").unwrap(),
+            Expr::Binary(
+                "+",
+                Box::new(Expr::Call(
+                    "std::min".into(),
+                    vec![Expr::Name("a".into()), Expr::Name("::b".into())]
+                )),
+                Box::new(Expr::Name("x128::size".into()))
+            )
+        );
+        assert_eq!(ev("n ? 1 : 2"), Ok(Num::Int(1)));
+        assert!(ev("n ? 1 : : 2").is_err());
     }
 }

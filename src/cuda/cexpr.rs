@@ -3,9 +3,9 @@
 //! [`tokens`] splits an expression (`ceil(n / 256.0f)`, `defined(R2) && N > 2`) into
 //! identifiers, number literals with their C suffixes (`64u`, `0x1F`, `256.0f`) and
 //! operators (`<<`, `->`, `(`, …); [`literal`] reads a number literal. Each caller maps
-//! them to what it needs: `#if` evaluation (`super::ppcond`) takes plain decimal integers
-//! ([`plain_int`]), launch-expression translation (`harness::draft`) any literal with an
-//! integer value ([`int_value`]), host values ([`number`]) integers and floats.
+//! them to what it needs: the expression tree (`super::ceval`) integers and floats, `#if`
+//! bodies (`super::ppcond`) plain decimal integers ([`plain_int`]), host values
+//! ([`number`]) integers (any literal with an integer value, [`int_value`]) and floats.
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ pub(crate) fn literal(n: &str) -> Result<Literal, LiteralError> {
 
 /// A C integer or float literal as an integer: `256.0f` → 256, `64u` → 64, `0x10` → 16;
 /// the error says why not (`non-integer literal 1.5`).
-pub(crate) fn int_value(n: &str) -> Result<i64, String> {
+fn int_value(n: &str) -> Result<i64, String> {
     match literal(n) {
         Ok(Literal::Int(v) | Literal::Hex(v)) => Ok(v),
         Ok(Literal::Float(f)) if f.fract() == 0.0 => Ok(f as i64),

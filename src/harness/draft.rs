@@ -7,7 +7,9 @@ pub(super) use super::draft_value::toml_str;
 use super::draft_value::{Field, LaunchDraft};
 use super::expr::Scope;
 use super::{c_base_type, c_is_pointer, ElemType};
-use crate::cuda::{cexpr, lex};
+use crate::cuda::ceval::{Expr, Num};
+use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::lex;
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -61,29 +63,6 @@ pub fn find_pair(path: &Path, id: &str) -> Result<Pair, DraftError> {
 /// Functions a host expression may call that map onto expression helpers.
 const CEIL_DIV_NAMES: [&str; 6] = ["iDivUp", "divUp", "DIVUP", "div_up", "ceil_div", "CEIL_DIV"];
 pub(super) use crate::cuda::ceval::CAST_WORDS;
-
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Tok {
-    Ident(String),
-    Num(String),
-    Op(String),
-}
-
-/// A host expression's tokens ([`cexpr::tokens`]), owned.
-pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
-    let toks = cexpr::tokens(s).map_err(|u| format!("cannot read {:?} in `{s}`", u.c))?;
-    Ok(toks
-        .into_iter()
-        .map(|t| {
-            let w = t.text.to_string();
-            match t.kind {
-                cexpr::Kind::Ident => Tok::Ident(w),
-                cexpr::Kind::Num => Tok::Num(w),
-                cexpr::Kind::Op => Tok::Op(w),
-            }
-        })
-        .collect())
-}
 
 /// What names in host expressions mean.
 pub(super) struct Names<'a> {
@@ -213,151 +192,116 @@ pub(super) fn sizeof_type(t: &str) -> Option<usize> {
     Some(scalar * lanes)
 }
 
-/// Translate a C host expression into a harness expression.
+/// Translate a C host expression into a harness expression: its [`Expr`] tree printed in
+/// the harness's expression language ([`print`]). Comments are no part of it; empty text
+/// stays empty (evaluating it says so).
 pub(super) fn translate(text: &str, names: &Names, depth: usize) -> Result<String, String> {
     if depth > 8 {
         return Err("definitions nest too deeply".into());
     }
-    let toks = tokenize(text)?;
-    let (out, rest) = translate_tokens(&toks, names, depth)?;
-    if !rest.is_empty() {
-        return Err(format!("unbalanced parentheses in `{text}`"));
+    let code = lex::strip_comments(text);
+    let toks = cexpr::tokens(&code).map_err(|u| format!("cannot read {:?} in `{text}`", u.c))?;
+    if toks.is_empty() {
+        return Ok(String::new());
     }
-    Ok(out)
+    print(&Expr::from_tokens(&toks)?, names, depth)
 }
 
-/// Translate until an unmatched `)` or `,` at depth 0; returns (text, remaining tokens).
-fn translate_tokens<'t>(
-    toks: &'t [Tok],
+/// A tree as harness text: the source's parentheses kept, casts dropped, each operator
+/// between single spaces (`(unsigned int)ceil((float)m/BLOCK)` → `ceil_div(m, 256)`),
+/// numbers as integers, names, members and calls read by [`name`], [`member`] and
+/// [`call`]. The first error from the left wins, as reading the text would find it.
+fn print(e: &Expr, names: &Names, depth: usize) -> Result<String, String> {
+    let p = |e: &Expr| print(e, names, depth);
+    Ok(match e {
+        Expr::Num(Num::Int(v)) => v.to_string(),
+        Expr::Num(Num::Float(f)) if f.fract() == 0.0 => (*f as i64).to_string(),
+        Expr::Num(Num::Float(f)) => return Err(format!("non-integer literal {f}")),
+        // A name qualified by its class or namespace (`x128::size`, a static member) is
+        // recorded by its own part.
+        Expr::Name(w) => name(w.rsplit("::").next().unwrap_or(w), names, depth)?,
+        Expr::Paren(a) => format!("({})", p(a)?),
+        Expr::Cast(_, a) => p(a)?,
+        Expr::Unary(op, a) => format!("{op} {}", p(a)?),
+        Expr::Binary(op, a, b) => format!("{} {op} {}", p(a)?, p(b)?),
+        Expr::Cond(c, a, b) => format!("{} ? {} : {}", p(c)?, p(a)?, p(b)?),
+        Expr::SizeOf(ty) => sizeof_type(ty)
+            .ok_or_else(|| format!("sizeof({ty}) is not known"))?
+            .to_string(),
+        Expr::Member(root, path) => member(root, path, names, depth)?,
+        Expr::Call(f, args) => call(f, args, names, depth)?,
+        Expr::Defined(_) => return Err("unknown function defined()".into()),
+    })
+}
+
+/// `o.f`, `o->f.g`: a device property (`prop.multiProcessorCount` → `sm_count`), a `dim3`
+/// component (`grid.x`), or a struct field: a host variable named after its path
+/// (`ref_image->width` → `ref_image_width`), valued later from the field's text.
+fn member(
+    root: &str,
+    path: &[(&'static str, String)],
     names: &Names,
     depth: usize,
-) -> Result<(String, &'t [Tok]), String> {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < toks.len() {
-        match &toks[i] {
-            Tok::Op(o) if o == ")" || o == "," => return Ok((out, &toks[i..])),
-            Tok::Op(o) if o == "(" => {
-                // A cast `(unsigned int)` is dropped; a parenthesized expression is kept.
-                let close = toks[i + 1..]
-                    .iter()
-                    .position(|t| *t == Tok::Op(")".into()))
-                    .map(|p| p + i + 1);
-                if let Some(c) = close {
-                    let inner = &toks[i + 1..c];
-                    let is_cast = !inner.is_empty()
-                        && inner.iter().all(
-                            |t| matches!(t, Tok::Ident(w) if CAST_WORDS.contains(&w.as_str())),
-                        );
-                    if is_cast {
-                        i = c + 1;
-                        continue;
-                    }
-                }
-                let (inner, rest) = translate_tokens(&toks[i + 1..], names, depth)?;
-                if rest.first() != Some(&Tok::Op(")".into())) {
-                    return Err("unbalanced parentheses".into());
-                }
-                out.push('(');
-                out.push_str(&inner);
-                out.push(')');
-                i = toks.len() - rest.len() + 1;
-            }
-            Tok::Ident(w) if w == "sizeof" && toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
-                let (n, next) = sizeof_at(toks, i)?;
-                out.push_str(&n);
-                i = next;
-            }
-            Tok::Ident(_)
-                if toks.get(i + 1) == Some(&Tok::Op(".".into()))
-                    && matches!(toks.get(i + 2), Some(Tok::Ident(m)) if device_property(m).is_some()) =>
-            {
-                let Some(Tok::Ident(m)) = toks.get(i + 2) else {
-                    unreachable!("matched above")
-                };
-                out.push_str(device_property(m).expect("matched above"));
-                i += 3;
-            }
-            Tok::Ident(w)
-                if toks.get(i + 1) == Some(&Tok::Op(".".into()))
-                    && matches!(toks.get(i + 2), Some(Tok::Ident(c)) if ["x", "y", "z"].contains(&c.as_str())) =>
-            {
-                let Some(Tok::Ident(c)) = toks.get(i + 2) else {
-                    unreachable!("matched above")
-                };
-                out.push_str(&component(w, c, names, depth)?);
-                i += 3;
-            }
-            // A struct field (`ref_image->width`, `p.n`; not a method call): a host
-            // variable named after its path, valued later from the field's text.
-            Tok::Ident(w)
-                if matches!(toks.get(i + 1), Some(Tok::Op(o)) if o == "->" || o == ".")
-                    && matches!(toks.get(i + 2), Some(Tok::Ident(_)))
-                    && toks.get(i + 3) != Some(&Tok::Op("(".into()))
-                    && !names.host_to_size.contains_key(w.as_str()) =>
-            {
-                let mut text = w.clone();
-                let mut var = w.clone();
-                let mut j = i;
-                while let (Some(Tok::Op(o)), Some(Tok::Ident(f))) =
-                    (toks.get(j + 1), toks.get(j + 2))
-                {
-                    if !(o == "->" || o == ".") || toks.get(j + 3) == Some(&Tok::Op("(".into())) {
-                        break;
-                    }
-                    text.push_str(o);
-                    text.push_str(f);
-                    var.push('_');
-                    var.push_str(f);
-                    j += 2;
-                }
-                names.host_vars.borrow_mut().insert(var.clone());
-                names.members.borrow_mut().insert(var.clone(), text);
-                out.push_str(&var);
-                i = j + 1;
-            }
-            Tok::Ident(w) if toks.get(i + 1) == Some(&Tok::Op("(".into())) => {
-                let (call, next) = call_at(toks, i, w, names, depth)?;
-                out.push_str(&call);
-                i = next;
-            }
-            Tok::Ident(w) => {
-                out.push_str(&name(w, names, depth)?);
-                i += 1;
-            }
-            Tok::Num(n) => {
-                out.push_str(&cexpr::int_value(n)?.to_string());
-                i += 1;
-            }
-            Tok::Op(o) => {
-                if o == "." || o == "->" {
-                    return Err("member access".into());
-                }
-                write!(out, " {o} ").expect("string");
-                i += 1;
-            }
+) -> Result<String, String> {
+    let xyz = |f: &str| matches!(f, "x" | "y" | "z");
+    match path {
+        [(".", f)] if device_property(f).is_some() => {
+            Ok(device_property(f).expect("matched").to_string())
+        }
+        [(".", c)] if xyz(c) => component(root, c, names, depth),
+        // A size's field, or a field of a property or a component.
+        [(".", f), _, ..] if device_property(f).is_some() || xyz(f) => Err("member access".into()),
+        _ if names.host_to_size.contains_key(root) => Err("member access".into()),
+        _ => {
+            let text = path
+                .iter()
+                .fold(root.to_string(), |t, (op, f)| format!("{t}{op}{f}"));
+            let var = path
+                .iter()
+                .fold(root.to_string(), |v, (_, f)| format!("{v}_{f}"));
+            names.host_vars.borrow_mut().insert(var.clone());
+            names.members.borrow_mut().insert(var.clone(), text);
+            Ok(var)
         }
     }
-    Ok((out, &toks[toks.len()..]))
 }
 
-/// `sizeof(T)` at `toks[i]`: its size in bytes, and the index after the `)`.
-fn sizeof_at(toks: &[Tok], i: usize) -> Result<(String, usize), String> {
-    let close = toks[i + 2..]
+/// A call as the harness's arithmetic: `ceil` of a division → `ceil_div` ([`ceil_of`]),
+/// `iDivUp`-like → `ceil_div`, `floor`, `min`, `max`; arguments are read before the
+/// function, a method call (`v.size()`) is none.
+fn call(f: &str, args: &[Expr], names: &Names, depth: usize) -> Result<String, String> {
+    if f.contains('.') || f.contains("->") {
+        return Err("member access".into());
+    }
+    if let ("ceil" | "ceilf", [a]) = (f, args) {
+        return ceil_of(a, names, depth);
+    }
+    let args = args
         .iter()
-        .position(|t| *t == Tok::Op(")".into()))
-        .ok_or("unclosed sizeof(")?
-        + i
-        + 2;
-    let ty: Vec<String> = toks[i + 2..close]
-        .iter()
-        .map(|t| match t {
-            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
-        })
-        .collect();
-    let ty = ty.join(" ");
-    let n = sizeof_type(&ty).ok_or_else(|| format!("sizeof({ty}) is not known"))?;
-    Ok((n.to_string(), close + 1))
+        .map(|a| print(a, names, depth))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(match (f, args.as_slice()) {
+        ("floor" | "floorf", [a]) => format!("({a})"),
+        (f, [a, b]) if CEIL_DIV_NAMES.contains(&f) => format!("ceil_div({a}, {b})"),
+        ("min" | "MIN" | "std::min" | "fminf", [a, b]) => format!("min({a}, {b})"),
+        ("max" | "MAX" | "std::max" | "fmaxf", [a, b]) => format!("max({a}, {b})"),
+        ("dim3", _) => return Err("nested dim3".into()),
+        (f, _) => return Err(format!("unknown function {f}()")),
+    })
+}
+
+/// `ceil(a / b)` → `ceil_div(a, b)` (through parentheses and casts); anything else in a
+/// ceil is integer arithmetic already and stays as it is.
+fn ceil_of(arg: &Expr, names: &Names, depth: usize) -> Result<String, String> {
+    match arg {
+        Expr::Paren(a) | Expr::Cast(_, a) => ceil_of(a, names, depth),
+        Expr::Binary("/", a, b) => Ok(format!(
+            "ceil_div({}, {})",
+            print(a, names, depth)?,
+            print(b, names, depth)?
+        )),
+        a => print(a, names, depth),
+    }
 }
 
 /// `w.x` / `w.y` / `w.z`: the component of a known `dim3` (1 where it has fewer), else a
@@ -371,7 +315,7 @@ fn component(w: &str, c: &str, names: &Names, depth: usize) -> Result<String, St
     match names.components(w) {
         Some(Ok(comps)) => {
             let t = match comps.get(d) {
-                Some(e) => tidy(&translate(e, names, depth + 1)?),
+                Some(e) => translate(e, names, depth + 1)?,
                 None => "1".to_string(),
             };
             Ok(if t.contains(' ') { format!("({t})") } else { t })
@@ -383,42 +327,6 @@ fn component(w: &str, c: &str, names: &Names, depth: usize) -> Result<String, St
             Ok(v)
         }
     }
-}
-
-/// A call `w(…)` at `toks[i]` as the harness's arithmetic (`ceil_div`, `min`, `max`), and
-/// the index after its `)`.
-fn call_at(
-    toks: &[Tok],
-    i: usize,
-    w: &str,
-    names: &Names,
-    depth: usize,
-) -> Result<(String, usize), String> {
-    // Collect its top-level arguments.
-    let mut args = Vec::new();
-    let mut rest = &toks[i + 2..];
-    loop {
-        let (a, r) = translate_tokens(rest, names, depth)?;
-        args.push(a.trim().to_string());
-        match r.first() {
-            Some(Tok::Op(o)) if o == "," => rest = &r[1..],
-            Some(Tok::Op(o)) if o == ")" => {
-                rest = &r[1..];
-                break;
-            }
-            _ => return Err(format!("unclosed call to {w}")),
-        }
-    }
-    let call = match (w, args.as_slice()) {
-        ("ceil" | "ceilf", [a]) => ceil_of(a)?,
-        ("floor" | "floorf", [a]) => format!("({a})"),
-        (f, [a, b]) if CEIL_DIV_NAMES.contains(&f) => format!("ceil_div({a}, {b})"),
-        ("min" | "MIN" | "std::min" | "fminf", [a, b]) => format!("min({a}, {b})"),
-        ("max" | "MAX" | "std::max" | "fmaxf", [a, b]) => format!("max({a}, {b})"),
-        ("dim3", _) => return Err("nested dim3".into()),
-        (f, _) => return Err(format!("unknown function {f}()")),
-    };
-    Ok((call, toks.len() - rest.len()))
 }
 
 /// A plain name: a size, a device property, a one-component `dim3`'s value, or a host
@@ -447,7 +355,7 @@ fn name(w: &str, names: &Names, depth: usize) -> Result<String, String> {
                 comps.len()
             ));
         }
-        let t = tidy(&translate(&comps[0], names, depth + 1)?);
+        let t = translate(&comps[0], names, depth + 1)?;
         if t.contains(' ') {
             format!("({t})")
         } else {
@@ -459,25 +367,6 @@ fn name(w: &str, names: &Names, depth: usize) -> Result<String, String> {
         names.host_vars.borrow_mut().insert(w.to_string());
         w.to_string()
     })
-}
-
-/// `ceil(a / b)` → `ceil_div(a, b)`; anything else in a ceil is not integer arithmetic.
-fn ceil_of(arg: &str) -> Result<String, String> {
-    let a = arg.trim();
-    // Split at the last top-level `/`.
-    let split = lex::top_level(a, b"(", b")")
-        .filter(|&(_, c)| c == b'/')
-        .last()
-        .map(|(i, _)| i);
-    match split {
-        Some(i) => Ok(format!(
-            "ceil_div({}, {})",
-            a[..i].trim(),
-            a[i + 1..].trim()
-        )),
-        None if a.starts_with('(') && a.ends_with(')') => ceil_of(&a[1..a.len() - 1]),
-        None => Ok(a.to_string()),
-    }
 }
 
 /// The components a definition gives a name: `dim3 grid(a, b)` → [a, b]; `#define B 256` →
@@ -583,20 +472,22 @@ pub fn split_args(s: &str) -> Option<Vec<String>> {
 
 /// Names in a host expression (identifiers not followed by `(`, no members).
 pub(super) fn idents(e: &str) -> Vec<String> {
-    let Ok(toks) = tokenize(e) else {
+    let Ok(toks) = cexpr::tokens(e) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for (i, t) in toks.iter().enumerate() {
-        if let Tok::Ident(w) = t {
-            let call = toks.get(i + 1) == Some(&Tok::Op("(".into()));
-            let member = i > 0 && matches!(&toks[i - 1], Tok::Op(o) if o == "." || o == "->");
-            if !call && !member && !CAST_WORDS.contains(&w.as_str()) {
-                out.push(w.clone());
-            }
-        }
-    }
-    out
+    let op = |i: usize, ops: &[&str]| {
+        toks.get(i)
+            .is_some_and(|t| t.kind == Kind::Op && ops.contains(&t.text))
+    };
+    toks.iter()
+        .enumerate()
+        .filter(|&(i, t)| {
+            let call = op(i + 1, &["("]);
+            let member = i > 0 && op(i - 1, &[".", "->"]);
+            t.kind == Kind::Ident && !call && !member && !CAST_WORDS.contains(&t.text)
+        })
+        .map(|(_, t)| t.text.to_string())
+        .collect()
 }
 
 /// `( a, f(b, c) ) …` → [a, f(b, c)].
@@ -621,22 +512,8 @@ fn dims_of(text: &str, names: &Names) -> Result<Vec<String>, String> {
     if comps.is_empty() || comps.len() > 3 {
         return Err(format!("{} components", comps.len()));
     }
-    comps
-        .iter()
-        .map(|c| {
-            // A component may itself be a named scalar (`blocks`) or expression.
-            let e = translate(c, names, 0)?;
-            Ok(tidy(&e))
-        })
-        .collect()
-}
-
-pub(super) fn tidy(e: &str) -> String {
-    e.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace("( ", "(")
-        .replace(" )", ")")
+    // A component may itself be a named scalar (`blocks`) or expression.
+    comps.iter().map(|c| translate(c, names, 0)).collect()
 }
 
 /// Whether an expression evaluates with every size at a typical value.
@@ -744,7 +621,7 @@ pub(super) fn draft_launch_with(
                                 return Ok(a.trim().to_string());
                             }
                             names.host_vars.borrow_mut().clear();
-                            let e = tidy(&translate(a, &names, 0)?);
+                            let e = translate(a, &names, 0)?;
                             if !names.host_vars.borrow().is_empty() {
                                 return Err(format!("template argument {a} uses host variables"));
                             }
@@ -1074,6 +951,32 @@ mod tests {
         assert!(dims_of("g3", &nm)
             .unwrap_err()
             .contains("cannot read the definition"));
+    }
+
+    #[test]
+    fn the_printer_keeps_parentheses_and_drops_casts_and_comments() {
+        let sizes = vec!["n".to_string()];
+        let mut defs = BTreeMap::new();
+        defs.insert("size".into(), "#define size 4".into());
+        let nm = names(&sizes, &defs, &[("len", "n")]);
+        let t = |s: &str| translate(s, &nm, 0);
+        // The source's grouping stays, each operator between single spaces.
+        assert_eq!(t("((n+1))*-2").unwrap(), "((n + 1)) * - 2");
+        assert_eq!(t("n>>1 ? !n : (n)").unwrap(), "n >> 1 ? ! n : (n)");
+        // Casts of every form go; a comment is no part of the expression.
+        assert_eq!(t("(uint64_t)n * (IdxType)(n) // bytes").unwrap(), "n * (n)");
+        assert_eq!(t("(float *)n + (unsigned int)0x10").unwrap(), "n + 16");
+        // A ceil of a division through parentheses and casts; other ceils stay as they are.
+        assert_eq!(t("ceil(((float)n / 2))").unwrap(), "ceil_div(n, 2)");
+        assert_eq!(t("ceil(n - n / 2.0)").unwrap(), "n - n / 2");
+        // A qualified name is its own part (a static member); `std::` functions map.
+        assert_eq!(t("std::max(x128::size, n)").unwrap(), "max(4, n)");
+        assert_eq!(t("").unwrap(), "");
+        assert!(t("n % 2.5f").unwrap_err().contains("non-integer"));
+        assert_eq!(t("a[0]").unwrap_err(), "cannot read '[' in `a[0]`");
+        // A size's field is none the harness knows; a method call is no field.
+        assert_eq!(t("len.w").unwrap_err(), "member access");
+        assert_eq!(t("v.size() / len").unwrap_err(), "member access");
     }
 
     fn pair_with(slow_site: Option<LaunchSite>, fast_site: LaunchSite) -> Pair {

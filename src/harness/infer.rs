@@ -6,7 +6,7 @@
 //! [`Unknown`] written as a `TODO` with its reason, so `harness check` fails until someone
 //! (a person or an LLM) completes it.
 
-use super::draft::{self, idents, int_scalars, site_for, tidy, translate, Names};
+use super::draft::{self, idents, int_scalars, site_for, translate, Names};
 pub use super::draft_value::Unknown;
 use super::draft_value::{ArgDraft, ConstDraft, Field, HarnessDraft, Irregular};
 use super::draft_value::{LaunchDraft, Launches, TextureDraft};
@@ -16,6 +16,7 @@ use super::infer_kernel::{self, body_facts, BodyFacts, WriteKind};
 use super::infer_template;
 use super::spec::{Expr, RawHarness, RawInit, RawWindow};
 use super::{c_base_type, c_is_pointer, ElemType};
+use crate::cuda::cexpr::{self, Kind};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -165,7 +166,7 @@ pub fn add_definitions(
         let plain = !d.contains("argv")
             && !d.contains('[')
             && !d.contains('"')
-            && draft::tokenize(&d).is_ok()
+            && cexpr::tokens(&d).is_ok()
             && !reads_member(&d);
         if !plain || d.trim() == w {
             continue;
@@ -387,8 +388,7 @@ pub fn elements_of(bytes: &str, host: &Host, elem_size: usize) -> String {
 /// Whether host text reads a struct member (`d->w`, `s.n`; not a number `1.5`).
 fn reads_member(e: &str) -> bool {
     e.contains("->")
-        || draft::tokenize(e)
-            .is_ok_and(|t| t.iter().any(|x| matches!(x, draft::Tok::Op(o) if o == ".")))
+        || cexpr::tokens(e).is_ok_and(|t| t.iter().any(|x| x.kind == Kind::Op && x.text == "."))
 }
 
 /// A role from what the body does and what the host copies.
@@ -1291,7 +1291,7 @@ impl<'a> Cx<'a> {
             members: Default::default(),
             source: &self.fast.source,
         };
-        let e = tidy(&translate(&t, &names, 0)?);
+        let e = translate(&t, &names, 0)?;
         let found: Vec<String> = names.host_vars.borrow().iter().cloned().collect();
         self.members.extend(names.members.take());
         self.note_host_vars(found);
@@ -1993,10 +1993,10 @@ impl<'a> Cx<'a> {
                 if fields == 1 {
                     l
                 } else {
-                    tidy(&format!("({l}) * {fields}"))
+                    format!("({l}) * {fields}")
                 }
             };
-            let len = match translate(&t, &names, 0).map(|x| tidy(&x)) {
+            let len = match translate(&t, &names, 0) {
                 Ok(l) if names.host_vars.borrow().is_empty() => Ok(per(l)),
                 Ok(l) => Err(format!("length `{l}` uses host names that are not sizes")),
                 Err(why) => Err(why),
@@ -2553,10 +2553,7 @@ pub fn last_statement(name: &str, def: &str) -> String {
         return def.to_string();
     }
     let idents = |r: &str| {
-        draft::tokenize(r).map(|t| {
-            t.iter()
-                .any(|x| matches!(x, draft::Tok::Ident(w) if w == name))
-        })
+        cexpr::tokens(r).map(|t| t.iter().any(|x| x.kind == Kind::Ident && x.text == name))
     };
     // Fold the assignments in order: `b = n / 4; b = b + 1` → `b = (n / 4) + 1` (a guarded
     // `if (n % 4) b++` then rounds up, which is what launch code means by it).

@@ -6,8 +6,9 @@
 //! the use, or through a pointer (`&n` passed to a call), leaves the value unknown, with the
 //! reason: the number of iterations or the call decides it.
 
-use super::draft::{self, Tok};
+use super::draft;
 use super::infer_host;
+use crate::cuda::cexpr::{self, Kind};
 use crate::cuda::lex;
 // Re-exported: inference resolves host text through `infer_asof`.
 pub use crate::cuda::ppcond::active_text;
@@ -676,21 +677,16 @@ fn guarded(
 
 /// Whether `rhs` names `shown` (`n`, or `g.x` for a member).
 fn mentions(rhs: &str, shown: &str) -> bool {
-    let Ok(toks) = draft::tokenize(rhs) else {
+    let Ok(toks) = cexpr::tokens(rhs) else {
         return true;
     };
-    let words: Vec<String> = toks
-        .iter()
-        .map(|t| match t {
-            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => w.clone(),
-        })
-        .collect();
+    let words: Vec<&str> = toks.iter().map(|t| t.text).collect();
     let parts: Vec<&str> = shown.split('.').collect();
     words
         .windows(parts.len() * 2 - 1)
         .enumerate()
         .any(|(i, w)| {
-            let before_ok = i == 0 || !matches!(words[i - 1].as_str(), "." | "->");
+            let before_ok = i == 0 || !matches!(words[i - 1], "." | "->");
             before_ok && w[0] == parts[0] && (parts.len() == 1 || (w[1] == "." && w[2] == parts[1]))
         })
 }
@@ -705,8 +701,12 @@ fn resolve_rhs(
     at: At,
     depth: usize,
 ) -> Result<String, String> {
-    let Ok(toks) = draft::tokenize(rhs) else {
+    let Ok(toks) = cexpr::tokens(rhs) else {
         return Ok(rhs.to_string());
+    };
+    let op = |i: usize, ops: &[&str]| {
+        toks.get(i)
+            .is_some_and(|t| t.kind == Kind::Op && ops.contains(&t.text))
     };
     let mut out: Vec<String> = Vec::new();
     // Untouched text stays as written.
@@ -714,26 +714,21 @@ fn resolve_rhs(
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
-        let member_access = i > 0 && matches!(&toks[i - 1], Tok::Op(o) if o == "." || o == "->");
-        let call = toks.get(i + 1) == Some(&Tok::Op("(".into()));
-        let (word, member, next) = match t {
-            Tok::Ident(w) if !member_access && !call => {
-                let m = match (toks.get(i + 1), toks.get(i + 2)) {
-                    (Some(Tok::Op(o)), Some(Tok::Ident(c)))
-                        if o == "." && matches!(c.as_str(), "x" | "y" | "z") =>
-                    {
-                        c.chars().next()
-                    }
-                    _ => None,
-                };
-                (w.as_str(), m, if m.is_some() { i + 3 } else { i + 1 })
+        let member_access = i > 0 && op(i - 1, &[".", "->"]);
+        let call = op(i + 1, &["("]);
+        if t.kind != Kind::Ident || member_access || call {
+            out.push(t.text.to_string());
+            i += 1;
+            continue;
+        }
+        let word = t.text;
+        let member = match toks.get(i + 2) {
+            Some(c) if op(i + 1, &["."]) && matches!(c.text, "x" | "y" | "z") => {
+                c.text.chars().next()
             }
-            Tok::Ident(w) | Tok::Num(w) | Tok::Op(w) => {
-                out.push(w.clone());
-                i += 1;
-                continue;
-            }
+            _ => None,
         };
+        let next = if member.is_some() { i + 3 } else { i + 1 };
         let this = match member {
             Some(m) => format!("{word}.{m}"),
             None => word.to_string(),

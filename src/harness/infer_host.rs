@@ -8,6 +8,7 @@
 use super::draft::{sizeof_type, split_args, zero_literal};
 use super::expr::Num;
 use crate::cuda::ceval::{Env, Expr};
+use crate::cuda::cexpr::{self, Kind};
 use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
@@ -922,27 +923,17 @@ fn parse_num(s: &str) -> Option<Num> {
     })
 }
 
-/// Identifiers in a host expression (no member names).
+/// Identifiers in host text (calls included, no member names), by the crate's tokenizer;
+/// what it cannot read (`[`, `=`, quotes) only separates them.
 fn draft_idents(e: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_dot = false;
-    let mut last = ' ';
-    for c in e.chars().chain(std::iter::once(' ')) {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            cur.push(c);
-        } else {
-            if !cur.is_empty() && !cur.starts_with(|x: char| x.is_ascii_digit()) && !prev_dot {
-                out.push(std::mem::take(&mut cur));
-            }
-            cur.clear();
-            if !c.is_whitespace() {
-                prev_dot = c == '.' || (c == '>' && last == '-');
-                last = c;
-            }
-        }
-    }
-    out
+    let toks = cexpr::tokens_lossy(e);
+    let member =
+        |i: usize| i > 0 && toks[i - 1].kind == Kind::Op && matches!(toks[i - 1].text, "." | "->");
+    toks.iter()
+        .enumerate()
+        .filter(|&(i, t)| t.kind == Kind::Ident && !member(i))
+        .map(|(_, t)| t.text.to_string())
+        .collect()
 }
 
 /// The body of the first object-like `#define name body` in `text`.
@@ -2000,6 +1991,14 @@ mod tests {
             run_args: None,
             ..Host::default()
         }
+    }
+
+    #[test]
+    fn identifiers_skip_member_names_and_numbers_but_keep_calls() {
+        assert_eq!(
+            draft_idents("p->w * s.n + f(x[1.5f], 0x1F) == 'c'"),
+            ["p", "s", "f", "x", "c"]
+        );
     }
 
     #[test]
