@@ -649,6 +649,9 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
     }
     let after = graph_kernel("after_host")["skipped"].as_str().unwrap();
     assert!(after.contains("a host node"), "{after}");
+    // The child graph's kernel, never reached: a skip written at exit, by name.
+    let child = graph_kernel("in_child")["skipped"].as_str().unwrap();
+    assert!(child.contains("launched only into a CUDA graph"), "{child}");
     // cudaLaunchCooperativeKernel: the manifest says so, whichever driver entry point the
     // runtime took (cuLaunchCooperativeKernel, or cuLaunchKernelEx with the attribute).
     let gs = &manifests(&cap.join("launches/gridsync"))[0];

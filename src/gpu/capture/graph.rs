@@ -16,9 +16,10 @@
 //! parameters, a node disabled) is not run: its kernels are named skips. Nodes not run: host
 //! nodes (a host callback must not run twice), child graphs, conditional nodes, memory
 //! allocation and free nodes, copies into CUDA arrays, and kinds this file does not know; the
-//! kernel nodes from the first such node on (in the order used) are named skips, and kernels
-//! inside child or conditional bodies are not seen. Event nodes only order work and are
-//! passed over.
+//! kernel nodes from the first such node on (in the order used) are named skips; a kernel
+//! only inside child or conditional bodies is never a node here, and is written down as a
+//! skip when the program exits ([`super::inject::write_counts`]). Event nodes only order
+//! work and are passed over.
 
 use super::inject::{
     allocation_of, capturing, enter, exit, module_globals, param_bytes, pointer_words, sync,

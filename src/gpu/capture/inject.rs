@@ -216,7 +216,15 @@ pub(super) struct State {
     /// Launches in a row that were only counted.
     quiet: Quiet,
     clock: GpuClock,
+    /// Kernels launched on a stream being captured into a graph (by symbol, the first such
+    /// launch): they run, and are captured, when the graph is launched; one never counted
+    /// by the end is written down as a skip ([`write_counts`]).
+    in_graphs: BTreeMap<String, Launch>,
 }
+
+// SAFETY: the raw pointers of the `Launch`es kept in `in_graphs` are never followed: only
+// the geometry is read, under the STATE mutex.
+unsafe impl Send for State {}
 
 impl State {
     /// The `CUfunction` a launched handle stands for, and its symbol (looked up once).
@@ -290,13 +298,34 @@ pub(super) fn configure() -> Result<(), String> {
     Ok(())
 }
 
-/// At exit (and before a quiet stop): launches per kernel symbol, to `p<pid>-launch-counts.toml`.
+/// At exit (and before a quiet stop): launches per kernel symbol, to
+/// `p<pid>-launch-counts.toml`, and a skip for each kernel launched only while a stream
+/// was being captured into a graph whose run never reached it (a child-graph or
+/// conditional body, a graph the library could not read or never saw launched).
 pub(super) extern "C" fn write_counts() {
     let _ = std::panic::catch_unwind(|| {
-        let (Some(cfg), Ok(state)) = (CONFIG.get(), STATE.lock()) else {
+        let (Some(cfg), Ok(mut state)) = (CONFIG.get(), STATE.lock()) else {
             return;
         };
-        if let Some(s) = state.as_ref() {
+        if let Some(s) = state.as_mut() {
+            let unseen: Vec<(String, Launch)> = std::mem::take(&mut s.in_graphs)
+                .into_iter()
+                .filter(|(symbol, _)| !s.counts.contains_key(symbol))
+                .collect();
+            for (symbol, l) in unseen {
+                let mut m = bare_manifest(
+                    symbol,
+                    s.seq,
+                    0,
+                    &Launch {
+                        via: "cuGraphLaunch",
+                        ..l
+                    },
+                );
+                s.seq += 1;
+                m.skipped = Some(GRAPH_ONLY.into());
+                write_manifest(cfg, &m);
+            }
             if let Ok(text) = toml::to_string(&s.counts) {
                 let name = format!("p{}-{COUNTS_FILE}", std::process::id());
                 let _ = write_atomic(&cfg.out.join(name), text.as_bytes());
@@ -304,6 +333,9 @@ pub(super) extern "C" fn write_counts() {
         }
     });
 }
+
+/// The skip of a kernel launched only into a graph that capture never ran it in.
+pub const GRAPH_ONLY: &str = "launched only into a CUDA graph whose run never reached it here (a child-graph or conditional body, or a graph not run): not captured";
 
 fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
@@ -470,9 +502,6 @@ pub(super) fn capturing(stream: cu::CUstream) -> bool {
 /// it is not.
 pub(super) fn enter(l: &Launch, correlation: u32, skip: Option<&str>) {
     let Some(cfg) = CONFIG.get() else { return };
-    if capturing(l.stream) {
-        return;
-    }
     let Ok(mut guard) = STATE.lock() else { return };
     let Some(state) = guard.as_mut() else { return };
     let (func, symbol) = state.name_of(l.f);
@@ -480,6 +509,10 @@ pub(super) fn enter(l: &Launch, correlation: u32, skip: Option<&str>) {
         f: func as cu::CUfunction,
         ..*l
     };
+    if capturing(l.stream) {
+        state.in_graphs.entry(symbol).or_insert(*l);
+        return;
+    }
     let count = state.counts.entry(symbol.clone()).or_insert(0);
     let nth = *count;
     *count += 1;
@@ -512,28 +545,7 @@ pub(super) fn enter(l: &Launch, correlation: u32, skip: Option<&str>) {
     }
     state.quiet = Quiet::default();
     state.clock.reset();
-    let demangled = demangle(&symbol);
-    let (kernel, name_expression) = names_of(&demangled);
-    let mut m = Manifest {
-        version: MANIFEST_VERSION,
-        symbol,
-        demangled,
-        kernel,
-        name_expression,
-        seq,
-        pid: std::process::id(),
-        nth,
-        grid: l.grid,
-        block: l.block,
-        shared_mem: l.shared_mem,
-        via: l.via.to_string(),
-        cooperative: l.cooperative,
-        params: Vec::new(),
-        allocs: Vec::new(),
-        globals: Vec::new(),
-        objects: Vec::new(),
-        skipped: None,
-    };
+    let mut m = bare_manifest(symbol, seq, nth, l);
     let mut ranges: Vec<(u64, u64, AllocKind)> = Vec::new();
     let mut globals: Vec<(u64, u64)> = Vec::new();
     m.skipped = match skip {
@@ -552,6 +564,32 @@ pub(super) fn enter(l: &Launch, correlation: u32, skip: Option<&str>) {
             globals,
         },
     );
+}
+
+/// A launch's manifest without its parameters and memory.
+fn bare_manifest(symbol: String, seq: u64, nth: u64, l: &Launch) -> Manifest {
+    let demangled = demangle(&symbol);
+    let (kernel, name_expression) = names_of(&demangled);
+    Manifest {
+        version: MANIFEST_VERSION,
+        symbol,
+        demangled,
+        kernel,
+        name_expression,
+        seq,
+        pid: std::process::id(),
+        nth,
+        grid: l.grid,
+        block: l.block,
+        shared_mem: l.shared_mem,
+        via: l.via.to_string(),
+        cooperative: l.cooperative,
+        params: Vec::new(),
+        allocs: Vec::new(),
+        globals: Vec::new(),
+        objects: Vec::new(),
+        skipped: None,
+    }
 }
 
 /// Parameters, reachable allocations and globals, and their contents before the launch.
