@@ -469,35 +469,17 @@ fn launched(exec: usize, stream: cu::CUstream) {
             return;
         }
     };
-    let kernels = || {
-        steps.iter().filter_map(|s| match s {
-            Step::Kernel(l) => Some(l),
-            _ => None,
-        })
-    };
     let wanted = STATE.lock().ok().is_some_and(|mut g| {
         g.as_mut()
-            .is_some_and(|s| kernels().any(|l| s.would_capture(l.f, cfg.first)))
+            .is_some_and(|s| kernels(&steps).any(|l| s.would_capture(l.f, cfg.first)))
     });
-    let own = || OWN_CORRELATION.fetch_sub(1, Ordering::Relaxed);
-    let skip_all = |why: &str| {
-        for l in kernels() {
-            let c = own();
-            enter(l, c, Some(why));
-            exit(c, cu::CUresult::CUDA_SUCCESS);
-        }
-    };
     if !wanted {
         // Only counted (and the quiet rule applied), as plain launches past K are.
-        for l in kernels() {
-            let c = own();
-            enter(l, c, None);
-            exit(c, cu::CUresult::CUDA_SUCCESS);
-        }
+        not_run(&steps, None);
         return;
     }
     if let Some(why) = changed {
-        skip_all(&format!("launched by a CUDA graph {why}"));
+        not_run(&steps, Some(&format!("launched by a CUDA graph {why}")));
         return;
     }
     let stop = steps.iter().position(|s| matches!(s, Step::Stop(_)));
@@ -505,14 +487,14 @@ fn launched(exec: usize, stream: cu::CUstream) {
     let saved = match sync("before the graph's nodes").and_then(|()| save(cfg, run)) {
         Ok(s) => s,
         Err(e) => {
-            skip_all(&format!("launched by a CUDA graph: {e}"));
+            not_run(&steps, Some(&format!("launched by a CUDA graph: {e}")));
             return;
         }
     };
     for step in run {
         let rc = match step {
             Step::Kernel(l) => {
-                let c = own();
+                let c = OWN_CORRELATION.fetch_sub(1, Ordering::Relaxed);
                 enter(l, c, None);
                 let rc = launch(l);
                 exit(c, rc);
@@ -531,18 +513,31 @@ fn launched(exec: usize, stream: cu::CUstream) {
     if let Err(e) = sync("after the graph's nodes").and_then(|()| restore(&saved)) {
         eprintln!("kernelpair capture: putting back what a graph's nodes wrote: {e}");
     }
-    if let (Some(Step::Stop(why)), true) = (rest.first(), rest.len() > 1) {
-        let later = format!(
-            "launched by a CUDA graph, after {why}, which capture does not run: the nodes from there on are not captured"
+    if let Some(Step::Stop(why)) = rest.first() {
+        not_run(
+            rest,
+            Some(&format!(
+                "launched by a CUDA graph, after {why}, which capture does not run: the nodes from there on are not captured"
+            )),
         );
-        for l in rest.iter().filter_map(|s| match s {
-            Step::Kernel(l) => Some(l),
-            _ => None,
-        }) {
-            let c = own();
-            enter(l, c, Some(&later));
-            exit(c, cu::CUresult::CUDA_SUCCESS);
-        }
+    }
+}
+
+/// The kernel nodes among `steps`.
+fn kernels(steps: &[Step]) -> impl Iterator<Item = &Launch> {
+    steps.iter().filter_map(|s| match s {
+        Step::Kernel(l) => Some(l),
+        _ => None,
+    })
+}
+
+/// Kernel nodes this file does not run: each is counted, and written as a skip saying `why`
+/// when it is within its kernel's first K launches ([`enter`]).
+fn not_run(steps: &[Step], why: Option<&str>) {
+    for l in kernels(steps) {
+        let c = OWN_CORRELATION.fetch_sub(1, Ordering::Relaxed);
+        enter(l, c, why);
+        exit(c, cu::CUresult::CUDA_SUCCESS);
     }
 }
 

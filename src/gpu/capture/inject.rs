@@ -127,18 +127,11 @@ impl GpuClock {
         (rc == cu::CUresult::CUDA_SUCCESS).then_some(e)
     }
 
-    /// Before a quiet launch is queued: record its start event on its stream (not on a
-    /// stream being captured into a graph, where a record would become a graph node).
+    /// Before a quiet launch is queued: record its start event on its stream ([`enter`]
+    /// never gets here for a stream being captured into a graph, where a record would
+    /// become a graph node).
     fn start(&mut self, stream: cu::CUstream) {
         if self.open.is_some() || self.pending.len() >= CLOCK_PENDING {
-            return;
-        }
-        let mut status = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: the launch's stream; status a valid out-pointer.
-        let rc = unsafe { cu::cuStreamIsCapturing(stream, &mut status) };
-        if rc != cu::CUresult::CUDA_SUCCESS
-            || status != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
-        {
             return;
         }
         let Some(e) = self.event() else { return };
@@ -218,13 +211,10 @@ pub(super) struct State {
     clock: GpuClock,
     /// Kernels launched on a stream being captured into a graph (by symbol, the first such
     /// launch): they run, and are captured, when the graph is launched; one never counted
-    /// by the end is written down as a skip ([`write_counts`]).
-    in_graphs: BTreeMap<String, Launch>,
+    /// by the end is written down as a skip ([`write_counts`]): (grid, block, dynamic
+    /// shared memory, cooperative).
+    in_graphs: BTreeMap<String, ([u32; 3], [u32; 3], u32, bool)>,
 }
-
-// SAFETY: the raw pointers of the `Launch`es kept in `in_graphs` are never followed: only
-// the geometry is read, under the STATE mutex.
-unsafe impl Send for State {}
 
 impl State {
     /// The `CUfunction` a launched handle stands for, and its symbol (looked up once).
@@ -308,20 +298,23 @@ pub(super) extern "C" fn write_counts() {
             return;
         };
         if let Some(s) = state.as_mut() {
-            let unseen: Vec<(String, Launch)> = std::mem::take(&mut s.in_graphs)
+            let unseen: Vec<_> = std::mem::take(&mut s.in_graphs)
                 .into_iter()
                 .filter(|(symbol, _)| !s.counts.contains_key(symbol))
                 .collect();
-            for (symbol, l) in unseen {
-                let mut m = bare_manifest(
-                    symbol,
-                    s.seq,
-                    0,
-                    &Launch {
-                        via: "cuGraphLaunch",
-                        ..l
-                    },
-                );
+            for (symbol, (grid, block, shared_mem, cooperative)) in unseen {
+                let l = Launch {
+                    f: std::ptr::null_mut(),
+                    grid,
+                    block,
+                    shared_mem,
+                    stream: std::ptr::null_mut(),
+                    params: std::ptr::null_mut(),
+                    extra: std::ptr::null_mut(),
+                    via: "cuGraphLaunch",
+                    cooperative,
+                };
+                let mut m = bare_manifest(symbol, s.seq, 0, &l);
                 s.seq += 1;
                 m.skipped = Some(GRAPH_ONLY.into());
                 write_manifest(cfg, &m);
@@ -510,7 +503,10 @@ pub(super) fn enter(l: &Launch, correlation: u32, skip: Option<&str>) {
         ..*l
     };
     if capturing(l.stream) {
-        state.in_graphs.entry(symbol).or_insert(*l);
+        state
+            .in_graphs
+            .entry(symbol)
+            .or_insert((l.grid, l.block, l.shared_mem, l.cooperative));
         return;
     }
     let count = state.counts.entry(symbol.clone()).or_insert(0);
