@@ -642,16 +642,25 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
             .find(|m| m["kernel"].as_str() == Some(k))
             .unwrap_or_else(|| panic!("no manifest of {k}: {gm:?}"))
     };
-    for k in ["graph_scale", "graph_accumulate", "before_host"] {
+    // The child graph's kernel runs where its node stands, before the node that waits for it.
+    for k in [
+        "graph_scale",
+        "graph_accumulate",
+        "before_host",
+        "in_child",
+        "after_child",
+    ] {
         let m = graph_kernel(k);
         assert_eq!(m["via"].as_str(), Some("cuGraphLaunch"), "{m}");
         assert!(m.get("skipped").is_none(), "{m}");
     }
+    let order = |k: &str| graph_kernel(k)["seq"].as_integer().unwrap();
+    assert!(order("in_child") < order("after_child"), "{gm:?}");
     let after = graph_kernel("after_host")["skipped"].as_str().unwrap();
     assert!(after.contains("a host node"), "{after}");
-    // The child graph's kernel, never reached: a skip written at exit, by name.
-    let child = graph_kernel("in_child")["skipped"].as_str().unwrap();
-    assert!(child.contains("launched only into a CUDA graph"), "{child}");
+    // The kernel of a graph never launched: a skip written at exit, by name.
+    let idle = graph_kernel("never_run")["skipped"].as_str().unwrap();
+    assert!(idle.contains("launched only into a CUDA graph"), "{idle}");
     // cudaLaunchCooperativeKernel: the manifest says so, whichever driver entry point the
     // runtime took (cuLaunchCooperativeKernel, or cuLaunchKernelEx with the attribute).
     let gs = &manifests(&cap.join("launches/gridsync"))[0];
@@ -792,6 +801,8 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "graph_scale",
         "graph_accumulate",
         "before_host",
+        "in_child",
+        "after_child",
     ] {
         assert_eq!(rep(k)["pass"], true, "{k}: {}", rep(k));
     }

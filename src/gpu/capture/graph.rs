@@ -13,12 +13,14 @@
 //! executable graph updated from another graph (`cudaGraphExecUpdate`) is cloned again, and
 //! a kernel, memset or copy node changed after instantiation (`cudaGraphExec*SetParams`) is
 //! changed the same way in the clone. A graph changed otherwise (a host or child-graph node's
-//! parameters, a node disabled) is not run: its kernels are named skips. Nodes not run: host
-//! nodes (a host callback must not run twice), child graphs, conditional nodes, memory
-//! allocation and free nodes, copies into CUDA arrays, and kinds this file does not know; the
-//! kernel nodes from the first such node on (in the order used) are named skips; a kernel
-//! only inside child or conditional bodies is never a node here, and is written down as a
-//! skip when the program exits ([`super::inject::write_counts`]). Event nodes only order
+//! parameters, a node disabled) is not run: its kernels are named skips. A child graph node
+//! runs as its own graph's nodes, in their dependency order, where the node stands. Nodes
+//! not run: host nodes (a host callback must not run twice), conditional nodes (their
+//! handle's value is set on the device), memory allocation and free nodes, copies into CUDA
+//! arrays, and kinds this file does not know; the kernel nodes from the first such node on
+//! (in the order used) are named skips; a kernel only inside a conditional body is never a
+//! node here, and is written down as a skip when the program exits
+//! ([`super::inject::write_counts`]). Event nodes only order
 //! work and are passed over.
 
 use super::inject::{
@@ -323,6 +325,12 @@ fn nodes_in_order(g: cu::CUgraph) -> Result<Vec<cu::CUgraphNode>, String> {
         unsafe { cu::cuGraphGetEdges_v2(g, null, null, std::ptr::null_mut(), &mut e) },
         "cuGraphGetEdges",
     )?;
+    if e == 0 {
+        // No edges (a one-node child graph): the driver refuses arrays for zero entries.
+        return dependency_order(nodes.len(), &[])
+            .map(|order| order.into_iter().map(|i| nodes[i]).collect())
+            .ok_or_else(|| "the graph has a cycle".to_string());
+    }
     let mut from: Vec<cu::CUgraphNode> = vec![std::ptr::null_mut(); e];
     let mut to = from.clone();
     // Asked for too: without it, edges that carry data (a conditional node's, programmatic
@@ -358,6 +366,41 @@ fn nodes_in_order(g: cu::CUgraph) -> Result<Vec<cu::CUgraphNode>, String> {
         .collect();
     let order = dependency_order(nodes.len(), &edges).ok_or("the graph has a cycle")?;
     Ok(order.into_iter().map(|i| nodes[i]).collect())
+}
+
+/// How deep child graphs are followed (a child graph holding a child graph, …).
+const CHILD_DEPTH: usize = 8;
+
+/// The steps of `g` in dependency order, each child graph node replaced by its own graph's
+/// steps (in their dependency order, so everything the child node waited for comes before
+/// them and everything that waits for it after).
+fn steps_of(g: cu::CUgraph, stream: cu::CUstream, depth: usize) -> Result<Vec<Step>, String> {
+    let mut out = Vec::new();
+    for node in nodes_in_order(g)? {
+        match child_graph(node) {
+            Some(child) if depth < CHILD_DEPTH => out.extend(steps_of(child, stream, depth + 1)?),
+            Some(_) => out.push(Step::Stop(format!(
+                "child graphs nested more than {CHILD_DEPTH} deep"
+            ))),
+            None => out.push(step_of(node, stream)),
+        }
+    }
+    Ok(out)
+}
+
+/// The graph a child graph node holds (owned by the node; `None` for other nodes).
+fn child_graph(node: cu::CUgraphNode) -> Option<cu::CUgraph> {
+    let mut t: u32 = u32::MAX;
+    // SAFETY: as in `step_of`: the type read as its 32-bit number.
+    let rc =
+        unsafe { cu::cuGraphNodeGetType(node, &mut t as *mut u32 as *mut cu::CUgraphNodeType) };
+    if rc != cu::CUresult::CUDA_SUCCESS || t != 4 {
+        return None;
+    }
+    let mut child: cu::CUgraph = std::ptr::null_mut();
+    // SAFETY: a child graph node of a live graph; the out-pointer is valid.
+    let rc = unsafe { cu::cuGraphChildGraphNodeGetGraph(node, &mut child) };
+    (rc == cu::CUresult::CUDA_SUCCESS && !child.is_null()).then_some(child)
 }
 
 fn step_of(node: cu::CUgraphNode, stream: cu::CUstream) -> Step {
@@ -435,7 +478,7 @@ fn step_of(node: cu::CUgraphNode, stream: cu::CUstream) -> Step {
             Step::Memset(m)
         }
         3 => Step::Stop("a host node (a host callback must not run twice)".into()),
-        4 => Step::Stop("a child graph node".into()),
+        4 => Step::Stop("a child graph node whose graph could not be read".into()),
         5..=7 => Step::Pass,
         10 | 11 => Step::Stop("a memory allocation or free node".into()),
         13 => Step::Stop("a conditional node (its bodies are graphs of their own)".into()),
@@ -462,8 +505,8 @@ fn launched(exec: usize, stream: cu::CUstream) {
     let Some((graph, changed)) = found else {
         return;
     };
-    let steps: Vec<Step> = match nodes_in_order(graph as cu::CUgraph) {
-        Ok(nodes) => nodes.into_iter().map(|n| step_of(n, stream)).collect(),
+    let steps: Vec<Step> = match steps_of(graph as cu::CUgraph, stream, 0) {
+        Ok(steps) => steps,
         Err(e) => {
             eprintln!("kernelpair capture: a graph launch was not captured: {e}");
             return;
