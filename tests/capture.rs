@@ -649,6 +649,7 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "before_host",
         "in_child",
         "after_child",
+        "stays_on",
     ] {
         let m = graph_kernel(k);
         assert_eq!(m["via"].as_str(), Some("cuGraphLaunch"), "{m}");
@@ -658,6 +659,14 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
     assert!(order("in_child") < order("after_child"), "{gm:?}");
     let after = graph_kernel("after_host")["skipped"].as_str().unwrap();
     assert!(after.contains("a host node"), "{after}");
+    // A node disabled in the executable graph (`cudaGraphNodeSetEnabled`) is not launched, so
+    // capture runs it no more than the graph does; a refused `cudaGraphExecUpdate` changed
+    // nothing, so stays_on (above) is captured, not skipped.
+    assert!(
+        !gm.iter()
+            .any(|m| m["kernel"].as_str() == Some("switched_off")),
+        "{gm:?}"
+    );
     // The kernel of a graph never launched: a skip written at exit, by name.
     let idle = graph_kernel("never_run")["skipped"].as_str().unwrap();
     assert!(idle.contains("launched only into a CUDA graph"), "{idle}");
@@ -803,6 +812,7 @@ fn capture_gpu_fixture_programs_are_captured_and_their_replays_reproduce_them() 
         "before_host",
         "in_child",
         "after_child",
+        "stays_on",
     ] {
         assert_eq!(rep(k)["pass"], true, "{k}: {}", rep(k));
     }

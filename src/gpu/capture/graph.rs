@@ -10,10 +10,12 @@
 //! program computes what it would have computed.
 //!
 //! The graph is cloned when it is instantiated (programs often destroy it right after); an
-//! executable graph updated from another graph (`cudaGraphExecUpdate`) is cloned again, and
-//! a kernel, memset or copy node changed after instantiation (`cudaGraphExec*SetParams`) is
-//! changed the same way in the clone. A graph changed otherwise (a host or child-graph node's
-//! parameters, a node disabled) is not run: its kernels are named skips. A child graph node
+//! executable graph updated from another graph (`cudaGraphExecUpdate`) is cloned again (a
+//! refused update is not performed, and changes nothing), a kernel, memset or copy node
+//! changed after instantiation (`cudaGraphExec*SetParams`) is changed the same way in the
+//! clone, and a node disabled in it (`cudaGraphNodeSetEnabled`) is passed over, as the graph
+//! launch passes it over. A graph changed otherwise (a host or child-graph node's
+//! parameters) is not run: its kernels are named skips. A child graph node
 //! runs as its own graph's nodes, in their dependency order, where the node stands. Nodes
 //! not run: host nodes (a host callback must not run twice), conditional nodes (their
 //! handle's value is set on the device), memory allocation and free nodes, copies into CUDA
@@ -66,6 +68,9 @@ struct ExecGraph {
     graph: usize,
     /// Why its nodes no longer match that graph, when the program changed them.
     changed: Option<&'static str>,
+    /// The clone's nodes the program disabled in the executable graph
+    /// (`cudaGraphNodeSetEnabled`): the graph launch skips them, and so does this file.
+    disabled: std::collections::HashSet<usize>,
 }
 
 /// Executable graphs instantiated while the library ran, by handle.
@@ -136,17 +141,25 @@ pub(super) unsafe fn on_callback(cbid: u32, data: &cupti::CUpti_CallbackData) ->
         }
         C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate
         | C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2 => {
-            if !entering {
+            // A refused update is not performed (cudaErrorGraphExecUpdateFailure: "the graph
+            // update was not performed"): the clone still stands for the executable graph.
+            if !entering && succeeded() {
                 // SAFETY: both versions start with (hGraphExec, hGraph).
                 let a = unsafe { &*(p as *const cupti::cuGraphExecUpdate_v2_params) };
-                if succeeded() {
-                    remember(a.hGraphExec as usize, a.hGraph);
-                } else {
-                    mark_changed(a.hGraphExec as usize, "updated from another graph");
-                }
+                remember(a.hGraphExec as usize, a.hGraph);
             }
         }
         C::CUPTI_DRIVER_TRACE_CBID_cuGraphExecEventRecordNodeSetEvent => {}
+        C::CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled => {
+            if !entering && succeeded() {
+                // SAFETY: the parameter struct of cuGraphNodeSetEnabled.
+                let a = unsafe { &*(p as *const cupti::cuGraphNodeSetEnabled_params) };
+                let exec = a.hGraphExec as usize;
+                if set_enabled(exec, a.hNode, a.isEnabled != 0).is_err() {
+                    mark_changed(exec, "changed node by node after it was instantiated");
+                }
+            }
+        }
         _ => {
             if !entering && succeeded() {
                 // SAFETY: every other call listed takes (hGraphExec, hNode, parameters).
@@ -173,15 +186,7 @@ struct NodeSetParams {
 /// followed, so the graph's kernels become named skips.
 fn follow(call: Cbid, a: &NodeSetParams) -> Result<(), &'static str> {
     const NOT_FOLLOWED: &str = "changed node by node after it was instantiated";
-    let graph = graphs(|g| g.get(&(a.exec as usize)).map(|e| e.graph))
-        .flatten()
-        .ok_or(NOT_FOLLOWED)?;
-    let mut node: cu::CUgraphNode = std::ptr::null_mut();
-    // SAFETY: `a.node` is a node of the graph the clone was made from; out-pointer valid.
-    let rc = unsafe { cu::cuGraphNodeFindInClone(&mut node, a.node, graph as cu::CUgraph) };
-    if rc != cu::CUresult::CUDA_SUCCESS {
-        return Err(NOT_FOLLOWED);
-    }
+    let node = clone_node(a.exec as usize, a.node).ok_or(NOT_FOLLOWED)?;
     use Cbid as C;
     // SAFETY: each setter takes the parameter struct the program passed to the matching
     // exec setter (the unversioned kernel entry point's v1 struct copied into a v2), still valid
@@ -226,6 +231,31 @@ fn follow(call: Cbid, a: &NodeSetParams) -> Result<(), &'static str> {
         .ok_or(NOT_FOLLOWED)
 }
 
+/// The node of the clone standing for `exec` that stands for `node` (a node of the graph the
+/// executable graph was made from).
+fn clone_node(exec: usize, node: cu::CUgraphNode) -> Option<cu::CUgraphNode> {
+    let graph = graphs(|g| g.get(&exec).map(|e| e.graph)).flatten()?;
+    let mut found: cu::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: `node` is a node of the graph the clone was made from; out-pointer valid.
+    let rc = unsafe { cu::cuGraphNodeFindInClone(&mut found, node, graph as cu::CUgraph) };
+    (rc == cu::CUresult::CUDA_SUCCESS && !found.is_null()).then_some(found)
+}
+
+/// `cudaGraphNodeSetEnabled`: the clone's node is skipped (or run again) as the executable
+/// graph's is.
+fn set_enabled(exec: usize, node: cu::CUgraphNode, enabled: bool) -> Result<(), ()> {
+    let found = clone_node(exec, node).ok_or(())? as usize;
+    graphs(|g| {
+        g.get_mut(&exec).map(|e| match enabled {
+            true => e.disabled.remove(&found),
+            false => e.disabled.insert(found),
+        })
+    })
+    .flatten()
+    .map(|_| ())
+    .ok_or(())
+}
+
 /// A clone of `graph` stands for executable graph `exec` from now on.
 fn remember(exec: usize, graph: cu::CUgraph) {
     let mut clone: cu::CUgraph = std::ptr::null_mut();
@@ -234,6 +264,7 @@ fn remember(exec: usize, graph: cu::CUgraph) {
     let entry = ExecGraph {
         graph: clone as usize,
         changed: (!cloned).then_some("its graph could not be cloned"),
+        disabled: Default::default(),
     };
     if let Some(o) = graphs(|g| g.insert(exec, entry)).flatten() {
         destroy(o.graph);
@@ -374,11 +405,23 @@ const CHILD_DEPTH: usize = 8;
 /// The steps of `g` in dependency order, each child graph node replaced by its own graph's
 /// steps (in their dependency order, so everything the child node waited for comes before
 /// them and everything that waits for it after).
-fn steps_of(g: cu::CUgraph, stream: cu::CUstream, depth: usize) -> Result<Vec<Step>, String> {
+fn steps_of(
+    g: cu::CUgraph,
+    stream: cu::CUstream,
+    depth: usize,
+    disabled: &std::collections::HashSet<usize>,
+) -> Result<Vec<Step>, String> {
     let mut out = Vec::new();
     for node in nodes_in_order(g)? {
+        if disabled.contains(&(node as usize)) {
+            // Disabled in the executable graph: the launch does not run it.
+            out.push(Step::Pass);
+            continue;
+        }
         match child_graph(node) {
-            Some(child) if depth < CHILD_DEPTH => out.extend(steps_of(child, stream, depth + 1)?),
+            Some(child) if depth < CHILD_DEPTH => {
+                out.extend(steps_of(child, stream, depth + 1, disabled)?)
+            }
             Some(_) => out.push(Step::Stop(format!(
                 "child graphs nested more than {CHILD_DEPTH} deep"
             ))),
@@ -500,12 +543,16 @@ fn launched(exec: usize, stream: cu::CUstream) {
     if capturing(stream) {
         return;
     }
-    let found = graphs(|g| g.get(&exec).map(|e| (e.graph, e.changed))).flatten();
+    let found = graphs(|g| {
+        g.get(&exec)
+            .map(|e| (e.graph, e.changed, e.disabled.clone()))
+    })
+    .flatten();
     // An executable graph made before the library started, or never seen: not ours to run.
-    let Some((graph, changed)) = found else {
+    let Some((graph, changed, disabled)) = found else {
         return;
     };
-    let steps: Vec<Step> = match steps_of(graph as cu::CUgraph, stream, 0) {
+    let steps: Vec<Step> = match steps_of(graph as cu::CUgraph, stream, 0, &disabled) {
         Ok(steps) => steps,
         Err(e) => {
             eprintln!("kernelpair capture: a graph launch was not captured: {e}");
