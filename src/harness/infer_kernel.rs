@@ -721,19 +721,13 @@ pub fn thread_indexed_shared(source: &str, kernel: &str) -> BTreeMap<String, Str
 /// that assigns nothing: accessors such as lbm's `#define SRC_C(g) (LOCAL(g, C))`. A
 /// macro with `=`, `++`, `--` or a statement in its body is left out (it may write).
 pub fn accessor_macros(source: &str) -> BTreeSet<String> {
-    static DEF: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)\n]*)\)(.*)$")
-            .expect("valid")
-    });
     static WRITES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"[^=!<>+\-*/%&|^]=[^=]|\+\+|--|;|\{|[+\-*/%&|^]=").expect("valid")
     });
     let mut ok: BTreeMap<String, bool> = BTreeMap::new();
-    for c in DEF.captures_iter(source) {
-        let body = c.get(3).map_or("", |m| m.as_str());
-        let clean = !body.trim().is_empty() && !body.ends_with('\\') && !WRITES.is_match(body);
-        let e = ok.entry(c[1].to_string()).or_insert(true);
-        *e &= clean;
+    for d in crate::cuda::ppcond::defines(source).filter(|d| d.params.is_some()) {
+        let clean = !d.body.is_empty() && !d.body.ends_with('\\') && !WRITES.is_match(d.body);
+        *ok.entry(d.name.to_string()).or_insert(true) &= clean;
     }
     ok.into_iter().filter(|(_, c)| *c).map(|(m, _)| m).collect()
 }
