@@ -20,6 +20,25 @@ impl PathIo {
     }
 }
 
+/// Text from bytes: UTF-8 when valid, else Windows-1252 (a superset of Latin-1 for the
+/// printable range; every byte decodes, so nothing is lost or refused). The encoding used is
+/// returned when it was not UTF-8.
+pub fn decode(bytes: Vec<u8>) -> (String, Option<&'static str>) {
+    match String::from_utf8(bytes) {
+        Ok(t) => (t, None),
+        Err(e) => {
+            let bytes = e.into_bytes();
+            let (text, enc, _) = encoding_rs::WINDOWS_1252.decode(&bytes);
+            (text.into_owned(), Some(enc.name()))
+        }
+    }
+}
+
+/// A text file's contents through [`decode`]: a legacy byte in a comment costs nothing.
+pub fn read_text(path: &std::path::Path) -> std::io::Result<String> {
+    std::fs::read(path).map(|b| decode(b).0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

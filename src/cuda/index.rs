@@ -106,6 +106,16 @@ static DEFINE_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)$").expect("valid regex")
 });
 
+/// The quoted `#include "…"` targets of a text, as written, in order (system headers left
+/// out): a cheap reading for callers that need only a file's local includes.
+pub fn local_includes(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| INCLUDE_RE.captures(l))
+        .filter(|c| &c[1] == "\"")
+        .map(|c| c[2].trim().to_string())
+        .collect()
+}
+
 pub(crate) fn index_file(rel_path: &str, text: &str) -> FileIndex {
     let masked = lex::mask(text);
     let cmask = lex::mask_comments(text);

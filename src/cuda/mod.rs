@@ -14,6 +14,7 @@ pub mod compile_only;
 pub mod ctype;
 pub mod host;
 mod index;
+pub use index::local_includes;
 pub use index::DESIGNATED_INITIALIZER;
 mod inspect;
 mod isolate;

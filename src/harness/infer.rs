@@ -59,7 +59,7 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         return Host::default();
     };
     let path = root.join(&site.path);
-    let file = std::fs::read_to_string(&path)
+    let file = crate::path_io::read_text(&path)
         .map(|t| infer_host::strip_comments(&t))
         .unwrap_or_default();
     let mut others = Vec::new();
@@ -91,16 +91,18 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
     // A launch file with its own `main` is a whole program: a neighbour with another `main`
     // is another program (llm.c's dev/cuda: one program per file), not its host code.
     let whole_program = defines_main(&file);
+    let mut near: Vec<(PathBuf, String)> = Vec::new();
     for f in files.into_iter().take(32) {
-        if let Ok(t) = std::fs::read_to_string(&f) {
+        if let Ok(t) = crate::path_io::read_text(&f) {
             if t.len() < 512 * 1024 {
                 let t = infer_host::strip_comments(&t);
                 if !(whole_program && defines_main(&t)) {
-                    others.push(t);
+                    near.push((f, t));
                 }
             }
         }
     }
+    others.extend(connected(&path, &file, near));
     let run_args =
         infer_host::run_args(&dir).or_else(|| dir.parent().and_then(infer_host::run_args));
     Host {
@@ -120,6 +122,107 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         },
         ..Host::default()
     }
+}
+
+/// The neighbours of a launch file that belong to its program: those its kept files include
+/// (or that include one of them), and those that call a function a kept file defines or
+/// define a function a kept file calls, starting from the launch file and repeated until
+/// nothing changes. A neighbour joined to the launch file by neither includes nor calls (a
+/// sibling program, a file of another tool) is left out, so its names cannot answer for the
+/// launch's. Neighbours keep their given order.
+fn connected(path: &Path, file: &str, near: Vec<(PathBuf, String)>) -> Vec<String> {
+    let facts = |p: &Path, t: &str| {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        (name, file_facts(t))
+    };
+    let mut kept = vec![facts(path, file)];
+    let near_facts: Vec<_> = near.iter().map(|(p, t)| facts(p, t)).collect();
+    let mut keep = vec![false; near.len()];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (i, (name, n)) in near_facts.iter().enumerate() {
+            let included = |(kname, k): &(Option<String>, std::sync::Arc<FileFacts>)| {
+                name.as_ref().is_some_and(|x| k.includes.contains(x))
+                    || kname.as_ref().is_some_and(|x| n.includes.contains(x))
+            };
+            let calls = |(_, k): &(Option<String>, std::sync::Arc<FileFacts>)| {
+                k.defines().iter().any(|f| n.names().contains(f))
+                    || n.defines().iter().any(|f| k.names().contains(f))
+            };
+            if !keep[i] && (kept.iter().any(included) || kept.iter().any(calls)) {
+                keep[i] = true;
+                grew = true;
+                kept.push((name.clone(), n.clone()));
+            }
+        }
+    }
+    near.into_iter()
+        .zip(keep)
+        .filter_map(|((_, t), k)| k.then_some(t))
+        .collect()
+}
+
+/// What [`connected`] reads of one host text: the file names it includes, and, read only
+/// when asked (most neighbours join through includes), the functions it defines (not `main`)
+/// and every free name it uses.
+struct FileFacts {
+    text: String,
+    includes: BTreeSet<String>,
+    defines: std::sync::OnceLock<BTreeSet<String>>,
+    names: std::sync::OnceLock<BTreeSet<String>>,
+}
+
+impl FileFacts {
+    fn defines(&self) -> &BTreeSet<String> {
+        self.defines.get_or_init(|| {
+            crate::cuda::host::functions_cached(&self.text)
+                .iter()
+                .map(|f| f.name.clone())
+                .filter(|n| n != "main")
+                .collect()
+        })
+    }
+
+    fn names(&self) -> &BTreeSet<String> {
+        use crate::cuda::lex;
+        self.names.get_or_init(|| {
+            lex::idents(&lex::mask(&self.text))
+                .into_iter()
+                .filter(|i| !i.member)
+                .map(|i| i.text.to_string())
+                .collect()
+        })
+    }
+}
+
+/// [`FileFacts`] of a text, kept once per process (every pair of a folder asks about the
+/// same neighbours; keyed by the text's length and hash).
+fn file_facts(t: &str) -> std::sync::Arc<FileFacts> {
+    use std::hash::{Hash, Hasher};
+    use std::sync::{Arc, LazyLock, Mutex};
+    type Cache = Mutex<HashMap<(usize, u64), Arc<FileFacts>>>;
+    static CACHE: LazyLock<Cache> = LazyLock::new(|| Mutex::new(HashMap::new()));
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.hash(&mut h);
+    let key = (t.len(), h.finish());
+    if let Some(f) = CACHE.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return f;
+    }
+    let f = Arc::new(FileFacts {
+        text: t.to_string(),
+        includes: crate::cuda::local_includes(t)
+            .iter()
+            .filter_map(|i| Path::new(i).file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect(),
+        defines: Default::default(),
+        names: Default::default(),
+    });
+    if let Ok(mut c) = CACHE.lock() {
+        c.insert(key, f.clone());
+    }
+    f
 }
 
 /// [`load_host`] for a pair: the fast kernel's host code, with the slow kernel's own in
@@ -2713,6 +2816,68 @@ pub fn attach_inferred(
 mod tests {
     use super::*;
     use crate::harness::infer_kernel::BodyFacts;
+
+    #[test]
+    fn neighbours_join_the_host_code_only_through_includes_or_calls() {
+        let p = |n: &str| PathBuf::from(n);
+        let launch = "#include \"sizes.h\"\nvoid run(float *d) { k<<<N / 256, 256>>>(d); }\n";
+        let near = vec![
+            (
+                p("helper.c"),
+                "int read_input(void) { return 3; }\n".to_string(),
+            ),
+            // Calls `run`: the program's main, and through it the helper it calls.
+            (
+                p("main.cu"),
+                "int main() { int n = read_input(); run(0); }\n".to_string(),
+            ),
+            // Included by the launch file.
+            (p("sizes.h"), "#define N 4096\n".to_string()),
+            // Another tool in the same folder: no include or call joins it.
+            (
+                p("convert.c"),
+                "#define N 7\nint convert(void) { return N; }\n".to_string(),
+            ),
+            // Includes the launch file.
+            (p("all.cu"), "#include \"dir/launch.cu\"\n".to_string()),
+        ];
+        let kept = connected(&p("dir/launch.cu"), launch, near);
+        assert_eq!(kept.len(), 4, "{kept:?}");
+        assert!(kept.iter().all(|t| !t.contains("convert")), "{kept:?}");
+        assert!(kept[0].contains("read_input"), "order kept: {kept:?}");
+    }
+
+    #[test]
+    fn a_neighbour_in_a_legacy_encoding_is_read_not_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("app");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("k.cu"),
+            "void run(float *d) { k<<<n / 256, 256>>>(d); }\n",
+        )
+        .unwrap();
+        // Latin-1 `\xa9` in a comment: not UTF-8.
+        let mut main = b"/* \xa9 2009 */\nint n = 1 << 20;\nint main() { run(0); }\n".to_vec();
+        main.push(b'\n');
+        std::fs::write(dir.join("main.cu"), main).unwrap();
+        let mut unit = KernelUnit::for_test("k", &[("d", "float *")], "");
+        unit.launch_sites = vec![LaunchSite {
+            path: "app/k.cu".into(),
+            line: 1,
+            kernel: "k".into(),
+            template_args: None,
+            grid: "n / 256".into(),
+            block: "256".into(),
+            shared_mem: None,
+            stream: None,
+            args: vec!["d".into()],
+            definitions: BTreeMap::new(),
+        }];
+        let host = load_host(d.path(), &unit);
+        assert_eq!(host.others.len(), 1, "{:?}", host.others);
+        assert!(host.others[0].contains("1 << 20"), "{:?}", host.others);
+    }
 
     /// A launch table of kernel `k` read from `a.cu:3`.
     fn launch(grid: &[&str], block: &[&str]) -> LaunchDraft {

@@ -17,18 +17,7 @@ pub struct SourceFile {
     pub decoded_from: Option<&'static str>,
 }
 
-/// Text from bytes: UTF-8 when valid, else Windows-1252 (a superset of Latin-1 for the
-/// printable range; every byte decodes, so nothing is lost or refused).
-pub fn decode(bytes: Vec<u8>) -> (String, Option<&'static str>) {
-    match String::from_utf8(bytes) {
-        Ok(t) => (t, None),
-        Err(e) => {
-            let bytes = e.into_bytes();
-            let (text, enc, _) = encoding_rs::WINDOWS_1252.decode(&bytes);
-            (text.into_owned(), Some(enc.name()))
-        }
-    }
-}
+pub use crate::path_io::decode;
 
 /// What walking found.
 #[derive(Debug, Default)]
