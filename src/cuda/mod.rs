@@ -13,6 +13,7 @@ pub(crate) mod cexpr;
 pub mod compile_only;
 pub mod ctype;
 pub mod host;
+pub mod host_files;
 mod index;
 pub use index::local_includes;
 pub use index::DESIGNATED_INITIALIZER;
