@@ -13,6 +13,7 @@ pub(crate) mod cexpr;
 pub mod compile_only;
 pub mod ctype;
 pub mod host;
+pub mod host_flow;
 mod index;
 pub use index::DESIGNATED_INITIALIZER;
 mod inspect;
