@@ -7,7 +7,7 @@
 use super::host::{function_at, per_text, text_key, HostFn, TextCache};
 use super::syntax::text;
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use tree_sitter::{Node, Tree};
 
 /// A host text and its tree, parsed once per process (inference asks about the same launch
@@ -16,6 +16,9 @@ use tree_sitter::{Node, Tree};
 pub struct Flow {
     src: String,
     tree: Tree,
+    /// Where each identifier occurs (byte offsets), found in one walk: inference asks for
+    /// the writes of many names in one function.
+    idents: OnceLock<HashMap<String, Vec<usize>>>,
 }
 
 /// Where a write sits relative to the use it feeds.
@@ -34,6 +37,25 @@ pub enum WriteAt {
     Conditional(Option<String>),
 }
 
+/// One write to a host variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostWrite {
+    /// Byte offset of the written name in the text.
+    pub pos: usize,
+    pub line: u32,
+    /// `x`, `y` or `z` for a dim3 member write (`g.x = …`).
+    pub member: Option<char>,
+    /// The value after the write, as an expression that may name the previous value
+    /// (`n + 1` for `n++`); None for a write through a pointer (`f(&n)`).
+    pub value: Option<String>,
+    /// `n++`, `n += e`: a step from the previous value.
+    pub compound: bool,
+}
+
+/// Compound assignments whose step a value can state (`n += e` → `n + (e)`); after the
+/// others (`&=`, `|=`, `^=`) the value is not followed.
+const STEPS: [&str; 7] = ["+=", "-=", "*=", "/=", "%=", "<<=", ">>="];
+
 /// What kind of statement a block or a one-statement body belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Head {
@@ -42,6 +64,19 @@ enum Head {
     /// `switch`); an `else` branch after a braced `if` block: `!(cond)`.
     If(Option<String>),
     Other,
+}
+
+/// The value a chained assignment gives: `e` in `a = b = e`.
+fn chained(mut v: Node) -> Node {
+    while v.kind() == "assignment_expression"
+        && v.child_by_field_name("operator").map(|o| o.kind()) == Some("=")
+    {
+        match v.child_by_field_name("right") {
+            Some(r) => v = r,
+            None => break,
+        }
+    }
+    v
 }
 
 const LOOPS: [&str; 4] = [
@@ -58,6 +93,7 @@ impl Flow {
         per_text(&CACHE, src, |s| Flow {
             src: s.to_string(),
             tree: super::syntax::parse(s),
+            idents: OnceLock::new(),
         })
     }
 
@@ -89,6 +125,7 @@ impl Flow {
         let v = Arc::new(Flow {
             src: src.to_string(),
             tree,
+            idents: OnceLock::new(),
         });
         if let Ok(mut c) = CACHE.lock() {
             c.insert(key, v.clone());
@@ -296,6 +333,212 @@ impl Flow {
         self.condition(i).map(|c| format!("!({c})"))
     }
 
+    /// Every write to `name` in the parsed text, in order: `name = e` (also in a
+    /// declaration; `a = b = e` gives `e`), `name.x = e`, compound assignments
+    /// (`name += e` → `name + (e)`), `name++` / `--name`, a dim3 constructed
+    /// (`dim3 g(a, b)`, `g = dim3(a)`: one write per member, missing ones 1; `dim3 g;` is
+    /// 1 × 1 × 1), and `&name` passed to a call (value unknown; device queries such as
+    /// `cudaGetDeviceProperties(&prop, 0)` fill what is read as device properties).
+    pub fn writes(&self, name: &str) -> Vec<HostWrite> {
+        let mut out = Vec::new();
+        if name.is_empty() {
+            return out;
+        }
+        let idents = self.idents.get_or_init(|| {
+            let mut at: HashMap<String, Vec<usize>> = HashMap::new();
+            super::tree::visit(self.tree.root_node(), &mut |n| {
+                if n.kind() == "identifier" {
+                    let name = text(n, &self.src).to_string();
+                    at.entry(name).or_default().push(n.start_byte());
+                }
+            });
+            at
+        });
+        let root = self.tree.root_node();
+        for &p in idents.get(name).into_iter().flatten() {
+            if let Some(n) = root.descendant_for_byte_range(p, p + name.len()) {
+                self.write_of(n, name, &mut out);
+            }
+        }
+        out
+    }
+
+    /// The write identifier `n` (named `name`) is the target of, if any.
+    fn write_of(&self, n: Node, name: &str, out: &mut Vec<HostWrite>) {
+        let t = |x: Node| text(x, &self.src);
+        fn field<'t>(x: Node<'t>, f: &str) -> Option<Node<'t>> {
+            x.child_by_field_name(f)
+        }
+        let is = |x: Option<Node>, y: Node| x.is_some_and(|x| x.id() == y.id());
+        let Some(p) = n.parent() else { return };
+        // `g.x`: a member of a dim3; another member or `->` is not the name.
+        let (target, member) = if p.kind() == "field_expression" && is(field(p, "argument"), n) {
+            let op = field(p, "operator").map(t);
+            let m = field(p, "field").map(t);
+            match (op, m) {
+                (Some("."), Some(m @ ("x" | "y" | "z"))) => (p, m.chars().next()),
+                _ => return,
+            }
+        } else {
+            (n, None)
+        };
+        let shown = match member {
+            Some(m) => format!("{name}.{m}"),
+            None => name.to_string(),
+        };
+        let mut push = |value: Option<String>, compound: bool, member: Option<char>| {
+            out.push(HostWrite {
+                pos: n.start_byte(),
+                line: n.start_position().row as u32 + 1,
+                member,
+                value,
+                compound,
+            })
+        };
+        let dims = |args: Vec<String>, push: &mut dyn FnMut(Option<String>, bool, Option<char>)| {
+            for (k, m) in ['x', 'y', 'z'].into_iter().enumerate() {
+                let v = args.get(k).cloned().unwrap_or_else(|| "1".into());
+                push(Some(v), false, Some(m));
+            }
+        };
+        let Some(q) = target.parent() else { return };
+        match q.kind() {
+            "assignment_expression" if is(field(q, "left"), target) => {
+                let (Some(op), Some(rhs)) = (field(q, "operator"), field(q, "right")) else {
+                    return;
+                };
+                match t(op) {
+                    "=" => match self.dim3_args(rhs).filter(|_| member.is_none()) {
+                        Some(args) => dims(args, &mut push),
+                        None => push(Some(t(chained(rhs)).trim().to_string()), false, member),
+                    },
+                    op if STEPS.contains(&op) => {
+                        let step = op.trim_end_matches('=');
+                        push(
+                            Some(format!("{shown} {step} ({})", t(rhs).trim())),
+                            true,
+                            member,
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            "update_expression" => {
+                if let Some(op) = field(q, "operator") {
+                    push(Some(format!("{shown} {} 1", &t(op)[..1])), true, member);
+                }
+            }
+            _ if member.is_some() => {}
+            // `int n = e`, `int *p = e`, `dim3 g(a, b)`, `dim3 g;`.
+            _ => {
+                let mut d = n;
+                while d.parent().is_some_and(|x| x.kind() == "pointer_declarator") {
+                    d = d.parent().expect("checked");
+                }
+                let Some(holder) = d.parent().filter(|x| is(field(*x, "declarator"), d)) else {
+                    return self.address_write(n, &mut push);
+                };
+                // The declaration's type is dim3 and this is its first name.
+                let decl = match holder.kind() {
+                    "init_declarator" | "function_declarator" => holder.parent(),
+                    _ => Some(holder),
+                }
+                .filter(|x| x.kind() == "declaration");
+                let first = decl
+                    .and_then(|x| field(x, "declarator"))
+                    .is_some_and(|x| x.id() == holder.id() || x.id() == d.id());
+                let dim3 = first
+                    && d.id() == n.id()
+                    && decl.and_then(|x| field(x, "type")).map(t) == Some("dim3");
+                match (holder.kind(), field(holder, "value")) {
+                    ("init_declarator", Some(v)) if v.kind() == "argument_list" && dim3 => {
+                        dims(self.args(v), &mut push)
+                    }
+                    // `dim3 grid(gridSize)` also reads as a prototype whose parameter is
+                    // of type `gridSize`: the arguments are those types.
+                    ("function_declarator", _) if dim3 => {
+                        if let Some(list) = field(holder, "parameters") {
+                            dims(self.args(list), &mut push);
+                        }
+                    }
+                    ("init_declarator", Some(v))
+                        if !matches!(v.kind(), "argument_list" | "initializer_list") =>
+                    {
+                        match self.dim3_args(v).filter(|_| dim3) {
+                            Some(args) => dims(args, &mut push),
+                            None => push(Some(t(chained(v)).trim().to_string()), false, None),
+                        }
+                    }
+                    ("declaration", _) if dim3 => dims(Vec::new(), &mut push),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// `&n`, `&n[0]`, `&n->f` as an argument (after `(` or `,`): the callee may set `n`.
+    fn address_write(&self, n: Node, push: &mut dyn FnMut(Option<String>, bool, Option<char>)) {
+        let mut x = n;
+        while let Some(p) = x.parent() {
+            let first = p.named_child(0).is_some_and(|c| c.id() == x.id());
+            let arrow = p.kind() == "field_expression"
+                && p.child_by_field_name("operator")
+                    .map(|o| text(o, &self.src))
+                    == Some("->");
+            if !(first && (p.kind() == "subscript_expression" || arrow)) {
+                break;
+            }
+            x = p;
+        }
+        let Some(amp) = x.parent().filter(|p| {
+            p.kind() == "pointer_expression"
+                && p.child_by_field_name("operator").map(|o| o.kind()) == Some("&")
+        }) else {
+            return;
+        };
+        if !amp
+            .prev_sibling()
+            .is_some_and(|s| matches!(s.kind(), "(" | ","))
+        {
+            return;
+        }
+        // Device queries fill what the launch translation reads as device properties
+        // (`prop.multiProcessorCount` → `sm_count`).
+        let callee = amp
+            .parent()
+            .filter(|l| l.kind() == "argument_list")
+            .and_then(|l| l.parent())
+            .and_then(|c| c.child_by_field_name("function"))
+            .map(|f| {
+                let f = text(f, &self.src);
+                let start = f
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(0, |k| k + 1);
+                &f[start..]
+            });
+        if !matches!(
+            callee,
+            Some("cudaGetDeviceProperties" | "cudaDeviceGetAttribute")
+        ) {
+            push(None, false, None);
+        }
+    }
+
+    /// `dim3(a, b)`: its arguments.
+    fn dim3_args(&self, v: Node) -> Option<Vec<String>> {
+        let f = v.child_by_field_name("function")?;
+        (v.kind() == "call_expression" && text(f, &self.src) == "dim3").then_some(())?;
+        Some(self.args(v.child_by_field_name("arguments")?))
+    }
+
+    /// The texts of an argument list's arguments.
+    fn args(&self, list: Node) -> Vec<String> {
+        let mut c = list.walk();
+        list.named_children(&mut c)
+            .map(|a| text(a, &self.src).trim().to_string())
+            .collect()
+    }
+
     /// The counters of the braced `for` loops around byte `at` in its function, innermost
     /// first: each loop's init as (counter, initial value text), for an init that writes
     /// one name (`for (unsigned int i = 0; …)` → `("i", "0")`; no comma anywhere in it). At
@@ -404,6 +647,69 @@ mod tests {
         let t =
             "void f(int n) {\n int b = 4;\n if (n > 0) while (b < n) b++;\n k<<<b, 64>>>(n);\n}\n";
         assert_eq!(at(t, "b < n)", "b++", "k<<<"), WriteAt::Conditional(None));
+    }
+
+    #[test]
+    fn writes_cover_assignments_members_increments_and_pointers() {
+        let t = "void f() { int a = 4; a += b * 2; a++; --a; a &= 3; g.x = a; f(&a, 1); c = a & m; x.a = 9; p->a = 3; cudaGetDeviceProperties(&a, 0); printf(\"a = %d\", a); if (a == 2) h(&a[1]); }";
+        let w = Flow::of(t).writes("a");
+        let vals: Vec<Option<&str>> = w.iter().map(|w| w.value.as_deref()).collect();
+        assert_eq!(
+            vals,
+            vec![
+                Some("4"),
+                Some("a + (b * 2)"),
+                Some("a + 1"),
+                Some("a - 1"),
+                None,
+                None
+            ]
+        );
+        assert_eq!(
+            w.iter().map(|w| w.compound).collect::<Vec<_>>(),
+            [false, true, true, true, false, false]
+        );
+        let t = "void f() { x = y = n > 2 ? n : 2; if (x == y) z = 1; }";
+        let c = Flow::of(t).writes("x");
+        assert_eq!(c[0].value.as_deref(), Some("n > 2 ? n : 2"));
+        let t = "void f(dim3 p, int n) { g.x = a; g.z++; }";
+        let g = Flow::of(t).writes("g");
+        assert_eq!((g[0].member, g[0].value.as_deref()), (Some('x'), Some("a")));
+        assert_eq!(
+            (g[1].member, g[1].value.as_deref()),
+            (Some('z'), Some("g.z + 1"))
+        );
+        // A parameter is no write.
+        assert!(Flow::of(t).writes("p").is_empty());
+    }
+
+    #[test]
+    fn a_dim3_constructed_writes_every_member() {
+        let members = |t: &str, name: &str| -> Vec<(Option<char>, Option<String>)> {
+            Flow::of(t)
+                .writes(name)
+                .into_iter()
+                .map(|w| (w.member, w.value))
+                .collect()
+        };
+        let xyz = |v: [&str; 3]| -> Vec<(Option<char>, Option<String>)> {
+            ['x', 'y', 'z']
+                .into_iter()
+                .zip(v)
+                .map(|(m, v)| (Some(m), Some(v.to_string())))
+                .collect()
+        };
+        let t = "void f(int n) {\n dim3 g(n / 64, 2);\n dim3 b(BLOCK);\n dim3 e (size, 2);\n dim3 h, k(3);\n dim3 d;\n g = dim3(n);\n}\n";
+        assert_eq!(
+            members(t, "g"),
+            [xyz(["n / 64", "2", "1"]), xyz(["n", "1", "1"])].concat()
+        );
+        assert_eq!(members(t, "b"), xyz(["BLOCK", "1", "1"]));
+        assert_eq!(members(t, "d"), xyz(["1", "1", "1"]));
+        assert_eq!(members(t, "e"), xyz(["size", "2", "1"]));
+        assert_eq!(members(t, "h"), xyz(["1", "1", "1"]));
+        // Only the first name of a declaration list is read as the type's.
+        assert!(members(t, "k").is_empty());
     }
 
     #[test]

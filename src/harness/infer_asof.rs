@@ -6,184 +6,15 @@
 //! the use, or through a pointer (`&n` passed to a call), leaves the value unknown, with the
 //! reason: the number of iterations or the call decides it.
 
-use super::draft;
-use super::infer_host;
 use crate::cuda::cexpr::{self, Kind};
-use crate::cuda::lex;
 // Re-exported: inference resolves host text through `infer_asof`.
 use crate::cuda::host::HostFn;
-use crate::cuda::host_flow::{Flow, WriteAt};
+use crate::cuda::host_flow::{Flow, HostWrite, WriteAt};
 pub use crate::cuda::ppcond::active_text;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
-
-/// One write to a host variable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostWrite {
-    /// Byte offset of the written name in the text.
-    pub pos: usize,
-    pub line: u32,
-    /// `x`, `y` or `z` for a dim3 member write (`g.x = …`).
-    pub member: Option<char>,
-    /// The value after the write, as an expression that may name the previous value
-    /// (`n + 1` for `n++`); None for a write through a pointer (`f(&n)`).
-    pub value: Option<String>,
-    /// `n++`, `n += e`: a step from the previous value.
-    pub compound: bool,
-}
-
-fn is_word(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
-}
-
-/// `b = c` in a chained `a = b = c`: the value is what follows the last top-level `=`.
-fn chained_value(rhs: &str) -> &str {
-    let b = rhs.as_bytes();
-    let last = lex::top_level(rhs, b"([", b")]")
-        .filter(|&(i, c)| {
-            let prev = if i > 0 { b[i - 1] } else { b' ' };
-            let next = b.get(i + 1).copied().unwrap_or(b' ');
-            c == b'=' && !matches!(prev, b'=' | b'!' | b'<' | b'>') && next != b'='
-        })
-        .last();
-    last.map_or(rhs, |(i, _)| rhs[i + 1..].trim())
-}
-
-/// Every write to `name` in `text`: `name = e` (also in a declaration), `name.x = e`,
-/// compound assignments (`name += e` → `name + (e)`), `name++` / `++name` / `name--`, and
-/// `&name` passed somewhere (value unknown).
-pub fn host_writes(text: &str, name: &str) -> Vec<HostWrite> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    if name.is_empty() {
-        return out;
-    }
-    let mut from = 0;
-    while let Some(p) = text[from..].find(name).map(|p| p + from) {
-        from = p + name.len();
-        let prev = text[..p].trim_end();
-        let before_ok = p == 0 || !(is_word(b[p - 1]) || b[p - 1] == b'.');
-        let after_ok = b.get(from).is_none_or(|c| !is_word(*c));
-        if !before_ok || !after_ok || prev.ends_with("->") {
-            continue;
-        }
-        let line = text[..p].matches('\n').count() as u32 + 1;
-        let mut rest = text[from..].trim_start();
-        let mut member = None;
-        if let Some(m) = rest.strip_prefix('.') {
-            let m = m.trim_start();
-            let c = m.chars().next();
-            match c {
-                Some(c @ ('x' | 'y' | 'z'))
-                    if !m[1..].starts_with(|x: char| x.is_alphanumeric() || x == '_') =>
-                {
-                    member = Some(c);
-                    rest = m[1..].trim_start();
-                }
-                _ => continue,
-            }
-        }
-        let cur = match member {
-            Some(m) => format!("{name}.{m}"),
-            None => name.to_string(),
-        };
-        // `dim3 g(a, b)` and `g = dim3(a, b)`: one write per member (missing ones are 1).
-        let ctor = if member.is_none() && rest.starts_with('(') && ends_with_word(prev, "dim3") {
-            Some(rest)
-        } else {
-            rest.strip_prefix('=')
-                .map(str::trim_start)
-                .and_then(|r| r.strip_prefix("dim3"))
-                .map(str::trim_start)
-                .filter(|r| r.starts_with('('))
-        };
-        // `dim3 g;` is (1, 1, 1).
-        let default_ctor = member.is_none()
-            && ends_with_word(prev, "dim3")
-            && (rest.starts_with(';') || rest.starts_with(','));
-        let args = if default_ctor {
-            Some(Vec::new())
-        } else {
-            ctor.and_then(|c| draft::split_call_args(c).ok())
-        };
-        if let Some(args) = args {
-            for (k, m) in ['x', 'y', 'z'].into_iter().enumerate() {
-                out.push(HostWrite {
-                    pos: p,
-                    line,
-                    member: Some(m),
-                    value: Some(args.get(k).cloned().unwrap_or_else(|| "1".into())),
-                    compound: false,
-                });
-            }
-            continue;
-        }
-        let compound = prev.ends_with("++")
-            || prev.ends_with("--")
-            || rest.starts_with("++")
-            || rest.starts_with("--")
-            || !(rest.starts_with('=') || prev.ends_with('&'));
-        let value = if prev.ends_with('&') && !prev.ends_with("&&") && member.is_none() {
-            // `f(&n)`: the call may set it (an address-of, not a bitwise and: the text
-            // before `&` is an opening or a separator).
-            let pp = prev[..prev.len() - 1].trim_end();
-            // Device queries fill what the launch translation reads as device properties
-            // (`prop.multiProcessorCount` → `sm_count`).
-            let query = matches!(
-                called_at(pp).as_deref(),
-                Some("cudaGetDeviceProperties" | "cudaDeviceGetAttribute")
-            );
-            if pp.ends_with(['(', ',']) && !query {
-                Some(None)
-            } else {
-                None
-            }
-        } else if prev.ends_with("++") || prev.ends_with("--") {
-            let op = &prev[prev.len() - 1..];
-            Some(Some(format!("{cur} {op} 1")))
-        } else if rest.starts_with("++") || rest.starts_with("--") {
-            Some(Some(format!("{cur} {} 1", &rest[..1])))
-        } else if let Some(r) = rest.strip_prefix('=').filter(|r| !r.starts_with('=')) {
-            Some(Some(chained_value(infer_host::value_at(r)).to_string()))
-        } else {
-            ["+=", "-=", "*=", "/=", "%=", "<<=", ">>="]
-                .iter()
-                .find_map(|op| rest.strip_prefix(op).map(|r| (op, r)))
-                .map(|(op, r)| {
-                    Some(format!(
-                        "{cur} {} ({})",
-                        op.trim_end_matches('='),
-                        infer_host::value_at(r)
-                    ))
-                })
-        };
-        if let Some(value) = value {
-            if value.as_deref().is_some_and(str::is_empty) {
-                continue;
-            }
-            out.push(HostWrite {
-                pos: p,
-                line,
-                member,
-                value,
-                compound,
-            });
-        }
-    }
-    out
-}
-
-/// The function whose argument list `before` (the text up to an argument) is inside.
-fn called_at(before: &str) -> Option<String> {
-    let i = lex::enclosing_open(before, before.len(), b'(', b')', b";{}")?;
-    let head = before[..i].trim_end();
-    let start = head
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .map_or(0, |x| x + 1);
-    Some(head[start..].to_string())
-}
 
 /// Byte offset of the start of 1-based `line` (the text's end past the last line).
 pub fn line_offset(text: &str, line: u32) -> usize {
@@ -194,13 +25,6 @@ pub fn line_offset(text: &str, line: u32) -> usize {
         .nth(line as usize - 2)
         .map(|(i, _)| i + 1)
         .unwrap_or(text.len())
-}
-
-/// Whether `s` (trimmed at the end) ends with the whole word `w`.
-fn ends_with_word(s: &str, w: &str) -> bool {
-    let t = s.trim_end();
-    t.strip_suffix(w)
-        .is_some_and(|r| !r.ends_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
 /// Where a value is wanted: before `pos`, within the function starting at `fn_start`, for a
@@ -232,11 +56,11 @@ pub struct Memo {
 }
 
 impl Memo {
-    fn writes_of(&self, text: &str, name: &str) -> Rc<Vec<HostWrite>> {
+    fn writes_of(&self, name: &str) -> Rc<Vec<HostWrite>> {
         self.writes
             .borrow_mut()
             .entry(name.to_string())
-            .or_insert_with(|| Rc::new(host_writes(text, name)))
+            .or_insert_with(|| Rc::new(self.flow.writes(name)))
             .clone()
     }
 }
@@ -296,7 +120,7 @@ fn value_as_of_uncached(
     // An `if` branch's value with nothing before it, waiting for its `else`: (the raw
     // condition, the condition read here, the value).
     let mut pending: Option<(String, String, String)> = None;
-    for w in at.cx.writes_of(text, name).iter() {
+    for w in at.cx.writes_of(name).iter() {
         if w.pos < at.fn_start || w.pos >= at.pos || w.member != member {
             continue;
         }
@@ -463,7 +287,7 @@ fn resolve_rhs(
             changed = true;
             at.cx.changed.set(true);
             out.push(format!("({v})"));
-        } else if written_between(text, word, member, at) {
+        } else if written_between(word, member, at) {
             let later = At { pos: at.pos, ..at };
             match value_as_of(text, word, member, later, depth + 1)? {
                 Some(v) => {
@@ -506,9 +330,9 @@ fn unsettled_at_use_only(
 }
 
 /// Whether `name` (or its member) is written between `at.pos` and the use.
-fn written_between(text: &str, name: &str, member: Option<char>, at: At) -> bool {
+fn written_between(name: &str, member: Option<char>, at: At) -> bool {
     at.cx
-        .writes_of(text, name)
+        .writes_of(name)
         .iter()
         .any(|w| w.member == member && w.pos >= at.pos && w.pos < at.use_pos)
 }
@@ -566,7 +390,7 @@ pub fn definitions_at_launch(
 }
 
 fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, String> {
-    let writes = at.cx.writes_of(text, name);
+    let writes = at.cx.writes_of(name);
     let mut writes = writes
         .iter()
         .filter(|w| w.pos >= at.fn_start && w.pos < at.use_pos)
@@ -622,27 +446,6 @@ mod tests {
         }\n\
         last<<<grid, threads>>>(n);\n\
     }\n";
-
-    #[test]
-    fn writes_cover_assignments_members_increments_and_pointers() {
-        let t = "int a = 4; a += b * 2; a++; --a; g.x = a; f(&a, 1); c = a & m; x.a = 9; p->a = 3; cudaGetDeviceProperties(&a, 0);";
-        let w = host_writes(t, "a");
-        let vals: Vec<Option<&str>> = w.iter().map(|w| w.value.as_deref()).collect();
-        assert_eq!(
-            vals,
-            vec![
-                Some("4"),
-                Some("a + (b * 2)"),
-                Some("a + 1"),
-                Some("a - 1"),
-                None
-            ]
-        );
-        let c = host_writes("x = y = n > 2 ? n : 2; if (x == y) z = 1;", "x");
-        assert_eq!(c[0].value.as_deref(), Some("n > 2 ? n : 2"));
-        let g = host_writes(t, "g");
-        assert_eq!((g[0].member, g[0].value.as_deref()), (Some('x'), Some("a")));
-    }
 
     #[test]
     fn a_name_reused_after_its_use_keeps_the_value_it_had_there() {
