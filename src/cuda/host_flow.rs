@@ -476,6 +476,62 @@ impl Flow {
         }
     }
 
+    /// The writes of `obj.field` / `obj->field`: how many there are (`=`, a compound
+    /// assignment, `++`/`--`), and the right-hand sides of the plain `=` ones.
+    pub fn field_writes(&self, obj: &str, field: &str) -> (usize, Vec<String>) {
+        let (mut all, mut plain) = (0, Vec::new());
+        let t = |x: Node| text(x, &self.src);
+        super::tree::visit(self.tree.root_node(), &mut |n| {
+            let named = |f: &str, want: &str, kind: &str| {
+                n.child_by_field_name(f)
+                    .is_some_and(|x| x.kind() == kind && t(x) == want)
+            };
+            if n.kind() != "field_expression"
+                || !named("argument", obj, "identifier")
+                || !named("field", field, "field_identifier")
+            {
+                return;
+            }
+            let Some(p) = n.parent() else { return };
+            match p.kind() {
+                "update_expression" => all += 1,
+                "assignment_expression" if p.child_by_field_name("left") == Some(n) => {
+                    all += 1;
+                    let op = p.child_by_field_name("operator").map(|o| o.kind());
+                    if let (Some("="), Some(r)) = (op, p.child_by_field_name("right")) {
+                        plain.push(t(r).trim().to_string());
+                    }
+                }
+                _ => {}
+            }
+        });
+        (all, plain)
+    }
+
+    /// How many times the whole object `obj` is a call argument (`f(&p, …)`, `g(x, p)`):
+    /// `obj` or `&obj` between `(` or `,` and `,` or `)`.
+    pub fn object_arguments(&self, obj: &str) -> usize {
+        let mut count = 0;
+        super::tree::visit(self.tree.root_node(), &mut |n| {
+            if n.kind() != "identifier" || text(n, &self.src) != obj {
+                return;
+            }
+            let x = n
+                .parent()
+                .filter(|p| {
+                    p.kind() == "pointer_expression"
+                        && p.child_by_field_name("operator").map(|o| o.kind()) == Some("&")
+                })
+                .unwrap_or(n);
+            let prev = x.prev_sibling().map(|s| s.kind());
+            let next = x.next_sibling().map(|s| s.kind());
+            if matches!(prev, Some("(" | ",")) && matches!(next, Some("," | ")")) {
+                count += 1;
+            }
+        });
+        count
+    }
+
     /// `&n`, `&n[0]`, `&n->f` as an argument (after `(` or `,`): the callee may set `n`.
     fn address_write(&self, n: Node, push: &mut dyn FnMut(Option<String>, bool, Option<char>)) {
         let mut x = n;
@@ -710,6 +766,19 @@ mod tests {
         assert_eq!(members(t, "h"), xyz(["1", "1", "1"]));
         // Only the first name of a declaration list is read as the type's.
         assert!(members(t, "k").is_empty());
+    }
+
+    #[test]
+    fn field_writes_and_object_arguments_are_read_from_statements() {
+        let t = "{\n p->n = m * 2;\n q.n += 1;\n p->n++;\n s.p->n = 3;\n p->k = 1;\n printf(\"p->n = %d\", p->n);\n x = p->n == 2;\n}\n";
+        let f = Flow::of(t);
+        assert_eq!(f.field_writes("p", "n"), (2, vec!["m * 2".to_string()]));
+        assert_eq!(f.field_writes("q", "n"), (1, vec![]));
+        // Unbalanced text (a function's body up to a launch) reads the same.
+        let t = "{\n init(&p, 4);\n use(x, p);\n g((void *)p, q.p);\n int a, p2;\n p.n = 2;\n";
+        let f = Flow::of(t);
+        assert_eq!(f.object_arguments("p"), 2);
+        assert_eq!(f.field_writes("p", "n"), (1, vec!["2".to_string()]));
     }
 
     #[test]

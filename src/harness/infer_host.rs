@@ -9,6 +9,7 @@ use super::draft::{sizeof_type, split_args, zero_literal};
 use super::expr::Num;
 use crate::cuda::ceval::{Env, Expr};
 use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::host_flow::Flow;
 use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
@@ -1572,7 +1573,8 @@ impl Host {
             .take((self.launch_line - launch_fn.body_lines.0) as usize)
             .collect::<Vec<_>>()
             .join("\n");
-        if !field_writes(&before, obj, field).0.is_empty() {
+        let here = Flow::of(&before);
+        if here.field_writes(obj, field).0 > 0 {
             return None;
         }
         let is_obj = |a: &String| a.trim().trim_start_matches('&').trim() == obj;
@@ -1601,8 +1603,9 @@ impl Host {
                 for (k, _) in c.args.iter().enumerate().filter(|(_, a)| is_obj(a)) {
                     uses += 1;
                     let q = &params[k];
-                    let (all, plain) = field_writes(&body, q, field);
-                    if object_arguments(&body, q) > 0 || all.len() != plain.len() {
+                    let helper = Flow::of(&body);
+                    let (all, plain) = helper.field_writes(q, field);
+                    if helper.object_arguments(q) > 0 || all != plain.len() {
                         return None;
                     }
                     for rhs in plain {
@@ -1623,64 +1626,10 @@ impl Host {
             }
         }
         match writes.as_slice() {
-            [one] if uses == object_arguments(&before, obj) => Some(one.clone()),
+            [one] if uses == here.object_arguments(obj) => Some(one.clone()),
             _ => None,
         }
     }
-}
-
-/// Writes of `obj.field` / `obj->field` in `text`: (every write: `=`, a compound
-/// assignment, `++`/`--` on either side; the right-hand sides of the plain `=` ones, up to
-/// their `;`). Comments and strings do not count.
-fn field_writes(text: &str, obj: &str, field: &str) -> (Vec<usize>, Vec<String>) {
-    let masked = lex::mask(text);
-    let ids = lex::idents(&masked);
-    let (mut all, mut plain) = (Vec::new(), Vec::new());
-    for w in ids.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        if a.text != obj || b.text != field || a.member {
-            continue;
-        }
-        let between = masked[a.offset + a.text.len()..b.offset].trim();
-        if between != "->" && between != "." {
-            continue;
-        }
-        let before = masked[..a.offset].trim_end();
-        let after = masked[b.offset + b.text.len()..].trim_start();
-        let compound = ["+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="];
-        if before.ends_with("++")
-            || before.ends_with("--")
-            || after.starts_with("++")
-            || after.starts_with("--")
-            || compound.iter().any(|c| after.starts_with(c))
-        {
-            all.push(a.offset);
-        } else if after.starts_with('=') && !after.starts_with("==") {
-            all.push(a.offset);
-            let rhs = &after[1..];
-            let end = rhs.find(';').unwrap_or(rhs.len());
-            // The text's own bytes (the masked copy blanks strings), same offsets.
-            let start = masked.len() - rhs.len();
-            plain.push(text[start..start + end].trim().to_string());
-        }
-    }
-    (all, plain)
-}
-
-/// How many call arguments of `text` are the whole object `obj` (`f(&p, …)`, `g(x, p)`).
-fn object_arguments(text: &str, obj: &str) -> usize {
-    let masked = lex::mask(text);
-    lex::idents(&masked)
-        .iter()
-        .filter(|i| i.text == obj && !i.member)
-        .filter(|i| {
-            let before = masked[..i.offset].trim_end();
-            let before = before.strip_suffix('&').unwrap_or(before).trim_end();
-            let after = masked[i.offset + i.text.len()..].trim_start();
-            (before.ends_with('(') || before.ends_with(','))
-                && (after.starts_with(',') || after.starts_with(')'))
-        })
-        .count()
 }
 
 /// A `cudaDeviceProp` field's value on the H100 the harnesses run on (CUDA's names):
