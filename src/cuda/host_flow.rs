@@ -532,6 +532,19 @@ impl Flow {
         count
     }
 
+    /// The argument texts of each kernel launch whose `>>>` is on a line after `after` and
+    /// before `before` (1-based, both excluded), in order.
+    pub fn launch_args_between(&self, after: u32, before: u32) -> Vec<Vec<String>> {
+        super::queries::launches(self.tree.root_node())
+            .into_iter()
+            .filter(|l| {
+                let line = l.config.end_position().row as u32 + 1;
+                after < line && line < before
+            })
+            .map(|l| self.args(l.args))
+            .collect()
+    }
+
     /// `&n`, `&n[0]`, `&n->f` as an argument (after `(` or `,`): the callee may set `n`.
     fn address_write(&self, n: Node, push: &mut dyn FnMut(Option<String>, bool, Option<char>)) {
         let mut x = n;
@@ -779,6 +792,17 @@ mod tests {
         let f = Flow::of(t);
         assert_eq!(f.object_arguments("p"), 2);
         assert_eq!(f.field_writes("p", "n"), (1, vec!["2".to_string()]));
+    }
+
+    #[test]
+    fn launches_between_lines_give_their_arguments() {
+        let t = "void f(int n) {\n a<<<1, 2>>>(x, n);\n for (int i = 0; i < 4; i++) {\n  b<float><<<g, b>>>(\n   inter_d + (i * 8), n);\n }\n c<<<1, 1>>>(y);\n}\n";
+        let f = Flow::of(t);
+        assert_eq!(
+            f.launch_args_between(2, 7),
+            vec![vec!["inter_d + (i * 8)".to_string(), "n".to_string()]]
+        );
+        assert_eq!(f.launch_args_between(0, 9).len(), 3);
     }
 
     #[test]

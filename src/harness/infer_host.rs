@@ -160,30 +160,20 @@ pub fn template_arg_list(rest: &str) -> usize {
 /// Whether a kernel launch (`k<<<…>>>(…, var, …)`) that starts after line `after` and
 /// before line `before` (1-based, both excluded) passes buffer `var`.
 pub fn launched_with_between(text: &str, var: &str, after: u32, before: u32) -> bool {
-    let mut at = 0;
-    while let Some(k) = text[at..].find(">>>") {
-        let pos = at + k + 3;
-        at = pos;
-        let line = text[..pos].matches('\n').count() as u32 + 1;
-        if line <= after {
-            continue;
-        }
-        if line >= before {
-            break;
-        }
-        let rest = text[pos..].trim_start();
-        if let Some(args) = rest.starts_with('(').then(|| split_args(rest)).flatten() {
-            // `inter_d + (i * GRID_SIZE)` passes `inter_d` too: the kernel writes into it.
-            let names = |a: &String| {
-                let base = split_top_level_plus(a).map(|(b, _)| b.trim().to_string());
-                same_buffer(&pointer_name(a), var) || base.is_some_and(|b| same_buffer(&b, var))
-            };
-            if args.iter().any(names) {
-                return true;
-            }
-        }
-    }
-    false
+    // `inter_d + (i * GRID_SIZE)` passes `inter_d` too: the kernel writes into it.
+    let names = |a: &String| {
+        let base = split_top_level_plus(a).map(|(b, _)| b.trim().to_string());
+        same_buffer(&pointer_name(a), var) || base.is_some_and(|b| same_buffer(&b, var))
+    };
+    // Lines within the launch's function: that function's parse (inference has it already).
+    let fns = crate::cuda::host::functions_cached(text);
+    let flow = match crate::cuda::host::function_at(&fns, before) {
+        Some(f) if f.head_line <= after => Flow::of_function(text, &fns, before),
+        _ => Flow::of(text),
+    };
+    flow.launch_args_between(after, before)
+        .iter()
+        .any(|args| args.iter().any(names))
 }
 
 /// `a + (b + c)` → (`a`, `(b + c)`): the text split at its first `+` outside parentheses.
@@ -2252,10 +2242,11 @@ mod tests {
     fn a_launch_passing_a_buffer_at_an_offset_passes_the_buffer() {
         // mri-gridding: `inter_d` is zeroed, then scan_L1 writes `inter_d + (i * GRID)`
         // before scan_inter1 reads `inter_d`: not zeros there.
-        let t = "cudaMemset(inter_d, 0, n);\nfor (i = 0; i < c; i++) {\n  l1<<<g, b>>>(n, d + i * 64, inter_d+(i*GRID));\n}\ninter1<<<g, b>>>(inter_d, 1);\n";
-        assert!(launched_with_between(t, "inter_d", 1, 5));
-        assert!(!launched_with_between(t, "other_d", 1, 5));
-        let h = host(t, 5);
+        let t = "void f(int n) {\ncudaMemset(inter_d, 0, n);\nfor (i = 0; i < c; i++) {\n  l1<<<g, b>>>(n, d + i * 64, inter_d+(i*GRID));\n}\ninter1<<<g, b>>>(inter_d, 1);\n}\n";
+        assert!(launched_with_between(t, "inter_d", 2, 6));
+        assert!(!launched_with_between(t, "other_d", 2, 6));
+        assert!(!launched_with_between(t, "inter_d", 4, 6));
+        let h = host(t, 6);
         assert!(!h.memset_zero("inter_d"));
     }
 
