@@ -7,6 +7,9 @@
 
 use super::syntax::text;
 use super::tree::visit;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
 use tree_sitter::Node;
 
 /// One function definition of a host file.
@@ -18,6 +21,8 @@ pub struct HostFn {
     pub params: Vec<String>,
     /// 1-based lines of the body's `{` and `}`.
     pub body_lines: (u32, u32),
+    /// 1-based line where the definition starts (its `template <…>` included).
+    pub head_line: u32,
     /// A function template's parameter declarations as written (`int W`, `typename T`);
     /// empty for a plain function.
     pub template_params: Vec<String>,
@@ -28,24 +33,33 @@ pub struct HostFn {
 }
 
 /// [`functions`] of a text, parsed once per process: every pair of a tree asks about the
-/// same few files (a shared cache, keyed by the text's length and hash).
-pub fn functions_cached(src: &str) -> std::sync::Arc<Vec<HostFn>> {
-    use std::collections::HashMap;
-    use std::hash::{Hash, Hasher};
-    use std::sync::{Arc, LazyLock, Mutex};
-    type Cache = Mutex<HashMap<(usize, u64), Arc<Vec<HostFn>>>>;
-    static CACHE: LazyLock<Cache> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// same few files.
+pub fn functions_cached(src: &str) -> Arc<Vec<HostFn>> {
+    static CACHE: LazyLock<TextCache<Vec<HostFn>>> = LazyLock::new(Default::default);
+    per_text(&CACHE, src, functions)
+}
+
+/// Answers about texts, keyed by a text's length and hash.
+pub(crate) type TextCache<T> = Mutex<HashMap<(usize, u64), Arc<T>>>;
+
+/// `f(src)`, computed once per process for each text and shared.
+pub(crate) fn per_text<T>(cache: &TextCache<T>, src: &str, f: impl FnOnce(&str) -> T) -> Arc<T> {
+    let key = text_key(src);
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return v;
+    }
+    let v = Arc::new(f(src));
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, v.clone());
+    }
+    v
+}
+
+/// What a text is known by in a cache: its length and hash.
+pub(crate) fn text_key(src: &str) -> (usize, u64) {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     src.hash(&mut h);
-    let key = (src.len(), h.finish());
-    if let Some(f) = CACHE.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return f;
-    }
-    let f = Arc::new(functions(src));
-    if let Ok(mut c) = CACHE.lock() {
-        c.insert(key, f.clone());
-    }
-    f
+    (src.len(), h.finish())
 }
 
 /// The functions a file defines, in source order (outermost definitions only).
@@ -98,6 +112,7 @@ fn knr_fn(body: Node, src: &str) -> Option<HostFn> {
                 name,
                 params,
                 body_lines: lines,
+                head_line: d.start_position().row as u32 + 1,
                 template_params: Vec::new(),
                 params_text: None,
                 span: (d.start_byte(), body.end_byte()),
@@ -202,7 +217,7 @@ fn host_fn(def: Node, src: &str) -> Option<HostFn> {
                 .collect()
         })
         .unwrap_or_default();
-    let start = template.unwrap_or(def).start_byte();
+    let head = template.unwrap_or(def);
     let params = list
         .map(|pl| {
             let mut c = pl.walk();
@@ -220,9 +235,10 @@ fn host_fn(def: Node, src: &str) -> Option<HostFn> {
             body.start_position().row as u32 + 1,
             body.end_position().row as u32 + 1,
         ),
+        head_line: head.start_position().row as u32 + 1,
         template_params,
         params_text,
-        span: (start, def.end_byte()),
+        span: (head.start_byte(), def.end_byte()),
     })
 }
 

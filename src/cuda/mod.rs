@@ -14,6 +14,7 @@ pub mod compile_only;
 pub mod ctype;
 pub mod host;
 pub mod host_files;
+pub mod host_flow;
 mod index;
 pub use index::local_includes;
 pub use index::DESIGNATED_INITIALIZER;

@@ -895,7 +895,9 @@ impl<'a> Cx<'a> {
         let counters = if host.file.is_empty() || host.launch_line == 0 {
             Vec::new()
         } else {
-            infer_asof::enclosing_for_counters(&host.file, host.launch_line)
+            let fns = crate::cuda::host::functions_cached(&host.file);
+            crate::cuda::host_flow::Flow::of_function(&host.file, &fns, host.launch_line)
+                .enclosing_for_counters(infer_asof::line_offset(&host.file, host.launch_line))
         };
         Cx {
             pair,
@@ -2167,7 +2169,9 @@ pub fn unrecorded_launch_definitions(
     if names.is_empty() {
         return;
     }
-    let found = infer_asof::definitions_at_launch(&host.file, &names, host.launch_line, &|_| true);
+    let fns = crate::cuda::host::functions_cached(&host.file);
+    let found =
+        infer_asof::definitions_at_launch(&host.file, &fns, &names, host.launch_line, &|_| true);
     for (k, d) in names.into_iter().zip(found) {
         if let Ok(Some(d)) = d {
             defs.insert(k, d);
@@ -2207,7 +2211,9 @@ pub fn definitions_as_of_launch(
         .map(|(k, _)| k.clone())
         .collect();
     let always = |k: &str| statements.contains(k);
-    let found = infer_asof::definitions_at_launch(&text, &names, host.launch_line, &always);
+    // `text` has the file's lines: the file's functions place the launch's.
+    let fns = crate::cuda::host::functions_cached(&host.file);
+    let found = infer_asof::definitions_at_launch(&text, &fns, &names, host.launch_line, &always);
     for (k, d) in names.into_iter().zip(found) {
         match d {
             Ok(Some(d)) => {

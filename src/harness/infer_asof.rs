@@ -6,181 +6,15 @@
 //! the use, or through a pointer (`&n` passed to a call), leaves the value unknown, with the
 //! reason: the number of iterations or the call decides it.
 
-use super::draft;
-use super::infer_host;
 use crate::cuda::cexpr::{self, Kind};
-use crate::cuda::lex;
 // Re-exported: inference resolves host text through `infer_asof`.
+use crate::cuda::host::HostFn;
+use crate::cuda::host_flow::{Flow, HostWrite, WriteAt};
 pub use crate::cuda::ppcond::active_text;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
-
-/// One write to a host variable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostWrite {
-    /// Byte offset of the written name in the text.
-    pub pos: usize,
-    pub line: u32,
-    /// `x`, `y` or `z` for a dim3 member write (`g.x = …`).
-    pub member: Option<char>,
-    /// The value after the write, as an expression that may name the previous value
-    /// (`n + 1` for `n++`); None for a write through a pointer (`f(&n)`).
-    pub value: Option<String>,
-    /// `n++`, `n += e`: a step from the previous value.
-    pub compound: bool,
-}
-
-fn is_word(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
-}
-
-/// `b = c` in a chained `a = b = c`: the value is what follows the last top-level `=`.
-fn chained_value(rhs: &str) -> &str {
-    let b = rhs.as_bytes();
-    let last = lex::top_level(rhs, b"([", b")]")
-        .filter(|&(i, c)| {
-            let prev = if i > 0 { b[i - 1] } else { b' ' };
-            let next = b.get(i + 1).copied().unwrap_or(b' ');
-            c == b'=' && !matches!(prev, b'=' | b'!' | b'<' | b'>') && next != b'='
-        })
-        .last();
-    last.map_or(rhs, |(i, _)| rhs[i + 1..].trim())
-}
-
-/// Every write to `name` in `text`: `name = e` (also in a declaration), `name.x = e`,
-/// compound assignments (`name += e` → `name + (e)`), `name++` / `++name` / `name--`, and
-/// `&name` passed somewhere (value unknown).
-pub fn host_writes(text: &str, name: &str) -> Vec<HostWrite> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    if name.is_empty() {
-        return out;
-    }
-    let mut from = 0;
-    while let Some(p) = text[from..].find(name).map(|p| p + from) {
-        from = p + name.len();
-        let prev = text[..p].trim_end();
-        let before_ok = p == 0 || !(is_word(b[p - 1]) || b[p - 1] == b'.');
-        let after_ok = b.get(from).is_none_or(|c| !is_word(*c));
-        if !before_ok || !after_ok || prev.ends_with("->") {
-            continue;
-        }
-        let line = text[..p].matches('\n').count() as u32 + 1;
-        let mut rest = text[from..].trim_start();
-        let mut member = None;
-        if let Some(m) = rest.strip_prefix('.') {
-            let m = m.trim_start();
-            let c = m.chars().next();
-            match c {
-                Some(c @ ('x' | 'y' | 'z'))
-                    if !m[1..].starts_with(|x: char| x.is_alphanumeric() || x == '_') =>
-                {
-                    member = Some(c);
-                    rest = m[1..].trim_start();
-                }
-                _ => continue,
-            }
-        }
-        let cur = match member {
-            Some(m) => format!("{name}.{m}"),
-            None => name.to_string(),
-        };
-        // `dim3 g(a, b)` and `g = dim3(a, b)`: one write per member (missing ones are 1).
-        let ctor = if member.is_none() && rest.starts_with('(') && ends_with_word(prev, "dim3") {
-            Some(rest)
-        } else {
-            rest.strip_prefix('=')
-                .map(str::trim_start)
-                .and_then(|r| r.strip_prefix("dim3"))
-                .map(str::trim_start)
-                .filter(|r| r.starts_with('('))
-        };
-        // `dim3 g;` is (1, 1, 1).
-        let default_ctor = member.is_none()
-            && ends_with_word(prev, "dim3")
-            && (rest.starts_with(';') || rest.starts_with(','));
-        let args = if default_ctor {
-            Some(Vec::new())
-        } else {
-            ctor.and_then(|c| draft::split_call_args(c).ok())
-        };
-        if let Some(args) = args {
-            for (k, m) in ['x', 'y', 'z'].into_iter().enumerate() {
-                out.push(HostWrite {
-                    pos: p,
-                    line,
-                    member: Some(m),
-                    value: Some(args.get(k).cloned().unwrap_or_else(|| "1".into())),
-                    compound: false,
-                });
-            }
-            continue;
-        }
-        let compound = prev.ends_with("++")
-            || prev.ends_with("--")
-            || rest.starts_with("++")
-            || rest.starts_with("--")
-            || !(rest.starts_with('=') || prev.ends_with('&'));
-        let value = if prev.ends_with('&') && !prev.ends_with("&&") && member.is_none() {
-            // `f(&n)`: the call may set it (an address-of, not a bitwise and: the text
-            // before `&` is an opening or a separator).
-            let pp = prev[..prev.len() - 1].trim_end();
-            // Device queries fill what the launch translation reads as device properties
-            // (`prop.multiProcessorCount` → `sm_count`).
-            let query = matches!(
-                called_at(pp).as_deref(),
-                Some("cudaGetDeviceProperties" | "cudaDeviceGetAttribute")
-            );
-            if pp.ends_with(['(', ',']) && !query {
-                Some(None)
-            } else {
-                None
-            }
-        } else if prev.ends_with("++") || prev.ends_with("--") {
-            let op = &prev[prev.len() - 1..];
-            Some(Some(format!("{cur} {op} 1")))
-        } else if rest.starts_with("++") || rest.starts_with("--") {
-            Some(Some(format!("{cur} {} 1", &rest[..1])))
-        } else if let Some(r) = rest.strip_prefix('=').filter(|r| !r.starts_with('=')) {
-            Some(Some(chained_value(infer_host::value_at(r)).to_string()))
-        } else {
-            ["+=", "-=", "*=", "/=", "%=", "<<=", ">>="]
-                .iter()
-                .find_map(|op| rest.strip_prefix(op).map(|r| (op, r)))
-                .map(|(op, r)| {
-                    Some(format!(
-                        "{cur} {} ({})",
-                        op.trim_end_matches('='),
-                        infer_host::value_at(r)
-                    ))
-                })
-        };
-        if let Some(value) = value {
-            if value.as_deref().is_some_and(str::is_empty) {
-                continue;
-            }
-            out.push(HostWrite {
-                pos: p,
-                line,
-                member,
-                value,
-                compound,
-            });
-        }
-    }
-    out
-}
-
-/// The function whose argument list `before` (the text up to an argument) is inside.
-fn called_at(before: &str) -> Option<String> {
-    let i = lex::enclosing_open(before, before.len(), b'(', b')', b";{}")?;
-    let head = before[..i].trim_end();
-    let start = head
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .map_or(0, |x| x + 1);
-    Some(head[start..].to_string())
-}
+use std::sync::Arc;
 
 /// Byte offset of the start of 1-based `line` (the text's end past the last line).
 pub fn line_offset(text: &str, line: u32) -> usize {
@@ -191,301 +25,6 @@ pub fn line_offset(text: &str, line: u32) -> usize {
         .nth(line as usize - 2)
         .map(|(i, _)| i + 1)
         .unwrap_or(text.len())
-}
-
-/// The opening brace of the function body around `pos`: the outermost open `{` before it
-/// that follows a `)` (`extern "C" {` and `namespace x {` do not).
-pub fn function_start(text: &str, pos: usize) -> usize {
-    // Innermost first: the outermost is the last.
-    lex::enclosing_opens(text, pos, b'{', b'}')
-        .into_iter()
-        .rev()
-        .find(|&i| {
-            let head = text[..i].trim_end();
-            let head = head.strip_suffix("const").unwrap_or(head).trim_end();
-            head.ends_with(')')
-        })
-        .unwrap_or(0)
-}
-
-/// The offset just past the `}` matching the `{` at `open` (the text's end if unmatched).
-fn matching_brace(text: &str, open: usize) -> usize {
-    lex::matching(text, open, b'{', b'}').map_or(text.len(), |i| i + 1)
-}
-
-/// What kind of head a `{` or a one-statement body follows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Head {
-    Loop,
-    /// `if (cond)`: the condition when it alone decides (not an `else` or `else if`
-    /// branch, not a `switch`).
-    If(Option<String>),
-    Other,
-}
-
-/// The head just before `at` (a `{` or a statement's start): `for (…)`, `while (…)`, `do`
-/// are loops; `if (…)`, `else`, `switch (…)` conditions.
-fn head_before(text: &str, at: usize) -> Head {
-    let head = text[..at].trim_end();
-    if ends_with_word(head, "do") {
-        return Head::Loop;
-    }
-    if ends_with_word(head, "else") {
-        let before = head.strip_suffix("else").unwrap_or(head);
-        return Head::If(else_condition(text, before.trim_end().len()));
-    }
-    let Some(h) = head.strip_suffix(')') else {
-        return Head::Other;
-    };
-    // Back to the matching `(`.
-    let Some(i) = lex::matching_open(head, h.len(), b'(', b')') else {
-        return Head::Other;
-    };
-    let kw = &h[..i];
-    if ends_with_word(kw, "for") || ends_with_word(kw, "while") {
-        Head::Loop
-    } else if ends_with_word(kw, "if") {
-        let before = kw.trim_end().strip_suffix("if").unwrap_or("");
-        if ends_with_word(before, "else") {
-            Head::If(None)
-        } else {
-            Head::If(Some(h[i + 1..].trim().to_string()))
-        }
-    } else if ends_with_word(kw, "switch") {
-        Head::If(None)
-    } else {
-        Head::Other
-    }
-}
-
-/// The condition of an `else` branch whose `if` branch is a block ending just before `end`
-/// (`if (c) { … } else`): `!(c)`. None for an `else if` chain or a one-statement `if`.
-fn else_condition(text: &str, end: usize) -> Option<String> {
-    let before = text[..end].trim_end();
-    if !before.ends_with('}') {
-        return None;
-    }
-    let close = before.len() - 1;
-    match head_before(text, lex::matching_open(text, close, b'{', b'}')?) {
-        Head::If(Some(c)) => Some(format!("!({c})")),
-        _ => None,
-    }
-}
-
-/// Where a write sits relative to the use it feeds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteAt {
-    /// Runs once before the use.
-    Straight,
-    /// In a loop that is over before the use: it ran a number of times the code decides
-    /// at run time.
-    FinishedLoop,
-    /// A `for` header's condition or step, for a use in that loop's body: on the first
-    /// pass it has not run yet.
-    NextIteration,
-    /// Under an `if`/`else` that does not also hold the use: the conditions (joined with
-    /// `&&`) when plain `if`s alone decide it.
-    Conditional(Option<String>),
-}
-
-/// Where the write at `pos` sits relative to a use at `use_pos` in the function whose body
-/// opens at `fn_start`: in a loop that ended (a braced body that closed before the use, a
-/// one-statement body `while (c) n++;`), a `for` header, under a condition, or straight.
-pub fn write_at(text: &str, pos: usize, use_pos: usize, fn_start: usize) -> WriteAt {
-    let b = text.as_bytes();
-    let (mut paren, mut brace) = (0i32, 0i32);
-    // Whether the start of the write's own statement has been passed.
-    let mut statement_seen = false;
-    let mut conds: Vec<Option<String>> = Vec::new();
-    let mut i = pos;
-    while i > fn_start {
-        i -= 1;
-        let boundary = match b[i] {
-            b')' => {
-                paren += 1;
-                false
-            }
-            b'(' if paren > 0 => {
-                paren -= 1;
-                false
-            }
-            b'(' => {
-                // An open parenthesis around the write: a `for (init; cond; step)` header or
-                // a `while ((n = f()))` condition.
-                if ends_with_word(&text[..i], "for") {
-                    return for_header(text, i, pos, use_pos);
-                }
-                if ends_with_word(&text[..i], "while") {
-                    return WriteAt::FinishedLoop;
-                }
-                false
-            }
-            b'}' => {
-                brace += 1;
-                brace == 1 && paren == 0
-            }
-            b'{' if brace > 0 => {
-                brace -= 1;
-                false
-            }
-            b'{' => {
-                let first = !statement_seen;
-                statement_seen = true;
-                if first {
-                    match one_statement_head(text, i + 1, pos) {
-                        Head::Loop => return WriteAt::FinishedLoop,
-                        Head::If(c) => conds.push(c),
-                        Head::Other => {}
-                    }
-                }
-                let encloses_use = matching_brace(text, i) > use_pos;
-                match head_before(text, i) {
-                    Head::Loop if !encloses_use => return WriteAt::FinishedLoop,
-                    Head::If(c) if !encloses_use => conds.push(c),
-                    _ => {}
-                }
-                false
-            }
-            b';' => paren == 0 && brace == 0,
-            _ => false,
-        };
-        if boundary && !statement_seen {
-            statement_seen = true;
-            match one_statement_head(text, i + 1, pos) {
-                Head::Loop => return WriteAt::FinishedLoop,
-                Head::If(c) => conds.push(c),
-                Head::Other => {}
-            }
-        }
-    }
-    if !statement_seen {
-        match one_statement_head(text, fn_start.min(pos), pos) {
-            Head::Loop => return WriteAt::FinishedLoop,
-            Head::If(c) => conds.push(c),
-            Head::Other => {}
-        }
-    }
-    if conds.is_empty() {
-        return WriteAt::Straight;
-    }
-    let all: Option<Vec<String>> = conds.into_iter().rev().collect();
-    WriteAt::Conditional(all.map(|c| {
-        c.iter()
-            .map(|x| format!("({x})"))
-            .collect::<Vec<_>>()
-            .join(" && ")
-    }))
-}
-
-/// A write inside the `for (` at `open`: its init runs once before the body; its condition
-/// and step run after the first pass. Straight or NextIteration when the loop's body holds
-/// the use, FinishedLoop otherwise.
-fn for_header(text: &str, open: usize, pos: usize, use_pos: usize) -> WriteAt {
-    let close = lex::matching(text, open, b'(', b')').unwrap_or(text.len());
-    // The `;`s of the header before the write.
-    let semis = lex::top_level(&text[open + 1..close], b"(", b")")
-        .filter(|&(k, c)| c == b';' && open + 1 + k < pos)
-        .count();
-    let body = text[close.min(text.len())..].trim_start_matches(')');
-    let body_at = text.len() - body.trim_start().len();
-    let body_end = if body.trim_start().starts_with('{') {
-        matching_brace(text, body_at)
-    } else {
-        text[body_at..]
-            .find(';')
-            .map_or(text.len(), |x| body_at + x + 1)
-    };
-    let holds_use = use_pos > close && use_pos < body_end;
-    match (holds_use, semis) {
-        (true, 0) => WriteAt::Straight,
-        (true, _) => WriteAt::NextIteration,
-        (false, _) => WriteAt::FinishedLoop,
-    }
-}
-
-/// The counters of the braced `for` loops around line `line` of `text`, innermost first:
-/// each loop's init as (counter, initial value text), for an init that writes one name
-/// (`for (unsigned int i = 0; …)` → `("i", "0")`). At a launch in the loop's body, the
-/// counter's first pass has that value.
-pub fn enclosing_for_counters(text: &str, line: u32) -> Vec<(String, String)> {
-    let at = line_offset(text, line).min(text.len());
-    let fn_start = function_start(text, at);
-    lex::enclosing_opens(&text[fn_start..], at - fn_start, b'{', b'}')
-        .into_iter()
-        .filter_map(|k| for_init_counter(&text[..fn_start + k]))
-        .collect()
-}
-
-/// `… for (unsigned int i = 0; i < n; i++)` (the text before a loop body's `{`): the init's
-/// one written name and value. None for another head or an init of several names.
-fn for_init_counter(head: &str) -> Option<(String, String)> {
-    let head = head.trim_end();
-    let h = head.strip_suffix(')')?;
-    let open = lex::matching_open(head, h.len(), b'(', b')')?;
-    if !ends_with_word(&h[..open], "for") {
-        return None;
-    }
-    let init = h[open + 1..].split(';').next()?.trim();
-    if init.contains(',') {
-        return None;
-    }
-    let (lhs, rhs) = init.split_once('=')?;
-    if rhs.starts_with('=') || lhs.ends_with(['<', '>', '!']) {
-        return None;
-    }
-    let name = lhs.split_whitespace().last()?;
-    let ok = !name.is_empty() && name.bytes().all(is_word) && !name.as_bytes()[0].is_ascii_digit();
-    ok.then(|| (name.to_string(), rhs.trim().to_string()))
-}
-
-/// Whether `s` (trimmed at the end) ends with the whole word `w`.
-fn ends_with_word(s: &str, w: &str) -> bool {
-    let t = s.trim_end();
-    t.strip_suffix(w)
-        .is_some_and(|r| !r.ends_with(|c: char| c.is_alphanumeric() || c == '_'))
-}
-
-/// The head a statement's text before the write starts with: `while (c) n++;` → loop,
-/// `if (c) n = 8;` / `else n = 8;` → condition.
-fn one_statement_head(text: &str, from: usize, pos: usize) -> Head {
-    let t = text[from..pos].trim_start();
-    let starts = |t: &str, k: &str| {
-        t.strip_prefix(k)
-            .is_some_and(|r| r.starts_with(|c: char| c == '(' || c.is_whitespace()))
-    };
-    if starts(t, "for") || starts(t, "while") || starts(t, "do") {
-        return Head::Loop;
-    }
-    if starts(t, "else") {
-        let t2 = t[4..].trim_start();
-        let nested = ["if", "for", "while", "do", "switch"]
-            .iter()
-            .any(|kw| starts(t2, kw));
-        let before = text[..from].trim_end().len();
-        return Head::If(if nested {
-            None
-        } else {
-            else_condition(text, before)
-        });
-    }
-    if starts(t, "switch") || starts(t, "case") {
-        return Head::If(None);
-    }
-    if !starts(t, "if") {
-        return Head::Other;
-    }
-    // `if (cond) body`: the condition, when the write is in a plain body.
-    let Some(open) = t.find('(') else {
-        return Head::If(None);
-    };
-    let Some(close) = lex::matching(t, open, b'(', b')') else {
-        return Head::If(None);
-    };
-    let body = t[close + 1..].trim_start();
-    let nested = ["if", "for", "while", "do", "else", "switch"]
-        .iter()
-        .any(|kw| starts(body, kw));
-    Head::If((!nested).then(|| t[open + 1..close].trim().to_string()))
 }
 
 /// Where a value is wanted: before `pos`, within the function starting at `fn_start`, for a
@@ -501,7 +40,7 @@ pub struct At<'c> {
 /// What one evaluation shares: whether the value differs from folding every write in
 /// order (a name replaced by an earlier value, a step or a loop's next pass left out), and
 /// the writes and values found so far (a name's value is asked for many times).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Memo {
     pub changed: Cell<bool>,
     /// Set when an evaluation hit the depth limit: its result depends on the depth it
@@ -512,14 +51,16 @@ pub struct Memo {
     #[allow(clippy::type_complexity)] // (name, member, position) → (value, changed)
     values: RefCell<HashMap<(String, Option<char>, usize), (Result<Option<String>, String>, bool)>>,
     writes: RefCell<HashMap<String, Rc<Vec<HostWrite>>>>,
+    /// The statements of the launch's function.
+    flow: Arc<Flow>,
 }
 
 impl Memo {
-    fn writes_of(&self, text: &str, name: &str) -> Rc<Vec<HostWrite>> {
+    fn writes_of(&self, name: &str) -> Rc<Vec<HostWrite>> {
         self.writes
             .borrow_mut()
             .entry(name.to_string())
-            .or_insert_with(|| Rc::new(host_writes(text, name)))
+            .or_insert_with(|| Rc::new(self.flow.writes(name)))
             .clone()
     }
 }
@@ -579,7 +120,7 @@ fn value_as_of_uncached(
     // An `if` branch's value with nothing before it, waiting for its `else`: (the raw
     // condition, the condition read here, the value).
     let mut pending: Option<(String, String, String)> = None;
-    for w in at.cx.writes_of(text, name).iter() {
+    for w in at.cx.writes_of(name).iter() {
         if w.pos < at.fn_start || w.pos >= at.pos || w.member != member {
             continue;
         }
@@ -591,7 +132,7 @@ fn value_as_of_uncached(
             continue;
         };
         let self_ref = mentions(v, &shown);
-        match write_at(text, w.pos, at.pos, at.fn_start) {
+        match at.cx.flow.write_at(w.pos, at.pos, at.fn_start) {
             WriteAt::NextIteration => {
                 at.cx.changed.set(true);
                 continue;
@@ -746,7 +287,7 @@ fn resolve_rhs(
             changed = true;
             at.cx.changed.set(true);
             out.push(format!("({v})"));
-        } else if written_between(text, word, member, at) {
+        } else if written_between(word, member, at) {
             let later = At { pos: at.pos, ..at };
             match value_as_of(text, word, member, later, depth + 1)? {
                 Some(v) => {
@@ -789,9 +330,9 @@ fn unsettled_at_use_only(
 }
 
 /// Whether `name` (or its member) is written between `at.pos` and the use.
-fn written_between(text: &str, name: &str, member: Option<char>, at: At) -> bool {
+fn written_between(name: &str, member: Option<char>, at: At) -> bool {
     at.cx
-        .writes_of(text, name)
+        .writes_of(name)
         .iter()
         .any(|w| w.member == member && w.pos >= at.pos && w.pos < at.use_pos)
 }
@@ -804,23 +345,33 @@ pub fn definition_at_launch(
     name: &str,
     launch_line: u32,
 ) -> Result<Option<String>, String> {
-    definitions_at_launch(text, &[name.to_string()], launch_line, &|_| false)
+    let fns = crate::cuda::host::functions_cached(text);
+    definitions_at_launch(text, &fns, &[name.to_string()], launch_line, &|_| false)
         .pop()
         .expect("one name")
 }
 
-/// [`definition_at_launch`] for several names of one launch, sharing what is found. For the
+/// [`definition_at_launch`] for several names of one launch, sharing what is found; `fns`
+/// are the functions of `text` (or of a text with the same lines). For the
 /// names `always` picks (a recorded definition that is several statements, some of them
 /// other scopes' declarations) the definition is given even when it says nothing new.
 pub fn definitions_at_launch(
     text: &str,
+    fns: &[HostFn],
     names: &[String],
     launch_line: u32,
     always: &dyn Fn(&str) -> bool,
 ) -> Vec<Result<Option<String>, String>> {
     let use_pos = line_offset(text, launch_line);
-    let fn_start = function_start(text, use_pos);
-    let memo = Memo::default();
+    let memo = Memo {
+        changed: Cell::default(),
+        too_deep: Cell::default(),
+        busy: RefCell::default(),
+        values: RefCell::default(),
+        writes: RefCell::default(),
+        flow: Flow::of_function(text, fns, launch_line),
+    };
+    let fn_start = memo.flow.function_start(use_pos);
     let at = At {
         pos: use_pos,
         use_pos,
@@ -839,7 +390,7 @@ pub fn definitions_at_launch(
 }
 
 fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, String> {
-    let writes = at.cx.writes_of(text, name);
+    let writes = at.cx.writes_of(name);
     let mut writes = writes
         .iter()
         .filter(|w| w.pos >= at.fn_start && w.pos < at.use_pos)
@@ -871,6 +422,7 @@ fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cuda::host::functions;
 
     // A host function written for these tests: a grid computed once for a first launch,
     // then the same counter reused for a shrinking second grid in a loop.
@@ -894,27 +446,6 @@ mod tests {
         }\n\
         last<<<grid, threads>>>(n);\n\
     }\n";
-
-    #[test]
-    fn writes_cover_assignments_members_increments_and_pointers() {
-        let t = "int a = 4; a += b * 2; a++; --a; g.x = a; f(&a, 1); c = a & m; x.a = 9; p->a = 3; cudaGetDeviceProperties(&a, 0);";
-        let w = host_writes(t, "a");
-        let vals: Vec<Option<&str>> = w.iter().map(|w| w.value.as_deref()).collect();
-        assert_eq!(
-            vals,
-            vec![
-                Some("4"),
-                Some("a + (b * 2)"),
-                Some("a + 1"),
-                Some("a - 1"),
-                None
-            ]
-        );
-        let c = host_writes("x = y = n > 2 ? n : 2; if (x == y) z = 1;", "x");
-        assert_eq!(c[0].value.as_deref(), Some("n > 2 ? n : 2"));
-        let g = host_writes(t, "g");
-        assert_eq!((g[0].member, g[0].value.as_deref()), (Some('x'), Some("a")));
-    }
 
     #[test]
     fn a_name_reused_after_its_use_keeps_the_value_it_had_there() {
@@ -987,21 +518,6 @@ mod tests {
     }
 
     #[test]
-    fn the_for_loops_around_a_launch_give_their_counters_first_values() {
-        let t = "void f(unsigned n, int *d) {\n for (int r = 0; r < 2; r++) { g(); }\n for (unsigned int i=0; i < n; i++) {\n  for (d2 = n; d2 > 1; d2 /= 2) {\n   k<<<1, 64>>>(n, d + i * 64);\n  }\n }\n}\n";
-        assert_eq!(
-            enclosing_for_counters(t, 5),
-            vec![
-                ("d2".to_string(), "n".to_string()),
-                ("i".to_string(), "0".to_string())
-            ]
-        );
-        // A loop that closed before the launch, a while loop, an init of two names: none.
-        let t = "void f(int n) {\n for (int i = 0; i < n; i++) { g(); }\n while (n > 1) {\n  for (int a = 0, b = 1; a < n; a++) {\n   k<<<1, 64>>>(n);\n  }\n }\n}\n";
-        assert!(enclosing_for_counters(t, 5).is_empty());
-    }
-
-    #[test]
     fn a_for_loops_first_pass_sees_its_init_not_its_step() {
         let t =
             "void f(int n) {\n for (int i = 2; i < n; i *= 2) {\n  k<<<n / i, 64>>>(n);\n }\n}\n";
@@ -1016,7 +532,7 @@ mod tests {
         // The loop's writes are over by the launch; the write after the loop is the value,
         // not the recorded definition (which may be a write inside the loop).
         let t = "void f(int n) {\n dim3 b(64);\n while (n > 1) {\n  b.x = n / 2;\n  n = n / 2;\n }\n b.x = 256;\n k<<<n, b>>>(n);\n}\n";
-        let d = definitions_at_launch(t, &["b".to_string()], 8, &|_| false);
+        let d = definitions_at_launch(t, &functions(t), &["b".to_string()], 8, &|_| false);
         assert_eq!(d[0].as_ref().unwrap().as_deref(), Some("dim3 b; b.x = 256"));
     }
 
@@ -1024,7 +540,7 @@ mod tests {
     fn a_declaration_in_each_loop_is_its_own_variable() {
         // Two loops declare their own `g`; the launch in the second sees only its own.
         let t = "void f(int n, int m) {\n for (int i = 0; i < 4; i++) {\n  dim3 g(m / 2);\n  a<<<g, 32>>>(m);\n }\n for (int j = 0; j < 4; j++) {\n  dim3 g(n / 8);\n  b<<<g, 32>>>(n);\n }\n}\n";
-        let d = definitions_at_launch(t, &["g".to_string()], 8, &|_| true);
+        let d = definitions_at_launch(t, &functions(t), &["g".to_string()], 8, &|_| true);
         assert_eq!(
             d[0].as_ref().unwrap().as_deref(),
             Some("dim3 g; g.x = n / 8")

@@ -9,6 +9,7 @@ use super::draft::{sizeof_type, split_args, zero_literal};
 use super::expr::Num;
 use crate::cuda::ceval::{Env, Expr};
 use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::host_flow::Flow;
 use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
@@ -159,30 +160,20 @@ pub fn template_arg_list(rest: &str) -> usize {
 /// Whether a kernel launch (`k<<<…>>>(…, var, …)`) that starts after line `after` and
 /// before line `before` (1-based, both excluded) passes buffer `var`.
 pub fn launched_with_between(text: &str, var: &str, after: u32, before: u32) -> bool {
-    let mut at = 0;
-    while let Some(k) = text[at..].find(">>>") {
-        let pos = at + k + 3;
-        at = pos;
-        let line = text[..pos].matches('\n').count() as u32 + 1;
-        if line <= after {
-            continue;
-        }
-        if line >= before {
-            break;
-        }
-        let rest = text[pos..].trim_start();
-        if let Some(args) = rest.starts_with('(').then(|| split_args(rest)).flatten() {
-            // `inter_d + (i * GRID_SIZE)` passes `inter_d` too: the kernel writes into it.
-            let names = |a: &String| {
-                let base = split_top_level_plus(a).map(|(b, _)| b.trim().to_string());
-                same_buffer(&pointer_name(a), var) || base.is_some_and(|b| same_buffer(&b, var))
-            };
-            if args.iter().any(names) {
-                return true;
-            }
-        }
-    }
-    false
+    // `inter_d + (i * GRID_SIZE)` passes `inter_d` too: the kernel writes into it.
+    let names = |a: &String| {
+        let base = split_top_level_plus(a).map(|(b, _)| b.trim().to_string());
+        same_buffer(&pointer_name(a), var) || base.is_some_and(|b| same_buffer(&b, var))
+    };
+    // Lines within the launch's function: that function's parse (inference has it already).
+    let fns = crate::cuda::host::functions_cached(text);
+    let flow = match crate::cuda::host::function_at(&fns, before) {
+        Some(f) if f.head_line <= after => Flow::of_function(text, &fns, before),
+        _ => Flow::of(text),
+    };
+    flow.launch_args_between(after, before)
+        .iter()
+        .any(|args| args.iter().any(names))
 }
 
 /// `a + (b + c)` → (`a`, `(b + c)`): the text split at its first `+` outside parentheses.
@@ -1572,7 +1563,8 @@ impl Host {
             .take((self.launch_line - launch_fn.body_lines.0) as usize)
             .collect::<Vec<_>>()
             .join("\n");
-        if !field_writes(&before, obj, field).0.is_empty() {
+        let here = Flow::of(&before);
+        if here.field_writes(obj, field).0 > 0 {
             return None;
         }
         let is_obj = |a: &String| a.trim().trim_start_matches('&').trim() == obj;
@@ -1601,8 +1593,9 @@ impl Host {
                 for (k, _) in c.args.iter().enumerate().filter(|(_, a)| is_obj(a)) {
                     uses += 1;
                     let q = &params[k];
-                    let (all, plain) = field_writes(&body, q, field);
-                    if object_arguments(&body, q) > 0 || all.len() != plain.len() {
+                    let helper = Flow::of(&body);
+                    let (all, plain) = helper.field_writes(q, field);
+                    if helper.object_arguments(q) > 0 || all != plain.len() {
                         return None;
                     }
                     for rhs in plain {
@@ -1623,64 +1616,10 @@ impl Host {
             }
         }
         match writes.as_slice() {
-            [one] if uses == object_arguments(&before, obj) => Some(one.clone()),
+            [one] if uses == here.object_arguments(obj) => Some(one.clone()),
             _ => None,
         }
     }
-}
-
-/// Writes of `obj.field` / `obj->field` in `text`: (every write: `=`, a compound
-/// assignment, `++`/`--` on either side; the right-hand sides of the plain `=` ones, up to
-/// their `;`). Comments and strings do not count.
-fn field_writes(text: &str, obj: &str, field: &str) -> (Vec<usize>, Vec<String>) {
-    let masked = lex::mask(text);
-    let ids = lex::idents(&masked);
-    let (mut all, mut plain) = (Vec::new(), Vec::new());
-    for w in ids.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        if a.text != obj || b.text != field || a.member {
-            continue;
-        }
-        let between = masked[a.offset + a.text.len()..b.offset].trim();
-        if between != "->" && between != "." {
-            continue;
-        }
-        let before = masked[..a.offset].trim_end();
-        let after = masked[b.offset + b.text.len()..].trim_start();
-        let compound = ["+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="];
-        if before.ends_with("++")
-            || before.ends_with("--")
-            || after.starts_with("++")
-            || after.starts_with("--")
-            || compound.iter().any(|c| after.starts_with(c))
-        {
-            all.push(a.offset);
-        } else if after.starts_with('=') && !after.starts_with("==") {
-            all.push(a.offset);
-            let rhs = &after[1..];
-            let end = rhs.find(';').unwrap_or(rhs.len());
-            // The text's own bytes (the masked copy blanks strings), same offsets.
-            let start = masked.len() - rhs.len();
-            plain.push(text[start..start + end].trim().to_string());
-        }
-    }
-    (all, plain)
-}
-
-/// How many call arguments of `text` are the whole object `obj` (`f(&p, …)`, `g(x, p)`).
-fn object_arguments(text: &str, obj: &str) -> usize {
-    let masked = lex::mask(text);
-    lex::idents(&masked)
-        .iter()
-        .filter(|i| i.text == obj && !i.member)
-        .filter(|i| {
-            let before = masked[..i.offset].trim_end();
-            let before = before.strip_suffix('&').unwrap_or(before).trim_end();
-            let after = masked[i.offset + i.text.len()..].trim_start();
-            (before.ends_with('(') || before.ends_with(','))
-                && (after.starts_with(',') || after.starts_with(')'))
-        })
-        .count()
 }
 
 /// A `cudaDeviceProp` field's value on the H100 the harnesses run on (CUDA's names):
@@ -2303,10 +2242,11 @@ mod tests {
     fn a_launch_passing_a_buffer_at_an_offset_passes_the_buffer() {
         // mri-gridding: `inter_d` is zeroed, then scan_L1 writes `inter_d + (i * GRID)`
         // before scan_inter1 reads `inter_d`: not zeros there.
-        let t = "cudaMemset(inter_d, 0, n);\nfor (i = 0; i < c; i++) {\n  l1<<<g, b>>>(n, d + i * 64, inter_d+(i*GRID));\n}\ninter1<<<g, b>>>(inter_d, 1);\n";
-        assert!(launched_with_between(t, "inter_d", 1, 5));
-        assert!(!launched_with_between(t, "other_d", 1, 5));
-        let h = host(t, 5);
+        let t = "void f(int n) {\ncudaMemset(inter_d, 0, n);\nfor (i = 0; i < c; i++) {\n  l1<<<g, b>>>(n, d + i * 64, inter_d+(i*GRID));\n}\ninter1<<<g, b>>>(inter_d, 1);\n}\n";
+        assert!(launched_with_between(t, "inter_d", 2, 6));
+        assert!(!launched_with_between(t, "other_d", 2, 6));
+        assert!(!launched_with_between(t, "inter_d", 4, 6));
+        let h = host(t, 6);
         assert!(!h.memset_zero("inter_d"));
     }
 
