@@ -35,8 +35,59 @@ pub struct HostFn {
 /// [`functions`] of a text, parsed once per process: every pair of a tree asks about the
 /// same few files.
 pub fn functions_cached(src: &str) -> Arc<Vec<HostFn>> {
-    static CACHE: LazyLock<TextCache<Vec<HostFn>>> = LazyLock::new(Default::default);
-    per_text(&CACHE, src, functions)
+    per_text(&FUNCTIONS, src, |s| {
+        // One parse answers both questions about a file.
+        let tree = super::syntax::parse(s);
+        per_text(&VARIABLES, s, |s| variables_in(tree.root_node(), s));
+        functions_in(tree.root_node(), s)
+    })
+}
+
+static FUNCTIONS: LazyLock<TextCache<Vec<HostFn>>> = LazyLock::new(Default::default);
+static VARIABLES: LazyLock<TextCache<Vec<String>>> = LazyLock::new(Default::default);
+
+/// The variables a text declares at file level (also inside namespaces and `extern "C"`
+/// blocks): `int N = 4096;`, `float *d_x;`, `extern int n;`; read with
+/// [`functions_cached`]'s parse, once per process.
+pub fn variables_cached(src: &str) -> Arc<Vec<String>> {
+    functions_cached(src);
+    per_text(&VARIABLES, src, |s| {
+        variables_in(super::syntax::parse(s).root_node(), s)
+    })
+}
+
+fn variables_in(root: Node, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        let mut c = n.walk();
+        for d in n.named_children(&mut c) {
+            match d.kind() {
+                "declaration" => {
+                    let mut c2 = d.walk();
+                    for decl in d.children_by_field_name("declarator", &mut c2) {
+                        // The name at the end of the declarator chain; prototypes are not
+                        // variables.
+                        let mut x = decl;
+                        while x.kind() != "function_declarator" {
+                            match x.child_by_field_name("declarator") {
+                                Some(inner) => x = inner,
+                                None => break,
+                            }
+                        }
+                        if x.kind() == "identifier" {
+                            out.push(super::syntax::text(x, text).to_string());
+                        }
+                    }
+                }
+                "linkage_specification" | "namespace_definition" | "declaration_list" => {
+                    stack.push(d)
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// Answers about texts, keyed by a text's length and hash.
@@ -64,9 +115,12 @@ pub(crate) fn text_key(src: &str) -> (usize, u64) {
 
 /// The functions a file defines, in source order (outermost definitions only).
 pub fn functions(src: &str) -> Vec<HostFn> {
-    let tree = super::syntax::parse(src);
+    functions_in(super::syntax::parse(src).root_node(), src)
+}
+
+fn functions_in(root: Node, src: &str) -> Vec<HostFn> {
     let mut out = Vec::new();
-    visit(tree.root_node(), &mut |n| {
+    visit(root, &mut |n| {
         let f = match n.kind() {
             "function_definition" if !inside_function(n) => host_fn(n, src),
             // A K&R definition (`void f(a, b) int a; float *b; { … }`, old C in Rodinia)

@@ -1,5 +1,6 @@
 //! The files of one program, for host-code lookups (issue 28): a launch file's neighbours
-//! (the other sources of its folder) that are joined to it by includes or calls. A name then
+//! (the other sources of its folder) that are joined to it by includes, calls or the
+//! file-level variables they share. A name then
 //! resolves in files of the launch's own program, never in a tool or another program that
 //! happens to sit in the same folder.
 
@@ -58,11 +59,13 @@ struct FileFacts {
 impl FileFacts {
     fn defines(&self) -> &BTreeSet<String> {
         self.defines.get_or_init(|| {
-            super::host::functions_cached(&self.text)
+            let mut out: BTreeSet<String> = super::host::functions_cached(&self.text)
                 .iter()
                 .map(|f| f.name.clone())
                 .filter(|n| n != "main")
-                .collect()
+                .collect();
+            out.extend(super::host::variables_cached(&self.text).iter().cloned());
+            out
         })
     }
 
@@ -136,6 +139,14 @@ mod tests {
             (p("all.cu"), "#include \"dir/launch.cu\"\n".to_string()),
         ];
         let kept = program_neighbours(&p("dir/launch.cu"), launch, near);
+        // A file-level variable the launch file uses links its file in.
+        let uses_global = "void run(float *d) { k<<<M / 256, 256>>>(d); }\n";
+        let near2 = vec![
+            (p("globals.c"), "int M = 1 << 20;\n".to_string()),
+            (p("tool.c"), "int P = 3;\n".to_string()),
+        ];
+        let kept2 = program_neighbours(&p("dir/launch.cu"), uses_global, near2);
+        assert_eq!(kept2, vec!["int M = 1 << 20;\n".to_string()]);
         assert_eq!(kept.len(), 4, "{kept:?}");
         assert!(kept.iter().all(|t| !t.contains("convert")), "{kept:?}");
         assert!(kept[0].contains("read_input"), "order kept: {kept:?}");
