@@ -4,7 +4,7 @@
 //! resolves in files of the launch's own program, never in a tool or another program that
 //! happens to sit in the same folder.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The neighbours of a launch file that belong to its program: those its kept files include
@@ -84,17 +84,10 @@ impl FileFacts {
 /// [`FileFacts`] of a text, kept once per process (every pair of a folder asks about the
 /// same neighbours; keyed by the text's length and hash).
 fn file_facts(t: &str) -> std::sync::Arc<FileFacts> {
-    use std::hash::{Hash, Hasher};
-    use std::sync::{Arc, LazyLock, Mutex};
-    type Cache = Mutex<HashMap<(usize, u64), Arc<FileFacts>>>;
-    static CACHE: LazyLock<Cache> = LazyLock::new(|| Mutex::new(HashMap::new()));
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    t.hash(&mut h);
-    let key = (t.len(), h.finish());
-    if let Some(f) = CACHE.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return f;
-    }
-    let f = Arc::new(FileFacts {
+    use super::host::{per_text, TextCache};
+    static CACHE: std::sync::LazyLock<TextCache<FileFacts>> =
+        std::sync::LazyLock::new(Default::default);
+    per_text(&CACHE, t, |t| FileFacts {
         text: t.to_string(),
         includes: super::index::local_includes(t)
             .iter()
@@ -103,11 +96,7 @@ fn file_facts(t: &str) -> std::sync::Arc<FileFacts> {
             .collect(),
         defines: Default::default(),
         names: Default::default(),
-    });
-    if let Ok(mut c) = CACHE.lock() {
-        c.insert(key, f.clone());
-    }
-    f
+    })
 }
 
 #[cfg(test)]
