@@ -232,7 +232,7 @@ impl LaunchDraft {
             writeln!(o, "args = [{}]", names.join(", ")).expect("string");
         }
         match &self.from {
-            Some(f) => writeln!(o, "# from {f}").expect("string"),
+            Some(f) => writeln!(o, "# from {}", one_line(f)).expect("string"),
             None => writeln!(o, "# TODO: {NO_SITE}").expect("string"),
         }
         field(o, "grid", &self.grid.map(|d| dims_text(d)));
@@ -241,7 +241,7 @@ impl LaunchDraft {
             field(o, "shared_mem", &s.map(|s| toml_str(s)));
         }
         if let Some(why) = &self.todo {
-            writeln!(o, "# TODO: {why}").expect("string");
+            writeln!(o, "# TODO: {}", one_line(why)).expect("string");
         }
     }
 
@@ -310,6 +310,22 @@ pub struct HarnessDraft {
     pub check_fails: Option<String>,
 }
 
+/// Text for a `#` comment: host code quoted in a reason can span lines (an expression with
+/// an `#ifdef` inside it, Chai's `in_size\n#ifdef CUDA_8_0\n + sizeof(int)\n#endif`), and a
+/// line of it outside the comment would make the harness unreadable TOML. Each line break,
+/// with the white space around it, becomes one space.
+pub(super) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return text.into();
+    }
+    text.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .into()
+}
+
 /// `key = value`, with its note, assumption or TODO as a comment.
 fn field(o: &mut String, key: &str, f: &Field<String>) {
     match f {
@@ -317,12 +333,16 @@ fn field(o: &mut String, key: &str, f: &Field<String>) {
         Field::Known {
             value,
             note: Some(n),
-        } => writeln!(o, "{key} = {value}  # {n}"),
+        } => writeln!(o, "{key} = {value}  # {}", one_line(n)),
         Field::Assumed { value, reason } => {
-            writeln!(o, "{key} = {value}  # ASSUMED (--assume-size): {reason}")
+            writeln!(
+                o,
+                "{key} = {value}  # ASSUMED (--assume-size): {}",
+                one_line(reason)
+            )
         }
         Field::Todo { reason } if reason.is_empty() => writeln!(o, "{key} = \"TODO\""),
-        Field::Todo { reason } => writeln!(o, "{key} = \"TODO\"  # {reason}"),
+        Field::Todo { reason } => writeln!(o, "{key} = \"TODO\"  # {}", one_line(reason)),
     }
     .expect("string");
 }
@@ -391,7 +411,7 @@ impl HarnessDraft {
             if !list.is_empty() {
                 writeln!(o, "{head}").expect("string");
                 for u in list {
-                    writeln!(o, "#   {}: {}", u.field, u.reason).expect("string");
+                    writeln!(o, "#   {}: {}", u.field, one_line(&u.reason)).expect("string");
                 }
             }
         }
@@ -468,7 +488,7 @@ impl HarnessDraft {
             }
         }
         if let Some(why) = &self.check_fails {
-            writeln!(o, "\n# TODO: harness check fails: {why}").expect("string");
+            writeln!(o, "\n# TODO: harness check fails: {}", one_line(why)).expect("string");
         }
         o
     }
@@ -544,7 +564,7 @@ impl ArgDraft {
         o.push_str("\n[[args]]\n");
         writeln!(o, "name = {}", toml_str(&self.name)).expect("string");
         if let Some(c) = &self.comment {
-            writeln!(o, "# {c}").expect("string");
+            writeln!(o, "# {}", one_line(c)).expect("string");
         }
         field(o, "type", &self.ty.map(|t| toml_str(t)));
         if let Some(c) = &self.c_type {
@@ -713,6 +733,46 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line}\n{text}");
         }
+    }
+
+    /// Host code quoted in a reason may span lines (Chai's `l_mem_size = in_size` with an
+    /// `#ifdef CUDA_8_0` line inside the expression): each comment stays one line, so the
+    /// file is still TOML and reads back as the same harness.
+    #[test]
+    fn reasons_quoting_code_over_several_lines_stay_one_comment_line() {
+        let code = "`in_size\n#ifdef CUDA_8_0\n                + sizeof(int)\n#endif`";
+        let mut d = draft();
+        d.sizes[1].1 = Field::Assumed {
+            value: 64,
+            reason: format!("{code}: unexpected `#`"),
+        };
+        d.args[1].comment = Some(format!("from {code}"));
+        let unknown = Unknown {
+            field: "sizes.l_mem_size".into(),
+            reason: format!("`l_mem_size` = {code}: unexpected `#`"),
+        };
+        let text = d.write(&[unknown.clone()], &[unknown]);
+        let read: RawHarness = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let json = |h: &RawHarness| serde_json::to_value(h).expect("json");
+        assert_eq!(json(&read), json(&d.to_raw().expect("complete")), "{text}");
+        let flat = "`in_size #ifdef CUDA_8_0 + sizeof(int) #endif`";
+        assert!(
+            text.contains(&format!(
+                "g = 64  # ASSUMED (--assume-size): {flat}: unexpected `#`\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "#   sizes.l_mem_size: `l_mem_size` = {flat}: unexpected `#`\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .all(|l| !l.trim_start().starts_with("+ sizeof")),
+            "{text}"
+        );
     }
 
     fn d_assumed() -> Vec<Unknown> {
