@@ -174,6 +174,11 @@ pub struct RunRecord {
     /// An input file the run said it could not open, which does not exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// For a failed run that names no missing input: relative file paths the program's own
+    /// sources state as string literals (`file_name = "input/NYR_input.dat"`, a default a
+    /// crash after a NULL `fopen` never prints) that do not exist beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named_in_source: Vec<String>,
     /// The capture library ended the run after `--quiet-launches` launches brought nothing new.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped_early: bool,

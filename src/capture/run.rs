@@ -546,6 +546,60 @@ pub fn script_fallback(cmd: &str, cwd: &Path) -> Option<String> {
     })
 }
 
+/// Relative file paths that string literals in the sources of the program in `cwd` state
+/// and that do not exist there (at most [`SOURCE_NAMES`], in file and line order): the
+/// inputs a program opens by a default path of its own (Chai's `file_name =
+/// "input/NYR_input.dat"`) when neither its output nor its command line names them (a crash
+/// after a NULL `fopen`). Looked at: C, C++ and CUDA files up to two folders below `cwd`,
+/// each at most 256 KiB. A literal counts when it is one file-like word ([`looks_like_file`])
+/// with a folder or an extension: not an `#include`, an absolute path, a URL, a format
+/// string (`%`), or a word with white space in it.
+pub fn missing_from_source(cwd: &Path) -> Vec<String> {
+    static LITERAL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#""([^"\\\s%:]{1,200})""#).expect("static regex")
+    });
+    let mut files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(cwd)
+        .max_depth(3)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| e.metadata().is_ok_and(|m| m.len() <= 256 * 1024))
+        .map(|e| e.into_path())
+        .filter(|p| {
+            p.extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| ["c", "cc", "cpp", "cxx", "cu", "h", "hpp", "cuh"].contains(&x))
+        })
+        .collect();
+    files.sort();
+    let mut out: Vec<String> = Vec::new();
+    for f in files {
+        let Ok(text) = crate::path_io::read_text(&f) else {
+            continue;
+        };
+        for line in text.lines() {
+            let code = line.trim_start();
+            if code.starts_with('#') || code.starts_with("//") {
+                continue;
+            }
+            for c in LITERAL.captures_iter(line) {
+                let w = &c[1];
+                let file = looks_like_file(w) && !w.starts_with('/') && !w.ends_with('/');
+                if file && !out.iter().any(|o| o == w) && !cwd.join(w).exists() {
+                    out.push(w.to_string());
+                    if out.len() == SOURCE_NAMES {
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How many paths [`missing_from_source`] names at the most.
+const SOURCE_NAMES: usize = 4;
+
 /// A file a failed run says it could not open, when it names one that does not exist
 /// (relative to `cwd`): `Error: cannot open data/input.bin`.
 pub fn missing_input(output: &str, cwd: &Path) -> Option<String> {
@@ -940,6 +994,7 @@ fn one_run(
         seconds: 0.0,
         launches: count_manifests(&dir),
         missing: None,
+        named_in_source: Vec::new(),
         stopped_early,
     };
     match ran {
@@ -961,6 +1016,9 @@ fn one_run(
                     }
                     (!m.is_empty()).then(|| m.join(", "))
                 });
+                if rr.missing.is_none() {
+                    rr.named_in_source = missing_from_source(cwd);
+                }
             }
             (rr, Ok(r.tail))
         }
@@ -1028,6 +1086,12 @@ fn summarize(rec: &ProgramRecord, data_given: bool) -> String {
             false => format!("needs input file {m}, which the tree lacks (give --data)"),
             true => format!("needs input file {m}, which neither the tree nor --data has"),
         });
+    } else if let Some(r) = rec.runs.iter().find(|r| !r.named_in_source.is_empty()) {
+        parts.push(format!(
+            "its sources name files that do not exist beside it: {} (an input it opens by default?{})",
+            r.named_in_source.join(", "),
+            if data_given { "" } else { " give --data" }
+        ));
     }
     parts.join("; ")
 }
@@ -1069,6 +1133,59 @@ mod tests {
         );
         assert_eq!(missing_input("cannot open here.txt", d.path()), None);
         assert_eq!(missing_input("segmentation fault", d.path()), None);
+    }
+
+    /// A program that opens a default path of its own and crashes on the NULL `fopen`
+    /// prints nothing: the paths its sources state that do not exist are named, and
+    /// includes, formats, absolute paths, URLs and files that exist are not.
+    #[test]
+    fn files_a_programs_sources_name_that_do_not_exist_are_listed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("support")).unwrap();
+        std::fs::create_dir_all(d.path().join("input")).unwrap();
+        std::fs::write(d.path().join("input/control.txt"), "1\n").unwrap();
+        std::fs::write(
+            d.path().join("main.cpp"),
+            "#include \"support/absent.h\"\n\
+             // p.file = \"input/commented.dat\";\n\
+             p.file_name = \"input/NYR_input.dat\";\n\
+             p.control = \"input/control.txt\";\n\
+             printf(\"%d items\\n\", n); printf(\"done.\");\n\
+             fopen(\"/dev/null\", \"w\"); url = \"http://x.org/a.html\";\n\
+             p.out = \"output/NYR_bfs.out\"; mode = \"rb\";\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("support/verify.h"),
+            "FILE *f = fopen(\"ref/golden.bin\", \"rb\");\n",
+        )
+        .unwrap();
+        assert_eq!(
+            missing_from_source(d.path()),
+            [
+                "input/NYR_input.dat",
+                "output/NYR_bfs.out",
+                "ref/golden.bin"
+            ]
+        );
+        let rec = ProgramRecord {
+            runs: vec![RunRecord {
+                command: "./bfs".into(),
+                exit: Some(139),
+                timed_out: false,
+                seconds: 0.1,
+                launches: 0,
+                missing: None,
+                named_in_source: missing_from_source(d.path()),
+                stopped_early: false,
+            }],
+            ..ProgramRecord::new("BFS")
+        };
+        let why = summarize(&rec, false);
+        assert!(
+            why.contains("its sources name files that do not exist beside it: input/NYR_input.dat, output/NYR_bfs.out, ref/golden.bin"),
+            "{why}"
+        );
     }
 
     #[test]
