@@ -751,7 +751,10 @@ mod tests {
             field: "sizes.l_mem_size".into(),
             reason: format!("`l_mem_size` = {code}: unexpected `#`"),
         };
-        let text = d.write(&[unknown.clone()], &[unknown]);
+        let text = d.write(
+            std::slice::from_ref(&unknown),
+            std::slice::from_ref(&unknown),
+        );
         let read: RawHarness = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         let json = |h: &RawHarness| serde_json::to_value(h).expect("json");
         assert_eq!(json(&read), json(&d.to_raw().expect("complete")), "{text}");
