@@ -553,16 +553,23 @@ pub fn script_fallback(cmd: &str, cwd: &Path) -> Option<String> {
 /// after a NULL `fopen`). Looked at: C, C++ and CUDA files up to two folders below `cwd`,
 /// each at most 256 KiB. A literal counts when it is one file-like word ([`looks_like_file`])
 /// with a folder or an extension: not an `#include`, an absolute path, a URL, a format
-/// string (`%`), or a word with white space in it.
+/// string (`%`), a word with white space in it, or a bare name some file below has.
 pub fn missing_from_source(cwd: &Path) -> Vec<String> {
     static LITERAL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r#""([^"\\\s%:]{1,200})""#).expect("static regex")
     });
-    let mut files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(cwd)
+    let below: Vec<walkdir::DirEntry> = walkdir::WalkDir::new(cwd)
         .max_depth(3)
         .into_iter()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file())
+        .collect();
+    // A bare name found anywhere below (cuda-samples' `teapot512.pgm` in `data/`, which
+    // `sdkFindFilePath` searches) is not missing.
+    let names: std::collections::HashSet<std::ffi::OsString> =
+        below.iter().map(|e| e.file_name().to_os_string()).collect();
+    let mut files: Vec<std::path::PathBuf> = below
+        .into_iter()
         .filter(|e| e.metadata().is_ok_and(|m| m.len() <= 256 * 1024))
         .map(|e| e.into_path())
         .filter(|p| {
@@ -585,7 +592,8 @@ pub fn missing_from_source(cwd: &Path) -> Vec<String> {
             for c in LITERAL.captures_iter(line) {
                 let w = &c[1];
                 let file = looks_like_file(w) && !w.starts_with('/') && !w.ends_with('/');
-                if file && !out.iter().any(|o| o == w) && !cwd.join(w).exists() {
+                let elsewhere = !w.contains('/') && names.contains(std::ffi::OsStr::new(w));
+                if file && !elsewhere && !out.iter().any(|o| o == w) && !cwd.join(w).exists() {
                     out.push(w.to_string());
                     if out.len() == SOURCE_NAMES {
                         return out;
@@ -1157,9 +1165,12 @@ mod tests {
         .unwrap();
         std::fs::write(
             d.path().join("support/verify.h"),
-            "FILE *f = fopen(\"ref/golden.bin\", \"rb\");\n",
+            "FILE *f = fopen(\"ref/golden.bin\", \"rb\");\n\
+             path = sdkFindFilePath(\"teapot.pgm\", argv[0]);\n",
         )
         .unwrap();
+        std::fs::create_dir_all(d.path().join("data")).unwrap();
+        std::fs::write(d.path().join("data/teapot.pgm"), "P5").unwrap();
         assert_eq!(
             missing_from_source(d.path()),
             [
