@@ -108,8 +108,7 @@ pub(crate) enum Literal {
 /// Why a text is no number literal.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LiteralError {
-    /// `0x` with no hexadecimal value after it (an `f`/`F` digit at the end is read as a
-    /// suffix: `0xFF` is `0x` here).
+    /// `0x` with no hexadecimal value after it, or one out of `i64`'s range.
     Hex(std::num::ParseIntError),
     /// Neither an integer nor a float.
     NotANumber,
@@ -118,12 +117,15 @@ pub(crate) enum LiteralError {
 /// The one reader of C number literals (see [`Literal`]); decimal integers out of `i64`'s
 /// range read as floats.
 pub(crate) fn literal(n: &str) -> Result<Literal, LiteralError> {
-    let t = n.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
-    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+    // `f`/`F` are hexadecimal digits, never a suffix of a hexadecimal literal (`0x3f` is
+    // 63: SobelFilter's `~0x3f & (4 * (BlockWidth + 2) + 0x3f)`).
+    if let Some(hex) = n.strip_prefix("0x").or_else(|| n.strip_prefix("0X")) {
+        let hex = hex.trim_end_matches(['u', 'U', 'l', 'L']);
         return i64::from_str_radix(hex, 16)
             .map(Literal::Hex)
             .map_err(LiteralError::Hex);
     }
+    let t = n.trim_end_matches(['f', 'F', 'u', 'U', 'l', 'L']);
     if let Ok(v) = t.parse::<i64>() {
         return Ok(Literal::Int(v));
     }
@@ -261,7 +263,12 @@ mod tests {
         assert_eq!(literal("0x10"), Ok(Literal::Hex(16)));
         assert_eq!(literal("256.0f"), Ok(Literal::Float(256.0)));
         assert_eq!(literal("-4"), Ok(Literal::Int(-4)));
-        assert!(matches!(literal("0xFF"), Err(LiteralError::Hex(_))));
+        assert_eq!(literal("0xFF"), Ok(Literal::Hex(255)));
+        assert_eq!(literal("0x3f"), Ok(Literal::Hex(63)));
+        assert_eq!(literal("0xFFFFFFFFu"), Ok(Literal::Hex(0xFFFF_FFFF)));
+        assert_eq!(literal("0x1fUL"), Ok(Literal::Hex(31)));
+        assert!(matches!(literal("0x"), Err(LiteralError::Hex(_))));
+        assert!(matches!(literal("0xg"), Err(LiteralError::Hex(_))));
         assert_eq!(literal("n"), Err(LiteralError::NotANumber));
 
         assert_eq!(int_value("256.0f"), Ok(256));
