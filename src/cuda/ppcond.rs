@@ -135,6 +135,26 @@ pub fn is_defined(text: &str, name: &str) -> bool {
 /// is evaluated over the macros `text` defines once with an integer (`#if R2` with
 /// `#define R2 1`, above); one whose value is not known keeps every branch.
 pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
+    resolve(text, &|m| Some(defined(m)), false)
+}
+
+/// [`active_text`], with the `#if`/`#ifdef`/`#ifndef`/`#elif`/`#else`/`#endif` lines of
+/// every group whose conditions were all known blanked too (and every directive inside a
+/// branch that is off): host code read as the compiler reads it, so an expression with a
+/// settled `#ifdef` inside it (Chai's `l_mem_size = in_size` / `#ifdef CUDA_8_0` /
+/// `+ sizeof(int)` / `#endif` / `;`) is one expression. A group with a condition whose value
+/// is not known keeps its directives, and all its branches, as [`active_text`] does.
+/// `known` says whether a macro is defined where the test stands, or None when that is
+/// not known: a name the program's own files `#define` is defined only from its
+/// `#define` on (an include guard, PolyBench's `#if !defined(NI)` before its own `#define
+/// NI`), which this reading without include order cannot place; a test of it, or a
+/// condition naming it in `defined(…)`, keeps its group.
+pub fn resolved_text(text: &str, known: &dyn Fn(&str) -> Option<bool>) -> String {
+    resolve(text, known, true)
+}
+
+fn resolve(text: &str, known: &dyn Fn(&str) -> Option<bool>, drop_settled: bool) -> String {
+    let defined = |m: &str| known(m).unwrap_or(true);
     // A macro's value: its one `#define` in `text`, when that is an integer literal (one
     // defined under several branches has no one value: its value is the question).
     let value = |n: &str| match define_bodies(text, n).as_slice() {
@@ -142,13 +162,27 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
         _ => None,
     };
     let macros = Macros {
-        defined,
+        defined: &defined,
         value: &value,
     };
-    let cond = |d: &str, k: &str| eval(&strip_comments(&d[k.len()..]), &macros);
+    // A condition that tests whether a macro of unknown state is defined is unknown.
+    let cond = |d: &str, k: &str| {
+        let c = strip_comments(&d[k.len()..]);
+        let tested = DEFINED_NAME
+            .captures_iter(&c)
+            .any(|t| known(&t[1]).is_none());
+        if tested {
+            return None;
+        }
+        eval(&c, &macros)
+    };
     let mut stack: Vec<Cond> = Vec::new();
     let on = |st: &Vec<Cond>| st.last().is_none_or(|c| c.outer_on && c.on);
-    let mut out = String::with_capacity(text.len());
+    // Each group's number on the stack, and whether all its conditions were known.
+    let mut group_of: Vec<usize> = Vec::new();
+    let mut settled: Vec<bool> = Vec::new();
+    // Kept lines, and for a directive its group and whether the text around it was on.
+    let mut lines: Vec<(&str, bool, Option<(usize, bool)>)> = Vec::new();
     for line in text.split_inclusive('\n') {
         let t = line.trim_start();
         let directive = t.strip_prefix('#').map(str::trim_start);
@@ -157,31 +191,43 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
                 .map(|r| r.split_whitespace().next().unwrap_or("").to_string())
         };
         let mut keep = on(&stack);
+        let mut group: Option<(usize, bool)> = None;
         match directive {
             Some(d) if d.starts_with("ifdef") || d.starts_with("ifndef") => {
                 let neg = d.starts_with("ifndef");
                 let m = word(d, if neg { "ifndef" } else { "ifdef" }).unwrap_or_default();
-                stack.push(Cond::new(on(&stack), Some(defined(&m) != neg)));
+                group = Some((settled.len(), on(&stack)));
+                let value = known(&m).map(|d| d != neg);
+                stack.push(Cond::new(on(&stack), value));
+                group_of.push(settled.len());
+                settled.push(value.is_some());
                 keep = true;
             }
             Some(d) if d.starts_with("if") => {
-                stack.push(Cond::new(on(&stack), cond(d, "if")));
+                group = Some((settled.len(), on(&stack)));
+                let c = Cond::new(on(&stack), cond(d, "if"));
+                group_of.push(settled.len());
+                settled.push(c.known);
+                stack.push(c);
                 keep = true;
             }
             Some(d) if d.starts_with("elif") => {
-                if let Some(top) = stack.last_mut() {
+                if let (Some(top), Some(&g)) = (stack.last_mut(), group_of.last()) {
+                    group = Some((g, top.outer_on));
                     if !top.known {
                         top.on = true;
                     } else if top.taken {
                         top.on = false;
                     } else {
                         *top = Cond::new(top.outer_on, cond(d, "elif"));
+                        settled[g] &= top.known;
                     }
                 }
                 keep = true;
             }
             Some(d) if d.starts_with("else") => {
-                if let Some(top) = stack.last_mut() {
+                if let (Some(top), Some(&g)) = (stack.last_mut(), group_of.last()) {
+                    group = Some((g, top.outer_on));
                     if top.known {
                         top.on = !top.taken;
                         top.taken = true;
@@ -190,12 +236,22 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
                 keep = true;
             }
             Some(d) if d.starts_with("endif") => {
+                if let (Some(top), Some(&g)) = (stack.last(), group_of.last()) {
+                    group = Some((g, top.outer_on));
+                }
                 stack.pop();
+                group_of.pop();
                 keep = true;
             }
             _ => {}
         }
-        if keep {
+        lines.push((line, keep, group));
+    }
+    let mut out = String::with_capacity(text.len());
+    for (line, keep, group) in lines {
+        let blank_directive =
+            drop_settled && group.is_some_and(|(g, outer_on)| settled[g] || !outer_on);
+        if keep && !blank_directive {
             out.push_str(line);
         } else if line.ends_with('\n') {
             out.push('\n');
@@ -203,6 +259,11 @@ pub fn active_text(text: &str, defined: &dyn Fn(&str) -> bool) -> String {
     }
     out
 }
+
+/// A name a condition tests with `defined` (`defined(X)`, `defined X`).
+static DEFINED_NAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"\bdefined\s*\(?\s*([A-Za-z_][A-Za-z0-9_]*)").expect("static regex")
+});
 
 /// One open `#if` group in [`active_text`].
 struct Cond {
@@ -230,6 +291,40 @@ impl Cond {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Host code as the compiler reads it: a settled `#ifdef` inside an expression leaves
+    /// one expression (its directives blanked, lines kept); an unknown `#if` keeps its
+    /// directives and both branches; directives inside an off branch go with it.
+    #[test]
+    fn settled_groups_lose_their_directives_and_unknown_ones_keep_them() {
+        let t = "unsigned l = in_size\n#ifdef CUDA_8_0\n    + sizeof(int)\n#endif\n    ;\n\
+                 #if WIDTH > 2\nint w = 4;\n#else\nint w = 2;\n#endif\n\
+                 #ifdef GONE\n#if X\nint x;\n#endif\n#endif\n";
+        let r = resolved_text(t, &|_| Some(false));
+        assert_eq!(r.lines().count(), t.lines().count());
+        assert_eq!(
+            r,
+            "unsigned l = in_size\n\n\n\n    ;\n\
+             #if WIDTH > 2\nint w = 4;\n#else\nint w = 2;\n#endif\n\n\n\n\n\n"
+        );
+        let on = resolved_text(t, &|m| Some(m == "CUDA_8_0"));
+        assert!(
+            on.starts_with("unsigned l = in_size\n\n    + sizeof(int)\n\n    ;\n"),
+            "{on}"
+        );
+        let known = resolved_text(
+            "#define WIDTH 4\n#if WIDTH > 2\na\n#elif WIDTH > 1\nb\n#else\nc\n#endif\n",
+            &|_| Some(false),
+        );
+        assert_eq!(known, "#define WIDTH 4\n\na\n\n\n\n\n\n");
+        // A name of unknown state (the program defines it somewhere: an include guard,
+        // a default under `#if !defined(NI)`) keeps its group as it is.
+        let h = "#ifndef GEMM_H\n#define GEMM_H\n#if !defined(NI) && !defined(GONE)\n#define NI 512\n#endif\n#endif\n";
+        let state = |m: &str| (!["GEMM_H", "NI"].contains(&m)).then_some(false);
+        assert_eq!(resolved_text(h, &state), h);
+        // active_text keeps every directive.
+        assert!(active_text(t, &|_| false).contains("#ifdef CUDA_8_0\n\n#endif"));
+    }
 
     #[test]
     fn branches_of_undefined_macros_are_off() {

@@ -105,6 +105,44 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
     others.extend(crate::cuda::host_files::program_neighbours(
         &path, &file, near,
     ));
+    // The host code as the compiler reads it: settled `#ifdef`s resolved, over the macros
+    // the program's files define and the `-D` flags of its build.
+    let flags: Vec<&str> = unit
+        .build_flags
+        .iter()
+        .filter_map(|f| f.strip_prefix("-D"))
+        .map(|d| d.split('=').next().unwrap_or(d))
+        .collect();
+    // A name the program's files `#define` is defined from its `#define` on, which this
+    // reading cannot place (include order), and names the compiler reserves (`__CUDACC__`,
+    // `_WIN32`) are the compiler's: both unknown. Any other name is defined only by a flag.
+    let defined = |m: &str| {
+        if flags.contains(&m) {
+            Some(true)
+        } else if m.starts_with('_')
+            || crate::cuda::ppcond::is_defined(&file, m)
+            || others.iter().any(|t| crate::cuda::ppcond::is_defined(t, m))
+        {
+            None
+        } else {
+            Some(false)
+        }
+    };
+    let resolved = crate::cuda::ppcond::resolved_text(&file, &defined);
+    // A launch inside a branch this reading turns off (llm.c's `#ifdef ENABLE_CUDNN`
+    // kernels) is built with that branch's flag: then the texts stay as they are.
+    fn line(t: &str, n: u32) -> Option<&str> {
+        t.lines().nth(n.saturating_sub(1) as usize).map(str::trim)
+    }
+    let (file, others) = if line(&resolved, site.line) == line(&file, site.line) {
+        let others: Vec<String> = others
+            .iter()
+            .map(|t| crate::cuda::ppcond::resolved_text(t, &defined))
+            .collect();
+        (resolved, others)
+    } else {
+        (file, others)
+    };
     let run_args =
         infer_host::run_args(&dir).or_else(|| dir.parent().and_then(infer_host::run_args));
     Host {
@@ -1014,6 +1052,29 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// Whether parameter `i` is a pointer neither kernel names anywhere but in its
+    /// parameter list, as the compiler sees the units (`#if` branches resolved): Rodinia
+    /// kmeans' `block_clusters`, used and allocated only under `#ifdef BLOCK_CENTER_REDUCE`,
+    /// which its build leaves out. A name that occurs once in the whole unit (macros
+    /// included) is read by nothing; a second occurrence anywhere keeps the length open.
+    fn untouched(&self, i: usize) -> bool {
+        let once = |u: &KernelUnit| {
+            u.params.get(i).is_some_and(|p| {
+                let text = &crate::cuda::syntax::unit(&u.source).text;
+                let masked = crate::cuda::lex::mask(text);
+                let named = crate::cuda::lex::idents(&masked)
+                    .iter()
+                    .filter(|w| w.text == p.name)
+                    .count();
+                p.ty.contains('*') && named == 1
+            })
+        };
+        // A slow kernel synth has yet to write must compute what the fast one does, so it
+        // has no use for a buffer the fast kernel never names; verify checks it on its own
+        // run (an access past the buffer is a crash, never a verdict).
+        once(self.fast) && self.pair.slow.unit().is_none_or(|s| once(s))
+    }
+
     /// Legacy textures the host binds to a pointer the launch does not pass (kmeans binds
     /// its transposed features, read only through `tex1Dfetch`): each becomes an input
     /// buffer of its own, with the length of the host allocation.
@@ -1756,6 +1817,12 @@ impl<'a> Cx<'a> {
         };
         a.len = Some(match &b.len {
             Ok(l) => Field::known(l.clone()),
+            // Allocated only under a branch the build leaves out (Rodinia kmeans'
+            // `#ifdef BLOCK_DELTA_REDUCE`), and named by neither kernel: any length serves.
+            Err(_) if self.untouched(i) => Field::noted(
+                "1".to_string(),
+                "neither kernel names it past its parameter list, and the host code allocates none",
+            ),
             Err(why) => {
                 unknowns.push((format!("args.{name}.len"), why.clone()));
                 Field::todo(why.clone())
