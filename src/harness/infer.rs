@@ -2266,7 +2266,7 @@ pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)>
             continue;
         }
         let bound = host.texts().find_map(|t| {
-            infer_host::calls(t, "cudaBindTexture")
+            crate::cuda::host::calls_to(t, "cudaBindTexture")
                 .into_iter()
                 .find_map(|c| {
                     (c.args.len() >= 3 && infer_host::pointer_name(&c.args[1]) == name)
@@ -2318,15 +2318,12 @@ pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(String, String, St
             let Some(f) = a.strip_suffix("()").filter(|f| super::is_ident(f)) else {
                 return false;
             };
-            host.texts().chain(std::iter::once(source)).any(|t| {
-                infer_host::function_body(t, f).is_some_and(|(_, body)| {
-                    let b: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
-                    b == format!("{{ return {name}; }}")
-                })
-            })
+            host.texts()
+                .chain(std::iter::once(source))
+                .any(|t| infer_host::return_function(t, f).is_some_and(|(_, e)| e.trim() == name))
         };
         let bound = host.texts().find_map(|t| {
-            infer_host::calls(t, "cudaBindTextureToArray")
+            crate::cuda::host::calls_to(t, "cudaBindTextureToArray")
                 .into_iter()
                 .find_map(|c| {
                     (c.args.len() >= 2 && names_it(&c.args[0]))
