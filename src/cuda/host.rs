@@ -5,6 +5,7 @@
 //! a function defined inside another (a local class's method, a lambda) is not a separate
 //! scope of the file.
 
+use super::host_flow::Flow;
 use super::syntax::text;
 use super::tree::visit;
 use std::collections::HashMap;
@@ -36,8 +37,10 @@ pub struct HostFn {
     pub body: (usize, usize),
 }
 
-/// What one parse of a host text says: its functions, file-level variables and calls.
+/// What one parse of a host text says: its functions, file-level variables and calls, and
+/// its tree for statement questions ([`Flow`]).
 struct Index {
+    flow: Arc<Flow>,
     fns: Arc<Vec<HostFn>>,
     variables: Arc<Vec<String>>,
     calls: HashMap<String, Vec<HostCall>>,
@@ -48,15 +51,21 @@ struct Index {
 fn index(src: &str) -> Arc<Index> {
     static INDEX: LazyLock<TextCache<Index>> = LazyLock::new(Default::default);
     per_text(&INDEX, src, |s| {
-        let tree = super::syntax::parse(s);
-        let root = tree.root_node();
+        let flow = Arc::new(Flow::parse(s));
+        let root = flow.root();
         let fns = functions_in(root, s);
         Index {
             calls: calls_in(root, s, &fns),
             fns: Arc::new(fns),
             variables: Arc::new(variables_in(root, s)),
+            flow: flow.clone(),
         }
     })
+}
+
+/// The statement structure of a text ([`Flow`]), from its one parse.
+pub fn flow(src: &str) -> Arc<Flow> {
+    index(src).flow.clone()
 }
 
 /// [`functions`] of a text, from its one parse ([`index`]).

@@ -4,7 +4,7 @@
 //! `if`/`else` is a question about the statements around it, answered here from the
 //! parsed `for_statement`s, `if_statement`s and blocks rather than by scanning text.
 
-use super::host::{function_at, per_text, text_key, HostFn, TextCache};
+use super::host::{function_at, text_key, HostFn};
 use super::syntax::text;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
@@ -66,6 +66,17 @@ enum Head {
     Other,
 }
 
+/// What a write through `*` to `n` writes: `*p` for `p`, `**q` for `q`.
+fn deref(mut n: Node) -> Node {
+    while let Some(p) = n.parent().filter(|p| {
+        p.kind() == "pointer_expression"
+            && p.child_by_field_name("operator").map(|o| o.kind()) == Some("*")
+    }) {
+        n = p;
+    }
+    n
+}
+
 /// The value a chained assignment gives: `e` in `a = b = e`.
 fn chained(mut v: Node) -> Node {
     while v.kind() == "assignment_expression"
@@ -87,14 +98,23 @@ const LOOPS: [&str; 4] = [
 ];
 
 impl Flow {
-    /// The flow of all of `src`, parsed once per process.
+    /// The flow of all of `src`, from the host index's one parse of it
+    /// ([`super::host::flow`]).
     pub fn of(src: &str) -> Arc<Flow> {
-        static CACHE: LazyLock<TextCache<Flow>> = LazyLock::new(Default::default);
-        per_text(&CACHE, src, |s| Flow {
-            src: s.to_string(),
-            tree: super::syntax::parse(s),
+        super::host::flow(src)
+    }
+
+    /// Parse `src` (the host index does, once per text).
+    pub(super) fn parse(src: &str) -> Flow {
+        Flow {
+            src: src.to_string(),
+            tree: super::syntax::parse(src),
             idents: OnceLock::new(),
-        })
+        }
+    }
+
+    pub(super) fn root(&self) -> Node<'_> {
+        self.tree.root_node()
     }
 
     /// The flow of the function around 1-based `line` of `src`, that function alone parsed
@@ -344,23 +364,139 @@ impl Flow {
         if name.is_empty() {
             return out;
         }
+        let root = self.tree.root_node();
+        for &p in self.positions(name) {
+            match root.descendant_for_byte_range(p, p + name.len()) {
+                Some(n) if n.kind() == "identifier" => self.write_of(n, name, &mut out),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Where each identifier (a member's name too) named `name` occurs, from one walk:
+    /// inference asks about many names in one function.
+    fn positions(&self, name: &str) -> &[usize] {
         let idents = self.idents.get_or_init(|| {
             let mut at: HashMap<String, Vec<usize>> = HashMap::new();
             super::tree::visit(self.tree.root_node(), &mut |n| {
-                if n.kind() == "identifier" {
+                if matches!(n.kind(), "identifier" | "field_identifier") {
                     let name = text(n, &self.src).to_string();
                     at.entry(name).or_default().push(n.start_byte());
                 }
             });
             at
         });
+        idents.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every `name = e` in order, as written: an assignment (`a = b = e` gives `b = e`),
+    /// `*name = e` (an out-parameter's write, read as the name's value), `T name = e` and
+    /// `T *name = e` (also in a declaration list), an enumerator, a default argument and a
+    /// class member's initializer; not a member of an object (`s.name = e`) nor a step. Each
+    /// value's white space is folded to single spaces.
+    pub fn assignments(&self, name: &str) -> Vec<HostWrite> {
         let root = self.tree.root_node();
-        for &p in idents.get(name).into_iter().flatten() {
-            if let Some(n) = root.descendant_for_byte_range(p, p + name.len()) {
-                self.write_of(n, name, &mut out);
+        let mut out = Vec::new();
+        for &p in self.positions(name) {
+            let Some(n) = root.descendant_for_byte_range(p, p + name.len()) else {
+                continue;
+            };
+            if let Some(v) = self.assigned_value(n) {
+                out.push(HostWrite {
+                    pos: p,
+                    line: n.start_position().row as u32 + 1,
+                    member: None,
+                    value: Some(
+                        text(v, &self.src)
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    ),
+                    compound: false,
+                });
             }
         }
         out
+    }
+
+    /// Whether `name` (not a member) is changed in place: a compound assignment
+    /// (`name += e`, `*name |= m`) or an increment (`name++`, `--name`).
+    pub fn changed_in_place(&self, name: &str) -> bool {
+        let root = self.tree.root_node();
+        self.positions(name).iter().any(|&p| {
+            let Some(n) = root.descendant_for_byte_range(p, p + name.len()) else {
+                return false;
+            };
+            let t = deref(n);
+            match t.parent() {
+                Some(q) if q.kind() == "update_expression" => true,
+                Some(q) if q.kind() == "assignment_expression" => {
+                    q.child_by_field_name("left") == Some(t)
+                        && q.child_by_field_name("operator")
+                            .is_some_and(|o| o.kind() != "=")
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether a `for` loop's init starts with `name` (`for (i = 0;`, `for (int i = 0, j;`,
+    /// `for (auto i : v)`).
+    pub fn starts_loop(&self, name: &str) -> bool {
+        let mut found = false;
+        super::tree::visit(self.tree.root_node(), &mut |f| {
+            let init = match f.kind() {
+                "for_statement" => f.child_by_field_name("initializer"),
+                "for_range_loop" => f.child_by_field_name("declarator"),
+                _ => None,
+            };
+            let mut first = None;
+            if let Some(i) = init {
+                super::tree::visit(i, &mut |x| {
+                    if first.is_none() && x.kind() == "identifier" {
+                        first = Some(text(x, &self.src));
+                    }
+                });
+            }
+            found |= first == Some(name);
+        });
+        found
+    }
+
+    /// The value an `=` gives the name node `n` ([`Flow::assignments`]).
+    fn assigned_value<'t>(&self, n: Node<'t>) -> Option<Node<'t>> {
+        let is = |x: Option<Node>, y: Node| x.is_some_and(|x| x.id() == y.id());
+        let mut target = n;
+        while let Some(p) = target.parent().filter(|p| {
+            matches!(
+                p.kind(),
+                "pointer_expression" | "pointer_declarator" | "reference_declarator"
+            ) && p.child(0).is_some_and(|o| matches!(o.kind(), "*" | "&"))
+                && p.named_child(p.named_child_count().saturating_sub(1))
+                    .is_some_and(|c| c.id() == target.id())
+        }) {
+            target = p;
+        }
+        let q = target.parent()?;
+        let mut c = q.walk();
+        let eq = q.children(&mut c).any(|x| x.kind() == "=");
+        match q.kind() {
+            "assignment_expression" if is(q.child_by_field_name("left"), target) => {
+                let op = q.child_by_field_name("operator")?;
+                (op.kind() == "=").then(|| q.child_by_field_name("right"))?
+            }
+            "init_declarator" | "field_declaration" | "optional_parameter_declaration"
+                if eq && is(q.child_by_field_name("declarator"), target) =>
+            {
+                q.child_by_field_name("value")
+                    .or_else(|| q.child_by_field_name("default_value"))
+            }
+            "enumerator" if is(q.child_by_field_name("name"), target) => {
+                q.child_by_field_name("value")
+            }
+            _ => None,
+        }
     }
 
     /// The write identifier `n` (named `name`) is the target of, if any.
@@ -832,5 +968,41 @@ mod tests {
         assert!(Flow::of(t)
             .enclosing_for_counters(line(t, "k<<<"))
             .is_empty());
+    }
+
+    #[test]
+    fn assignments_steps_and_loop_counters_are_read_from_statements() {
+        let f = Flow::of(
+            "enum { B = 16 };\n\
+             struct P { static const int size = 4; };\n\
+             void g(float *alpha, int d = 3) {\n\
+             int a = 1, b = f(2, 3), c;\n\
+             b == 4; b = c = 5;\n\
+             *alpha = 43532;\n\
+             s.b = 7; printf(\"b = %d\", b);\n\
+             for (int i = 0; i < 4; i++) ;\n\
+             x = std::f<float, int>(b);\n\
+             for (j = 0; ; ) ;\n\
+             n <<= 2; --m; s.k++; t -> k += 1;\n\
+             }\n",
+        );
+        let a = |n: &str| -> Vec<(u32, String)> {
+            let w = f.assignments(n).into_iter();
+            w.map(|w| (w.line, w.value.unwrap_or_default())).collect()
+        };
+        let v = |x: &[(u32, &str)]| -> Vec<(u32, String)> {
+            x.iter().map(|(l, s)| (*l, s.to_string())).collect()
+        };
+        // Not `==`, a member's, or a string's; a chained value as written.
+        assert_eq!(a("b"), v(&[(4, "f(2, 3)"), (5, "c = 5")]));
+        assert_eq!(a("alpha"), v(&[(6, "43532")]));
+        assert_eq!(a("B"), v(&[(1, "16")]));
+        assert_eq!(a("size"), v(&[(2, "4")]));
+        assert_eq!(a("d"), v(&[(3, "3")]));
+        // A comma inside template arguments is no end of the value.
+        assert_eq!(a("x"), v(&[(9, "std::f<float, int>(b)")]));
+        assert!(f.starts_loop("i") && f.starts_loop("j") && !f.starts_loop("n"));
+        assert!(f.changed_in_place("n") && f.changed_in_place("m") && f.changed_in_place("i"));
+        assert!(!f.changed_in_place("k") && !f.changed_in_place("b"));
     }
 }

@@ -2565,7 +2565,7 @@ pub fn last_statement(name: &str, def: &str) -> String {
     // Fold the assignments in order: `b = n / 4; b = b + 1` → `b = (n / 4) + 1` (a guarded
     // `if (n % 4) b++` then rounds up, which is what launch code means by it).
     let mut value: Option<String> = None;
-    for (_, r) in infer_host::assignments(def, name) {
+    for (_, r) in infer_host::snippet_assignments(def, name) {
         value = match (idents(&r), value) {
             (Ok(false), _) => Some(r),
             (Ok(true), Some(v)) => Some(infer_host::replace_word(&r, name, &format!("({v})"))),

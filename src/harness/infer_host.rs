@@ -2,8 +2,9 @@
 //! pointer's allocation size, the `cudaMemcpy` copies into and out of it, `cudaMemset` to
 //! zero, `cudaMemcpyToSymbol` uploads, `#define`s and assignments of names, argument-parsing
 //! (`atoi(argv[k])`) and the benchmark's run scripts, and integer values of host
-//! expressions. Text rules over comment-free source: the host code is never compiled, and a
-//! rule that cannot tell says why.
+//! expressions. The host code is never compiled: calls, function definitions, assignments
+//! and statements are read from its tree-sitter parse (`cuda::host`, `cuda::host_flow`),
+//! and a rule that cannot tell says why.
 
 use super::draft::{sizeof_type, split_args, zero_literal};
 use super::expr::Num;
@@ -500,14 +501,15 @@ impl Host {
 
     /// Whether some host file starts a `for` loop with `name`.
     fn loop_counter(&self, name: &str) -> bool {
-        self.texts().any(|t| starts_loop(t, name))
+        self.texts().any(|t| Flow::of(t).starts_loop(name))
     }
 
     /// Whether the host code assigns `name` something other than a literal zero, or
     /// changes it in place (`tmp += abs(v[j])`, `n++`).
     fn assigned_again(&self, name: &str) -> bool {
         self.texts().any(|t| {
-            assignments(t, name).iter().any(|(_, r)| !zero_literal(r)) || changed_in_place(t, name)
+            assignments(t, name).iter().any(|(_, r)| !zero_literal(r))
+                || Flow::of(t).changed_in_place(name)
         })
     }
 
@@ -842,37 +844,18 @@ pub fn define_body(text: &str, name: &str) -> Option<String> {
 }
 
 /// Every `name = expr` (assignment or initialized declaration, also inside a declaration
-/// list `int a = 1, b = 2;`) in `text`, with its line.
+/// list `int a = 1, b = 2;`) in `text`, with its line ([`Flow::assignments`]).
 pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    // Not a member (`s.n`, `p->n`) of the same name.
-    for p in occurrences(text, name, b".>") {
-        let from = p + name.len();
-        let after_ok = b
-            .get(from)
-            .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
-        // Not inside a string literal (`printf("steps = %d", steps)`).
-        if !after_ok || in_string_literal(text, p) {
-            continue;
-        }
-        let rest = text[from..].trim_start();
-        let Some(r) = rest.strip_prefix('=') else {
-            continue;
-        };
-        if r.starts_with('=') {
-            continue;
-        }
-        // The value runs to `;` or a top-level `,` (a declaration list).
-        let v = value_at(r);
-        if !v.is_empty() {
-            let line = text[..p].matches('\n').count() as u32 + 1;
-            // One line: a value written over several lines reads the same, and reasons
-            // quoting it stay inside their `#` comment.
-            out.push((line, v.split_whitespace().collect::<Vec<_>>().join(" ")));
-        }
-    }
-    out
+    let flow = Flow::of(text);
+    let a = flow.assignments(name).into_iter();
+    a.map(|w| (w.line, w.value.unwrap_or_default())).collect()
+}
+
+/// [`assignments`] in a snippet of host code (statements), read as a function body.
+pub fn snippet_assignments(code: &str, name: &str) -> Vec<(u32, String)> {
+    let mut a = assignments(&format!("void _() {{\n{code}\n;}}"), name);
+    a.iter_mut().for_each(|a| a.0 -= 1);
+    a
 }
 
 /// The arguments after the program of the first run command in a benchmark folder: files
@@ -1643,17 +1626,6 @@ impl Host {
     }
 }
 
-/// The right-hand side starting at `r`: up to `;`, a top-level `,` (a declaration list) or an
-/// unmatched `)`.
-pub(super) fn value_at(r: &str) -> &str {
-    let end = lex::depths(r, b"([{", b")]}")
-        .find(|&(_, c, depth)| depth < 0 || c == b';' || (c == b',' && depth == 0))
-        .map_or(r.len(), |(i, _, _)| i);
-    r[..end].trim()
-}
-
-/// Each position of `name` in `text` that does not continue an identifier (nor follow a byte
-/// of `not_after`); nothing for an empty name.
 /// Whether byte `p` of `text` lies inside a `"…"` literal on its line (string literals do
 /// not span lines; escaped quotes and character literals like `'"'` are skipped).
 pub fn in_string_literal(text: &str, p: usize) -> bool {
@@ -1681,7 +1653,6 @@ pub fn in_string_literal(text: &str, p: usize) -> bool {
 fn helper_alloc_bytes(def: &str, f: &HostFn, k: usize, args: &[String]) -> Option<String> {
     let by_ref = !args.get(k)?.contains('&');
     let (ptext, pname) = (f.param_decls.get(k)?, f.params.get(k)?);
-    let body = &def[f.body.0..f.body.1];
     let flat: String = ptext.split_whitespace().collect();
     let shape_ok = if by_ref {
         flat.contains("*&")
@@ -1695,9 +1666,13 @@ fn helper_alloc_bytes(def: &str, f: &HostFn, k: usize, args: &[String]) -> Optio
         .find(|m| m.args.len() >= 2 && pointer_name(&m.args[0]) == *pname)?;
     let mut b = m.args[1].clone();
     // A local of the helper (`const size_t size = …;`) is its value.
+    let flow = Flow::of(def);
     for w in draft_idents(&b) {
-        if let [(_, rhs)] = assignments(body, &w).as_slice() {
-            b = replace_word(&b, &w, &format!("({})", rhs.trim()));
+        let mut a = flow.assignments(&w);
+        a.retain(|a| (f.body.0..f.body.1).contains(&a.pos));
+        if let [a] = a.as_slice() {
+            let rhs = a.value.as_deref().unwrap_or_default();
+            b = replace_word(&b, &w, &format!("({rhs})"));
         }
     }
     for (q, a) in f.params.iter().zip(args) {
@@ -1713,64 +1688,6 @@ fn helper_alloc_bytes(def: &str, f: &HostFn, k: usize, args: &[String]) -> Optio
         b = replace_word(&b, q, &a);
     }
     Some(b)
-}
-
-/// Whether `text` starts a `for` loop with `name` (`for (i = 0;`, `for (int i = 0;`).
-fn starts_loop(text: &str, name: &str) -> bool {
-    occurrences(text, name, b".>").any(|p| {
-        let head = text[..p].trim_end_matches(|c: char| {
-            c.is_ascii_alphanumeric() || c == '_' || c == ':' || c.is_whitespace()
-        });
-        head.strip_suffix('(').is_some_and(|h| {
-            let h = h.trim_end();
-            h.strip_suffix("for")
-                .is_some_and(|b| !b.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
-        })
-    })
-}
-
-/// Whether `text` changes `name` in place: `name += e` (any compound assignment), `name++`,
-/// `--name`.
-fn changed_in_place(text: &str, name: &str) -> bool {
-    const OPS: [&str; 12] = [
-        "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=",
-    ];
-    let b = text.as_bytes();
-    occurrences(text, name, b".>").any(|p| {
-        let end = p + name.len();
-        if b.get(end)
-            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        {
-            return false;
-        }
-        let rest = text[end..].trim_start();
-        let before = text[..p].trim_end();
-        OPS.iter().any(|o| rest.starts_with(o)) || before.ends_with("++") || before.ends_with("--")
-    })
-}
-
-fn occurrences<'a>(
-    text: &'a str,
-    name: &'a str,
-    not_after: &'a [u8],
-) -> impl Iterator<Item = usize> + 'a {
-    let b = text.as_bytes();
-    let mut from = 0;
-    std::iter::from_fn(move || {
-        if name.is_empty() {
-            return None;
-        }
-        while let Some(p) = text[from..].find(name).map(|p| p + from) {
-            from = p + name.len();
-            let prev = p.checked_sub(1).map(|k| b[k]);
-            if prev
-                .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == b'_' || not_after.contains(&c)))
-            {
-                return Some(p);
-            }
-        }
-        None
-    })
 }
 
 #[cfg(test)]
@@ -2308,16 +2225,12 @@ mod tests {
             e.contains("`t` is 0 where it is declared and assigned again"),
             "{e}"
         );
-        assert!(changed_in_place("x = 1; n++;", "n") && changed_in_place("--n", "n"));
         // A loop counter's zero is its first pass (Parboil cp's atom chunks).
         let c = host(
             "#define COUNT 10000\nvoid f() { int start;\n for (start = 0; start < COUNT; start += 4000) {\n int left = COUNT - start;\n int run = left > 4000 ? 4000 : left;\n k<<<1, 1>>>(run); } }",
             6,
         );
-        assert!(starts_loop("for (int i = 0;", "i") && starts_loop("for(i=0;", "i"));
-        assert!(!starts_loop("if (i = 0)", "i") && !starts_loop("transfor (i = 0)", "i"));
         assert_eq!(c.int_value("run"), Ok(4000));
-        assert!(changed_in_place("s <<= 2", "s") && !changed_in_place("s = 2; ns++; s.n++", "s"));
         // A zero never assigned again is the value; the launch's own name keeps its zero
         // (its caller judges it).
         let mut z = host("void k() { launch(); }\n", 1);
