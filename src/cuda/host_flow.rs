@@ -644,6 +644,67 @@ impl Flow {
         (all, plain)
     }
 
+    /// Every `obj.field = e` / `obj->field = e` in order (of any object when `obj` is None;
+    /// else `obj` must be a plain name): the value as written, white space folded; not a
+    /// step (`+=`, `++`) nor a designated initializer (`{ .field = e }`).
+    pub fn field_assignments(&self, obj: Option<&str>, field: &str) -> Vec<HostWrite> {
+        let (root, t) = (self.tree.root_node(), |x: Node| text(x, &self.src));
+        let mut out = Vec::new();
+        for &p in self.positions(field) {
+            let Some(n) = root.descendant_for_byte_range(p, p + field.len()) else {
+                continue;
+            };
+            let Some(fe) = n.parent().filter(|x| {
+                x.kind() == "field_expression" && x.child_by_field_name("field") == Some(n)
+            }) else {
+                continue;
+            };
+            let arg = fe.child_by_field_name("argument");
+            if obj.is_some_and(|o| !arg.is_some_and(|a| a.kind() == "identifier" && t(a) == o)) {
+                continue;
+            }
+            let Some(q) = fe.parent().filter(|q| {
+                q.kind() == "assignment_expression"
+                    && q.child_by_field_name("left") == Some(fe)
+                    && q.child_by_field_name("operator").map(|o| o.kind()) == Some("=")
+            }) else {
+                continue;
+            };
+            let v = q.child_by_field_name("right").map(t).unwrap_or_default();
+            out.push(HostWrite {
+                pos: fe.start_byte(),
+                line: fe.start_position().row as u32 + 1,
+                member: None,
+                value: Some(v.split_whitespace().collect::<Vec<_>>().join(" ")),
+                compound: false,
+            });
+        }
+        out
+    }
+
+    /// Whether `name` is declared of type `ty` as a plain object (`T a, b = e;`, a
+    /// parameter `T name`), not a pointer to one.
+    pub fn declared_as(&self, ty: &str, name: &str) -> bool {
+        let root = self.tree.root_node();
+        self.positions(name).iter().any(|&p| {
+            let Some(mut d) = root.descendant_for_byte_range(p, p + name.len()) else {
+                return false;
+            };
+            if d.parent().is_some_and(|x| x.kind() == "init_declarator") {
+                d = d.parent().expect("checked");
+            }
+            d.parent().is_some_and(|x| {
+                matches!(x.kind(), "declaration" | "parameter_declaration")
+                    && x.child_by_field_name("type").map(|t| text(t, &self.src)) == Some(ty)
+                    && {
+                        let mut c = x.walk();
+                        let mut ds = x.children_by_field_name("declarator", &mut c);
+                        ds.any(|y| y == d)
+                    }
+            })
+        })
+    }
+
     /// How many times the whole object `obj` is a call argument (`f(&p, …)`, `g(x, p)`):
     /// `obj` or `&obj` between `(` or `,` and `,` or `)`.
     pub fn object_arguments(&self, obj: &str) -> usize {
@@ -923,11 +984,33 @@ mod tests {
         let f = Flow::of(t);
         assert_eq!(f.field_writes("p", "n"), (2, vec!["m * 2".to_string()]));
         assert_eq!(f.field_writes("q", "n"), (1, vec![]));
+        let at = |obj: Option<&str>| -> Vec<(u32, Option<String>)> {
+            let w = f.field_assignments(obj, "n").into_iter();
+            w.map(|w| (w.line, w.value)).collect()
+        };
+        // Any object's (`s.p->n` too), or one plain name's; no step, string or comparison.
+        let m2 = (2, Some("m * 2".to_string()));
+        assert_eq!(at(None), vec![m2.clone(), (5, Some("3".to_string()))]);
+        assert_eq!(at(Some("p")), vec![m2]);
+        assert!(Flow::of("S s = { .n = 3 };")
+            .field_assignments(None, "n")
+            .is_empty());
         // Unbalanced text (a function's body up to a launch) reads the same.
         let t = "{\n init(&p, 4);\n use(x, p);\n g((void *)p, q.p);\n int a, p2;\n p.n = 2;\n";
         let f = Flow::of(t);
         assert_eq!(f.object_arguments("p"), 2);
         assert_eq!(f.field_writes("p", "n"), (1, vec!["2".to_string()]));
+    }
+
+    #[test]
+    fn declared_types_are_read_from_declarations_and_parameters() {
+        let f = Flow::of("cudaDeviceProp a, b = x;\nvoid g(cudaDeviceProp c, cudaDeviceProp *d) {\n cudaDeviceProp *e; int p; p = a.major;\n}\n");
+        for n in ["a", "b", "c"] {
+            assert!(f.declared_as("cudaDeviceProp", n), "{n}");
+        }
+        for n in ["d", "e", "p"] {
+            assert!(!f.declared_as("cudaDeviceProp", n), "{n}");
+        }
     }
 
     #[test]

@@ -16,10 +16,8 @@ use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
 use crate::cuda::ppcond::{define_bodies, function_macro};
-use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::LazyLock;
 
 /// The host code one launch lives in: its file (comments removed), the launch's line, the
 /// other source files of its folder, and the benchmark's run command arguments.
@@ -555,14 +553,8 @@ impl Host {
 
     /// Whether `name` is declared a `cudaDeviceProp` in the host code.
     fn is_device_prop(&self, name: &str) -> bool {
-        // The declarators of each `cudaDeviceProp a, b` (a plain list of names).
-        static DECL: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\bcudaDeviceProp\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)").expect("valid")
-        });
-        self.texts().any(|t| {
-            DECL.captures_iter(t)
-                .any(|c| c[1].split(',').any(|d| d.trim() == name))
-        })
+        self.texts()
+            .any(|t| Flow::of(t).declared_as("cudaDeviceProp", name))
     }
 
     /// `sizeof(ty)`: a scalar or pointer type, or a template parameter the launching
@@ -1351,43 +1343,14 @@ impl Host {
     }
 
     fn member_definition(&self, obj: Option<&str>, field: &str) -> Option<String> {
-        // `.f = rhs;` / `->f = rhs;`, and with the object before it: the names are checked
-        // against `obj` and `field` per match (a mismatch retries one character on, so a
-        // match inside another's right-hand side is still found).
-        static ANY: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?:->|\.)\s*()([A-Za-z_]\w*)\s*=([^=;][^;]*);").expect("valid")
-        });
-        static OF_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\b([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)\s*=([^=;][^;]*);")
-                .expect("valid")
-        });
-        let re = if obj.is_some() { &*OF_OBJECT } else { &*ANY };
-        let assignments = |t: &'_ str| {
-            let mut out = Vec::new();
-            let mut at = 0;
-            while let Some(c) = re.captures_at(t, at) {
-                let m = c.get(0).expect("whole match");
-                if &c[2] == field && obj.is_none_or(|o| &c[1] == o) {
-                    out.push((m.start(), c[3].to_string()));
-                    at = m.end();
-                } else {
-                    at = m.start() + t[m.start()..].chars().next().map_or(1, char::len_utf8);
-                }
-            }
-            out
-        };
         let mut found: Option<(String, Spot)> = None;
         for (ti, t) in self.texts().enumerate() {
-            for (start, rhs) in assignments(t) {
-                if in_string_literal(t, start) {
-                    continue;
-                }
-                let rhs = rhs.split_whitespace().collect::<Vec<_>>().join(" ");
-                let line = t[..start].matches('\n').count() as u32 + 1;
+            for w in Flow::of(t).field_assignments(obj, field) {
+                let rhs = w.value.unwrap_or_default();
                 match &found {
                     Some((f, _)) if *f != rhs => return None,
                     Some(_) => {}
-                    None => found = Some((rhs, (ti, line))),
+                    None => found = Some((rhs, (ti, w.line))),
                 }
             }
         }
@@ -1626,27 +1589,6 @@ impl Host {
     }
 }
 
-/// Whether byte `p` of `text` lies inside a `"…"` literal on its line (string literals do
-/// not span lines; escaped quotes and character literals like `'"'` are skipped).
-pub fn in_string_literal(text: &str, p: usize) -> bool {
-    let start = text[..p].rfind('\n').map_or(0, |k| k + 1);
-    let b = text.as_bytes();
-    let (mut i, mut inside) = (start, false);
-    while i < p {
-        match b[i] {
-            b'\\' if inside => i += 1,
-            b'"' => inside = !inside,
-            b'\'' if !inside => {
-                // A character literal: `'"'`, `'\''`.
-                i += if b.get(i + 1) == Some(&b'\\') { 3 } else { 2 };
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    inside
-}
-
 /// The byte size a helper's `cudaMalloc` on its parameter `k` gives a call passing `args`:
 /// a reference (`float*& p`) passed the variable itself, or a pointer to a pointer
 /// (`float** p`) passed its address; the helper's locals and the call's arguments put in.
@@ -1876,8 +1818,6 @@ mod tests {
             assignments("s = max(\n    a / b,\n    1.0f);", "s"),
             vec![(1, "max( a / b, 1.0f)".to_string())]
         );
-        assert!(in_string_literal("x(\"a = 1\")", 4));
-        assert!(!in_string_literal("x(\"a\") = 1", 8));
     }
 
     #[test]
