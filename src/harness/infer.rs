@@ -43,13 +43,11 @@ impl Inferred {
     }
 }
 
-/// Whether host text defines a program's `main` (`int main(…) {`, at a line's start).
+/// Whether host text defines a program's `main` (from the host index).
 fn defines_main(text: &str) -> bool {
-    static MAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?m)^[ \t]*(?:int|void)[ \t]+main[ \t]*\([^;{]*\)[ \t\r\n]*\{")
-            .expect("valid")
-    });
-    MAIN.is_match(text)
+    crate::cuda::host::functions_cached(text)
+        .iter()
+        .any(|f| f.name == "main")
 }
 
 /// Read the host context of a unit's launch site from the suite root: the launch file, the

@@ -750,18 +750,17 @@ impl Host {
         let mut out = e.to_string();
         let mut changed = false;
         for f in ARGV_FUNCS {
-            while let Some(p) = find_call(&out, f) {
-                let open = p + f.len() + out[p + f.len()..].find('(').unwrap_or(0);
-                let Some(close) = matching_close(&out[open..]).map(|c| c + open) else {
+            while let Some(c) = host::snippet_calls(&out, f).into_iter().next() {
+                // `std::stoi(…)` goes whole.
+                let start = c.span.0 - out[..c.span.0].strip_suffix("std::").map_or(0, |_| 5);
+                let Some(k) = argv_index(&out[start..c.span.1]) else {
                     break;
                 };
-                let call = out[p..=close].to_string();
-                let Some(k) = argv_index(&call) else { break };
                 let v = match self.run_args.as_ref().and_then(|a| a.get(k - 1)) {
                     Some(v) if parse_num(v).is_some() => v.clone(),
                     _ => return Ok(None),
                 };
-                out.replace_range(p..=close, &v);
+                out.replace_range(start..c.span.1, &v);
                 changed = true;
             }
         }
@@ -769,31 +768,8 @@ impl Host {
     }
 }
 
-fn find_call(s: &str, f: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut from = 0;
-    while let Some(p) = s[from..].find(f).map(|p| p + from) {
-        from = p + f.len();
-        let before_ok =
-            p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] == b':');
-        if before_ok && s[from..].trim_start().starts_with('(') && s[from..].contains("argv[") {
-            return Some(p);
-        }
-    }
-    None
-}
-
-const ARGV_FUNCS: [&str; 10] = [
-    "atoi",
-    "atol",
-    "atoll",
-    "atof",
-    "strtol",
-    "strtoul",
-    "strtod",
-    "std::stoi",
-    "stoi",
-    "stol",
+const ARGV_FUNCS: [&str; 9] = [
+    "atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtod", "stoi", "stol",
 ];
 
 /// `atoi(argv[2])`, `atol`, `atof`, `strtol(argv[2], …)`, `std::stoi(argv[2])` → 2.
@@ -1788,6 +1764,12 @@ mod tests {
         assert_eq!(argv_index("atoi(argv[3])"), Some(3));
         assert_eq!(argv_index("strtol(argv[1], NULL, 10)"), Some(1));
         assert_eq!(argv_index("argv[1]"), None);
+        // Inside a larger expression, each argument call is the run script's value.
+        let mut h = host("int main() { k<<<1, 1>>>(); }", 1);
+        h.set_run_args(vec!["2048".into(), "3".into()]);
+        let v = h.value("std::stoi(argv[1]) + atoi(argv[2]) * 2", 0);
+        assert_eq!(v, Ok(Num::Int(2054)));
+        assert_eq!(h.substitute_argv("atoi(buf) + 1"), Ok(None));
         assert_eq!(pointer_name("(void**) &d_a"), "d_a");
         assert_eq!(pointer_name("reinterpret_cast<void **>(&x)"), "x");
         assert_eq!(
