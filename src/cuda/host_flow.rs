@@ -705,6 +705,43 @@ impl Flow {
         })
     }
 
+    /// The command-line flag an argument-parsing write on 1-based `line` belongs to: a
+    /// `case 's':` label (getopt) or a `"-s"` literal (`strcmp(argv[i], "-s")`) on that line
+    /// or the four before it, the nearest line first; on one line the label, else the last
+    /// literal.
+    pub fn flag_near(&self, line: u32) -> Option<String> {
+        let mut found: HashMap<u32, (Option<String>, Option<String>)> = HashMap::new();
+        super::tree::visit(self.tree.root_node(), &mut |n| {
+            let l = n.start_position().row as u32 + 1;
+            if l > line || l + 4 < line {
+                return;
+            }
+            let t = text(n, &self.src);
+            let at = found.entry(l).or_default();
+            match n.kind() {
+                "char_literal" if n.parent().is_some_and(|p| p.kind() == "case_statement") => {
+                    let c = t.chars().nth(1).filter(|c| c.is_ascii_alphanumeric());
+                    at.0 = c.map(|c| format!("-{c}")).or(at.0.take());
+                }
+                "string_literal" => {
+                    let f = t.trim_matches('"');
+                    let flag = f.len() > 1
+                        && f.starts_with('-')
+                        && f[1..]
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '-');
+                    if flag {
+                        at.1 = Some(f.to_string());
+                    }
+                }
+                _ => {}
+            }
+        });
+        (line.saturating_sub(4)..=line)
+            .rev()
+            .find_map(|l| found.remove(&l).and_then(|(c, s)| c.or(s)))
+    }
+
     /// How many times the whole object `obj` is a call argument (`f(&p, …)`, `g(x, p)`):
     /// `obj` or `&obj` between `(` or `,` and `,` or `)`.
     pub fn object_arguments(&self, obj: &str) -> usize {
@@ -1011,6 +1048,19 @@ mod tests {
         for n in ["d", "e", "p"] {
             assert!(!f.declared_as("cudaDeviceProp", n), "{n}");
         }
+    }
+
+    #[test]
+    fn flags_near_a_line_are_case_labels_then_the_last_dash_literal() {
+        let f = Flow::of(
+            "void f(int c) {\n if (!strcmp(a, \"-x\") || !strcmp(a, \"--size\")) {\n\n n = 1;\n }\n\
+             switch (c) { case 'q': printf(\"-v\");\n m = 2; }\n printf(\"- \");\n k = 3;\n}\n",
+        );
+        assert_eq!(f.flag_near(4).as_deref(), Some("--size"));
+        assert_eq!(f.flag_near(7).as_deref(), Some("-q"));
+        // Four lines back at most; `"- "` is no flag.
+        assert_eq!(f.flag_near(9).as_deref(), Some("-q"));
+        assert_eq!(f.flag_near(11), None);
     }
 
     #[test]

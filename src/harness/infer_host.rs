@@ -932,42 +932,6 @@ pub fn run_commands(dir: &Path) -> Vec<Vec<String>> {
     out
 }
 
-/// The command-line flag an argument-parsing assignment on 1-based `line` of `text` belongs
-/// to: the nearest `"-s"` literal (`strcmp(argv[i], "-s")`) or `case 's':` (getopt) on that
-/// line or the four before it.
-pub fn flag_near(text: &str, line: u32) -> Option<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let end = (line as usize).min(lines.len());
-    let start = end.saturating_sub(5);
-    for l in lines[start..end].iter().rev() {
-        if let Some(p) = l.rfind("case '") {
-            let c = l[p + 6..].chars().next()?;
-            if l[p + 6 + c.len_utf8()..].starts_with("':") && c.is_ascii_alphanumeric() {
-                return Some(format!("-{c}"));
-            }
-        }
-        let mut rest = *l;
-        let mut last = None;
-        while let Some(q) = rest.find("\"-") {
-            let lit = &rest[q + 1..];
-            let Some(close) = lit.find('"') else { break };
-            let f = &lit[..close];
-            if f.len() > 1
-                && f[1..]
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
-            {
-                last = Some(f.to_string());
-            }
-            rest = &lit[close + 1..];
-        }
-        if last.is_some() {
-            return last;
-        }
-    }
-    None
-}
-
 impl Host {
     /// The value the run commands give a name set while parsing the command line:
     /// `x = atoi(argv[i])` / `atoi(optarg)` under a flag (`-s 16`), or
@@ -980,7 +944,7 @@ impl Host {
                 if !parses || !ARGV_FUNCS.iter().any(|f| rhs.contains(f)) {
                     continue;
                 }
-                let Some(flag) = flag_near(t, line) else {
+                let Some(flag) = Flow::of(t).flag_near(line) else {
                     continue;
                 };
                 for cmd in &self.run_cmds {
@@ -2096,8 +2060,8 @@ mod tests {
              sscanf(argv[4], \"%d\", &frames);\n launch();\n}\n",
             19,
         );
-        assert_eq!(flag_near(&h.file, 6).as_deref(), Some("-s"));
-        assert_eq!(flag_near(&h.file, 13).as_deref(), Some("-n"));
+        assert_eq!(Flow::of(&h.file).flag_near(6).as_deref(), Some("-s"));
+        assert_eq!(Flow::of(&h.file).flag_near(13).as_deref(), Some("-n"));
         // No run script: the value depends on a command line nobody gives.
         assert!(h.int_value("size").unwrap_err().contains("argv"));
         assert_eq!(h.command_line_value("size"), None);
