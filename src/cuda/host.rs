@@ -5,13 +5,12 @@
 //! a function defined inside another (a local class's method, a lambda) is not a separate
 //! scope of the file.
 
-use super::host_flow::Flow;
 use super::syntax::text;
 use super::tree::visit;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
-use tree_sitter::Node;
+use tree_sitter::{Node, Tree};
 
 /// One function definition of a host file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,9 +37,9 @@ pub struct HostFn {
 }
 
 /// What one parse of a host text says: its functions, file-level variables and calls, and
-/// its tree for statement questions ([`Flow`]).
+/// its tree for statement questions (`super::host_flow::Flow`).
 struct Index {
-    flow: Arc<Flow>,
+    tree: Tree,
     fns: Arc<Vec<HostFn>>,
     variables: Arc<Vec<String>>,
     calls: HashMap<String, Vec<HostCall>>,
@@ -51,21 +50,21 @@ struct Index {
 fn index(src: &str) -> Arc<Index> {
     static INDEX: LazyLock<TextCache<Index>> = LazyLock::new(Default::default);
     per_text(&INDEX, src, |s| {
-        let flow = Arc::new(Flow::parse(s));
-        let root = flow.root();
+        let tree = super::syntax::parse(s);
+        let root = tree.root_node();
         let fns = functions_in(root, s);
         Index {
             calls: calls_in(root, s, &fns),
             fns: Arc::new(fns),
             variables: Arc::new(variables_in(root, s)),
-            flow: flow.clone(),
+            tree: tree.clone(),
         }
     })
 }
 
-/// The statement structure of a text ([`Flow`]), from its one parse.
-pub fn flow(src: &str) -> Arc<Flow> {
-    index(src).flow.clone()
+/// A text's tree, from its one parse (a copy shares the parse).
+pub(crate) fn tree(src: &str) -> Tree {
+    index(src).tree.clone()
 }
 
 /// [`functions`] of a text, from its one parse ([`index`]).

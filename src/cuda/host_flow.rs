@@ -4,7 +4,7 @@
 //! `if`/`else` is a question about the statements around it, answered here from the
 //! parsed `for_statement`s, `if_statement`s and blocks rather than by scanning text.
 
-use super::host::{function_at, text_key, HostFn};
+use super::host::{function_at, per_text, text_key, HostFn, TextCache};
 use super::syntax::text;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
@@ -98,23 +98,14 @@ const LOOPS: [&str; 4] = [
 ];
 
 impl Flow {
-    /// The flow of all of `src`, from the host index's one parse of it
-    /// ([`super::host::flow`]).
+    /// The flow of all of `src`, on the host index's one parse of it ([`super::host::tree`]).
     pub fn of(src: &str) -> Arc<Flow> {
-        super::host::flow(src)
-    }
-
-    /// Parse `src` (the host index does, once per text).
-    pub(super) fn parse(src: &str) -> Flow {
-        Flow {
-            src: src.to_string(),
-            tree: super::syntax::parse(src),
+        static CACHE: LazyLock<TextCache<Flow>> = LazyLock::new(Default::default);
+        per_text(&CACHE, src, |s| Flow {
+            src: s.to_string(),
+            tree: super::host::tree(s),
             idents: OnceLock::new(),
-        }
-    }
-
-    pub(super) fn root(&self) -> Node<'_> {
-        self.tree.root_node()
+        })
     }
 
     /// The flow of the function around 1-based `line` of `src`, that function alone parsed
