@@ -10,7 +10,7 @@ use super::tree::visit;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
-use tree_sitter::Node;
+use tree_sitter::{Node, Tree};
 
 /// One function definition of a host file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +19,8 @@ pub struct HostFn {
     pub name: String,
     /// Parameter names in order (`float *a` → `a`; an unnamed one is "").
     pub params: Vec<String>,
+    /// The parameters' whole texts, in the same order (`float *&a`); a K&R head's names.
+    pub param_decls: Vec<String>,
     /// 1-based lines of the body's `{` and `}`.
     pub body_lines: (u32, u32),
     /// 1-based line where the definition starts (its `template <…>` included).
@@ -30,30 +32,173 @@ pub struct HostFn {
     pub params_text: Option<String>,
     /// Byte span from the head (its `template <…>` included) to after the closing `}`.
     pub span: (usize, usize),
+    /// Byte span of the body, `{` to after `}`.
+    pub body: (usize, usize),
 }
 
-/// [`functions`] of a text, parsed once per process: every pair of a tree asks about the
-/// same few files.
-pub fn functions_cached(src: &str) -> Arc<Vec<HostFn>> {
-    per_text(&FUNCTIONS, src, |s| {
-        // One parse answers both questions about a file.
+/// What one parse of a host text says: its functions, file-level variables and calls, and
+/// its tree for statement questions (`super::host_flow::Flow`).
+struct Index {
+    tree: Tree,
+    fns: Arc<Vec<HostFn>>,
+    variables: Arc<Vec<String>>,
+    calls: HashMap<String, Vec<HostCall>>,
+}
+
+/// A text's [`Index`], parsed once per process: every pair of a tree asks about the same
+/// few files.
+fn index(src: &str) -> Arc<Index> {
+    static INDEX: LazyLock<TextCache<Index>> = LazyLock::new(Default::default);
+    per_text(&INDEX, src, |s| {
         let tree = super::syntax::parse(s);
-        per_text(&VARIABLES, s, |s| variables_in(tree.root_node(), s));
-        functions_in(tree.root_node(), s)
+        let root = tree.root_node();
+        let fns = functions_in(root, s);
+        Index {
+            calls: calls_in(root, s, &fns),
+            fns: Arc::new(fns),
+            variables: Arc::new(variables_in(root, s)),
+            tree: tree.clone(),
+        }
     })
 }
 
-static FUNCTIONS: LazyLock<TextCache<Vec<HostFn>>> = LazyLock::new(Default::default);
-static VARIABLES: LazyLock<TextCache<Vec<String>>> = LazyLock::new(Default::default);
+/// A text's tree, from its one parse (a copy shares the parse).
+pub(crate) fn tree(src: &str) -> Tree {
+    index(src).tree.clone()
+}
+
+/// [`functions`] of a text, from its one parse ([`index`]).
+pub fn functions_cached(src: &str) -> Arc<Vec<HostFn>> {
+    index(src).fns.clone()
+}
 
 /// The variables a text declares at file level (also inside namespaces and `extern "C"`
-/// blocks): `int N = 4096;`, `float *d_x;`, `extern int n;`; read with
-/// [`functions_cached`]'s parse, once per process.
+/// blocks): `int N = 4096;`, `float *d_x;`, `extern int n;`; from its one parse.
 pub fn variables_cached(src: &str) -> Arc<Vec<String>> {
-    functions_cached(src);
-    per_text(&VARIABLES, src, |s| {
-        variables_in(super::syntax::parse(s).root_node(), s)
-    })
+    index(src).variables.clone()
+}
+
+/// One call in host code: `f(a, b)`, also a method (`s.f(a)`), a qualified name
+/// (`std::f(a)`) or a template instance (`f<T>(a)`), known by its last name. A kernel
+/// launch is no call; neither is a definition, a prototype or `dim3 g(a, b)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCall {
+    /// 1-based line of the called name.
+    pub line: u32,
+    /// The argument texts, trimmed; a line continuation reads as a space.
+    pub args: Vec<String>,
+    /// Bytes from the called name to after the closing `)`.
+    pub span: (usize, usize),
+}
+
+/// The calls of `name` in a text, in order, from its one parse.
+pub fn calls_to(src: &str, name: &str) -> Vec<HostCall> {
+    index(src).calls.get(name).cloned().unwrap_or_default()
+}
+
+/// Every callee a text calls with an argument that passes `keep`.
+pub fn callees_passing(src: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let idx = index(src);
+    let mut out: Vec<String> = idx
+        .calls
+        .iter()
+        .filter(|(_, cs)| cs.iter().any(|c| c.args.iter().any(|a| keep(a))))
+        .map(|(n, _)| n.clone())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The calls of `name` in a snippet of host code, an expression or statements
+/// (`n = MIN(a, b) * 2`), read as a function body; spans are the snippet's own.
+pub fn snippet_calls(code: &str, name: &str) -> Vec<HostCall> {
+    const HEAD: &str = "void _() {\n";
+    let wrapped = format!("{HEAD}{code}\n;}}");
+    calls_to(&wrapped, name)
+        .into_iter()
+        .filter(|c| c.span.0 >= HEAD.len() && c.span.1 <= HEAD.len() + code.len())
+        .map(|c| HostCall {
+            line: c.line - 1,
+            span: (c.span.0 - HEAD.len(), c.span.1 - HEAD.len()),
+            ..c
+        })
+        .collect()
+}
+
+/// The calls of a text: call expressions but kernel launches and K&R heads (`f(a, b)`
+/// before `int a, b; {`, which the grammar reads as a call). And, in a block, a
+/// declaration `M f(a, b)` of a function or an object constructed from arguments: after a
+/// macro that ends a statement without `;` (`CUDA_ERRCK` then `cudaMalloc(&p, n)`) the
+/// grammar takes the macro for a type; `dim3 g(a, b)` reads as a call of `g` too.
+fn calls_in(root: Node, src: &str, fns: &[HostFn]) -> HashMap<String, Vec<HostCall>> {
+    let mut out: HashMap<String, Vec<HostCall>> = HashMap::new();
+    let knr_head = |p: usize| fns.iter().any(|f| (f.span.0..f.body.0).contains(&p));
+    visit(root, &mut |n| {
+        let (name, list) = match n.kind() {
+            "call_expression" => {
+                let mut c = n.walk();
+                if n.children(&mut c).any(|x| x.kind() == "kernel_call_syntax") {
+                    return;
+                }
+                let name = n.child_by_field_name("function").and_then(called_name);
+                (name, n.child_by_field_name("arguments"))
+            }
+            "init_declarator" | "function_declarator" if in_block(n) => {
+                let list = n
+                    .child_by_field_name("value")
+                    .or_else(|| n.child_by_field_name("parameters"))
+                    .filter(|l| matches!(l.kind(), "argument_list" | "parameter_list"));
+                let name = n.child_by_field_name("declarator");
+                (name.filter(|d| d.kind() == "identifier"), list)
+            }
+            _ => return,
+        };
+        let (Some(name), Some(list)) = (name, list) else {
+            return;
+        };
+        if knr_head(name.start_byte()) {
+            return;
+        }
+        let mut c = list.walk();
+        let args = list
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .map(|a| {
+                let t = text(a, src).replace("\\\r\n", " ").replace("\\\n", " ");
+                t.trim().to_string()
+            })
+            .collect();
+        out.entry(text(name, src).to_string())
+            .or_default()
+            .push(HostCall {
+                line: name.start_position().row as u32 + 1,
+                args,
+                span: (name.start_byte(), n.end_byte()),
+            });
+    });
+    out
+}
+
+/// Whether a node sits in a block (a function body, or a K&R one at file level).
+fn in_block(n: Node) -> bool {
+    let mut p = n.parent();
+    while let Some(x) = p {
+        if x.kind() == "compound_statement" {
+            return true;
+        }
+        p = x.parent();
+    }
+    false
+}
+
+/// The name node a call's function expression ends in: `f`, `s.f`, `ns::f`, `f<T>`.
+fn called_name(f: Node) -> Option<Node> {
+    match f.kind() {
+        "identifier" | "field_identifier" => Some(f),
+        "field_expression" => called_name(f.child_by_field_name("field")?),
+        "qualified_identifier" | "template_function" => called_name(f.child_by_field_name("name")?),
+        _ => None,
+    }
 }
 
 fn variables_in(root: Node, text: &str) -> Vec<String> {
@@ -164,12 +309,14 @@ fn knr_fn(body: Node, src: &str) -> Option<HostFn> {
         if let Some((name, params)) = head {
             return Some(HostFn {
                 name,
+                param_decls: params.clone(),
                 params,
                 body_lines: lines,
                 head_line: d.start_position().row as u32 + 1,
                 template_params: Vec::new(),
                 params_text: None,
                 span: (d.start_byte(), body.end_byte()),
+                body: (body.start_byte(), body.end_byte()),
             });
         }
         if d.kind() != "declaration" {
@@ -272,19 +419,22 @@ fn host_fn(def: Node, src: &str) -> Option<HostFn> {
         })
         .unwrap_or_default();
     let head = template.unwrap_or(def);
-    let params = list
+    let decls: Vec<Node> = list
         .map(|pl| {
             let mut c = pl.walk();
             pl.named_children(&mut c)
                 .filter(|p| p.kind().ends_with("parameter_declaration"))
                 .filter(|p| text(*p, src).trim() != "void")
-                .map(|p| param_name(p, src))
                 .collect()
         })
         .unwrap_or_default();
     Some(HostFn {
         name,
-        params,
+        params: decls.iter().map(|p| param_name(*p, src)).collect(),
+        param_decls: decls
+            .iter()
+            .map(|p| text(*p, src).trim().to_string())
+            .collect(),
         body_lines: (
             body.start_position().row as u32 + 1,
             body.end_position().row as u32 + 1,
@@ -293,6 +443,7 @@ fn host_fn(def: Node, src: &str) -> Option<HostFn> {
         template_params,
         params_text,
         span: (head.start_byte(), def.end_byte()),
+        body: (body.start_byte(), body.end_byte()),
     })
 }
 
@@ -402,8 +553,61 @@ mod tests {
             ]
         );
         assert_eq!(function_at(&fns, 4).map(|f| f.name.as_str()), Some("make"));
+        assert_eq!(
+            fns[0].param_decls,
+            ["float *a", "const int &n", "float b[]", "int = 3"]
+        );
+        assert_eq!(&SRC[fns[0].body.0..fns[0].body.1], "{\nreturn a;\n}");
+        assert_eq!(fns[5].param_decls, ["net", "eo", "eh"]);
         // The lambda's line is `run`'s.
         assert_eq!(function_at(&fns, 10).map(|f| f.name.as_str()), Some("run"));
         assert_eq!(function_at(&fns, 7), None);
+    }
+
+    #[test]
+    fn calls_are_call_expressions_and_declarations_after_a_bare_macro() {
+        let src = "BPNN *create(n)\nint n;\n{\n  return make(n);\n}\n\
+            void f(float *d) {\n\
+            cudaMalloc((void**)&d, 4);\n\
+            CUDA_ERRCK\n\
+            cudaMalloc((void**)&e, n * 2);\n\
+            s.run(a); std::max(1, 2); k<<<1, 1>>>(d);\n\
+            dim3 g(a, b);\n\
+            printf(\"make(1)\");\n\
+            x = f<4>(y, \\\n z);\n\
+            }\n";
+        let got = |name: &str| -> Vec<(u32, Vec<String>)> {
+            calls_to(src, name)
+                .into_iter()
+                .map(|c| (c.line, c.args))
+                .collect()
+        };
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // A K&R head is no call; a call in a string literal is none either.
+        assert_eq!(got("create"), vec![]);
+        assert_eq!(got("make"), vec![(4, v(&["n"]))]);
+        assert_eq!(
+            got("cudaMalloc"),
+            vec![
+                (7, v(&["(void**)&d", "4"])),
+                (9, v(&["(void**)&e", "n * 2"]))
+            ]
+        );
+        assert_eq!(got("run"), vec![(10, v(&["a"]))]);
+        assert_eq!(got("max"), vec![(10, v(&["1", "2"]))]);
+        // A launch is no call.
+        assert_eq!(got("k"), vec![]);
+        assert_eq!(got("g"), vec![(11, v(&["a", "b"]))]);
+        assert_eq!(got("f"), vec![(13, v(&["y", "z"]))]);
+    }
+
+    #[test]
+    fn snippet_calls_give_spans_in_the_snippet() {
+        let code = "n = MIN(a, MIN(b, c)) * 2";
+        let c = snippet_calls(code, "MIN");
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[0].line, c[0].span), (1, (4, 21)));
+        assert_eq!(&code[c[1].span.0..c[1].span.1], "MIN(b, c)");
+        assert_eq!(c[0].args, vec!["a".to_string(), "MIN(b, c)".to_string()]);
     }
 }

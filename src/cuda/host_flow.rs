@@ -66,6 +66,17 @@ enum Head {
     Other,
 }
 
+/// What a write through `*` to `n` writes: `*p` for `p`, `**q` for `q`.
+fn deref(mut n: Node) -> Node {
+    while let Some(p) = n.parent().filter(|p| {
+        p.kind() == "pointer_expression"
+            && p.child_by_field_name("operator").map(|o| o.kind()) == Some("*")
+    }) {
+        n = p;
+    }
+    n
+}
+
 /// The value a chained assignment gives: `e` in `a = b = e`.
 fn chained(mut v: Node) -> Node {
     while v.kind() == "assignment_expression"
@@ -87,12 +98,12 @@ const LOOPS: [&str; 4] = [
 ];
 
 impl Flow {
-    /// The flow of all of `src`, parsed once per process.
+    /// The flow of all of `src`, on the host index's one parse of it ([`super::host::tree`]).
     pub fn of(src: &str) -> Arc<Flow> {
         static CACHE: LazyLock<TextCache<Flow>> = LazyLock::new(Default::default);
         per_text(&CACHE, src, |s| Flow {
             src: s.to_string(),
-            tree: super::syntax::parse(s),
+            tree: super::host::tree(s),
             idents: OnceLock::new(),
         })
     }
@@ -344,23 +355,139 @@ impl Flow {
         if name.is_empty() {
             return out;
         }
+        let root = self.tree.root_node();
+        for &p in self.positions(name) {
+            match root.descendant_for_byte_range(p, p + name.len()) {
+                Some(n) if n.kind() == "identifier" => self.write_of(n, name, &mut out),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Where each identifier (a member's name too) named `name` occurs, from one walk:
+    /// inference asks about many names in one function.
+    fn positions(&self, name: &str) -> &[usize] {
         let idents = self.idents.get_or_init(|| {
             let mut at: HashMap<String, Vec<usize>> = HashMap::new();
             super::tree::visit(self.tree.root_node(), &mut |n| {
-                if n.kind() == "identifier" {
+                if matches!(n.kind(), "identifier" | "field_identifier") {
                     let name = text(n, &self.src).to_string();
                     at.entry(name).or_default().push(n.start_byte());
                 }
             });
             at
         });
+        idents.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every `name = e` in order, as written: an assignment (`a = b = e` gives `b = e`),
+    /// `*name = e` (an out-parameter's write, read as the name's value), `T name = e` and
+    /// `T *name = e` (also in a declaration list), an enumerator, a default argument and a
+    /// class member's initializer; not a member of an object (`s.name = e`) nor a step. Each
+    /// value's white space is folded to single spaces.
+    pub fn assignments(&self, name: &str) -> Vec<HostWrite> {
         let root = self.tree.root_node();
-        for &p in idents.get(name).into_iter().flatten() {
-            if let Some(n) = root.descendant_for_byte_range(p, p + name.len()) {
-                self.write_of(n, name, &mut out);
+        let mut out = Vec::new();
+        for &p in self.positions(name) {
+            let Some(n) = root.descendant_for_byte_range(p, p + name.len()) else {
+                continue;
+            };
+            if let Some(v) = self.assigned_value(n) {
+                out.push(HostWrite {
+                    pos: p,
+                    line: n.start_position().row as u32 + 1,
+                    member: None,
+                    value: Some(
+                        text(v, &self.src)
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    ),
+                    compound: false,
+                });
             }
         }
         out
+    }
+
+    /// Whether `name` (not a member) is changed in place: a compound assignment
+    /// (`name += e`, `*name |= m`) or an increment (`name++`, `--name`).
+    pub fn changed_in_place(&self, name: &str) -> bool {
+        let root = self.tree.root_node();
+        self.positions(name).iter().any(|&p| {
+            let Some(n) = root.descendant_for_byte_range(p, p + name.len()) else {
+                return false;
+            };
+            let t = deref(n);
+            match t.parent() {
+                Some(q) if q.kind() == "update_expression" => true,
+                Some(q) if q.kind() == "assignment_expression" => {
+                    q.child_by_field_name("left") == Some(t)
+                        && q.child_by_field_name("operator")
+                            .is_some_and(|o| o.kind() != "=")
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether a `for` loop's init starts with `name` (`for (i = 0;`, `for (int i = 0, j;`,
+    /// `for (auto i : v)`).
+    pub fn starts_loop(&self, name: &str) -> bool {
+        let mut found = false;
+        super::tree::visit(self.tree.root_node(), &mut |f| {
+            let init = match f.kind() {
+                "for_statement" => f.child_by_field_name("initializer"),
+                "for_range_loop" => f.child_by_field_name("declarator"),
+                _ => None,
+            };
+            let mut first = None;
+            if let Some(i) = init {
+                super::tree::visit(i, &mut |x| {
+                    if first.is_none() && x.kind() == "identifier" {
+                        first = Some(text(x, &self.src));
+                    }
+                });
+            }
+            found |= first == Some(name);
+        });
+        found
+    }
+
+    /// The value an `=` gives the name node `n` ([`Flow::assignments`]).
+    fn assigned_value<'t>(&self, n: Node<'t>) -> Option<Node<'t>> {
+        let is = |x: Option<Node>, y: Node| x.is_some_and(|x| x.id() == y.id());
+        let mut target = n;
+        while let Some(p) = target.parent().filter(|p| {
+            matches!(
+                p.kind(),
+                "pointer_expression" | "pointer_declarator" | "reference_declarator"
+            ) && p.child(0).is_some_and(|o| matches!(o.kind(), "*" | "&"))
+                && p.named_child(p.named_child_count().saturating_sub(1))
+                    .is_some_and(|c| c.id() == target.id())
+        }) {
+            target = p;
+        }
+        let q = target.parent()?;
+        let mut c = q.walk();
+        let eq = q.children(&mut c).any(|x| x.kind() == "=");
+        match q.kind() {
+            "assignment_expression" if is(q.child_by_field_name("left"), target) => {
+                let op = q.child_by_field_name("operator")?;
+                (op.kind() == "=").then(|| q.child_by_field_name("right"))?
+            }
+            "init_declarator" | "field_declaration" | "optional_parameter_declaration"
+                if eq && is(q.child_by_field_name("declarator"), target) =>
+            {
+                q.child_by_field_name("value")
+                    .or_else(|| q.child_by_field_name("default_value"))
+            }
+            "enumerator" if is(q.child_by_field_name("name"), target) => {
+                q.child_by_field_name("value")
+            }
+            _ => None,
+        }
     }
 
     /// The write identifier `n` (named `name`) is the target of, if any.
@@ -506,6 +633,104 @@ impl Flow {
             }
         });
         (all, plain)
+    }
+
+    /// Every `obj.field = e` / `obj->field = e` in order (of any object when `obj` is None;
+    /// else `obj` must be a plain name): the value as written, white space folded; not a
+    /// step (`+=`, `++`) nor a designated initializer (`{ .field = e }`).
+    pub fn field_assignments(&self, obj: Option<&str>, field: &str) -> Vec<HostWrite> {
+        let (root, t) = (self.tree.root_node(), |x: Node| text(x, &self.src));
+        let mut out = Vec::new();
+        for &p in self.positions(field) {
+            let Some(n) = root.descendant_for_byte_range(p, p + field.len()) else {
+                continue;
+            };
+            let Some(fe) = n.parent().filter(|x| {
+                x.kind() == "field_expression" && x.child_by_field_name("field") == Some(n)
+            }) else {
+                continue;
+            };
+            let arg = fe.child_by_field_name("argument");
+            if obj.is_some_and(|o| !arg.is_some_and(|a| a.kind() == "identifier" && t(a) == o)) {
+                continue;
+            }
+            let Some(q) = fe.parent().filter(|q| {
+                q.kind() == "assignment_expression"
+                    && q.child_by_field_name("left") == Some(fe)
+                    && q.child_by_field_name("operator").map(|o| o.kind()) == Some("=")
+            }) else {
+                continue;
+            };
+            let v = q.child_by_field_name("right").map(t).unwrap_or_default();
+            out.push(HostWrite {
+                pos: fe.start_byte(),
+                line: fe.start_position().row as u32 + 1,
+                member: None,
+                value: Some(v.split_whitespace().collect::<Vec<_>>().join(" ")),
+                compound: false,
+            });
+        }
+        out
+    }
+
+    /// Whether `name` is declared of type `ty` as a plain object (`T a, b = e;`, a
+    /// parameter `T name`), not a pointer to one.
+    pub fn declared_as(&self, ty: &str, name: &str) -> bool {
+        let root = self.tree.root_node();
+        self.positions(name).iter().any(|&p| {
+            let Some(mut d) = root.descendant_for_byte_range(p, p + name.len()) else {
+                return false;
+            };
+            if d.parent().is_some_and(|x| x.kind() == "init_declarator") {
+                d = d.parent().expect("checked");
+            }
+            d.parent().is_some_and(|x| {
+                matches!(x.kind(), "declaration" | "parameter_declaration")
+                    && x.child_by_field_name("type").map(|t| text(t, &self.src)) == Some(ty)
+                    && {
+                        let mut c = x.walk();
+                        let mut ds = x.children_by_field_name("declarator", &mut c);
+                        ds.any(|y| y == d)
+                    }
+            })
+        })
+    }
+
+    /// The command-line flag an argument-parsing write on 1-based `line` belongs to: a
+    /// `case 's':` label (getopt) or a `"-s"` literal (`strcmp(argv[i], "-s")`) on that line
+    /// or the four before it, the nearest line first; on one line the label, else the last
+    /// literal.
+    pub fn flag_near(&self, line: u32) -> Option<String> {
+        let mut found: HashMap<u32, (Option<String>, Option<String>)> = HashMap::new();
+        super::tree::visit(self.tree.root_node(), &mut |n| {
+            let l = n.start_position().row as u32 + 1;
+            if l > line || l + 4 < line {
+                return;
+            }
+            let t = text(n, &self.src);
+            let at = found.entry(l).or_default();
+            match n.kind() {
+                "char_literal" if n.parent().is_some_and(|p| p.kind() == "case_statement") => {
+                    let c = t.chars().nth(1).filter(|c| c.is_ascii_alphanumeric());
+                    at.0 = c.map(|c| format!("-{c}")).or(at.0.take());
+                }
+                "string_literal" => {
+                    let f = t.trim_matches('"');
+                    let flag = f.len() > 1
+                        && f.starts_with('-')
+                        && f[1..]
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '-');
+                    if flag {
+                        at.1 = Some(f.to_string());
+                    }
+                }
+                _ => {}
+            }
+        });
+        (line.saturating_sub(4)..=line)
+            .rev()
+            .find_map(|l| found.remove(&l).and_then(|(c, s)| c.or(s)))
     }
 
     /// How many times the whole object `obj` is a call argument (`f(&p, …)`, `g(x, p)`):
@@ -787,11 +1012,46 @@ mod tests {
         let f = Flow::of(t);
         assert_eq!(f.field_writes("p", "n"), (2, vec!["m * 2".to_string()]));
         assert_eq!(f.field_writes("q", "n"), (1, vec![]));
+        let at = |obj: Option<&str>| -> Vec<(u32, Option<String>)> {
+            let w = f.field_assignments(obj, "n").into_iter();
+            w.map(|w| (w.line, w.value)).collect()
+        };
+        // Any object's (`s.p->n` too), or one plain name's; no step, string or comparison.
+        let m2 = (2, Some("m * 2".to_string()));
+        assert_eq!(at(None), vec![m2.clone(), (5, Some("3".to_string()))]);
+        assert_eq!(at(Some("p")), vec![m2]);
+        assert!(Flow::of("S s = { .n = 3 };")
+            .field_assignments(None, "n")
+            .is_empty());
         // Unbalanced text (a function's body up to a launch) reads the same.
         let t = "{\n init(&p, 4);\n use(x, p);\n g((void *)p, q.p);\n int a, p2;\n p.n = 2;\n";
         let f = Flow::of(t);
         assert_eq!(f.object_arguments("p"), 2);
         assert_eq!(f.field_writes("p", "n"), (1, vec!["2".to_string()]));
+    }
+
+    #[test]
+    fn declared_types_are_read_from_declarations_and_parameters() {
+        let f = Flow::of("cudaDeviceProp a, b = x;\nvoid g(cudaDeviceProp c, cudaDeviceProp *d) {\n cudaDeviceProp *e; int p; p = a.major;\n}\n");
+        for n in ["a", "b", "c"] {
+            assert!(f.declared_as("cudaDeviceProp", n), "{n}");
+        }
+        for n in ["d", "e", "p"] {
+            assert!(!f.declared_as("cudaDeviceProp", n), "{n}");
+        }
+    }
+
+    #[test]
+    fn flags_near_a_line_are_case_labels_then_the_last_dash_literal() {
+        let f = Flow::of(
+            "void f(int c) {\n if (!strcmp(a, \"-x\") || !strcmp(a, \"--size\")) {\n\n n = 1;\n }\n\
+             switch (c) { case 'q': printf(\"-v\");\n m = 2; }\n printf(\"- \");\n k = 3;\n}\n",
+        );
+        assert_eq!(f.flag_near(4).as_deref(), Some("--size"));
+        assert_eq!(f.flag_near(7).as_deref(), Some("-q"));
+        // Four lines back at most; `"- "` is no flag.
+        assert_eq!(f.flag_near(9).as_deref(), Some("-q"));
+        assert_eq!(f.flag_near(11), None);
     }
 
     #[test]
@@ -832,5 +1092,41 @@ mod tests {
         assert!(Flow::of(t)
             .enclosing_for_counters(line(t, "k<<<"))
             .is_empty());
+    }
+
+    #[test]
+    fn assignments_steps_and_loop_counters_are_read_from_statements() {
+        let f = Flow::of(
+            "enum { B = 16 };\n\
+             struct P { static const int size = 4; };\n\
+             void g(float *alpha, int d = 3) {\n\
+             int a = 1, b = f(2, 3), c;\n\
+             b == 4; b = c = 5;\n\
+             *alpha = 43532;\n\
+             s.b = 7; printf(\"b = %d\", b);\n\
+             for (int i = 0; i < 4; i++) ;\n\
+             x = std::f<float, int>(b);\n\
+             for (j = 0; ; ) ;\n\
+             n <<= 2; --m; s.k++; t -> k += 1;\n\
+             }\n",
+        );
+        let a = |n: &str| -> Vec<(u32, String)> {
+            let w = f.assignments(n).into_iter();
+            w.map(|w| (w.line, w.value.unwrap_or_default())).collect()
+        };
+        let v = |x: &[(u32, &str)]| -> Vec<(u32, String)> {
+            x.iter().map(|(l, s)| (*l, s.to_string())).collect()
+        };
+        // Not `==`, a member's, or a string's; a chained value as written.
+        assert_eq!(a("b"), v(&[(4, "f(2, 3)"), (5, "c = 5")]));
+        assert_eq!(a("alpha"), v(&[(6, "43532")]));
+        assert_eq!(a("B"), v(&[(1, "16")]));
+        assert_eq!(a("size"), v(&[(2, "4")]));
+        assert_eq!(a("d"), v(&[(3, "3")]));
+        // A comma inside template arguments is no end of the value.
+        assert_eq!(a("x"), v(&[(9, "std::f<float, int>(b)")]));
+        assert!(f.starts_loop("i") && f.starts_loop("j") && !f.starts_loop("n"));
+        assert!(f.changed_in_place("n") && f.changed_in_place("m") && f.changed_in_place("i"));
+        assert!(!f.changed_in_place("k") && !f.changed_in_place("b"));
     }
 }

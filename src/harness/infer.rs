@@ -43,13 +43,11 @@ impl Inferred {
     }
 }
 
-/// Whether host text defines a program's `main` (`int main(…) {`, at a line's start).
+/// Whether host text defines a program's `main` (from the host index).
 fn defines_main(text: &str) -> bool {
-    static MAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?m)^[ \t]*(?:int|void)[ \t]+main[ \t]*\([^;{]*\)[ \t\r\n]*\{")
-            .expect("valid")
-    });
-    MAIN.is_match(text)
+    crate::cuda::host::functions_cached(text)
+        .iter()
+        .any(|f| f.name == "main")
 }
 
 /// Read the host context of a unit's launch site from the suite root: the launch file, the
@@ -2333,7 +2331,7 @@ pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)>
             continue;
         }
         let bound = host.texts().find_map(|t| {
-            infer_host::calls(t, "cudaBindTexture")
+            crate::cuda::host::calls_to(t, "cudaBindTexture")
                 .into_iter()
                 .find_map(|c| {
                     (c.args.len() >= 3 && infer_host::pointer_name(&c.args[1]) == name)
@@ -2385,15 +2383,12 @@ pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(String, String, St
             let Some(f) = a.strip_suffix("()").filter(|f| super::is_ident(f)) else {
                 return false;
             };
-            host.texts().chain(std::iter::once(source)).any(|t| {
-                infer_host::function_body(t, f).is_some_and(|(_, body)| {
-                    let b: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
-                    b == format!("{{ return {name}; }}")
-                })
-            })
+            host.texts()
+                .chain(std::iter::once(source))
+                .any(|t| infer_host::return_function(t, f).is_some_and(|(_, e)| e.trim() == name))
         };
         let bound = host.texts().find_map(|t| {
-            infer_host::calls(t, "cudaBindTextureToArray")
+            crate::cuda::host::calls_to(t, "cudaBindTextureToArray")
                 .into_iter()
                 .find_map(|c| {
                     (c.args.len() >= 2 && names_it(&c.args[0]))
@@ -2635,7 +2630,7 @@ pub fn last_statement(name: &str, def: &str) -> String {
     // Fold the assignments in order: `b = n / 4; b = b + 1` → `b = (n / 4) + 1` (a guarded
     // `if (n % 4) b++` then rounds up, which is what launch code means by it).
     let mut value: Option<String> = None;
-    for (_, r) in infer_host::assignments(def, name) {
+    for (_, r) in infer_host::snippet_assignments(def, name) {
         value = match (idents(&r), value) {
             (Ok(false), _) => Some(r),
             (Ok(true), Some(v)) => Some(infer_host::replace_word(&r, name, &format!("({v})"))),

@@ -2,22 +2,22 @@
 //! pointer's allocation size, the `cudaMemcpy` copies into and out of it, `cudaMemset` to
 //! zero, `cudaMemcpyToSymbol` uploads, `#define`s and assignments of names, argument-parsing
 //! (`atoi(argv[k])`) and the benchmark's run scripts, and integer values of host
-//! expressions. Text rules over comment-free source: the host code is never compiled, and a
-//! rule that cannot tell says why.
+//! expressions. The host code is never compiled: calls, function definitions, assignments
+//! and statements are read from its tree-sitter parse (`cuda::host`, `cuda::host_flow`),
+//! and a rule that cannot tell says why.
 
 use super::draft::{sizeof_type, split_args, zero_literal};
 use super::expr::Num;
 use crate::cuda::ceval::{Env, Expr};
 use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::host::{self, calls_to, HostFn};
 use crate::cuda::host_flow::Flow;
 use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
 use crate::cuda::ppcond::{define_bodies, function_macro};
-use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::LazyLock;
 
 /// The host code one launch lives in: its file (comments removed), the launch's line, the
 /// other source files of its folder, and the benchmark's run command arguments.
@@ -64,8 +64,8 @@ pub struct HostMemo {
     definitions: std::cell::RefCell<BTreeMap<String, Option<String>>>,
 }
 
-/// A host function's parameters (whole texts), parameter names and body.
-type FnDef = (Vec<String>, Vec<String>, String);
+/// A host function and the index in [`Host::texts`] of the text defining it.
+type FnDef = (usize, HostFn);
 
 /// `table[key]`, computed by `f` the first time. The table is not borrowed while `f` runs,
 /// so `f` may ask the memo again.
@@ -89,12 +89,8 @@ pub type Spot = (usize, u32);
 /// A host function's name and parameter names.
 pub type FnHead = (String, Vec<String>);
 
-/// A C call found in host text: its 1-based line and top-level argument texts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
-    pub line: u32,
-    pub args: Vec<String>,
-}
+/// A call in host text ([`host::calls_to`]).
+pub type Call = host::HostCall;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -108,53 +104,6 @@ pub struct Copy {
     pub line: u32,
     pub dir: Direction,
     pub bytes: String,
-}
-
-/// Every call `name(…)` in `text` (whole-word name), with its top-level arguments.
-pub fn calls(text: &str, name: &str) -> Vec<Call> {
-    find_calls(text, name, |_| true, None)
-}
-
-/// Each whole-word `name(…)` in `text` whose start `p` passes `keep`, with its top-level
-/// arguments (exactly `n` of them when given).
-fn find_calls(text: &str, name: &str, keep: impl Fn(usize) -> bool, n: Option<usize>) -> Vec<Call> {
-    let mut out = Vec::new();
-    for p in occurrences(text, name, b"") {
-        let from = p + name.len();
-        let rest = &text[from..];
-        // An explicit template argument list (`launch<128, 4>(…)`) belongs to the name.
-        let skip = template_arg_list(rest);
-        let rest = &rest[skip..];
-        let after = rest.trim_start();
-        if !after.starts_with('(') || !keep(p) {
-            continue;
-        }
-        let open = from + skip + (rest.len() - after.len());
-        if let Some(args) = split_args(&text[open..]).filter(|a| n.is_none_or(|n| a.len() == n)) {
-            let line = text[..p].matches('\n').count() as u32 + 1;
-            out.push(Call { line, args });
-        }
-    }
-    out
-}
-
-/// The length of a template argument list at the start of `rest` (`<128, float>`, after
-/// optional spaces), or 0 when there is none. Only names, numbers, `,`, `*`, `::` and spaces
-/// may appear inside, so a comparison (`f < n && g > (m)`) is not taken for one.
-pub fn template_arg_list(rest: &str) -> usize {
-    let t = rest.trim_start();
-    if !t.starts_with('<') {
-        return 0;
-    }
-    let lead = rest.len() - t.len();
-    for (i, c) in t.char_indices().skip(1) {
-        match c {
-            '>' => return lead + i + 1,
-            c if c.is_alphanumeric() || matches!(c, '_' | ',' | '*' | ':' | ' ') => {}
-            _ => return 0,
-        }
-    }
-    0
 }
 
 /// Whether a kernel launch (`k<<<…>>>(…, var, …)`) that starts after line `after` and
@@ -237,12 +186,14 @@ impl Host {
     /// The first definition of function `name` in the texts, in [`Host::texts`] order.
     fn function_def_in_texts(&self, name: &str) -> Option<FnDef> {
         memoized(&self.memo.defs, name, || {
-            self.texts().find_map(|t| function_def(t, name))
+            self.texts()
+                .enumerate()
+                .find_map(|(i, t)| Some((i, function_named(t, name)?)))
         })
     }
 
     fn ranked_calls_uncached(&self, name: &str) -> Vec<Call> {
-        let mut here = calls(&self.file, name);
+        let mut here = calls_to(&self.file, name);
         here.sort_by_key(|c| {
             if c.line <= self.launch_line {
                 (0, self.launch_line - c.line)
@@ -251,7 +202,7 @@ impl Host {
             }
         });
         for o in &self.others {
-            here.extend(calls(o, name).into_iter().map(|c| Call { line: 0, ..c }));
+            here.extend(calls_to(o, name).into_iter().map(|c| Call { line: 0, ..c }));
         }
         here
     }
@@ -308,17 +259,14 @@ impl Host {
                 continue;
             };
             for t in self.texts() {
-                let Some((params, body)) = function_body(t, fname) else {
+                let Some(f) = function_named(t, fname) else {
                     continue;
                 };
-                let Some(c) = calls(&body, "cudaMalloc")
-                    .into_iter()
-                    .find(|c| c.args.len() >= 2)
-                else {
+                let Some(c) = calls_in_body(t, &f, "cudaMalloc").find(|c| c.args.len() >= 2) else {
                     continue;
                 };
                 let mut bytes = c.args[1].clone();
-                for (p, a) in params.iter().zip(&args) {
+                for (p, a) in f.params.iter().zip(&args) {
                     bytes = replace_word(&bytes, p, &format!("({a})"));
                 }
                 if let Some(ta) = &targ {
@@ -337,30 +285,26 @@ impl Host {
     /// must agree.
     pub fn out_param_alloc(&self, var: &str) -> Option<String> {
         // The functions whose calls pass `var`, each looked at once.
-        let mut fnames: BTreeSet<&str> = BTreeSet::new();
-        for t in self.texts() {
-            for p in occurrences(t, var, b".>") {
-                if let Some(f) = enclosing_call_name(t, p) {
-                    if !f.starts_with("cuda") && f != var {
-                        fnames.insert(f);
-                    }
-                }
-            }
-        }
+        let fnames: BTreeSet<String> = self
+            .texts()
+            .flat_map(|t| host::callees_passing(t, |a| pointer_name(a) == var))
+            .filter(|f| !f.starts_with("cuda") && f != var)
+            .collect();
         let mut found: Option<String> = None;
-        for fname in fnames {
-            let Some((raw, names, body)) = self.function_def_in_texts(fname) else {
+        for fname in &fnames {
+            let Some((ti, f)) = self.function_def_in_texts(fname) else {
                 continue;
             };
-            if !body.contains("cudaMalloc") {
+            let def = self.texts().nth(ti).unwrap_or_default();
+            if !def[f.body.0..f.body.1].contains("cudaMalloc") {
                 continue;
             }
             for t in self.texts() {
-                for c in calls_of(t, fname, None) {
+                for c in calls_to(t, fname) {
                     let Some(k) = c.args.iter().position(|a| pointer_name(a) == var) else {
                         continue;
                     };
-                    let Some(bytes) = helper_alloc_bytes(&raw, &names, &body, k, &c.args) else {
+                    let Some(bytes) = helper_alloc_bytes(def, &f, k, &c.args) else {
                         continue;
                     };
                     match &found {
@@ -428,7 +372,7 @@ impl Host {
     /// then `mb_sad_calc` fills it, then `larger_sad_calc_8` reads it: not zeros there).
     pub fn memset_zero(&self, var: &str) -> bool {
         ["cudaMemset", "cudaMemsetAsync"].iter().any(|f| {
-            calls(&self.file, f).iter().any(|c| {
+            calls_to(&self.file, f).iter().any(|c| {
                 c.args.len() >= 3
                     && same_buffer(&pointer_name(&c.args[0]), var)
                     && matches!(c.args[1].trim(), "0" | "0x0" | "'\\0'")
@@ -444,7 +388,7 @@ impl Host {
     pub fn device_copy_source(&self, var: &str) -> Option<String> {
         let last = ["cudaMemcpy", "cudaMemcpyAsync"]
             .iter()
-            .flat_map(|f| calls(&self.file, f))
+            .flat_map(|f| calls_to(&self.file, f))
             .filter(|c| {
                 c.args.len() >= 4
                     && c.args[3].contains("DeviceToDevice")
@@ -453,7 +397,7 @@ impl Host {
             })
             .max_by_key(|c| c.line)?;
         let zeroed_after = ["cudaMemset", "cudaMemsetAsync"].iter().any(|f| {
-            calls(&self.file, f).iter().any(|m| {
+            calls_to(&self.file, f).iter().any(|m| {
                 m.args.len() >= 3
                     && same_buffer(&pointer_name(&m.args[0]), var)
                     && m.line > last.line
@@ -555,14 +499,15 @@ impl Host {
 
     /// Whether some host file starts a `for` loop with `name`.
     fn loop_counter(&self, name: &str) -> bool {
-        self.texts().any(|t| starts_loop(t, name))
+        self.texts().any(|t| Flow::of(t).starts_loop(name))
     }
 
     /// Whether the host code assigns `name` something other than a literal zero, or
     /// changes it in place (`tmp += abs(v[j])`, `n++`).
     fn assigned_again(&self, name: &str) -> bool {
         self.texts().any(|t| {
-            assignments(t, name).iter().any(|(_, r)| !zero_literal(r)) || changed_in_place(t, name)
+            assignments(t, name).iter().any(|(_, r)| !zero_literal(r))
+                || Flow::of(t).changed_in_place(name)
         })
     }
 
@@ -608,14 +553,8 @@ impl Host {
 
     /// Whether `name` is declared a `cudaDeviceProp` in the host code.
     fn is_device_prop(&self, name: &str) -> bool {
-        // The declarators of each `cudaDeviceProp a, b` (a plain list of names).
-        static DECL: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\bcudaDeviceProp\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)").expect("valid")
-        });
-        self.texts().any(|t| {
-            DECL.captures_iter(t)
-                .any(|c| c[1].split(',').any(|d| d.trim() == name))
-        })
+        self.texts()
+            .any(|t| Flow::of(t).declared_as("cudaDeviceProp", name))
     }
 
     /// `sizeof(ty)`: a scalar or pointer type, or a template parameter the launching
@@ -765,54 +704,18 @@ impl Env for HostNames<'_> {
     }
 }
 
-/// A host function's parameter names and body text: `T* alloc(int N) { … }`.
-pub fn function_body(text: &str, name: &str) -> Option<(Vec<String>, String)> {
-    function_def(text, name).map(|(_, names, body)| (names, body))
+/// The first definition of function `name` in `text`.
+fn function_named(text: &str, name: &str) -> Option<HostFn> {
+    let fns = host::functions_cached(text);
+    fns.iter().find(|f| f.name == name).cloned()
 }
 
-/// [`function_body`] with the parameters' whole texts too (`float*& dev_ptr`): (texts,
-/// names, body).
-pub fn function_def(text: &str, name: &str) -> Option<(Vec<String>, Vec<String>, String)> {
-    if name.is_empty() {
-        return None;
-    }
-    let b = text.as_bytes();
-    let mut from = 0;
-    while let Some(p) = text[from..].find(name).map(|p| p + from) {
-        from = p + name.len();
-        // After a return type: `void f(`, `T *f(`, `T &f(` (sad's `get_ref`).
-        let before_ok = p > 0
-            && (b[p - 1] == b' ' || b[p - 1] == b'*' || b[p - 1] == b'&' || b[p - 1] == b'\n');
-        let rest = text[from..].trim_start();
-        if !before_ok || !rest.starts_with('(') {
-            continue;
-        }
-        // The body's brace first: most occurrences are calls, whose arguments need no split.
-        let Some(close) = matching_close(rest) else {
-            if split_args(rest).is_none() {
-                continue;
-            }
-            return None;
-        };
-        let after = rest[close + 1..].trim_start();
-        if !after.starts_with('{') {
-            continue;
-        }
-        let Some(params) = split_args(rest) else {
-            continue;
-        };
-        let i = lex::matching(after, 0, b'{', b'}')?;
-        let names = params
-            .iter()
-            .filter_map(|p| {
-                p.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .rfind(|w| !w.is_empty())
-                    .map(str::to_string)
-            })
-            .collect();
-        return Some((params, names, after[..=i].to_string()));
-    }
-    None
+/// The calls of `callee` inside function `f`'s body in `text`.
+fn calls_in_body(text: &str, f: &HostFn, callee: &str) -> impl Iterator<Item = Call> {
+    let body = f.body;
+    calls_to(text, callee)
+        .into_iter()
+        .filter(move |c| c.span.0 >= body.0 && c.span.1 <= body.1)
 }
 
 /// Replace whole-word occurrences of `word` in `s`.
@@ -847,18 +750,17 @@ impl Host {
         let mut out = e.to_string();
         let mut changed = false;
         for f in ARGV_FUNCS {
-            while let Some(p) = find_call(&out, f) {
-                let open = p + f.len() + out[p + f.len()..].find('(').unwrap_or(0);
-                let Some(close) = matching_close(&out[open..]).map(|c| c + open) else {
+            while let Some(c) = host::snippet_calls(&out, f).into_iter().next() {
+                // `std::stoi(…)` goes whole.
+                let start = c.span.0 - out[..c.span.0].strip_suffix("std::").map_or(0, |_| 5);
+                let Some(k) = argv_index(&out[start..c.span.1]) else {
                     break;
                 };
-                let call = out[p..=close].to_string();
-                let Some(k) = argv_index(&call) else { break };
                 let v = match self.run_args.as_ref().and_then(|a| a.get(k - 1)) {
                     Some(v) if parse_num(v).is_some() => v.clone(),
                     _ => return Ok(None),
                 };
-                out.replace_range(p..=close, &v);
+                out.replace_range(start..c.span.1, &v);
                 changed = true;
             }
         }
@@ -866,31 +768,8 @@ impl Host {
     }
 }
 
-fn find_call(s: &str, f: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut from = 0;
-    while let Some(p) = s[from..].find(f).map(|p| p + from) {
-        from = p + f.len();
-        let before_ok =
-            p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_' || b[p - 1] == b':');
-        if before_ok && s[from..].trim_start().starts_with('(') && s[from..].contains("argv[") {
-            return Some(p);
-        }
-    }
-    None
-}
-
-const ARGV_FUNCS: [&str; 10] = [
-    "atoi",
-    "atol",
-    "atoll",
-    "atof",
-    "strtol",
-    "strtoul",
-    "strtod",
-    "std::stoi",
-    "stoi",
-    "stol",
+const ARGV_FUNCS: [&str; 9] = [
+    "atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtod", "stoi", "stol",
 ];
 
 /// `atoi(argv[2])`, `atol`, `atof`, `strtol(argv[2], …)`, `std::stoi(argv[2])` → 2.
@@ -933,37 +812,18 @@ pub fn define_body(text: &str, name: &str) -> Option<String> {
 }
 
 /// Every `name = expr` (assignment or initialized declaration, also inside a declaration
-/// list `int a = 1, b = 2;`) in `text`, with its line.
+/// list `int a = 1, b = 2;`) in `text`, with its line ([`Flow::assignments`]).
 pub fn assignments(text: &str, name: &str) -> Vec<(u32, String)> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    // Not a member (`s.n`, `p->n`) of the same name.
-    for p in occurrences(text, name, b".>") {
-        let from = p + name.len();
-        let after_ok = b
-            .get(from)
-            .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
-        // Not inside a string literal (`printf("steps = %d", steps)`).
-        if !after_ok || in_string_literal(text, p) {
-            continue;
-        }
-        let rest = text[from..].trim_start();
-        let Some(r) = rest.strip_prefix('=') else {
-            continue;
-        };
-        if r.starts_with('=') {
-            continue;
-        }
-        // The value runs to `;` or a top-level `,` (a declaration list).
-        let v = value_at(r);
-        if !v.is_empty() {
-            let line = text[..p].matches('\n').count() as u32 + 1;
-            // One line: a value written over several lines reads the same, and reasons
-            // quoting it stay inside their `#` comment.
-            out.push((line, v.split_whitespace().collect::<Vec<_>>().join(" ")));
-        }
-    }
-    out
+    let flow = Flow::of(text);
+    let a = flow.assignments(name).into_iter();
+    a.map(|w| (w.line, w.value.unwrap_or_default())).collect()
+}
+
+/// [`assignments`] in a snippet of host code (statements), read as a function body.
+pub fn snippet_assignments(code: &str, name: &str) -> Vec<(u32, String)> {
+    let mut a = assignments(&format!("void _() {{\n{code}\n;}}"), name);
+    a.iter_mut().for_each(|a| a.0 -= 1);
+    a
 }
 
 /// The arguments after the program of the first run command in a benchmark folder: files
@@ -1072,42 +932,6 @@ pub fn run_commands(dir: &Path) -> Vec<Vec<String>> {
     out
 }
 
-/// The command-line flag an argument-parsing assignment on 1-based `line` of `text` belongs
-/// to: the nearest `"-s"` literal (`strcmp(argv[i], "-s")`) or `case 's':` (getopt) on that
-/// line or the four before it.
-pub fn flag_near(text: &str, line: u32) -> Option<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let end = (line as usize).min(lines.len());
-    let start = end.saturating_sub(5);
-    for l in lines[start..end].iter().rev() {
-        if let Some(p) = l.rfind("case '") {
-            let c = l[p + 6..].chars().next()?;
-            if l[p + 6 + c.len_utf8()..].starts_with("':") && c.is_ascii_alphanumeric() {
-                return Some(format!("-{c}"));
-            }
-        }
-        let mut rest = *l;
-        let mut last = None;
-        while let Some(q) = rest.find("\"-") {
-            let lit = &rest[q + 1..];
-            let Some(close) = lit.find('"') else { break };
-            let f = &lit[..close];
-            if f.len() > 1
-                && f[1..]
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
-            {
-                last = Some(f.to_string());
-            }
-            rest = &lit[close + 1..];
-        }
-        if last.is_some() {
-            return last;
-        }
-    }
-    None
-}
-
 impl Host {
     /// The value the run commands give a name set while parsing the command line:
     /// `x = atoi(argv[i])` / `atoi(optarg)` under a flag (`-s 16`), or
@@ -1120,7 +944,7 @@ impl Host {
                 if !parses || !ARGV_FUNCS.iter().any(|f| rhs.contains(f)) {
                     continue;
                 }
-                let Some(flag) = flag_near(t, line) else {
+                let Some(flag) = Flow::of(t).flag_near(line) else {
                     continue;
                 };
                 for cmd in &self.run_cmds {
@@ -1131,7 +955,7 @@ impl Host {
                     }
                 }
             }
-            for c in calls(t, "sscanf") {
+            for c in calls_to(t, "sscanf") {
                 if c.args.len() < 3 || c.args[2..].iter().all(|a| pointer_name(a) != name) {
                     continue;
                 }
@@ -1265,32 +1089,11 @@ pub fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)
     crate::cuda::host::function_at(&fns, line).map(|f| (f.name.clone(), f.params.clone()))
 }
 
-/// Calls of `fname` with `n` arguments that are calls, not its definition or a prototype
-/// (those follow a return type: an identifier, `*` or `&` just before the name).
+/// Calls of `fname` with `n` arguments.
 pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {
-    calls_of(text, fname, Some(n))
-}
-
-/// Calls of `fname` (with `n` arguments when given), not its definition or a prototype.
-fn calls_of(text: &str, fname: &str, n: Option<usize>) -> Vec<Call> {
-    let declaration = |p: usize| {
-        let prev = text[..p].trim_end();
-        prev.chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == '&')
-            // A statement keyword is no return type (`else rdwt(in, out, …);`).
-            && !["return", "else", "do", "case", "throw"].iter().any(|k| {
-                prev.strip_suffix(k).is_some_and(|b| {
-                    !b.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-                })
-            })
-            // `#endif` on the line before is not a return type.
-            && !prev
-                .rsplit('\n')
-                .next()
-                .is_some_and(|l| l.trim_start().starts_with('#'))
-    };
-    find_calls(text, fname, |p| !declaration(p), n)
+    let mut c = calls_to(text, fname);
+    c.retain(|c| c.args.len() == n);
+    c
 }
 
 impl Host {
@@ -1384,7 +1187,7 @@ impl Host {
 
     /// Whether any host text calls `fname`.
     fn is_called(&self, fname: &str) -> bool {
-        self.texts().any(|t| !calls_of(t, fname, None).is_empty())
+        self.texts().any(|t| !calls_to(t, fname).is_empty())
     }
 
     /// The byte size of buffer `var` (its allocation, else its first copy), or, for a
@@ -1480,43 +1283,14 @@ impl Host {
     }
 
     fn member_definition(&self, obj: Option<&str>, field: &str) -> Option<String> {
-        // `.f = rhs;` / `->f = rhs;`, and with the object before it: the names are checked
-        // against `obj` and `field` per match (a mismatch retries one character on, so a
-        // match inside another's right-hand side is still found).
-        static ANY: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?:->|\.)\s*()([A-Za-z_]\w*)\s*=([^=;][^;]*);").expect("valid")
-        });
-        static OF_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\b([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)\s*=([^=;][^;]*);")
-                .expect("valid")
-        });
-        let re = if obj.is_some() { &*OF_OBJECT } else { &*ANY };
-        let assignments = |t: &'_ str| {
-            let mut out = Vec::new();
-            let mut at = 0;
-            while let Some(c) = re.captures_at(t, at) {
-                let m = c.get(0).expect("whole match");
-                if &c[2] == field && obj.is_none_or(|o| &c[1] == o) {
-                    out.push((m.start(), c[3].to_string()));
-                    at = m.end();
-                } else {
-                    at = m.start() + t[m.start()..].chars().next().map_or(1, char::len_utf8);
-                }
-            }
-            out
-        };
         let mut found: Option<(String, Spot)> = None;
         for (ti, t) in self.texts().enumerate() {
-            for (start, rhs) in assignments(t) {
-                if in_string_literal(t, start) {
-                    continue;
-                }
-                let rhs = rhs.split_whitespace().collect::<Vec<_>>().join(" ");
-                let line = t[..start].matches('\n').count() as u32 + 1;
+            for w in Flow::of(t).field_assignments(obj, field) {
+                let rhs = w.value.unwrap_or_default();
                 match &found {
                     Some((f, _)) if *f != rhs => return None,
                     Some(_) => {}
-                    None => found = Some((rhs, (ti, line))),
+                    None => found = Some((rhs, (ti, w.line))),
                 }
             }
         }
@@ -1573,19 +1347,21 @@ impl Host {
         let names: BTreeSet<String> = self
             .texts()
             .flat_map(|t| {
-                crate::cuda::host::functions_cached(t)
+                host::functions_cached(t)
                     .iter()
                     .map(|g| g.name.clone())
                     .collect::<Vec<_>>()
             })
-            .filter(|g| *g != launch_fn.name && find_word(&before, g).is_some())
+            .filter(|g| *g != launch_fn.name)
             .collect();
         for g in &names {
             // A helper read some other way is not followed: a call of it passing the
             // object stays uncounted, and the counts below disagree.
-            let Some((_, params, body)) = self.function_def_in_texts(g) else {
+            let Some((ti, f)) = self.function_def_in_texts(g) else {
                 continue;
             };
+            let (params, def) = (&f.params, self.texts().nth(ti).unwrap_or_default());
+            let body = &def[f.body.0..f.body.1];
             for c in call_sites(&self.file, g, params.len()) {
                 if c.line < launch_fn.body_lines.0 || c.line >= self.launch_line {
                     continue;
@@ -1593,7 +1369,7 @@ impl Host {
                 for (k, _) in c.args.iter().enumerate().filter(|(_, a)| is_obj(a)) {
                     uses += 1;
                     let q = &params[k];
-                    let helper = Flow::of(&body);
+                    let helper = Flow::of(body);
                     let (all, plain) = helper.field_writes(q, field);
                     if helper.object_arguments(q) > 0 || all != plain.len() {
                         return None;
@@ -1646,13 +1422,17 @@ pub fn h100_property(field: &str) -> Option<i64> {
 /// A host function whose body is one `return <expr>;` (`divRndUp(n, d) { return … }`):
 /// (parameters, expression).
 pub fn return_function(text: &str, name: &str) -> Option<(Vec<String>, String)> {
-    let (params, body) = function_body(text, name)?;
-    let inner = body.trim().strip_prefix('{')?.strip_suffix('}')?.trim();
+    let f = function_named(text, name)?;
+    let inner = text[f.body.0..f.body.1]
+        .trim()
+        .strip_prefix('{')?
+        .strip_suffix('}')?
+        .trim();
     let expr = inner.strip_prefix("return")?.trim().strip_suffix(';')?;
     if expr.contains(';') || expr.is_empty() {
         return None;
     }
-    Some((params, expr.to_string()))
+    Some((f.params, expr.to_string()))
 }
 
 impl Host {
@@ -1671,7 +1451,7 @@ impl Host {
                 else {
                     continue;
                 };
-                let Some(c) = calls(&out, &n).into_iter().next() else {
+                let Some(c) = host::snippet_calls(&out, &n).into_iter().next() else {
                     continue;
                 };
                 if c.args.len() != params.len() {
@@ -1687,14 +1467,7 @@ impl Host {
                     b = b.replace(&format!("\u{1}{i}\u{1}"), &format!("({a})"));
                 }
                 // Replace the first call's text.
-                let Some(start) = find_word(&out, &n) else {
-                    continue;
-                };
-                let open = start + n.len() + out[start + n.len()..].find('(').unwrap_or(0);
-                let Some(close) = matching_close(&out[open..]).map(|c| c + open) else {
-                    continue;
-                };
-                out.replace_range(start..=close, &format!("({b})"));
+                out.replace_range(c.span.0..c.span.1, &format!("({b})"));
                 changed = true;
                 break;
             }
@@ -1718,20 +1491,6 @@ fn called_names(s: &str) -> Vec<String> {
         })
         .map(|t| t.text.to_string())
         .collect()
-}
-
-/// The byte offset of the first whole-word `w` followed by `(`.
-fn find_word(s: &str, w: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut from = 0;
-    while let Some(p) = s[from..].find(w).map(|p| p + from) {
-        from = p + w.len();
-        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
-        if before_ok && s[from..].trim_start().starts_with('(') {
-            return Some(p);
-        }
-    }
-    None
 }
 
 /// `MatrixTemp[src]` → `MatrixTemp`: a buffer picked from an array of device pointers.
@@ -1770,50 +1529,12 @@ impl Host {
     }
 }
 
-/// The right-hand side starting at `r`: up to `;`, a top-level `,` (a declaration list) or an
-/// unmatched `)`.
-pub(super) fn value_at(r: &str) -> &str {
-    let end = lex::depths(r, b"([{", b")]}")
-        .find(|&(_, c, depth)| depth < 0 || c == b';' || (c == b',' && depth == 0))
-        .map_or(r.len(), |(i, _, _)| i);
-    r[..end].trim()
-}
-
-/// Each position of `name` in `text` that does not continue an identifier (nor follow a byte
-/// of `not_after`); nothing for an empty name.
-/// Whether byte `p` of `text` lies inside a `"…"` literal on its line (string literals do
-/// not span lines; escaped quotes and character literals like `'"'` are skipped).
-pub fn in_string_literal(text: &str, p: usize) -> bool {
-    let start = text[..p].rfind('\n').map_or(0, |k| k + 1);
-    let b = text.as_bytes();
-    let (mut i, mut inside) = (start, false);
-    while i < p {
-        match b[i] {
-            b'\\' if inside => i += 1,
-            b'"' => inside = !inside,
-            b'\'' if !inside => {
-                // A character literal: `'"'`, `'\''`.
-                i += if b.get(i + 1) == Some(&b'\\') { 3 } else { 2 };
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    inside
-}
-
 /// The byte size a helper's `cudaMalloc` on its parameter `k` gives a call passing `args`:
 /// a reference (`float*& p`) passed the variable itself, or a pointer to a pointer
 /// (`float** p`) passed its address; the helper's locals and the call's arguments put in.
-fn helper_alloc_bytes(
-    raw: &[String],
-    names: &[String],
-    body: &str,
-    k: usize,
-    args: &[String],
-) -> Option<String> {
+fn helper_alloc_bytes(def: &str, f: &HostFn, k: usize, args: &[String]) -> Option<String> {
     let by_ref = !args.get(k)?.contains('&');
-    let (ptext, pname) = (raw.get(k)?, names.get(k)?);
+    let (ptext, pname) = (f.param_decls.get(k)?, f.params.get(k)?);
     let flat: String = ptext.split_whitespace().collect();
     let shape_ok = if by_ref {
         flat.contains("*&")
@@ -1823,17 +1544,20 @@ fn helper_alloc_bytes(
     if !shape_ok {
         return None;
     }
-    let m = calls(body, "cudaMalloc")
-        .into_iter()
+    let m = calls_in_body(def, f, "cudaMalloc")
         .find(|m| m.args.len() >= 2 && pointer_name(&m.args[0]) == *pname)?;
     let mut b = m.args[1].clone();
     // A local of the helper (`const size_t size = …;`) is its value.
+    let flow = Flow::of(def);
     for w in draft_idents(&b) {
-        if let [(_, rhs)] = assignments(body, &w).as_slice() {
-            b = replace_word(&b, &w, &format!("({})", rhs.trim()));
+        let mut a = flow.assignments(&w);
+        a.retain(|a| (f.body.0..f.body.1).contains(&a.pos));
+        if let [a] = a.as_slice() {
+            let rhs = a.value.as_deref().unwrap_or_default();
+            b = replace_word(&b, &w, &format!("({rhs})"));
         }
     }
-    for (q, a) in names.iter().zip(args) {
+    for (q, a) in f.params.iter().zip(args) {
         let a = a.trim();
         // `sizeof(float)` stays a factor the element count can drop.
         let plain = super::is_ident(a)
@@ -1846,76 +1570,6 @@ fn helper_alloc_bytes(
         b = replace_word(&b, q, &a);
     }
     Some(b)
-}
-
-/// The name of the call whose argument list holds position `p` of `text` (`f(a, b)` for
-/// the `b`): None at the top level.
-fn enclosing_call_name(text: &str, p: usize) -> Option<&str> {
-    let i = lex::enclosing_open(text, p, b'(', b')', b";{}")?;
-    let head = text[..i].trim_end();
-    let start = head
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map_or(0, |k| k + 1);
-    let name = &head[start..];
-    (!name.is_empty() && !name.as_bytes()[0].is_ascii_digit()).then_some(name)
-}
-
-/// Whether `text` starts a `for` loop with `name` (`for (i = 0;`, `for (int i = 0;`).
-fn starts_loop(text: &str, name: &str) -> bool {
-    occurrences(text, name, b".>").any(|p| {
-        let head = text[..p].trim_end_matches(|c: char| {
-            c.is_ascii_alphanumeric() || c == '_' || c == ':' || c.is_whitespace()
-        });
-        head.strip_suffix('(').is_some_and(|h| {
-            let h = h.trim_end();
-            h.strip_suffix("for")
-                .is_some_and(|b| !b.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
-        })
-    })
-}
-
-/// Whether `text` changes `name` in place: `name += e` (any compound assignment), `name++`,
-/// `--name`.
-fn changed_in_place(text: &str, name: &str) -> bool {
-    const OPS: [&str; 12] = [
-        "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=",
-    ];
-    let b = text.as_bytes();
-    occurrences(text, name, b".>").any(|p| {
-        let end = p + name.len();
-        if b.get(end)
-            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        {
-            return false;
-        }
-        let rest = text[end..].trim_start();
-        let before = text[..p].trim_end();
-        OPS.iter().any(|o| rest.starts_with(o)) || before.ends_with("++") || before.ends_with("--")
-    })
-}
-
-fn occurrences<'a>(
-    text: &'a str,
-    name: &'a str,
-    not_after: &'a [u8],
-) -> impl Iterator<Item = usize> + 'a {
-    let b = text.as_bytes();
-    let mut from = 0;
-    std::iter::from_fn(move || {
-        if name.is_empty() {
-            return None;
-        }
-        while let Some(p) = text[from..].find(name).map(|p| p + from) {
-            from = p + name.len();
-            let prev = p.checked_sub(1).map(|k| b[k]);
-            if prev
-                .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == b'_' || not_after.contains(&c)))
-            {
-                return Some(p);
-            }
-        }
-        None
-    })
 }
 
 #[cfg(test)]
@@ -2011,7 +1665,6 @@ mod tests {
         );
         assert_eq!(h.wrapper_alloc("p"), None);
         assert_eq!(h.wrapper_alloc("q"), None);
-        assert!(function_body("f() {}", "").is_none() && calls("f()", "").is_empty());
     }
 
     #[test]
@@ -2075,6 +1728,12 @@ mod tests {
         assert_eq!(argv_index("atoi(argv[3])"), Some(3));
         assert_eq!(argv_index("strtol(argv[1], NULL, 10)"), Some(1));
         assert_eq!(argv_index("argv[1]"), None);
+        // Inside a larger expression, each argument call is the run script's value.
+        let mut h = host("int main() { k<<<1, 1>>>(); }", 1);
+        h.set_run_args(vec!["2048".into(), "3".into()]);
+        let v = h.value("std::stoi(argv[1]) + atoi(argv[2]) * 2", 0);
+        assert_eq!(v, Ok(Num::Int(2054)));
+        assert_eq!(h.substitute_argv("atoi(buf) + 1"), Ok(None));
         assert_eq!(pointer_name("(void**) &d_a"), "d_a");
         assert_eq!(pointer_name("reinterpret_cast<void **>(&x)"), "x");
         assert_eq!(
@@ -2092,8 +1751,6 @@ mod tests {
             (c[0].line, c[0].args.clone()),
             (3, vec!["d_a".to_string(), "n".to_string()])
         );
-        assert_eq!(template_arg_list(" <a, 2>(x)"), 7);
-        assert_eq!(template_arg_list("< n && k > (m)"), 0);
     }
 
     #[test]
@@ -2107,8 +1764,6 @@ mod tests {
             assignments("s = max(\n    a / b,\n    1.0f);", "s"),
             vec![(1, "max( a / b, 1.0f)".to_string())]
         );
-        assert!(in_string_literal("x(\"a = 1\")", 4));
-        assert!(!in_string_literal("x(\"a\") = 1", 8));
     }
 
     #[test]
@@ -2405,8 +2060,8 @@ mod tests {
              sscanf(argv[4], \"%d\", &frames);\n launch();\n}\n",
             19,
         );
-        assert_eq!(flag_near(&h.file, 6).as_deref(), Some("-s"));
-        assert_eq!(flag_near(&h.file, 13).as_deref(), Some("-n"));
+        assert_eq!(Flow::of(&h.file).flag_near(6).as_deref(), Some("-s"));
+        assert_eq!(Flow::of(&h.file).flag_near(13).as_deref(), Some("-n"));
         // No run script: the value depends on a command line nobody gives.
         assert!(h.int_value("size").unwrap_err().contains("argv"));
         assert_eq!(h.command_line_value("size"), None);
@@ -2456,16 +2111,12 @@ mod tests {
             e.contains("`t` is 0 where it is declared and assigned again"),
             "{e}"
         );
-        assert!(changed_in_place("x = 1; n++;", "n") && changed_in_place("--n", "n"));
         // A loop counter's zero is its first pass (Parboil cp's atom chunks).
         let c = host(
             "#define COUNT 10000\nvoid f() { int start;\n for (start = 0; start < COUNT; start += 4000) {\n int left = COUNT - start;\n int run = left > 4000 ? 4000 : left;\n k<<<1, 1>>>(run); } }",
             6,
         );
-        assert!(starts_loop("for (int i = 0;", "i") && starts_loop("for(i=0;", "i"));
-        assert!(!starts_loop("if (i = 0)", "i") && !starts_loop("transfor (i = 0)", "i"));
         assert_eq!(c.int_value("run"), Ok(4000));
-        assert!(changed_in_place("s <<= 2", "s") && !changed_in_place("s = 2; ns++; s.n++", "s"));
         // A zero never assigned again is the value; the launch's own name keeps its zero
         // (its caller judges it).
         let mut z = host("void k() { launch(); }\n", 1);
