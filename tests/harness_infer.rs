@@ -499,3 +499,54 @@ fn a_program_with_its_own_main_does_not_borrow_another_programs_sizes() {
         std::fs::read_to_string(out2.join(format!("{}.toml", id_of(&ids, "scale")))).unwrap();
     assert!(text.contains("4096"), "{text}");
 }
+
+/// Host code is read as the compiler reads it: a size under an `#ifdef` of a macro nothing
+/// defines is not taken, one inside an expression leaves the expression whole (Chai's
+/// `in_size` / `#ifdef CUDA_8_0` / `+ sizeof(int)` / `#endif`), the default of a dataset
+/// choice is the one compiled (PolyBench's `STANDARD_DATASET`, not the first `#define`), and a
+/// pointer the kernel names nowhere past its parameter list, allocated only under an
+/// `#ifdef` that is off, gets length 1.
+#[test]
+fn host_code_is_read_with_its_settled_ifdefs_and_unused_pointers_take_length_1() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("tree");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("sizes.h"),
+        "#ifndef SIZES_H\n#define SIZES_H\n\
+         #if !defined(MINI) && !defined(LARGE)\n#define STANDARD\n#endif\n\
+         #ifdef MINI\n#define N 512\n#endif\n#ifdef STANDARD\n#define N 2048\n#endif\n\
+         #ifdef LARGE\n#define N 8192\n#endif\n#endif\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("main.cu"),
+        "#include \"sizes.h\"\n\
+         __global__ void scale(float *x, float *spare, int n) {\n\
+           extern __shared__ float tile[];\n\
+           int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+           if (i < n) { tile[threadIdx.x] = x[i]; x[i] = 2.0f * tile[threadIdx.x]; }\n\
+         #ifdef KEEP_SPARE\n  spare[i] = x[i];\n#endif\n}\n\
+         int main() {\n  float *d, *s;\n  int n = N;\n\
+           cudaMalloc(&d, n * sizeof(float));\n\
+         #ifdef KEEP_SPARE\n  cudaMalloc(&s, n * sizeof(float));\n#endif\n\
+           unsigned int smem = 256 * sizeof(float)\n\
+         #ifdef PAD_SHARED\n      + 128\n#endif\n      ;\n\
+           scale<<<(n + 255) / 256, 256, smem>>>(d, s, n);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let (units, ids) = extract(&root, t.path());
+    let out = t.path().join("inferred");
+    infer(&units, &out, &root);
+    let text = std::fs::read_to_string(out.join(format!("{}.toml", id_of(&ids, "scale")))).unwrap();
+    assert!(text.contains("n = 2048  # host `n`"), "{text}");
+    assert!(!text.contains("unexpected `#`"), "{text}");
+    assert!(text.contains("shared_mem = \"256 * 4\""), "{text}");
+    assert!(
+        text.contains(
+            "len = \"1\"  # neither kernel names it past its parameter list, and the host code allocates none"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("= \"TODO\""), "{text}");
+}

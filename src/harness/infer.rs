@@ -105,34 +105,24 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
     ));
     // The host code as the compiler reads it: settled `#ifdef`s resolved, over the macros
     // the program's files define and the `-D` flags of its build.
-    let flags: Vec<&str> = unit
+    let build_defines: Vec<String> = unit
         .build_flags
         .iter()
         .filter_map(|f| f.strip_prefix("-D"))
-        .map(|d| d.split('=').next().unwrap_or(d))
+        .map(|d| d.split('=').next().unwrap_or(d).to_string())
         .collect();
-    // A name the program's files `#define` is defined from its `#define` on, which this
-    // reading cannot place (include order), and names the compiler reserves (`__CUDACC__`,
-    // `_WIN32`) are the compiler's: both unknown. Any other name is defined only by a flag.
-    let defined = |m: &str| {
-        if flags.contains(&m) {
-            Some(true)
-        } else if m.starts_with('_')
-            || crate::cuda::ppcond::is_defined(&file, m)
-            || others.iter().any(|t| crate::cuda::ppcond::is_defined(t, m))
-        {
-            None
-        } else {
-            Some(false)
-        }
-    };
+    let texts: Vec<&str> = std::iter::once(file.as_str())
+        .chain(others.iter().map(String::as_str))
+        .collect();
+    let defined = |m: &str| infer_host::macro_state(&build_defines, &texts, m);
     let resolved = crate::cuda::ppcond::resolved_text(&file, &defined);
     // A launch inside a branch this reading turns off (llm.c's `#ifdef ENABLE_CUDNN`
     // kernels) is built with that branch's flag: then the texts stay as they are.
     fn line(t: &str, n: u32) -> Option<&str> {
         t.lines().nth(n.saturating_sub(1) as usize).map(str::trim)
     }
-    let (file, others) = if line(&resolved, site.line) == line(&file, site.line) {
+    let compiled = line(&resolved, site.line) == line(&file, site.line);
+    let (file, others) = if compiled {
         let others: Vec<String> = others
             .iter()
             .map(|t| crate::cuda::ppcond::resolved_text(t, &defined))
@@ -145,6 +135,8 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         infer_host::run_args(&dir).or_else(|| dir.parent().and_then(infer_host::run_args));
     Host {
         file,
+        build_defines,
+        compiled,
         launch_line: site.line,
         others,
         run_args,
@@ -819,6 +811,14 @@ fn own_values(table: &mut LaunchDraft, vars: Vec<String>, slow: &Host, fast: &Ho
 /// ones (last statement, calls expanded), those extract did not record, each as of the
 /// launch line, divisions rounded up where the code rounds. Also the names whose value at
 /// the launch the code does not settle, with why.
+/// Whether one-line host text holds a conditional directive (`… #ifdef PAD + 128 #endif`).
+fn has_directive(text: &str) -> bool {
+    static DIRECTIVE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"#\s*(if|ifdef|ifndef|elif|else|endif)\b").expect("static regex")
+    });
+    DIRECTIVE.is_match(text)
+}
+
 fn site_definitions(
     host: &Host,
     site: Option<&LaunchSite>,
@@ -828,6 +828,10 @@ fn site_definitions(
         .map(|s| {
             s.definitions
                 .iter()
+                // The extractor records a definition on one line, `#if` lines and all: one
+                // with a directive inside is read again from the host texts, whose settled
+                // groups are resolved (below, as an unrecorded definition).
+                .filter(|(_, v)| !(host.compiled && has_directive(v)))
                 .map(|(k, v)| (k.clone(), host.expand_calls(&last_statement(k, v))))
                 .collect()
         })

@@ -19,6 +19,21 @@ use crate::cuda::ppcond::{define_bodies, function_macro};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// Whether macro `m` is defined where host code tests it, or None when that is not known:
+/// a `-D` flag of the build defines it; a name the program's files `#define` is defined
+/// from its `#define` on, which a reading without include order cannot place, and names the
+/// compiler reserves (`__CUDACC__`, `_WIN32`) are the compiler's: both unknown. Any other
+/// name is defined nowhere.
+pub fn macro_state(build_defines: &[String], texts: &[&str], m: &str) -> Option<bool> {
+    if build_defines.iter().any(|d| d == m) {
+        Some(true)
+    } else if m.starts_with('_') || texts.iter().any(|t| crate::cuda::ppcond::is_defined(t, m)) {
+        None
+    } else {
+        Some(false)
+    }
+}
+
 /// The host code one launch lives in: its file (comments removed), the launch's line, the
 /// other source files of its folder, and the benchmark's run command arguments.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +64,11 @@ pub struct Host {
     /// natural kernel launched from other code (Parboil's `cuda_base/`): its launch is
     /// read from there, by the same rules.
     pub slow_side: Option<Box<Host>>,
+    /// `-D` names of the program's build (`build_flags`): defined wherever tested.
+    pub build_defines: Vec<String>,
+    /// The texts have their settled `#if` groups resolved ([`macro_state`]); a recorded
+    /// launch definition with a directive inside is then read from them again.
+    pub compiled: bool,
     /// Answers already computed from the texts, which never change: [`Host::ranked_calls`]
     /// by callee, a function's definition by name (the first text defining it), and
     /// [`Host::definition`] by name. A host is built, then asked; code that changes its
