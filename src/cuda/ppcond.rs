@@ -182,7 +182,7 @@ fn resolve(text: &str, known: &dyn Fn(&str) -> Option<bool>, drop_settled: bool)
     let mut group_of: Vec<usize> = Vec::new();
     let mut settled: Vec<bool> = Vec::new();
     // Kept lines, and for a directive its group and whether the text around it was on.
-    let mut lines: Vec<(&str, bool, Option<(usize, bool)>)> = Vec::new();
+    let mut lines: Vec<Line> = Vec::new();
     for line in text.split_inclusive('\n') {
         let t = line.trim_start();
         let directive = t.strip_prefix('#').map(str::trim_start);
@@ -259,6 +259,10 @@ fn resolve(text: &str, known: &dyn Fn(&str) -> Option<bool>, drop_settled: bool)
     }
     out
 }
+
+/// A line of [`resolve`]: the text, whether its branch is kept, and for a directive its
+/// group's number and whether the text around the group was on.
+type Line<'t> = (&'t str, bool, Option<(usize, bool)>);
 
 /// A name a condition tests with `defined` (`defined(X)`, `defined X`).
 static DEFINED_NAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {

@@ -1074,7 +1074,7 @@ impl<'a> Cx<'a> {
         // A slow kernel synth has yet to write must compute what the fast one does, so it
         // has no use for a buffer the fast kernel never names; verify checks it on its own
         // run (an access past the buffer is a crash, never a verdict).
-        once(self.fast) && self.pair.slow.unit().is_none_or(|s| once(s))
+        once(self.fast) && self.pair.slow.unit().is_none_or(once)
     }
 
     /// Legacy textures the host binds to a pointer the launch does not pass (kmeans binds
