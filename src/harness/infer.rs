@@ -105,16 +105,19 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
     ));
     // The host code as the compiler reads it: settled `#ifdef`s resolved, over the macros
     // the program's files define and the `-D` flags of its build.
-    let build_defines: Vec<String> = unit
+    let build_defines: BTreeSet<String> = unit
         .build_flags
         .iter()
         .filter_map(|f| f.strip_prefix("-D"))
         .map(|d| d.split('=').next().unwrap_or(d).to_string())
         .collect();
-    let texts: Vec<&str> = std::iter::once(file.as_str())
+    // Every name the program's files `#define`, read once for all the texts' conditions.
+    let file_defines: BTreeSet<String> = std::iter::once(file.as_str())
         .chain(others.iter().map(String::as_str))
+        .flat_map(crate::cuda::ppcond::defines)
+        .map(|d| d.name.to_string())
         .collect();
-    let defined = |m: &str| infer_host::macro_state(&build_defines, &texts, m);
+    let defined = |m: &str| infer_host::macro_state(&build_defines, &file_defines, m);
     let resolved = crate::cuda::ppcond::resolved_text(&file, &defined);
     // A launch inside a branch this reading turns off (llm.c's `#ifdef ENABLE_CUDNN`
     // kernels) is built with that branch's flag: then the texts stay as they are.
@@ -135,7 +138,6 @@ pub fn load_host(root: &Path, unit: &KernelUnit) -> Host {
         infer_host::run_args(&dir).or_else(|| dir.parent().and_then(infer_host::run_args));
     Host {
         file,
-        build_defines,
         compiled,
         launch_line: site.line,
         others,

@@ -20,14 +20,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Whether macro `m` is defined where host code tests it, or None when that is not known:
-/// a `-D` flag of the build defines it; a name the program's files `#define` is defined
-/// from its `#define` on, which a reading without include order cannot place, and names the
-/// compiler reserves (`__CUDACC__`, `_WIN32`) are the compiler's: both unknown. Any other
-/// name is defined nowhere.
-pub fn macro_state(build_defines: &[String], texts: &[&str], m: &str) -> Option<bool> {
-    if build_defines.iter().any(|d| d == m) {
+/// a `-D` flag of the build (`build_defines`) defines it; a name the program's files
+/// `#define` (`file_defines`) is defined from its `#define` on, which a reading without
+/// include order cannot place, and names the compiler reserves (`__CUDACC__`, `_WIN32`)
+/// are the compiler's: both unknown. Any other name is defined nowhere.
+pub fn macro_state(
+    build_defines: &BTreeSet<String>,
+    file_defines: &BTreeSet<String>,
+    m: &str,
+) -> Option<bool> {
+    if build_defines.contains(m) {
         Some(true)
-    } else if m.starts_with('_') || texts.iter().any(|t| crate::cuda::ppcond::is_defined(t, m)) {
+    } else if m.starts_with('_') || file_defines.contains(m) {
         None
     } else {
         Some(false)
@@ -64,8 +68,6 @@ pub struct Host {
     /// natural kernel launched from other code (Parboil's `cuda_base/`): its launch is
     /// read from there, by the same rules.
     pub slow_side: Option<Box<Host>>,
-    /// `-D` names of the program's build (`build_flags`): defined wherever tested.
-    pub build_defines: Vec<String>,
     /// The texts have their settled `#if` groups resolved ([`macro_state`]); a recorded
     /// launch definition with a directive inside is then read from them again.
     pub compiled: bool,
