@@ -201,6 +201,18 @@ pub fn text<'a>(n: Node, src: &'a str) -> &'a str {
     &src[n.byte_range()]
 }
 
+/// A node's text with its whitespace removed (`threadIdx . x` → `threadIdx.x`), for
+/// comparing an expression with a spelling.
+pub fn squashed(n: Node, src: &str) -> String {
+    text(n, src).split_whitespace().collect()
+}
+
+/// The name of every `identifier` node under `n` (itself included), in document order.
+pub fn identifiers<'a>(n: Node, src: &'a str) -> Vec<&'a str> {
+    let ids = super::queries::all_of_kind(n, "identifier");
+    ids.into_iter().map(|i| text(i, src)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +265,22 @@ __global__ void bad(float* x) { x[0] = ; }
         assert_eq!(tys, ["float4 *", "const float []", "unsigned int"]);
         assert!(!ks[1].has_error);
         assert!(ks[2].has_error);
+    }
+
+    #[test]
+    fn identifiers_and_squashed_text_read_a_subtree() {
+        let src = "int f(int a) { return g(a, b . c) + a; }";
+        let t = parse(src);
+        let body = t
+            .root_node()
+            .child(0)
+            .unwrap()
+            .child_by_field_name("body")
+            .unwrap();
+        // Field names (`c`) and the callee's name are identifiers only where C says so.
+        assert_eq!(identifiers(body, src), ["g", "a", "b", "a"]);
+        let ret = body.named_child(0).unwrap();
+        assert_eq!(squashed(ret, src), "returng(a,b.c)+a;");
     }
 
     #[test]
