@@ -17,6 +17,7 @@ use super::infer_template;
 use super::spec::{Expr, RawHarness, RawInit, RawWindow};
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::texture::{shimmed_symbols, Declared};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -1087,7 +1088,8 @@ impl<'a> Cx<'a> {
             .site
             .map(|s| s.args.iter().map(|a| infer_host::pointer_name(a)).collect())
             .unwrap_or_default();
-        for (texture, texel, var) in texture_binds(&self.fast.source, self.host) {
+        for (t, var) in texture_binds(&self.fast.source, self.host) {
+            let (texture, texel) = (t.name, t.element);
             if passed.contains(&var) || self.tex_bufs.iter().any(|t| t.var == var) {
                 continue;
             }
@@ -1102,7 +1104,8 @@ impl<'a> Cx<'a> {
         }
         // Textures bound to CUDA arrays (`cudaBindTextureToArray(get_ref(), ref_ary)` after
         // `cudaMallocArray(&ref_ary, &desc, w, h)`): a buffer of w × h texels, row-major.
-        for (texture, texel, var) in texture_array_binds(&self.fast.source, self.host) {
+        for (t, var) in texture_array_binds(&self.fast.source, self.host) {
+            let (texture, texel) = (t.name, t.element);
             if self.tex_bufs.iter().any(|t| t.texture == texture) {
                 continue;
             }
@@ -1122,10 +1125,7 @@ impl<'a> Cx<'a> {
                 (Some((w, h)), Some(_)) => {
                     let tw = self.translate_length(w);
                     // A 1-D texture over an `n × 1` array has a width only.
-                    let one_d = legacy_textures(&self.fast.source)
-                        .iter()
-                        .any(|(n, _, d)| *n == texture && *d == 1);
-                    let h = h.as_ref().filter(|_| !one_d);
+                    let h = h.as_ref().filter(|_| t.dim != 1);
                     let th = h.map(|h| self.translate_length(h));
                     match (tw, th) {
                         (Ok(w), None) => (Ok(w.clone()), Some((w, None))),
@@ -2129,7 +2129,8 @@ impl<'a> Cx<'a> {
                 height: h.clone(),
             });
         }
-        for (tex, texel, var) in texture_binds(&self.fast.source, self.host) {
+        for (t, var) in texture_binds(&self.fast.source, self.host) {
+            let (tex, texel) = (t.name, t.element);
             let site = self.site;
             let param = self.fast.params.iter().enumerate().find(|(i, p)| {
                 c_is_pointer(&p.ty)
@@ -2327,82 +2328,47 @@ pub fn unsettle_fields(table: &mut LaunchDraft, fields: &[(&str, String)]) {
 }
 
 /// The 1-D legacy textures a unit declares (extract's `kernelpair_legacy_texture<T, 1> name`)
-/// that the host binds with `cudaBindTexture(offset, [&]name, ptr, …)`: (name, texel type,
-/// the bound pointer variable).
-pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for (name, texel, dim) in legacy_textures(source) {
-        let name = name.as_str();
-        if dim != 1 {
-            continue;
-        }
-        let bound = host.texts().find_map(|t| {
-            crate::cuda::host::calls_to(t, "cudaBindTexture")
-                .into_iter()
-                .find_map(|c| {
-                    (c.args.len() >= 3 && infer_host::pointer_name(&c.args[1]) == name)
-                        .then(|| infer_host::pointer_name(&c.args[2]))
-                })
-        });
-        if let Some(var) = bound.filter(|v| super::is_ident(v)) {
-            out.push((name.to_string(), texel, var));
-        }
-    }
+/// that the host binds with `cudaBindTexture(offset, [&]name, ptr, …)`, with the bound
+/// pointer variable.
+pub fn texture_binds(source: &str, host: &Host) -> Vec<(Declared, String)> {
+    let mut out = bound_textures(source, host, "cudaBindTexture", 1);
+    out.retain(|(t, _)| t.dim == 1);
     out
 }
 
-/// The legacy textures a unit declares (extract's `__device__
-/// kernelpair_legacy_texture<T, D> name;` lines): (name, texel type, dimensions).
-pub fn legacy_textures(source: &str) -> Vec<(String, String, u32)> {
-    source
-        .lines()
-        .filter_map(|l| {
-            let rest = l
-                .trim()
-                .strip_prefix("__device__ kernelpair_legacy_texture<")?;
-            let (targs, name) = rest.split_once('>')?;
-            let (texel, dim) = targs.rsplit_once(',')?;
-            let name = name.trim().trim_end_matches(';').trim();
-            let dim = dim.trim().parse().ok()?;
-            super::is_ident(name).then(|| (name.to_string(), texel.trim().to_string(), dim))
-        })
-        .collect()
+/// The 1-D and 2-D legacy textures a unit declares that the host binds to a CUDA array
+/// (`cudaBindTextureToArray(ref, ary)`), with the array's host variable.
+pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(Declared, String)> {
+    bound_textures(source, host, "cudaBindTextureToArray", 0)
 }
 
-/// The 1-D and 2-D legacy textures a unit declares that the host binds to a CUDA array
-/// (`cudaBindTextureToArray(ref, ary)`, or through a getter `get_ref()` whose body returns
-/// `ref`): (texture, texel type, the array's host variable).
-pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
+/// The legacy textures a unit declares ([`shimmed_symbols`]) that the host passes to `call`
+/// as its argument `at`, by name (`[&]ref`) or through a getter `get_ref()` whose body
+/// returns `ref`, with the variable passed next (`call(…, ref, var, …)`).
+fn bound_textures(source: &str, host: &Host, call: &str, at: usize) -> Vec<(Declared, String)> {
     let mut out = Vec::new();
-    for (name, texel, dim) in legacy_textures(source) {
-        let name = name.as_str();
-        if !matches!(dim, 1 | 2) {
-            continue;
-        }
+    for t in shimmed_symbols(source) {
         let names_it = |arg: &str| {
-            let a = infer_host::pointer_name(arg);
-            if a == name {
+            if infer_host::pointer_name(arg) == t.name {
                 return true;
             }
-            // A getter: `get_ref()` defined as `{ return ref; }`.
             let a = arg.trim();
             let Some(f) = a.strip_suffix("()").filter(|f| super::is_ident(f)) else {
                 return false;
             };
-            host.texts()
-                .chain(std::iter::once(source))
-                .any(|t| infer_host::return_function(t, f).is_some_and(|(_, e)| e.trim() == name))
+            host.texts().chain(std::iter::once(source)).any(|text| {
+                infer_host::return_function(text, f).is_some_and(|(_, e)| e.trim() == t.name)
+            })
         };
-        let bound = host.texts().find_map(|t| {
-            crate::cuda::host::calls_to(t, "cudaBindTextureToArray")
+        let bound = host.texts().find_map(|text| {
+            let calls = crate::cuda::host::calls_to(text, call);
+            let c = calls
                 .into_iter()
-                .find_map(|c| {
-                    (c.args.len() >= 2 && names_it(&c.args[0]))
-                        .then(|| infer_host::pointer_name(&c.args[1]))
-                })
+                .find(|c| c.args.len() > at + 1 && names_it(&c.args[at]))?;
+            Some(infer_host::pointer_name(&c.args[at + 1]))
         });
         if let Some(var) = bound.filter(|v| super::is_ident(v)) {
-            out.push((name.to_string(), texel, var));
+            out.push((t, var));
         }
     }
     out
@@ -2995,8 +2961,12 @@ mod tests {
             others: vec!["cudaBindTexture(NULL, &t_other, d_o, &c, 4);".into()],
             ..Host::default()
         };
+        let named: Vec<_> = texture_binds(source, &h)
+            .into_iter()
+            .map(|(t, v)| (t.name, t.element, v))
+            .collect();
         assert_eq!(
-            texture_binds(source, &h),
+            named,
             vec![("t_in".to_string(), "float".to_string(), "d_in".to_string())]
         );
     }
@@ -3022,8 +2992,12 @@ mod tests {
             ],
             ..Host::default()
         };
+        let named: Vec<_> = texture_array_binds(source, &h)
+            .into_iter()
+            .map(|(t, v)| (t.name, t.element, v))
+            .collect();
         assert_eq!(
-            texture_array_binds(source, &h),
+            named,
             vec![
                 (
                     "ref".to_string(),
