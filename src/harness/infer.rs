@@ -17,6 +17,7 @@ use super::infer_template;
 use super::spec::{Expr, RawHarness, RawInit, RawWindow};
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::syntax;
 use crate::cuda::texture::{shimmed_symbols, Declared};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -2032,7 +2033,7 @@ impl<'a> Cx<'a> {
         let uploads = self.host.symbol_uploads();
         let mut out = Vec::new();
         for (sym, bytes) in &uploads {
-            let Some(ty) = constant_type(&self.fast.source, sym) else {
+            let Some((ty, capacity)) = constant_table(&self.fast.source, sym) else {
                 continue;
             };
             let (e, fields) = match elem_of(&ty, &self.fast.source, self.host) {
@@ -2078,7 +2079,7 @@ impl<'a> Cx<'a> {
                 Ok(l) => Err(format!("length `{l}` uses host names that are not sizes")),
                 Err(why) => Err(why),
             };
-            let len = match (len, constant_capacity(&self.fast.source, sym)) {
+            let len = match (len, capacity) {
                 (Ok(l), _) => Field::known(Expr::Text(l)),
                 (Err(why), Some(cap)) => Field::noted(
                     Expr::Int(cap * fields as i64),
@@ -2541,36 +2542,27 @@ pub const INFERRED_BYTES_BUDGET: u64 = 8 << 30;
 /// per element (4 for `float4 atominfo[N]`, 5 for a `kValues` struct of five floats defined
 /// in the unit). A harness's `[[constants]] len` counts scalars.
 pub fn constant_scalars(source: &str, sym: &str) -> Option<i64> {
-    let cap = constant_capacity(source, sym)?;
-    let ty = constant_type(source, sym)?;
+    let (ty, cap) = constant_table(source, sym)?;
     let per = match ElemType::from_c_type(&ty) {
         Some(e) => draft::sizeof_type(&ty).map_or(1, |b| (b / e.size_of()).max(1)),
         None => {
             infer_template::struct_of_scalars(&c_base_type(&ty), [source]).map_or(1, |(_, n)| n)
         }
     };
-    Some(cap * per as i64)
+    Some(cap? * per as i64)
 }
 
-/// The element count of a `__constant__ T sym[EXPR];` declaration in `source`, when EXPR
-/// folds to an integer through the source's `#define`s (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
-pub fn constant_capacity(source: &str, sym: &str) -> Option<i64> {
-    // `sym` as a whole word on the declaration's line (before its `;`), the last such
-    // followed by `[…]`, in the first `__constant__` declaration that has one.
-    static EXTENT: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*\[([^\]\n]*)\]").expect("valid"));
-    const KEY: &str = "__constant__";
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    let inner = source.match_indices(KEY).find_map(|(at, _)| {
-        let rest = &source[at + KEY.len()..];
-        let line = &rest[..rest.find([';', '\n']).unwrap_or(rest.len())];
-        line.match_indices(sym)
-            .filter(|(i, _)| *i > 0 && !line[..*i].ends_with(word))
-            .filter_map(|(i, _)| EXTENT.captures(&rest[i + sym.len()..]))
-            .last()
-            .map(|c| c[1].to_string())
-    })?;
-    declared_extent(source, &inner)
+/// The element type of a `__constant__` variable the unit declares, and for a table its
+/// element count when the extents fold to integers through the source's `#define`s
+/// (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
+pub fn constant_table(source: &str, sym: &str) -> Option<(String, Option<i64>)> {
+    let (ty, extents) = syntax::unit(source).qualified_variable("__constant__", sym)?;
+    let fold = |n: i64, e: &String| n.checked_mul(declared_extent(source, e)?);
+    let cap = extents
+        .iter()
+        .try_fold(1, fold)
+        .filter(|_| !extents.is_empty());
+    Some((ty, cap))
 }
 
 /// An array's declared extent (`[BLOCK_SIZE]`, `[2 * TILE]`) as a number, through the
@@ -2612,22 +2604,6 @@ pub fn last_statement(name: &str, def: &str) -> String {
     value
         .map(|v| format!("{name} = {v}"))
         .unwrap_or_else(|| def.to_string())
-}
-
-/// The element type of a `__constant__` array declared in a unit's source.
-pub fn constant_type(source: &str, sym: &str) -> Option<String> {
-    source.lines().find_map(|l| {
-        let l = l.trim();
-        let rest = l.split("__constant__").nth(1)?;
-        let decl = rest.split('[').next()?.trim().trim_end_matches(';');
-        let (ty, name) = decl.rsplit_once(char::is_whitespace)?;
-        let ty = ty
-            .split_whitespace()
-            .filter(|w| !matches!(*w, "__device__" | "static" | "const" | "extern"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        (name.trim_start_matches('*') == sym).then_some(ty)
-    })
 }
 
 /// Why `infer_all` stopped: the records could not be read, or a harness not written.
@@ -3260,6 +3236,7 @@ mod tests {
     #[test]
     fn constant_capacities_fold_the_sources_defines() {
         let src = "#define NC 5\n#define W (NC * 2)\n__constant__ float c_tab[W*34];\n__constant__ int d[N];\n";
+        let constant_capacity = |s: &str, n: &str| constant_table(s, n).and_then(|(_, c)| c);
         assert_eq!(constant_capacity(src, "c_tab"), Some(340));
         assert_eq!(constant_capacity(src, "d"), None);
         assert_eq!(constant_capacity(src, "nothing"), None);
@@ -3275,10 +3252,11 @@ mod tests {
         let src = "__constant__ float c_mask[16];\nstatic __constant__ int tab[N];\n\
                    struct kv { float a, b; float c; };\n__constant__ __device__ kv c[8];\n\
                    #define MAXATOMS 100\n__constant__ float4 atominfo[MAXATOMS];\n";
-        assert_eq!(constant_type(src, "c_mask").as_deref(), Some("float"));
-        assert_eq!(constant_type(src, "tab").as_deref(), Some("int"));
-        assert_eq!(constant_type(src, "c").as_deref(), Some("kv"));
-        assert_eq!(constant_type(src, "other"), None);
+        let constant_type = |n: &str| constant_table(src, n).map(|(t, _)| t);
+        assert_eq!(constant_type("c_mask").as_deref(), Some("float"));
+        assert_eq!(constant_type("tab").as_deref(), Some("int"));
+        assert_eq!(constant_type("c").as_deref(), Some("kv"));
+        assert_eq!(constant_type("other"), None);
         // A table's scalars: declared elements times the scalars in each.
         assert_eq!(constant_scalars(src, "c_mask"), Some(16));
         assert_eq!(constant_scalars(src, "c"), Some(24));
