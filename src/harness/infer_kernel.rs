@@ -665,17 +665,8 @@ fn plain_name(s: &str) -> String {
 
 /// The identifier a declarator declares (`*p`, `p[4]`, `&r`, `p`).
 fn declared_name(n: Node, src: &str) -> Option<String> {
-    match n.kind() {
-        "identifier" => Some(text(n, src).to_string()),
-        _ => n
-            .child_by_field_name("declarator")
-            .and_then(|d| declared_name(d, src))
-            .or_else(|| {
-                let mut c = n.walk();
-                let kids: Vec<Node> = n.named_children(&mut c).collect();
-                kids.into_iter().find_map(|k| declared_name(k, src))
-            }),
-    }
+    // A declarator's name comes before its extents and parameters.
+    queries::first_of_kind(n, "identifier").map(|i| text(i, src).to_string())
 }
 
 /// The identifier at the base of an lvalue or pointer expression: `p` in `p[i]`, `*(p + i)`,
