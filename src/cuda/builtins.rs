@@ -129,6 +129,19 @@ pub fn is_warp_primitive(name: &str) -> bool {
         || name.starts_with("__match_")
 }
 
+/// A device call that takes its operands by value and writes through none of them: the
+/// [`MATH`] functions (not `frexp`, `modf` and `remquo`, which store through a pointer,
+/// nor `sincos`), CUDA's fast intrinsics and absolute values, `min`/`max`, `__ldg`,
+/// `tex1Dfetch` and `printf`.
+pub fn is_pure_call(name: &str) -> bool {
+    const OTHERS: &str = "min max abs fabs fabsf rsqrt rsqrtf exp10f __expf __logf __powf \
+__sinf __cosf __fdividef __ldg tex1Dfetch printf";
+    let math = |m: &str| {
+        !matches!(m, "frexp" | "modf" | "remquo") && MATH.split_whitespace().any(|x| x == m)
+    };
+    math(name) || name.strip_suffix('f').is_some_and(math) || OTHERS.split(' ').any(|x| x == name)
+}
+
 pub fn is_atomic(name: &str) -> bool {
     name.strip_prefix("atomic")
         .is_some_and(|r| r.starts_with(char::is_uppercase))
@@ -534,6 +547,19 @@ pub fn shim(name: &str) -> Option<&'static Shim> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pure_calls_are_math_and_intrinsics_without_pointer_outputs() {
+        let pure =
+            "sqrtf sqrt __expf atan2f fminf min fabs rsqrtf __ldg tex1Dfetch printf lgammaf \
+                    erff fmaf expm1f __fdividef";
+        for f in pure.split_whitespace() {
+            assert!(is_pure_call(f), "{f}");
+        }
+        for f in "sincosf sincos modff frexp remquof atomicAdd foo f".split(' ') {
+            assert!(!is_pure_call(f), "{f}");
+        }
+    }
 
     #[test]
     fn cudas_makers_are_builtins_and_a_programs_are_not() {

@@ -7,7 +7,7 @@
 //! uses; [`isolate`] then computes, over a [`Scope`] of indexed files, the closure of
 //! what one kernel needs and writes it out as a unit that NVRTC compiles alone.
 
-mod builtins;
+pub(crate) mod builtins;
 pub(crate) mod ceval;
 pub(crate) mod cexpr;
 pub mod compile_only;
@@ -22,7 +22,7 @@ mod inspect;
 mod isolate;
 pub mod lex;
 pub(crate) mod ppcond;
-mod queries;
+pub(crate) mod queries;
 pub mod syntax;
 pub mod texture;
 mod tree;

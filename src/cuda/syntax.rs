@@ -86,6 +86,42 @@ impl UnitSyntax {
     }
 }
 
+impl UnitSyntax {
+    /// The first variable `name` the unit declares with the qualifier `qualifier`
+    /// (`__constant__`, `__shared__`): its type as written, spaces single, other qualifiers
+    /// and storage classes left out (`static __constant__ const float4` → `float4`), and
+    /// for an array each extent's text in source order (`t[W*34][2]` → `W*34`, `2`; `""`
+    /// for `[]`).
+    pub fn qualified_variable(&self, qualifier: &str, name: &str) -> Option<(String, Vec<String>)> {
+        let src = self.text.as_str();
+        let declarations = super::queries::all_of_kind(self.tree.root_node(), "declaration");
+        declarations.into_iter().find_map(|d| {
+            let mut c = d.walk();
+            let mut kids = d.children(&mut c);
+            let qualified = kids.any(|k| k.kind() == "type_qualifier" && text(k, src) == qualifier);
+            let ty = d.child_by_field_name("type").filter(|_| qualified)?;
+            let ty = text(ty, src)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut c = d.walk();
+            let declarators: Vec<Node> = d.children_by_field_name("declarator", &mut c).collect();
+            declarators.into_iter().find_map(|mut n| {
+                let mut extents = Vec::new();
+                while n.kind() != "identifier" {
+                    if n.kind() == "array_declarator" {
+                        let size = n.child_by_field_name("size");
+                        extents.push(size.map_or("", |s| text(s, src)).to_string());
+                    }
+                    n = n.child_by_field_name("declarator")?;
+                }
+                extents.reverse();
+                (text(n, src) == name).then(|| (ty.clone(), extents))
+            })
+        })
+    }
+}
+
 /// A unit's text as the compiler sees it, for reading declarations: the branches its own
 /// macros turn off blanked ([`UnitSyntax`]), and the directive lines themselves too, so a
 /// parameter list with `#if` branches parses as the list the kernel has. A branch the text
@@ -201,6 +237,18 @@ pub fn text<'a>(n: Node, src: &'a str) -> &'a str {
     &src[n.byte_range()]
 }
 
+/// A node's text with its whitespace removed (`threadIdx . x` → `threadIdx.x`), for
+/// comparing an expression with a spelling.
+pub fn squashed(n: Node, src: &str) -> String {
+    text(n, src).split_whitespace().collect()
+}
+
+/// The name of every `identifier` node under `n` (itself included), in document order.
+pub fn identifiers<'a>(n: Node, src: &'a str) -> Vec<&'a str> {
+    let ids = super::queries::all_of_kind(n, "identifier");
+    ids.into_iter().map(|i| text(i, src)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +301,46 @@ __global__ void bad(float* x) { x[0] = ; }
         assert_eq!(tys, ["float4 *", "const float []", "unsigned int"]);
         assert!(!ks[1].has_error);
         assert!(ks[2].has_error);
+    }
+
+    #[test]
+    fn identifiers_and_squashed_text_read_a_subtree() {
+        let src = "int f(int a) { return g(a, b . c) + a; }";
+        let t = parse(src);
+        let body = t
+            .root_node()
+            .child(0)
+            .unwrap()
+            .child_by_field_name("body")
+            .unwrap();
+        // Field names (`c`) and the callee's name are identifiers only where C says so.
+        assert_eq!(identifiers(body, src), ["g", "a", "b", "a"]);
+        let ret = body.named_child(0).unwrap();
+        assert_eq!(squashed(ret, src), "returng(a,b.c)+a;");
+    }
+
+    #[test]
+    fn qualified_variables_give_their_type_and_extents() {
+        let src =
+            "__constant__ float c_mask[16];\nstatic __constant__ const unsigned  int tab[N];\n\
+                   __constant__ __device__ kv c[8][W * 2], d[], *p;\nfloat c_plain[4];\n\
+                   __global__ void k() { __shared__ float s[32]; }\n";
+        let u = unit(src);
+        let q = |name: &str| u.qualified_variable("__constant__", name);
+        let got = |ty: &str, ext: &[&str]| {
+            Some((ty.to_string(), ext.iter().map(|e| e.to_string()).collect()))
+        };
+        assert_eq!(q("c_mask"), got("float", &["16"]));
+        assert_eq!(q("tab"), got("unsigned int", &["N"]));
+        assert_eq!(q("c"), got("kv", &["8", "W * 2"]));
+        assert_eq!(q("d"), got("kv", &[""]));
+        assert_eq!(q("p"), got("kv", &[]));
+        assert_eq!(q("c_plain"), None);
+        assert_eq!(q("other"), None);
+        assert_eq!(
+            u.qualified_variable("__shared__", "s"),
+            got("float", &["32"])
+        );
     }
 
     #[test]

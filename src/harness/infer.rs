@@ -17,6 +17,8 @@ use super::infer_template;
 use super::spec::{Expr, RawHarness, RawInit, RawWindow};
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::syntax;
+use crate::cuda::texture::{shimmed_symbols, Declared};
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -1087,7 +1089,8 @@ impl<'a> Cx<'a> {
             .site
             .map(|s| s.args.iter().map(|a| infer_host::pointer_name(a)).collect())
             .unwrap_or_default();
-        for (texture, texel, var) in texture_binds(&self.fast.source, self.host) {
+        for (t, var) in texture_binds(&self.fast.source, self.host) {
+            let (texture, texel) = (t.name, t.element);
             if passed.contains(&var) || self.tex_bufs.iter().any(|t| t.var == var) {
                 continue;
             }
@@ -1102,7 +1105,8 @@ impl<'a> Cx<'a> {
         }
         // Textures bound to CUDA arrays (`cudaBindTextureToArray(get_ref(), ref_ary)` after
         // `cudaMallocArray(&ref_ary, &desc, w, h)`): a buffer of w × h texels, row-major.
-        for (texture, texel, var) in texture_array_binds(&self.fast.source, self.host) {
+        for (t, var) in texture_array_binds(&self.fast.source, self.host) {
+            let (texture, texel) = (t.name, t.element);
             if self.tex_bufs.iter().any(|t| t.texture == texture) {
                 continue;
             }
@@ -1122,10 +1126,7 @@ impl<'a> Cx<'a> {
                 (Some((w, h)), Some(_)) => {
                     let tw = self.translate_length(w);
                     // A 1-D texture over an `n × 1` array has a width only.
-                    let one_d = legacy_textures(&self.fast.source)
-                        .iter()
-                        .any(|(n, _, d)| *n == texture && *d == 1);
-                    let h = h.as_ref().filter(|_| !one_d);
+                    let h = h.as_ref().filter(|_| t.dim != 1);
                     let th = h.map(|h| self.translate_length(h));
                     match (tw, th) {
                         (Ok(w), None) => (Ok(w.clone()), Some((w, None))),
@@ -2032,7 +2033,7 @@ impl<'a> Cx<'a> {
         let uploads = self.host.symbol_uploads();
         let mut out = Vec::new();
         for (sym, bytes) in &uploads {
-            let Some(ty) = constant_type(&self.fast.source, sym) else {
+            let Some((ty, capacity)) = constant_table(&self.fast.source, sym) else {
                 continue;
             };
             let (e, fields) = match elem_of(&ty, &self.fast.source, self.host) {
@@ -2078,7 +2079,7 @@ impl<'a> Cx<'a> {
                 Ok(l) => Err(format!("length `{l}` uses host names that are not sizes")),
                 Err(why) => Err(why),
             };
-            let len = match (len, constant_capacity(&self.fast.source, sym)) {
+            let len = match (len, capacity) {
                 (Ok(l), _) => Field::known(Expr::Text(l)),
                 (Err(why), Some(cap)) => Field::noted(
                     Expr::Int(cap * fields as i64),
@@ -2129,7 +2130,8 @@ impl<'a> Cx<'a> {
                 height: h.clone(),
             });
         }
-        for (tex, texel, var) in texture_binds(&self.fast.source, self.host) {
+        for (t, var) in texture_binds(&self.fast.source, self.host) {
+            let (tex, texel) = (t.name, t.element);
             let site = self.site;
             let param = self.fast.params.iter().enumerate().find(|(i, p)| {
                 c_is_pointer(&p.ty)
@@ -2327,82 +2329,47 @@ pub fn unsettle_fields(table: &mut LaunchDraft, fields: &[(&str, String)]) {
 }
 
 /// The 1-D legacy textures a unit declares (extract's `kernelpair_legacy_texture<T, 1> name`)
-/// that the host binds with `cudaBindTexture(offset, [&]name, ptr, …)`: (name, texel type,
-/// the bound pointer variable).
-pub fn texture_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for (name, texel, dim) in legacy_textures(source) {
-        let name = name.as_str();
-        if dim != 1 {
-            continue;
-        }
-        let bound = host.texts().find_map(|t| {
-            crate::cuda::host::calls_to(t, "cudaBindTexture")
-                .into_iter()
-                .find_map(|c| {
-                    (c.args.len() >= 3 && infer_host::pointer_name(&c.args[1]) == name)
-                        .then(|| infer_host::pointer_name(&c.args[2]))
-                })
-        });
-        if let Some(var) = bound.filter(|v| super::is_ident(v)) {
-            out.push((name.to_string(), texel, var));
-        }
-    }
+/// that the host binds with `cudaBindTexture(offset, [&]name, ptr, …)`, with the bound
+/// pointer variable.
+pub fn texture_binds(source: &str, host: &Host) -> Vec<(Declared, String)> {
+    let mut out = bound_textures(source, host, "cudaBindTexture", 1);
+    out.retain(|(t, _)| t.dim == 1);
     out
 }
 
-/// The legacy textures a unit declares (extract's `__device__
-/// kernelpair_legacy_texture<T, D> name;` lines): (name, texel type, dimensions).
-pub fn legacy_textures(source: &str) -> Vec<(String, String, u32)> {
-    source
-        .lines()
-        .filter_map(|l| {
-            let rest = l
-                .trim()
-                .strip_prefix("__device__ kernelpair_legacy_texture<")?;
-            let (targs, name) = rest.split_once('>')?;
-            let (texel, dim) = targs.rsplit_once(',')?;
-            let name = name.trim().trim_end_matches(';').trim();
-            let dim = dim.trim().parse().ok()?;
-            super::is_ident(name).then(|| (name.to_string(), texel.trim().to_string(), dim))
-        })
-        .collect()
+/// The 1-D and 2-D legacy textures a unit declares that the host binds to a CUDA array
+/// (`cudaBindTextureToArray(ref, ary)`), with the array's host variable.
+pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(Declared, String)> {
+    bound_textures(source, host, "cudaBindTextureToArray", 0)
 }
 
-/// The 1-D and 2-D legacy textures a unit declares that the host binds to a CUDA array
-/// (`cudaBindTextureToArray(ref, ary)`, or through a getter `get_ref()` whose body returns
-/// `ref`): (texture, texel type, the array's host variable).
-pub fn texture_array_binds(source: &str, host: &Host) -> Vec<(String, String, String)> {
+/// The legacy textures a unit declares ([`shimmed_symbols`]) that the host passes to `call`
+/// as its argument `at`, by name (`[&]ref`) or through a getter `get_ref()` whose body
+/// returns `ref`, with the variable passed next (`call(…, ref, var, …)`).
+fn bound_textures(source: &str, host: &Host, call: &str, at: usize) -> Vec<(Declared, String)> {
     let mut out = Vec::new();
-    for (name, texel, dim) in legacy_textures(source) {
-        let name = name.as_str();
-        if !matches!(dim, 1 | 2) {
-            continue;
-        }
+    for t in shimmed_symbols(source) {
         let names_it = |arg: &str| {
-            let a = infer_host::pointer_name(arg);
-            if a == name {
+            if infer_host::pointer_name(arg) == t.name {
                 return true;
             }
-            // A getter: `get_ref()` defined as `{ return ref; }`.
             let a = arg.trim();
             let Some(f) = a.strip_suffix("()").filter(|f| super::is_ident(f)) else {
                 return false;
             };
-            host.texts()
-                .chain(std::iter::once(source))
-                .any(|t| infer_host::return_function(t, f).is_some_and(|(_, e)| e.trim() == name))
+            host.texts().chain(std::iter::once(source)).any(|text| {
+                infer_host::return_function(text, f).is_some_and(|(_, e)| e.trim() == t.name)
+            })
         };
-        let bound = host.texts().find_map(|t| {
-            crate::cuda::host::calls_to(t, "cudaBindTextureToArray")
+        let bound = host.texts().find_map(|text| {
+            let calls = crate::cuda::host::calls_to(text, call);
+            let c = calls
                 .into_iter()
-                .find_map(|c| {
-                    (c.args.len() >= 2 && names_it(&c.args[0]))
-                        .then(|| infer_host::pointer_name(&c.args[1]))
-                })
+                .find(|c| c.args.len() > at + 1 && names_it(&c.args[at]))?;
+            Some(infer_host::pointer_name(&c.args[at + 1]))
         });
         if let Some(var) = bound.filter(|v| super::is_ident(v)) {
-            out.push((name.to_string(), texel, var));
+            out.push((t, var));
         }
     }
     out
@@ -2575,36 +2542,27 @@ pub const INFERRED_BYTES_BUDGET: u64 = 8 << 30;
 /// per element (4 for `float4 atominfo[N]`, 5 for a `kValues` struct of five floats defined
 /// in the unit). A harness's `[[constants]] len` counts scalars.
 pub fn constant_scalars(source: &str, sym: &str) -> Option<i64> {
-    let cap = constant_capacity(source, sym)?;
-    let ty = constant_type(source, sym)?;
+    let (ty, cap) = constant_table(source, sym)?;
     let per = match ElemType::from_c_type(&ty) {
         Some(e) => draft::sizeof_type(&ty).map_or(1, |b| (b / e.size_of()).max(1)),
         None => {
             infer_template::struct_of_scalars(&c_base_type(&ty), [source]).map_or(1, |(_, n)| n)
         }
     };
-    Some(cap * per as i64)
+    Some(cap? * per as i64)
 }
 
-/// The element count of a `__constant__ T sym[EXPR];` declaration in `source`, when EXPR
-/// folds to an integer through the source's `#define`s (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
-pub fn constant_capacity(source: &str, sym: &str) -> Option<i64> {
-    // `sym` as a whole word on the declaration's line (before its `;`), the last such
-    // followed by `[…]`, in the first `__constant__` declaration that has one.
-    static EXTENT: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*\[([^\]\n]*)\]").expect("valid"));
-    const KEY: &str = "__constant__";
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    let inner = source.match_indices(KEY).find_map(|(at, _)| {
-        let rest = &source[at + KEY.len()..];
-        let line = &rest[..rest.find([';', '\n']).unwrap_or(rest.len())];
-        line.match_indices(sym)
-            .filter(|(i, _)| *i > 0 && !line[..*i].ends_with(word))
-            .filter_map(|(i, _)| EXTENT.captures(&rest[i + sym.len()..]))
-            .last()
-            .map(|c| c[1].to_string())
-    })?;
-    declared_extent(source, &inner)
+/// The element type of a `__constant__` variable the unit declares, and for a table its
+/// element count when the extents fold to integers through the source's `#define`s
+/// (`c_clusters[ASSUMED_NR_CLUSTERS*34]`).
+pub fn constant_table(source: &str, sym: &str) -> Option<(String, Option<i64>)> {
+    let (ty, extents) = syntax::unit(source).qualified_variable("__constant__", sym)?;
+    let fold = |n: i64, e: &String| n.checked_mul(declared_extent(source, e)?);
+    let cap = extents
+        .iter()
+        .try_fold(1, fold)
+        .filter(|_| !extents.is_empty());
+    Some((ty, cap))
 }
 
 /// An array's declared extent (`[BLOCK_SIZE]`, `[2 * TILE]`) as a number, through the
@@ -2646,22 +2604,6 @@ pub fn last_statement(name: &str, def: &str) -> String {
     value
         .map(|v| format!("{name} = {v}"))
         .unwrap_or_else(|| def.to_string())
-}
-
-/// The element type of a `__constant__` array declared in a unit's source.
-pub fn constant_type(source: &str, sym: &str) -> Option<String> {
-    source.lines().find_map(|l| {
-        let l = l.trim();
-        let rest = l.split("__constant__").nth(1)?;
-        let decl = rest.split('[').next()?.trim().trim_end_matches(';');
-        let (ty, name) = decl.rsplit_once(char::is_whitespace)?;
-        let ty = ty
-            .split_whitespace()
-            .filter(|w| !matches!(*w, "__device__" | "static" | "const" | "extern"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        (name.trim_start_matches('*') == sym).then_some(ty)
-    })
 }
 
 /// Why `infer_all` stopped: the records could not be read, or a harness not written.
@@ -2995,8 +2937,12 @@ mod tests {
             others: vec!["cudaBindTexture(NULL, &t_other, d_o, &c, 4);".into()],
             ..Host::default()
         };
+        let named: Vec<_> = texture_binds(source, &h)
+            .into_iter()
+            .map(|(t, v)| (t.name, t.element, v))
+            .collect();
         assert_eq!(
-            texture_binds(source, &h),
+            named,
             vec![("t_in".to_string(), "float".to_string(), "d_in".to_string())]
         );
     }
@@ -3022,8 +2968,12 @@ mod tests {
             ],
             ..Host::default()
         };
+        let named: Vec<_> = texture_array_binds(source, &h)
+            .into_iter()
+            .map(|(t, v)| (t.name, t.element, v))
+            .collect();
         assert_eq!(
-            texture_array_binds(source, &h),
+            named,
             vec![
                 (
                     "ref".to_string(),
@@ -3286,6 +3236,7 @@ mod tests {
     #[test]
     fn constant_capacities_fold_the_sources_defines() {
         let src = "#define NC 5\n#define W (NC * 2)\n__constant__ float c_tab[W*34];\n__constant__ int d[N];\n";
+        let constant_capacity = |s: &str, n: &str| constant_table(s, n).and_then(|(_, c)| c);
         assert_eq!(constant_capacity(src, "c_tab"), Some(340));
         assert_eq!(constant_capacity(src, "d"), None);
         assert_eq!(constant_capacity(src, "nothing"), None);
@@ -3301,10 +3252,11 @@ mod tests {
         let src = "__constant__ float c_mask[16];\nstatic __constant__ int tab[N];\n\
                    struct kv { float a, b; float c; };\n__constant__ __device__ kv c[8];\n\
                    #define MAXATOMS 100\n__constant__ float4 atominfo[MAXATOMS];\n";
-        assert_eq!(constant_type(src, "c_mask").as_deref(), Some("float"));
-        assert_eq!(constant_type(src, "tab").as_deref(), Some("int"));
-        assert_eq!(constant_type(src, "c").as_deref(), Some("kv"));
-        assert_eq!(constant_type(src, "other"), None);
+        let constant_type = |n: &str| constant_table(src, n).map(|(t, _)| t);
+        assert_eq!(constant_type("c_mask").as_deref(), Some("float"));
+        assert_eq!(constant_type("tab").as_deref(), Some("int"));
+        assert_eq!(constant_type("c").as_deref(), Some("kv"));
+        assert_eq!(constant_type("other"), None);
         // A table's scalars: declared elements times the scalars in each.
         assert_eq!(constant_scalars(src, "c_mask"), Some(16));
         assert_eq!(constant_scalars(src, "c"), Some(24));

@@ -6,7 +6,8 @@
 //! checks compare. Harness inference turns these facts into roles, index ranges and
 //! irregular size sets.
 
-use crate::cuda::{lex, syntax};
+use crate::cuda::syntax::{self, identifiers, squashed, text};
+use crate::cuda::{builtins, lex, queries};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
@@ -86,15 +87,9 @@ const POSITIVE_DOMAIN: &[&str] = &[
 /// each local's value depends on the names in its initializer and assignments, followed to
 /// a fixed point.
 fn domain_params(body: Node, src: &str, params: &BTreeSet<String>) -> BTreeSet<String> {
-    fn idents(n: Node, src: &str, out: &mut BTreeSet<String>) {
-        if n.kind() == "identifier" {
-            out.insert(text(n, src).to_string());
-        }
-        let mut c = n.walk();
-        for k in n.named_children(&mut c) {
-            idents(k, src, out);
-        }
-    }
+    let idents = |n: Node, out: &mut BTreeSet<String>| {
+        out.extend(identifiers(n, src).into_iter().map(String::from))
+    };
     let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut roots = BTreeSet::new();
     let mut stack = vec![body];
@@ -118,7 +113,7 @@ fn domain_params(body: Node, src: &str, params: &BTreeSet<String>) -> BTreeSet<S
                         .child_by_field_name("arguments")
                         .and_then(|a| a.named_child(0))
                     {
-                        idents(a, src, &mut roots);
+                        idents(a, &mut roots);
                     }
                 }
                 (None, None)
@@ -129,14 +124,14 @@ fn domain_params(body: Node, src: &str, params: &BTreeSet<String>) -> BTreeSet<S
                     .is_some_and(|o| text(o, src) == "/") =>
             {
                 if let Some(r) = n.child_by_field_name("right") {
-                    idents(r, src, &mut roots);
+                    idents(r, &mut roots);
                 }
                 (None, None)
             }
             _ => (None, None),
         };
         if let (Some(t), Some(v)) = (target, value) {
-            idents(v, src, deps.entry(t).or_default());
+            idents(v, deps.entry(t).or_default());
         }
         let mut c = n.walk();
         stack.extend(n.named_children(&mut c));
@@ -153,95 +148,6 @@ fn domain_params(body: Node, src: &str, params: &BTreeSet<String>) -> BTreeSet<S
     }
     seen.into_iter().filter(|n| params.contains(n)).collect()
 }
-
-/// Calls that neither write through their pointer arguments nor need looking into: CUDA's
-/// math functions take their operands by value (those with pointer outputs, `sincosf`,
-/// `modf`, `frexp`, `remquo`, are left out on purpose), `__ldg` and texture fetches read.
-const PURE_CALLS: &[&str] = &[
-    "min",
-    "max",
-    "fminf",
-    "fmaxf",
-    "fmin",
-    "fmax",
-    "sqrtf",
-    "sqrt",
-    "rsqrtf",
-    "rsqrt",
-    "cbrtf",
-    "cbrt",
-    "expf",
-    "exp",
-    "__expf",
-    "exp2f",
-    "exp2",
-    "exp10f",
-    "expm1f",
-    "expm1",
-    "logf",
-    "log",
-    "__logf",
-    "log2f",
-    "log2",
-    "log10f",
-    "log10",
-    "log1pf",
-    "log1p",
-    "powf",
-    "pow",
-    "__powf",
-    "sinf",
-    "sin",
-    "__sinf",
-    "cosf",
-    "cos",
-    "__cosf",
-    "tanf",
-    "tan",
-    "asinf",
-    "asin",
-    "acosf",
-    "acos",
-    "atanf",
-    "atan",
-    "atan2f",
-    "atan2",
-    "sinhf",
-    "sinh",
-    "coshf",
-    "cosh",
-    "tanhf",
-    "tanh",
-    "erff",
-    "erf",
-    "erfcf",
-    "erfc",
-    "floorf",
-    "floor",
-    "ceilf",
-    "ceil",
-    "roundf",
-    "round",
-    "truncf",
-    "trunc",
-    "rintf",
-    "rint",
-    "fmaf",
-    "fma",
-    "fmodf",
-    "fmod",
-    "hypotf",
-    "hypot",
-    "copysignf",
-    "copysign",
-    "__fdividef",
-    "__ldg",
-    "fabsf",
-    "fabs",
-    "abs",
-    "printf",
-    "tex1Dfetch",
-];
 
 /// Facts for kernel `kernel` (a `__global__` or any function) defined in the unit `source`,
 /// over the parameter names `params`, read from the unit as NVRTC compiles it
@@ -345,10 +251,8 @@ pub(crate) fn loaded_locals(
     while let Some(n) = stack.pop() {
         match n.kind() {
             "declaration" => {
-                let ty: String = n
-                    .child_by_field_name("type")
-                    .map(|t| text(t, src).split_whitespace().collect())
-                    .unwrap_or_default();
+                let ty = n.child_by_field_name("type").map(|t| squashed(t, src));
+                let ty = ty.unwrap_or_default();
                 let mut c = n.walk();
                 for d in n.children_by_field_name("declarator", &mut c) {
                     let (name, value) = match d.kind() {
@@ -471,7 +375,18 @@ pub(crate) fn thread_x_names(body: Node, src: &str) -> BTreeSet<String> {
 /// Locals of `body` declared `= <builtin>` (`int blid = blockIdx.x;`) and never assigned
 /// again.
 fn names_for(body: Node, src: &str, builtin: &str) -> BTreeSet<String> {
-    let mut named = BTreeSet::new();
+    let locals = constant_locals(body, src).into_iter();
+    locals
+        .filter(|(_, v)| v == builtin)
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// Locals of `body` given a value where declared and never assigned again (nor `++`/`--`):
+/// (name, the value's text without spaces), in the order of a walk from the last
+/// statement.
+fn constant_locals(body: Node, src: &str) -> Vec<(String, String)> {
+    let mut inits = Vec::new();
     let mut assigned = BTreeSet::new();
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
@@ -480,9 +395,8 @@ fn names_for(body: Node, src: &str, builtin: &str) -> BTreeSet<String> {
                 let name = n.child_by_field_name("declarator");
                 let value = n.child_by_field_name("value");
                 if let (Some(name), Some(value)) = (name, value) {
-                    let v: String = text(value, src).split_whitespace().collect();
-                    if name.kind() == "identifier" && v == builtin {
-                        named.insert(text(name, src).to_string());
+                    if name.kind() == "identifier" {
+                        inits.push((text(name, src).to_string(), squashed(value, src)));
                     }
                 }
             }
@@ -499,7 +413,8 @@ fn names_for(body: Node, src: &str, builtin: &str) -> BTreeSet<String> {
         let mut c = n.walk();
         stack.extend(n.named_children(&mut c));
     }
-    named.difference(&assigned).cloned().collect()
+    inits.retain(|(n, _)| !assigned.contains(n));
+    inits
 }
 
 /// Integer size parameters the kernel splits into equal parts by a division whose quotient
@@ -515,43 +430,19 @@ pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(
     let Some((_, body)) = functions.get(kernel) else {
         return out;
     };
-    let squash = |n: Node| -> String { text(n, source).split_whitespace().collect() };
     // Locals given one value where declared and never assigned again.
-    let mut inits: BTreeMap<String, String> = BTreeMap::new();
-    let mut assigned: BTreeSet<String> = BTreeSet::new();
+    let inits: BTreeMap<String, String> = constant_locals(*body, source).into_iter().collect();
     let mut divisions: Vec<Node> = Vec::new();
     let mut stack = vec![*body];
     while let Some(n) = stack.pop() {
-        match n.kind() {
-            "init_declarator" => {
-                if let (Some(d), Some(v)) = (
-                    n.child_by_field_name("declarator"),
-                    n.child_by_field_name("value"),
-                ) {
-                    if d.kind() == "identifier" {
-                        inits.insert(text(d, source).to_string(), squash(v));
-                    }
-                }
-            }
-            "assignment_expression" | "update_expression" => {
-                let t = n
-                    .child_by_field_name("left")
-                    .or_else(|| n.child_by_field_name("argument"));
-                if let Some(t) = t.filter(|t| t.kind() == "identifier") {
-                    assigned.insert(text(t, source).to_string());
-                }
-            }
-            "binary_expression"
-                if n.child_by_field_name("operator").map(|o| text(o, source)) == Some("/") =>
-            {
-                divisions.push(n);
-            }
-            _ => {}
+        if n.kind() == "binary_expression"
+            && n.child_by_field_name("operator").map(|o| text(o, source)) == Some("/")
+        {
+            divisions.push(n);
         }
         let mut c = n.walk();
         stack.extend(n.named_children(&mut c));
     }
-    inits.retain(|k, _| !assigned.contains(k));
     for n in divisions {
         let (Some(l), Some(r)) = (
             n.child_by_field_name("left"),
@@ -578,7 +469,7 @@ pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(
         if !multiplied {
             continue;
         }
-        let mut d = squash(r);
+        let mut d = squashed(r, source);
         for _ in 0..4 {
             let words = super::draft::idents(&d);
             let mut changed = false;
@@ -616,10 +507,9 @@ pub fn thread_indexed_shared(source: &str, kernel: &str) -> BTreeMap<String, Str
     let Some((_, body)) = functions.get(kernel) else {
         return out;
     };
-    let squash = |n: Node| -> String { text(n, source).split_whitespace().collect() };
+    let squash = |n: Node| squashed(n, source);
+    let thread_x = thread_x_names(*body, source);
     let mut extents: BTreeMap<String, String> = BTreeMap::new();
-    let mut aliases: BTreeSet<String> = ["threadIdx.x".to_string()].into();
-    let mut assigned: BTreeSet<String> = BTreeSet::new();
     let mut stores: Vec<(String, String, Node)> = Vec::new();
     let mut stack = vec![*body];
     while let Some(n) = stack.pop() {
@@ -631,46 +521,24 @@ pub fn thread_indexed_shared(source: &str, kernel: &str) -> BTreeMap<String, Str
                     .any(|k| k.kind() == "type_qualifier" && text(k, source) == "__shared__");
                 let mut c = n.walk();
                 for d in n.children_by_field_name("declarator", &mut c) {
-                    match d.kind() {
-                        "array_declarator" if shared => {
-                            let name = d.child_by_field_name("declarator");
-                            let size = d.child_by_field_name("size");
-                            if let (Some(name), Some(size)) = (name, size) {
-                                if name.kind() == "identifier" {
-                                    extents.insert(text(name, source).into(), squash(size));
-                                }
-                            }
+                    let name = d.child_by_field_name("declarator");
+                    let size = d.child_by_field_name("size");
+                    if let (true, Some(name), Some(size)) = (shared, name, size) {
+                        if d.kind() == "array_declarator" && name.kind() == "identifier" {
+                            extents.insert(text(name, source).into(), squash(size));
                         }
-                        "init_declarator" => {
-                            let name = d.child_by_field_name("declarator");
-                            let value = d.child_by_field_name("value");
-                            if let (Some(name), Some(value)) = (name, value) {
-                                if name.kind() == "identifier" && squash(value) == "threadIdx.x" {
-                                    aliases.insert(text(name, source).into());
-                                }
-                            }
-                        }
-                        _ => {}
                     }
                 }
             }
-            "assignment_expression" | "update_expression" => {
-                let target = n
-                    .child_by_field_name("left")
-                    .or_else(|| n.child_by_field_name("argument"));
-                if let Some(t) = target {
-                    if t.kind() == "identifier" {
-                        assigned.insert(text(t, source).into());
-                    } else if n.kind() == "assignment_expression"
-                        && t.kind() == "subscript_expression"
-                    {
-                        let arr = t.child_by_field_name("argument");
-                        let idx = t.child_by_field_name("indices");
-                        if let (Some(arr), Some(idx)) = (arr, idx) {
-                            if arr.kind() == "identifier" && idx.named_child_count() == 1 {
-                                if let Some(i) = idx.named_child(0) {
-                                    stores.push((text(arr, source).into(), squash(i), n));
-                                }
+            "assignment_expression" => {
+                let t = n.child_by_field_name("left");
+                if let Some(t) = t.filter(|t| t.kind() == "subscript_expression") {
+                    let arr = t.child_by_field_name("argument");
+                    let idx = t.child_by_field_name("indices");
+                    if let (Some(arr), Some(idx)) = (arr, idx) {
+                        if arr.kind() == "identifier" && idx.named_child_count() == 1 {
+                            if let Some(i) = idx.named_child(0) {
+                                stores.push((text(arr, source).into(), squash(i), n));
                             }
                         }
                     }
@@ -707,7 +575,7 @@ pub fn thread_indexed_shared(source: &str, kernel: &str) -> BTreeMap<String, Str
         false
     };
     for (arr, idx, n) in stores {
-        let alias = aliases.contains(&idx) && (idx == "threadIdx.x" || !assigned.contains(&idx));
+        let alias = idx == "threadIdx.x" || thread_x.contains(&idx);
         if let (true, Some(ext)) = (alias, extents.get(&arr)) {
             if !bounded(n, &idx) {
                 out.insert(arr, ext.clone());
@@ -746,7 +614,7 @@ fn functions<'t>(root: Node<'t>, src: &str) -> BTreeMap<String, (Vec<String>, No
                 n.child_by_field_name("declarator"),
                 n.child_by_field_name("body"),
             ) {
-                if let Some(fd) = find_kind(decl, "function_declarator") {
+                if let Some(fd) = queries::first_of_kind(decl, "function_declarator") {
                     let name = fd
                         .child_by_field_name("declarator")
                         .map(|d| plain_name(text(d, src)))
@@ -795,32 +663,10 @@ fn plain_name(s: &str) -> String {
         .to_string()
 }
 
-fn find_kind<'t>(n: Node<'t>, kind: &str) -> Option<Node<'t>> {
-    if n.kind() == kind {
-        return Some(n);
-    }
-    let mut c = n.walk();
-    let children: Vec<Node<'t>> = n.named_children(&mut c).collect();
-    children.into_iter().find_map(|ch| find_kind(ch, kind))
-}
-
 /// The identifier a declarator declares (`*p`, `p[4]`, `&r`, `p`).
 fn declared_name(n: Node, src: &str) -> Option<String> {
-    match n.kind() {
-        "identifier" => Some(text(n, src).to_string()),
-        _ => n
-            .child_by_field_name("declarator")
-            .and_then(|d| declared_name(d, src))
-            .or_else(|| {
-                let mut c = n.walk();
-                let kids: Vec<Node> = n.named_children(&mut c).collect();
-                kids.into_iter().find_map(|k| declared_name(k, src))
-            }),
-    }
-}
-
-fn text<'s>(n: Node, src: &'s str) -> &'s str {
-    &src[n.byte_range()]
+    // A declarator's name comes before its extents and parameters.
+    queries::first_of_kind(n, "identifier").map(|i| text(i, src).to_string())
 }
 
 /// The identifier at the base of an lvalue or pointer expression: `p` in `p[i]`, `*(p + i)`,
@@ -1191,10 +1037,8 @@ impl<'t> Walker<'_, 't> {
             return false;
         }
         let side = |f: &str| {
-            whole
-                .child_by_field_name(f)
-                .map(|n| text(n, self.src).split_whitespace().collect::<String>())
-                .unwrap_or_default()
+            let n = whole.child_by_field_name(f);
+            n.map(|n| squashed(n, self.src)).unwrap_or_default()
         };
         let (l, r) = (side("left"), side("right"));
         let from_p = |s: &String| self.loaded.get(s).is_some_and(|ps| ps.contains(p));
@@ -1203,14 +1047,8 @@ impl<'t> Walker<'_, 't> {
     }
 
     fn names_in(&mut self, n: Node<'t>) {
-        let mut stack = vec![n];
-        while let Some(x) = stack.pop() {
-            if x.kind() == "identifier" {
-                self.facts.bounded.insert(text(x, self.src).to_string());
-            }
-            let mut c = x.walk();
-            stack.extend(x.named_children(&mut c));
-        }
+        let names = identifiers(n, self.src).into_iter().map(String::from);
+        self.facts.bounded.extend(names);
     }
 
     /// What a helper's body does to its own parameters, walked once per (helper, depth) and
@@ -1307,7 +1145,7 @@ impl<'t> Walker<'_, 't> {
         for a in &args {
             if a.kind() == "identifier" || a.kind() == "binary_expression" {
                 if let Some(t) = self.target(*a) {
-                    if !PURE_CALLS.contains(&name.as_str()) {
+                    if !builtins::is_pure_call(&name) {
                         self.facts.opaque.insert(
                             t,
                             format!("passed to `{name}`, which the unit does not define"),
