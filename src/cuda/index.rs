@@ -1577,11 +1577,21 @@ fn find_launches(idx: &mut FileData, at: Span) {
                 .map(|n| collapse_ws(t(n, chunk)))
                 .collect();
             let mut c = args.walk();
-            let arg_list: Vec<String> = args
+            let mut arg_list: Vec<String> = args
                 .named_children(&mut c)
                 .filter(|n| n.kind() != "comment")
                 .map(|n| collapse_ws(t(n, chunk)))
                 .collect();
+            if arg_list.iter().any(|a| a.starts_with('#')) {
+                let list = t(args, chunk);
+                let inner = list
+                    .trim()
+                    .strip_prefix('(')
+                    .and_then(|l| l.strip_suffix(')'));
+                if let Some(r) = inner.and_then(|i| args_as_compiled(i)) {
+                    arg_list = r;
+                }
+            }
             let offset = call.start_byte();
             covered.insert(cfg.start_byte());
             found.push((
@@ -1622,11 +1632,13 @@ fn find_launches(idx: &mut FileData, at: Span) {
             .into_iter()
             .map(collapse_ws)
             .collect();
-        let args = split_top_commas(&chunk[a0..a1])
-            .into_iter()
-            .map(collapse_ws)
-            .filter(|s| !s.is_empty())
-            .collect();
+        let args = args_as_compiled(&chunk[a0..a1]).unwrap_or_else(|| {
+            split_top_commas(&chunk[a0..a1])
+                .into_iter()
+                .map(collapse_ws)
+                .filter(|s| !s.is_empty())
+                .collect()
+        });
         let site = make_site(
             idx,
             &m[1],
@@ -1656,6 +1668,28 @@ fn has_launch_opener(s: &str) -> bool {
 /// The `>>>` that closes a launch configuration, spaced or not.
 static LAUNCH_CLOSE_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r">>\s*>").expect("valid regex"));
+
+/// A launch's arguments (the text inside its parentheses) with `#if` groups between them
+/// (cuda-samples' SobelFilter passes `BlockWidth, SharedPitch,` under `#ifndef
+/// FIXED_BLOCKWIDTH`; Rodinia huffman passes three buffers under `#ifdef TESTING`, which its
+/// header defines): the directive lines are no arguments, and every branch's arguments are
+/// kept, as the kernel's own parameter list is read (whether a macro is defined can lie in a
+/// header this file's index does not see). None when the text has no directive.
+fn args_as_compiled(inner: &str) -> Option<Vec<String>> {
+    let directive = |l: &&str| l.trim_start().starts_with('#');
+    if !inner.lines().any(|l| directive(&l)) {
+        return None;
+    }
+    let inner = lex::strip_comments(inner);
+    let text: Vec<&str> = inner.lines().filter(|l| !directive(l)).collect();
+    Some(
+        split_top_commas(&text.join("\n"))
+            .into_iter()
+            .map(collapse_ws)
+            .filter(|s| !s.is_empty())
+            .collect(),
+    )
+}
 
 fn make_site(
     idx: &FileData,
@@ -1914,6 +1948,18 @@ mod tests {
             };
             assert_eq!(fi.kernels[0].template_params, want, "{m} {head:?}");
         }
+    }
+
+    /// cuda-samples' SobelFilter and FunctionPointers pass two arguments under `#ifndef
+    /// FIXED_BLOCKWIDTH`, as their kernels declare them: the directives are no arguments,
+    /// and each branch's arguments are kept, as the kernel's parameter list is read.
+    #[test]
+    fn launch_arguments_under_an_ifdef_are_arguments_and_the_directives_are_not() {
+        let src = "__global__ void k(int *o, int w, int p, int h) { o[0] = w + p + h; }\nvoid run(int *o, int w, int h) {\n  int bw = 80, p = 2;\n  k<<<1, 1>>>(o,\n#ifndef FIXED\n    bw,\n    p,\n#endif\n    h);\n  k<<<1, 1>>>(o, // the first\n#ifdef TESTING\n    w, p,\n#endif\n    h);\n}\n";
+        let fi = crate::cuda::index_file("k.cu", src);
+        let args: Vec<&Vec<String>> = fi.launch_sites.iter().map(|l| &l.args).collect();
+        assert_eq!(args[0], &vec!["o", "bw", "p", "h"]);
+        assert_eq!(args[1], &vec!["o", "w", "p", "h"]);
     }
 
     #[test]
