@@ -6,7 +6,7 @@
 //! and statements are read from its tree-sitter parse (`cuda::host`, `cuda::host_flow`),
 //! and a rule that cannot tell says why.
 
-use super::draft::{sizeof_type, split_args, zero_literal};
+use super::draft::{sizeof_type, zero_literal};
 use super::expr::Num;
 use crate::cuda::ceval::{Env, Expr};
 use crate::cuda::cexpr::{self, Kind};
@@ -262,26 +262,15 @@ impl Host {
     pub fn wrapper_alloc(&self, var: &str) -> Option<String> {
         let rhs = assignments(&self.file, var).into_iter().map(|(_, r)| r);
         for r in rhs {
-            let r = r.trim();
-            let Some(name_end) = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) else {
+            let Some((fname, targs, args)) = host::whole_call(&r) else {
                 continue;
             };
-            let fname = &r[..name_end];
-            if fname.is_empty() || fname.contains("malloc") || fname == "new" {
+            if fname.contains("malloc") || fname == "new" {
                 continue;
             }
-            let mut rest = &r[name_end..];
-            let mut targ = None;
-            if let Some(t) = rest.strip_prefix('<') {
-                let close = t.find('>')?;
-                targ = Some(t[..close].trim().to_string());
-                rest = &t[close + 1..];
-            }
-            let Some(args) = split_args(rest.trim_start()) else {
-                continue;
-            };
+            let targ = (!targs.is_empty()).then(|| targs.join(", "));
             for t in self.texts() {
-                let Some(f) = function_named(t, fname) else {
+                let Some(f) = function_named(t, &fname) else {
                     continue;
                 };
                 let Some(c) = calls_in_body(t, &f, "cudaMalloc").find(|c| c.args.len() >= 2) else {
@@ -2155,7 +2144,7 @@ mod tests {
     #[test]
     fn a_line_continuation_inside_a_call_is_white_space() {
         assert_eq!(
-            split_args("(a, 1.0f, \\\n      dA, m)"),
+            host::whole_call("f(a, 1.0f, \\\n      dA, m)").map(|c| c.2),
             Some(vec!["a".into(), "1.0f".into(), "dA".into(), "m".into()])
         );
     }
