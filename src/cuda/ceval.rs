@@ -13,6 +13,7 @@
 //! all evaluate here.
 
 use super::cexpr::{literal, tokens, Kind, Literal, Token};
+use std::ops::Range;
 
 /// A number an expression produced.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -369,6 +370,56 @@ impl Expr {
         }
     }
 
+    /// The source text inside the parentheses around the whole of `s` (`((n + 1))` →
+    /// `n + 1`), repeatedly; `s` itself (trimmed) when they are not around the whole.
+    pub fn unparen(s: &str) -> &str {
+        let mut s = s.trim();
+        while let Ok(toks) = tokens(s) {
+            match (
+                Expr::from_tokens(&toks),
+                toks.get(1),
+                toks.len().checked_sub(2),
+            ) {
+                (Ok(Expr::Paren(_)), Some(first), Some(last)) if toks.len() > 2 => {
+                    s = &s[first.at..toks[last].at + toks[last].text.len()];
+                }
+                _ => break,
+            }
+        }
+        s
+    }
+
+    /// The top of a whole expression as one level's chain: the byte ranges of its operands
+    /// in `s` and the operators between them, for the level of `ops` (`["+", "-"]`,
+    /// `["*", "/", "%"]`): `a*b + (c) - d` → (`a*b`, `(c)`, `d`; `+`, `-`). None when the
+    /// text does not parse or its top is looser (`a + b ? c : d`); a tighter top is one
+    /// operand.
+    pub fn chain(s: &str, ops: &[&str]) -> Option<(Vec<Range<usize>>, Vec<&'static str>)> {
+        let toks = tokens(s).ok()?;
+        Expr::from_tokens(&toks).ok()?;
+        let level = LEVELS
+            .iter()
+            .position(|l| *l == ops)
+            .unwrap_or(LEVELS.len());
+        let level_ops = LEVELS.get(level).copied().unwrap_or(MUL);
+        let mut p = Parser { t: &toks, i: 0 };
+        let (mut operands, mut between) = (Vec::new(), Vec::new());
+        loop {
+            let from = p.i;
+            p.operand(level).ok()?;
+            let last = &toks[p.i - 1];
+            operands.push(toks[from].at..last.at + last.text.len());
+            match p.op_in(level_ops) {
+                Some(op) => {
+                    between.push(op);
+                    p.i += 1;
+                }
+                None => break,
+            }
+        }
+        (p.i == toks.len()).then_some((operands, between))
+    }
+
     /// Whether any node satisfies `f`.
     pub fn any(&self, f: &dyn Fn(&Expr) -> bool) -> bool {
         f(self)
@@ -626,6 +677,30 @@ mod tests {
             )
         );
         assert_eq!(ev("((n)) * (2)"), Ok(Num::Int(2000)));
+    }
+
+    #[test]
+    fn chains_and_parentheses_by_their_source_texts() {
+        let texts = |s: &'static str, ops: &[&str]| {
+            Expr::chain(s, ops).map(|(r, o)| (r.into_iter().map(|r| &s[r]).collect(), o))
+        };
+        let (r, o): (Vec<&str>, _) = texts("a*b + (c)  - d->w", &["+", "-"]).unwrap();
+        assert_eq!((r, o), (vec!["a*b", "(c)", "d->w"], vec!["+", "-"]));
+        let (r, o): (Vec<&str>, _) = texts("(n + 1) * sizeof(float)*m", &["*", "/", "%"]).unwrap();
+        assert_eq!(
+            (r, o),
+            (vec!["(n + 1)", "sizeof(float)", "m"], vec!["*", "*"])
+        );
+        // A looser top is no chain of the level; a tighter one is one operand.
+        assert!(texts("n * 4 + 1", &["*", "/", "%"]).is_none());
+        assert!(texts("a + b ? c : d", &["+", "-"]).is_none());
+        assert!(texts("a[0] + 1", &["+", "-"]).is_none());
+        assert!(texts("x << 2", &["*", "/", "%"]).is_none());
+        let (r, _): (Vec<&str>, _) = texts("f(a, b)", &["+", "-"]).unwrap();
+        assert_eq!(r, ["f(a, b)"]);
+        assert_eq!(Expr::unparen(" ((n + 1)) "), "n + 1");
+        assert_eq!(Expr::unparen("(a) * (b)"), "(a) * (b)");
+        assert_eq!(Expr::unparen("(float)x"), "(float)x");
     }
 
     #[test]

@@ -93,6 +93,22 @@ fn scan(s: &str, lossy: bool) -> Result<Vec<Token<'_>>, Unreadable> {
     Ok(out)
 }
 
+/// `s` with every identifier token `word` replaced by `with` (`n*n1` with `n` → `(m)` gives
+/// `(m)*n1`); the rest of the text is kept as it is.
+pub(crate) fn replace_ident(s: &str, word: &str, with: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut from = 0;
+    for t in tokens_lossy(s) {
+        if t.kind == Kind::Ident && t.text == word {
+            out.push_str(&s[from..t.at]);
+            out.push_str(with);
+            from = t.at + word.len();
+        }
+    }
+    out.push_str(&s[from..]);
+    out
+}
+
 /// What a number literal reads as, once its suffix letters (any of `f F u U l L`) are
 /// dropped.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -254,6 +270,20 @@ mod tests {
             .map(|t| t.text)
             .collect();
         assert_eq!(lossy, vec!["x", "f", "(", "a", ")"]);
+    }
+
+    #[test]
+    fn identifiers_are_replaced_as_whole_tokens() {
+        assert_eq!(replace_ident("n*n1 + a.n", "n", "(m)"), "(m)*n1 + a.(m)");
+        assert_eq!(
+            replace_ident("0x1n + n_2 + 1e5", "n", "2"),
+            "0x1n + n_2 + 1e5"
+        );
+        assert_eq!(
+            replace_ident("f(T, \"T\")", "T", "float"),
+            "f(float, \"float\")"
+        );
+        assert_eq!(replace_ident("abc", "", "x"), "abc");
     }
 
     #[test]

@@ -159,15 +159,7 @@ fn calls_in(root: Node, src: &str, fns: &[HostFn]) -> HashMap<String, Vec<HostCa
         if knr_head(name.start_byte()) {
             return;
         }
-        let mut c = list.walk();
-        let args = list
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .map(|a| {
-                let t = text(a, src).replace("\\\r\n", " ").replace("\\\n", " ");
-                t.trim().to_string()
-            })
-            .collect();
+        let args = arg_texts(list, src);
         out.entry(text(name, src).to_string())
             .or_default()
             .push(HostCall {
@@ -177,6 +169,64 @@ fn calls_in(root: Node, src: &str, fns: &[HostFn]) -> HashMap<String, Vec<HostCa
             });
     });
     out
+}
+
+/// The texts of a list's arguments (call arguments, template arguments), trimmed; a line
+/// continuation reads as a space.
+fn arg_texts(list: Node, src: &str) -> Vec<String> {
+    let mut c = list.walk();
+    let args = list
+        .named_children(&mut c)
+        .filter(|a| a.kind() != "comment");
+    args.map(|a| {
+        let t = text(a, src).replace("\\\r\n", " ").replace("\\\n", " ");
+        t.trim().to_string()
+    })
+    .collect()
+}
+
+/// A snippet that is one call as a whole, `f(a, b)` or `f<T, 4>(a, b)` with `f` a plain
+/// name: `f`, the template arguments and the call's arguments, as written.
+pub fn whole_call(code: &str) -> Option<(String, Vec<String>, Vec<String>)> {
+    const HEAD: &str = "void _() {\n";
+    let code = code.trim();
+    let wrapped = format!("{HEAD}{code}\n;}}");
+    let tree = super::syntax::parse(&wrapped);
+    let n = tree
+        .root_node()
+        .descendant_for_byte_range(HEAD.len(), HEAD.len() + code.len())?;
+    let whole = n.kind() == "call_expression"
+        && (n.start_byte(), n.end_byte()) == (HEAD.len(), HEAD.len() + code.len());
+    if !whole || n.has_error() {
+        return None;
+    }
+    let f = n.child_by_field_name("function")?;
+    let (name, targs) = match f.kind() {
+        "identifier" => (f, Vec::new()),
+        "template_function" => {
+            let name = f.child_by_field_name("name")?;
+            let list = f.child_by_field_name("arguments")?;
+            (name, arg_texts(list, &wrapped))
+        }
+        _ => return None,
+    };
+    let args = arg_texts(n.child_by_field_name("arguments")?, &wrapped);
+    Some((text(name, &wrapped).to_string(), targs, args))
+}
+
+/// The arguments of a template argument list as written (`<float, 4 * N>` → [`float`,
+/// `4 * N`]), read as the list of a type (`_<float, 4 * N> _;`); None when it does not
+/// read as one.
+pub fn template_arguments(list: &str) -> Option<Vec<String>> {
+    let list = list.trim();
+    let code = format!("_{list} _;");
+    let tree = super::syntax::parse(&code);
+    let n = tree
+        .root_node()
+        .descendant_for_byte_range(1, 1 + list.len())?;
+    let whole = n.kind() == "template_argument_list"
+        && (n.start_byte(), n.end_byte()) == (1, 1 + list.len());
+    (whole && !n.has_error()).then(|| arg_texts(n, &code))
 }
 
 /// Whether a node sits in a block (a function body, or a K&R one at file level).
@@ -477,6 +527,26 @@ fn param_name(p: Node, src: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_calls_and_template_argument_lists() {
+        let c = whole_call(" make<float, 4>(n * 2, f(a, b)) ").unwrap();
+        assert_eq!(c.0, "make");
+        assert_eq!(c.1, ["float", "4"]);
+        assert_eq!(c.2, ["n * 2", "f(a, b)"]);
+        assert_eq!(whole_call("alloc(n)").unwrap().1, Vec::<String>::new());
+        assert!(whole_call("alloc(n) + 1").is_none());
+        assert!(whole_call("(float *)alloc(n)").is_none());
+        assert_eq!(
+            template_arguments("<unsigned int, BLOCK * 2, Foo<int, 3>>").unwrap(),
+            ["unsigned int", "BLOCK * 2", "Foo<int, 3>"]
+        );
+        assert_eq!(
+            template_arguments("< true, false >").unwrap(),
+            ["true", "false"]
+        );
+        assert!(template_arguments("<int").is_none());
+    }
 
     const SRC: &str = "namespace ns {\n\
         extern \"C\" {\n\

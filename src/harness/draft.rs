@@ -9,11 +9,14 @@ use super::expr::Scope;
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::cuda::ceval::{Expr, Num};
 use crate::cuda::cexpr::{self, Kind};
+use crate::cuda::host;
+use crate::cuda::host_flow::Flow;
 use crate::cuda::lex;
 use crate::record::{KernelUnit, LaunchSite, Pair, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DraftError {
@@ -111,28 +114,101 @@ impl Names<'_> {
     }
 }
 
-/// Whether a definition text declares `name` (`name(`, `name =`, `name.x =`).
+/// The text a recorded definition (statements, `dim3 g(a), t(b); g.x = n`) is read in:
+/// a function body whose code starts at [`DEF_AT`]. The definition is one line: a `//` in
+/// it ended a source line, and what followed is code again (`CUDA_ERRCK // set up` then
+/// `dim3 grid(n)`), so the marker reads as a statement break (same length: offsets stay).
+fn definition_flow(def: &str) -> (Arc<Flow>, String) {
+    let code = format!("void _() {{\n{}\n;}}", def.replace("//", "; "));
+    (Flow::of(&code), code)
+}
+const DEF_AT: usize = "void _() {\n".len();
+
+/// `name.x = e`, `name.y = e`, `name.z = e` in a definition: each component's last value.
+fn component_assignments(flow: &Flow, name: &str) -> [Option<String>; 3] {
+    ["x", "y", "z"].map(|c| {
+        let w = flow.field_assignments(Some(name), c).pop();
+        w.and_then(|w| w.value)
+    })
+}
+
+/// Whether a definition text declares `name`: defines it as a macro, constructs or calls
+/// it (`name(…)`), assigns it (`name = e`) or one of its components (`name.x = e`).
 fn declares(def: &str, name: &str) -> bool {
-    let b = def.as_bytes();
-    let mut from = 0;
-    while let Some(p) = def[from..].find(name).map(|p| p + from) {
-        let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
-        let after = def[p + name.len()..].trim_start();
-        let member_assign = after.strip_prefix('.').is_some_and(|m| {
-            let m = m.trim_start();
-            ["x", "y", "z"].iter().any(|c| {
-                m.strip_prefix(c).is_some_and(|r| {
-                    r.trim_start().starts_with('=') && !r.trim_start().starts_with("==")
-                })
-            })
-        });
-        let assign = after.starts_with('=') && !after.starts_with("==");
-        if before_ok && (after.starts_with('(') || assign || member_assign) {
-            return true;
-        }
-        from = p + name.len();
+    let (flow, code) = definition_flow(def);
+    crate::cuda::ppcond::defines(def).any(|m| m.name == name)
+        || !host::calls_to(&code, name).is_empty()
+        || !flow.assignments(name).is_empty()
+        || component_assignments(&flow, name)
+            .iter()
+            .any(Option::is_some)
+}
+
+/// The components a definition gives a name: `dim3 grid(a, b)` → [a, b]; `#define B 256` →
+/// [256]; `int blocks = (n + 255) / 256;` → [(n + 255) / 256]; `dim3 g = dim3(a)` → [a];
+/// `g.x = a; g.y = b;` → [a, b]. The first construction or assignment in the text wins;
+/// a `dim3` has the components it is given (no padding to three).
+fn definition_components(name: &str, def: &str) -> Result<Vec<String>, String> {
+    let d = def.trim().trim_end_matches(';').trim();
+    if let Some(m) = crate::cuda::ppcond::defines(d).next() {
+        return Ok(vec![m.body.to_string()]);
     }
-    false
+    let (flow, code) = definition_flow(d);
+    let built = host::calls_to(&code, name).into_iter().next();
+    if built.is_none() {
+        let mut comps = component_assignments(&flow, name).to_vec();
+        while comps.last().is_some_and(Option::is_none) {
+            comps.pop();
+        }
+        if !comps.is_empty() {
+            return Ok(comps
+                .into_iter()
+                .map(|c| c.unwrap_or_else(|| "1".into()))
+                .collect());
+        }
+    }
+    let assigned = flow.assignments(name).into_iter().next();
+    match (built, assigned) {
+        (Some(c), a) if a.as_ref().is_none_or(|a| c.span.0 < a.pos) => Ok(c.args),
+        (_, Some(a)) => {
+            // From its `=` on ([`top_level_until_comma`]).
+            let at = a.pos - DEF_AT + name.len();
+            let v = d[at..].split_once('=').map_or("", |(_, v)| v).trim();
+            // `g = dim3(a, b)`: the constructor's arguments.
+            match host::snippet_calls(v, "dim3").into_iter().next() {
+                Some(c) if v.starts_with("dim3") && c.span.0 == 0 => Ok(c.args),
+                _ => Ok(vec![top_level_until_comma(v)]),
+            }
+        }
+        // Cut off after an `=` (the value was on the next lines): what follows it.
+        _ if d.strip_suffix('=').is_some_and(|h| {
+            cexpr::tokens_lossy(h)
+                .last()
+                .is_some_and(|t| t.text == name)
+        }) =>
+        {
+            let v = d.split_once('=').map_or("", |(_, v)| v).trim();
+            Ok(vec![top_level_until_comma(v)])
+        }
+        // A bare value (the recorded definition is just the expression).
+        _ if !d.contains(' ') || !d.contains(name) => Ok(vec![d.to_string()]),
+        _ => Err(format!("cannot read the definition of {name}: `{def}`")),
+    }
+}
+
+/// `(a, f(b, c))` → [a, f(b, c)]: a constructor's arguments as written (`dim3(a, b)`).
+pub(super) fn split_call_args(s: &str) -> Result<Vec<String>, String> {
+    let s = s.trim();
+    if !s.starts_with('(') {
+        return Err(format!("expected `(` in `{s}`"));
+    }
+    match host::snippet_calls(&format!("_{s}"), "_")
+        .into_iter()
+        .next()
+    {
+        Some(c) if c.span == (0, s.len() + 1) => Ok(c.args),
+        _ => Err(format!("unclosed `(` in `{s}`")),
+    }
 }
 
 /// Host names and `cudaDeviceProp` fields that stand for a device property the harness
@@ -369,105 +445,12 @@ fn name(w: &str, names: &Names, depth: usize) -> Result<String, String> {
     })
 }
 
-/// The components a definition gives a name: `dim3 grid(a, b)` → [a, b]; `#define B 256` →
-/// [256]; `int blocks = (n + 255) / 256;` → [(n + 255) / 256]; `dim3 g = dim3(a)` → [a].
-fn definition_components(name: &str, def: &str) -> Result<Vec<String>, String> {
-    let d = def.trim().trim_end_matches(';').trim();
-    if let Some(m) = crate::cuda::ppcond::defines(d).next() {
-        return Ok(vec![m.body.to_string()]);
-    }
-    // `g.x = a; g.y = b;` member assignments.
-    if d.contains(&format!("{name}.")) && !d.contains(&format!("{name}(")) {
-        let mut comps = vec![String::new(); 3];
-        let mut any = false;
-        for stmt in d.split(';') {
-            let stmt = stmt.trim();
-            for (i, c) in ["x", "y", "z"].iter().enumerate() {
-                if let Some(rest) = stmt.strip_prefix(&format!("{name}.{c}")) {
-                    if let Some(e) = rest.trim_start().strip_prefix('=') {
-                        comps[i] = e.trim().to_string();
-                        any = true;
-                    }
-                }
-            }
-        }
-        if any {
-            while comps.last().is_some_and(|c| c.is_empty()) {
-                comps.pop();
-            }
-            return Ok(comps
-                .into_iter()
-                .map(|c| if c.is_empty() { "1".into() } else { c })
-                .collect());
-        }
-    }
-    // Find `name` as a whole word followed by `(` or `=`.
-    let bytes = d.as_bytes();
-    let mut from = 0;
-    while let Some(p) = d[from..].find(name).map(|p| p + from) {
-        let before_ok = p == 0 || !(bytes[p - 1].is_ascii_alphanumeric() || bytes[p - 1] == b'_');
-        let after = d[p + name.len()..].trim_start();
-        let after_ok = after.starts_with('(') || after.starts_with('=');
-        if before_ok && after_ok {
-            let body = if let Some(a) = after.strip_prefix('=') {
-                let a = a.trim();
-                match a.strip_prefix("dim3") {
-                    Some(x) => x.trim().to_string(),
-                    None => return Ok(vec![top_level_until_comma(a)]),
-                }
-            } else {
-                after.to_string()
-            };
-            return split_call_args(&body);
-        }
-        from = p + name.len();
-    }
-    // A bare value (the recorded definition is just the expression).
-    if !d.contains(' ') || !d.contains(name) {
-        return Ok(vec![d.to_string()]);
-    }
-    Err(format!("cannot read the definition of {name}: `{def}`"))
-}
-
+/// A recorded value: the text up to its first comma outside parentheses (the front end's
+/// lexer); a definition that goes on past the value's statement keeps that text, which does
+/// not translate (the name's value there is not one).
 fn top_level_until_comma(s: &str) -> String {
     let end = lex::find_top_level(s, b',', b"(", b")").unwrap_or(s.len());
     s[..end].trim().to_string()
-}
-
-/// `( a, f(b, c) ) …` → [a, f(b, c)]; None when unbalanced.
-pub fn split_args(s: &str) -> Option<Vec<String>> {
-    // A backslash that ends a line (a continued macro-style call, Parboil's sgemm) is
-    // white space.
-    let s = s.replace("\\\r\n", " ").replace("\\\n", " ");
-    let mut parts = Vec::new();
-    // The current argument: `cur`, then the text from `from` on.
-    let mut cur = String::new();
-    let mut from = 0;
-    for (i, c, depth) in lex::depths(&s, b"([{", b")]}") {
-        match c {
-            // The group's own opening bracket is no part of an argument.
-            b'(' | b'[' | b'{' if depth == 1 => {
-                cur.push_str(&s[from..i]);
-                from = i + 1;
-            }
-            b')' | b']' | b'}' if depth == 0 => {
-                cur.push_str(&s[from..i]);
-                let last = cur.trim().to_string();
-                if !last.is_empty() || !parts.is_empty() {
-                    parts.push(last);
-                }
-                return Some(parts);
-            }
-            b',' if depth == 1 => {
-                cur.push_str(&s[from..i]);
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                from = i + 1;
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 /// Names in a host expression (identifiers not followed by `(`, no members).
@@ -488,15 +471,6 @@ pub(super) fn idents(e: &str) -> Vec<String> {
         })
         .map(|(_, t)| t.text.to_string())
         .collect()
-}
-
-/// `( a, f(b, c) ) …` → [a, f(b, c)].
-pub(super) fn split_call_args(s: &str) -> Result<Vec<String>, String> {
-    let s = s.trim();
-    if !s.starts_with('(') {
-        return Err(format!("expected `(` in `{s}`"));
-    }
-    split_args(s).ok_or_else(|| format!("unclosed `(` in `{s}`"))
 }
 
 /// The 1–3 components of a launch's grid or block text.
@@ -610,7 +584,8 @@ pub(super) fn draft_launch_with(
         None => Field::known(u.symbol.clone()),
         Some(ta) => {
             let inner = ta.trim().trim_start_matches('<').trim_end_matches('>');
-            let parts: Result<Vec<String>, String> = split_call_args(&format!("({inner})"))
+            let parts: Result<Vec<String>, String> = host::template_arguments(ta)
+                .ok_or_else(|| format!("cannot read the template arguments `{}`", ta.trim()))
                 .and_then(|args| {
                     args.iter()
                         .map(|a| {
@@ -877,6 +852,28 @@ mod tests {
         assert!(nm.host_vars.borrow().contains("img_dim_h"));
         // A method call is not a field.
         assert!(dims_of("v.size()", &nm).is_err());
+    }
+
+    #[test]
+    fn definitions_are_read_from_their_parse() {
+        let c = |n: &str, d: &str| definition_components(n, d).unwrap();
+        // A `//` joined into a one-line definition ended a source line.
+        let joined = "CUDA_ERRCK // Setup the execution configuration dim3 grid(block_num)";
+        assert_eq!(c("grid", joined), ["block_num"]);
+        assert_eq!(
+            c("t", "dim3 t, b; t = dim3(512, 1); t = dim3(256)"),
+            ["512", "1"]
+        );
+        assert_eq!(c("g", "dim3 g; g.x = n; g.y = 2"), ["n", "2"]);
+        assert_eq!(c("g", "int M = 1024, g = 4, K = 2"), ["4"]);
+        // A name assigned again reads on, and does not translate; a cut-off `=` is empty.
+        assert_eq!(c("n", "int n = 1; n = m"), ["1; n = m"]);
+        assert_eq!(c("b", "dim3 b ="), [""]);
+        assert!(definition_components("r", "unsigned int r[2] =").is_err());
+        assert!(declares("dim3 g(a), t(b)", "t"));
+        assert!(declares("dim3 v; v.y = 2", "v"));
+        assert!(declares("#define B 4", "B"));
+        assert!(!declares("f(v.y == 2, v)", "v"));
     }
 
     #[test]

@@ -788,7 +788,7 @@ fn own_values(table: &mut LaunchDraft, vars: Vec<String>, slow: &Host, fast: &Ho
         match (slow.int_value(&v), fast.int_value(&v)) {
             (Ok(a), b) if b != Ok(a) && super::is_ident(&v) => {
                 let a = a.to_string();
-                let with = |t: &str| infer_host::replace_word(t, &v, &a);
+                let with = |t: &str| cexpr::replace_ident(t, &v, &a);
                 let dims = |f: &mut Field<Vec<String>>| match f {
                     Field::Known { value, .. } | Field::Assumed { value, .. } => {
                         value.iter_mut().for_each(|e| *e = with(e));
@@ -1460,7 +1460,7 @@ impl<'a> Cx<'a> {
             for _ in 0..4 {
                 for w in idents(&e) {
                     if let Some(body) = infer_host::define_body(&self.fast.source, &w) {
-                        e = infer_host::replace_word(&e, &w, &format!("({body})"));
+                        e = cexpr::replace_ident(&e, &w, &format!("({body})"));
                     }
                 }
             }
@@ -2576,7 +2576,7 @@ pub fn declared_extent(source: &str, inner: &str) -> Option<i64> {
         }
         for w in words {
             let body = infer_host::define_body(source, &w)?;
-            e = infer_host::replace_word(&e, &w, &format!("({body})"));
+            e = cexpr::replace_ident(&e, &w, &format!("({body})"));
         }
     }
     crate::harness::expr::Scope::default().eval_int(&e).ok()
@@ -2597,7 +2597,7 @@ pub fn last_statement(name: &str, def: &str) -> String {
     for (_, r) in infer_host::snippet_assignments(def, name) {
         value = match (idents(&r), value) {
             (Ok(false), _) => Some(r),
-            (Ok(true), Some(v)) => Some(infer_host::replace_word(&r, name, &format!("({v})"))),
+            (Ok(true), Some(v)) => Some(cexpr::replace_ident(&r, name, &format!("({v})"))),
             _ => return def.to_string(),
         };
     }

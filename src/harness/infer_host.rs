@@ -6,13 +6,12 @@
 //! and statements are read from its tree-sitter parse (`cuda::host`, `cuda::host_flow`),
 //! and a rule that cannot tell says why.
 
-use super::draft::{sizeof_type, split_args, zero_literal};
+use super::draft::{sizeof_type, zero_literal};
 use super::expr::Num;
 use crate::cuda::ceval::{Env, Expr};
 use crate::cuda::cexpr::{self, Kind};
 use crate::cuda::host::{self, calls_to, HostFn};
 use crate::cuda::host_flow::Flow;
-use crate::cuda::lex;
 // Re-exported: harness code reads host text through `infer_host`.
 pub use crate::cuda::lex::strip_comments;
 use crate::cuda::ppcond::{define_bodies, function_macro};
@@ -147,10 +146,11 @@ pub fn launched_with_between(text: &str, var: &str, after: u32, before: u32) -> 
         .any(|args| args.iter().any(names))
 }
 
-/// `a + (b + c)` → (`a`, `(b + c)`): the text split at its first `+` outside parentheses.
+/// `a + (b + c)` → (`a`, `(b + c)`): the text around the first `+` of the sum at its top.
 pub fn split_top_level_plus(t: &str) -> Option<(&str, &str)> {
-    let i = lex::find_top_level(t, b'+', b"([", b")]")?;
-    Some((&t[..i], &t[i + 1..]))
+    let (terms, ops) = Expr::chain(t, &["+", "-"])?;
+    let k = ops.iter().position(|o| *o == "+")?;
+    Some((&t[..terms[k].end], &t[terms[k + 1].start..]))
 }
 
 /// The variable a pointer argument names: `(void**)&d_a` → `d_a`, `&(x)` → `x`, `d_a` → `d_a`.
@@ -262,26 +262,15 @@ impl Host {
     pub fn wrapper_alloc(&self, var: &str) -> Option<String> {
         let rhs = assignments(&self.file, var).into_iter().map(|(_, r)| r);
         for r in rhs {
-            let r = r.trim();
-            let Some(name_end) = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) else {
+            let Some((fname, targs, args)) = host::whole_call(&r) else {
                 continue;
             };
-            let fname = &r[..name_end];
-            if fname.is_empty() || fname.contains("malloc") || fname == "new" {
+            if fname.contains("malloc") || fname == "new" {
                 continue;
             }
-            let mut rest = &r[name_end..];
-            let mut targ = None;
-            if let Some(t) = rest.strip_prefix('<') {
-                let close = t.find('>')?;
-                targ = Some(t[..close].trim().to_string());
-                rest = &t[close + 1..];
-            }
-            let Some(args) = split_args(rest.trim_start()) else {
-                continue;
-            };
+            let targ = (!targs.is_empty()).then(|| targs.join(", "));
             for t in self.texts() {
-                let Some(f) = function_named(t, fname) else {
+                let Some(f) = function_named(t, &fname) else {
                     continue;
                 };
                 let Some(c) = calls_in_body(t, &f, "cudaMalloc").find(|c| c.args.len() >= 2) else {
@@ -289,10 +278,10 @@ impl Host {
                 };
                 let mut bytes = c.args[1].clone();
                 for (p, a) in f.params.iter().zip(&args) {
-                    bytes = replace_word(&bytes, p, &format!("({a})"));
+                    bytes = cexpr::replace_ident(&bytes, p, &format!("({a})"));
                 }
                 if let Some(ta) = &targ {
-                    bytes = replace_word(&bytes, "T", ta);
+                    bytes = cexpr::replace_ident(&bytes, "T", ta);
                 }
                 return Some(bytes);
             }
@@ -491,7 +480,7 @@ impl Host {
             folded = if !self_ref(&rhs) {
                 Some(rhs)
             } else {
-                folded.map(|v| replace_word(&rhs, name, &format!("({v})")))
+                folded.map(|v| cexpr::replace_ident(&rhs, name, &format!("({v})")))
             };
         }
         if let Some(d) = folded {
@@ -738,31 +727,6 @@ fn calls_in_body(text: &str, f: &HostFn, callee: &str) -> impl Iterator<Item = C
     calls_to(text, callee)
         .into_iter()
         .filter(move |c| c.span.0 >= body.0 && c.span.1 <= body.1)
-}
-
-/// Replace whole-word occurrences of `word` in `s`.
-pub fn replace_word(s: &str, word: &str, with: &str) -> String {
-    if word.is_empty() {
-        return s.to_string();
-    }
-    let b = s.as_bytes();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < s.len() {
-        if s[i..].starts_with(word)
-            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
-            && b.get(i + word.len())
-                .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
-        {
-            out.push_str(with);
-            i += word.len();
-        } else {
-            let c = s[i..].chars().next().expect("in bounds");
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
 }
 
 impl Host {
@@ -1012,95 +976,46 @@ pub fn strip_sizeof(bytes: &str) -> Option<String> {
     sizeof_factor(bytes).map(|(rest, _)| rest)
 }
 
-/// A product's `sizeof(T)` factor split off: (the other factors, `T`).
+/// A product's `sizeof(T)` factor split off: (the other factors' texts joined by ` * `,
+/// `T`).
 pub fn sizeof_factor(bytes: &str) -> Option<(String, String)> {
-    let factors = top_level_factors(bytes)?;
+    let mut factors = product_factors(bytes)?;
     let pos = factors
         .iter()
-        .position(|f| f.trim().starts_with("sizeof") && f.trim().ends_with(')'))?;
-    let rest: Vec<&str> = factors
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != pos)
-        .map(|(_, f)| f.trim())
-        .collect();
-    let f = factors[pos].trim();
-    let ty = f["sizeof".len()..].trim().trim_start_matches('(');
-    let ty = ty[..ty.len() - 1].trim().to_string();
-    Some((
-        if rest.is_empty() {
-            "1".to_string()
-        } else {
-            rest.join(" * ")
-        },
-        ty,
-    ))
+        .position(|f| matches!(Expr::parse(f), Ok(Expr::SizeOf(_))))?;
+    let sizeof = factors.remove(pos);
+    let ty = sizeof["sizeof".len()..].trim();
+    let ty = ty[1..ty.len() - 1].trim().to_string();
+    Some(match factors.is_empty() {
+        true => ("1".to_string(), ty),
+        false => (factors.join(" * "), ty),
+    })
 }
 
 /// Whether two texts are the same product up to the order of its factors and spacing
-/// (`grid.x*(1<<BITS)` and `(1<<BITS) * grid.x`).
+/// (`grid.x*(1<<BITS)` and `(1<<BITS) * grid.x`); an expression that is no product is
+/// its one factor.
 pub fn same_product(a: &str, b: &str) -> bool {
-    let norm = |e: &str| -> Option<Vec<String>> {
-        let mut f: Vec<String> = top_level_factors(e)?
+    let norm = |e: &str| {
+        let mut f: Vec<String> = product_factors(e)
+            .unwrap_or_else(|| vec![Expr::unparen(e)])
             .iter()
-            .map(|x| x.split_whitespace().collect::<String>())
+            .map(|x| x.split_whitespace().collect())
             .collect();
         f.sort();
-        Some(f)
+        f
     };
-    let flat = |e: &str| e.split_whitespace().collect::<String>();
-    match (norm(a), norm(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => {
-            let strip = |e: String| {
-                let mut e = e;
-                while e.starts_with('(')
-                    && e.ends_with(')')
-                    && split_args(&e).map(|a| a.len()) == Some(1)
-                {
-                    e = e[1..e.len() - 1].to_string();
-                }
-                e
-            };
-            strip(flat(a)) == strip(flat(b))
-        }
-    }
+    norm(a) == norm(b)
 }
 
-/// Split at top-level `*` when the expression is a pure product; None when it has a
-/// top-level `+`, `-`, `/` or `%` (then the sizeof is not a factor of the whole).
-fn top_level_factors(e: &str) -> Option<Vec<String>> {
-    let mut e = e.trim();
-    // Unwrap `( … )` around the whole expression.
-    while e.starts_with('(') && e.ends_with(')') && split_args(e).map(|a| a.len()) == Some(1) {
-        let inner = &e[1..e.len() - 1];
-        if matching_close(e) == Some(e.len() - 1) {
-            e = inner.trim();
-        } else {
-            break;
-        }
-    }
-    let mut parts = Vec::new();
-    let mut from = 0;
-    for (i, c) in lex::top_level(e, b"(", b")") {
-        match c {
-            b'*' => {
-                parts.push(e[from..i].to_string());
-                from = i + 1;
-            }
-            // `d->w` is a member access, not a minus.
-            b'-' if e.as_bytes().get(i + 1) == Some(&b'>') => {}
-            b'+' | b'-' | b'/' | b'%' => return None,
-            _ => {}
-        }
-    }
-    parts.push(e[from..].to_string());
-    Some(parts)
-}
-
-/// The `)` closing the first `(` of `s`.
-fn matching_close(s: &str) -> Option<usize> {
-    lex::matching(s, s.find('(')?, b'(', b')')
+/// The factors of a product, the parentheses around the whole dropped (`(a * (b + 1))` →
+/// [`a`, `(b + 1)`]), by their source texts; None when the expression is no product (a
+/// `+`, `-`, `/` or `%` at its top: then a `sizeof` is not a factor of the whole).
+fn product_factors(e: &str) -> Option<Vec<&str>> {
+    let e = Expr::unparen(e);
+    let (factors, ops) = Expr::chain(e, &["*", "/", "%"])?;
+    let product = ops.iter().all(|o| *o == "*");
+    product.then(|| factors.into_iter().map(|r| &e[r]).collect())
 }
 
 /// The function whose body holds 1-based `line` in `text` (comments removed): its name and
@@ -1406,7 +1321,7 @@ impl Host {
                         }
                         let mut v = rhs;
                         for (p, a) in params.iter().zip(&c.args) {
-                            v = replace_word(&v, p, &format!("({})", a.trim()));
+                            v = cexpr::replace_ident(&v, p, &format!("({})", a.trim()));
                         }
                         writes.push(v);
                     }
@@ -1483,7 +1398,7 @@ impl Host {
                 // Two passes through placeholders so an argument naming another parameter
                 // is not replaced again.
                 for (i, p) in params.iter().enumerate() {
-                    b = replace_word(&b, p, &format!("\u{1}{i}\u{1}"));
+                    b = cexpr::replace_ident(&b, p, &format!("\u{1}{i}\u{1}"));
                 }
                 for (i, a) in c.args.iter().enumerate() {
                     b = b.replace(&format!("\u{1}{i}\u{1}"), &format!("({a})"));
@@ -1576,20 +1491,19 @@ fn helper_alloc_bytes(def: &str, f: &HostFn, k: usize, args: &[String]) -> Optio
         a.retain(|a| (f.body.0..f.body.1).contains(&a.pos));
         if let [a] = a.as_slice() {
             let rhs = a.value.as_deref().unwrap_or_default();
-            b = replace_word(&b, &w, &format!("({rhs})"));
+            b = cexpr::replace_ident(&b, &w, &format!("({rhs})"));
         }
     }
     for (q, a) in f.params.iter().zip(args) {
         let a = a.trim();
         // `sizeof(float)` stays a factor the element count can drop.
-        let plain = super::is_ident(a)
-            || (a.starts_with("sizeof") && matching_close(&a[6..]).map(|k| k + 7) == Some(a.len()));
+        let plain = super::is_ident(a) || matches!(Expr::parse(a), Ok(Expr::SizeOf(_)));
         let a = if plain {
             a.to_string()
         } else {
             format!("({a})")
         };
-        b = replace_word(&b, q, &a);
+        b = cexpr::replace_ident(&b, q, &a);
     }
     Some(b)
 }
@@ -1708,6 +1622,11 @@ mod tests {
             Some("d->w * d->h")
         );
         assert_eq!(strip_sizeof("d->w - 1 * sizeof(T)"), None);
+        assert_eq!(strip_sizeof("n / 2 * sizeof(T)"), None);
+        assert_eq!(
+            sizeof_factor("sizeof( unsigned int )"),
+            Some(("1".into(), "unsigned int".into()))
+        );
     }
 
     #[test]
@@ -1933,6 +1852,12 @@ mod tests {
         assert!(same_product("gridNumElems+1", "(gridNumElems+1)"));
         assert!(!same_product("g", "g+1"));
         assert!(!same_product("a*b", "a*c"));
+        assert!(same_product("((n) * 2)", "2*(n)"));
+        assert_eq!(
+            split_top_level_plus("p - 1 + (i + 2)"),
+            Some(("p - 1", "(i + 2)"))
+        );
+        assert_eq!(split_top_level_plus("p + n ? a : b"), None);
     }
 
     #[test]
@@ -2219,7 +2144,7 @@ mod tests {
     #[test]
     fn a_line_continuation_inside_a_call_is_white_space() {
         assert_eq!(
-            split_args("(a, 1.0f, \\\n      dA, m)"),
+            host::whole_call("f(a, 1.0f, \\\n      dA, m)").map(|c| c.2),
             Some(vec!["a".into(), "1.0f".into(), "dA".into(), "m".into()])
         );
     }

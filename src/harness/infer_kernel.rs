@@ -478,7 +478,7 @@ pub fn floor_split_sizes(source: &str, kernel: &str, params: &[String]) -> Vec<(
                 .filter(|w| !matches!(w.as_str(), "x" | "y" | "z"))
             {
                 if let Some(v) = inits.get(&w) {
-                    d = super::infer_host::replace_word(&d, &w, &format!("({v})"));
+                    d = crate::cuda::cexpr::replace_ident(&d, &w, &format!("({v})"));
                     changed = true;
                 }
             }

@@ -12,7 +12,6 @@
 //! Each rule is one function; [`instantiate`] applies the first two to a pair before
 //! inference proper.
 
-use super::draft::split_args;
 use super::infer_host::Host;
 use super::template;
 use super::{c_base_type, ElemType};
@@ -81,7 +80,7 @@ pub fn explicit_instances<'t>(
             if !rest[close + 1..].trim_start().starts_with('(') {
                 continue;
             }
-            let Some(args) = split_args(&format!("({})", &rest[lt + 1..close])) else {
+            let Some(args) = crate::cuda::host::template_arguments(&rest[lt..=close]) else {
                 continue;
             };
             out.push(Instance {
