@@ -332,29 +332,8 @@ fn sparse_part_len(m: &SparseMatrix, init: &Init, values: &BTreeMap<String, i64>
 /// Consistency checks that need resolved lengths: copies match their source, sparse parts
 /// have the lengths their matrix implies, integer ranges fit their type.
 pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
-    let err = |m: String| HarnessError::Generate {
-        origin: r.origin.clone(),
-        message: format!("size set {}: {m}", r.size_set),
-    };
-    let buffers: Vec<(&str, ElemType, usize, &Init)> = r
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            ResolvedArg::Buffer {
-                name,
-                elem,
-                len,
-                init,
-                ..
-            } => Some((name.as_str(), *elem, *len, init)),
-            _ => None,
-        })
-        .chain(
-            r.constants
-                .iter()
-                .map(|c| (c.name.as_str(), c.elem, c.len, &c.init)),
-        )
-        .collect();
+    let err = |m: String| generate_error(&r.origin, format!("size set {}: {m}", r.size_set));
+    let buffers: Vec<(&str, ElemType, usize, &Init)> = buffers(r).collect();
     for &(name, elem, len, init) in &buffers {
         match init {
             Init::CopyOf { arg } => {
@@ -584,39 +563,18 @@ fn fill(
     let mut rng = rng_for(seed, "arg", name);
     let mut bytes = Vec::with_capacity(len * elem.size_of());
     match init {
-        // One u64 (two words) per element for uniform and integer draws, two for normals.
-        Init::Uniform { lo, hi } => {
-            if elem.is_float() {
-                bytes = draw_stream(&rng, elem, len, 2, |r, out| {
-                    push_f64(out, elem, lo + (hi - lo) * unit(r))
-                });
+        // One u64 (two words) per element for uniform, integer and choice draws, two for
+        // normals.
+        Init::Uniform { .. }
+        | Init::IntRange { .. }
+        | Init::Choice { .. }
+        | Init::Normal { .. } => {
+            let words = if matches!(init, Init::Normal { .. }) {
+                4
             } else {
-                let (a, b) = int_bounds(elem);
-                let lo_i = (lo.ceil() as i64).max(a);
-                let hi_i = (hi.floor() as i64).min(b).max(lo_i);
-                bytes = draw_stream(&rng, elem, len, 2, |r, out| {
-                    push_i64(out, elem, int_in(r, lo_i, hi_i))
-                });
-            }
-        }
-        Init::Normal { mean, std, lo, hi } => {
-            // Box-Muller; 1 - unit() is in (0, 1], so the log is finite.
-            let (lo, hi) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
-            bytes = draw_stream(&rng, elem, len, 4, |r, out| {
-                let (u1, u2) = (1.0 - unit(r), unit(r));
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                push_f64(out, elem, (mean + std * z).clamp(lo, hi));
-            });
-        }
-        Init::IntRange { lo, hi } => {
-            let (lo, hi) = (*lo, *hi);
-            bytes = draw_stream(&rng, elem, len, 2, |r, out| {
-                push_i64(out, elem, int_in(r, lo, hi))
-            });
-        }
-        Init::Choice { .. } => {
-            // One u64 (two words) per element, like uniform draws.
-            bytes = draw_stream(&rng, elem, len, 2, |r, out| draw(init, elem, r, out));
+                2
+            };
+            bytes = draw_stream(&rng, elem, len, words, |r, out| draw(init, elem, r, out));
         }
         Init::Constant { .. } => {
             for _ in 0..len {
@@ -671,22 +629,17 @@ fn fill(
             // What the program held: zeros included, whatever the seed.
             bytes = crate::gpu::capture::BlobStore::new(blobs)
                 .get(id, (len * elem.size_of()) as u64)
-                .map_err(|e| HarnessError::Generate {
-                    origin: origin.into(),
-                    message: format!("{name}: {e}"),
-                })?;
+                .map_err(|e| generate_error(origin, format!("{name}: {e}")))?;
             return Ok(HostBuffer { elem, bytes });
         }
     }
     let buf = HostBuffer { elem, bytes };
     debug_assert_eq!(buf.len(), len);
     if !matches!(init, Init::Zeros) && buf.bytes.iter().all(|&b| b == 0) {
-        return Err(HarnessError::Generate {
-            origin: origin.into(),
-            message: format!(
-                "{name}: the {init:?} init produced only zeros; widen it or say `zeros`"
-            ),
-        });
+        return Err(generate_error(
+            origin,
+            format!("{name}: the {init:?} init produced only zeros; widen it or say `zeros`"),
+        ));
     }
     Ok(buf)
 }
@@ -864,6 +817,7 @@ fn draw(init: &Init, elem: ElemType, rng: &mut ChaCha8Rng, out: &mut Vec<u8>) {
             push_i64(out, elem, int_in(rng, lo_i, hi_i))
         }
         Init::Normal { mean, std, lo, hi } => {
+            // Box-Muller; 1 - unit() is in (0, 1], so the log is finite.
             let (u1, u2) = (1.0 - unit(rng), unit(rng));
             let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
             let (lo, hi) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
@@ -912,10 +866,7 @@ fn find_matrix<'a>(
     name: &str,
     origin: &str,
 ) -> Result<&'a (SparseMatrix, Sparse), HarnessError> {
-    sparse.get(name).ok_or_else(|| HarnessError::Generate {
-        origin: origin.into(),
-        message: format!("unknown matrix {name}"),
-    })
+    (sparse.get(name)).ok_or_else(|| generate_error(origin, format!("unknown matrix {name}")))
 }
 
 /// One [`HostBuffer`] per entry of `resolved.args`, in order: `in`/`inout` buffers filled
@@ -973,14 +924,9 @@ pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>
                 },
                 _,
             ) if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
-            (ResolvedArg::Buffer { name, .. }, _) => {
-                drawn
-                    .remove(name.as_str())
-                    .ok_or_else(|| HarnessError::Generate {
-                        origin: resolved.origin.clone(),
-                        message: format!("{name} was not generated"),
-                    })
-            }
+            (ResolvedArg::Buffer { name, .. }, _) => drawn.remove(name.as_str()).ok_or_else(|| {
+                generate_error(&resolved.origin, format!("{name} was not generated"))
+            }),
             // Its bytes are device addresses, known only once the buffers are allocated.
             (ResolvedArg::Struct { .. } | ResolvedArg::Bytes { .. }, _) => Ok(HostBuffer {
                 elem: ElemType::U64,
@@ -1040,18 +986,15 @@ fn produce_cow<'a>(
     depth: usize,
 ) -> Result<Cow<'a, HostBuffer>, HarnessError> {
     use rayon::prelude::*;
-    let err = |m: String| HarnessError::Generate {
-        origin: r.origin.clone(),
-        message: m,
-    };
+    let err = |m: String| generate_error(&r.origin, m);
     if depth > 4 {
         return Err(err(format!("{name}: copies nest too deeply")));
     }
     if let Some(b) = drawn.get(name) {
         return Ok(Cow::Borrowed(b));
     }
-    let (elem, len, init) =
-        lookup(r, name).ok_or_else(|| err(format!("no buffer named {name}")))?;
+    let (_, elem, len, init) =
+        (buffers(r).find(|b| b.0 == name)).ok_or_else(|| err(format!("no buffer named {name}")))?;
     match init {
         Init::CopyOf { arg } => produce_cow(r, seed, cache, drawn, arg, depth + 1),
         Init::Interleave { args } => {
@@ -1082,25 +1025,26 @@ fn produce_cow<'a>(
     }
 }
 
-fn lookup<'a>(r: &'a Resolved, name: &str) -> Option<(ElemType, usize, &'a Init)> {
-    r.args
-        .iter()
-        .find_map(|a| match a {
-            ResolvedArg::Buffer {
-                name: n,
-                elem,
-                len,
-                init,
-                ..
-            } if n == name => Some((*elem, *len, init)),
-            _ => None,
-        })
-        .or_else(|| {
-            r.constants
-                .iter()
-                .find(|c| c.name == name)
-                .map(|c| (c.elem, c.len, &c.init))
-        })
+/// Every buffer arg, then every constant: (name, element type, length, init).
+fn buffers(r: &Resolved) -> impl Iterator<Item = (&str, ElemType, usize, &Init)> {
+    let args = r.args.iter().filter_map(|a| match a {
+        ResolvedArg::Buffer {
+            name,
+            elem,
+            len,
+            init,
+            ..
+        } => Some((name.as_str(), *elem, *len, init)),
+        _ => None,
+    });
+    args.chain((r.constants.iter()).map(|c| (c.name.as_str(), c.elem, c.len, &c.init)))
+}
+
+fn generate_error(origin: &str, message: String) -> HarnessError {
+    HarnessError::Generate {
+        origin: origin.into(),
+        message,
+    }
 }
 
 #[cfg(test)]
