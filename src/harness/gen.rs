@@ -1100,18 +1100,11 @@ mod tests {
             }
         }
     }
-    use crate::harness::tests::SAXPY;
-    use crate::harness::{parse, DeviceProps};
-
-    fn resolve(text: &str, set: usize) -> Resolved {
-        let h = parse(text, "t.toml").unwrap();
-        h.resolve(&h.size_sets()[set], &DeviceProps::h100())
-            .unwrap()
-    }
+    use crate::harness::tests::{err_of, resolved, SAXPY};
 
     #[test]
     fn inputs_are_deterministic_per_seed_and_outputs_poisoned() {
-        let r = resolve(SAXPY, 0);
+        let r = resolved(SAXPY, 0);
         let a = generate_inputs(&r, 1).unwrap();
         assert_eq!(a, generate_inputs(&r, 1).unwrap());
         let b = generate_inputs(&r, 2).unwrap();
@@ -1122,7 +1115,7 @@ mod tests {
         assert!(xs.iter().all(|x| (-1.0..1.0).contains(x)));
         assert!(xs.iter().any(|&x| x != xs[0]));
         // Arg streams are independent: x does not depend on y's presence or order.
-        let r2 = resolve(&SAXPY.replace("role = \"inout\"", "role = \"out\""), 0);
+        let r2 = resolved(&SAXPY.replace("role = \"inout\"", "role = \"out\""), 0);
         let c = generate_inputs(&r2, 1).unwrap();
         assert_eq!(c[2], a[2]);
         assert!(
@@ -1218,7 +1211,7 @@ block = 1
 
     #[test]
     fn permutation_iota_copy_and_int_range() {
-        let r = resolve(MIX, 0);
+        let r = resolved(MIX, 0);
         let b = generate_inputs(&r, 7).unwrap();
         let mut p: Vec<i128> = (0..777).map(|i| b[0].get_i128(i)).collect();
         assert_ne!(p, (0..777).collect::<Vec<i128>>(), "shuffled");
@@ -1254,7 +1247,7 @@ block = 1
 
     #[test]
     fn sparse_parts_are_consistent() {
-        let r = resolve(MIX, 0);
+        let r = resolved(MIX, 0);
         let b = generate_inputs(&r, 11).unwrap();
         let c = generate_constants(&r, 11).unwrap();
         let n = 777;
@@ -1299,45 +1292,24 @@ block = 1
 
     #[test]
     fn inconsistent_lengths_are_rejected() {
-        let h = parse(
-            &MIX.replace(
-                "len = \"A_nnz\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
-                "len = \"A_nnz + 1\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
-            ),
-            "t.toml",
-        );
-        let e = h.unwrap_err().to_string();
+        let e = err_of(&MIX.replace(
+            "len = \"A_nnz\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
+            "len = \"A_nnz + 1\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
+        ));
         assert!(e.contains("vals holds a part of matrix A"), "{e}");
-        let e = parse(&MIX.replace("arg = \"src\"", "arg = \"idx\""), "t.toml")
-            .unwrap_err()
-            .to_string();
+        let e = err_of(&MIX.replace("arg = \"src\"", "arg = \"idx\""));
         assert!(e.contains("element types differ"), "{e}");
-        let e = parse(
-            &MIX.replace("lo = -5, hi = 5", "lo = -5, hi = 40000"),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&MIX.replace("lo = -5, hi = 5", "lo = -5, hi = 40000"));
         assert!(e.contains("does not fit i16"), "{e}");
-        let e = parse(
-            &MIX.replace(
-                "matrix = \"A\", part = \"ptr\"",
-                "matrix = \"B\", part = \"ptr\"",
-            ),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&MIX.replace(
+            "matrix = \"A\", part = \"ptr\"",
+            "matrix = \"B\", part = \"ptr\"",
+        ));
         assert!(
             e.contains("constants[0].init") && e.contains("\"B\""),
             "{e}"
         );
-        let e = parse(
-            &MIX.replace("part = \"zcnt\"", "part = \"zcount\""),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&MIX.replace("part = \"zcnt\"", "part = \"zcount\""));
         assert!(e.contains("unknown jds part"), "{e}");
     }
 
@@ -1347,10 +1319,10 @@ block = 1
             "kind = \"uniform\", lo = -1.0, hi = 1.0",
             "kind = \"uniform\", lo = 0.0, hi = 1e-300",
         );
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let e = generate_inputs(&r, 1).unwrap_err().to_string();
         assert!(e.contains("only zeros"), "{e}");
-        let r = resolve(
+        let r = resolved(
             &SAXPY.replace(
                 "kind = \"normal\", mean = 0.0, std = 1.0",
                 "kind = \"zeros\"",
@@ -1364,7 +1336,7 @@ block = 1
     #[test]
     fn clamped_normals_stay_in_range_and_keep_their_spread() {
         // y (index 3) is normal(0, 1) in SAXPY; clamp it into [-0.5, 0.5].
-        let r = resolve(
+        let r = resolved(
             &SAXPY.replace(
                 "kind = \"normal\", mean = 0.0, std = 1.0",
                 "kind = \"normal\", mean = 0.0, std = 1.0, lo = -0.5, hi = 0.5",
@@ -1377,15 +1349,10 @@ block = 1
         // About 62% of a standard normal falls outside ±0.5 and lands on the bounds.
         let at_bounds = v.iter().filter(|x| x.abs() == 0.5).count() as f64 / v.len() as f64;
         assert!((0.55..0.69).contains(&at_bounds), "{at_bounds}");
-        let e = parse(
-            &SAXPY.replace(
-                "kind = \"normal\", mean = 0.0, std = 1.0",
-                "kind = \"normal\", mean = 0.0, std = 1.0, lo = 1, hi = 0",
-            ),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&SAXPY.replace(
+            "kind = \"normal\", mean = 0.0, std = 1.0",
+            "kind = \"normal\", mean = 0.0, std = 1.0, lo = 1, hi = 0",
+        ));
         assert!(e.contains("lo <= hi"), "{e}");
     }
 
@@ -1450,7 +1417,7 @@ args = ["out + 2"]
                 "[[args]]\nname = \"out\"",
                 "[[args]]\nname = \"s\"\ntype = \"f32\"\nlen = \"2 * k\"\ninit = { kind = \"interleave\", args = [\"kx\", \"ky\"] }\nrole = \"in\"\n[[args]]\nname = \"cp\"\ntype = \"f32\"\nlen = \"k\"\ninit = { kind = \"copy_of\", arg = \"kx\" }\nrole = \"in\"\n[[args]]\nname = \"out\"",
             );
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let a = generate_inputs(&r, 9).unwrap();
         let (kx, ky, s, cp) = (&a[0], &a[1], &a[2], &a[3]);
         assert_eq!(s.len(), 80000);
@@ -1466,7 +1433,7 @@ args = ["out + 2"]
 
     #[test]
     fn interleave_builds_structs_from_arrays_and_linspace_spans() {
-        let r = resolve(AOS, 0);
+        let r = resolved(AOS, 0);
         let a = generate_inputs(&r, 3).unwrap();
         let c = generate_constants(&r, 3).unwrap();
         assert_eq!(c[0].len(), 10);
@@ -1481,26 +1448,14 @@ args = ["out + 2"]
         assert_eq!(r.fast[0].args, vec![2]);
         assert_eq!(r.fast[0].offsets, vec![2]);
         assert_eq!(r.slow[0].offsets, vec![0, 0, 0]);
-        let e = parse(
-            &AOS.replace("len = \"2 * k\"", "len = \"2 * k + 1\""),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&AOS.replace("len = \"2 * k\"", "len = \"2 * k + 1\""));
         assert!(e.contains("its len must be 10, not 11"), "{e}");
-        let e = parse(&AOS.replace("\"out + 2\"", "\"out + k\""), "t.toml")
-            .unwrap_err()
-            .to_string();
+        let e = err_of(&AOS.replace("\"out + 2\"", "\"out + k\""));
         assert!(
             e.contains("fast launch[0].args") && e.contains("outside the buffer's 5 elements"),
             "{e}"
         );
-        let e = parse(
-            &AOS.replace("args = [\"kx\", \"ky\"]", "args = [\"kx\", \"kz\"]"),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&AOS.replace("args = [\"kx\", \"ky\"]", "args = [\"kx\", \"kz\"]"));
         assert!(
             e.contains("constants[0].init") && e.contains("\"kz\""),
             "{e}"
@@ -1510,7 +1465,7 @@ args = ["out + 2"]
     #[test]
     fn fields_fill_records_field_by_field_with_flag_bits() {
         use crate::harness::tests::AOS;
-        let r = resolve(AOS, 0);
+        let r = resolved(AOS, 0);
         let a = generate_inputs(&r, 7).unwrap();
         assert_eq!(a, generate_inputs(&r, 7).unwrap(), "deterministic");
         assert_ne!(a[0], generate_inputs(&r, 8).unwrap()[0], "seeded");
@@ -1551,7 +1506,7 @@ grid = 1
 block = 1
 "#
         );
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let g = &generate_inputs(&r, 1).unwrap()[0];
         let flag =
             |rec: usize| i32::from_le_bytes(g.bytes[(rec * 2 + 1) * 4..][..4].try_into().unwrap());
@@ -1573,7 +1528,7 @@ block = 1
     fn fast_inputs_are_the_canonical_ones_permuted_into_its_layout() {
         use crate::harness::tests::AOS;
         use crate::harness::{Layout, Variant};
-        let r = resolve(AOS, 0);
+        let r = resolved(AOS, 0);
         let canonical = generate_inputs(&r, 3).unwrap();
         assert_eq!(
             generate_inputs_for(&r, 3, Variant::Slow).unwrap(),
@@ -1727,7 +1682,7 @@ block = 1
     #[test]
     fn cells_hold_their_points_in_cell_order_and_end_with_zeros() {
         for ty in ["f32", "f64"] {
-            let r = resolve(
+            let r = resolved(
                 &CELLS.replace(
                     "type = \"f32\"\nlen = \"nx",
                     &format!("type = \"{ty}\"\nlen = \"nx"),
@@ -1749,7 +1704,7 @@ block = 1
         let text = CELLS
             .replace(", origin = [-1.0, 2.0, 0.5]", "")
             .replace("lo = 2, hi = 6", "lo = 8, hi = 8");
-        let b = &generate_inputs(&resolve(&text, 0), 7).unwrap()[0];
+        let b = &generate_inputs(&resolved(&text, 0), 7).unwrap()[0];
         let counts = check_cells_buffer(b, [3, 4, 5], 2.5, [0.0; 3], (8, 8));
         assert!(counts.iter().all(|&c| c == 8));
     }
@@ -1761,7 +1716,7 @@ block = 1
             .replace("nx = 3", "nx = 20")
             .replace("ny = 4", "ny = 20")
             .replace("nz = 5", "nz = 21");
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let a = generate_inputs(&r, 3).unwrap();
         assert_eq!(a, generate_inputs(&r, 3).unwrap());
         assert_ne!(
@@ -1783,7 +1738,7 @@ block = 1
             "w = { lo = -1.0, hi = 1.0 }",
             "w = { lo = 0.0, hi = 1e-45 }",
         );
-        let b = &generate_inputs(&resolve(&text, 0), 5).unwrap()[0];
+        let b = &generate_inputs(&resolved(&text, 0), 5).unwrap()[0];
         let mut filled = 0;
         for cell in 0..60 {
             let w = |s: usize| b.get_f64((cell * 8 + s) * 4 + 3);
@@ -1815,10 +1770,7 @@ block = 1
             ("dims = [\"nx\", \"ny\", \"nz\"]", "dims = [\"nx\", \"ny - 4\", \"nz\"]", "args[0].init.dims[1]"),
         ] {
             assert!(CELLS.contains(from), "{from}");
-            let e = parse(&CELLS.replacen(from, to, 1), "t.toml")
-                .map(|_| ())
-                .unwrap_err()
-                .to_string();
+            let e = err_of(&CELLS.replacen(from, to, 1));
             assert!(e.contains(want), "{to}: {e}");
         }
     }
