@@ -57,6 +57,11 @@ impl Ctx<'_> {
             message: m,
         }
     }
+
+    /// [`Ctx::field`] for field `{f}.{sub}`.
+    pub(super) fn at(&self, f: &str, sub: &str, m: String) -> HarnessError {
+        self.field(&format!("{f}.{sub}"), m)
+    }
 }
 
 /// Check a parsed harness section by section and assemble it; every expression must
@@ -178,16 +183,10 @@ fn args_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<ArgSpec>, HarnessError> {
     for (i, a) in raw.args.iter().enumerate() {
         let f = format!("args[{i}]");
         if !is_ident(&a.name) {
-            return Err(c.field(
-                &format!("{f}.name"),
-                format!("{:?} is not an identifier", a.name),
-            ));
+            return Err(c.at(&f, "name", format!("{:?} is not an identifier", a.name)));
         }
         if !names.insert(a.name.clone()) {
-            return Err(c.field(
-                &format!("{f}.name"),
-                format!("duplicate arg name {:?}", a.name),
-            ));
+            return Err(c.at(&f, "name", format!("duplicate arg name {:?}", a.name)));
         }
         args.push(arg_spec(&f, a, c)?);
     }
@@ -302,12 +301,7 @@ fn buffer_arg(
         Some("in") => Role::In,
         Some("out") => Role::Out,
         Some("inout") => Role::Inout,
-        Some(r) => {
-            return Err(c.field(
-                &format!("{f}.role"),
-                format!("{r:?} is not one of in, out, inout"),
-            ))
-        }
+        Some(r) => return Err(c.at(f, "role", format!("{r:?} is not one of in, out, inout"))),
         None => {
             return Err(c.field(
                 &format!("{f}.role"),
@@ -538,9 +532,8 @@ fn check_fields_init(
         let ty = match &fg.ty {
             None => elem,
             Some(t) => {
-                let t = ElemType::from_name(t).ok_or_else(|| {
-                    c.field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
-                })?;
+                let t = ElemType::from_name(t)
+                    .ok_or_else(|| c.at(&ff, "type", format!("unknown element type {t:?}")))?;
                 if t.size_of() != elem.size_of() {
                     return Err(c.field(
                         &format!("{ff}.type"),
@@ -564,7 +557,7 @@ fn check_fields_init(
             | RawInit::Zeros => {}
             RawInit::Choice { values, weights } => {
                 check_choice(values, weights.as_deref())
-                    .map_err(|m| c.field(&format!("{ff}.init"), m))?
+                    .map_err(|m| c.at(&ff, "init", m))?
             }
             other => {
                 return Err(c.field(
@@ -634,22 +627,12 @@ fn constants_of(
     for (i, k) in raw.constants.iter().enumerate() {
         let f = format!("constants[{i}]");
         if !is_ident(&k.name) {
-            return Err(c.field(
-                &format!("{f}.name"),
-                format!("{:?} is not an identifier", k.name),
-            ));
+            return Err(c.at(&f, "name", format!("{:?} is not an identifier", k.name)));
         }
-        let elem = ElemType::from_name(&k.ty).ok_or_else(|| {
-            c.field(
-                &format!("{f}.type"),
-                format!("unknown element type {:?}", k.ty),
-            )
-        })?;
+        let elem = ElemType::from_name(&k.ty)
+            .ok_or_else(|| c.at(&f, "type", format!("unknown element type {:?}", k.ty)))?;
         if matches!(k.init, RawInit::CopyOf { .. }) {
-            return Err(c.field(
-                &format!("{f}.init"),
-                "copy_of is not supported for constants".into(),
-            ));
+            return Err(c.at(&f, "init", "copy_of is not supported for constants".into()));
         }
         check_init(&format!("{f}.init"), &k.init, elem, args, sparse_names, c)?;
         constants.push(ConstSpec {
@@ -672,10 +655,7 @@ fn textures_of(
     for (i, t) in raw.textures.iter().enumerate() {
         let f = format!("textures[{i}]");
         if !is_ident(&t.name) || textures.iter().any(|o| o.name == t.name) {
-            return Err(c.field(
-                &format!("{f}.name"),
-                format!("{:?} is not a new identifier", t.name),
-            ));
+            return Err(c.at(&f, "name", format!("{:?} is not a new identifier", t.name)));
         }
         let buffer = args
             .iter()
@@ -688,10 +668,7 @@ fn textures_of(
                 )
             })?;
         if t.pitch.is_some() && t.height.is_none() {
-            return Err(c.field(
-                &format!("{f}.pitch"),
-                "a pitch needs a height (2D texture)".into(),
-            ));
+            return Err(c.at(&f, "pitch", "a pitch needs a height (2D texture)".into()));
         }
         textures.push(TextureSpec {
             name: t.name.clone(),
