@@ -332,29 +332,8 @@ fn sparse_part_len(m: &SparseMatrix, init: &Init, values: &BTreeMap<String, i64>
 /// Consistency checks that need resolved lengths: copies match their source, sparse parts
 /// have the lengths their matrix implies, integer ranges fit their type.
 pub(crate) fn check_resolved(r: &Resolved) -> Result<(), HarnessError> {
-    let err = |m: String| HarnessError::Generate {
-        origin: r.origin.clone(),
-        message: format!("size set {}: {m}", r.size_set),
-    };
-    let buffers: Vec<(&str, ElemType, usize, &Init)> = r
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            ResolvedArg::Buffer {
-                name,
-                elem,
-                len,
-                init,
-                ..
-            } => Some((name.as_str(), *elem, *len, init)),
-            _ => None,
-        })
-        .chain(
-            r.constants
-                .iter()
-                .map(|c| (c.name.as_str(), c.elem, c.len, &c.init)),
-        )
-        .collect();
+    let err = |m: String| generate_error(&r.origin, format!("size set {}: {m}", r.size_set));
+    let buffers: Vec<(&str, ElemType, usize, &Init)> = buffers(r).collect();
     for &(name, elem, len, init) in &buffers {
         match init {
             Init::CopyOf { arg } => {
@@ -584,39 +563,18 @@ fn fill(
     let mut rng = rng_for(seed, "arg", name);
     let mut bytes = Vec::with_capacity(len * elem.size_of());
     match init {
-        // One u64 (two words) per element for uniform and integer draws, two for normals.
-        Init::Uniform { lo, hi } => {
-            if elem.is_float() {
-                bytes = draw_stream(&rng, elem, len, 2, |r, out| {
-                    push_f64(out, elem, lo + (hi - lo) * unit(r))
-                });
+        // One u64 (two words) per element for uniform, integer and choice draws, two for
+        // normals.
+        Init::Uniform { .. }
+        | Init::IntRange { .. }
+        | Init::Choice { .. }
+        | Init::Normal { .. } => {
+            let words = if matches!(init, Init::Normal { .. }) {
+                4
             } else {
-                let (a, b) = int_bounds(elem);
-                let lo_i = (lo.ceil() as i64).max(a);
-                let hi_i = (hi.floor() as i64).min(b).max(lo_i);
-                bytes = draw_stream(&rng, elem, len, 2, |r, out| {
-                    push_i64(out, elem, int_in(r, lo_i, hi_i))
-                });
-            }
-        }
-        Init::Normal { mean, std, lo, hi } => {
-            // Box-Muller; 1 - unit() is in (0, 1], so the log is finite.
-            let (lo, hi) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
-            bytes = draw_stream(&rng, elem, len, 4, |r, out| {
-                let (u1, u2) = (1.0 - unit(r), unit(r));
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                push_f64(out, elem, (mean + std * z).clamp(lo, hi));
-            });
-        }
-        Init::IntRange { lo, hi } => {
-            let (lo, hi) = (*lo, *hi);
-            bytes = draw_stream(&rng, elem, len, 2, |r, out| {
-                push_i64(out, elem, int_in(r, lo, hi))
-            });
-        }
-        Init::Choice { .. } => {
-            // One u64 (two words) per element, like uniform draws.
-            bytes = draw_stream(&rng, elem, len, 2, |r, out| draw(init, elem, r, out));
+                2
+            };
+            bytes = draw_stream(&rng, elem, len, words, |r, out| draw(init, elem, r, out));
         }
         Init::Constant { .. } => {
             for _ in 0..len {
@@ -671,22 +629,17 @@ fn fill(
             // What the program held: zeros included, whatever the seed.
             bytes = crate::gpu::capture::BlobStore::new(blobs)
                 .get(id, (len * elem.size_of()) as u64)
-                .map_err(|e| HarnessError::Generate {
-                    origin: origin.into(),
-                    message: format!("{name}: {e}"),
-                })?;
+                .map_err(|e| generate_error(origin, format!("{name}: {e}")))?;
             return Ok(HostBuffer { elem, bytes });
         }
     }
     let buf = HostBuffer { elem, bytes };
     debug_assert_eq!(buf.len(), len);
     if !matches!(init, Init::Zeros) && buf.bytes.iter().all(|&b| b == 0) {
-        return Err(HarnessError::Generate {
-            origin: origin.into(),
-            message: format!(
-                "{name}: the {init:?} init produced only zeros; widen it or say `zeros`"
-            ),
-        });
+        return Err(generate_error(
+            origin,
+            format!("{name}: the {init:?} init produced only zeros; widen it or say `zeros`"),
+        ));
     }
     Ok(buf)
 }
@@ -864,6 +817,7 @@ fn draw(init: &Init, elem: ElemType, rng: &mut ChaCha8Rng, out: &mut Vec<u8>) {
             push_i64(out, elem, int_in(rng, lo_i, hi_i))
         }
         Init::Normal { mean, std, lo, hi } => {
+            // Box-Muller; 1 - unit() is in (0, 1], so the log is finite.
             let (u1, u2) = (1.0 - unit(rng), unit(rng));
             let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
             let (lo, hi) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
@@ -912,10 +866,7 @@ fn find_matrix<'a>(
     name: &str,
     origin: &str,
 ) -> Result<&'a (SparseMatrix, Sparse), HarnessError> {
-    sparse.get(name).ok_or_else(|| HarnessError::Generate {
-        origin: origin.into(),
-        message: format!("unknown matrix {name}"),
-    })
+    (sparse.get(name)).ok_or_else(|| generate_error(origin, format!("unknown matrix {name}")))
 }
 
 /// One [`HostBuffer`] per entry of `resolved.args`, in order: `in`/`inout` buffers filled
@@ -973,14 +924,9 @@ pub fn generate_inputs(resolved: &Resolved, seed: u64) -> Result<Vec<HostBuffer>
                 },
                 _,
             ) if !role.is_input() => Ok(HostBuffer::poisoned(*elem, *len)),
-            (ResolvedArg::Buffer { name, .. }, _) => {
-                drawn
-                    .remove(name.as_str())
-                    .ok_or_else(|| HarnessError::Generate {
-                        origin: resolved.origin.clone(),
-                        message: format!("{name} was not generated"),
-                    })
-            }
+            (ResolvedArg::Buffer { name, .. }, _) => drawn.remove(name.as_str()).ok_or_else(|| {
+                generate_error(&resolved.origin, format!("{name} was not generated"))
+            }),
             // Its bytes are device addresses, known only once the buffers are allocated.
             (ResolvedArg::Struct { .. } | ResolvedArg::Bytes { .. }, _) => Ok(HostBuffer {
                 elem: ElemType::U64,
@@ -1040,18 +986,15 @@ fn produce_cow<'a>(
     depth: usize,
 ) -> Result<Cow<'a, HostBuffer>, HarnessError> {
     use rayon::prelude::*;
-    let err = |m: String| HarnessError::Generate {
-        origin: r.origin.clone(),
-        message: m,
-    };
+    let err = |m: String| generate_error(&r.origin, m);
     if depth > 4 {
         return Err(err(format!("{name}: copies nest too deeply")));
     }
     if let Some(b) = drawn.get(name) {
         return Ok(Cow::Borrowed(b));
     }
-    let (elem, len, init) =
-        lookup(r, name).ok_or_else(|| err(format!("no buffer named {name}")))?;
+    let (_, elem, len, init) =
+        (buffers(r).find(|b| b.0 == name)).ok_or_else(|| err(format!("no buffer named {name}")))?;
     match init {
         Init::CopyOf { arg } => produce_cow(r, seed, cache, drawn, arg, depth + 1),
         Init::Interleave { args } => {
@@ -1082,25 +1025,26 @@ fn produce_cow<'a>(
     }
 }
 
-fn lookup<'a>(r: &'a Resolved, name: &str) -> Option<(ElemType, usize, &'a Init)> {
-    r.args
-        .iter()
-        .find_map(|a| match a {
-            ResolvedArg::Buffer {
-                name: n,
-                elem,
-                len,
-                init,
-                ..
-            } if n == name => Some((*elem, *len, init)),
-            _ => None,
-        })
-        .or_else(|| {
-            r.constants
-                .iter()
-                .find(|c| c.name == name)
-                .map(|c| (c.elem, c.len, &c.init))
-        })
+/// Every buffer arg, then every constant: (name, element type, length, init).
+fn buffers(r: &Resolved) -> impl Iterator<Item = (&str, ElemType, usize, &Init)> {
+    let args = r.args.iter().filter_map(|a| match a {
+        ResolvedArg::Buffer {
+            name,
+            elem,
+            len,
+            init,
+            ..
+        } => Some((name.as_str(), *elem, *len, init)),
+        _ => None,
+    });
+    args.chain((r.constants.iter()).map(|c| (c.name.as_str(), c.elem, c.len, &c.init)))
+}
+
+fn generate_error(origin: &str, message: String) -> HarnessError {
+    HarnessError::Generate {
+        origin: origin.into(),
+        message,
+    }
 }
 
 #[cfg(test)]
@@ -1156,18 +1100,11 @@ mod tests {
             }
         }
     }
-    use crate::harness::tests::SAXPY;
-    use crate::harness::{parse, DeviceProps};
-
-    fn resolve(text: &str, set: usize) -> Resolved {
-        let h = parse(text, "t.toml").unwrap();
-        h.resolve(&h.size_sets()[set], &DeviceProps::h100())
-            .unwrap()
-    }
+    use crate::harness::tests::{err_of, resolved, SAXPY};
 
     #[test]
     fn inputs_are_deterministic_per_seed_and_outputs_poisoned() {
-        let r = resolve(SAXPY, 0);
+        let r = resolved(SAXPY, 0);
         let a = generate_inputs(&r, 1).unwrap();
         assert_eq!(a, generate_inputs(&r, 1).unwrap());
         let b = generate_inputs(&r, 2).unwrap();
@@ -1178,7 +1115,7 @@ mod tests {
         assert!(xs.iter().all(|x| (-1.0..1.0).contains(x)));
         assert!(xs.iter().any(|&x| x != xs[0]));
         // Arg streams are independent: x does not depend on y's presence or order.
-        let r2 = resolve(&SAXPY.replace("role = \"inout\"", "role = \"out\""), 0);
+        let r2 = resolved(&SAXPY.replace("role = \"inout\"", "role = \"out\""), 0);
         let c = generate_inputs(&r2, 1).unwrap();
         assert_eq!(c[2], a[2]);
         assert!(
@@ -1274,7 +1211,7 @@ block = 1
 
     #[test]
     fn permutation_iota_copy_and_int_range() {
-        let r = resolve(MIX, 0);
+        let r = resolved(MIX, 0);
         let b = generate_inputs(&r, 7).unwrap();
         let mut p: Vec<i128> = (0..777).map(|i| b[0].get_i128(i)).collect();
         assert_ne!(p, (0..777).collect::<Vec<i128>>(), "shuffled");
@@ -1310,7 +1247,7 @@ block = 1
 
     #[test]
     fn sparse_parts_are_consistent() {
-        let r = resolve(MIX, 0);
+        let r = resolved(MIX, 0);
         let b = generate_inputs(&r, 11).unwrap();
         let c = generate_constants(&r, 11).unwrap();
         let n = 777;
@@ -1355,45 +1292,24 @@ block = 1
 
     #[test]
     fn inconsistent_lengths_are_rejected() {
-        let h = parse(
-            &MIX.replace(
-                "len = \"A_nnz\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
-                "len = \"A_nnz + 1\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
-            ),
-            "t.toml",
-        );
-        let e = h.unwrap_err().to_string();
+        let e = err_of(&MIX.replace(
+            "len = \"A_nnz\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
+            "len = \"A_nnz + 1\"\ninit = { kind = \"csr\", matrix = \"A\", part = \"values\" }",
+        ));
         assert!(e.contains("vals holds a part of matrix A"), "{e}");
-        let e = parse(&MIX.replace("arg = \"src\"", "arg = \"idx\""), "t.toml")
-            .unwrap_err()
-            .to_string();
+        let e = err_of(&MIX.replace("arg = \"src\"", "arg = \"idx\""));
         assert!(e.contains("element types differ"), "{e}");
-        let e = parse(
-            &MIX.replace("lo = -5, hi = 5", "lo = -5, hi = 40000"),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&MIX.replace("lo = -5, hi = 5", "lo = -5, hi = 40000"));
         assert!(e.contains("does not fit i16"), "{e}");
-        let e = parse(
-            &MIX.replace(
-                "matrix = \"A\", part = \"ptr\"",
-                "matrix = \"B\", part = \"ptr\"",
-            ),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&MIX.replace(
+            "matrix = \"A\", part = \"ptr\"",
+            "matrix = \"B\", part = \"ptr\"",
+        ));
         assert!(
             e.contains("constants[0].init") && e.contains("\"B\""),
             "{e}"
         );
-        let e = parse(
-            &MIX.replace("part = \"zcnt\"", "part = \"zcount\""),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&MIX.replace("part = \"zcnt\"", "part = \"zcount\""));
         assert!(e.contains("unknown jds part"), "{e}");
     }
 
@@ -1403,10 +1319,10 @@ block = 1
             "kind = \"uniform\", lo = -1.0, hi = 1.0",
             "kind = \"uniform\", lo = 0.0, hi = 1e-300",
         );
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let e = generate_inputs(&r, 1).unwrap_err().to_string();
         assert!(e.contains("only zeros"), "{e}");
-        let r = resolve(
+        let r = resolved(
             &SAXPY.replace(
                 "kind = \"normal\", mean = 0.0, std = 1.0",
                 "kind = \"zeros\"",
@@ -1420,7 +1336,7 @@ block = 1
     #[test]
     fn clamped_normals_stay_in_range_and_keep_their_spread() {
         // y (index 3) is normal(0, 1) in SAXPY; clamp it into [-0.5, 0.5].
-        let r = resolve(
+        let r = resolved(
             &SAXPY.replace(
                 "kind = \"normal\", mean = 0.0, std = 1.0",
                 "kind = \"normal\", mean = 0.0, std = 1.0, lo = -0.5, hi = 0.5",
@@ -1433,15 +1349,10 @@ block = 1
         // About 62% of a standard normal falls outside ±0.5 and lands on the bounds.
         let at_bounds = v.iter().filter(|x| x.abs() == 0.5).count() as f64 / v.len() as f64;
         assert!((0.55..0.69).contains(&at_bounds), "{at_bounds}");
-        let e = parse(
-            &SAXPY.replace(
-                "kind = \"normal\", mean = 0.0, std = 1.0",
-                "kind = \"normal\", mean = 0.0, std = 1.0, lo = 1, hi = 0",
-            ),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&SAXPY.replace(
+            "kind = \"normal\", mean = 0.0, std = 1.0",
+            "kind = \"normal\", mean = 0.0, std = 1.0, lo = 1, hi = 0",
+        ));
         assert!(e.contains("lo <= hi"), "{e}");
     }
 
@@ -1506,7 +1417,7 @@ args = ["out + 2"]
                 "[[args]]\nname = \"out\"",
                 "[[args]]\nname = \"s\"\ntype = \"f32\"\nlen = \"2 * k\"\ninit = { kind = \"interleave\", args = [\"kx\", \"ky\"] }\nrole = \"in\"\n[[args]]\nname = \"cp\"\ntype = \"f32\"\nlen = \"k\"\ninit = { kind = \"copy_of\", arg = \"kx\" }\nrole = \"in\"\n[[args]]\nname = \"out\"",
             );
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let a = generate_inputs(&r, 9).unwrap();
         let (kx, ky, s, cp) = (&a[0], &a[1], &a[2], &a[3]);
         assert_eq!(s.len(), 80000);
@@ -1522,7 +1433,7 @@ args = ["out + 2"]
 
     #[test]
     fn interleave_builds_structs_from_arrays_and_linspace_spans() {
-        let r = resolve(AOS, 0);
+        let r = resolved(AOS, 0);
         let a = generate_inputs(&r, 3).unwrap();
         let c = generate_constants(&r, 3).unwrap();
         assert_eq!(c[0].len(), 10);
@@ -1537,26 +1448,14 @@ args = ["out + 2"]
         assert_eq!(r.fast[0].args, vec![2]);
         assert_eq!(r.fast[0].offsets, vec![2]);
         assert_eq!(r.slow[0].offsets, vec![0, 0, 0]);
-        let e = parse(
-            &AOS.replace("len = \"2 * k\"", "len = \"2 * k + 1\""),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&AOS.replace("len = \"2 * k\"", "len = \"2 * k + 1\""));
         assert!(e.contains("its len must be 10, not 11"), "{e}");
-        let e = parse(&AOS.replace("\"out + 2\"", "\"out + k\""), "t.toml")
-            .unwrap_err()
-            .to_string();
+        let e = err_of(&AOS.replace("\"out + 2\"", "\"out + k\""));
         assert!(
             e.contains("fast launch[0].args") && e.contains("outside the buffer's 5 elements"),
             "{e}"
         );
-        let e = parse(
-            &AOS.replace("args = [\"kx\", \"ky\"]", "args = [\"kx\", \"kz\"]"),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err_of(&AOS.replace("args = [\"kx\", \"ky\"]", "args = [\"kx\", \"kz\"]"));
         assert!(
             e.contains("constants[0].init") && e.contains("\"kz\""),
             "{e}"
@@ -1566,7 +1465,7 @@ args = ["out + 2"]
     #[test]
     fn fields_fill_records_field_by_field_with_flag_bits() {
         use crate::harness::tests::AOS;
-        let r = resolve(AOS, 0);
+        let r = resolved(AOS, 0);
         let a = generate_inputs(&r, 7).unwrap();
         assert_eq!(a, generate_inputs(&r, 7).unwrap(), "deterministic");
         assert_ne!(a[0], generate_inputs(&r, 8).unwrap()[0], "seeded");
@@ -1607,7 +1506,7 @@ grid = 1
 block = 1
 "#
         );
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let g = &generate_inputs(&r, 1).unwrap()[0];
         let flag =
             |rec: usize| i32::from_le_bytes(g.bytes[(rec * 2 + 1) * 4..][..4].try_into().unwrap());
@@ -1629,7 +1528,7 @@ block = 1
     fn fast_inputs_are_the_canonical_ones_permuted_into_its_layout() {
         use crate::harness::tests::AOS;
         use crate::harness::{Layout, Variant};
-        let r = resolve(AOS, 0);
+        let r = resolved(AOS, 0);
         let canonical = generate_inputs(&r, 3).unwrap();
         assert_eq!(
             generate_inputs_for(&r, 3, Variant::Slow).unwrap(),
@@ -1783,7 +1682,7 @@ block = 1
     #[test]
     fn cells_hold_their_points_in_cell_order_and_end_with_zeros() {
         for ty in ["f32", "f64"] {
-            let r = resolve(
+            let r = resolved(
                 &CELLS.replace(
                     "type = \"f32\"\nlen = \"nx",
                     &format!("type = \"{ty}\"\nlen = \"nx"),
@@ -1805,7 +1704,7 @@ block = 1
         let text = CELLS
             .replace(", origin = [-1.0, 2.0, 0.5]", "")
             .replace("lo = 2, hi = 6", "lo = 8, hi = 8");
-        let b = &generate_inputs(&resolve(&text, 0), 7).unwrap()[0];
+        let b = &generate_inputs(&resolved(&text, 0), 7).unwrap()[0];
         let counts = check_cells_buffer(b, [3, 4, 5], 2.5, [0.0; 3], (8, 8));
         assert!(counts.iter().all(|&c| c == 8));
     }
@@ -1817,7 +1716,7 @@ block = 1
             .replace("nx = 3", "nx = 20")
             .replace("ny = 4", "ny = 20")
             .replace("nz = 5", "nz = 21");
-        let r = resolve(&text, 0);
+        let r = resolved(&text, 0);
         let a = generate_inputs(&r, 3).unwrap();
         assert_eq!(a, generate_inputs(&r, 3).unwrap());
         assert_ne!(
@@ -1839,7 +1738,7 @@ block = 1
             "w = { lo = -1.0, hi = 1.0 }",
             "w = { lo = 0.0, hi = 1e-45 }",
         );
-        let b = &generate_inputs(&resolve(&text, 0), 5).unwrap()[0];
+        let b = &generate_inputs(&resolved(&text, 0), 5).unwrap()[0];
         let mut filled = 0;
         for cell in 0..60 {
             let w = |s: usize| b.get_f64((cell * 8 + s) * 4 + 3);
@@ -1871,10 +1770,7 @@ block = 1
             ("dims = [\"nx\", \"ny\", \"nz\"]", "dims = [\"nx\", \"ny - 4\", \"nz\"]", "args[0].init.dims[1]"),
         ] {
             assert!(CELLS.contains(from), "{from}");
-            let e = parse(&CELLS.replacen(from, to, 1), "t.toml")
-                .map(|_| ())
-                .unwrap_err()
-                .to_string();
+            let e = err_of(&CELLS.replacen(from, to, 1));
             assert!(e.contains(want), "{to}: {e}");
         }
     }

@@ -15,6 +15,7 @@ use super::infer_host::{self, Direction, Host};
 use super::infer_kernel::{self, body_facts, BodyFacts, WriteKind};
 use super::infer_template;
 use super::spec::{Expr, RawHarness, RawInit, RawWindow};
+use super::validate::launch_base;
 use super::{c_base_type, c_is_pointer, ElemType};
 use crate::cuda::cexpr::{self, Kind};
 use crate::cuda::syntax;
@@ -1501,7 +1502,7 @@ impl<'a> Cx<'a> {
                 continue;
             };
             for u in units.iter().flatten() {
-                for (arr, ext) in infer_kernel::thread_indexed_shared(&u.source, plain_kernel(k)) {
+                for (arr, ext) in infer_kernel::thread_indexed_shared(&u.source, launch_base(k)) {
                     if let Some(n) = declared_extent(&u.source, &ext).filter(|n| *n > 0) {
                         if best.as_ref().is_none_or(|(b, _)| n < *b) {
                             best = Some((
@@ -2477,7 +2478,7 @@ pub fn check_complete(raw: RawHarness, slow: &KernelUnit, fast: &KernelUnit) -> 
         }
         for (launches, caps) in [(&r.slow, &slow_caps), (&r.fast, &fast_caps)] {
             for l in launches {
-                let Some(cap) = caps.get(plain_kernel(&l.kernel)) else {
+                let Some(cap) = caps.get(launch_base(&l.kernel)) else {
                     continue;
                 };
                 if let Some((arr, n)) = cap.iter().find(|(_, n)| l.block[0] as i64 > **n) {
@@ -2505,11 +2506,6 @@ pub fn check_complete(raw: RawHarness, slow: &KernelUnit, fast: &KernelUnit) -> 
     Ok(())
 }
 
-/// A launch's kernel name without template arguments (`reduce<256>` → `reduce`).
-fn plain_kernel(k: &str) -> &str {
-    k.split('<').next().unwrap_or(k).trim()
-}
-
 /// Per launched kernel of one variant, the shared arrays it stores to at `[threadIdx.x]`
 /// with their extents ([`infer_kernel::thread_indexed_shared`]): a block wider than one of
 /// them writes past it.
@@ -2519,7 +2515,7 @@ fn thread_shared_caps(
 ) -> BTreeMap<String, BTreeMap<String, i64>> {
     let mut out = BTreeMap::new();
     for l in launches {
-        let k = plain_kernel(&l.kernel).to_string();
+        let k = launch_base(&l.kernel).to_string();
         if out.contains_key(&k) {
             continue;
         }

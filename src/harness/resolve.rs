@@ -137,6 +137,26 @@ impl<'a> Rx<'a> {
         usize::try_from(v).map_err(|_| self.err(field, e, format!("must be >= 0, is {v}")))
     }
 
+    /// Field `{f}.{sub}`, a positive count.
+    fn pos_at(&self, f: &str, sub: &str, e: &Expr) -> Result<usize, HarnessError> {
+        self.pos(&format!("{f}.{sub}"), &e.text())
+    }
+
+    /// Field `field` as an integer in `lo..=hi`; `what` follows the value when it is not.
+    fn int_within(
+        &self,
+        field: &str,
+        e: &str,
+        (lo, hi): (i64, i64),
+        what: &str,
+    ) -> Result<i64, HarnessError> {
+        let v = self.scope.eval_int(e).map_err(|m| self.err(field, e, m))?;
+        if v < lo || v > hi {
+            return Err(self.err(field, e, format!("{v} {what}")));
+        }
+        Ok(v)
+    }
+
     /// Field `{f}.{sub}` as a number.
     fn num(&self, f: &str, sub: &str, e: &Expr) -> Result<f64, HarnessError> {
         let t = e.text();
@@ -278,23 +298,15 @@ impl<'a> Rx<'a> {
                     .enumerate()
                     .map(|(k, fg)| {
                         let ff = format!("{f}.fields[{k}]");
-                        let count = self.int(f, &format!("fields[{k}].count"), &fg.count)?;
-                        if count <= 0 {
-                            return Err(self.err(
-                                &format!("{ff}.count"),
-                                &fg.count.text(),
-                                format!("must be > 0, is {count}"),
-                            ));
-                        }
                         Ok(Field {
-                            count: count as usize,
+                            count: self.pos_at(&ff, "count", &fg.count)?,
                             bits: fg.ty.as_deref().and_then(ElemType::from_name),
                             init: self
                                 .elementwise(&format!("{ff}.init"), &fg.init)?
                                 .expect("field inits are elementwise (checked at parse)"),
                         })
                     })
-                    .collect::<Result<_, _>>()?,
+                    .collect::<Result<_, HarnessError>>()?,
             },
             RawInit::CopyOf { arg } => Init::CopyOf { arg: arg.clone() },
             RawInit::Permutation => Init::Permutation,
@@ -311,17 +323,8 @@ impl<'a> Rx<'a> {
                 period,
             } => {
                 // `every` and `period` divide: they must be positive.
-                let positive = |sub: &str, e: &Option<Expr>| -> Result<Option<i64>, HarnessError> {
-                    let Some(e) = e else { return Ok(None) };
-                    let v = self.int(f, sub, e)?;
-                    if v <= 0 {
-                        return Err(self.err(
-                            &format!("{f}.{sub}"),
-                            &e.text(),
-                            format!("must be > 0, is {v}"),
-                        ));
-                    }
-                    Ok(Some(v))
+                let positive = |sub: &str, e: &Option<Expr>| {
+                    (e.as_ref().map(|e| self.pos_at(f, sub, e).map(|v| v as i64))).transpose()
                 };
                 Init::Iota {
                     start: start
@@ -348,19 +351,9 @@ impl<'a> Rx<'a> {
             } => {
                 // Counts and extents must be positive; fill and w are checked against
                 // depth and the element type with the arg's name (gen::check_resolved).
-                let positive = |sub: &str, e: &Expr| -> Result<usize, HarnessError> {
-                    let v = self.int(f, sub, e)?;
-                    usize::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
-                        self.err(
-                            &format!("{f}.{sub}"),
-                            &e.text(),
-                            format!("must be > 0, is {v}"),
-                        )
-                    })
-                };
                 let mut d = [0usize; 3];
                 for (k, e) in dims.iter().enumerate() {
-                    d[k] = positive(&format!("dims[{k}]"), e)?;
+                    d[k] = self.pos_at(f, &format!("dims[{k}]"), e)?;
                 }
                 let mut o = [0f64; 3];
                 for (k, e) in origin.iter().flatten().enumerate() {
@@ -368,7 +361,7 @@ impl<'a> Rx<'a> {
                 }
                 Init::Cells(Box::new(Cells {
                     dims: d,
-                    depth: positive("depth", depth)?,
+                    depth: self.pos_at(f, "depth", depth)?,
                     size: self.num(f, "size", size)?,
                     origin: o,
                     fill: Span {
@@ -541,16 +534,14 @@ impl<'a> Rx<'a> {
             unreachable!("checked on parse: textures read buffers");
         };
         let len = *len as i64;
-        let dim = |sub: &str, e: &Option<String>, default: i64| -> Result<i64, HarnessError> {
-            let Some(e) = e else { return Ok(default) };
-            let v = self
-                .scope
-                .eval_int(e)
-                .map_err(|m| self.err(&format!("{f}.{sub}"), e, m))?;
-            if v < 0 || v > i32::MAX as i64 {
-                return Err(self.err(&format!("{f}.{sub}"), e, format!("{v} is out of range")));
-            }
-            Ok(v)
+        let dim = |sub: &str, e: &Option<String>, default: i64| match e {
+            Some(e) => self.int_within(
+                &format!("{f}.{sub}"),
+                e,
+                (0, i32::MAX as i64),
+                "is out of range",
+            ),
+            None => Ok(default),
         };
         let width = dim("width", &t.width, len)?;
         let height = dim("height", &t.height, 0)?;
@@ -597,19 +588,10 @@ impl<'a> Rx<'a> {
         buffer_lens: &[Option<usize>],
     ) -> Result<Launch, HarnessError> {
         let dev = self.dev;
-        let u32_of = |sub: &str, e: &str, min: i64| -> Result<u32, HarnessError> {
-            let v = self
-                .scope
-                .eval_int(e)
-                .map_err(|m| self.err(&format!("{f}.{sub}"), e, m))?;
-            if v < min || v > u32::MAX as i64 {
-                return Err(self.err(
-                    &format!("{f}.{sub}"),
-                    e,
-                    format!("{v} is out of range (>= {min})"),
-                ));
-            }
-            Ok(v as u32)
+        let u32_of = |sub: &str, e: &str, min: i64| {
+            let range = format!("is out of range (>= {min})");
+            (self.int_within(&format!("{f}.{sub}"), e, (min, u32::MAX as i64), &range))
+                .map(|v| v as u32)
         };
         let mut grid = [1u32; 3];
         let mut block = [1u32; 3];

@@ -1,5 +1,6 @@
 //! The harness file as written (TOML), before validation. `super::parse` turns it into a
 //! checked [`super::Harness`]; nothing outside this module sees these raw types.
+//! An `Option` field needs no `#[serde(default)]`: serde reads a missing one as `None`.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,35 +39,23 @@ pub enum Dims {
     Many(Vec<Expr>),
 }
 
+/// Every key may be left out (`Default`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct RawHarness {
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub needs_host_loop: bool,
-    #[serde(default)]
     pub host_loop_reason: Option<String>,
     /// Conditions every size set must satisfy (`"n % 64 == 0"` for a tiled kernel).
-    #[serde(default)]
     pub require: Vec<String>,
-    #[serde(default)]
     pub sizes: BTreeMap<String, i64>,
-    #[serde(default)]
     pub derived: BTreeMap<String, Expr>,
-    #[serde(default)]
     pub size_sets: Vec<RawSizeSet>,
-    #[serde(default)]
     pub sparse: Vec<RawSparse>,
-    #[serde(default)]
     pub args: Vec<RawArg>,
-    #[serde(default)]
     pub constants: Vec<RawConst>,
-    #[serde(default)]
     pub textures: Vec<RawTexture>,
-    #[serde(default)]
     pub launch: Vec<RawLaunch>,
-    #[serde(default)]
     pub variants: BTreeMap<String, RawVariant>,
 }
 
@@ -89,7 +78,6 @@ pub struct RawSparse {
     /// Mean non-zeros per row; row lengths vary from 1 to about twice this.
     pub nnz_per_row: Expr,
     /// JDS row padding (rows per `zcnt` entry), 32 by default.
-    #[serde(default)]
     pub pad: Option<Expr>,
 }
 
@@ -100,43 +88,32 @@ pub struct RawArg {
     /// Element type; absent only on a struct arg (`struct = [...]`).
     #[serde(rename = "type", default)]
     pub ty: String,
-    #[serde(default)]
     pub len: Option<Expr>,
     /// A struct passed by value whose fields are these buffer args' device addresses, in
     /// order (8 bytes each): `sampleArrayStruct {float2 *data; float4 *loc;}`.
-    #[serde(default, rename = "struct")]
+    #[serde(rename = "struct")]
     pub fields: Option<Vec<String>>,
-    #[serde(default)]
     pub init: Option<RawInit>,
-    #[serde(default)]
     pub role: Option<String>,
-    #[serde(default)]
     pub value: Option<Expr>,
-    #[serde(default)]
     pub atol: Option<f64>,
-    #[serde(default)]
     pub rtol: Option<f64>,
-    #[serde(default)]
     pub l2: Option<f64>,
     /// Per-element slack as a fraction of the largest |expected| (Tolerance::scale).
-    #[serde(default)]
     pub scale_tol: Option<f64>,
     #[serde(default)]
     pub allow_degenerate: bool,
     /// Elements the comparison leaves out: every index `i` with `from <= i % period < to`
     /// (padding a kernel copies out without defining it).
-    #[serde(default)]
     pub ignore: Option<RawIgnore>,
     /// The C parameter type this buffer stands for when it is not the element type
     /// (`float4`, `struct kValues`): the check then compares this text.
-    #[serde(default)]
     pub c_type: Option<String>,
     /// Per variant (`slow`, `fast`), how its kernel lays the buffer out when that differs
     /// from the canonical layout the inputs are generated and compared in.
     #[serde(default)]
     pub layout: BTreeMap<String, RawLayout>,
     /// Compare only this part of an output (canonical layout); the rest is scratch.
-    #[serde(default)]
     pub compare: Option<RawWindow>,
 }
 
@@ -147,7 +124,6 @@ pub enum RawLayout {
     Transpose {
         rows: Expr,
         cols: Expr,
-        #[serde(default)]
         offset: Option<Expr>,
     },
 }
@@ -155,7 +131,6 @@ pub enum RawLayout {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWindow {
-    #[serde(default)]
     pub offset: Option<Expr>,
     pub len: Expr,
 }
@@ -168,7 +143,7 @@ pub struct RawField {
     pub count: Expr,
     /// Generate the values as this type and store its bits (same size as the buffer's
     /// element type): an int flag word kept in a float array.
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub ty: Option<String>,
     pub init: RawInit,
 }
@@ -201,13 +176,10 @@ pub struct RawTexture {
     /// The `[[args]]` buffer the texture reads (it need not be passed to any kernel).
     pub buffer: String,
     /// Elements per row (1D: the `tex1Dfetch` bound); the buffer's length by default.
-    #[serde(default)]
     pub width: Option<Expr>,
     /// Rows (2D textures).
-    #[serde(default)]
     pub height: Option<Expr>,
     /// Elements between row starts; `width` by default.
-    #[serde(default)]
     pub pitch: Option<Expr>,
 }
 
@@ -222,9 +194,7 @@ pub enum RawInit {
         mean: Expr,
         std: Expr,
         /// Optional clamps (a pixel value range, a valid index range).
-        #[serde(default)]
         lo: Option<Expr>,
-        #[serde(default)]
         hi: Option<Expr>,
     },
     IntRange {
@@ -254,7 +224,6 @@ pub enum RawInit {
     /// One of `values` per element, drawn with `weights` (equal when absent).
     Choice {
         values: Vec<Expr>,
-        #[serde(default)]
         weights: Option<Vec<f64>>,
     },
     /// Records of consecutive field groups, each with its own init: element `r*m + k`
@@ -265,13 +234,9 @@ pub enum RawInit {
     /// `start + step * ((i / every) % period)`: `every` repeats each value (k samples per
     /// bin), `period` wraps (the x coordinate of a row-major grid's bins).
     Iota {
-        #[serde(default)]
         start: Option<Expr>,
-        #[serde(default)]
         step: Option<Expr>,
-        #[serde(default)]
         every: Option<Expr>,
-        #[serde(default)]
         period: Option<Expr>,
     },
     /// Points binned into a 3D grid of cells (Parboil cutcp's atom bins): `dims` cells,
@@ -282,7 +247,6 @@ pub enum RawInit {
         dims: Vec<Expr>,
         depth: Expr,
         size: Expr,
-        #[serde(default)]
         origin: Option<Vec<Expr>>,
         fill: RawSpan,
         w: RawSpan,
@@ -318,13 +282,10 @@ pub struct RawLaunch {
     pub kernel: String,
     pub grid: Dims,
     pub block: Dims,
-    #[serde(default)]
     pub shared_mem: Option<Expr>,
-    #[serde(default)]
     pub repeat: Option<Expr>,
     /// Which harness args the kernel's parameters take, in order; all args when absent.
     /// A buffer may be passed at an element offset: `"kx + base"`.
-    #[serde(default)]
     pub args: Option<Vec<String>>,
     /// Launch through `cuLaunchCooperativeKernel`: the kernel synchronizes its whole grid
     /// (`cooperative_groups::this_grid().sync()`), so every block must be resident at once.

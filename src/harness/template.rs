@@ -122,7 +122,7 @@ pub fn unbound_hint(ty: &str, template_params: &[String], launch: &str) -> Optio
         .find(|n| base.split_whitespace().any(|w| w == *n))?;
     Some(format!(
         "`{name}` is a template parameter of the kernel: name the instantiation in the launch (`{}<…>`) or set c_type on the arg",
-        launch.split('<').next().unwrap_or(launch).trim()
+        super::validate::launch_base(launch)
     ))
 }
 

@@ -58,8 +58,15 @@ fn saxpy_unit() -> KernelUnit {
     )
 }
 
-fn err_of(text: &str) -> String {
+pub(crate) fn err_of(text: &str) -> String {
     parse(text, "h.toml").unwrap_err().to_string()
+}
+
+/// Size set `set` of harness `text`, resolved for an H100.
+pub(crate) fn resolved(text: &str, set: usize) -> Resolved {
+    let h = parse(text, "t.toml").unwrap();
+    h.resolve(&h.size_sets()[set], &DeviceProps::h100())
+        .unwrap()
 }
 
 #[test]
@@ -172,7 +179,7 @@ args = ["src + margin", "dst + margin"]
 
 #[test]
 fn layouts_and_compare_windows_resolve() {
-    let r = resolve_first(AOS, "aos.toml");
+    let r = resolved(AOS, 0);
     match &r.args[1] {
         ResolvedArg::Buffer {
             len,
@@ -217,11 +224,7 @@ fn layouts_and_compare_windows_resolve() {
     let back: Resolved = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(back, r);
     // Buffers without them serialize as before (no new keys).
-    let saxpy = parse(SAXPY, "s.toml").unwrap();
-    let rs = saxpy
-        .resolve(&saxpy.size_sets()[0], &DeviceProps::h100())
-        .unwrap();
-    let json = serde_json::to_string(&rs).unwrap();
+    let json = serde_json::to_string(&resolved(SAXPY, 0)).unwrap();
     assert!(
         !json.contains("layout") && !json.contains("compare"),
         "{json}"
@@ -400,55 +403,28 @@ fn check_against_catches_signature_mismatches() {
     let short = unit("saxpy", &[("int", "n"), ("float", "a"), ("float *", "x")]);
     let e = h.check_against(None, &short).unwrap_err().to_string();
     assert!(e.contains("passes 4 args, the kernel takes 3"), "{e}");
-    let dbl = unit(
-        "saxpy",
-        &[
-            ("int", "n"),
-            ("float", "a"),
-            ("const double *", "x"),
-            ("float *", "y"),
-        ],
-    );
-    let e = h.check_against(None, &dbl).unwrap_err().to_string();
-    assert!(
-        e.contains("parameter 2") && e.contains("f64") && e.contains("f32"),
-        "{e}"
-    );
-    let swapped = unit(
-        "saxpy",
-        &[
-            ("int *", "n"),
-            ("float", "a"),
-            ("const float *", "x"),
-            ("float *", "y"),
-        ],
-    );
-    let e = h.check_against(None, &swapped).unwrap_err().to_string();
-    assert!(e.contains("is a pointer, but arg \"n\" is a scalar"), "{e}");
-    let const_y = unit(
-        "saxpy",
-        &[
-            ("int", "n"),
-            ("float", "a"),
-            ("const float *", "x"),
-            ("const float *", "y"),
-        ],
-    );
-    let e = h.check_against(None, &const_y).unwrap_err().to_string();
-    assert!(
-        e.contains("points to const, but arg \"y\" is an output"),
-        "{e}"
-    );
-    let const_ptr = unit(
-        "saxpy",
-        &[
-            ("int", "n"),
-            ("float", "a"),
-            ("const float *", "x"),
-            ("float *const", "y"),
-        ],
-    );
-    h.check_against(None, &const_ptr).unwrap();
+    // SAXPY's unit with one parameter's type changed.
+    let retyped = |i: usize, ty: &str| {
+        let mut u = saxpy_unit();
+        u.params[i].ty = ty.into();
+        u
+    };
+    for (i, ty, wants) in [
+        (2, "const double *", &["parameter 2", "f64", "f32"][..]),
+        (0, "int *", &["is a pointer, but arg \"n\" is a scalar"]),
+        (
+            3,
+            "const float *",
+            &["points to const, but arg \"y\" is an output"],
+        ),
+    ] {
+        let e = h
+            .check_against(None, &retyped(i, ty))
+            .unwrap_err()
+            .to_string();
+        assert!(wants.iter().all(|w| e.contains(w)), "{ty}: {e}");
+    }
+    h.check_against(None, &retyped(3, "float *const")).unwrap();
     // Constants must exist in a unit's source.
     let with_const = format!("{SAXPY}\n[[constants]]\nname = \"table\"\ntype = \"f32\"\nlen = 4\ninit = {{ kind = \"zeros\" }}\n");
     let h2 = parse(&with_const, "c.toml").unwrap();
@@ -564,12 +540,10 @@ fn saxpy_tex(entry: &str) -> String {
 
 #[test]
 fn textures_resolve_to_the_shim_struct() {
-    let h = parse(
+    let r = resolved(
         &saxpy_tex("name = \"tx\"\nbuffer = \"x\"\nwidth = 100\nheight = \"n / 125\"\npitch = 125"),
-        "t.toml",
-    )
-    .unwrap();
-    let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+        0,
+    );
     let t = &r.textures[0];
     assert_eq!((t.name.as_str(), t.buffer), ("tx", 2));
     assert_eq!((t.width, t.height, t.pitch), (100, 8, 125));
@@ -580,8 +554,7 @@ fn textures_resolve_to_the_shim_struct() {
     assert_eq!(&b[12..16], &8i32.to_le_bytes());
     assert_eq!(&b[16..20], &125i32.to_le_bytes());
     // A 1D texture defaults to the whole buffer.
-    let h = parse(&saxpy_tex("name = \"tx\"\nbuffer = \"x\""), "t.toml").unwrap();
-    let r = h.resolve(&h.size_sets()[1], &DeviceProps::h100()).unwrap();
+    let r = resolved(&saxpy_tex("name = \"tx\"\nbuffer = \"x\""), 1);
     assert_eq!(
         (
             r.textures[0].width,
@@ -644,21 +617,10 @@ fn check_requires_every_shimmed_texture_filled_and_no_stray_entries() {
     assert!(e.contains("1D"), "{e}");
 }
 
-/// The first size set of harness `text`, resolved for an H100.
-fn resolve_first(text: &str, origin: &str) -> Resolved {
-    let h = parse(text, origin).unwrap();
-    h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap()
-}
-
 #[test]
 fn ignore_resolves_per_size_set_and_rejects_empty_ranges() {
     let with = |g: &str| SAXPY.replace("rtol = 1e-5\n", &format!("rtol = 1e-5\nignore = {g}\n"));
-    let h = parse(
-        &with("{ period = \"n / 10\", from = 98, to = 100 }"),
-        "i.toml",
-    )
-    .unwrap();
-    let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+    let r = resolved(&with("{ period = \"n / 10\", from = 98, to = 100 }"), 0);
     assert_eq!(
         r.ignores,
         vec![Ignore {
@@ -677,7 +639,7 @@ fn ignore_resolves_per_size_set_and_rejects_empty_ranges() {
     let e = err_of(&with("{ period = 100, from = 5 }"));
     assert!(e.contains("to"), "{e}");
     // A range from the start of each period, here the whole buffer (scratch).
-    let r = resolve_first(&with("{ period = 1, from = 0, to = 1 }"), "i.toml");
+    let r = resolved(&with("{ period = 1, from = 0, to = 1 }"), 0);
     assert!((0..5).all(|i| r.ignores[0].contains(i)));
     let e = err_of(&with("{ period = 4, from = -1, to = 2 }"));
     assert!(e.contains("ignore.from") && e.contains(">= 0"), "{e}");
@@ -813,7 +775,7 @@ fn bad_struct_args_are_refused_with_the_field() {
 
 #[test]
 fn iota_repeats_with_every_and_wraps_with_period() {
-    let r = resolve_first(SOA, "soa.toml");
+    let r = resolved(SOA, 0);
     let xs = &gen::generate_inputs(&r, 1).unwrap()[1];
     let got: Vec<f64> = (0..16).map(|i| xs.get_f64(i)).collect();
     let want: Vec<f64> = (0..16).map(|i| ((i / 4) % 3) as f64).collect();
@@ -830,15 +792,13 @@ fn iota_repeats_with_every_and_wraps_with_period() {
 
 #[test]
 fn a_cooperative_launch_is_read_resolved_and_written_only_when_set() {
-    let h = parse(SAXPY, "saxpy.toml").unwrap();
-    let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+    let r = resolved(SAXPY, 0);
     assert!(!r.fast[0].cooperative, "a plain launch unless asked");
     let text = SAXPY.replace(
         "block = \"threads\"",
         "block = \"threads\"\ncooperative = true",
     );
-    let h = parse(&text, "saxpy.toml").unwrap();
-    let r = h.resolve(&h.size_sets()[0], &DeviceProps::h100()).unwrap();
+    let r = resolved(&text, 0);
     assert!(r.fast[0].cooperative && r.slow[0].cooperative);
     assert!(
         err_of(&SAXPY.replace(

@@ -16,23 +16,23 @@ pub fn load(path: &Path) -> Result<Harness, HarnessError> {
 
 /// Parse and validate harness TOML; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Harness, HarnessError> {
-    let raw: RawHarness = toml::from_str(text).map_err(|e| HarnessError::Toml {
-        origin: origin.to_string(),
-        message: e.to_string(),
-    })?;
-    build(raw, origin)
+    build(
+        toml::from_str(text).map_err(|e| not_toml(origin, e))?,
+        origin,
+    )
 }
 
 /// Parse TOML into the JSON value the schema describes (for schema checks and tooling).
 pub fn to_json(text: &str, origin: &str) -> Result<serde_json::Value, HarnessError> {
-    let v: toml::Value = toml::from_str(text).map_err(|e| HarnessError::Toml {
+    let v: toml::Value = toml::from_str(text).map_err(|e| not_toml(origin, e))?;
+    serde_json::to_value(v).map_err(|e| not_toml(origin, e))
+}
+
+fn not_toml(origin: &str, e: impl std::fmt::Display) -> HarnessError {
+    HarnessError::Toml {
         origin: origin.to_string(),
         message: e.to_string(),
-    })?;
-    serde_json::to_value(v).map_err(|e| HarnessError::Toml {
-        origin: origin.to_string(),
-        message: e.to_string(),
-    })
+    }
 }
 
 pub(crate) fn is_ident(s: &str) -> bool {
@@ -56,6 +56,11 @@ impl Ctx<'_> {
             field: f.to_string(),
             message: m,
         }
+    }
+
+    /// [`Ctx::field`] for field `{f}.{sub}`.
+    pub(super) fn at(&self, f: &str, sub: &str, m: String) -> HarnessError {
+        self.field(&format!("{f}.{sub}"), m)
     }
 }
 
@@ -104,20 +109,19 @@ pub(super) fn build(raw: RawHarness, origin: &str) -> Result<Harness, HarnessErr
 
 /// Size and derived names are identifiers, not device properties, and not both.
 fn check_size_names(raw: &RawHarness, c: &Ctx) -> Result<(), HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     for name in raw.sizes.keys().chain(raw.derived.keys()) {
         if !is_ident(name) {
-            return Err(field("sizes", format!("{name:?} is not an identifier")));
+            return Err(c.field("sizes", format!("{name:?} is not an identifier")));
         }
         if DEVICE_VARS.contains(&name.as_str()) {
-            return Err(field(
+            return Err(c.field(
                 "sizes",
                 format!("{name:?} is a device property name and cannot be a size"),
             ));
         }
     }
     if let Some(dup) = raw.derived.keys().find(|k| raw.sizes.contains_key(*k)) {
-        return Err(field(
+        return Err(c.field(
             "derived",
             format!("{dup:?} is both a size and a derived value"),
         ));
@@ -127,11 +131,10 @@ fn check_size_names(raw: &RawHarness, c: &Ctx) -> Result<(), HarnessError> {
 
 /// Size sets: [sizes] is the base; each set overrides some of it.
 fn size_sets_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<SizeSet>, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     let mut size_sets = Vec::new();
     if raw.size_sets.is_empty() {
         if raw.sizes.is_empty() && !raw.needs_host_loop {
-            return Err(field("sizes", "no sizes and no size_sets".into()));
+            return Err(c.field("sizes", "no sizes and no size_sets".into()));
         }
         size_sets.push(SizeSet {
             name: "default".into(),
@@ -140,7 +143,7 @@ fn size_sets_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<SizeSet>, HarnessError>
         });
     }
     if raw.size_sets.iter().filter(|s| s.primary).count() > 1 {
-        return Err(field(
+        return Err(c.field(
             "size_sets",
             "more than one size set says primary = true".into(),
         ));
@@ -149,12 +152,12 @@ fn size_sets_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<SizeSet>, HarnessError>
     for (i, s) in raw.size_sets.iter().enumerate() {
         let f = format!("size_sets[{i}]");
         if !seen.insert(s.name.clone()) {
-            return Err(field(&f, format!("duplicate size set name {:?}", s.name)));
+            return Err(c.field(&f, format!("duplicate size set name {:?}", s.name)));
         }
         let mut values = raw.sizes.clone();
         for (k, v) in &s.values {
             if !raw.sizes.contains_key(k) {
-                return Err(field(
+                return Err(c.field(
                     &format!("{f}.{k}"),
                     format!(
                         "size set {:?} sets {k:?}, which [sizes] does not declare",
@@ -175,22 +178,15 @@ fn size_sets_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<SizeSet>, HarnessError>
 
 /// The [[args]], in order, each checked alone.
 fn args_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<ArgSpec>, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     let mut names = BTreeSet::new();
     let mut args = Vec::new();
     for (i, a) in raw.args.iter().enumerate() {
         let f = format!("args[{i}]");
         if !is_ident(&a.name) {
-            return Err(field(
-                &format!("{f}.name"),
-                format!("{:?} is not an identifier", a.name),
-            ));
+            return Err(c.at(&f, "name", format!("{:?} is not an identifier", a.name)));
         }
         if !names.insert(a.name.clone()) {
-            return Err(field(
-                &format!("{f}.name"),
-                format!("duplicate arg name {:?}", a.name),
-            ));
+            return Err(c.at(&f, "name", format!("duplicate arg name {:?}", a.name)));
         }
         args.push(arg_spec(&f, a, c)?);
     }
@@ -199,7 +195,6 @@ fn args_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<ArgSpec>, HarnessError> {
 
 /// One arg (`args[i]` is `f`): a struct of buffer addresses, a buffer or a scalar.
 fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     if let Some(members) = &a.fields {
         let mixed = [
             ("type", !a.ty.is_empty()),
@@ -217,7 +212,7 @@ fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
             ("allow_degenerate", a.allow_degenerate),
         ];
         if let Some((k, _)) = mixed.iter().find(|(_, set)| *set) {
-            return Err(field(
+            return Err(c.field(
                 f,
                 format!(
                     "struct arg {:?} (it has `struct`) takes only name, struct and c_type, not {k}",
@@ -226,7 +221,7 @@ fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
             ));
         }
         if members.is_empty() || members.len() > MAX_STRUCT_FIELDS {
-            return Err(field(
+            return Err(c.field(
                 &format!("{f}.struct"),
                 format!(
                     "a struct arg packs 1 to {MAX_STRUCT_FIELDS} buffer addresses (8 bytes each), not {}",
@@ -235,7 +230,7 @@ fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
             ));
         }
         let Some(c_type) = a.c_type.clone() else {
-            return Err(field(
+            return Err(c.field(
                 &format!("{f}.c_type"),
                 format!(
                     "struct arg {:?} needs c_type: the struct's type as the kernel parameter names it",
@@ -250,7 +245,7 @@ fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
         });
     }
     let elem = ElemType::from_name(&a.ty).ok_or_else(|| {
-        field(
+        c.field(
             &format!("{f}.type"),
             format!(
                 "unknown element type {:?} (one of {})",
@@ -263,13 +258,13 @@ fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
         (Some(len), None) => buffer_arg(f, a, elem, len, c),
         (None, Some(value)) => {
             if a.init.is_some() || a.role.is_some() {
-                return Err(field(
+                return Err(c.field(
                     f,
                     format!("scalar {:?} (it has `value`) takes no init or role", a.name),
                 ));
             }
             if !a.layout.is_empty() || a.compare.is_some() {
-                return Err(field(
+                return Err(c.field(
                     f,
                     format!(
                         "scalar {:?} (it has `value`) takes no layout or compare window",
@@ -283,11 +278,11 @@ fn arg_spec(f: &str, a: &RawArg, c: &Ctx) -> Result<ArgSpec, HarnessError> {
                 value: value.text(),
             })
         }
-        (Some(_), Some(_)) => Err(field(
+        (Some(_), Some(_)) => Err(c.field(
             f,
             format!("{:?} has both `len` (buffer) and `value` (scalar)", a.name),
         )),
-        (None, None) => Err(field(
+        (None, None) => Err(c.field(
             f,
             format!("{:?} needs `len` (a buffer) or `value` (a scalar)", a.name),
         )),
@@ -302,19 +297,13 @@ fn buffer_arg(
     len: &Expr,
     c: &Ctx,
 ) -> Result<ArgSpec, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     let role = match a.role.as_deref() {
         Some("in") => Role::In,
         Some("out") => Role::Out,
         Some("inout") => Role::Inout,
-        Some(r) => {
-            return Err(field(
-                &format!("{f}.role"),
-                format!("{r:?} is not one of in, out, inout"),
-            ))
-        }
+        Some(r) => return Err(c.at(f, "role", format!("{r:?} is not one of in, out, inout"))),
         None => {
-            return Err(field(
+            return Err(c.field(
                 &format!("{f}.role"),
                 format!("buffer {:?} needs a role (in, out, inout)", a.name),
             ))
@@ -325,7 +314,7 @@ fn buffer_arg(
         (Some(i), _) => i.clone(),
         (None, Role::Out) => RawInit::Poison,
         (None, _) => {
-            return Err(field(
+            return Err(c.field(
                 &format!("{f}.init"),
                 format!(
                     "buffer {:?} is read by the kernel and needs an init",
@@ -343,7 +332,7 @@ fn buffer_arg(
     ] {
         if let Some(v) = v {
             if !(v >= 0.0 && v.is_finite()) {
-                return Err(field(
+                return Err(c.field(
                     &format!("{f}.{n}"),
                     format!("{v} is not a finite non-negative number"),
                 ));
@@ -354,7 +343,7 @@ fn buffer_arg(
     let mut layout = Vec::new();
     for (k, l) in &a.layout {
         let v = Variant::from_name(k).ok_or_else(|| {
-            field(
+            c.field(
                 &format!("{f}.layout.{k}"),
                 "layouts are per variant: `slow` or `fast`".into(),
             )
@@ -370,14 +359,14 @@ fn buffer_arg(
         ));
     }
     if layout.len() == 2 && layout[0].1 == layout[1].1 {
-        return Err(field(
+        return Err(c.field(
             &format!("{f}.layout"),
             "slow and fast have the same layout: that is the canonical one, give neither".into(),
         ));
     }
     let compare = match &a.compare {
         Some(_) if !role.is_output() => {
-            return Err(field(
+            return Err(c.field(
                 &format!("{f}.compare"),
                 format!("{:?} is an input (role in): nothing to compare", a.name),
             ))
@@ -408,20 +397,19 @@ fn buffer_arg(
 
 /// A struct's fields are buffers, declared before or after it.
 fn check_struct_fields(args: &[ArgSpec], c: &Ctx) -> Result<(), HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     for (i, a) in args.iter().enumerate() {
         if let ArgSpec::Struct { name, fields, .. } = a {
             for (k, m) in fields.iter().enumerate() {
                 match args.iter().find(|x| x.name() == m) {
                     Some(ArgSpec::Buffer { .. }) => {}
                     Some(_) => {
-                        return Err(field(
+                        return Err(c.field(
                             &format!("args[{i}].struct[{k}]"),
                             format!("struct {name:?}: {m:?} is not a buffer arg (it has no `len`)"),
                         ))
                     }
                     None => {
-                        return Err(field(
+                        return Err(c.field(
                             &format!("args[{i}].struct[{k}]"),
                             format!("struct {name:?}: no arg is named {m:?}"),
                         ))
@@ -442,55 +430,34 @@ fn check_init(
     sparse_names: &BTreeSet<&str>,
     c: &Ctx,
 ) -> Result<(), HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     match init {
-        RawInit::CopyOf { arg } => match args.iter().find(|a| a.name() == arg) {
-            Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => Ok(()),
-            Some(ArgSpec::Buffer { elem: e, .. }) => Err(field(
-                f,
-                format!(
-                    "copy_of {arg:?}: element types differ ({} vs {})",
-                    e.name(),
-                    elem.name()
-                ),
-            )),
-            _ => Err(field(f, format!("copy_of names no buffer arg {arg:?}"))),
-        },
+        RawInit::CopyOf { arg } => {
+            same_type_buffer("copy_of", arg, elem, args).map_err(|m| c.field(f, m))
+        }
         RawInit::Csr { matrix, part } | RawInit::Jds { matrix, part } => {
             if !sparse_names.contains(matrix.as_str()) {
-                return Err(field(
+                return Err(c.field(
                     f,
                     format!("matrix {matrix:?} is not declared in [[sparse]]"),
                 ));
             }
-            let csr = matches!(init, RawInit::Csr { .. });
-            let (is_index, known) = if csr {
-                match parse_csr_part(part) {
-                    Some(p) => (p != CsrPart::Values, true),
-                    None => (false, false),
-                }
-            } else {
-                match parse_jds_part(part) {
-                    Some(p) => (p != JdsPart::Values, true),
-                    None => (false, false),
-                }
+            let (kind, parts, is_index) = match init {
+                RawInit::Csr { .. } => (
+                    "csr",
+                    "row_ptr, col_idx, values",
+                    parse_csr_part(part).map(|p| p != CsrPart::Values),
+                ),
+                _ => (
+                    "jds",
+                    "perm, ptr, zcnt, col_idx, values",
+                    parse_jds_part(part).map(|p| p != JdsPart::Values),
+                ),
             };
-            if !known {
-                return Err(field(
-                    f,
-                    format!(
-                        "unknown {} part {part:?} (one of {})",
-                        if csr { "csr" } else { "jds" },
-                        if csr {
-                            "row_ptr, col_idx, values"
-                        } else {
-                            "perm, ptr, zcnt, col_idx, values"
-                        }
-                    ),
-                ));
-            }
+            let Some(is_index) = is_index else {
+                return Err(c.field(f, format!("unknown {kind} part {part:?} (one of {parts})")));
+            };
             if is_index && elem.is_float() {
-                return Err(field(
+                return Err(c.field(
                     f,
                     format!("part {part:?} holds indices; give it an integer type"),
                 ));
@@ -499,35 +466,22 @@ fn check_init(
         }
         RawInit::Interleave { args: list } => {
             if list.is_empty() {
-                return Err(field(f, "interleave needs at least one arg".into()));
+                return Err(c.field(f, "interleave needs at least one arg".into()));
             }
             for a in list {
-                match args.iter().find(|x| x.name() == a) {
-                    Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => {}
-                    Some(ArgSpec::Buffer { elem: e, .. }) => {
-                        return Err(field(
-                            f,
-                            format!(
-                                "interleave {a:?}: element types differ ({} vs {})",
-                                e.name(),
-                                elem.name()
-                            ),
-                        ))
-                    }
-                    _ => return Err(field(f, format!("interleave names no buffer arg {a:?}"))),
-                }
+                same_type_buffer("interleave", a, elem, args).map_err(|m| c.field(f, m))?;
             }
             Ok(())
         }
         RawInit::Cells { dims, origin, .. } => {
             if dims.len() != 3 {
-                return Err(field(
+                return Err(c.field(
                     &format!("{f}.dims"),
                     format!("cells needs 3 dims (x, y, z), not {}", dims.len()),
                 ));
             }
             if let Some(o) = origin.as_ref().filter(|o| o.len() != 3) {
-                return Err(field(
+                return Err(c.field(
                     &format!("{f}.origin"),
                     format!("cells needs a 3D origin [x, y, z], not {} values", o.len()),
                 ));
@@ -535,13 +489,31 @@ fn check_init(
             Ok(())
         }
         RawInit::Permutation if elem.is_float() => {
-            Err(field(f, "a permutation needs an integer type".into()))
+            Err(c.field(f, "a permutation needs an integer type".into()))
         }
         RawInit::Choice { values, weights } => {
-            check_choice(values, weights.as_deref()).map_err(|m| field(f, m))
+            check_choice(values, weights.as_deref()).map_err(|m| c.field(f, m))
         }
         RawInit::Fields { fields } => check_fields_init(f, fields, elem, c),
         _ => Ok(()),
+    }
+}
+
+/// What a `copy_of` or `interleave` init (`what`) names: a buffer of the same element type.
+fn same_type_buffer(
+    what: &str,
+    name: &str,
+    elem: ElemType,
+    args: &[ArgSpec],
+) -> Result<(), String> {
+    match args.iter().find(|a| a.name() == name) {
+        Some(ArgSpec::Buffer { elem: e, .. }) if *e == elem => Ok(()),
+        Some(ArgSpec::Buffer { elem: e, .. }) => Err(format!(
+            "{what} {name:?}: element types differ ({} vs {})",
+            e.name(),
+            elem.name()
+        )),
+        _ => Err(format!("{what} names no buffer arg {name:?}")),
     }
 }
 
@@ -552,20 +524,18 @@ fn check_fields_init(
     elem: ElemType,
     c: &Ctx,
 ) -> Result<(), HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     if fields.is_empty() {
-        return Err(field(f, "fields needs at least one field group".into()));
+        return Err(c.field(f, "fields needs at least one field group".into()));
     }
     for (k, fg) in fields.iter().enumerate() {
         let ff = format!("{f}.fields[{k}]");
         let ty = match &fg.ty {
             None => elem,
             Some(t) => {
-                let t = ElemType::from_name(t).ok_or_else(|| {
-                    field(&format!("{ff}.type"), format!("unknown element type {t:?}"))
-                })?;
+                let t = ElemType::from_name(t)
+                    .ok_or_else(|| c.at(&ff, "type", format!("unknown element type {t:?}")))?;
                 if t.size_of() != elem.size_of() {
-                    return Err(field(
+                    return Err(c.field(
                         &format!("{ff}.type"),
                         format!(
                             "{} is {} bytes, the buffer's {} is {}: the bits must fill one element",
@@ -587,10 +557,10 @@ fn check_fields_init(
             | RawInit::Zeros => {}
             RawInit::Choice { values, weights } => {
                 check_choice(values, weights.as_deref())
-                    .map_err(|m| field(&format!("{ff}.init"), m))?
+                    .map_err(|m| c.at(&ff, "init", m))?
             }
             other => {
-                return Err(field(
+                return Err(c.field(
                     &format!("{ff}.init"),
                     format!(
                         "a field takes an elementwise init (uniform, normal, int_range, constant, zeros, choice), not {}",
@@ -603,7 +573,7 @@ fn check_fields_init(
             }
         }
         if matches!(fg.init, RawInit::IntRange { .. }) && ty.is_float() {
-            return Err(field(
+            return Err(c.field(
                 &format!("{ff}.init"),
                 "int_range in a float field: give the field an integer `type`".into(),
             ));
@@ -618,7 +588,6 @@ fn check_buffer_inits(
     sparse_names: &BTreeSet<&str>,
     c: &Ctx,
 ) -> Result<(), HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     for (i, a) in args.iter().enumerate() {
         if let ArgSpec::Buffer {
             init, elem, role, ..
@@ -628,13 +597,13 @@ fn check_buffer_inits(
             check_init(&f, &init.0, *elem, args, sparse_names, c)?;
             if let RawInit::CopyOf { arg } = &init.0 {
                 if arg == a.name() {
-                    return Err(field(&f, "copy_of names the arg itself".into()));
+                    return Err(c.field(&f, "copy_of names the arg itself".into()));
                 }
             }
             // An `out` buffer is poisoned, not filled, so a kernel that accumulates into
             // it must say so by being `inout`.
             if *role == Role::Out && matches!(init.0, RawInit::Zeros) {
-                return Err(field(
+                return Err(c.field(
                     &f,
                     format!(
                         "{:?} starts as zeros, so the kernel reads it: make its role inout",
@@ -654,27 +623,16 @@ fn constants_of(
     sparse_names: &BTreeSet<&str>,
     c: &Ctx,
 ) -> Result<Vec<ConstSpec>, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     let mut constants = Vec::new();
     for (i, k) in raw.constants.iter().enumerate() {
         let f = format!("constants[{i}]");
         if !is_ident(&k.name) {
-            return Err(field(
-                &format!("{f}.name"),
-                format!("{:?} is not an identifier", k.name),
-            ));
+            return Err(c.at(&f, "name", format!("{:?} is not an identifier", k.name)));
         }
-        let elem = ElemType::from_name(&k.ty).ok_or_else(|| {
-            field(
-                &format!("{f}.type"),
-                format!("unknown element type {:?}", k.ty),
-            )
-        })?;
+        let elem = ElemType::from_name(&k.ty)
+            .ok_or_else(|| c.at(&f, "type", format!("unknown element type {:?}", k.ty)))?;
         if matches!(k.init, RawInit::CopyOf { .. }) {
-            return Err(field(
-                &format!("{f}.init"),
-                "copy_of is not supported for constants".into(),
-            ));
+            return Err(c.at(&f, "init", "copy_of is not supported for constants".into()));
         }
         check_init(&format!("{f}.init"), &k.init, elem, args, sparse_names, c)?;
         constants.push(ConstSpec {
@@ -693,31 +651,24 @@ fn textures_of(
     args: &[ArgSpec],
     c: &Ctx,
 ) -> Result<Vec<TextureSpec>, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     let mut textures: Vec<TextureSpec> = Vec::new();
     for (i, t) in raw.textures.iter().enumerate() {
         let f = format!("textures[{i}]");
         if !is_ident(&t.name) || textures.iter().any(|o| o.name == t.name) {
-            return Err(field(
-                &format!("{f}.name"),
-                format!("{:?} is not a new identifier", t.name),
-            ));
+            return Err(c.at(&f, "name", format!("{:?} is not a new identifier", t.name)));
         }
         let buffer = args
             .iter()
             .position(|a| a.name() == t.buffer)
             .filter(|&k| matches!(args[k], ArgSpec::Buffer { .. }))
             .ok_or_else(|| {
-                field(
+                c.field(
                     &format!("{f}.buffer"),
                     format!("{:?} is not a buffer in [[args]]", t.buffer),
                 )
             })?;
         if t.pitch.is_some() && t.height.is_none() {
-            return Err(field(
-                &format!("{f}.pitch"),
-                "a pitch needs a height (2D texture)".into(),
-            ));
+            return Err(c.at(&f, "pitch", "a pitch needs a height (2D texture)".into()));
         }
         textures.push(TextureSpec {
             name: t.name.clone(),
@@ -732,12 +683,11 @@ fn textures_of(
 
 /// The [[sparse]] matrices.
 fn sparse_of(raw: &RawHarness, c: &Ctx) -> Result<Vec<SparseSpec>, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     let mut sparse = Vec::new();
     let mut sparse_seen = BTreeSet::new();
     for (i, s) in raw.sparse.iter().enumerate() {
         if !is_ident(&s.name) || !sparse_seen.insert(s.name.clone()) {
-            return Err(field(
+            return Err(c.field(
                 &format!("sparse[{i}].name"),
                 format!("{:?} is not a new identifier", s.name),
             ));
@@ -768,11 +718,14 @@ type Launches = (
 /// names are kernel (or version) names: a progression's harness gives each member its
 /// launches once, and a pair takes its two sides' lists (`for_pair`).
 fn launches_of(raw: &RawHarness, args: &[ArgSpec], c: &Ctx) -> Result<Launches, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
-    let arg_index = |n: &str| args.iter().position(|a| a.name() == n);
+    let specs = |list: &[RawLaunch], prefix: &str| -> Result<Vec<LaunchSpec>, HarnessError> {
+        (list.iter().enumerate())
+            .map(|(i, l)| launch_spec(l, &format!("{prefix}[{i}]"), args, c))
+            .collect()
+    };
     for k in raw.variants.keys() {
         if !is_ident(k) {
-            return Err(field(
+            return Err(c.field(
                 &format!("variants.{k}"),
                 "variants are `slow`, `fast` or a kernel name".into(),
             ));
@@ -784,50 +737,23 @@ fn launches_of(raw: &RawHarness, args: &[ArgSpec], c: &Ctx) -> Result<Launches, 
         .iter()
         .filter(|(k, _)| *k != "slow" && *k != "fast")
     {
-        let list = var
-            .launch
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                launch_spec(
-                    l,
-                    &format!("variants.{k}.launch[{i}]"),
-                    &arg_index,
-                    args.len(),
-                    c.origin,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let list = specs(&var.launch, &format!("variants.{k}.launch"))?;
         if list.is_empty() {
-            return Err(field(
+            return Err(c.field(
                 &format!("variants.{k}"),
                 "a kernel's variant needs at least one launch".into(),
             ));
         }
         by_kernel.insert(k.clone(), list);
     }
-    let variant_launches = |v: &str| -> Result<Vec<LaunchSpec>, HarnessError> {
-        let (list, prefix) = match raw.variants.get(v) {
-            Some(var) if !var.launch.is_empty() => (&var.launch, format!("variants.{v}.launch")),
-            _ => (&raw.launch, "launch".to_string()),
-        };
-        list.iter()
-            .enumerate()
-            .map(|(i, l)| {
-                launch_spec(
-                    l,
-                    &format!("{prefix}[{i}]"),
-                    &arg_index,
-                    args.len(),
-                    c.origin,
-                )
-            })
-            .collect()
+    let variant_launches = |v: &str| match raw.variants.get(v) {
+        Some(var) if !var.launch.is_empty() => specs(&var.launch, &format!("variants.{v}.launch")),
+        _ => specs(&raw.launch, "launch"),
     };
     let slow = variant_launches("slow")?;
     let fast = variant_launches("fast")?;
     if !raw.needs_host_loop && by_kernel.is_empty() && (fast.is_empty() || slow.is_empty()) {
-        return Err(field(
+        return Err(c.field(
             "launch",
             "no launch sequence: give [[launch]] or [[variants.slow.launch]] and [[variants.fast.launch]]"
                 .into(),
@@ -842,13 +768,12 @@ fn host_loop_of(
     args: &[ArgSpec],
     c: &Ctx,
 ) -> Result<Option<String>, HarnessError> {
-    let field = |f: &str, m: String| c.field(f, m);
     if !raw.needs_host_loop
         && !args
             .iter()
             .any(|a| matches!(a, ArgSpec::Buffer { role, .. } if role.is_output()))
     {
-        return Err(field(
+        return Err(c.field(
             "args",
             "no buffer has role out or inout: there would be nothing to compare".into(),
         ));
@@ -859,7 +784,7 @@ fn host_loop_of(
                 .clone()
                 .filter(|r| !r.trim().is_empty())
                 .ok_or_else(|| {
-                    field(
+                    c.field(
                         "host_loop_reason",
                         "needs_host_loop = true needs a reason".into(),
                     )
@@ -898,18 +823,14 @@ pub(super) fn dims_list(d: &Dims) -> Vec<String> {
     }
 }
 
-pub(super) fn launch_spec(
+/// Launch `f` (`launch[0]`), its args named among `args`.
+fn launch_spec(
     l: &RawLaunch,
     f: &str,
-    arg_index: &dyn Fn(&str) -> Option<usize>,
-    nargs: usize,
-    origin: &str,
+    args: &[ArgSpec],
+    c: &Ctx,
 ) -> Result<LaunchSpec, HarnessError> {
-    let field = |sub: &str, m: String| HarnessError::Field {
-        origin: origin.to_string(),
-        field: format!("{f}.{sub}"),
-        message: m,
-    };
+    let field = |sub: &str, m: String| c.field(&format!("{f}.{sub}"), m);
     if l.kernel.trim().is_empty() {
         return Err(field("kernel", "empty kernel name".into()));
     }
@@ -923,23 +844,19 @@ pub(super) fn launch_spec(
             ));
         }
     }
-    let (args, offsets) = match &l.args {
-        None => ((0..nargs).collect(), vec!["0".to_string(); nargs]),
+    let (bound, offsets) = match &l.args {
+        None => ((0..args.len()).collect(), vec!["0".to_string(); args.len()]),
         Some(list) => {
-            let mut args = Vec::new();
+            let mut bound = Vec::new();
             let mut offsets = Vec::new();
             for entry in list {
-                let (n, off) = match entry.split_once('+') {
-                    Some((n, off)) => (n.trim(), off.trim().to_string()),
-                    None => (entry.trim(), "0".to_string()),
-                };
-                args.push(
-                    arg_index(n)
-                        .ok_or_else(|| field("args", format!("{n:?} is not a declared arg")))?,
-                );
-                offsets.push(off);
+                let (n, off) = entry.split_once('+').unwrap_or((entry, "0"));
+                let n = n.trim();
+                let i = args.iter().position(|a| a.name() == n);
+                bound.push(i.ok_or_else(|| field("args", format!("{n:?} is not a declared arg")))?);
+                offsets.push(off.trim().to_string());
             }
-            (args, offsets)
+            (bound, offsets)
         }
     };
     Ok(LaunchSpec {
@@ -948,15 +865,20 @@ pub(super) fn launch_spec(
         block,
         shared_mem: l.shared_mem.as_ref().map(Expr::text).unwrap_or("0".into()),
         repeat: l.repeat.as_ref().map(Expr::text).unwrap_or("1".into()),
-        args,
+        args: bound,
         offsets,
         cooperative: l.cooperative,
     })
 }
 
 /// A launch's kernel name without its template arguments (`reduce<int, 256>` → `reduce`).
-fn launch_base(kernel: &str) -> &str {
+pub(super) fn launch_base(kernel: &str) -> &str {
     kernel.split('<').next().unwrap_or("").trim()
+}
+
+/// Whether a parameter type points to const (`const float *`, not `float *const`).
+fn points_to_const(ty: &str) -> bool {
+    (ty.split('*').next()).is_some_and(|t| t.split_whitespace().any(|w| w == "const"))
 }
 
 /// The launch name `launch` (which names another kernel) becomes for `unit`: the unit's
@@ -1224,10 +1146,10 @@ impl Harness {
         // Parsed only when a launch names another kernel: most name the unit's own, and
         // inference checks every draft (and every halved assumption) against its kernels.
         let index = std::cell::OnceCell::new();
-        let sym_base = unit.symbol.split('<').next().unwrap_or("").trim();
+        let sym_base = launch_base(&unit.symbol);
         let mut kernels: Vec<std::borrow::Cow<KernelUnit>> = Vec::new();
         for (li, l) in launches.iter().enumerate() {
-            let base = l.kernel.split('<').next().unwrap_or("").trim();
+            let base = launch_base(&l.kernel);
             if base == unit.kernel || base == sym_base {
                 kernels.push(std::borrow::Cow::Borrowed(unit));
                 continue;
@@ -1253,12 +1175,8 @@ impl Harness {
             .iter()
             .zip(&kernels)
             .flat_map(|(l, k)| {
-                l.args.iter().zip(&k.params).filter_map(|(&ai, p)| {
-                    let pointee_const =
-                        p.ty.split('*')
-                            .next()
-                            .is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
-                    (c_is_pointer(&p.ty) && !pointee_const).then_some(ai)
+                (l.args.iter().zip(&k.params)).filter_map(|(&ai, p)| {
+                    (c_is_pointer(&p.ty) && !points_to_const(&p.ty)).then_some(ai)
                 })
             })
             .collect();
@@ -1290,81 +1208,47 @@ impl Harness {
             let binds = template::bindings(&unit.template_params, &l.kernel);
             for (pi, (&ai, p)) in l.args.iter().zip(&unit.params).enumerate() {
                 let p = &template::bind_param(p, &binds);
-                let hint = || {
-                    template::unbound_hint(&p.ty, &unit.template_params, &l.kernel)
-                        .map(|h| format!(" ({h})"))
-                        .unwrap_or_default()
-                };
-                let a = &self.args[ai];
+                // Every complaint about a parameter starts by naming it.
+                let perr = |m: String| err(format!("parameter {pi} `{} {}` {m}", p.ty, p.name));
                 let ptr = c_is_pointer(&p.ty);
-                match a {
+                let (name, elem, c_type) = match &self.args[ai] {
+                    ArgSpec::Buffer { name, role, .. }
+                        if points_to_const(&p.ty) && role.is_output() && !written.contains(&ai) =>
+                    {
+                        return Err(perr(format!(
+                            "points to const, but arg {name:?} is an output"
+                        )))
+                    }
+                    ArgSpec::Buffer { name, .. } if !ptr => {
+                        return Err(perr(format!("is a value, but arg {name:?} is a buffer")))
+                    }
                     ArgSpec::Buffer {
-                        name,
-                        elem,
-                        c_type,
-                        role,
-                        ..
-                    } => {
-                        let pointee_const =
-                            p.ty.split('*')
-                                .next()
-                                .is_some_and(|t| t.split_whitespace().any(|w| w == "const"));
-                        if pointee_const && role.is_output() && !written.contains(&ai) {
-                            return Err(err(format!(
-                                "parameter {pi} `{} {}` points to const, but arg {name:?} is an output",
-                                p.ty, p.name
-                            )));
-                        }
-                        if !ptr {
-                            return Err(err(format!(
-                                "parameter {pi} `{} {}` is a value, but arg {name:?} is a buffer",
-                                p.ty, p.name
-                            )));
-                        }
-                        type_matches(&p.ty, *elem, c_type.as_deref(), &unit.source).map_err(
-                            |m| {
-                                err(format!(
-                                    "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
-                                    p.ty,
-                                    p.name,
-                                    hint()
-                                ))
-                            },
-                        )?;
+                        name, elem, c_type, ..
+                    } => (name, *elem, c_type.as_deref()),
+                    ArgSpec::Struct { name, .. } if ptr => {
+                        return Err(perr(format!(
+                            "is a pointer, but arg {name:?} is a struct passed by value"
+                        )))
                     }
                     ArgSpec::Struct { name, c_type, .. } => {
-                        if ptr {
-                            return Err(err(format!(
-                                "parameter {pi} `{} {}` is a pointer, but arg {name:?} is a struct passed by value",
-                                p.ty, p.name
-                            )));
-                        }
-                        let base = c_base_type(&p.ty);
-                        let declared = c_base_type(c_type);
+                        let (base, declared) = (c_base_type(&p.ty), c_base_type(c_type));
                         if base != declared {
-                            return Err(err(format!(
-                                "parameter {pi} `{} {}` vs arg {name:?}: declared c_type {declared:?} but the parameter is {base:?}",
-                                p.ty, p.name
+                            return Err(perr(format!(
+                                "vs arg {name:?}: declared c_type {declared:?} but the parameter is {base:?}"
                             )));
                         }
+                        continue;
                     }
-                    ArgSpec::Scalar { name, elem, .. } => {
-                        if ptr {
-                            return Err(err(format!(
-                                "parameter {pi} `{} {}` is a pointer, but arg {name:?} is a scalar",
-                                p.ty, p.name
-                            )));
-                        }
-                        type_matches(&p.ty, *elem, None, &unit.source).map_err(|m| {
-                            err(format!(
-                                "parameter {pi} `{} {}` vs arg {name:?}: {m}{}",
-                                p.ty,
-                                p.name,
-                                hint()
-                            ))
-                        })?;
+                    ArgSpec::Scalar { name, .. } if ptr => {
+                        return Err(perr(format!("is a pointer, but arg {name:?} is a scalar")))
                     }
-                }
+                    ArgSpec::Scalar { name, elem, .. } => (name, *elem, None),
+                };
+                type_matches(&p.ty, elem, c_type, &unit.source).map_err(|m| {
+                    let hint = template::unbound_hint(&p.ty, &unit.template_params, &l.kernel);
+                    let hint = hint.map(|h| format!(" ({h})")).unwrap_or_default();
+                    perr(format!("vs arg {name:?}: {m}{hint}"))
+                })?;
             }
         }
         Ok(())
