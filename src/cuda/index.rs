@@ -1588,7 +1588,7 @@ fn find_launches(idx: &mut FileData, at: Span) {
                     .trim()
                     .strip_prefix('(')
                     .and_then(|l| l.strip_suffix(')'));
-                if let Some(r) = inner.and_then(|i| args_as_compiled(i)) {
+                if let Some(r) = inner.and_then(args_as_compiled) {
                     arg_list = r;
                 }
             }
