@@ -49,10 +49,6 @@ pub struct Host {
     /// Every run command's arguments (run scripts, Makefile), for flags (`-s 16`) that any
     /// of them passes.
     pub run_cmds: Vec<Vec<String>>,
-    /// While set (`int_value_assuming`), a name the host code does not define takes this
-    /// value, and is recorded in `assumed_roots`.
-    pub assume: std::cell::Cell<Option<i64>>,
-    pub assumed_roots: std::cell::RefCell<Vec<String>>,
     /// Template values of the launching function's instance (`T` → `float`), for a
     /// `sizeof(T)` in the host functions around it (`processDWT<T>` computes
     /// `w * h * sizeof(T)` for the buffers it passes down as `T *`).
@@ -525,31 +521,34 @@ impl Host {
     /// The integer value of a host expression, following definitions, `sizeof` and
     /// command-line arguments into the run script. The error says why not.
     pub fn int_value(&self, expr: &str) -> Result<i64, String> {
-        match self.value(expr, 0)? {
-            Num::Int(i) => Ok(i),
-            Num::Float(f) if f.fract() == 0.0 => Ok(f as i64),
-            Num::Float(f) => Err(format!("`{expr}` is not an integer ({f})")),
-        }
+        integer(expr, self.value(expr, 0)?)
     }
 
     /// `--assume-size` at the root: the value of `expr` where only the names the host code
     /// does not define take the assumed value `a` (so `nelr = B*((nel/B) + min(1, nel%B))`
     /// keeps its rounding to a multiple of `B`). Returns the value and the assumed names.
     pub fn int_value_assuming(&self, expr: &str, a: i64) -> Result<(i64, Vec<String>), String> {
-        self.assume.set(Some(a));
-        self.assumed_roots.borrow_mut().clear();
-        let v = self.int_value(expr);
-        self.assume.set(None);
-        let mut roots = std::mem::take(&mut *self.assumed_roots.borrow_mut());
+        let assumed = Assumed {
+            value: a,
+            roots: Default::default(),
+        };
+        let v = integer(expr, self.eval(expr, 0, Some(&assumed))?)?;
+        let mut roots = assumed.roots.into_inner();
         roots.sort();
         roots.dedup();
-        v.map(|v| (v, roots))
+        Ok((v, roots))
     }
 
     /// `obj.f` / `obj->f` (one level) whose value the host code gives: a `cudaDeviceProp`'s
     /// property on an H100, else the assignments of `f` ([`Host::object_field_definition`],
     /// [`Host::field_definition`], [`Host::field_set_by_helper`]).
-    fn field_num(&self, obj: &str, f: &str, depth: usize) -> Option<Num> {
+    fn field_num(
+        &self,
+        obj: &str,
+        f: &str,
+        depth: usize,
+        assumed: Option<&Assumed>,
+    ) -> Option<Num> {
         if self.is_device_prop(obj) {
             if let Some(v) = h100_property(f) {
                 return Some(Num::Int(v));
@@ -559,7 +558,7 @@ impl Host {
             .object_field_definition(obj, f)
             .or_else(|| self.field_definition(f))
             .or_else(|| self.field_set_by_helper(obj, f))?;
-        self.value(&d, depth + 1).ok()
+        self.eval(&d, depth + 1, assumed).ok()
     }
 
     /// Whether `name` is declared a `cudaDeviceProp` in the host code.
@@ -584,6 +583,12 @@ impl Host {
 
     /// The numeric value of a host expression (integer or float).
     pub fn value(&self, expr: &str, depth: usize) -> Result<Num, String> {
+        self.eval(expr, depth, None)
+    }
+
+    /// [`Host::value`], where under `--assume-size` (`assumed`) a name the host code does
+    /// not define takes the assumed value and is recorded as an assumed root.
+    fn eval(&self, expr: &str, depth: usize, assumed: Option<&Assumed>) -> Result<Num, String> {
         if depth > 10 {
             return Err(format!("definitions of `{expr}` nest too deeply"));
         }
@@ -604,15 +609,12 @@ impl Host {
             e
         };
         if let Some(k) = argv_index(e) {
-            return match &self.run_args {
+            return match (&self.run_args, assumed) {
                 // Under `--assume-size`, an argument no script gives is an assumed root, so
                 // what the host computes from it keeps its formula (`BINSp = BINS + 1`).
-                None if self.assume.get().is_some() => {
-                    self.assumed_roots.borrow_mut().push(e.to_string());
-                    Ok(Num::Int(self.assume.get().unwrap_or_default()))
-                }
-                None => Err(format!("`{e}` is command-line argument {k} and no run script gives it")),
-                Some(a) => match a.get(k - 1) {
+                (None, Some(assumed)) => Ok(Num::Int(assumed.root(e))),
+                (None, None) => Err(format!("`{e}` is command-line argument {k} and no run script gives it")),
+                (Some(a), _) => match a.get(k - 1) {
                     Some(v) => parse_num(v).ok_or_else(|| {
                         format!("`{e}` is command-line argument {k}, `{v}` in the run script, not a number")
                     }),
@@ -630,6 +632,7 @@ impl Host {
             host: self,
             depth,
             expr: e,
+            assumed,
         })
     }
 }
@@ -641,15 +644,39 @@ struct HostNames<'a> {
     host: &'a Host,
     depth: usize,
     expr: &'a str,
+    assumed: Option<&'a Assumed>,
+}
+
+/// One `--assume-size` evaluation ([`Host::int_value_assuming`]): the value a name the host
+/// code does not define takes, and the names that took it.
+struct Assumed {
+    value: i64,
+    roots: std::cell::RefCell<Vec<String>>,
+}
+
+impl Assumed {
+    /// The assumed value, for `root`, which is recorded.
+    fn root(&self, root: &str) -> i64 {
+        self.roots.borrow_mut().push(root.to_string());
+        self.value
+    }
+}
+
+/// A value as an integer: a float only when it has no fraction.
+fn integer(expr: &str, v: Num) -> Result<i64, String> {
+    match v {
+        Num::Int(i) => Ok(i),
+        Num::Float(f) if f.fract() == 0.0 => Ok(f as i64),
+        Num::Float(f) => Err(format!("`{expr}` is not an integer ({f})")),
+    }
 }
 
 impl Env for HostNames<'_> {
     fn name(&self, w: &str) -> Result<Num, String> {
         let h = self.host;
         let Some(d) = h.definition(w) else {
-            if let Some(a) = h.assume.get() {
-                h.assumed_roots.borrow_mut().push(w.to_string());
-                return Ok(Num::Int(a));
+            if let Some(a) = self.assumed {
+                return Ok(Num::Int(a.root(w)));
             }
             return Err(format!("`{w}` has no definition in the host code"));
         };
@@ -668,7 +695,7 @@ impl Env for HostNames<'_> {
                 "`{w}` is 0 where it is declared and assigned again later (in a loop or from input): its value here is not known"
             ));
         }
-        h.value(&d, self.depth + 1)
+        h.eval(&d, self.depth + 1, self.assumed)
             .map_err(|why| format!("`{w}` = `{}`: {why}", d.trim()))
     }
 
@@ -679,18 +706,17 @@ impl Env for HostNames<'_> {
     fn member(&self, root: &str, path: &[(&'static str, String)]) -> Result<Num, String> {
         let h = self.host;
         if let [(_, f)] = path {
-            if let Some(v) = h.field_num(root, f, self.depth) {
+            if let Some(v) = h.field_num(root, f, self.depth, self.assumed) {
                 return Ok(v);
             }
         }
         let dim3 = matches!(path.first(), Some((_, f)) if matches!(f.as_str(), "x" | "y" | "z"));
-        match h.assume.get().filter(|_| !dim3) {
+        match self.assumed.filter(|_| !dim3) {
             Some(a) => {
                 let text = path
                     .iter()
                     .fold(root.to_string(), |t, (op, f)| format!("{t}{op}{f}"));
-                h.assumed_roots.borrow_mut().push(text);
-                Ok(Num::Int(a))
+                Ok(Num::Int(a.root(&text)))
             }
             None => Err(format!("`{}` reads a struct field of `{root}`", self.expr)),
         }
