@@ -696,6 +696,50 @@ impl Flow {
         })
     }
 
+    /// Whether a declaration inside the byte span `within` (a function's body) declares a
+    /// variable `name` (`int n;`, `float *n = …`, `int a[4], n = 2;`, a `for` header's
+    /// `int n = 0`): then `name` there is that function's own, not a global of that name.
+    pub fn declares(&self, name: &str, within: (usize, usize)) -> bool {
+        let root = self.tree.root_node();
+        self.positions(name)
+            .iter()
+            .filter(|&&p| p >= within.0 && p < within.1)
+            .any(|&p| {
+                let Some(mut d) = root.descendant_for_byte_range(p, p + name.len()) else {
+                    return false;
+                };
+                if d.kind() != "identifier" {
+                    return false;
+                }
+                while let Some(q) = d.parent().filter(|q| {
+                    matches!(
+                        q.kind(),
+                        "init_declarator"
+                            | "pointer_declarator"
+                            | "array_declarator"
+                            | "reference_declarator"
+                            | "parenthesized_declarator"
+                    ) && q
+                        .child_by_field_name("declarator")
+                        // `&r`: the grammar gives a reference's declarator no field name.
+                        .or_else(|| {
+                            q.named_child(0)
+                                .filter(|_| q.kind() == "reference_declarator")
+                        })
+                        .is_some_and(|x| x.id() == d.id())
+                }) {
+                    d = q;
+                }
+                d.parent().is_some_and(|q| {
+                    q.kind() == "declaration" && {
+                        let mut c = q.walk();
+                        let mut ds = q.children_by_field_name("declarator", &mut c);
+                        ds.any(|y| y.id() == d.id())
+                    }
+                })
+            })
+    }
+
     /// The command-line flag an argument-parsing write on 1-based `line` belongs to: a
     /// `case 's':` label (getopt) or a `"-s"` literal (`strcmp(argv[i], "-s")`) on that line
     /// or the four before it, the nearest line first; on one line the label, else the last
@@ -736,9 +780,18 @@ impl Flow {
     /// How many times the whole object `obj` is a call argument (`f(&p, …)`, `g(x, p)`):
     /// `obj` or `&obj` between `(` or `,` and `,` or `)`.
     pub fn object_arguments(&self, obj: &str) -> usize {
+        self.object_arguments_within(obj, (0, self.src.len()))
+    }
+
+    /// [`Flow::object_arguments`] starting inside the byte span `within`.
+    pub fn object_arguments_within(&self, obj: &str, within: (usize, usize)) -> usize {
         let mut count = 0;
         super::tree::visit(self.tree.root_node(), &mut |n| {
-            if n.kind() != "identifier" || text(n, &self.src) != obj {
+            if n.kind() != "identifier"
+                || text(n, &self.src) != obj
+                || n.start_byte() < within.0
+                || n.start_byte() >= within.1
+            {
                 return;
             }
             let x = n
@@ -1039,6 +1092,23 @@ mod tests {
         for n in ["d", "e", "p"] {
             assert!(!f.declared_as("cudaDeviceProp", n), "{n}");
         }
+    }
+
+    #[test]
+    fn a_declaration_in_a_span_makes_the_name_local_there() {
+        let src = "int g = 1;\nvoid f(int p) {\n int n; float *q = 0, a[4], &r = s;\n for (int i = 0; i < n; i++) g = n + p;\n}\nvoid h() {\n n = 2; g = 3;\n}\n";
+        let f = Flow::of(src);
+        let (fs, he) = (src.find("void f").unwrap(), src.find("void h").unwrap());
+        for n in ["n", "q", "a", "r", "i"] {
+            assert!(f.declares(n, (fs, he)), "{n}");
+        }
+        // A parameter is no declaration in the body, a write or a use is none, and the
+        // file-level `g` lies outside the span.
+        for n in ["p", "g", "s"] {
+            assert!(!f.declares(n, (fs, he)), "{n}");
+        }
+        assert!(!f.declares("n", (he, src.len())));
+        assert!(f.declares("g", (0, fs)));
     }
 
     #[test]

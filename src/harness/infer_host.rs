@@ -485,6 +485,14 @@ impl Host {
         if let Some(b) = self.bind_param(name) {
             return Some(b);
         }
+        // A name the launching function declares itself, and does not hand to a call
+        // before the launch (`init(n, &m)` may set it through a reference or a pointer), is
+        // that function's own variable: the writes of same-named locals in other functions
+        // are other variables (scoped lookup). With no write before the launch, the code
+        // does not say its value here.
+        if self.launch_owns(name) {
+            return None;
+        }
         // Elsewhere: an assignment from a command-line argument the run script gives wins
         // over a declaration's default (`int h = 1;` then `(h = atoi(argv[2])) <= 0 || …`).
         let all: Vec<String> = self
@@ -502,6 +510,18 @@ impl Host {
             })
         });
         from_run.or(all.first()).cloned()
+    }
+
+    /// Whether the function around the launch declares a local `name` of its own and passes
+    /// it whole to no call before the launch line.
+    fn launch_owns(&self, name: &str) -> bool {
+        let fns = host::functions_cached(&self.file);
+        let Some(f) = host::function_at(&fns, self.launch_line) else {
+            return false;
+        };
+        let flow = Flow::of(&self.file);
+        let launch = super::infer_asof::line_offset(&self.file, self.launch_line);
+        flow.declares(name, f.body) && flow.object_arguments_within(name, (f.body.0, launch)) == 0
     }
 
     /// Whether some host file starts a `for` loop with `name`.
@@ -2112,6 +2132,35 @@ mod tests {
         );
         assert_eq!(h.definition("m").as_deref(), Some("rows"));
         assert_eq!(h.int_value("m / 16"), Ok(32));
+    }
+
+    #[test]
+    fn a_local_of_the_launching_function_is_not_another_functions_same_named_local() {
+        // `main`'s `n` is read from input; `warmup`'s `n = 64` is another variable.
+        let h = host(
+            "void warmup() {\n  int n = 64;\n  k<<<1, n>>>(d, n);\n}\n\
+             int main() {\n  int n;\n  std::cin >> n;\n  k<<<n / 256, 256>>>(d, n);\n}\n",
+            8,
+        );
+        assert_eq!(h.definition("n"), None);
+        assert!(h
+            .int_value("n / 256")
+            .unwrap_err()
+            .contains("no definition"));
+        // Handed to a call before the launch, it may be set there (huffman's
+        // `initParams(…, mem_size, …)` writes its reference parameter `mem_size`).
+        let h = host(
+            "void init(int &n) {\n  n = 64;\n}\n\
+             int main() {\n  int n;\n  init(n);\n  k<<<n / 16, 16>>>(d, n);\n}\n",
+            7,
+        );
+        assert_eq!(h.definition("n").as_deref(), Some("64"));
+        // A file-level `n` is the launch's when its function declares none.
+        let h = host(
+            "int n;\nvoid setup() {\n  n = 32;\n}\nint main() {\n  setup();\n  k<<<n, 1>>>(d);\n}\n",
+            7,
+        );
+        assert_eq!(h.int_value("n"), Ok(32));
     }
 
     #[test]
