@@ -36,6 +36,21 @@ pub struct HostFn {
     pub body: (usize, usize),
 }
 
+impl HostFn {
+    /// Whether the function runs only on the device: its head, in `src` (the text it was
+    /// read from), says `__global__`, or `__device__` without `__host__`. Its locals are
+    /// no host values.
+    pub fn device_only(&self, src: &str) -> bool {
+        let head = src.get(self.span.0..self.body.0).unwrap_or("");
+        let words: Vec<&str> = super::cexpr::tokens_lossy(head)
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
+        let has = |w: &str| words.contains(&w);
+        has("__global__") || (has("__device__") && !has("__host__"))
+    }
+}
+
 /// What one parse of a host text says: its functions, file-level variables and calls, and
 /// its tree for statement questions (`super::host_flow::Flow`).
 struct Index {
@@ -527,6 +542,30 @@ fn param_name(p: Node, src: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_only_functions_are_kernels_and_device_functions_not_host_device_ones() {
+        let src = "__global__ void k(float *x) { int n = 1; }\n\
+                   static __device__ __forceinline__ int d(int a) { return a; }\n\
+                   __host__ __device__ int hd(int a) { return a; }\n\
+                   template <int B> __global__ void t(float *x) { }\n\
+                   void h() { k<<<1, 1>>>(0); }\n";
+        let fns = functions(src);
+        let only: Vec<(&str, bool)> = fns
+            .iter()
+            .map(|f| (f.name.as_str(), f.device_only(src)))
+            .collect();
+        assert_eq!(
+            only,
+            [
+                ("k", true),
+                ("d", true),
+                ("hd", false),
+                ("t", true),
+                ("h", false)
+            ]
+        );
+    }
 
     #[test]
     fn whole_calls_and_template_argument_lists() {

@@ -411,6 +411,22 @@ impl Flow {
         out
     }
 
+    /// Whether the identifier at byte `pos` is a parameter given a default value
+    /// (`void run(uint n, uint nb = 1);`): a default for calls that leave it out, not a
+    /// write of any variable.
+    pub fn is_default_argument(&self, pos: usize) -> bool {
+        let root = self.tree.root_node();
+        let mut n = root.descendant_for_byte_range(pos, pos + 1);
+        while let Some(x) = n {
+            match x.kind() {
+                "optional_parameter_declaration" => return true,
+                "parameter_list" | "compound_statement" | "translation_unit" => return false,
+                _ => n = x.parent(),
+            }
+        }
+        false
+    }
+
     /// Whether `name` (not a member) is changed in place: a compound assignment
     /// (`name += e`, `*name |= m`) or an increment (`name++`, `--name`).
     pub fn changed_in_place(&self, name: &str) -> bool {
@@ -1092,6 +1108,19 @@ mod tests {
         for n in ["d", "e", "p"] {
             assert!(!f.declared_as("cudaDeviceProp", n), "{n}");
         }
+    }
+
+    #[test]
+    fn a_parameters_default_is_no_write_of_a_variable() {
+        let src =
+            "void run(unsigned n, unsigned nb = 1);\nint nb = 4;\nvoid f() {\n  int m = g(2);\n}\n";
+        let f = Flow::of(src);
+        let writes = f.assignments("nb");
+        assert_eq!(writes.len(), 2, "{writes:?}");
+        assert!(f.is_default_argument(writes[0].pos));
+        assert!(!f.is_default_argument(writes[1].pos));
+        let m = f.assignments("m");
+        assert!(!f.is_default_argument(m[0].pos));
     }
 
     #[test]

@@ -81,6 +81,14 @@ pub struct HostMemo {
     definitions: std::cell::RefCell<BTreeMap<String, Option<String>>>,
 }
 
+/// The variable a launch reads under a name ([`Host::launch_sees`]): the functions (text
+/// index, name) whose own variable it is, and whether it is a file-level one.
+#[derive(Debug, Default)]
+struct Sees {
+    owners: Vec<(usize, String)>,
+    global: bool,
+}
+
 /// A host function and the index in [`Host::texts`] of the text defining it.
 type FnDef = (usize, HostFn);
 
@@ -495,11 +503,28 @@ impl Host {
         }
         // Elsewhere: an assignment from a command-line argument the run script gives wins
         // over a declaration's default (`int h = 1;` then `(h = atoi(argv[2])) <= 0 || …`).
-        let all: Vec<String> = self
+        // Never a kernel's or device function's local: device code holds no host values.
+        // Only writes of the variable the launch sees: a local of another function is
+        // another variable, whatever its name (scoped lookup, [`Host::launch_sees`]).
+        let sees = self.launch_sees(name);
+        let (seen, unseen): (Vec<_>, Vec<_>) = self
             .texts()
-            .flat_map(|t| assignments(t, name))
-            .map(|(_, r)| r)
-            .filter(|r| !self_ref(r))
+            .enumerate()
+            .flat_map(|(ti, t)| {
+                let fns = host::functions_cached(t);
+                let flow = Flow::of(t);
+                flow.assignments(name)
+                    .into_iter()
+                    .filter(move |w| {
+                        !host::function_at(&fns, w.line).is_some_and(|f| f.device_only(t))
+                    })
+                    .map(move |w| (ti, flow.is_default_argument(w.pos), w))
+            })
+            .filter(|(_, _, w)| !self_ref(w.value.as_deref().unwrap_or_default()))
+            .partition(|(ti, default, w)| !default && self.sees(&sees, name, (*ti, w.line)));
+        let all: Vec<String> = if seen.is_empty() { unseen } else { seen }
+            .into_iter()
+            .map(|(_, _, w)| w.value.unwrap_or_default())
             .collect();
         let from_run = all.iter().find(|r| {
             argv_index(r).is_some_and(|k| {
@@ -522,6 +547,66 @@ impl Host {
         let flow = Flow::of(&self.file);
         let launch = super::infer_asof::line_offset(&self.file, self.launch_line);
         flow.declares(name, f.body) && flow.object_arguments_within(name, (f.body.0, launch)) == 0
+    }
+
+    /// The host function holding `spot`.
+    fn function_at_spot(&self, spot: Spot) -> Option<HostFn> {
+        let t = self.texts().nth(spot.0)?;
+        host::function_at(&host::functions_cached(t), spot.1).cloned()
+    }
+
+    /// Whether function `f` of text `ti` has a `name` of its own: a parameter or a local.
+    fn owns(&self, ti: usize, f: &HostFn, name: &str) -> bool {
+        f.params.iter().any(|p| p == name)
+            || self
+                .texts()
+                .nth(ti)
+                .is_some_and(|t| Flow::of(t).declares(name, f.body))
+    }
+
+    /// Which variable named `name` the launch reads: the functions whose own `name` it is
+    /// (the launching function's, and up the callers while each passes `name` for a
+    /// parameter of that name, to the function declaring it), and whether it is, at the
+    /// end of such a chain, a file-level variable.
+    fn launch_sees(&self, name: &str) -> Sees {
+        let mut sees = Sees::default();
+        let mut todo = vec![(0, self.launch_line)];
+        let mut steps = 0;
+        while let Some(spot) = todo.pop() {
+            steps += 1;
+            let Some(f) = self.function_at_spot(spot).filter(|_| steps <= 16) else {
+                sees.global |= steps <= 16;
+                continue;
+            };
+            let id = (spot.0, f.name.clone());
+            if sees.owners.contains(&id) {
+                continue;
+            }
+            if f.params.iter().any(|p| p == name) {
+                let callers = self.caller_args(spot, name).unwrap_or_default();
+                todo.extend(
+                    callers
+                        .into_iter()
+                        .filter(|(a, _)| a == name)
+                        .map(|(_, at)| at),
+                );
+                sees.owners.push(id);
+            } else if self.owns(spot.0, &f, name) {
+                sees.owners.push(id);
+            } else {
+                sees.global = true;
+            }
+        }
+        sees
+    }
+
+    /// Whether a write of `name` at `spot` writes the variable the launch reads.
+    fn sees(&self, sees: &Sees, name: &str, spot: Spot) -> bool {
+        match self.function_at_spot(spot) {
+            None => sees.global,
+            Some(f) if sees.owners.contains(&(spot.0, f.name.clone())) => true,
+            Some(f) => sees.global && !self.owns(spot.0, &f, name),
+        }
     }
 
     /// Whether some host file starts a `for` loop with `name`.
@@ -2161,6 +2246,39 @@ mod tests {
             7,
         );
         assert_eq!(h.int_value("n"), Ok(32));
+    }
+
+    #[test]
+    fn a_name_takes_the_writes_of_the_variable_the_launch_reads() {
+        // llm.c: `launch(block_size)` from `main`, whose `block_size` is 32; `other`'s own
+        // `block_size = 512` is another variable.
+        let h = host(
+            "void other() {\n  int block_size = 512;\n  k<<<1, block_size>>>(d);\n}\n\
+             void launch(int block_size) {\n  k<<<1, block_size>>>(d);\n}\n\
+             int main() {\n  int block_size = 32;\n  launch(block_size);\n}\n",
+            6,
+        );
+        assert_eq!(h.definition("block_size").as_deref(), Some("32"));
+        // With no write of its own variable, the others' writes still answer.
+        let h = host(
+            "void other() {\n  int bs = 512;\n}\nvoid launch() {\n  k<<<1, bs>>>(d);\n}\n",
+            5,
+        );
+        assert_eq!(h.definition("bs").as_deref(), Some("512"));
+        // A kernel's or device function's local is never a host value (cdpAdvancedQuicksort's
+        // `__device__` `loop = 10000`; mergeSort's kernel `stride = 1`).
+        let h = host(
+            "__device__ void d() {\n  unsigned int m = 10000;\n}\n\
+             __global__ void g(float *x) {\n  int m = 1;\n}\n\
+             void launch() {\n  k<<<1, m>>>(d);\n}\n",
+            8,
+        );
+        assert_eq!(h.definition("m"), None);
+        // A prototype's default argument is no variable's value (huffman's
+        // `void runVLCTest(char *file_name, uint num_block_threads, uint num_blocks=1);`).
+        let mut h = host("void launch() {\n  k<<<nb, 1>>>(d);\n}\n", 2);
+        h.others = vec!["void run(unsigned t, unsigned nb = 1);\nunsigned nb = 4;\n".into()];
+        assert_eq!(h.definition("nb").as_deref(), Some("4"));
     }
 
     #[test]
