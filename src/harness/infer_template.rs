@@ -15,7 +15,6 @@
 use super::infer_host::Host;
 use super::template;
 use super::{c_base_type, ElemType};
-use crate::cuda::lex;
 use crate::cuda::structs::{self, Member, StructDef};
 use crate::record::{KernelUnit, Pair, Param};
 use std::fmt::Write as _;
@@ -56,45 +55,24 @@ pub struct Instance {
     pub line: u32,
 }
 
-/// Every `name<…>(` in `texts`, in file order (texts in the order given).
+/// Every explicit instance of function template `name` in `texts` (calls `name<…>(…)`,
+/// instantiations, specializations; [`crate::cuda::host::template_instances`]), in file
+/// order (texts in the order given).
 pub fn explicit_instances<'t>(
     texts: impl IntoIterator<Item = &'t str>,
     name: &str,
 ) -> Vec<Instance> {
-    let mut out = Vec::new();
-    for (ti, t) in texts.into_iter().enumerate() {
-        let b = t.as_bytes();
-        // Literals blanked, offsets kept: brackets are matched on this.
-        let masked = lex::mask(t);
-        let mut from = 0;
-        while let Some(p) = t[from..].find(name).map(|p| p + from) {
-            from = p + name.len();
-            let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
-            let rest = &t[from..];
-            let lt = rest.len() - rest.trim_start().len();
-            if !before_ok || !rest.trim_start().starts_with('<') {
-                continue;
-            }
-            let Some(close) = lex::matching(&masked[from..], lt, b'<', b'>') else {
-                continue;
-            };
-            if !rest[close + 1..].trim_start().starts_with('(') {
-                continue;
-            }
-            let Some(args) = crate::cuda::host::template_arguments(&rest[lt..=close]) else {
-                continue;
-            };
-            out.push(Instance {
-                args: args
-                    .iter()
-                    .map(|a| a.split_whitespace().collect::<Vec<_>>().join(" "))
-                    .collect(),
+    let texts = texts.into_iter().enumerate();
+    texts
+        .flat_map(|(ti, t)| {
+            let found = crate::cuda::host::template_instances(t, name).into_iter();
+            found.map(move |i| Instance {
+                args: i.args,
                 text: ti,
-                line: 1 + t[..p].matches('\n').count() as u32,
-            });
-        }
-    }
-    out
+                line: i.line,
+            })
+        })
+        .collect()
 }
 
 /// Whether a template parameter declaration is a type (`typename T`, `class T`).
