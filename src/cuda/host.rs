@@ -244,6 +244,66 @@ pub fn template_arguments(list: &str) -> Option<Vec<String>> {
     (whole && !n.has_error()).then(|| arg_texts(n, &code))
 }
 
+/// One explicit instance of a function template in host code: a call `f<192, 8>(…)` (also
+/// qualified, `ns::f<…>(…)`, or a method, `s.f<…>(…)`, `s.template f<…>(…)`) or a
+/// declaration naming one (`template void f<float>(…);`, a specialization); a kernel
+/// launch is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateInstance {
+    /// 1-based line of the name.
+    pub line: u32,
+    /// The template arguments as written, spaces single.
+    pub args: Vec<String>,
+}
+
+/// The explicit instances of function template `name` in a text, in order, from its one
+/// parse.
+pub fn template_instances(src: &str, name: &str) -> Vec<TemplateInstance> {
+    let tree = tree(src);
+    let mut out = Vec::new();
+    visit(tree.root_node(), &mut |n| {
+        if !matches!(n.kind(), "template_function" | "template_method") {
+            return;
+        }
+        let (Some(id), Some(list)) = (
+            n.child_by_field_name("name"),
+            n.child_by_field_name("arguments"),
+        ) else {
+            return;
+        };
+        if text(id, src) != name || !names_instance(n) {
+            return;
+        }
+        out.push(TemplateInstance {
+            line: id.start_position().row as u32 + 1,
+            args: arg_texts(list, src)
+                .iter()
+                .map(|a| a.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect(),
+        });
+    });
+    out
+}
+
+/// Whether a template name (`f<T>`) is what a call calls (not a launch) or what a
+/// declarator declares, through qualifiers and member access.
+fn names_instance(n: Node) -> bool {
+    let mut x = n;
+    while let Some(p) = x.parent() {
+        match p.kind() {
+            "qualified_identifier" | "field_expression" | "dependent_name" => x = p,
+            "call_expression" => {
+                let mut c = p.walk();
+                let launch = p.children(&mut c).any(|k| k.kind() == "kernel_call_syntax");
+                return !launch && p.child_by_field_name("function") == Some(x);
+            }
+            "function_declarator" => return p.child_by_field_name("declarator") == Some(x),
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Whether a node sits in a block (a function body, or a K&R one at file level).
 fn in_block(n: Node) -> bool {
     let mut p = n.parent();
@@ -585,6 +645,31 @@ mod tests {
             ["true", "false"]
         );
         assert!(template_arguments("<int").is_none());
+    }
+
+    #[test]
+    fn template_instances_are_calls_and_declarations_not_launches() {
+        let src = "template void fill<float>(float *p, int n);\n\
+            template <> void fill<int>(int *p, int n) { }\n\
+            void g() {\n\
+              fill<double>(p, n); ns::fill<TILE, 4>(q, m); s.fill<char>(c);\n\
+              s.template fill<long>(c);\n\
+              fill<unsigned  int><<<1, 1>>>(p, n);\n\
+              fill2<float>(p); fill(p); auto f = &fill<short>; x = fill < 3;\n\
+            }\n";
+        let got: Vec<(u32, String)> = template_instances(src, "fill")
+            .into_iter()
+            .map(|i| (i.line, i.args.join(",")))
+            .collect();
+        let want = [
+            (1, "float"),
+            (2, "int"),
+            (4, "double"),
+            (4, "TILE,4"),
+            (4, "char"),
+            (5, "long"),
+        ];
+        assert_eq!(got, want.map(|(l, a)| (l, a.to_string())));
     }
 
     const SRC: &str = "namespace ns {\n\

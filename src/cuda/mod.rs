@@ -23,6 +23,7 @@ mod isolate;
 pub mod lex;
 pub(crate) mod ppcond;
 pub(crate) mod queries;
+pub mod structs;
 pub mod syntax;
 pub mod texture;
 mod tree;

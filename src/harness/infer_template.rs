@@ -15,7 +15,7 @@
 use super::infer_host::Host;
 use super::template;
 use super::{c_base_type, ElemType};
-use crate::cuda::lex;
+use crate::cuda::structs::{self, Member, StructDef};
 use crate::record::{KernelUnit, Pair, Param};
 use std::fmt::Write as _;
 
@@ -55,45 +55,24 @@ pub struct Instance {
     pub line: u32,
 }
 
-/// Every `name<…>(` in `texts`, in file order (texts in the order given).
+/// Every explicit instance of function template `name` in `texts` (calls `name<…>(…)`,
+/// instantiations, specializations; [`crate::cuda::host::template_instances`]), in file
+/// order (texts in the order given).
 pub fn explicit_instances<'t>(
     texts: impl IntoIterator<Item = &'t str>,
     name: &str,
 ) -> Vec<Instance> {
-    let mut out = Vec::new();
-    for (ti, t) in texts.into_iter().enumerate() {
-        let b = t.as_bytes();
-        // Literals blanked, offsets kept: brackets are matched on this.
-        let masked = lex::mask(t);
-        let mut from = 0;
-        while let Some(p) = t[from..].find(name).map(|p| p + from) {
-            from = p + name.len();
-            let before_ok = p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_');
-            let rest = &t[from..];
-            let lt = rest.len() - rest.trim_start().len();
-            if !before_ok || !rest.trim_start().starts_with('<') {
-                continue;
-            }
-            let Some(close) = lex::matching(&masked[from..], lt, b'<', b'>') else {
-                continue;
-            };
-            if !rest[close + 1..].trim_start().starts_with('(') {
-                continue;
-            }
-            let Some(args) = crate::cuda::host::template_arguments(&rest[lt..=close]) else {
-                continue;
-            };
-            out.push(Instance {
-                args: args
-                    .iter()
-                    .map(|a| a.split_whitespace().collect::<Vec<_>>().join(" "))
-                    .collect(),
+    let texts = texts.into_iter().enumerate();
+    texts
+        .flat_map(|(ti, t)| {
+            let found = crate::cuda::host::template_instances(t, name).into_iter();
+            found.map(move |i| Instance {
+                args: i.args,
                 text: ti,
-                line: 1 + t[..p].matches('\n').count() as u32,
-            });
-        }
-    }
-    out
+                line: i.line,
+            })
+        })
+        .collect()
 }
 
 /// Whether a template parameter declaration is a type (`typename T`, `class T`).
@@ -376,81 +355,38 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
 
 /// A struct whose fields are all one scalar type, as a buffer element: the scalar type and
 /// the number of scalars per struct. `typedef struct tag { float a; float b; } Name;`,
-/// `struct Name { float a, b; float c[2]; };` (arrays of literal length). Err: why not
-/// (pointers, mixed or non-scalar types, an alignment attribute, no definition found).
+/// `struct Name { float a, b; float c[2]; };` (arrays of literal length), read from the
+/// first text that defines it ([`crate::cuda::structs`]). Err: why not (pointers, mixed
+/// or non-scalar types, an alignment attribute, a base class, no definition found).
 pub fn struct_of_scalars<'t>(
     name: &str,
     texts: impl IntoIterator<Item = &'t str>,
 ) -> Result<(ElemType, usize), String> {
     for t in texts {
-        if let Some(body) = struct_body(t, name) {
-            return scalar_fields(&body).map_err(|why| format!("struct `{name}`: {why}"));
+        if let Some(def) = structs::definition_of(t, name) {
+            return scalar_fields(&def).map_err(|why| format!("struct `{name}`: {why}"));
         }
     }
     Err(format!("no definition of struct `{name}` found"))
 }
 
-/// The text between the braces of `struct name {…}` or `typedef struct [tag] {…} name;`.
-fn struct_body(t: &str, name: &str) -> Option<String> {
-    let masked = lex::mask(t);
-    let mut from = 0;
-    while let Some(p) = t[from..].find("struct").map(|p| p + from) {
-        from = p + 6;
-        let b = t.as_bytes();
-        if p > 0 && (b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_') {
-            continue;
-        }
-        let rest = &t[from..];
-        let Some(open) = rest.find(['{', ';']) else {
-            continue;
-        };
-        let tag = rest[..open].trim();
-        let attrs =
-            |s: &str| s.contains("__align__") || s.contains("alignas") || s.contains("aligned");
-        // Not a struct definition (`struct P f(int a);`, `struct P *p;`).
-        if rest.as_bytes()[open] != b'{' || (tag.contains('(') && !attrs(tag)) {
-            continue;
-        }
-        let close = lex::matching(&masked[from..], open, b'{', b'}')?;
-        let body = rest[open + 1..close].to_string();
-        if tag.split_whitespace().last() == Some(name) {
-            if attrs(tag) {
-                return Some("__align__".into());
-            }
-            return Some(body);
-        }
-        // `typedef struct … { … } name;`
-        let before = t[..p].trim_end();
-        let after = rest[close + 1..].split(';').next().unwrap_or("");
-        if before.ends_with("typedef") && after.split(',').any(|n| n.trim() == name) {
-            if attrs(tag) || attrs(after) {
-                return Some("__align__".into());
-            }
-            return Some(body);
-        }
-    }
-    None
-}
-
-/// The scalar type and count of a struct body's fields, all of one element type.
-fn scalar_fields(body: &str) -> Result<(ElemType, usize), String> {
-    if body.contains("__align__") {
+/// The scalar type and count of a struct's fields, all of one element type.
+fn scalar_fields(def: &StructDef) -> Result<(ElemType, usize), String> {
+    if !def.attributes.is_empty() {
         return Err("it has an alignment attribute, so its size may include padding".into());
+    }
+    if let Some(b) = &def.bases {
+        return Err(format!("it has base classes (`{b}`)"));
     }
     let mut elem: Option<ElemType> = None;
     let mut count = 0usize;
-    for decl in body.split(';').map(str::trim).filter(|d| !d.is_empty()) {
-        if decl.contains('*') || decl.contains('(') || decl.contains('{') {
-            return Err(format!("field `{decl}` is not a scalar"));
-        }
-        let mut names = decl.split(',');
-        let first = names.next().unwrap_or("").trim();
-        let cut = first
-            .rfind(|c: char| c.is_whitespace())
-            .ok_or_else(|| format!("field `{decl}` has no type"))?;
-        let (ty, first_name) = first.split_at(cut);
-        let e = ElemType::from_c_type(ty.trim())
-            .ok_or_else(|| format!("field `{decl}`: `{}` is not a scalar type", ty.trim()))?;
+    for m in &def.members {
+        let (ty, declarators) = match m {
+            Member::Field { ty, declarators } => (ty, declarators),
+            Member::Other(decl) => return Err(format!("field `{decl}` is not a scalar")),
+        };
+        let e = ElemType::from_c_type(ty)
+            .ok_or_else(|| format!("field of type `{ty}`: not a scalar type"))?;
         match elem {
             Some(x) if x != e => {
                 return Err(format!(
@@ -461,32 +397,21 @@ fn scalar_fields(body: &str) -> Result<(ElemType, usize), String> {
             }
             _ => elem = Some(e),
         }
-        for n in std::iter::once(first_name).chain(names) {
-            count += array_len(n.trim())?;
+        for (name, extents) in declarators {
+            let mut n = 1usize;
+            for ext in extents {
+                n *= ext
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("field `{name}` has an extent that is not a literal"))?;
+            }
+            count += n;
         }
     }
     match elem {
         Some(e) => Ok((e, count)),
         None => Err("it has no fields".into()),
     }
-}
-
-/// `a` → 1, `a[3]` → 3, `a[2][2]` → 4; a non-literal extent is an error.
-fn array_len(decl: &str) -> Result<usize, String> {
-    let mut n = 1usize;
-    let mut rest = decl;
-    while let Some(o) = rest.find('[') {
-        let c = rest[o..]
-            .find(']')
-            .ok_or_else(|| format!("field `{decl}` is malformed"))?;
-        let ext: usize = rest[o + 1..o + c]
-            .trim()
-            .parse()
-            .map_err(|_| format!("field `{decl}` has an extent that is not a literal"))?;
-        n *= ext;
-        rest = &rest[o + c + 1..];
-    }
-    Ok(n)
 }
 
 /// A struct buffer's length in scalars, as host text, from its byte size: a

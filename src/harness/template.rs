@@ -15,7 +15,7 @@ fn declared_name(param: &str) -> Option<&str> {
     (!name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit())).then_some(name)
 }
 
-/// Split at commas outside `<>`, `()`, `[]`.
+/// Split a parameter list at commas outside `<>`, `()`, `[]`.
 fn top_level_commas(s: &str) -> Vec<String> {
     let mut out: Vec<String> = lex::split_top_level_commas(s, b"<([", b">)]")
         .into_iter()
@@ -28,8 +28,9 @@ fn top_level_commas(s: &str) -> Vec<String> {
     out
 }
 
-/// The template arguments written in a name expression (`k<float, 16>` → `float`, `16`);
-/// empty when it has none.
+/// The template arguments written in a name expression (`k<float, 16>` → `float`, `16`),
+/// read by the front end ([`crate::cuda::host::template_arguments`]); empty when it has
+/// none.
 pub fn launch_args(name_expr: &str) -> Vec<String> {
     let (Some(a), Some(z)) = (name_expr.find('<'), name_expr.rfind('>')) else {
         return Vec::new();
@@ -37,7 +38,7 @@ pub fn launch_args(name_expr: &str) -> Vec<String> {
     if z <= a {
         return Vec::new();
     }
-    top_level_commas(&name_expr[a + 1..z])
+    crate::cuda::host::template_arguments(&name_expr[a..=z]).unwrap_or_default()
 }
 
 /// Template parameter name → argument text, by position (parameters left to their
@@ -154,6 +155,8 @@ mod tests {
             ["pair<int, float>", "3"]
         );
         assert!(bindings(&params, "reduce6").is_empty());
+        // A comparison in parentheses is one argument.
+        assert_eq!(launch_args("k<(a > b), 2>"), ["(a > b)", "2"]);
     }
 
     #[test]
