@@ -56,9 +56,9 @@ pub struct Host {
     /// `sizeof(T)` of a type parameter no instance binds, learnt from the buffer it sizes:
     /// `cudaMalloc(&c_r_out, w * h * sizeof(T))` for a buffer of `int` makes `T` 4 bytes.
     pub sizeof_hints: std::cell::RefCell<Vec<(String, usize)>>,
-    /// `enclosing_function` answers by (text index, line): the launch's own function and
+    /// [`Host::function_at`]'s answers by (text index, line): the launch's own function and
     /// those walks up the callers pass through, each found once.
-    pub scopes: std::cell::RefCell<BTreeMap<Spot, Option<FnHead>>>,
+    pub scopes: std::cell::RefCell<BTreeMap<Spot, Option<HostFn>>>,
     /// The host code around the slow kernel's own launch, when the pair's slow side is a
     /// natural kernel launched from other code (Parboil's `cuda_base/`): its launch is
     /// read from there, by the same rules.
@@ -549,12 +549,6 @@ impl Host {
         flow.declares(name, f.body) && flow.object_arguments_within(name, (f.body.0, launch)) == 0
     }
 
-    /// The host function holding `spot`.
-    fn function_at_spot(&self, spot: Spot) -> Option<HostFn> {
-        let t = self.texts().nth(spot.0)?;
-        host::function_at(&host::functions_cached(t), spot.1).cloned()
-    }
-
     /// Whether function `f` of text `ti` has a `name` of its own: a parameter or a local.
     fn owns(&self, ti: usize, f: &HostFn, name: &str) -> bool {
         f.params.iter().any(|p| p == name)
@@ -574,7 +568,7 @@ impl Host {
         let mut steps = 0;
         while let Some(spot) = todo.pop() {
             steps += 1;
-            let Some(f) = self.function_at_spot(spot).filter(|_| steps <= 16) else {
+            let Some(f) = self.function_at(spot).filter(|_| steps <= 16) else {
                 sees.global |= steps <= 16;
                 continue;
             };
@@ -602,7 +596,7 @@ impl Host {
 
     /// Whether a write of `name` at `spot` writes the variable the launch reads.
     fn sees(&self, sees: &Sees, name: &str, spot: Spot) -> bool {
-        match self.function_at_spot(spot) {
+        match self.function_at(spot) {
             None => sees.global,
             Some(f) if sees.owners.contains(&(spot.0, f.name.clone())) => true,
             Some(f) => sees.global && !self.owns(spot.0, &f, name),
@@ -1149,14 +1143,6 @@ fn product_factors(e: &str) -> Option<Vec<&str>> {
     product.then(|| factors.into_iter().map(|r| &e[r]).collect())
 }
 
-/// The function whose body holds 1-based `line` in `text` (comments removed): its name and
-/// parameter names. Blocks not opened by a parameter list (`namespace`, `extern "C"`,
-/// `struct`) are seen through.
-pub fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)> {
-    let fns = crate::cuda::host::functions_cached(text);
-    crate::cuda::host::function_at(&fns, line).map(|f| (f.name.clone(), f.params.clone()))
-}
-
 /// Calls of `fname` with `n` arguments.
 pub fn call_sites(text: &str, fname: &str, n: usize) -> Vec<Call> {
     let mut c = calls_to(text, fname);
@@ -1190,16 +1176,21 @@ impl Host {
         }
     }
 
-    /// The function around `spot` (name, parameters), cached.
-    fn scope_at(&self, spot: Spot) -> Option<FnHead> {
+    /// The host function around `spot`, cached.
+    fn function_at(&self, spot: Spot) -> Option<HostFn> {
         self.scopes
             .borrow_mut()
             .entry(spot)
             .or_insert_with(|| {
                 let t = self.texts().nth(spot.0)?;
-                enclosing_function(t, spot.1)
+                host::function_at(&host::functions_cached(t), spot.1).cloned()
             })
             .clone()
+    }
+
+    /// The function around `spot`: its name and parameters ([`Host::function_at`]).
+    fn scope_at(&self, spot: Spot) -> Option<FnHead> {
+        self.function_at(spot).map(|f| (f.name, f.params))
     }
 
     /// A `#define`, or a variable declared outside every function (`int layer_size = 0;`
@@ -1642,6 +1633,13 @@ fn helper_alloc_bytes(def: &str, f: &HostFn, k: usize, args: &[String]) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The function whose body holds 1-based `line` in `text`: its name and parameter names,
+    /// as [`Host::scope_at`] gives them. Blocks not opened by a parameter list
+    /// (`namespace`, `extern "C"`, `struct`) are seen through.
+    fn enclosing_function(text: &str, line: u32) -> Option<(String, Vec<String>)> {
+        host(text, line).scope_at((0, line))
+    }
 
     fn host(file: &str, line: u32) -> Host {
         Host {
