@@ -436,9 +436,13 @@ impl Host {
         out
     }
 
-    /// The text a name is defined as: a `#define NAME body`, else its last assignment or
-    /// initialized declaration before the launch in the launch file, else the first in the
-    /// other files. Function-like macros are not values.
+    /// The text a name is defined as: a `#define NAME body`; else a command-line value; else
+    /// its writes before the launch in the launching function and at file level, folded;
+    /// else the one text the launching function's call sites pass for it as a parameter;
+    /// else (scoped) the first write of the variable the launch reads ([`Host::launch_sees`]),
+    /// never a device function's local or a parameter's default; only when there is none,
+    /// the first write of a same-named variable elsewhere. None for a local of the launching
+    /// function no write before the launch sets. Function-like macros are not values.
     pub fn definition(&self, name: &str) -> Option<String> {
         memoized(&self.memo.definitions, name, || {
             self.definition_uncached(name)
