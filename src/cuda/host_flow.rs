@@ -716,44 +716,76 @@ impl Flow {
     /// variable `name` (`int n;`, `float *n = …`, `int a[4], n = 2;`, a `for` header's
     /// `int n = 0`): then `name` there is that function's own, not a global of that name.
     pub fn declares(&self, name: &str, within: (usize, usize)) -> bool {
+        !self.declarations(name, within).is_empty()
+    }
+
+    /// The declared types of the variables `name` that declarations inside the byte span
+    /// `within` declare, in order: the declaration's type and one `*` per pointer level
+    /// (`const float *a, **b` → `float *` for `a`, `float **` for `b`); None for an array
+    /// or a reference (`float x[4]`, `float &r = s`).
+    pub fn declarations(&self, name: &str, within: (usize, usize)) -> Vec<Option<String>> {
         let root = self.tree.root_node();
-        self.positions(name)
+        let mut out = Vec::new();
+        for &p in self
+            .positions(name)
             .iter()
             .filter(|&&p| p >= within.0 && p < within.1)
-            .any(|&p| {
-                let Some(mut d) = root.descendant_for_byte_range(p, p + name.len()) else {
-                    return false;
-                };
-                if d.kind() != "identifier" {
-                    return false;
+        {
+            let Some(mut d) = root.descendant_for_byte_range(p, p + name.len()) else {
+                continue;
+            };
+            if d.kind() != "identifier" {
+                continue;
+            }
+            let (mut stars, mut plain) = (0, true);
+            while let Some(q) = d.parent().filter(|q| {
+                matches!(
+                    q.kind(),
+                    "init_declarator"
+                        | "pointer_declarator"
+                        | "array_declarator"
+                        | "reference_declarator"
+                        | "parenthesized_declarator"
+                ) && q
+                    .child_by_field_name("declarator")
+                    // `&r`: the grammar gives a reference's declarator no field name.
+                    .or_else(|| {
+                        q.named_child(0)
+                            .filter(|_| q.kind() == "reference_declarator")
+                    })
+                    .is_some_and(|x| x.id() == d.id())
+            }) {
+                match q.kind() {
+                    "pointer_declarator" => stars += 1,
+                    "array_declarator" | "reference_declarator" => plain = false,
+                    _ => {}
                 }
-                while let Some(q) = d.parent().filter(|q| {
-                    matches!(
-                        q.kind(),
-                        "init_declarator"
-                            | "pointer_declarator"
-                            | "array_declarator"
-                            | "reference_declarator"
-                            | "parenthesized_declarator"
-                    ) && q
-                        .child_by_field_name("declarator")
-                        // `&r`: the grammar gives a reference's declarator no field name.
-                        .or_else(|| {
-                            q.named_child(0)
-                                .filter(|_| q.kind() == "reference_declarator")
-                        })
-                        .is_some_and(|x| x.id() == d.id())
-                }) {
-                    d = q;
+                d = q;
+            }
+            let Some(decl) = d.parent().filter(|q| {
+                q.kind() == "declaration" && {
+                    let mut c = q.walk();
+                    let mut ds = q.children_by_field_name("declarator", &mut c);
+                    ds.any(|y| y.id() == d.id())
                 }
-                d.parent().is_some_and(|q| {
-                    q.kind() == "declaration" && {
-                        let mut c = q.walk();
-                        let mut ds = q.children_by_field_name("declarator", &mut c);
-                        ds.any(|y| y.id() == d.id())
-                    }
-                })
-            })
+            }) else {
+                continue;
+            };
+            let ty = decl.child_by_field_name("type").map(|t| {
+                text(t, &self.src)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            out.push(ty.filter(|_| plain).map(|t| {
+                if stars == 0 {
+                    t
+                } else {
+                    format!("{t} {}", "*".repeat(stars))
+                }
+            }));
+        }
+        out
     }
 
     /// The command-line flag an argument-parsing write on 1-based `line` belongs to: a
@@ -1121,6 +1153,23 @@ mod tests {
         assert!(!f.is_default_argument(writes[1].pos));
         let m = f.assignments("m");
         assert!(!f.is_default_argument(m[0].pos));
+    }
+
+    #[test]
+    fn declarations_give_each_declarators_type_and_pointer_depth() {
+        let src = "void f() {\n  const float *a, **b, c = 1;\n  unsigned char *d;\n  float x[4], &r = c;\n  for (int i = 0; i < 4; i++) {}\n  a = 0;\n}\n";
+        let f = Flow::of(src);
+        let all = (0, src.len());
+        let ty = |n: &str| f.declarations(n, all);
+        assert_eq!(ty("a"), [Some("float *".to_string())]);
+        assert_eq!(ty("b"), [Some("float **".to_string())]);
+        assert_eq!(ty("c"), [Some("float".to_string())]);
+        assert_eq!(ty("d"), [Some("unsigned char *".to_string())]);
+        assert_eq!(ty("i"), [Some("int".to_string())]);
+        // Arrays and references are declared, with no element type to give.
+        assert_eq!(ty("x"), [None]);
+        assert_eq!(ty("r"), [None]);
+        assert!(ty("f").is_empty());
     }
 
     #[test]

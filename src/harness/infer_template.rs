@@ -131,39 +131,18 @@ pub fn bind_instance(
     Ok(binds)
 }
 
-/// The declared type of `var` in a function's text: a parameter of the function, else the
-/// last declaration `T *var` / `T var` before `upto` in its text whose base type is an element
-/// type (other declarations say nothing this rule can use).
-pub fn declared_type(f: &HostFn, fn_text: &str, var: &str) -> Option<String> {
+/// The declared type of `var` in the function `f` of `text`: a parameter of the function,
+/// else the last declaration `T *var` / `T var` in its body whose base type is an element
+/// type (other declarations say nothing this rule can use), from the host index.
+pub fn declared_type(f: &HostFn, text: &str, var: &str) -> Option<String> {
     if let Some(p) = f.params.iter().find(|p| p.name == var) {
         return Some(p.ty.clone());
     }
-    let b = fn_text.as_bytes();
-    let mut found = None;
-    let mut from = 0;
-    while let Some(p) = fn_text[from..].find(var).map(|p| p + from) {
-        from = p + var.len();
-        let word = (p == 0 || !(b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_'))
-            && b.get(from)
-                .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
-        let after = fn_text[from..].trim_start();
-        if !word || !(after.starts_with(';') || after.starts_with('=')) {
-            continue;
-        }
-        let start = fn_text[..p]
-            .rfind([';', '{', '}', '(', ',', '\n'])
-            .map_or(0, |s| s + 1);
-        let ty = fn_text[start..p].trim();
-        if !ty.is_empty()
-            && ty
-                .chars()
-                .all(|c| c.is_alphanumeric() || c == '_' || c == '*' || c == ' ')
-            && ElemType::from_c_type(&c_base_type(ty)).is_some()
-        {
-            found = Some(ty.to_string());
-        }
-    }
-    found
+    crate::cuda::host_flow::Flow::of(text)
+        .declarations(var, f.span)
+        .into_iter()
+        .flatten()
+        .rfind(|ty| ElemType::from_c_type(&c_base_type(ty)).is_some())
 }
 
 /// Deduce a template kernel's type parameters from the launch's arguments: a parameter
@@ -175,7 +154,7 @@ pub fn deduce_kernel_args(
     kernel_params: &[Param],
     launch_args: &[String],
     f: &HostFn,
-    fn_text: &str,
+    text: &str,
 ) -> Option<Vec<String>> {
     let mut out = Vec::new();
     for decl in kernel_template {
@@ -192,7 +171,7 @@ pub fn deduce_kernel_args(
             if !super::is_ident(a) {
                 continue;
             }
-            let Some(ty) = declared_type(f, fn_text, a) else {
+            let Some(ty) = declared_type(f, text, a) else {
                 continue;
             };
             // The pointer depth must agree (`T *` takes `float *`, not `float **`).
@@ -285,7 +264,6 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
     }
     // The launching function as instantiated (for declared argument types).
     let fi = enclosing_fn(&file, host.launch_line);
-    let fn_text = fi.as_ref().map(|f| &file[f.span.0..f.span.1]).unwrap_or("");
     let mut out = pair.clone();
     let mut changed = !host_binds.is_empty();
     let mut units: Vec<&mut KernelUnit> = vec![&mut out.fast];
@@ -317,7 +295,7 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
         }
         if s.template_args.is_none() {
             let deduced = fi.as_ref().and_then(|fi| {
-                deduce_kernel_args(&u.template_params, &u.params, &s.args, fi, fn_text)
+                deduce_kernel_args(&u.template_params, &u.params, &s.args, fi, &file)
             });
             if let Some(args) = deduced {
                 writeln!(
@@ -647,6 +625,17 @@ namespace img {
         let inst = instantiate(&pair("split", &["typename T"], SPLIT, st), &host(plain, 3))
             .expect("deduced");
         assert_eq!(inst.pair.fast.params[0].ty, "double *");
+        // One declaration of several pointers (HeCBench convolution3D's `T *dX, *dW, *dY;`,
+        // as instantiated) types each of them.
+        let several =
+            "void go(int n) {\n  int *d_a, *d_x, d_n = 0;\n  split<<<1, 1>>>(d_x, 0, n);\n}\n";
+        let st = site("split", 3, None, "1", "1", &["d_x", "0", "n"], &[]);
+        let inst = instantiate(
+            &pair("split", &["typename T"], SPLIT, st),
+            &host(several, 3),
+        )
+        .expect("deduced");
+        assert_eq!(inst.pair.fast.params[0].ty, "int *");
         // An argument whose type is not visible leaves the kernel as it is.
         let opaque =
             "void go(Img *im, int n) {\n  auto p = im->data;\n  split<<<1, 1>>>(p, 0, n);\n}\n";
