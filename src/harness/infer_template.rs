@@ -270,15 +270,27 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
     if let Some(s) = out.slow.unit_mut() {
         units.push(s);
     }
+    let fi_span = fi.as_ref().map(|f| f.span);
     for u in units {
+        // The pair's launch, else the unit's own launch in the same function (a slow kernel
+        // launched beside the fast one: HeCBench convolution3D's `conv3d_s1` … `s3`).
         let Some(idx) = u
             .launch_sites
             .iter()
             .position(|s| s.kernel == site.kernel && s.line == site.line && s.path == site.path)
+            .or_else(|| {
+                u.launch_sites.iter().position(|s| {
+                    s.kernel == u.kernel
+                        && s.path == site.path
+                        && fi_span.is_some()
+                        && enclosing_fn(&file, s.line).map(|g| g.span) == fi_span
+                })
+            })
         else {
             continue;
         };
         let s = &mut u.launch_sites[idx];
+        let before = s.template_args.clone();
         if !host_binds.is_empty() {
             let sub = |t: &str| template::substitute(t, &host_binds);
             s.template_args = s.template_args.as_deref().map(sub);
@@ -320,7 +332,7 @@ pub fn instantiate(pair: &Pair, host: &Host) -> Option<Instantiation> {
                 u.params = params;
                 changed = true;
             }
-            changed |= s.template_args.as_deref() != site.template_args.as_deref();
+            changed |= s.template_args != before;
         }
     }
     host.set_file(file);
@@ -542,6 +554,56 @@ namespace img {
         u.template_params = tparams.iter().map(|s| s.to_string()).collect();
         u.launch_sites = vec![site];
         Pair::new(Slow::PENDING, u, PairRule::Name)
+    }
+
+    #[test]
+    fn a_slow_kernel_launched_beside_the_fast_one_is_instantiated_too() {
+        // cuda-samples reduction: `reduce<T>` launches each variant by a switch; the first
+        // instance `reduce<int>` gives both launches `T = int`.
+        let text = "template <class T>\nvoid reduce(int n, T *d_i, T *d_o) {\n  switch (k) {\n  case 0: reduce0<T><<<n / 256, 256>>>(d_i, d_o, n); break;\n  case 1: reduce1<T><<<n / 256, 256>>>(d_i, d_o, n); break;\n  }\n}\ntemplate void reduce<int>(int n, int *d_i, int *d_o);\n";
+        let params: &[(&str, &str)] = &[
+            ("T *", "g_idata"),
+            ("T *", "g_odata"),
+            ("unsigned int", "n"),
+        ];
+        let args = ["d_i", "d_o", "n"];
+        let fast = site("reduce1", 5, Some("<T>"), "n / 256", "256", &args, &[]);
+        let mut p = pair("reduce1", &["class T"], params, fast);
+        let mut slow = KernelUnit::for_test("reduce0", params, "");
+        slow.path = "b/main.cu".into();
+        slow.template_params = vec!["class T".into()];
+        slow.launch_sites = vec![site(
+            "reduce0",
+            4,
+            Some("<T>"),
+            "n / 256",
+            "256",
+            &args,
+            &[],
+        )];
+        p.slow = Slow::Natural {
+            unit: Box::new(slow),
+        };
+        let inst = instantiate(&p, &host(text, 5)).expect("a rule applies");
+        let s = inst.pair.slow.unit().expect("slow");
+        assert_eq!(s.launch_sites[0].template_args.as_deref(), Some("<int>"));
+        assert_eq!(s.params[0].ty, "int *");
+        assert_eq!(inst.pair.fast.params[0].ty, "int *");
+        // A slow launch in another function is left as it is.
+        let other = "template <class T>\nvoid reduce(int n, T *d_i, T *d_o) {\n  reduce1<T><<<n / 256, 256>>>(d_i, d_o, n);\n}\ntemplate <class T>\nvoid g(int n, T *d_i, T *d_o) {\n  reduce0<T><<<n / 256, 256>>>(d_i, d_o, n);\n}\ntemplate void reduce<int>(int n, int *d_i, int *d_o);\n";
+        let mut q = p.clone();
+        if let Some(u) = q.slow.unit_mut() {
+            u.launch_sites[0].line = 7;
+        }
+        q.fast.launch_sites[0].line = 3;
+        let inst = instantiate(&q, &host(other, 3)).expect("a rule applies");
+        assert_eq!(inst.pair.fast.params[0].ty, "int *");
+        let slow_args = inst
+            .pair
+            .slow
+            .unit()
+            .and_then(|u| u.launch_sites[0].template_args.clone());
+        assert_eq!(slow_args.as_deref(), Some("<T>"));
     }
 
     #[test]
