@@ -278,7 +278,7 @@ pub fn template_instances(src: &str, name: &str) -> Vec<TemplateInstance> {
             line: id.start_position().row as u32 + 1,
             args: arg_texts(list, src)
                 .iter()
-                .map(|a| a.split_whitespace().collect::<Vec<_>>().join(" "))
+                .map(|a| super::syntax::single_spaced(a))
                 .collect(),
         });
     });

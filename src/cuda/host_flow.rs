@@ -5,7 +5,7 @@
 //! parsed `for_statement`s, `if_statement`s and blocks rather than by scanning text.
 
 use super::host::{function_at, per_text, text_key, HostFn, TextCache};
-use super::syntax::text;
+use super::syntax::{single_spaced, text};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use tree_sitter::{Node, Tree};
@@ -771,12 +771,9 @@ impl Flow {
             }) else {
                 continue;
             };
-            let ty = decl.child_by_field_name("type").map(|t| {
-                text(t, &self.src)
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            });
+            let ty = decl
+                .child_by_field_name("type")
+                .map(|t| single_spaced(text(t, &self.src)));
             out.push(ty.filter(|_| plain).map(|t| {
                 if stars == 0 {
                     t
@@ -833,15 +830,14 @@ impl Flow {
 
     /// [`Flow::object_arguments`] starting inside the byte span `within`.
     pub fn object_arguments_within(&self, obj: &str, within: (usize, usize)) -> usize {
-        let mut count = 0;
-        super::tree::visit(self.tree.root_node(), &mut |n| {
-            if n.kind() != "identifier"
-                || text(n, &self.src) != obj
-                || n.start_byte() < within.0
-                || n.start_byte() >= within.1
-            {
-                return;
-            }
+        let root = self.tree.root_node();
+        let in_call = |p: usize| {
+            let Some(n) = root
+                .descendant_for_byte_range(p, p + obj.len())
+                .filter(|n| n.kind() == "identifier")
+            else {
+                return false;
+            };
             let x = n
                 .parent()
                 .filter(|p| {
@@ -851,11 +847,12 @@ impl Flow {
                 .unwrap_or(n);
             let prev = x.prev_sibling().map(|s| s.kind());
             let next = x.next_sibling().map(|s| s.kind());
-            if matches!(prev, Some("(" | ",")) && matches!(next, Some("," | ")")) {
-                count += 1;
-            }
-        });
-        count
+            matches!(prev, Some("(" | ",")) && matches!(next, Some("," | ")"))
+        };
+        self.positions(obj)
+            .iter()
+            .filter(|&&p| p >= within.0 && p < within.1 && in_call(p))
+            .count()
     }
 
     /// The argument texts of each kernel launch whose `>>>` is on a line after `after` and

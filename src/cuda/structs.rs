@@ -4,7 +4,7 @@
 //! facts, not of a brace scan over text.
 
 use super::host::{per_text, TextCache};
-use super::syntax::text;
+use super::syntax::{single_spaced, text};
 use super::tree::visit;
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -48,7 +48,11 @@ pub fn definitions(src: &str) -> Arc<Vec<StructDef>> {
     static STRUCTS: LazyLock<TextCache<Vec<StructDef>>> = LazyLock::new(Default::default);
     per_text(&STRUCTS, src, |s| {
         let code = align_as_alignas(s);
-        let tree = super::syntax::parse(&code);
+        // The host index's one parse, unless `__align__` had to be respelled.
+        let tree = match &code {
+            Cow::Borrowed(_) => super::host::tree(s),
+            Cow::Owned(c) => super::syntax::parse(c),
+        };
         let mut out = Vec::new();
         visit(tree.root_node(), &mut |n| {
             if n.kind() == "struct_specifier" {
@@ -92,11 +96,6 @@ const ATTRIBUTES: [&str; 4] = [
     "ms_declspec_modifier",
 ];
 
-/// Spaces single.
-fn folded(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 fn definition(n: Node, src: &str) -> Option<StructDef> {
     let body = n.child_by_field_name("body")?;
     let mut names: Vec<String> = n
@@ -128,7 +127,7 @@ fn definition(n: Node, src: &str) -> Option<StructDef> {
     Some(StructDef {
         names,
         attributes,
-        bases: bases.map(|b| folded(text(b, src))),
+        bases: bases.map(|b| single_spaced(text(b, src))),
         members,
     })
 }
@@ -138,12 +137,12 @@ fn attributes_of(n: Node, src: &str) -> Vec<String> {
     let attrs = n
         .children(&mut c)
         .filter(|k| ATTRIBUTES.contains(&k.kind()));
-    attrs.map(|a| folded(text(a, src))).collect()
+    attrs.map(|a| single_spaced(text(a, src))).collect()
 }
 
 /// A member as a plain field, or as written.
 fn member(m: Node, src: &str) -> Member {
-    let other = || Member::Other(folded(text(m, src).trim_end_matches(';')));
+    let other = || Member::Other(single_spaced(text(m, src).trim_end_matches(';')));
     if m.kind() != "field_declaration" {
         return other();
     }
@@ -177,7 +176,7 @@ fn member(m: Node, src: &str) -> Member {
         return other();
     }
     Member::Field {
-        ty: folded(text(ty, src)),
+        ty: single_spaced(text(ty, src)),
         declarators,
     }
 }

@@ -243,6 +243,11 @@ pub fn squashed(n: Node, src: &str) -> String {
     text(n, src).split_whitespace().collect()
 }
 
+/// A text with every run of white space one space, and none at the ends.
+pub fn single_spaced(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The name of every `identifier` node under `n` (itself included), in document order.
 pub fn identifiers<'a>(n: Node, src: &'a str) -> Vec<&'a str> {
     let ids = super::queries::all_of_kind(n, "identifier");

@@ -515,12 +515,13 @@ impl Host {
             .texts()
             .enumerate()
             .flat_map(|(ti, t)| {
-                let fns = host::functions_cached(t);
                 let flow = Flow::of(t);
                 flow.assignments(name)
                     .into_iter()
                     .filter(move |w| {
-                        !host::function_at(&fns, w.line).is_some_and(|f| f.device_only(t))
+                        !self
+                            .function_at((ti, w.line))
+                            .is_some_and(|f| f.device_only(t))
                     })
                     .map(move |w| (ti, flow.is_default_argument(w.pos), w))
             })
@@ -544,8 +545,7 @@ impl Host {
     /// Whether the function around the launch declares a local `name` of its own and passes
     /// it whole to no call before the launch line.
     fn launch_owns(&self, name: &str) -> bool {
-        let fns = host::functions_cached(&self.file);
-        let Some(f) = host::function_at(&fns, self.launch_line) else {
+        let Some(f) = self.function_at((0, self.launch_line)) else {
             return false;
         };
         let flow = Flow::of(&self.file);
@@ -569,11 +569,12 @@ impl Host {
     fn launch_sees(&self, name: &str) -> Sees {
         let mut sees = Sees::default();
         let mut todo = vec![(0, self.launch_line)];
-        let mut steps = 0;
-        while let Some(spot) = todo.pop() {
-            steps += 1;
-            let Some(f) = self.function_at(spot).filter(|_| steps <= 16) else {
-                sees.global |= steps <= 16;
+        // At most 16 functions: a chain of callers passing the name on is short.
+        let mut left = 16;
+        while let Some(spot) = todo.pop().filter(|_| left > 0) {
+            left -= 1;
+            let Some(f) = self.function_at(spot) else {
+                sees.global = true;
                 continue;
             };
             let id = (spot.0, f.name.clone());
