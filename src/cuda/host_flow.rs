@@ -196,7 +196,7 @@ impl Flow {
                 "compound_statement" => {
                     if !statement_seen {
                         statement_seen = true;
-                        match self.statement_head(node, pos) {
+                        match self.statement_head(node, pos, use_pos) {
                             Head::Loop => return WriteAt::FinishedLoop,
                             Head::If(c) => conds.push(c),
                             Head::Other => {}
@@ -254,7 +254,7 @@ impl Flow {
     /// there: `while (c) n++;` a loop, `if (c) n = 8;` / `else n = 8;` a condition. Only
     /// the outermost head counts: a body that is itself a control statement
     /// (`if (a) while (b) n++;`) leaves the condition unknown.
-    fn statement_head(&self, s: Node, pos: usize) -> Head {
+    fn statement_head(&self, s: Node, pos: usize, use_pos: usize) -> Head {
         let holds = |n: Node| n.start_byte() <= pos && pos < n.end_byte();
         let nested = |n: Node| {
             matches!(
@@ -274,10 +274,22 @@ impl Flow {
                     let plain = x
                         .child_by_field_name("consequence")
                         .filter(|c| holds(*c) && !nested(*c));
+                    let other = x.child_by_field_name("alternative");
+                    if plain.is_some() && other.is_some_and(|a| self.never_completes(a, 0)) {
+                        return Head::Other;
+                    }
                     return Head::If(plain.and_then(|_| self.condition(x)));
                 }
                 "else_clause" => {
                     let body = x.named_child(0);
+                    let first = x
+                        .parent()
+                        .and_then(|i| i.child_by_field_name("consequence"));
+                    if !body.is_some_and(nested)
+                        && first.is_some_and(|c| self.never_completes(c, 0))
+                    {
+                        return Head::Other;
+                    }
                     return Head::If(if body.is_some_and(nested) {
                         None
                     } else {
@@ -295,8 +307,11 @@ impl Flow {
                                 .is_none_or(|v| v.id() != n.id())
                         })
                         .collect();
+                    // The case also holding the use (`case 9: n = 2; k<<<n, …>>>()`) reached
+                    // the write to get there.
+                    let use_inside = x.start_byte() <= use_pos && use_pos < x.end_byte();
                     match stmts.iter().position(|n| holds(*n)) {
-                        Some(k) if k > 0 => x = stmts[k],
+                        Some(k) if k > 0 || use_inside => x = stmts[k],
                         _ => return Head::If(None),
                     }
                 }
@@ -306,7 +321,9 @@ impl Flow {
         }
     }
 
-    /// The head of block `b`: a loop's body, an `if`'s or `else`'s branch, a `switch`.
+    /// The head of block `b`: a loop's body, an `if`'s or `else`'s branch, a `switch`. A
+    /// branch whose other branch never completes (`if (argc == 3) { n = …; } else { usage();
+    /// }` where `usage` ends in `exit`) is straight code for what follows the `if`.
     fn block_head(&self, b: Node) -> Head {
         let Some(p) = b.parent() else {
             return Head::Other;
@@ -314,13 +331,78 @@ impl Flow {
         match p.kind() {
             "if_statement" if p.child_by_field_name("consequence") == Some(b) => {
                 let in_else = p.parent().is_some_and(|e| e.kind() == "else_clause");
+                let other = p.child_by_field_name("alternative");
+                if !in_else && other.is_some_and(|a| self.never_completes(a, 0)) {
+                    return Head::Other;
+                }
                 Head::If(if in_else { None } else { self.condition(p) })
+            }
+            "else_clause"
+                if p.parent()
+                    .and_then(|i| i.child_by_field_name("consequence"))
+                    .is_some_and(|c| self.never_completes(c, 0)) =>
+            {
+                Head::Other
             }
             "else_clause" => Head::If(self.else_condition(p)),
             "switch_statement" => Head::If(None),
             k if LOOPS.contains(&k) => Head::Loop,
             _ => Head::Other,
         }
+    }
+
+    /// Whether statement `s` never completes: it ends in a `return` or a `throw`, or in a
+    /// call to `exit`/`abort` or to a function of this text whose body never completes.
+    fn never_completes(&self, s: Node, depth: usize) -> bool {
+        const NO_RETURN: [&str; 6] = [
+            "exit",
+            "abort",
+            "_Exit",
+            "quick_exit",
+            "std::exit",
+            "std::abort",
+        ];
+        match s.kind() {
+            "return_statement" | "throw_statement" => true,
+            "else_clause" => s
+                .named_child(0)
+                .is_some_and(|b| self.never_completes(b, depth)),
+            "compound_statement" => {
+                let mut c = s.walk();
+                let last = s
+                    .named_children(&mut c)
+                    .filter(|n| n.kind() != "comment")
+                    .last();
+                last.is_some_and(|l| self.never_completes(l, depth))
+            }
+            "expression_statement" => {
+                let Some(f) = s
+                    .named_child(0)
+                    .filter(|c| c.kind() == "call_expression")
+                    .and_then(|c| c.child_by_field_name("function"))
+                else {
+                    return false;
+                };
+                let name = text(f, &self.src);
+                NO_RETURN.contains(&name) || (depth < 4 && self.never_returns(name, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the function `name` defined in this text never returns (see
+    /// [`Flow::never_completes`]).
+    fn never_returns(&self, name: &str, depth: usize) -> bool {
+        let fns = super::host::functions_cached(&self.src);
+        let Some(f) = fns.iter().find(|f| f.name == name) else {
+            return false;
+        };
+        let flow = Flow::of_function(&self.src, &fns, f.body_lines.0);
+        let root = flow.tree.root_node();
+        let body = root.descendant_for_byte_range(f.body.0, f.body.1 - 1);
+        let body = std::iter::successors(body, |n| n.parent())
+            .find(|n| n.kind() == "compound_statement" && n.start_byte() == f.body.0);
+        body.is_some_and(|b| flow.never_completes(b, depth))
     }
 
     /// The condition text of `if_statement` `i` (`if (n % 8)` → `n % 8`).
@@ -334,9 +416,10 @@ impl Flow {
     /// (`if (c) { … } else`): `!(c)`. None after an `else if` or a one-statement branch.
     fn else_condition(&self, e: Node) -> Option<String> {
         let i = e.parent()?;
+        // A braced branch, or one plain statement (`if (c) n = a; else n = b;`).
         let braced = i
             .child_by_field_name("consequence")
-            .is_some_and(|c| c.kind() == "compound_statement");
+            .is_some_and(|c| matches!(c.kind(), "compound_statement" | "expression_statement"));
         let in_else = i.parent().is_some_and(|p| p.kind() == "else_clause");
         if !braced || in_else {
             return None;
@@ -1039,6 +1122,38 @@ mod tests {
         let t =
             "void f(int n) {\n int b = 4;\n if (n > 0) while (b < n) b++;\n k<<<b, 64>>>(n);\n}\n";
         assert_eq!(at(t, "b < n)", "b++", "k<<<"), WriteAt::Conditional(None));
+    }
+
+    #[test]
+    fn a_branch_beside_one_that_never_completes_is_straight_code() {
+        // Rodinia nw: `if (argc == 3) { n = …; } else { usage(); }`, `usage` ending in `exit`.
+        let t = "void usage() {\n fprintf(stderr, \"x\");\n exit(1);\n}\n\
+                 void f(int argc) {\n int n, m, r;\n if (argc == 3) {\n  n = 4;\n } else {\n  usage();\n }\n\
+                 if (argc > 4) m = 2;\n else return;\n\
+                 if (argc < 9) { r = 1; } else { log(); }\n k<<<n, m>>>(r);\n}\n";
+        assert_eq!(at(t, "n = 4", "n", "k<<<"), WriteAt::Straight);
+        assert_eq!(at(t, "m = 2", "m", "k<<<"), WriteAt::Straight);
+        // An `else` that goes on is a condition as before.
+        assert_eq!(
+            at(t, "r = 1", "r", "k<<<"),
+            WriteAt::Conditional(Some("(argc < 9)".into()))
+        );
+        // The other way round: the `if` branch returns, the `else` write is straight.
+        let t =
+            "void f(int c) {\n int n;\n if (c) { throw 1; } else { n = 8; }\n k<<<n, 1>>>();\n}\n";
+        assert_eq!(at(t, "n = 8", "n", "k<<<"), WriteAt::Straight);
+    }
+
+    #[test]
+    fn a_one_statement_if_has_an_else_condition_and_a_case_holding_the_use_is_straight() {
+        let t = "void f(int n) {\n int b = 4;\n if (n > 512) b = 2;\n else b = n;\n k<<<b, 1>>>();\n}\n";
+        assert_eq!(
+            at(t, "else b", "b", "k<<<"),
+            WriteAt::Conditional(Some("(!(n > 512))".into()))
+        );
+        // cuda-samples reduction: `case 9: constexpr int groups = 2; … k<<<…>>>` in the case.
+        let t = "void f(int w) {\n switch (w) {\n case 9:\n  int g = 2;\n  k<<<g, 1>>>();\n  break;\n }\n}\n";
+        assert_eq!(at(t, "int g", "g", "k<<<"), WriteAt::Straight);
     }
 
     #[test]

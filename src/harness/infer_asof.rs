@@ -53,9 +53,37 @@ pub struct Memo {
     writes: RefCell<HashMap<String, Rc<Vec<HostWrite>>>>,
     /// The statements of the launch's function.
     flow: Arc<Flow>,
+    /// The function's parameters: each comes in with a value, which a write that reads it
+    /// (`if (bs == 1024) bs = 512;`) starts from.
+    params: Vec<String>,
 }
 
 impl Memo {
+    /// For values in the function around `launch_line` (`fns` are the text's functions).
+    fn new(text: &str, fns: &[HostFn], launch_line: u32) -> Memo {
+        Memo {
+            changed: Cell::default(),
+            too_deep: Cell::default(),
+            busy: RefCell::default(),
+            values: RefCell::default(),
+            writes: RefCell::default(),
+            flow: Flow::of_function(text, fns, launch_line),
+            params: crate::cuda::host::function_at(fns, launch_line)
+                .map_or_else(Vec::new, |f| f.params.clone()),
+        }
+    }
+
+    /// Where a value at the launch on `launch_line` is wanted.
+    fn at_launch(&self, text: &str, launch_line: u32) -> At<'_> {
+        let use_pos = line_offset(text, launch_line);
+        At {
+            pos: use_pos,
+            use_pos,
+            fn_start: self.flow.function_start(use_pos),
+            cx: self,
+        }
+    }
+
     fn writes_of(&self, name: &str) -> Rc<Vec<HostWrite>> {
         self.writes
             .borrow_mut()
@@ -116,7 +144,10 @@ fn value_as_of_uncached(
         Some(m) => format!("{name}.{m}"),
         None => name.to_string(),
     };
-    let mut folded: Result<Option<String>, String> = Ok(None);
+    // A parameter starts from the value it comes in with, which is its own name.
+    let incoming =
+        (member.is_none() && at.cx.params.iter().any(|p| p == name)).then(|| shown.clone());
+    let mut folded: Result<Option<String>, String> = Ok(incoming.clone());
     // An `if` branch's value with nothing before it, waiting for its `else`: (the raw
     // condition, the condition read here, the value).
     let mut pending: Option<(String, String, String)> = None;
@@ -198,7 +229,11 @@ fn value_as_of_uncached(
             "`{shown}` is set only under a condition before it is used: the value depends on it"
         ));
     }
-    folded
+    // A parameter no write changes has no value here beyond its name.
+    match folded {
+        Ok(v) if v.is_some() && v == incoming => Ok(None),
+        other => other,
+    }
 }
 
 /// `(cond) ? (new) : (prev)`, both read as of the write.
@@ -217,7 +252,7 @@ fn guarded(
 }
 
 /// Whether `rhs` names `shown` (`n`, or `g.x` for a member).
-fn mentions(rhs: &str, shown: &str) -> bool {
+pub fn mentions(rhs: &str, shown: &str) -> bool {
     let Ok(toks) = cexpr::tokens(rhs) else {
         return true;
     };
@@ -362,31 +397,27 @@ pub fn definitions_at_launch(
     launch_line: u32,
     always: &dyn Fn(&str) -> bool,
 ) -> Vec<Result<Option<String>, String>> {
-    let use_pos = line_offset(text, launch_line);
-    let memo = Memo {
-        changed: Cell::default(),
-        too_deep: Cell::default(),
-        busy: RefCell::default(),
-        values: RefCell::default(),
-        writes: RefCell::default(),
-        flow: Flow::of_function(text, fns, launch_line),
-    };
-    let fn_start = memo.flow.function_start(use_pos);
-    let at = At {
-        pos: use_pos,
-        use_pos,
-        fn_start,
-        cx: &memo,
-    };
+    let memo = Memo::new(text, fns, launch_line);
     names
         .iter()
         .map(|name| {
             memo.changed.set(false);
-            let def = one_definition(text, name, at)?;
+            let def = one_definition(text, name, memo.at_launch(text, launch_line))?;
             // The same value as every write folded in order: the recorded definition says it.
             Ok(def.filter(|_| memo.changed.get() || always(name)))
         })
         .collect()
+}
+
+/// The value of plain variable `name` as of `launch_line`, from the writes before it in the
+/// function around that line (see [`value_as_of`]). Ok(None): that function does not write it.
+pub fn value_at_launch(text: &str, name: &str, launch_line: u32) -> Result<Option<String>, String> {
+    let memo = Memo::new(
+        text,
+        &crate::cuda::host::functions_cached(text),
+        launch_line,
+    );
+    value_as_of(text, name, None, memo.at_launch(text, launch_line), 0)
 }
 
 fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, String> {
@@ -416,7 +447,14 @@ fn one_definition(text: &str, name: &str, at: At) -> Result<Option<String>, Stri
         }
         return Ok(Some(parts.join("; ")));
     }
-    Ok(value_as_of(text, name, None, at, 0)?.map(|v| format!("{name} = {v}")))
+    match value_as_of(text, name, None, at, 0)? {
+        // A parameter changed from the value it comes in with: the launch's translation
+        // has no value for that one.
+        Some(v) if at.cx.params.iter().any(|p| p == name) && mentions(&v, name) => Err(format!(
+            "`{name}` is a parameter changed before the launch (to `{v}`), from the value it comes in with"
+        )),
+        v => Ok(v.map(|v| format!("{name} = {v}"))),
+    }
 }
 
 #[cfg(test)]
@@ -505,7 +543,14 @@ mod tests {
             definition_at_launch(t, "g", 6).unwrap().as_deref(),
             Some("dim3 g; g.x = (( (n / 64) < 8 )) ? (8) : (n / 64); g.y = 2")
         );
+        // A one-statement `if` and its `else` make one ternary over the earlier value.
         let t = "void f(int n) {\n int b = 4;\n if (n > 512) b = 2;\n else b = n;\n k<<<b, 64>>>(n);\n}\n";
+        assert_eq!(
+            definition_at_launch(t, "b", 5).unwrap().as_deref(),
+            Some("b = ((!(n > 512))) ? (n) : (((n > 512)) ? (2) : (4))")
+        );
+        // An `else if` branch: which branch ran is not one condition.
+        let t = "void f(int n) {\n int b = 4;\n if (n > 512) b = 2;\n else if (n > 64) b = n;\n k<<<b, 64>>>(n);\n}\n";
         let e = definition_at_launch(t, "b", 5).unwrap_err();
         assert!(e.contains("`b` is set under a condition (line 4)"), "{e}");
         // A condition that holds the launch too is no condition for it.

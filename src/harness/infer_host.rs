@@ -78,7 +78,7 @@ pub struct Host {
 pub struct HostMemo {
     calls: std::cell::RefCell<BTreeMap<String, Vec<Call>>>,
     defs: std::cell::RefCell<BTreeMap<String, Option<FnDef>>>,
-    definitions: std::cell::RefCell<BTreeMap<String, Option<String>>>,
+    definitions: std::cell::RefCell<BTreeMap<String, Result<String, String>>>,
 }
 
 /// The variable a launch reads under a name ([`Host::launch_sees`]): the functions (text
@@ -444,12 +444,20 @@ impl Host {
     /// the first write of a same-named variable elsewhere. None for a local of the launching
     /// function no write before the launch sets. Function-like macros are not values.
     pub fn definition(&self, name: &str) -> Option<String> {
+        self.definition_or_why(name).ok()
+    }
+
+    /// [`Host::definition`], or why there is none: no definition, or the launching
+    /// function's writes do not fix the value at the launch (a loop, a condition, a pointer).
+    pub fn definition_or_why(&self, name: &str) -> Result<String, String> {
         memoized(&self.memo.definitions, name, || {
             self.definition_uncached(name)
+                .ok_or_else(|| format!("`{name}` has no definition in the host code"))
+                .and_then(|d| d)
         })
     }
 
-    fn definition_uncached(&self, name: &str) -> Option<String> {
+    fn definition_uncached(&self, name: &str) -> Option<Result<String, String>> {
         // `#ifdef RD_WG_SIZE #define B RD_WG_SIZE #else #define B 16`: a body that names a
         // macro defined nowhere (a -D flag) gives way to the next.
         let bodies: Vec<String> = self.texts().flat_map(|t| define_bodies(t, name)).collect();
@@ -462,40 +470,31 @@ impl Host {
             .find(|d| !super::is_ident(d.trim()) || defined(d.trim()))
             .or(bodies.first())
         {
-            return Some(d.clone());
+            return Some(Ok(d.clone()));
         }
         if let Some(v) = self.command_line_value(name) {
-            return Some(v);
+            return Some(Ok(v));
         }
-        // Assignments before the launch, in order: `n = atoi(argv[1]); n = n + 1` folds to
-        // `(atoi(argv[1])) + 1`.
-        let self_ref = |rhs: &str| draft_idents(rhs).iter().any(|w| w == name);
-        // Only the launching function's own assignments and file-level ones: a kernel in
-        // the same file (sgemm's `m = blockIdx.x * TILE_M + mid`) has its own `m`.
-        let launch_fn = self.scope_at((0, self.launch_line)).map(|(f, _)| f);
-        let in_scope = |line: u32| match (self.scope_at((0, line)), &launch_fn) {
-            (Some((f, _)), Some(l)) => f == *l,
-            _ => true,
-        };
-        let mut folded: Option<String> = None;
-        for (line, rhs) in assignments(&self.file, name) {
-            if line > self.launch_line {
-                break;
+        // The launching function's writes before the launch, folded in order (`n =
+        // atoi(argv[1]); n = n + 1` is `(atoi(argv[1])) + 1`): a write in a loop that ended,
+        // under a condition or through a pointer leaves the value unknown.
+        match super::infer_asof::value_at_launch(&self.file, name, self.launch_line) {
+            // A parameter changed from the value it comes in with (`if (bs == 1024) bs =
+            // 512;`): that value is the one its call sites pass.
+            Ok(Some(v)) if cexpr::tokens(&v).is_ok() && super::infer_asof::mentions(&v, name) => {
+                return Some(match self.bind_param(name) {
+                    Some(b) => Ok(cexpr::replace_ident(&v, name, &format!("({b})"))),
+                    None => Err(format!(
+                        "`{name}` is a parameter changed before the launch (to `{v}`), and its callers do not say the value it comes in with"
+                    )),
+                });
             }
-            if !in_scope(line) {
-                continue;
-            }
-            folded = if !self_ref(&rhs) {
-                Some(rhs)
-            } else {
-                folded.map(|v| cexpr::replace_ident(&rhs, name, &format!("({v})")))
-            };
-        }
-        if let Some(d) = folded {
-            return Some(d);
+            Ok(Some(v)) => return Some(Ok(v)),
+            Ok(None) => {}
+            Err(why) => return Some(Err(why)),
         }
         if let Some(b) = self.bind_param(name) {
-            return Some(b);
+            return Some(Ok(b));
         }
         // A name the launching function declares itself, and does not hand to a call
         // before the launch (`init(n, &m)` may set it through a reference or a pointer), is
@@ -511,6 +510,7 @@ impl Host {
         // Only writes of the variable the launch sees: a local of another function is
         // another variable, whatever its name (scoped lookup, [`Host::launch_sees`]).
         let sees = self.launch_sees(name);
+        let self_ref = |rhs: &str| draft_idents(rhs).iter().any(|w| w == name);
         let (seen, unseen): (Vec<_>, Vec<_>) = self
             .texts()
             .enumerate()
@@ -539,7 +539,7 @@ impl Host {
                     .is_some_and(|v| parse_num(v).is_some())
             })
         });
-        from_run.or(all.first()).cloned()
+        from_run.or(all.first()).cloned().map(Ok)
     }
 
     /// Whether the function around the launch declares a local `name` of its own and passes
@@ -778,11 +778,12 @@ fn integer(expr: &str, v: Num) -> Result<i64, String> {
 impl Env for HostNames<'_> {
     fn name(&self, w: &str) -> Result<Num, String> {
         let h = self.host;
-        let Some(d) = h.definition(w) else {
-            if let Some(a) = self.assumed {
-                return Ok(Num::Int(a.root(w)));
+        let d = match h.definition_or_why(w) {
+            Ok(d) => d,
+            Err(_) if self.assumed.is_some() => {
+                return Ok(Num::Int(self.assumed.expect("checked").root(w)));
             }
-            return Err(format!("`{w}` has no definition in the host code"));
+            Err(why) => return Err(why),
         };
         if d.trim() == w {
             return Err(format!("`{w}` is defined only as itself"));
@@ -2144,7 +2145,9 @@ mod tests {
         assert_eq!(Flow::of(&h.file).flag_near(6).as_deref(), Some("-s"));
         assert_eq!(Flow::of(&h.file).flag_near(13).as_deref(), Some("-n"));
         // No run script: the value depends on a command line nobody gives.
-        assert!(h.int_value("size").unwrap_err().contains("argv"));
+        // The loop over the arguments sets it.
+        let e = h.int_value("size").unwrap_err();
+        assert!(e.contains("`size` is changed in a loop (line 6)"), "{e}");
         assert_eq!(h.command_line_value("size"), None);
         h.run_cmds = vec![
             vec!["-f".into(), "data.txt".into()],
@@ -2188,10 +2191,7 @@ mod tests {
             9,
         );
         let e = h.int_value("pert").unwrap_err();
-        assert!(
-            e.contains("`t` is 0 where it is declared and assigned again"),
-            "{e}"
-        );
+        assert!(e.contains("`norm` is changed in a loop (line 7)"), "{e}");
         // A loop counter's zero is its first pass (Parboil cp's atom chunks).
         let c = host(
             "#define COUNT 10000\nvoid f() { int start;\n for (start = 0; start < COUNT; start += 4000) {\n int left = COUNT - start;\n int run = left > 4000 ? 4000 : left;\n k<<<1, 1>>>(run); } }",
@@ -2282,6 +2282,48 @@ mod tests {
         let mut h = host("void launch() {\n  k<<<nb, 1>>>(d);\n}\n", 2);
         h.others = vec!["void run(unsigned t, unsigned nb = 1);\nunsigned nb = 4;\n".into()];
         assert_eq!(h.definition("nb").as_deref(), Some("4"));
+    }
+
+    #[test]
+    fn the_launching_functions_writes_are_read_as_of_the_launch() {
+        // A chained assignment (Rodinia hotspot3D's `ce = cw = stepDivCap / Rx`).
+        let h = host(
+            "void f() {\n float cw, ce;\n ce = cw = 0.5 / 4;\n k<<<1, 1>>>(ce);\n}\n",
+            4,
+        );
+        assert_eq!(h.definition("ce").as_deref(), Some("0.5 / 4"));
+        // Set through a pointer, changed in a loop: unknown, and the reason says why (a
+        // `cudaOccupancy…(&blocks, …)` used to give the declared 0).
+        let h = host(
+            "void f(int n) {\n int blocks = 0, m = 1;\n query(&blocks);\n while (m < n) m *= 2;\n k<<<blocks, m>>>();\n}\n",
+            5,
+        );
+        let e = h.definition_or_why("blocks").unwrap_err();
+        assert!(
+            e.contains("`blocks` is set through a pointer at line 3"),
+            "{e}"
+        );
+        let e = h.definition_or_why("m").unwrap_err();
+        assert!(e.contains("`m` is changed in a loop (line 4)"), "{e}");
+        assert_eq!(h.definition("m"), None);
+        // A parameter changed from the value it comes in with (llm.c's `if (block_size ==
+        // 1024) block_size = 512;`): that value is the one the one caller passes.
+        let h = host(
+            "void launch(int bs) {\n if (bs == 1024) bs = 512;\n k<<<1, bs>>>();\n}\n\
+             int main() {\n launch(1024);\n}\n",
+            3,
+        );
+        assert_eq!(h.int_value("bs"), Ok(512));
+        let h = host(
+            "void launch(int bs) {\n if (bs == 1024) bs = 512;\n k<<<1, bs>>>();\n}\n\
+             int main() {\n launch(256);\n launch(1024);\n}\n",
+            3,
+        );
+        let e = h.definition_or_why("bs").unwrap_err();
+        assert!(
+            e.contains("`bs` is a parameter changed before the launch"),
+            "{e}"
+        );
     }
 
     #[test]
