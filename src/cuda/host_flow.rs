@@ -274,20 +274,17 @@ impl Flow {
                     let plain = x
                         .child_by_field_name("consequence")
                         .filter(|c| holds(*c) && !nested(*c));
-                    let other = x.child_by_field_name("alternative");
-                    if plain.is_some() && other.is_some_and(|a| self.never_completes(a, 0)) {
+                    if plain.is_some_and(|c| self.beside_one_never_completing(x, c)) {
                         return Head::Other;
                     }
                     return Head::If(plain.and_then(|_| self.condition(x)));
                 }
                 "else_clause" => {
                     let body = x.named_child(0);
-                    let first = x
+                    let beside = x
                         .parent()
-                        .and_then(|i| i.child_by_field_name("consequence"));
-                    if !body.is_some_and(nested)
-                        && first.is_some_and(|c| self.never_completes(c, 0))
-                    {
+                        .is_some_and(|i| self.beside_one_never_completing(i, x));
+                    if !body.is_some_and(nested) && beside {
                         return Head::Other;
                     }
                     return Head::If(if body.is_some_and(nested) {
@@ -331,16 +328,14 @@ impl Flow {
         match p.kind() {
             "if_statement" if p.child_by_field_name("consequence") == Some(b) => {
                 let in_else = p.parent().is_some_and(|e| e.kind() == "else_clause");
-                let other = p.child_by_field_name("alternative");
-                if !in_else && other.is_some_and(|a| self.never_completes(a, 0)) {
+                if !in_else && self.beside_one_never_completing(p, b) {
                     return Head::Other;
                 }
                 Head::If(if in_else { None } else { self.condition(p) })
             }
             "else_clause"
                 if p.parent()
-                    .and_then(|i| i.child_by_field_name("consequence"))
-                    .is_some_and(|c| self.never_completes(c, 0)) =>
+                    .is_some_and(|i| self.beside_one_never_completing(i, p)) =>
             {
                 Head::Other
             }
@@ -349,6 +344,18 @@ impl Flow {
             k if LOOPS.contains(&k) => Head::Loop,
             _ => Head::Other,
         }
+    }
+
+    /// Whether `branch` (the consequence or the `else` of `if_statement` `i`) runs whenever
+    /// code after the `if` runs: the other branch never completes.
+    fn beside_one_never_completing(&self, i: Node, branch: Node) -> bool {
+        let first = i.child_by_field_name("consequence");
+        let other = if first == Some(branch) {
+            i.child_by_field_name("alternative")
+        } else {
+            first
+        };
+        other.is_some_and(|o| self.never_completes(o, 0))
     }
 
     /// Whether statement `s` never completes: it ends in a `return` or a `throw`, or in a

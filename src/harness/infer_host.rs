@@ -437,8 +437,9 @@ impl Host {
     }
 
     /// The text a name is defined as: a `#define NAME body`; else a command-line value; else
-    /// its writes before the launch in the launching function and at file level, folded;
-    /// else the one text the launching function's call sites pass for it as a parameter;
+    /// its writes before the launch in the launching function, read as of the launch
+    /// ([`super::infer_asof::value_at_launch`]; unknown, with why, where a loop, a condition
+    /// or a pointer decides them); else the one text the launching function's call sites pass for it as a parameter;
     /// else (scoped) the first write of the variable the launch reads ([`Host::launch_sees`]),
     /// never a device function's local or a parameter's default; only when there is none,
     /// the first write of a same-named variable elsewhere. None for a local of the launching
@@ -480,7 +481,8 @@ impl Host {
         // under a condition or through a pointer leaves the value unknown.
         match super::infer_asof::value_at_launch(&self.file, name, self.launch_line) {
             // A parameter changed from the value it comes in with (`if (bs == 1024) bs =
-            // 512;`): that value is the one its call sites pass.
+            // 512;`): that value is the one its call sites pass. (`mentions` answers yes for
+            // text it cannot read; such a value is no self-reference.)
             Ok(Some(v)) if cexpr::tokens(&v).is_ok() && super::infer_asof::mentions(&v, name) => {
                 return Some(match self.bind_param(name) {
                     Some(b) => Ok(cexpr::replace_ident(&v, name, &format!("({b})"))),
@@ -2314,6 +2316,10 @@ mod tests {
             3,
         );
         assert_eq!(h.int_value("bs"), Ok(512));
+        // Not taken: the value passed, not the guarded write's.
+        let mut h = h;
+        h.set_file(h.file.replace("launch(1024)", "launch(256)"));
+        assert_eq!(h.int_value("bs"), Ok(256));
         let h = host(
             "void launch(int bs) {\n if (bs == 1024) bs = 512;\n k<<<1, bs>>>();\n}\n\
              int main() {\n launch(256);\n launch(1024);\n}\n",
