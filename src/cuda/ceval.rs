@@ -236,6 +236,10 @@ impl<'s> Parser<'_, 's> {
                 }
                 Ok(Expr::Defined(name))
             }
+            // C++'s (and C23's) boolean literals.
+            Kind::Ident if matches!(t.text, "true" | "false") => {
+                Ok(Expr::Num(Num::Int(i64::from(t.text == "true"))))
+            }
             Kind::Ident if t.text == "sizeof" && self.eat("(") => {
                 let close = self.t[self.i..]
                     .iter()
@@ -594,6 +598,12 @@ mod tests {
 
     fn ev(s: &str) -> Result<Num, String> {
         Expr::parse(s)?.eval(&Vars(&[("n", 1000), ("R2", 1), ("R16", 0)]))
+    }
+
+    #[test]
+    fn boolean_literals_are_one_and_zero() {
+        assert_eq!(ev("true"), Ok(Num::Int(1)));
+        assert_eq!(ev("false == true ? 3 : n"), Ok(Num::Int(1000)));
     }
 
     #[test]

@@ -266,6 +266,13 @@ impl Flow {
         loop {
             match x.kind() {
                 "if_statement" => {
+                    // In its condition: run before either branch.
+                    if let Some(c) = x.child_by_field_name("condition").filter(|c| holds(*c)) {
+                        return match self.condition_write_runs(x, c, pos) {
+                            true => Head::Other,
+                            false => Head::If(None),
+                        };
+                    }
                     // In its `else`: the statement reads from the `else`.
                     if let Some(alt) = x.child_by_field_name("alternative").filter(|a| holds(*a)) {
                         x = alt;
@@ -344,6 +351,36 @@ impl Flow {
             k if LOOPS.contains(&k) => Head::Loop,
             _ => Head::Other,
         }
+    }
+
+    /// Whether a write at `pos` inside `cond`, the condition of `if_statement` `i`, has run
+    /// whenever code after the `if` runs. It has unless it sits on the right of a `&&` or in
+    /// a branch of `?:`; on the right of a `||` only when the `if` has no `else` and its
+    /// branch never completes: past the `if`, every operand was false, so each one ran
+    /// (Rodinia hotspot: `if (argc != 7 || (grid_rows = atoi(argv[1])) <= 0 || …) usage();`).
+    fn condition_write_runs(&self, i: Node, cond: Node, pos: usize) -> bool {
+        let all_false_to_pass = i.child_by_field_name("alternative").is_none()
+            && i.child_by_field_name("consequence")
+                .is_some_and(|c| self.never_completes(c, 0));
+        for w in self.around(pos).windows(2) {
+            let (node, parent) = (w[0], w[1]);
+            if node.id() == cond.id() {
+                return true;
+            }
+            let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+            match parent.kind() {
+                "binary_expression" if is("right") => {
+                    match parent.child_by_field_name("operator").map(|o| o.kind()) {
+                        Some("&&") => return false,
+                        Some("||") if !all_false_to_pass => return false,
+                        _ => {}
+                    }
+                }
+                "conditional_expression" if !is("condition") => return false,
+                _ => {}
+            }
+        }
+        false
     }
 
     /// Whether `branch` (the consequence or the `else` of `if_statement` `i`) runs whenever
@@ -1149,6 +1186,26 @@ mod tests {
         let t =
             "void f(int c) {\n int n;\n if (c) { throw 1; } else { n = 8; }\n k<<<n, 1>>>();\n}\n";
         assert_eq!(at(t, "n = 8", "n", "k<<<"), WriteAt::Straight);
+    }
+
+    #[test]
+    fn a_write_in_an_if_condition_runs_before_either_branch() {
+        // Rodinia hotspot: past an `if` whose branch exits, every `||` operand ran.
+        let t = "void usage() {\n exit(1);\n}\n\
+                 void f(int argc, char **argv) {\n int r, c, d, e;\n\
+                 if (argc != 3 || (r = atoi(argv[1])) <= 0 || (c = atoi(argv[2])) <= 0) usage();\n\
+                 if ((d = g()) < 0) { h(); }\n\
+                 if (argc > 5 && (e = 2)) { h(); }\n\
+                 k<<<r, c>>>(d, e);\n}\n";
+        assert_eq!(at(t, "r = atoi", "r", "k<<<"), WriteAt::Straight);
+        assert_eq!(at(t, "c = atoi", "c", "k<<<"), WriteAt::Straight);
+        // The first operand always runs, whatever the branch does.
+        assert_eq!(at(t, "d = g", "d", "k<<<"), WriteAt::Straight);
+        // On the right of `&&`: only when the left held.
+        assert_eq!(at(t, "e = 2", "e", "k<<<"), WriteAt::Conditional(None));
+        // On the right of `||` with a branch that goes on: only when the left was false.
+        let t = "void f(int a) {\n int n = 1;\n if (a || (n = 4)) { h(); }\n k<<<n, 1>>>();\n}\n";
+        assert_eq!(at(t, "n = 4", "n", "k<<<"), WriteAt::Conditional(None));
     }
 
     #[test]

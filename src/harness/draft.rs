@@ -421,7 +421,9 @@ fn name(w: &str, names: &Names, depth: usize) -> Result<String, String> {
     } else if zero_init {
         names.host_vars.borrow_mut().insert(w.to_string());
         w.to_string()
-    } else if names.sizes.iter().any(|s| s == w) {
+    } else if names.sizes.iter().any(|s| s == w) && !names.host_to_size.values().any(|s| s == w) {
+        // A size's own name, unless the launch passes that size another host text (then
+        // the host's `w` is another variable, read from its definition below).
         w.to_string()
     } else if let Some(comps) = names.components(w) {
         let comps = comps?;
@@ -830,6 +832,24 @@ mod tests {
             members: Default::default(),
             source: "#define FROM_UNIT 8\n",
         }
+    }
+
+    #[test]
+    fn a_host_name_equal_to_a_size_passed_another_text_is_the_host_variable() {
+        // cuda-samples scan: `scanExclusiveShared2<<<iDivUp(B * arrayLength / 1024, 256),
+        // 256>>>(…, arrayLength / 1024)`: the kernel's `arrayLength` is the host's divided
+        // by 1024, so the grid's `arrayLength` is the host variable, read from its definition.
+        let sizes = vec!["arrayLength".to_string()];
+        let mut defs = BTreeMap::new();
+        defs.insert("arrayLength".into(), "arrayLength = 2048".into());
+        let nm = names(&sizes, &defs, &[("arrayLength / 1024", "arrayLength")]);
+        assert_eq!(translate("arrayLength * 4", &nm, 0).unwrap(), "2048 * 4");
+        // Passed under its own name, it is the size.
+        let nm = names(&sizes, &defs, &[("arrayLength", "arrayLength")]);
+        assert_eq!(
+            translate("arrayLength * 4", &nm, 0).unwrap(),
+            "arrayLength * 4"
+        );
     }
 
     #[test]

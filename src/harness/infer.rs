@@ -920,6 +920,20 @@ fn patched_launch(
     (patched, unsettled)
 }
 
+/// The host names a launch's text keeps as sizes: each host text the launch passes for a
+/// size, and each size's own name, unless the launch passes that size another host text.
+/// Then the host's variable of that name is another one: scan's
+/// `scanExclusiveShared2<<<iDivUp(B * arrayLength / 1024, 256), 256>>>(…, arrayLength /
+/// 1024)` has a kernel `arrayLength` that is not the host's in its grid.
+fn kept_names(host_to_size: &BTreeMap<String, String>, sizes: &[String]) -> BTreeSet<String> {
+    let passed_otherwise = |s: &String| host_to_size.iter().any(|(h, k)| k == s && h != s);
+    host_to_size
+        .keys()
+        .cloned()
+        .chain(sizes.iter().filter(|s| !passed_otherwise(s)).cloned())
+        .collect()
+}
+
 impl<'a> Cx<'a> {
     fn new(pair: &'a Pair, host: &'a Host, opts: &'a InferOptions) -> Self {
         let fast = &pair.fast;
@@ -935,7 +949,7 @@ impl<'a> Cx<'a> {
                 }
             }
         }
-        let keep: BTreeSet<String> = host_to_size.keys().cloned().chain(sizes.clone()).collect();
+        let keep = kept_names(&host_to_size, &sizes);
         let (defs, loop_dependent) = site_definitions(host, site, &keep);
         let counters = if host.file.is_empty() || host.launch_line == 0 {
             Vec::new()
@@ -3031,6 +3045,19 @@ mod tests {
         unrecorded_launch_definitions(&host, &shadow, &keep, &mut defs);
         assert!(!defs.contains_key("gridDim"), "{defs:?}");
         assert!(defs.contains_key("threads"), "{defs:?}");
+    }
+
+    #[test]
+    fn a_size_passed_another_host_text_is_not_the_host_name() {
+        let sizes = vec!["N".to_string(), "arrayLength".to_string(), "n".to_string()];
+        let passed = BTreeMap::from([
+            ("N".to_string(), "N".to_string()),
+            ("arrayLength / 1024".to_string(), "arrayLength".to_string()),
+        ]);
+        let keep = kept_names(&passed, &sizes);
+        let keep: Vec<&str> = keep.iter().map(String::as_str).collect();
+        // `n`, passed nothing the launch table records, keeps its name too.
+        assert_eq!(keep, ["N", "arrayLength / 1024", "n"]);
     }
 
     #[test]

@@ -914,6 +914,56 @@ fn parse_num(s: &str) -> Option<Num> {
 
 /// Identifiers in host text (calls included, no member names), by the crate's tokenizer;
 /// what it cannot read (`[`, `=`, quotes) only separates them.
+/// The names in `e` read as plain values, each once: not called, not objects or arrays
+/// (`d->w`, `v[i]`), not taken by address or dereferenced (`&n`, `*p`).
+fn plain_value_names(e: &str) -> Vec<String> {
+    let toks = cexpr::tokens_lossy(e);
+    let op = |i: Option<usize>, ops: &[&str]| {
+        i.and_then(|i| toks.get(i))
+            .is_some_and(|t| t.kind == Kind::Op && ops.contains(&t.text))
+    };
+    let mut out: Vec<String> = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        let before = i.checked_sub(1);
+        // `*` after an operand is a product; after an operator or at the start, a dereference.
+        let deref = op(before, &["*"])
+            && (i < 2 || toks[i - 2].kind == Kind::Op && toks[i - 2].text != ")");
+        let indexed = e[t.at + t.text.len()..].trim_start().starts_with('[');
+        if t.kind == Kind::Ident
+            && !op(before, &[".", "->", "&", ":"])
+            && !deref
+            && !indexed
+            && !op(Some(i + 1), &[".", "->", "(", ":"])
+            && !out.iter().any(|o| o == t.text)
+        {
+            out.push(t.text.to_string());
+        }
+    }
+    out
+}
+
+/// `v` as one operand: as it is when it is one token or already in parentheses around
+/// all of it, else in parentheses.
+fn grouped(v: &str) -> String {
+    let toks = cexpr::tokens_lossy(v);
+    let wrapped = toks.first().is_some_and(|t| t.text == "(") && {
+        let mut depth = 0i32;
+        toks.iter().enumerate().all(|(i, t)| {
+            match t.text {
+                "(" => depth += 1,
+                ")" => depth -= 1,
+                _ => {}
+            }
+            depth > 0 || i + 1 == toks.len()
+        })
+    };
+    if toks.len() == 1 || wrapped {
+        v.trim().to_string()
+    } else {
+        format!("({})", v.trim())
+    }
+}
+
 fn draft_idents(e: &str) -> Vec<String> {
     let toks = cexpr::tokens_lossy(e);
     let member =
@@ -1168,9 +1218,26 @@ impl Host {
         let (fname, params) = self.scope_at((0, self.launch_line))?;
         let k = params.iter().position(|p| p == name)?;
         let mut seen: Vec<String> = Vec::new();
-        for t in self.texts() {
+        for (ti, t) in self.texts().enumerate() {
             for c in call_sites(t, &fname, params.len()) {
                 let a = c.args[k].trim().to_string();
+                // The caller's own variables in the argument are read in the caller, as of
+                // the call: `cluster_assign(pts, m, cent, n, …)` in `main`, whose `n` is
+                // 4096, passes 4096 (a name of the launch's scope may mean another thing).
+                // A variable the call passes whole for another parameter keeps that
+                // parameter's name (`compute_tran_temp(…, grid_cols, …)` passes `grid_cols`
+                // as `col`): the value stays tied to the launch's own sizes.
+                // Not the argument itself (`f(m, m)` would make each parameter the other),
+                // nor a variable passed for several parameters.
+                let once = |a: &str| c.args.iter().filter(|x| x.trim() == a).count() == 1;
+                let aliases: Vec<(String, String)> = params
+                    .iter()
+                    .zip(&c.args)
+                    .map(|(p, x)| (p, x.trim()))
+                    .filter(|(p, x)| *p != name && *x != a && super::is_ident(x) && once(x))
+                    .map(|(p, x)| (x.to_string(), p.clone()))
+                    .collect();
+                let a = self.closed_in((ti, c.line), &a, &aliases, 0).unwrap_or(a);
                 if !seen.contains(&a) {
                     seen.push(a);
                 }
@@ -1182,6 +1249,80 @@ impl Host {
             [one] if !draft_idents(one).iter().any(|w| w == name) => Some(one.clone()),
             _ => None,
         }
+    }
+
+    /// `expr`, found at `spot`, with each variable of the function around `spot` (a local,
+    /// or a parameter its callers all pass the same text for) replaced by its value there:
+    /// the writes before `spot` read as of it (see [`super::infer_asof`]). Names of no
+    /// function (`#define`s, file-level variables) stay. Err: a variable of that function
+    /// whose value there the code does not settle, with why.
+    /// `aliases` renames variables of that function instead (caller name → the launch
+    /// function's parameter it is passed as).
+    fn closed_in(
+        &self,
+        spot: Spot,
+        expr: &str,
+        aliases: &[(String, String)],
+        depth: usize,
+    ) -> Result<String, String> {
+        let Some(f) = self.function_at(spot) else {
+            return Ok(expr.to_string());
+        };
+        if depth > 4 {
+            return Err(format!("`{expr}` is passed down more than 4 calls"));
+        }
+        let text = self.texts().nth(spot.0).unwrap_or_default();
+        let mut out = expr.to_string();
+        for w in plain_value_names(expr) {
+            if let Some((_, p)) = aliases.iter().find(|(a, _)| *a == w) {
+                out = cexpr::replace_ident(&out, &w, p);
+                continue;
+            }
+            if !self.owns(spot.0, &f, &w) {
+                continue;
+            }
+            let v = match super::infer_asof::value_at_launch(text, &w, spot.1)? {
+                Some(v) if !draft_idents(&v).contains(&w) => {
+                    self.closed_in(spot, &v, aliases, depth + 1)?
+                }
+                Some(v) => {
+                    return Err(format!(
+                        "`{w}` is changed from the value it comes in with (to `{v}`) in `{}`",
+                        f.name
+                    ))
+                }
+                None if f.params.contains(&w) => {
+                    let args = self.caller_args(spot, &w).unwrap_or_default();
+                    let mut vals: Vec<String> = Vec::new();
+                    for (a, at) in args {
+                        let v = self.closed_in(at, &a, &[], depth + 1)?;
+                        if !vals.contains(&v) {
+                            vals.push(v);
+                        }
+                    }
+                    match <[String; 1]>::try_from(vals) {
+                        Ok([v]) => v,
+                        Err(_) => {
+                            return Err(format!(
+                                "the callers of `{}` pass `{w}` different values, or none",
+                                f.name
+                            ))
+                        }
+                    }
+                }
+                None => {
+                    return Err(format!(
+                        "`{w}`, a local of `{}`, has no value before line {}",
+                        f.name, spot.1
+                    ))
+                }
+            };
+            if expr.trim() == w {
+                return Ok(v);
+            }
+            out = cexpr::replace_ident(&out, &w, &grouped(&v));
+        }
+        Ok(out)
     }
 
     /// The host function around `spot`, cached.
@@ -1871,7 +2012,11 @@ mod tests {
         let mut h = host(kernel_file, 7);
         h.others.push(strip_comments(main_file));
         assert_eq!(h.bind_param("buf").as_deref(), Some("d_x"));
-        assert_eq!(h.bind_param("n").as_deref(), Some("size * size"));
+        // `main`'s `size` is read in `main`, as of the call.
+        assert_eq!(
+            h.bind_param("n").as_deref(),
+            Some("(atoi(argv[1])) * (atoi(argv[1]))")
+        );
         assert_eq!(h.bind_param("g"), None, "not a parameter");
         h.run_args = Some(vec!["8".into()]);
         assert_eq!(h.int_value("n / B"), Ok(4));
@@ -2220,7 +2365,8 @@ mod tests {
              int main() {\n  int rows = 512;\n  run(rows, c);\n}\n",
             6,
         );
-        assert_eq!(h.definition("m").as_deref(), Some("rows"));
+        // `main`'s `rows`, read where `main` passes it.
+        assert_eq!(h.definition("m").as_deref(), Some("512"));
         assert_eq!(h.int_value("m / 16"), Ok(32));
     }
 
@@ -2284,6 +2430,62 @@ mod tests {
         let mut h = host("void launch() {\n  k<<<nb, 1>>>(d);\n}\n", 2);
         h.others = vec!["void run(unsigned t, unsigned nb = 1);\nunsigned nb = 4;\n".into()];
         assert_eq!(h.definition("nb").as_deref(), Some("4"));
+    }
+
+    #[test]
+    fn a_parameters_argument_is_read_in_the_callers_scope() {
+        // HeCBench convolution3D: `main`'s `W` is 32 from the command line; `conv`'s own `W`
+        // is a buffer. The argument `W` means `main`'s.
+        let mut h = host(
+            "void conv(int Win) {\n  float *W = (float *)malloc(64);\n  k<<<Win / 16, 16>>>(W, Win);\n}\n\
+             int main(int argc, char **argv) {\n  int W = atoi(argv[1]);\n  conv(W);\n}\n",
+            3,
+        );
+        assert_eq!(h.definition("Win").as_deref(), Some("atoi(argv[1])"));
+        h.run_args = Some(vec!["32".into()]);
+        h.memo = HostMemo::default();
+        assert_eq!(h.int_value("Win / 16"), Ok(2));
+        // Up two callers passing the name on (Rodinia leukocyte: `MGVF(IE, 1, 1, Nc)` passes
+        // `vx` to `IMGVF_cuda(…, vx, …)`), and through a caller's local (llm.c's
+        // `num_params`, a product of `main`'s constants).
+        let h = host(
+            "void launch(float vx, long count) {\n  k<<<count / 256, 256>>>(vx, count);\n}\n\
+             void mid(float vx, long count) {\n  launch(vx, count);\n}\n\
+             int main() {\n  int C = 768;\n  long num = C * 4;\n  mid(1, num);\n}\n",
+            2,
+        );
+        assert_eq!(h.definition("vx").as_deref(), Some("1"));
+        assert_eq!(h.int_value("count"), Ok(3072));
+        // A caller variable passed whole for another parameter keeps that parameter's name,
+        // so the value follows the launch's own size (cuda-samples sortingNetworks:
+        // `bitonicSort(…, N / arrayLength, arrayLength, …)`); the argument itself, or one
+        // passed twice, is read as its value instead (`f(m, m)` is not `a = b`, `b = a`).
+        let h = host(
+            "void launch(int batch, int len, int a, int b) {\n  k<<<batch * len / 256, 256>>>(len, a, b);\n}\n\
+             int main() {\n  int L = 64;\n  int m = 8;\n  launch(1024 / L, L, m, m);\n}\n",
+            2,
+        );
+        assert_eq!(h.definition("batch").as_deref(), Some("1024 / len"));
+        assert_eq!(h.definition("a").as_deref(), Some("8"));
+        assert_eq!(h.definition("b").as_deref(), Some("8"));
+        // A caller's local the caller does not settle leaves the argument as written.
+        let h = host(
+            "void launch(int n) {\n  k<<<n, 1>>>(n);\n}\n\
+             int main() {\n  int m;\n  scanf(\"%d\", &m);\n  launch(m);\n}\n",
+            2,
+        );
+        assert_eq!(
+            h.closed_in((0, 7), "m", &[], 0).unwrap_err(),
+            "`m` is set through a pointer at line 6: the call decides its value"
+        );
+        // Objects, arrays, calls and addresses are not closed over (`d->w` stays `d->w`).
+        assert_eq!(
+            plain_value_names("d->w * v[i] + f(n) + *p + &q + a * b"),
+            ["i", "n", "a", "b"]
+        );
+        assert_eq!(grouped("(a) + (b)"), "((a) + (b))");
+        assert_eq!(grouped("(a + b)"), "(a + b)");
+        assert_eq!(grouped(" 7 "), "7");
     }
 
     #[test]
