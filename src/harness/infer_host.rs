@@ -942,25 +942,14 @@ fn plain_value_names(e: &str) -> Vec<String> {
     out
 }
 
-/// `v` as one operand: as it is when it is one token or already in parentheses around
-/// all of it, else in parentheses.
+/// `v` as one operand: without the parentheses around all of it ([`Expr::unparen`]), and
+/// in one pair of them unless it is one token.
 fn grouped(v: &str) -> String {
-    let toks = cexpr::tokens_lossy(v);
-    let wrapped = toks.first().is_some_and(|t| t.text == "(") && {
-        let mut depth = 0i32;
-        toks.iter().enumerate().all(|(i, t)| {
-            match t.text {
-                "(" => depth += 1,
-                ")" => depth -= 1,
-                _ => {}
-            }
-            depth > 0 || i + 1 == toks.len()
-        })
-    };
-    if toks.len() == 1 || wrapped {
-        v.trim().to_string()
+    let inner = Expr::unparen(v);
+    if cexpr::tokens_lossy(inner).len() == 1 {
+        inner.to_string()
     } else {
-        format!("({})", v.trim())
+        format!("({inner})")
     }
 }
 
@@ -2485,6 +2474,7 @@ mod tests {
         );
         assert_eq!(grouped("(a) + (b)"), "((a) + (b))");
         assert_eq!(grouped("(a + b)"), "(a + b)");
+        assert_eq!(grouped("((n))"), "n");
         assert_eq!(grouped(" 7 "), "7");
     }
 
